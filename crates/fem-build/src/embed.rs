@@ -1,0 +1,125 @@
+//! PTX embedded in a host binary: the generated `include_str!` table and
+//! the types the host reads it through.
+
+use std::io::Write;
+use std::path::Path;
+
+/// One PTX module compiled for one virtual architecture.
+#[derive(Clone, Copy, Debug)]
+pub struct PtxSource {
+    /// `sm_80`, `sm_90`, ...
+    pub arch: &'static str,
+    pub ptx: &'static str,
+}
+
+/// Every architecture a kernel crate was compiled for, or why none was.
+#[derive(Clone, Copy, Debug)]
+pub struct PtxSet {
+    pub crate_name: &'static str,
+    pub sources: &'static [PtxSource],
+    /// Why the set is empty (toolchain missing, disabled), when it is.
+    pub unavailable: Option<&'static str>,
+}
+
+impl PtxSource {
+    /// Numeric architecture: `sm_80` → 80.
+    pub fn sm(&self) -> Option<u32> {
+        self.arch.strip_prefix("sm_").and_then(|s| s.trim_end_matches('a').parse().ok())
+    }
+
+    /// Names of the `.entry` kernels in the module.
+    pub fn entries(&self) -> Vec<&'static str> {
+        entry_names(self.ptx)
+    }
+}
+
+impl PtxSet {
+    pub fn is_built(&self) -> bool {
+        !self.sources.is_empty()
+    }
+
+    /// The newest module a device of compute capability `major.minor` can
+    /// JIT-compile: the highest `sm_XY` not above it.
+    pub fn best_for(&self, major: u32, minor: u32) -> Option<&'static PtxSource> {
+        let cc = major * 10 + minor;
+        self.sources.iter().filter(|s| s.sm().is_some_and(|sm| sm <= cc)).max_by_key(|s| s.sm())
+    }
+
+    pub fn archs(&self) -> Vec<&'static str> {
+        self.sources.iter().map(|s| s.arch).collect()
+    }
+}
+
+/// `.entry` names of a PTX text.
+pub fn entry_names(ptx: &str) -> Vec<&str> {
+    ptx.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let rest = l.strip_prefix(".visible .entry ").or_else(|| l.strip_prefix(".entry "))?;
+            rest.split(|c: char| c == '(' || c.is_whitespace()).next()
+        })
+        .collect()
+}
+
+/// Writes the Rust source of a `PtxSet` constant named `const_name`:
+/// `include_str!` of each artifact, or an empty set carrying `unavailable`.
+pub(crate) fn write_set(
+    path: &Path,
+    const_name: &str,
+    crate_name: &str,
+    artifacts: &[(String, std::path::PathBuf)],
+    unavailable: Option<&str>,
+) -> std::io::Result<()> {
+    let mut src = String::new();
+    src.push_str(&format!(
+        "/// PTX of `{crate_name}`, compiled at build time.\npub const {const_name}: ::fem_build::PtxSet = ::fem_build::PtxSet {{\n    crate_name: {crate_name:?},\n    sources: &[\n"
+    ));
+    for (arch, p) in artifacts {
+        src.push_str(&format!(
+            "        ::fem_build::PtxSource {{ arch: {arch:?}, ptx: include_str!({:?}) }},\n",
+            p.display().to_string()
+        ));
+    }
+    src.push_str(&format!("    ],\n    unavailable: {unavailable:?},\n}};\n"));
+    let tmp = path.with_extension("rs.tmp");
+    std::fs::File::create(&tmp)?.write_all(src.as_bytes())?;
+    std::fs::rename(tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX80: &str = ".version 7.0\n.target sm_80\n.visible .entry fem_a_f64(\n\t.param .u64 p\n)\n{\n}\n.entry fem_b(\n)\n";
+    const PTX90: &str = ".target sm_90\n.visible .entry fem_a_f64(\n)\n";
+
+    #[test]
+    fn entries_and_arch_choice() {
+        static SOURCES: [PtxSource; 2] = [PtxSource { arch: "sm_80", ptx: PTX80 }, PtxSource { arch: "sm_90", ptx: PTX90 }];
+        let set = PtxSet { crate_name: "k", sources: &SOURCES, unavailable: None };
+        assert_eq!(SOURCES[0].entries(), vec!["fem_a_f64", "fem_b"]);
+        assert_eq!(set.best_for(9, 0).unwrap().arch, "sm_90");
+        assert_eq!(set.best_for(8, 9).unwrap().arch, "sm_80");
+        assert_eq!(set.best_for(12, 0).unwrap().arch, "sm_90");
+        assert!(set.best_for(7, 5).is_none());
+        assert!(set.is_built());
+        assert_eq!(set.archs(), vec!["sm_80", "sm_90"]);
+    }
+
+    #[test]
+    fn generated_table_names_every_artifact() {
+        let dir = std::env::temp_dir().join(format!("fem-build-embed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("set.rs");
+        let arts = vec![("sm_80".to_string(), dir.join("k.sm_80.ptx"))];
+        write_set(&out, "K_PTX", "k", &arts, None).unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.contains("pub const K_PTX: ::fem_build::PtxSet"));
+        assert!(text.contains("arch: \"sm_80\", ptx: include_str!("));
+        assert!(text.contains("unavailable: None"));
+        write_set(&out, "K_PTX", "k", &[], Some("no toolchain")).unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.contains("sources: &[\n    ]") && text.contains("Some(\"no toolchain\")"), "{text}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,84 @@
+//! Finding a rustc that can build `core` for NVPTX.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The command that installs the device toolchain on Debian 12.
+pub const INSTALL_HINT: &str = "apt-get install rustc-web cargo-web rust-web-src";
+
+/// A rustc/cargo pair with library source matching the compiler, which
+/// `-Zbuild-std` needs.
+#[derive(Clone, Debug)]
+pub struct Toolchain {
+    pub rustc: PathBuf,
+    pub cargo: PathBuf,
+    pub version: String,
+}
+
+/// Why no device toolchain could be used.
+#[derive(Clone, Debug)]
+pub enum ToolchainError {
+    Missing { what: String },
+    Broken { what: String, detail: String },
+}
+
+impl fmt::Display for ToolchainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Missing { what } => write!(f, "{what} not found; install it with `{INSTALL_HINT}`"),
+            Self::Broken { what, detail } => write!(f, "{what}: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for ToolchainError {}
+
+impl Toolchain {
+    /// Locates the toolchain: `FEM_PTX_RUSTC` / `FEM_PTX_CARGO` if set,
+    /// else Debian's `/usr/bin/rustc` and `/usr/bin/cargo`.
+    pub fn locate() -> Result<Self, ToolchainError> {
+        let rustc = path_from_env("FEM_PTX_RUSTC", "/usr/bin/rustc");
+        let cargo = path_from_env("FEM_PTX_CARGO", "/usr/bin/cargo");
+        for (p, what) in [(&rustc, "rustc"), (&cargo, "cargo")] {
+            if !p.is_file() {
+                return Err(ToolchainError::Missing { what: format!("device {what} ({})", p.display()) });
+            }
+        }
+        let version = run_version(&rustc)?;
+        let sysroot = sysroot(&rustc)?;
+        let src = sysroot.join("lib/rustlib/src/rust/library/core");
+        if !src.is_dir() {
+            return Err(ToolchainError::Missing {
+                what: format!("library source for {version} ({})", src.display()),
+            });
+        }
+        Ok(Self { rustc, cargo, version })
+    }
+}
+
+fn path_from_env(var: &str, default: &str) -> PathBuf {
+    std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| PathBuf::from(default))
+}
+
+fn capture(cmd: &Path, args: &[&str]) -> Result<String, ToolchainError> {
+    let out = Command::new(cmd).args(args).output().map_err(|e| ToolchainError::Broken {
+        what: cmd.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    if !out.status.success() {
+        return Err(ToolchainError::Broken {
+            what: format!("{} {}", cmd.display(), args.join(" ")),
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn run_version(rustc: &Path) -> Result<String, ToolchainError> {
+    capture(rustc, &["--version"])
+}
+
+fn sysroot(rustc: &Path) -> Result<PathBuf, ToolchainError> {
+    capture(rustc, &["--print", "sysroot"]).map(PathBuf::from)
+}

@@ -1,0 +1,123 @@
+//! The CPU backend: vectors are `Vec<T>`, operations run on a rayon pool
+//! and apply the per-item functions of `fem_kernels::blas`, the same ones
+//! the GPU kernels apply.
+//!
+//! Reductions sum fixed-size chunks and then the chunk sums in order, so
+//! their result does not depend on the number of threads.
+
+use super::{Backend, BackendKind};
+use crate::error::{same_len, Error};
+use crate::{Result, Scalar};
+use fem_kernels::blas;
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// Elements per rayon task: large enough to amortise scheduling, small
+/// enough to balance over the cores.
+const CHUNK: usize = 1 << 14;
+
+/// Rayon-parallel backend on the host.
+pub struct CpuBackend {
+    pool: rayon::ThreadPool,
+}
+
+impl CpuBackend {
+    /// A backend on `threads` threads (all cores when `None`).
+    pub fn new(threads: Option<usize>) -> Result<Self> {
+        let mut b = rayon::ThreadPoolBuilder::new();
+        if let Some(t) = threads {
+            if t == 0 {
+                return Err(Error::InvalidArgument("thread count must be at least 1".into()));
+            }
+            b = b.num_threads(t);
+        }
+        let pool = b.build().map_err(|e| Error::ThreadPool(e.to_string()))?;
+        Ok(Self { pool })
+    }
+
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    fn chunked_sum<T: Scalar>(&self, n: usize, chunk_sum: impl Fn(std::ops::Range<usize>) -> T + Sync) -> T {
+        let sums: Vec<T> = self.pool.install(|| {
+            (0..n.div_ceil(CHUNK)).into_par_iter().map(|c| chunk_sum(c * CHUNK..((c + 1) * CHUNK).min(n))).collect()
+        });
+        sums.into_iter().fold(T::ZERO, |a, b| a + b)
+    }
+}
+
+impl Backend for CpuBackend {
+    type Vector<T: Scalar> = Vec<T>;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+
+    fn name(&self) -> String {
+        format!("CPU (rayon, {} threads)", self.threads())
+    }
+
+    fn zeros<T: Scalar>(&self, n: usize) -> Result<Vec<T>> {
+        Ok(vec![T::ZERO; n])
+    }
+
+    fn upload<T: Scalar>(&self, data: &[T]) -> Result<Vec<T>> {
+        Ok(data.to_vec())
+    }
+
+    fn download<T: Scalar>(&self, v: &Vec<T>) -> Result<Vec<T>> {
+        Ok(v.clone())
+    }
+
+    fn len<T: Scalar>(&self, v: &Vec<T>) -> usize {
+        v.len()
+    }
+
+    fn copy<T: Scalar>(&self, src: &Vec<T>, dst: &mut Vec<T>) -> Result<()> {
+        same_len("copy", src.len(), dst.len())?;
+        self.pool.install(|| {
+            dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| d.copy_from_slice(s))
+        });
+        Ok(())
+    }
+
+    fn axpy<T: Scalar>(&self, alpha: T, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        same_len("axpy", x.len(), y.len())?;
+        self.pool.install(|| {
+            y.par_chunks_mut(CHUNK).zip(x.par_chunks(CHUNK)).for_each(|(yc, xc)| {
+                yc.iter_mut().zip(xc).for_each(|(yi, &xi)| *yi = blas::axpy(alpha, xi, *yi))
+            })
+        });
+        Ok(())
+    }
+
+    fn axpby<T: Scalar>(&self, alpha: T, x: &Vec<T>, beta: T, y: &mut Vec<T>) -> Result<()> {
+        same_len("axpby", x.len(), y.len())?;
+        self.pool.install(|| {
+            y.par_chunks_mut(CHUNK).zip(x.par_chunks(CHUNK)).for_each(|(yc, xc)| {
+                yc.iter_mut().zip(xc).for_each(|(yi, &xi)| *yi = blas::axpby(alpha, xi, beta, *yi))
+            })
+        });
+        Ok(())
+    }
+
+    fn dot<T: Scalar>(&self, x: &Vec<T>, y: &Vec<T>) -> Result<T> {
+        same_len("dot", x.len(), y.len())?;
+        Ok(self.chunked_sum(x.len(), |r| blas::dot_chunk(&x[r.clone()], &y[r])))
+    }
+
+    fn norm2<T: Scalar>(&self, x: &Vec<T>) -> Result<T> {
+        Ok(self.chunked_sum(x.len(), |r| blas::sumsq_chunk(&x[r])).sqrt())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+        let t = Instant::now();
+        f()?;
+        Ok(t.elapsed().as_secs_f64())
+    }
+}

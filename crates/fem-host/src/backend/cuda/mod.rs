@@ -1,0 +1,265 @@
+//! The CUDA backend: one context and stream on one device, the embedded PTX
+//! loaded as a module, vectors as `CudaSlice<T>`.
+//!
+//! The driver library is loaded dynamically, so this compiles and the CPU
+//! backend runs on machines without CUDA; [`CudaBackend::new`] says why a
+//! GPU cannot be used rather than panicking.
+
+mod props;
+pub(crate) mod prelude;
+
+pub use props::{theoretical_bandwidth, DeviceProps};
+
+use super::{Backend, BackendKind};
+use crate::error::{same_len, Error};
+use crate::{Result, Scalar};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use fem_build::PtxSet;
+use fem_kernels::launch::{grid_blocks, BLOCK, FINAL_BLOCK, WARP};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Blocks per SM of a grid-stride launch: full occupancy at [`BLOCK`]
+/// threads, and a bound on the number of reduction partials.
+const BLOCKS_PER_SM: u32 = 8;
+
+/// A GPU with the fem kernels loaded.
+pub struct CudaBackend {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+    functions: Mutex<HashMap<String, CudaFunction>>,
+    props: DeviceProps,
+    ptx_arch: &'static str,
+    /// Reduction partials (one per block) and the final value, reused by
+    /// every reduction on the stream.
+    scratch: Mutex<CudaSlice<f64>>,
+}
+
+/// Whether a CUDA driver and at least one device are present.
+pub fn device_count() -> Result<usize> {
+    // SAFETY: only probes whether the shared library can be opened.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(Error::CudaUnavailable("the NVIDIA driver library (libcuda.so) was not found".into()));
+    }
+    let n = CudaContext::device_count().map_err(|e| Error::CudaUnavailable(format!("cannot query devices: {e}")))?;
+    Ok(n.max(0) as usize)
+}
+
+/// A context on device `ordinal`, or why there is none.
+pub fn open_context(ordinal: usize) -> Result<Arc<CudaContext>> {
+    let count = device_count()?;
+    if ordinal >= count {
+        return Err(Error::CudaUnavailable(format!("no CUDA device {ordinal} ({count} present)")));
+    }
+    Ok(CudaContext::new(ordinal)?)
+}
+
+impl CudaBackend {
+    /// Opens device `ordinal` and loads the best module of `ptx` for it.
+    pub fn new(ordinal: usize, ptx: &'static PtxSet) -> Result<Self> {
+        let ctx = open_context(ordinal)?;
+        if !ptx.is_built() {
+            return Err(Error::PtxNotBuilt(ptx.unavailable.unwrap_or("no PTX embedded").to_string()));
+        }
+        // One stream only: cudarc's cross-stream event tracking is not needed.
+        unsafe { ctx.disable_event_tracking() };
+        let props = DeviceProps::read(&ctx)?;
+        let (major, minor) = props.compute_capability;
+        let src = ptx.best_for(major, minor).ok_or_else(|| Error::NoCompatiblePtx {
+            major,
+            minor,
+            archs: ptx.archs().join(", "),
+        })?;
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(src.ptx))?;
+        let stream = ctx.default_stream();
+        let scratch = stream.alloc_zeros::<f64>((props.sm_count * BLOCKS_PER_SM) as usize + 1)?;
+        Ok(Self {
+            ctx,
+            stream,
+            module,
+            functions: Mutex::new(HashMap::new()),
+            props,
+            ptx_arch: src.arch,
+            scratch: Mutex::new(scratch),
+        })
+    }
+
+    pub fn props(&self) -> &DeviceProps {
+        &self.props
+    }
+
+    /// The embedded architecture that was loaded (`sm_80`, ...).
+    pub fn ptx_arch(&self) -> &'static str {
+        self.ptx_arch
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// A kernel of the loaded module by its PTX name, cached.
+    pub fn function(&self, name: &str) -> Result<CudaFunction> {
+        let mut cache = self.functions.lock().expect("kernel cache poisoned");
+        if let Some(f) = cache.get(name) {
+            return Ok(f.clone());
+        }
+        let f = self.module.load_function(name).map_err(|_| Error::MissingKernel(name.to_string()))?;
+        cache.insert(name.to_string(), f.clone());
+        Ok(f)
+    }
+
+    /// The `T` instantiation of a generic kernel: `fem_<base>_<f32|f64>`.
+    pub fn kernel<T: Scalar>(&self, base: &str) -> Result<CudaFunction> {
+        self.function(&format!("fem_{base}_{}", T::NAME))
+    }
+
+    /// Grid-stride launch shape over `n` items with `shared` bytes of
+    /// dynamic shared memory.
+    pub fn grid(&self, n: usize, shared: u32) -> LaunchConfig {
+        let blocks = grid_blocks(n, BLOCK, self.props.sm_count * BLOCKS_PER_SM);
+        LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: shared }
+    }
+
+    /// Fails before allocating when the device lacks the memory, rather
+    /// than leaving the driver to fail mid-computation.
+    pub fn ensure_free(&self, bytes: usize) -> Result<()> {
+        let (free, _total) = self.ctx.mem_get_info()?;
+        if bytes > free {
+            return Err(Error::OutOfDeviceMemory { requested: bytes, free });
+        }
+        Ok(())
+    }
+
+    /// `dst ← src` with the copy kernel (the driver's copy is
+    /// [`Backend::copy`]); the roofline probe measures both.
+    pub fn copy_kernel<T: Scalar>(&self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<()> {
+        same_len("copy_kernel", src.len(), dst.len())?;
+        let f = self.kernel::<T>("copy")?;
+        let n = src.len();
+        unsafe { self.stream.launch_builder(&f).arg(&n).arg(src).arg(dst).launch(self.grid(n, 0)) }?;
+        Ok(())
+    }
+
+    /// Runs the `<base>_partial` kernel over `inputs` (each of length `n`),
+    /// which writes one partial per block, then sums the partials on the
+    /// device and reads back the one value.
+    fn reduce<T: Scalar>(&self, base: &str, n: usize, inputs: &[&CudaSlice<T>]) -> Result<T> {
+        let shared = (BLOCK / WARP) * T::BYTES as u32;
+        let cfg = self.grid(n, shared);
+        let blocks = cfg.grid_dim.0 as usize;
+        let partial_fn = self.kernel::<T>(&format!("{base}_partial"))?;
+        let sum_fn = self.kernel::<T>("sum")?;
+        let mut scratch = self.scratch.lock().expect("reduction scratch poisoned");
+        // SAFETY: the f64 scratch holds at least blocks + 1 values of T (T is at most 8 bytes).
+        let mut view = unsafe { scratch.transmute_mut::<T>(blocks + 1) }
+            .ok_or_else(|| Error::InvalidArgument(format!("reduction over {blocks} blocks exceeds the scratch")))?;
+        let (mut partial, mut out) = view.split_at_mut(blocks);
+        let mut launch = self.stream.launch_builder(&partial_fn);
+        launch.arg(&n);
+        for x in inputs {
+            launch.arg(*x);
+        }
+        launch.arg(&mut partial);
+        unsafe { launch.launch(cfg) }?;
+        let final_cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (FINAL_BLOCK, 1, 1),
+            shared_mem_bytes: (FINAL_BLOCK / WARP) * T::BYTES as u32,
+        };
+        unsafe { self.stream.launch_builder(&sum_fn).arg(&blocks).arg(&mut partial).arg(&mut out).launch(final_cfg) }?;
+        let v = self.stream.clone_dtoh(&out)?;
+        Ok(v[0])
+    }
+}
+
+impl Backend for CudaBackend {
+    type Vector<T: Scalar> = CudaSlice<T>;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cuda
+    }
+
+    fn name(&self) -> String {
+        self.props.name.clone()
+    }
+
+    fn zeros<T: Scalar>(&self, n: usize) -> Result<CudaSlice<T>> {
+        if n == 0 {
+            return Ok(self.stream.null()?);
+        }
+        self.ensure_free(n * T::BYTES)?;
+        Ok(self.stream.alloc_zeros(n)?)
+    }
+
+    fn upload<T: Scalar>(&self, data: &[T]) -> Result<CudaSlice<T>> {
+        if data.is_empty() {
+            return Ok(self.stream.null()?);
+        }
+        self.ensure_free(std::mem::size_of_val(data))?;
+        Ok(self.stream.clone_htod(data)?)
+    }
+
+    fn download<T: Scalar>(&self, v: &CudaSlice<T>) -> Result<Vec<T>> {
+        if v.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.stream.clone_dtoh(v)?)
+    }
+
+    fn len<T: Scalar>(&self, v: &CudaSlice<T>) -> usize {
+        v.len()
+    }
+
+    fn copy<T: Scalar>(&self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<()> {
+        same_len("copy", src.len(), dst.len())?;
+        if !src.is_empty() {
+            self.stream.memcpy_dtod(src, dst)?;
+        }
+        Ok(())
+    }
+
+    fn axpy<T: Scalar>(&self, alpha: T, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        same_len("axpy", x.len(), y.len())?;
+        let f = self.kernel::<T>("axpy")?;
+        let n = x.len();
+        unsafe { self.stream.launch_builder(&f).arg(&n).arg(&alpha).arg(x).arg(y).launch(self.grid(n, 0)) }?;
+        Ok(())
+    }
+
+    fn axpby<T: Scalar>(&self, alpha: T, x: &CudaSlice<T>, beta: T, y: &mut CudaSlice<T>) -> Result<()> {
+        same_len("axpby", x.len(), y.len())?;
+        let f = self.kernel::<T>("axpby")?;
+        let n = x.len();
+        unsafe {
+            self.stream.launch_builder(&f).arg(&n).arg(&alpha).arg(x).arg(&beta).arg(y).launch(self.grid(n, 0))
+        }?;
+        Ok(())
+    }
+
+    fn dot<T: Scalar>(&self, x: &CudaSlice<T>, y: &CudaSlice<T>) -> Result<T> {
+        same_len("dot", x.len(), y.len())?;
+        self.reduce("dot", x.len(), &[x, y])
+    }
+
+    fn norm2<T: Scalar>(&self, x: &CudaSlice<T>) -> Result<T> {
+        Ok(self.reduce::<T>("sumsq", x.len(), &[x])?.sqrt())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(self.stream.synchronize()?)
+    }
+
+    fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+        let start = self.stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        f()?;
+        let end = self.stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        end.synchronize()?;
+        Ok(start.elapsed_ms(&end)? as f64 * 1e-3)
+    }
+}

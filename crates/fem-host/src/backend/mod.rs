@@ -1,0 +1,122 @@
+//! Backends: where vectors live and kernels run.
+//!
+//! [`Backend`] is written once and implemented by the CPU backend (rayon)
+//! and the CUDA backend (cudarc); algorithms above it are generic over it,
+//! and the [conformance suite](crate::conformance) checks every backend
+//! against the same references. Its methods are generic over the precision,
+//! so the trait is not object-safe: [`AnyBackend`] is the run-time choice.
+
+pub mod cpu;
+pub mod cuda;
+
+use crate::{Result, Scalar};
+use serde::Serialize;
+
+/// Which kind of backend an object is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    Cpu,
+    Cuda,
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Cpu => "cpu",
+            Self::Cuda => "cuda",
+        })
+    }
+}
+
+/// A user's request: a specific backend, or the GPU when one works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendChoice {
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+/// Vector storage and BLAS-1 operations of a backend.
+///
+/// Operations are asynchronous on the GPU: they return once launched, and
+/// [`download`](Backend::download), reductions and
+/// [`synchronize`](Backend::synchronize) wait for them.
+pub trait Backend {
+    /// A vector of `T` in this backend's memory.
+    type Vector<T: Scalar>;
+
+    fn kind(&self) -> BackendKind;
+    /// Human-readable description (device name, thread count).
+    fn name(&self) -> String;
+
+    fn zeros<T: Scalar>(&self, n: usize) -> Result<Self::Vector<T>>;
+    fn upload<T: Scalar>(&self, data: &[T]) -> Result<Self::Vector<T>>;
+    fn download<T: Scalar>(&self, v: &Self::Vector<T>) -> Result<Vec<T>>;
+    fn len<T: Scalar>(&self, v: &Self::Vector<T>) -> usize;
+
+    /// `dst ← src`.
+    fn copy<T: Scalar>(&self, src: &Self::Vector<T>, dst: &mut Self::Vector<T>) -> Result<()>;
+    /// `y ← αx + y`.
+    fn axpy<T: Scalar>(&self, alpha: T, x: &Self::Vector<T>, y: &mut Self::Vector<T>) -> Result<()>;
+    /// `y ← αx + βy`.
+    fn axpby<T: Scalar>(&self, alpha: T, x: &Self::Vector<T>, beta: T, y: &mut Self::Vector<T>) -> Result<()>;
+    /// `Σ xᵢyᵢ`.
+    fn dot<T: Scalar>(&self, x: &Self::Vector<T>, y: &Self::Vector<T>) -> Result<T>;
+    /// `‖x‖₂`.
+    fn norm2<T: Scalar>(&self, x: &Self::Vector<T>) -> Result<T>;
+
+    /// Waits for all work submitted so far.
+    fn synchronize(&self) -> Result<()>;
+    /// Seconds `f` takes on this backend (CUDA events on the GPU, so launch
+    /// latency on the host is not counted twice).
+    fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<f64>;
+}
+
+/// The backend chosen at run time.
+pub enum AnyBackend {
+    Cpu(cpu::CpuBackend),
+    Cuda(cuda::CudaBackend),
+}
+
+impl AnyBackend {
+    /// Opens the requested backend. `Auto` takes the GPU when the driver, a
+    /// device and the embedded PTX are all there, else the CPU, and returns
+    /// why the GPU was not taken.
+    pub fn open(choice: BackendChoice, ptx: &'static fem_build::PtxSet) -> Result<(Self, Option<String>)> {
+        match choice {
+            BackendChoice::Cpu => Ok((Self::Cpu(cpu::CpuBackend::new(None)?), None)),
+            BackendChoice::Cuda => Ok((Self::Cuda(cuda::CudaBackend::new(0, ptx)?), None)),
+            BackendChoice::Auto => match cuda::CudaBackend::new(0, ptx) {
+                Ok(gpu) => Ok((Self::Cuda(gpu), None)),
+                Err(e) => Ok((Self::Cpu(cpu::CpuBackend::new(None)?), Some(e.to_string()))),
+            },
+        }
+    }
+
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            Self::Cpu(b) => b.kind(),
+            Self::Cuda(b) => b.kind(),
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Self::Cpu(b) => b.name(),
+            Self::Cuda(b) => b.name(),
+        }
+    }
+}
+
+/// Runs a generic `fn(&impl Backend)` body on whichever backend an
+/// [`AnyBackend`] holds: `with_backend!(any, |b| work(b))`.
+#[macro_export]
+macro_rules! with_backend {
+    ($any:expr, |$b:ident| $body:expr) => {
+        match $any {
+            $crate::AnyBackend::Cpu($b) => $body,
+            $crate::AnyBackend::Cuda($b) => $body,
+        }
+    };
+}

@@ -1,0 +1,72 @@
+//! The copy probe: the bandwidth of a device-to-device copy of the same
+//! bytes, which every later performance figure is divided by.
+//!
+//! Bytes are counted read plus written (a copy of B bytes moves 2B), the
+//! convention of STREAM and of the papers' effective-bandwidth figures.
+
+use crate::timing::{measure, Timing};
+use crate::{Backend, CudaBackend, Result};
+use serde::Serialize;
+
+/// A measured copy bandwidth.
+#[derive(Clone, Debug, Serialize)]
+pub struct CopyBandwidth {
+    /// `memcpy` (the driver's or rayon's copy) or `kernel` (fem's copy kernel).
+    pub method: &'static str,
+    /// Size of the copied buffer.
+    pub buffer_bytes: usize,
+    /// Bytes read plus written per copy.
+    pub bytes_moved: usize,
+    pub timing: Timing,
+    /// `bytes_moved / median time`.
+    pub bytes_per_second: f64,
+}
+
+impl CopyBandwidth {
+    fn new(method: &'static str, buffer_bytes: usize, timing: Timing) -> Self {
+        let bytes_moved = 2 * buffer_bytes;
+        Self { method, buffer_bytes, bytes_moved, timing, bytes_per_second: bytes_moved as f64 / timing.median }
+    }
+}
+
+/// Buffers of `f64` covering `bytes` (rounded down to whole elements, at least one).
+fn probe_len(bytes: usize) -> usize {
+    (bytes / 8).max(1)
+}
+
+/// Copy bandwidth of the backend's own copy (`cuMemcpyDtoDAsync` on the
+/// GPU, a rayon-parallel copy on the CPU).
+pub fn copy_bandwidth<B: Backend>(backend: &B, bytes: usize, repeats: usize) -> Result<CopyBandwidth> {
+    let n = probe_len(bytes);
+    let src = backend.upload(&vec![1.0f64; n])?;
+    let mut dst = backend.zeros::<f64>(n)?;
+    let timing = measure(backend, 2, repeats, || backend.copy(&src, &mut dst))?;
+    Ok(CopyBandwidth::new("memcpy", n * 8, timing))
+}
+
+/// Copy bandwidth of fem's grid-stride copy kernel, the ceiling a simple
+/// streaming kernel of our own reaches.
+pub fn copy_kernel_bandwidth(gpu: &CudaBackend, bytes: usize, repeats: usize) -> Result<CopyBandwidth> {
+    let n = probe_len(bytes);
+    let src = gpu.upload(&vec![1.0f64; n])?;
+    let mut dst = gpu.zeros::<f64>(n)?;
+    let timing = measure(gpu, 2, repeats, || gpu.copy_kernel(&src, &mut dst))?;
+    Ok(CopyBandwidth::new("kernel", n * 8, timing))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CpuBackend;
+
+    #[test]
+    fn cpu_probe_counts_read_and_write() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let bw = copy_bandwidth(&cpu, 1 << 20, 3).unwrap();
+        assert_eq!(bw.buffer_bytes, 1 << 20);
+        assert_eq!(bw.bytes_moved, 2 << 20);
+        assert_eq!(bw.timing.repeats, 3);
+        assert!(bw.bytes_per_second.is_finite() && bw.bytes_per_second > 0.0);
+        assert!((bw.bytes_per_second - bw.bytes_moved as f64 / bw.timing.median).abs() < 1e-6 * bw.bytes_per_second);
+    }
+}

@@ -1,0 +1,30 @@
+//! Device prelude: what a kernel needs beyond `core`, each a thin wrapper
+//! over one PTX instruction or special register.
+//!
+//! | module | holds |
+//! | --- | --- |
+//! | [`index`] | thread, block and grid indices; lane and warp ids |
+//! | [`shared`] | the block's dynamic shared memory |
+//! | [`sync`] | block and warp barriers, memory fences |
+//! | [`warp`] | shuffles (down, xor) for 32- and 64-bit values, warp sums |
+//! | [`block`] | block-wide sum through shuffles and shared memory |
+//! | [`atomic`] | atomic add for `f32`, `f64`, `u32` |
+//! | [`fast_math`] | approximate transcendental instructions (`*.approx`) |
+//!
+//! Everything here is only compiled for `nvptx64`. The CPU backend never
+//! needs it: it calls the per-item functions of the crate directly.
+
+pub mod atomic;
+pub mod block;
+pub mod fast_math;
+pub mod index;
+pub mod shared;
+pub mod sync;
+pub mod warp;
+
+pub use atomic::*;
+pub use block::*;
+pub use index::*;
+pub use shared::*;
+pub use sync::*;
+pub use warp::*;

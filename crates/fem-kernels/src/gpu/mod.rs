@@ -1,0 +1,7 @@
+//! PTX entry points. Each generic kernel here is instantiated per precision
+//! by `#[kernel(f32, f64)]` as `fem_<name>_<precision>`; host code relies on
+//! these names (see `fem_host::kernels`).
+
+mod blas;
+mod prelude_check;
+mod reduce;

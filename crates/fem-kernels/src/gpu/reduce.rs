@@ -1,0 +1,58 @@
+//! Reductions in two launches: a grid-stride pass in which every block
+//! writes one partial sum (`*_partial`), then `sum` over the partials in a
+//! single block. Two launches rather than a last-block atomic keep the
+//! result deterministic for a given launch shape.
+//!
+//! Launch: block size a multiple of 32, dynamic shared memory of
+//! `(block size / 32) * size_of::<T>()` bytes (see `device::block_sum`);
+//! `partial` holds one value per block.
+
+use crate::blas;
+use crate::device::{block_idx_x, block_sum, global_idx_x, grid_size_x, thread_idx_x, block_dim_x};
+use fem_core::Real;
+use fem_macros::kernel;
+
+/// `partial[block] = Σ xᵢyᵢ` over this block's grid-stride share.
+#[kernel(f32, f64)]
+pub unsafe fn dot_partial<T: Real>(n: usize, x: *const T, y: *const T, partial: *mut T) {
+    let mut acc = T::ZERO;
+    let mut i = global_idx_x();
+    while i < n {
+        acc = blas::dot_term(acc, *x.add(i), *y.add(i));
+        i += grid_size_x();
+    }
+    let s = block_sum(acc);
+    if thread_idx_x() == 0 {
+        *partial.add(block_idx_x()) = s;
+    }
+}
+
+/// `partial[block] = Σ xᵢ²` over this block's grid-stride share.
+#[kernel(f32, f64)]
+pub unsafe fn sumsq_partial<T: Real>(n: usize, x: *const T, partial: *mut T) {
+    let mut acc = T::ZERO;
+    let mut i = global_idx_x();
+    while i < n {
+        acc = blas::sumsq_term(acc, *x.add(i));
+        i += grid_size_x();
+    }
+    let s = block_sum(acc);
+    if thread_idx_x() == 0 {
+        *partial.add(block_idx_x()) = s;
+    }
+}
+
+/// `out[0] = Σ xᵢ` for `n` values, in one block.
+#[kernel(f32, f64)]
+pub unsafe fn sum<T: Real>(n: usize, x: *const T, out: *mut T) {
+    let mut acc = T::ZERO;
+    let mut i = thread_idx_x();
+    while i < n {
+        acc += *x.add(i);
+        i += block_dim_x();
+    }
+    let s = block_sum(acc);
+    if thread_idx_x() == 0 {
+        *out = s;
+    }
+}

@@ -1,0 +1,38 @@
+//! Launch geometry the host and the kernels agree on.
+//!
+//! Reductions keep one partial sum per block in shared memory slots of one
+//! per warp; these constants fix the shapes so the host's launch
+//! configuration and the kernels' assumptions cannot drift apart.
+
+/// Threads in a warp on every NVIDIA GPU the project targets.
+pub const WARP: u32 = 32;
+/// Block size of element-wise and reduction kernels (a multiple of [`WARP`]).
+pub const BLOCK: u32 = 256;
+/// Block size of the final single-block reduction over partial sums.
+pub const FINAL_BLOCK: u32 = 1024;
+/// Largest number of warps in a block, hence shared-memory slots a block
+/// reduction needs.
+pub const MAX_WARPS: u32 = 1024 / WARP;
+
+/// Blocks for a grid-stride kernel over `n` items: enough to cover the
+/// items, capped at `max_blocks` (a few waves of the device's SMs) so the
+/// per-block partials of a reduction stay few.
+pub fn grid_blocks(n: usize, block: u32, max_blocks: u32) -> u32 {
+    let needed = n.div_ceil(block as usize).max(1);
+    needed.min(max_blocks.max(1) as usize) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_covers_and_caps() {
+        assert_eq!(grid_blocks(0, 256, 100), 1);
+        assert_eq!(grid_blocks(256, 256, 100), 1);
+        assert_eq!(grid_blocks(257, 256, 100), 2);
+        assert_eq!(grid_blocks(1 << 30, 256, 1056), 1056);
+        assert_eq!(BLOCK % WARP, 0);
+        assert!(MAX_WARPS * WARP >= FINAL_BLOCK);
+    }
+}

@@ -1,0 +1,204 @@
+//! Expansion of `#[kernel(...)]`: validation of the kernel signature and
+//! generation of the per-precision entry points.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::visit_mut::VisitMut;
+use syn::{
+    FnArg, GenericParam, Ident, ItemFn, Pat, ReturnType, Token, Type, TypePath,
+};
+
+/// Precisions a kernel may be instantiated for.
+const SUPPORTED: &[&str] = &["f32", "f64"];
+
+pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let types = Punctuated::<Ident, Token![,]>::parse_terminated.parse2(attr)?;
+    let mut func: ItemFn = syn::parse2(item)?;
+    validate_signature(&func)?;
+    let type_param = single_type_param(&func, types.is_empty())?;
+    for t in &types {
+        if !SUPPORTED.contains(&t.to_string().as_str()) {
+            return Err(syn::Error::new(
+                t.span(),
+                format!("unsupported kernel precision `{t}`: expected one of {SUPPORTED:?}"),
+            ));
+        }
+    }
+    func.attrs.push(syn::parse_quote!(#[inline(always)]));
+    let entries: Vec<TokenStream> = match &type_param {
+        None => vec![entry_point(&func, None, None)?],
+        Some(p) => types
+            .iter()
+            .map(|t| entry_point(&func, Some(p), Some(t)))
+            .collect::<syn::Result<_>>()?,
+    };
+    Ok(quote! {
+        #func
+        #(#entries)*
+    })
+}
+
+/// Entry points take plain values and pointers: no `self`, no patterns,
+/// no return value, and the function must be `unsafe` because the
+/// pointers it dereferences cannot be checked.
+fn validate_signature(func: &ItemFn) -> syn::Result<()> {
+    let sig = &func.sig;
+    if sig.unsafety.is_none() {
+        return Err(syn::Error::new_spanned(
+            sig.fn_token,
+            "a kernel must be an `unsafe fn`: it dereferences raw device pointers",
+        ));
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        return Err(syn::Error::new_spanned(ty, "a kernel cannot return a value; write results through a pointer"));
+    }
+    if let Some(a) = &sig.asyncness {
+        return Err(syn::Error::new_spanned(a, "a kernel cannot be async"));
+    }
+    for arg in &sig.inputs {
+        match arg {
+            FnArg::Receiver(r) => {
+                return Err(syn::Error::new_spanned(r, "a kernel cannot take `self`"))
+            }
+            FnArg::Typed(t) => {
+                if !matches!(&*t.pat, Pat::Ident(_)) {
+                    return Err(syn::Error::new_spanned(&t.pat, "kernel parameters must be plain identifiers"));
+                }
+                if matches!(&*t.ty, Type::Reference(_)) {
+                    return Err(syn::Error::new_spanned(
+                        &t.ty,
+                        "kernel parameters cannot be references: pass device pointers (`*const T`, `*mut T`)",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The kernel's one type parameter (the precision), or none for a
+/// non-generic kernel instantiated without a type list.
+fn single_type_param(func: &ItemFn, no_types: bool) -> syn::Result<Option<Ident>> {
+    let params: Vec<&GenericParam> = func.sig.generics.params.iter().collect();
+    let type_params: Vec<&Ident> = params
+        .iter()
+        .filter_map(|p| match p {
+            GenericParam::Type(t) => Some(&t.ident),
+            _ => None,
+        })
+        .collect();
+    if let Some(p) = params.iter().find(|p| !matches!(p, GenericParam::Type(_))) {
+        return Err(syn::Error::new_spanned(p, "only a type parameter (the precision) is supported here"));
+    }
+    match (type_params.as_slice(), no_types) {
+        ([], true) => Ok(None),
+        ([], false) => Err(syn::Error::new_spanned(
+            &func.sig.ident,
+            "precisions are listed but the kernel has no type parameter",
+        )),
+        ([p], false) => Ok(Some((*p).clone())),
+        ([p], true) => Err(syn::Error::new_spanned(
+            p,
+            "a generic kernel needs its precisions listed: #[kernel(f32, f64)]",
+        )),
+        (_, _) => Err(syn::Error::new_spanned(
+            &func.sig.generics,
+            "a kernel takes at most one type parameter (the precision)",
+        )),
+    }
+}
+
+/// Replaces every path that is exactly the type parameter by the concrete type.
+struct Substitute<'a> {
+    param: &'a Ident,
+    concrete: &'a Ident,
+}
+
+impl VisitMut for Substitute<'_> {
+    fn visit_type_path_mut(&mut self, tp: &mut TypePath) {
+        if tp.qself.is_none() && tp.path.is_ident(self.param) {
+            let c = self.concrete;
+            *tp = syn::parse_quote!(#c);
+        } else {
+            syn::visit_mut::visit_type_path_mut(self, tp);
+        }
+    }
+}
+
+fn entry_point(func: &ItemFn, param: Option<&Ident>, concrete: Option<&Ident>) -> syn::Result<TokenStream> {
+    let name = &func.sig.ident;
+    let entry_name = match concrete {
+        Some(t) => format_ident!("fem_{}_{}", name, t),
+        None => format_ident!("fem_{}", name),
+    };
+    let mut args = Vec::new();
+    let mut idents = Vec::new();
+    for arg in &func.sig.inputs {
+        if let FnArg::Typed(t) = arg {
+            let mut ty = (*t.ty).clone();
+            if let (Some(p), Some(c)) = (param, concrete) {
+                Substitute { param: p, concrete: c }.visit_type_mut(&mut ty);
+            }
+            let pat = &t.pat;
+            args.push(quote!(#pat: #ty));
+            idents.push(quote!(#pat));
+        }
+    }
+    let turbofish = concrete.map(|c| quote!(::<#c>));
+    let doc = format!("PTX entry point `{entry_name}`: see [`{name}`].");
+    Ok(quote! {
+        #[cfg(target_arch = "nvptx64")]
+        #[doc = #doc]
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn #entry_name(#(#args),*) {
+            #name #turbofish(#(#idents),*)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand;
+    use quote::quote;
+
+    fn expanded(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
+        expand(attr, item).unwrap().to_string()
+    }
+
+    #[test]
+    fn one_entry_per_precision_with_substituted_types() {
+        let out = expanded(
+            quote!(f32, f64),
+            quote!(pub unsafe fn axpy<T: Real>(n: usize, a: T, x: *const T, y: *mut T) {}),
+        );
+        assert!(out.contains("fn fem_axpy_f32 (n : usize , a : f32 , x : * const f32 , y : * mut f32)"), "{out}");
+        assert!(out.contains("fn fem_axpy_f64 (n : usize , a : f64 , x : * const f64 , y : * mut f64)"), "{out}");
+        assert!(out.contains("axpy :: < f64 > (n , a , x , y)"), "{out}");
+        assert!(out.contains("extern \"ptx-kernel\""));
+        assert!(out.contains("inline (always)"));
+    }
+
+    #[test]
+    fn non_generic_kernel_gets_plain_name() {
+        let out = expanded(quote!(), quote!(pub unsafe fn probe(n: usize, p: *mut u32) {}));
+        assert!(out.contains("fn fem_probe (n : usize , p : * mut u32)"), "{out}");
+    }
+
+    fn error_of(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
+        expand(attr, item).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn rejects_bad_signatures() {
+        assert!(error_of(quote!(f64), quote!(pub fn k<T>(x: *mut T) {})).contains("unsafe fn"));
+        assert!(error_of(quote!(f64), quote!(pub unsafe fn k<T>(x: *mut T) -> T { loop {} })).contains("cannot return"));
+        assert!(error_of(quote!(f16), quote!(pub unsafe fn k<T>(x: *mut T) {})).contains("unsupported kernel precision `f16`"));
+        assert!(error_of(quote!(), quote!(pub unsafe fn k<T>(x: *mut T) {})).contains("precisions listed"));
+        assert!(error_of(quote!(f64), quote!(pub unsafe fn k(x: *mut f64) {})).contains("no type parameter"));
+        assert!(error_of(quote!(f64), quote!(pub unsafe fn k<T, U>(x: *mut T) {})).contains("at most one"));
+        assert!(error_of(quote!(f64), quote!(pub unsafe fn k<T>(x: &mut T) {})).contains("cannot be references"));
+        assert!(error_of(quote!(f64), quote!(pub unsafe fn k<T>((a, b): (T, T)) {})).contains("plain identifiers"));
+    }
+}
