@@ -38,8 +38,12 @@ impl Toolchain {
     /// Locates the toolchain: `FEM_PTX_RUSTC` / `FEM_PTX_CARGO` if set,
     /// else Debian's `/usr/bin/rustc` and `/usr/bin/cargo`.
     pub fn locate() -> Result<Self, ToolchainError> {
-        let rustc = path_from_env("FEM_PTX_RUSTC", "/usr/bin/rustc");
-        let cargo = path_from_env("FEM_PTX_CARGO", "/usr/bin/cargo");
+        Self::at(path_from_env("FEM_PTX_RUSTC", "/usr/bin/rustc"), path_from_env("FEM_PTX_CARGO", "/usr/bin/cargo"))
+    }
+
+    /// Checks the toolchain at the given paths: both binaries present, and
+    /// the compiler's library source installed.
+    pub fn at(rustc: PathBuf, cargo: PathBuf) -> Result<Self, ToolchainError> {
         for (p, what) in [(&rustc, "rustc"), (&cargo, "cargo")] {
             if !p.is_file() {
                 return Err(ToolchainError::Missing { what: format!("device {what} ({})", p.display()) });
@@ -81,4 +85,38 @@ fn run_version(rustc: &Path) -> Result<String, ToolchainError> {
 
 fn sysroot(rustc: &Path) -> Result<PathBuf, ToolchainError> {
     capture(rustc, &["--print", "sysroot"]).map(PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_toolchain_names_the_install_command() {
+        let e = Toolchain::at("/nonexistent/rustc".into(), "/nonexistent/cargo".into()).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("/nonexistent/rustc") && msg.contains(INSTALL_HINT), "{msg}");
+    }
+
+    #[test]
+    fn a_rustc_without_library_source_is_rejected() {
+        // rustup's rustc on PATH has no rust-src for nvptx here; whichever
+        // rustc is found, the check either passes with the source present or
+        // names the missing source.
+        let rustc = PathBuf::from(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()));
+        let Ok(found) = which(&rustc) else { return };
+        match Toolchain::at(found.clone(), found) {
+            Ok(tc) => assert!(tc.version.starts_with("rustc ")),
+            Err(e) => assert!(e.to_string().contains("library source"), "{e}"),
+        }
+    }
+
+    fn which(p: &Path) -> Result<PathBuf, ()> {
+        if p.is_absolute() {
+            return Ok(p.to_path_buf());
+        }
+        std::env::var_os("PATH")
+            .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(p)).find(|c| c.is_file()))
+            .ok_or(())
+    }
 }

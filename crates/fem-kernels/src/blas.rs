@@ -31,16 +31,39 @@ pub fn sumsq_term<T: Real>(acc: T, x: T) -> T {
     acc + x * x
 }
 
-/// Sequential `Σ xᵢyᵢ` over one chunk; the CPU backend sums chunks in order.
+/// Independent partial sums per chunk on the CPU: one dependent chain of
+/// additions is bound by the adder's latency, [`LANES`] chains vectorise.
+pub const LANES: usize = 8;
+
+/// `Σ xᵢyᵢ` over one chunk in [`LANES`] interleaved partial sums, combined
+/// in a fixed order; the CPU backend then sums chunks in order.
 #[inline]
 pub fn dot_chunk<T: Real>(x: &[T], y: &[T]) -> T {
-    x.iter().zip(y).fold(T::ZERO, |acc, (&a, &b)| dot_term(acc, a, b))
+    let n = x.len().min(y.len());
+    let (xb, yb) = (x[..n].chunks_exact(LANES), y[..n].chunks_exact(LANES));
+    let (xr, yr) = (xb.remainder(), yb.remainder());
+    let mut acc = [T::ZERO; LANES];
+    for (xs, ys) in xb.zip(yb) {
+        for l in 0..LANES {
+            acc[l] = dot_term(acc[l], xs[l], ys[l]);
+        }
+    }
+    let tail = xr.iter().zip(yr).fold(T::ZERO, |a, (&p, &q)| dot_term(a, p, q));
+    acc.iter().fold(tail, |a, &b| a + b)
 }
 
-/// Sequential `Σ xᵢ²` over one chunk.
+/// `Σ xᵢ²` over one chunk, as [`dot_chunk`].
 #[inline]
 pub fn sumsq_chunk<T: Real>(x: &[T]) -> T {
-    x.iter().fold(T::ZERO, |acc, &a| sumsq_term(acc, a))
+    let xb = x.chunks_exact(LANES);
+    let tail = xb.remainder().iter().fold(T::ZERO, |a, &p| sumsq_term(a, p));
+    let mut acc = [T::ZERO; LANES];
+    for xs in xb {
+        for l in 0..LANES {
+            acc[l] = sumsq_term(acc[l], xs[l]);
+        }
+    }
+    acc.iter().fold(tail, |a, &b| a + b)
 }
 
 #[cfg(test)]
@@ -54,5 +77,12 @@ mod tests {
         assert_eq!(dot_chunk(&[1.0f64, 2.0, 3.0], &[4.0, 5.0, 6.0]), 32.0);
         assert_eq!(sumsq_chunk(&[3.0f64, 4.0]), 25.0);
         assert_eq!(dot_chunk::<f64>(&[], &[]), 0.0);
+        // Lengths around the lane count exercise the blocked part and the tail.
+        for n in [1usize, 7, 8, 9, 17, 100] {
+            let x: [f64; 100] = core::array::from_fn(|i| (i + 1) as f64);
+            let want: f64 = (1..=n).map(|i| (i * i) as f64).sum();
+            assert_eq!(dot_chunk(&x[..n], &x[..n]), want, "n={n}");
+            assert_eq!(sumsq_chunk(&x[..n]), want, "n={n}");
+        }
     }
 }

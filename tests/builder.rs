@@ -1,0 +1,84 @@
+//! The PTX builder on a user's own kernel crate, the way a user's
+//! `build.rs` calls it: a crate outside this workspace that defines a
+//! kernel with `#[fem_macros::kernel]` on top of the device prelude.
+
+use fem_build::{PtxBuild, PtxBuilder, Toolchain};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+const LIB_RS: &str = r#"#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
+use fem_core::Real;
+
+/// x ← a·x
+#[fem_macros::kernel(f32, f64)]
+pub unsafe fn scale<T: Real>(n: usize, a: T, x: *mut T) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let i = fem_kernels::device::global_idx_x();
+        if i < n {
+            *x.add(i) = a * *x.add(i);
+        }
+    }
+}
+"#;
+
+fn write_user_crate(dir: &Path, root: &Path) {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let dep = |c: &str| format!("{c} = {{ path = {:?} }}\n", root.join("crates").join(c).display().to_string());
+    let manifest = format!(
+        "[package]\nname = \"user-kernels\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n{}{}{}\n[workspace]\n",
+        dep("fem-core"),
+        dep("fem-macros"),
+        dep("fem-kernels")
+    );
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), LIB_RS).unwrap();
+}
+
+#[test]
+fn builds_a_user_kernel_crate_to_ptx() {
+    if let Err(e) = Toolchain::locate() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("CI=true but the device toolchain is missing: {e}");
+        }
+        let _ = writeln!(std::io::stderr(), "SKIPPED builds_a_user_kernel_crate_to_ptx: {e}");
+        return;
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tmp.join("user-kernels");
+    write_user_crate(&dir, &root);
+    // The workspace's device target dir, so `core` built for fem is reused.
+    let target = tmp.parent().unwrap().join("fem-ptx");
+    let artifacts = PtxBuilder::new(&dir).target_dir(&target).arch("sm_80").build().unwrap();
+    assert_eq!(artifacts.len(), 1);
+    let a = &artifacts[0];
+    assert_eq!(a.arch, "sm_80");
+    for k in ["fem_scale_f32", "fem_scale_f64"] {
+        assert!(a.entries.iter().any(|e| e == k), "{k} missing: {:?}", a.entries);
+    }
+    let ptx = std::fs::read_to_string(&a.path).unwrap();
+    assert!(ptx.contains(".target sm_80") && ptx.contains("mul.rn.f64"));
+
+    let table = tmp.join("user_kernels_ptx.rs");
+    PtxBuild::Built { crate_name: "user-kernels".into(), artifacts }.write_embedding(&table, "USER_PTX").unwrap();
+    let text = std::fs::read_to_string(&table).unwrap();
+    assert!(text.contains("pub const USER_PTX: ::fem_build::PtxSet") && text.contains("sm_80"));
+}
+
+#[test]
+fn a_kernel_that_does_not_compile_is_reported() {
+    if Toolchain::locate().is_err() {
+        let _ = writeln!(std::io::stderr(), "SKIPPED a_kernel_that_does_not_compile_is_reported: no device toolchain");
+        return;
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tmp.join("broken-kernels");
+    write_user_crate(&dir, &root);
+    std::fs::write(dir.join("src/lib.rs"), LIB_RS.replace("a * *x.add(i)", "a * undefined_name")).unwrap();
+    let target = tmp.parent().unwrap().join("fem-ptx");
+    let err = PtxBuilder::new(&dir).target_dir(&target).build().unwrap_err().to_string();
+    assert!(err.contains("compiling kernels for sm_80 failed") && err.contains("undefined_name"), "{err}");
+}

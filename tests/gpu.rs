@@ -1,0 +1,113 @@
+//! GPU tests: the conformance suite, the device prelude, the copy probe
+//! and GPU = CPU on the demo. They run when a CUDA device exists and
+//! otherwise print that they were skipped.
+
+use fem::host::backend::cuda::device_count;
+
+/// Writes past the test harness's output capture, so a skip is visible in
+/// a normal `cargo test` run.
+macro_rules! skipped {
+    ($($t:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+use fem::host::{conformance, roofline, Backend, CpuBackend, CudaBackend, Error};
+
+/// The GPU backend, or `None` (with a SKIPPED line) on a machine without one.
+fn gpu(test: &str) -> Option<CudaBackend> {
+    match device_count() {
+        Ok(n) if n > 0 => Some(fem::cuda(0).expect("a CUDA device is present, so the backend must open")),
+        Ok(_) => {
+            skipped!("SKIPPED {test}: no CUDA device");
+            None
+        }
+        Err(e) => {
+            skipped!("SKIPPED {test}: {e}");
+            None
+        }
+    }
+}
+
+#[test]
+fn gpu_blas_conformance() {
+    let Some(g) = gpu("gpu_blas_conformance") else { return };
+    eprintln!("device: {} (PTX {})", g.name(), g.ptx_arch());
+    conformance::check_blas(&g).unwrap();
+}
+
+#[test]
+fn gpu_device_prelude() {
+    let Some(g) = gpu("gpu_device_prelude") else { return };
+    conformance::check_cuda_prelude(&g).unwrap();
+}
+
+#[test]
+fn gpu_demo_matches_cpu_in_both_precisions() {
+    let Some(g) = gpu("gpu_demo_matches_cpu_in_both_precisions") else { return };
+    for r in [
+        fem::demo::run::<_, f32>(&g, Some(&g), 3_000_017, 3, |_| {}).unwrap(),
+        fem::demo::run::<_, f64>(&g, Some(&g), 3_000_017, 3, |_| {}).unwrap(),
+    ] {
+        assert!(r.passed, "{r}");
+    }
+}
+
+#[test]
+fn gpu_copy_probe() {
+    let Some(g) = gpu("gpu_copy_probe") else { return };
+    let p = g.props();
+    let memcpy = roofline::copy_bandwidth(&g, 1 << 30, 10).unwrap();
+    let kernel = roofline::copy_kernel_bandwidth(&g, 1 << 30, 10).unwrap();
+    let theory = p.theoretical_bandwidth.unwrap_or(f64::NAN);
+    eprintln!(
+        "{}: copy of 1 GiB: memcpy {:.0} GB/s, copy kernel {:.0} GB/s (read + written); theoretical {:.0} GB/s; memcpy/theoretical {:.3}",
+        p.name,
+        memcpy.bytes_per_second / 1e9,
+        kernel.bytes_per_second / 1e9,
+        theory / 1e9,
+        memcpy.bytes_per_second / theory
+    );
+    assert!(memcpy.bytes_per_second > 0.0 && kernel.bytes_per_second > 0.0);
+    if p.theoretical_bandwidth.is_some() {
+        // A measurement above the hardware's peak means the timing is wrong.
+        assert!(memcpy.bytes_per_second < 1.05 * theory && kernel.bytes_per_second < 1.05 * theory);
+    }
+}
+
+#[test]
+fn gpu_refuses_allocations_larger_than_free_memory() {
+    let Some(g) = gpu("gpu_refuses_allocations_larger_than_free_memory") else { return };
+    let too_many = g.props().total_memory_bytes / 8 + 1;
+    match g.zeros::<f64>(too_many) {
+        Err(Error::OutOfDeviceMemory { requested, free }) => assert!(requested > free),
+        other => panic!("expected OutOfDeviceMemory, got {:?}", other.map(|v| v.len())),
+    }
+}
+
+#[test]
+fn missing_ptx_is_a_clear_error() {
+    static EMPTY: fem::host::PtxSet = fem::host::PtxSet { crate_name: "fem-kernels", sources: &[], unavailable: Some("device rustc not found") };
+    match CudaBackend::new(0, &EMPTY) {
+        Err(Error::PtxNotBuilt(why)) => {
+            let msg = Error::PtxNotBuilt(why).to_string();
+            assert!(msg.contains("device rustc not found") && msg.contains("apt-get install rustc-web"), "{msg}");
+        }
+        Err(Error::CudaUnavailable(why)) => skipped!("SKIPPED missing_ptx_is_a_clear_error (no GPU: {why})"),
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a backend opened without PTX"),
+    }
+}
+
+#[test]
+fn auto_falls_back_to_cpu_with_a_reason() {
+    let (b, why) = fem::open_backend(fem::host::BackendChoice::Auto).unwrap();
+    match device_count() {
+        Ok(n) if n > 0 => assert!(why.is_none() && b.kind() == fem::host::BackendKind::Cuda),
+        _ => {
+            assert_eq!(b.kind(), fem::host::BackendKind::Cpu);
+            assert!(why.unwrap().contains("CUDA is not available"));
+        }
+    }
+    let _ = CpuBackend::new(Some(1)).unwrap();
+}
