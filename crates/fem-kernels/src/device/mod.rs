@@ -4,6 +4,7 @@
 //! | module | holds |
 //! | --- | --- |
 //! | [`index`] | thread, block and grid indices; lane and warp ids |
+//! | [`grid`] | grid-stride loops with several loads in flight per thread |
 //! | [`shared`] | the block's dynamic shared memory |
 //! | [`sync`] | block and warp barriers, memory fences |
 //! | [`warp`] | shuffles (down, xor) for 32- and 64-bit values, warp sums |
@@ -17,6 +18,7 @@
 pub mod atomic;
 pub mod block;
 pub mod fast_math;
+pub mod grid;
 pub mod index;
 pub mod shared;
 pub mod sync;
@@ -24,6 +26,7 @@ pub mod warp;
 
 pub use atomic::*;
 pub use block::*;
+pub use grid::*;
 pub use index::*;
 pub use shared::*;
 pub use sync::*;

@@ -8,20 +8,30 @@
 //! `partial` holds one value per block.
 
 use crate::blas;
-use crate::device::{block_idx_x, block_sum, global_idx_x, grid_size_x, thread_idx_x, block_dim_x};
+use crate::device::{block_dim_x, block_idx_x, block_sum, grid_stride_fold, thread_idx_x, UNROLL};
 use fem_core::Real;
 use fem_macros::kernel;
 
 /// `partial[block] = Σ xᵢyᵢ` over this block's grid-stride share.
 #[kernel(f32, f64)]
 pub unsafe fn dot_partial<T: Real>(n: usize, x: *const T, y: *const T, partial: *mut T) {
-    let mut acc = T::ZERO;
-    let mut i = global_idx_x();
-    while i < n {
-        acc = blas::dot_term(acc, *x.add(i), *y.add(i));
-        i += grid_size_x();
-    }
-    let s = block_sum(acc);
+    let acc = grid_stride_fold(
+        n,
+        [T::ZERO; UNROLL],
+        |mut acc, idx| {
+            let xv = idx.map(|i| *x.add(i));
+            let yv = idx.map(|i| *y.add(i));
+            for u in 0..UNROLL {
+                acc[u] = blas::dot_term(acc[u], xv[u], yv[u]);
+            }
+            acc
+        },
+        |mut acc, i| {
+            acc[0] = blas::dot_term(acc[0], *x.add(i), *y.add(i));
+            acc
+        },
+    );
+    let s = block_sum(acc.iter().fold(T::ZERO, |a, &b| a + b));
     if thread_idx_x() == 0 {
         *partial.add(block_idx_x()) = s;
     }
@@ -30,13 +40,22 @@ pub unsafe fn dot_partial<T: Real>(n: usize, x: *const T, y: *const T, partial: 
 /// `partial[block] = Σ xᵢ²` over this block's grid-stride share.
 #[kernel(f32, f64)]
 pub unsafe fn sumsq_partial<T: Real>(n: usize, x: *const T, partial: *mut T) {
-    let mut acc = T::ZERO;
-    let mut i = global_idx_x();
-    while i < n {
-        acc = blas::sumsq_term(acc, *x.add(i));
-        i += grid_size_x();
-    }
-    let s = block_sum(acc);
+    let acc = grid_stride_fold(
+        n,
+        [T::ZERO; UNROLL],
+        |mut acc, idx| {
+            let xv = idx.map(|i| *x.add(i));
+            for u in 0..UNROLL {
+                acc[u] = blas::sumsq_term(acc[u], xv[u]);
+            }
+            acc
+        },
+        |mut acc, i| {
+            acc[0] = blas::sumsq_term(acc[0], *x.add(i));
+            acc
+        },
+    );
+    let s = block_sum(acc.iter().fold(T::ZERO, |a, &b| a + b));
     if thread_idx_x() == 0 {
         *partial.add(block_idx_x()) = s;
     }
