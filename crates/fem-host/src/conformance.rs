@@ -4,13 +4,14 @@
 //! reference and returns a description of the first mismatch.
 //!
 //! Sizes cover the edges: empty, one element, just below, at and above a
-//! warp and a block, and sizes far from any power of two.
+//! warp, a block, and a block's worth of 16-byte packets (4 × 256 `f32`),
+//! and sizes far from any power of two.
 
 use crate::{Backend, CudaBackend, Error, Scalar};
 use fem_core::Real;
 
 /// Vector lengths every operation is checked at.
-pub const SIZES: &[usize] = &[0, 1, 31, 32, 33, 255, 256, 257, 1000, 65_537, 1_000_003];
+pub const SIZES: &[usize] = &[0, 1, 31, 32, 33, 255, 256, 257, 1000, 1023, 1024, 1025, 65_537, 1_000_003];
 
 type Check = std::result::Result<(), String>;
 

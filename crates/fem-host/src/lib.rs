@@ -35,3 +35,6 @@ pub use backend::{AnyBackend, Backend, BackendChoice, BackendKind};
 pub use error::{Error, Result};
 pub use fem_build::{PtxSet, PtxSource};
 pub use scalar::Scalar;
+/// The CUDA driver bindings the CUDA backend is built on, for launching
+/// kernels of a user's own PTX through [`CudaBackend::stream`].
+pub use cudarc;

@@ -4,7 +4,8 @@
 //! | module | holds |
 //! | --- | --- |
 //! | [`index`] | thread, block and grid indices; lane and warp ids |
-//! | [`grid`] | grid-stride loops with several loads in flight per thread |
+//! | [`grid`] | the grid-stride loop |
+//! | [`stream`] | element-wise map and reduction with 16-byte vector loads |
 //! | [`shared`] | the block's dynamic shared memory |
 //! | [`sync`] | block and warp barriers, memory fences |
 //! | [`warp`] | shuffles (down, xor) for 32- and 64-bit values, warp sums |
@@ -21,6 +22,7 @@ pub mod fast_math;
 pub mod grid;
 pub mod index;
 pub mod shared;
+pub mod stream;
 pub mod sync;
 pub mod warp;
 
@@ -29,5 +31,6 @@ pub use block::*;
 pub use grid::*;
 pub use index::*;
 pub use shared::*;
+pub use stream::*;
 pub use sync::*;
 pub use warp::*;

@@ -8,30 +8,16 @@
 //! `partial` holds one value per block.
 
 use crate::blas;
-use crate::device::{block_dim_x, block_idx_x, block_sum, grid_stride_fold, thread_idx_x, UNROLL};
+use crate::device::{block_dim_x, block_idx_x, block_sum, stream_reduce, thread_idx_x};
+use crate::with_lanes;
 use fem_core::Real;
 use fem_macros::kernel;
 
 /// `partial[block] = Σ xᵢyᵢ` over this block's grid-stride share.
 #[kernel(f32, f64)]
 pub unsafe fn dot_partial<T: Real>(n: usize, x: *const T, y: *const T, partial: *mut T) {
-    let acc = grid_stride_fold(
-        n,
-        [T::ZERO; UNROLL],
-        |mut acc, idx| {
-            let xv = idx.map(|i| *x.add(i));
-            let yv = idx.map(|i| *y.add(i));
-            for u in 0..UNROLL {
-                acc[u] = blas::dot_term(acc[u], xv[u], yv[u]);
-            }
-            acc
-        },
-        |mut acc, i| {
-            acc[0] = blas::dot_term(acc[0], *x.add(i), *y.add(i));
-            acc
-        },
-    );
-    let s = block_sum(acc.iter().fold(T::ZERO, |a, &b| a + b));
+    let acc = with_lanes!(T, L => stream_reduce::<T, 2, L>(n, [x, y], |a, [p, q]| blas::dot_term(a, p, q)));
+    let s = block_sum(acc);
     if thread_idx_x() == 0 {
         *partial.add(block_idx_x()) = s;
     }
@@ -40,27 +26,12 @@ pub unsafe fn dot_partial<T: Real>(n: usize, x: *const T, y: *const T, partial: 
 /// `partial[block] = Σ xᵢ²` over this block's grid-stride share.
 #[kernel(f32, f64)]
 pub unsafe fn sumsq_partial<T: Real>(n: usize, x: *const T, partial: *mut T) {
-    let acc = grid_stride_fold(
-        n,
-        [T::ZERO; UNROLL],
-        |mut acc, idx| {
-            let xv = idx.map(|i| *x.add(i));
-            for u in 0..UNROLL {
-                acc[u] = blas::sumsq_term(acc[u], xv[u]);
-            }
-            acc
-        },
-        |mut acc, i| {
-            acc[0] = blas::sumsq_term(acc[0], *x.add(i));
-            acc
-        },
-    );
-    let s = block_sum(acc.iter().fold(T::ZERO, |a, &b| a + b));
+    let acc = with_lanes!(T, L => stream_reduce::<T, 1, L>(n, [x], |a, [p]| blas::sumsq_term(a, p)));
+    let s = block_sum(acc);
     if thread_idx_x() == 0 {
         *partial.add(block_idx_x()) = s;
     }
 }
-
 /// `out[0] = Σ xᵢ` for `n` values, in one block.
 #[kernel(f32, f64)]
 pub unsafe fn sum<T: Real>(n: usize, x: *const T, out: *mut T) {

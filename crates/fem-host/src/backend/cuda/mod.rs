@@ -16,7 +16,7 @@ use crate::{Result, Scalar};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use fem_build::PtxSet;
-use fem_kernels::launch::{grid_blocks, BLOCK, FINAL_BLOCK, WARP};
+use fem_kernels::launch::{grid_blocks, packets, BLOCK, FINAL_BLOCK, WARP};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -119,10 +119,11 @@ impl CudaBackend {
         self.function(&format!("fem_{base}_{}", T::NAME))
     }
 
-    /// Grid-stride launch shape over `n` items with `shared` bytes of
+    /// Launch shape of a streaming kernel over `n` elements of `T` (one
+    /// 16-byte packet per thread and iteration), with `shared` bytes of
     /// dynamic shared memory.
-    pub fn grid(&self, n: usize, shared: u32) -> LaunchConfig {
-        let blocks = grid_blocks(n, BLOCK, self.props.sm_count * BLOCKS_PER_SM);
+    pub fn grid<T: Scalar>(&self, n: usize, shared: u32) -> LaunchConfig {
+        let blocks = grid_blocks(packets(n, T::BYTES), BLOCK, self.props.sm_count * BLOCKS_PER_SM);
         LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: shared }
     }
 
@@ -142,7 +143,7 @@ impl CudaBackend {
         same_len("copy_kernel", src.len(), dst.len())?;
         let f = self.kernel::<T>("copy")?;
         let n = src.len();
-        unsafe { self.stream.launch_builder(&f).arg(&n).arg(src).arg(dst).launch(self.grid(n, 0)) }?;
+        unsafe { self.stream.launch_builder(&f).arg(&n).arg(src).arg(dst).launch(self.grid::<T>(n, 0)) }?;
         Ok(())
     }
 
@@ -151,7 +152,7 @@ impl CudaBackend {
     /// device and reads back the one value.
     fn reduce<T: Scalar>(&self, base: &str, n: usize, inputs: &[&CudaSlice<T>]) -> Result<T> {
         let shared = (BLOCK / WARP) * T::BYTES as u32;
-        let cfg = self.grid(n, shared);
+        let cfg = self.grid::<T>(n, shared);
         let blocks = cfg.grid_dim.0 as usize;
         let partial_fn = self.kernel::<T>(&format!("{base}_partial"))?;
         let sum_fn = self.kernel::<T>("sum")?;
@@ -228,7 +229,7 @@ impl Backend for CudaBackend {
         same_len("axpy", x.len(), y.len())?;
         let f = self.kernel::<T>("axpy")?;
         let n = x.len();
-        unsafe { self.stream.launch_builder(&f).arg(&n).arg(&alpha).arg(x).arg(y).launch(self.grid(n, 0)) }?;
+        unsafe { self.stream.launch_builder(&f).arg(&n).arg(&alpha).arg(x).arg(y).launch(self.grid::<T>(n, 0)) }?;
         Ok(())
     }
 
@@ -237,7 +238,7 @@ impl Backend for CudaBackend {
         let f = self.kernel::<T>("axpby")?;
         let n = x.len();
         unsafe {
-            self.stream.launch_builder(&f).arg(&n).arg(&alpha).arg(x).arg(&beta).arg(y).launch(self.grid(n, 0))
+            self.stream.launch_builder(&f).arg(&n).arg(&alpha).arg(x).arg(&beta).arg(y).launch(self.grid::<T>(n, 0))
         }?;
         Ok(())
     }
