@@ -23,7 +23,7 @@ pub unsafe fn scale<T: Real>(n: usize, a: T, x: *mut T) {
 }
 "#;
 
-fn write_user_crate(dir: &Path, root: &Path) {
+fn write_user_crate(dir: &Path, root: &Path, lib_rs: &str) {
     std::fs::create_dir_all(dir.join("src")).unwrap();
     let dep = |c: &str| format!("{c} = {{ path = {:?} }}\n", root.join("crates").join(c).display().to_string());
     let manifest = format!(
@@ -33,24 +33,31 @@ fn write_user_crate(dir: &Path, root: &Path) {
         dep("fem-kernels")
     );
     std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
-    std::fs::write(dir.join("src/lib.rs"), LIB_RS).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), lib_rs).unwrap();
 }
 
-#[test]
-fn builds_a_user_kernel_crate_to_ptx() {
+/// A user kernel crate named `name` with `lib_rs` as its source, and the
+/// device target dir to build it in (the workspace's, so the `core` built
+/// for fem is reused); `None` (after a SKIPPED line) without the device
+/// toolchain, which with `CI=true` is a failure.
+fn user_crate(test: &str, name: &str, lib_rs: &str) -> Option<(PathBuf, PathBuf)> {
     if let Err(e) = Toolchain::locate() {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
             panic!("CI=true but the device toolchain is missing: {e}");
         }
-        let _ = writeln!(std::io::stderr(), "SKIPPED builds_a_user_kernel_crate_to_ptx: {e}");
-        return;
+        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {e}");
+        return None;
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let dir = tmp.join("user-kernels");
-    write_user_crate(&dir, &root);
-    // The workspace's device target dir, so `core` built for fem is reused.
-    let target = tmp.parent().unwrap().join("fem-ptx");
+    let dir = tmp.join(name);
+    write_user_crate(&dir, &root, lib_rs);
+    Some((dir, tmp.parent().unwrap().join("fem-ptx")))
+}
+
+#[test]
+fn builds_a_user_kernel_crate_to_ptx() {
+    let Some((dir, target)) = user_crate("builds_a_user_kernel_crate_to_ptx", "user-kernels", LIB_RS) else { return };
     let artifacts = PtxBuilder::new(&dir).target_dir(&target).arch("sm_80").build().unwrap();
     assert_eq!(artifacts.len(), 1);
     let a = &artifacts[0];
@@ -61,7 +68,7 @@ fn builds_a_user_kernel_crate_to_ptx() {
     let ptx = std::fs::read_to_string(&a.path).unwrap();
     assert!(ptx.contains(".target sm_80") && ptx.contains("mul.rn.f64"));
 
-    let table = tmp.join("user_kernels_ptx.rs");
+    let table = dir.join("user_kernels_ptx.rs");
     PtxBuild::Built { crate_name: "user-kernels".into(), artifacts }.write_embedding(&table, "USER_PTX").unwrap();
     let text = std::fs::read_to_string(&table).unwrap();
     assert!(text.contains("pub const USER_PTX: ::fem_build::PtxSet") && text.contains("sm_80"));
@@ -69,16 +76,8 @@ fn builds_a_user_kernel_crate_to_ptx() {
 
 #[test]
 fn a_kernel_that_does_not_compile_is_reported() {
-    if Toolchain::locate().is_err() {
-        let _ = writeln!(std::io::stderr(), "SKIPPED a_kernel_that_does_not_compile_is_reported: no device toolchain");
-        return;
-    }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let dir = tmp.join("broken-kernels");
-    write_user_crate(&dir, &root);
-    std::fs::write(dir.join("src/lib.rs"), LIB_RS.replace("a * *x.add(i)", "a * undefined_name")).unwrap();
-    let target = tmp.parent().unwrap().join("fem-ptx");
+    let broken = LIB_RS.replace("a * *x.add(i)", "a * undefined_name");
+    let Some((dir, target)) = user_crate("a_kernel_that_does_not_compile_is_reported", "broken-kernels", &broken) else { return };
     let err = PtxBuilder::new(&dir).target_dir(&target).build().unwrap_err().to_string();
     assert!(err.contains("compiling kernels for sm_80 failed") && err.contains("undefined_name"), "{err}");
 }

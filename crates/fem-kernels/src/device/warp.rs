@@ -5,43 +5,30 @@
 
 use fem_core::Real;
 
-/// `__shfl_down_sync(0xffffffff, v, delta)` on 32 bits.
-#[inline(always)]
-pub fn shfl_down_u32(v: u32, delta: u32) -> u32 {
-    let r: u32;
-    unsafe {
-        core::arch::asm!(
-            "shfl.sync.down.b32 {r}, {v}, {d}, 0x1f, 0xffffffff;",
-            r = out(reg32) r, v = in(reg32) v, d = in(reg32) delta,
-        )
-    };
-    r
+macro_rules! shfl32 {
+    ($($(#[$doc:meta])* $name:ident => $mode:literal;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name(v: u32, arg: u32) -> u32 {
+            let r: u32;
+            unsafe {
+                core::arch::asm!(
+                    concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {a}, 0x1f, 0xffffffff;"),
+                    r = out(reg32) r, v = in(reg32) v, a = in(reg32) arg,
+                )
+            };
+            r
+        }
+    )*};
 }
 
-/// `__shfl_xor_sync(0xffffffff, v, mask)` on 32 bits (butterfly).
-#[inline(always)]
-pub fn shfl_xor_u32(v: u32, mask: u32) -> u32 {
-    let r: u32;
-    unsafe {
-        core::arch::asm!(
-            "shfl.sync.bfly.b32 {r}, {v}, {m}, 0x1f, 0xffffffff;",
-            r = out(reg32) r, v = in(reg32) v, m = in(reg32) mask,
-        )
-    };
-    r
-}
-
-/// `__shfl_sync(0xffffffff, v, src_lane)` on 32 bits (broadcast/index).
-#[inline(always)]
-pub fn shfl_idx_u32(v: u32, src_lane: u32) -> u32 {
-    let r: u32;
-    unsafe {
-        core::arch::asm!(
-            "shfl.sync.idx.b32 {r}, {v}, {s}, 0x1f, 0xffffffff;",
-            r = out(reg32) r, v = in(reg32) v, s = in(reg32) src_lane,
-        )
-    };
-    r
+shfl32! {
+    /// `__shfl_down_sync(0xffffffff, v, delta)` on 32 bits.
+    shfl_down_u32 => "down";
+    /// `__shfl_xor_sync(0xffffffff, v, mask)` on 32 bits (butterfly).
+    shfl_xor_u32 => "bfly";
+    /// `__shfl_sync(0xffffffff, v, src_lane)` on 32 bits (broadcast/index).
+    shfl_idx_u32 => "idx";
 }
 
 /// Applies a 32-bit shuffle to a value of either precision: one shuffle
