@@ -46,13 +46,19 @@ pub trait Real:
     /// Fused multiply-add `self * a + b` with one rounding.
     fn mul_add(self, a: Self, b: Self) -> Self;
     fn abs(self) -> Self;
+    /// Sine and cosine (libm on every target, so results agree bit for bit).
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn exp(self) -> Self;
+    fn min(self, other: Self) -> Self;
+    fn max(self, other: Self) -> Self;
     /// Bit pattern widened to 64 bits, for warp shuffles that move raw words.
     fn to_bits_u64(self) -> u64;
     fn from_bits_u64(bits: u64) -> Self;
 }
 
 macro_rules! impl_real {
-    ($t:ident, $bits:ty, $sqrt_dev:ident, $fma_dev:ident, $sqrt_host:ident, $fma_host:ident) => {
+    ($t:ident, $bits:ty, $sqrt_dev:ident, $fma_dev:ident, $sqrt_host:ident, $fma_host:ident, $sin:ident, $cos:ident, $exp:ident) => {
         impl Real for $t {
             const NAME: &'static str = stringify!($t);
             const BYTES: usize = core::mem::size_of::<$t>();
@@ -95,6 +101,26 @@ macro_rules! impl_real {
                 <$t>::abs(self)
             }
             #[inline(always)]
+            fn sin(self) -> Self {
+                libm::$sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                libm::$cos(self)
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                libm::$exp(self)
+            }
+            #[inline(always)]
+            fn min(self, other: Self) -> Self {
+                if self < other { self } else { other }
+            }
+            #[inline(always)]
+            fn max(self, other: Self) -> Self {
+                if self > other { self } else { other }
+            }
+            #[inline(always)]
             fn to_bits_u64(self) -> u64 {
                 self.to_bits() as u64
             }
@@ -106,8 +132,8 @@ macro_rules! impl_real {
     };
 }
 
-impl_real!(f32, u32, sqrtf32, fmaf32, sqrtf, fmaf);
-impl_real!(f64, u64, sqrtf64, fmaf64, sqrt, fma);
+impl_real!(f32, u32, sqrtf32, fmaf32, sqrtf, fmaf, sinf, cosf, expf);
+impl_real!(f64, u64, sqrtf64, fmaf64, sqrt, fma, sin, cos, exp);
 
 #[cfg(test)]
 mod tests {

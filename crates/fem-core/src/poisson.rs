@@ -1,0 +1,340 @@
+//! Element kernels of −∇·(κ∇u) = f on Q_p elements: the element stiffness
+//! matrix and load vector, in the two variants of Reguly & Giles §4.1.
+//!
+//! * *Redundant compute*: every entry recomputes the geometry at every
+//!   quadrature point, so a GPU thread's registers do not grow with p.
+//! * *Local reuse*: the per-point data `w·κ·detJ·J⁻¹J⁻ᵀ` and `w·f·detJ` are
+//!   computed once per element into a scratch slice, then every entry is
+//!   a sum over points.
+//!
+//! Both are generic over the precision and the dimension, and shared by the
+//! CPU backend and the GPU kernels.
+
+use crate::element::{det_inv, geometry, Tables, MAX_VERTICES};
+use crate::Real;
+
+/// Coefficient κ(x) and load f(x) of the problem, evaluated pointwise.
+pub trait Coefficients<T: Real, const D: usize> {
+    fn kappa(&self, x: [T; D]) -> T;
+    fn load(&self, x: [T; D]) -> T;
+}
+
+/// κ = 1 and f = Π sin(π xₐ): the paper's test problem, whose solution
+/// with u = 0 on ∂[0,1]^D is u = Π sin(π xₐ) / (D π²).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SinePoisson;
+
+impl<T: Real, const D: usize> Coefficients<T, D> for SinePoisson {
+    #[inline(always)]
+    fn kappa(&self, _x: [T; D]) -> T {
+        T::ONE
+    }
+    #[inline(always)]
+    fn load(&self, x: [T; D]) -> T {
+        let pi = T::from_f64(core::f64::consts::PI);
+        let mut f = T::ONE;
+        for xa in x {
+            f *= (pi * xa).sin();
+        }
+        f
+    }
+}
+
+impl SinePoisson {
+    /// The exact solution.
+    pub fn solution<const D: usize>(x: [f64; D]) -> f64 {
+        let pi = core::f64::consts::PI;
+        x.iter().map(|&xa| libm::sin(pi * xa)).product::<f64>() / (D as f64 * pi * pi)
+    }
+}
+
+/// Entries of the symmetric D×D per-point matrix kept by local reuse.
+pub const fn sym_len(d: usize) -> usize {
+    d * (d + 1) / 2
+}
+
+/// Values per quadrature point in the local-reuse scratch: the symmetric
+/// metric (D(D+1)/2 entries) and the load weight.
+pub const fn point_data_len(d: usize) -> usize {
+    sym_len(d) + 1
+}
+
+#[inline(always)]
+fn sym_index(a: usize, b: usize, d: usize) -> usize {
+    let (i, j) = if a <= b { (a, b) } else { (b, a) };
+    i * d - i * (i + 1) / 2 + j
+}
+
+/// Physical gradient `J⁻ᵀ ĝ`.
+#[inline(always)]
+fn physical<T: Real, const D: usize>(inv: &[[T; D]; D], g: [T; D]) -> [T; D] {
+    let mut r = [T::ZERO; D];
+    for a in 0..D {
+        for b in 0..D {
+            r[a] += inv[b][a] * g[b];
+        }
+    }
+    r
+}
+
+/// `K_ij` by redundant compute.
+#[inline(always)]
+pub fn stiffness_redundant<T: Real, C: Coefficients<T, D>, const D: usize>(
+    tab: &Tables<'_, T>,
+    verts: &[[T; D]; MAX_VERTICES],
+    coeff: &C,
+    i: usize,
+    j: usize,
+) -> T {
+    let mut k = T::ZERO;
+    for q in 0..crate::element::pow(tab.nq, D) {
+        let (xi, w) = tab.point::<D>(q);
+        let (x, jac) = geometry(verts, xi);
+        let (det, inv) = det_inv(&jac);
+        let gi = physical(&inv, tab.grad::<D>(i, q));
+        let gj = physical(&inv, tab.grad::<D>(j, q));
+        let mut dot = T::ZERO;
+        for a in 0..D {
+            dot += gi[a] * gj[a];
+        }
+        k += w * det * coeff.kappa(x) * dot;
+    }
+    k
+}
+
+/// `l_i` by redundant compute.
+#[inline(always)]
+pub fn load_redundant<T: Real, C: Coefficients<T, D>, const D: usize>(
+    tab: &Tables<'_, T>,
+    verts: &[[T; D]; MAX_VERTICES],
+    coeff: &C,
+    i: usize,
+) -> T {
+    let mut l = T::ZERO;
+    for q in 0..crate::element::pow(tab.nq, D) {
+        let (xi, w) = tab.point::<D>(q);
+        let (x, jac) = geometry(verts, xi);
+        let (det, _) = det_inv(&jac);
+        l += w * det * coeff.load(x) * tab.basis::<D>(i, q);
+    }
+    l
+}
+
+/// Fills `data` (nq^D × [`point_data_len`]) with the per-point data of the
+/// local-reuse variant: `w κ detJ (J⁻¹J⁻ᵀ)` (upper triangle) and `w f detJ`.
+/// Returns the smallest Jacobian determinant, so callers can reject
+/// inverted elements.
+#[inline(always)]
+pub fn point_data<T: Real, C: Coefficients<T, D>, const D: usize>(
+    tab: &Tables<'_, T>,
+    verts: &[[T; D]; MAX_VERTICES],
+    coeff: &C,
+    data: &mut [T],
+) -> T {
+    let stride = point_data_len(D);
+    let mut min_det = T::from_f64(f64::MAX);
+    for q in 0..crate::element::pow(tab.nq, D) {
+        let (xi, w) = tab.point::<D>(q);
+        let (x, jac) = geometry(verts, xi);
+        let (det, inv) = det_inv(&jac);
+        min_det = min_det.min(det);
+        let s = w * det * coeff.kappa(x);
+        let d = &mut data[q * stride..(q + 1) * stride];
+        for a in 0..D {
+            for b in a..D {
+                let mut g = T::ZERO;
+                for c in 0..D {
+                    g += inv[a][c] * inv[b][c];
+                }
+                d[sym_index(a, b, D)] = s * g;
+            }
+        }
+        d[sym_len(D)] = w * det * coeff.load(x);
+    }
+    min_det
+}
+
+/// `K_ij` from local-reuse point data: `Σ_q ĝᵢᵀ G_q ĝⱼ`.
+#[inline(always)]
+pub fn stiffness_reuse<T: Real, const D: usize>(tab: &Tables<'_, T>, data: &[T], i: usize, j: usize) -> T {
+    let stride = point_data_len(D);
+    let mut k = T::ZERO;
+    for q in 0..crate::element::pow(tab.nq, D) {
+        let gi = tab.grad::<D>(i, q);
+        let gj = tab.grad::<D>(j, q);
+        let d = &data[q * stride..];
+        for a in 0..D {
+            for b in 0..D {
+                k += gi[a] * d[sym_index(a, b, D)] * gj[b];
+            }
+        }
+    }
+    k
+}
+
+/// `l_i` from local-reuse point data.
+#[inline(always)]
+pub fn load_reuse<T: Real, const D: usize>(tab: &Tables<'_, T>, data: &[T], i: usize) -> T {
+    let stride = point_data_len(D);
+    let mut l = T::ZERO;
+    for q in 0..crate::element::pow(tab.nq, D) {
+        l += data[q * stride + sym_len(D)] * tab.basis::<D>(i, q);
+    }
+    l
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::element::pow;
+    use crate::lagrange::tabulate;
+    use crate::quadrature::{gauss_legendre, gauss_lobatto};
+    use std::vec;
+    use std::vec::Vec;
+
+    struct Owned {
+        np: usize,
+        nq: usize,
+        points: Vec<f64>,
+        weights: Vec<f64>,
+        value: Vec<f64>,
+        deriv: Vec<f64>,
+        nodes: Vec<f64>,
+    }
+
+    fn tables(p: usize, nq: usize) -> Owned {
+        let np = p + 1;
+        let (mut nodes, mut w) = (vec![0.0; np], vec![0.0; np]);
+        gauss_lobatto(&mut nodes, &mut w);
+        let (mut points, mut weights) = (vec![0.0; nq], vec![0.0; nq]);
+        gauss_legendre(&mut points, &mut weights);
+        let (mut value, mut deriv) = (vec![0.0; np * nq], vec![0.0; np * nq]);
+        tabulate(&nodes, &points, &mut value, &mut deriv);
+        Owned { np, nq, points, weights, value, deriv, nodes }
+    }
+
+    impl Owned {
+        fn t(&self) -> Tables<'_, f64> {
+            Tables { np: self.np, nq: self.nq, points: &self.points, weights: &self.weights, value: &self.value, deriv: &self.deriv }
+        }
+    }
+
+    struct Unit;
+    impl<const D: usize> Coefficients<f64, D> for Unit {
+        fn kappa(&self, _: [f64; D]) -> f64 {
+            1.0
+        }
+        fn load(&self, _: [f64; D]) -> f64 {
+            1.0
+        }
+    }
+
+    fn matrix<const D: usize>(o: &Owned, verts: &[[f64; D]; MAX_VERTICES], reuse: bool) -> Vec<f64> {
+        let t = o.t();
+        let nb = pow(o.np, D);
+        let mut data = vec![0.0; pow(o.nq, D) * point_data_len(D)];
+        point_data(&t, verts, &Unit, &mut data);
+        let mut k = vec![0.0; nb * nb];
+        for i in 0..nb {
+            for j in 0..nb {
+                k[i * nb + j] = if reuse { stiffness_reuse::<f64, D>(&t, &data, i, j) } else { stiffness_redundant(&t, verts, &Unit, i, j) };
+            }
+        }
+        k
+    }
+
+    #[test]
+    fn q1_unit_square_is_the_textbook_matrix() {
+        let o = tables(1, 2);
+        let mut v = [[0.0; 2]; MAX_VERTICES];
+        v[1] = [1.0, 0.0];
+        v[2] = [0.0, 1.0];
+        v[3] = [1.0, 1.0];
+        let k = matrix::<2>(&o, &v, false);
+        let want = [4.0, -1.0, -1.0, -2.0, -1.0, 4.0, -2.0, -1.0, -1.0, -2.0, 4.0, -1.0, -2.0, -1.0, -1.0, 4.0];
+        for (a, b) in k.iter().zip(want) {
+            assert!((a - b / 6.0).abs() < 1e-15, "{k:?}");
+        }
+    }
+
+    /// On a distorted element, for every p: both variants agree, K is
+    /// symmetric, constants are in its kernel, and uᵀKu = |a|²·area for
+    /// the linear u = a·x (the nodal interpolant is exact).
+    fn check_distorted<const D: usize>(verts: [[f64; D]; MAX_VERTICES], volume: f64) {
+        for p in 1..=4 {
+            let o = tables(p, p + 2);
+            let nb = pow(o.np, D);
+            let kr = matrix::<D>(&o, &verts, false);
+            let ku = matrix::<D>(&o, &verts, true);
+            let a = [0.3, -1.1, 0.7];
+            let mut u = vec![0.0; nb];
+            for (i, ui) in u.iter_mut().enumerate() {
+                let c = crate::element::split::<D>(i, o.np);
+                let mut xi = [0.0; D];
+                for d in 0..D {
+                    xi[d] = o.nodes[c[d]];
+                }
+                let (x, _) = geometry(&verts, xi);
+                *ui = (0..D).map(|d| a[d] * x[d]).sum();
+            }
+            let mut energy = 0.0;
+            for i in 0..nb {
+                let row: f64 = (0..nb).map(|j| kr[i * nb + j]).sum();
+                assert!(row.abs() < 1e-11, "p={p} row {i} sums to {row}");
+                for j in 0..nb {
+                    assert!((kr[i * nb + j] - ku[i * nb + j]).abs() < 1e-12, "p={p} variants differ");
+                    assert!((kr[i * nb + j] - kr[j * nb + i]).abs() < 1e-12, "p={p} not symmetric");
+                    energy += u[i] * kr[i * nb + j] * u[j];
+                }
+            }
+            let a2: f64 = (0..D).map(|d| a[d] * a[d]).sum();
+            // The distorted elements are affine here, so the energy is exact.
+            assert!((energy - a2 * volume).abs() < 1e-10, "p={p}: {energy} vs {}", a2 * volume);
+        }
+    }
+
+    #[test]
+    fn distorted_quadrilateral() {
+        let mut v = [[0.0; 2]; MAX_VERTICES];
+        v[0] = [0.1, 0.2];
+        v[1] = [1.3, 0.5];
+        v[2] = [0.4, 1.1];
+        v[3] = [1.6, 1.4];
+        check_distorted::<2>(v, 1.2 * 0.9 - 0.3 * 0.3);
+    }
+
+    #[test]
+    fn distorted_hexahedron() {
+        // An affine image of the unit cube: x = A ξ' + b, det A = volume.
+        let m = [[1.0, 0.2, 0.1], [0.0, 0.8, 0.3], [0.1, 0.0, 1.2]];
+        let mut v = [[0.0; 3]; MAX_VERTICES];
+        for (k, vk) in v.iter_mut().enumerate() {
+            let c = [(k & 1) as f64, ((k >> 1) & 1) as f64, ((k >> 2) & 1) as f64];
+            for a in 0..3 {
+                vk[a] = 0.5 + (0..3).map(|b| m[a][b] * c[b]).sum::<f64>();
+            }
+        }
+        let (det, _) = det_inv(&m);
+        check_distorted::<3>(v, det);
+    }
+
+    #[test]
+    fn load_vector_sums_to_the_integral_of_f() {
+        let o = tables(3, 5);
+        let mut v = [[0.0; 2]; MAX_VERTICES];
+        v[1] = [2.0, 0.0];
+        v[2] = [0.0, 1.0];
+        v[3] = [2.0, 1.0];
+        let t = o.t();
+        let mut data = vec![0.0; pow(o.nq, 2) * point_data_len(2)];
+        let min_det = point_data(&t, &v, &Unit, &mut data);
+        assert!((min_det - 0.5).abs() < 1e-15);
+        let (mut s1, mut s2) = (0.0, 0.0);
+        for i in 0..16 {
+            s1 += load_redundant(&t, &v, &Unit, i);
+            s2 += load_reuse::<f64, 2>(&t, &data, i);
+        }
+        assert!((s1 - 2.0).abs() < 1e-13 && (s2 - 2.0).abs() < 1e-13);
+    }
+}
