@@ -24,6 +24,8 @@ pub enum Error {
     OutOfDeviceMemory { requested: usize, free: usize },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    #[error("invalid mesh: {0}")]
+    Mesh(#[from] crate::mesh::validate::MeshError),
     #[error("CPU thread pool: {0}")]
     ThreadPool(String),
 }

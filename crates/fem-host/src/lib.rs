@@ -25,8 +25,11 @@
 pub mod backend;
 pub mod conformance;
 pub mod error;
+pub mod mesh;
+pub mod rng;
 pub mod roofline;
 pub mod scalar;
+pub mod space;
 pub mod timing;
 
 pub use backend::cpu::CpuBackend;

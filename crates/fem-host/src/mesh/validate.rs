@@ -1,0 +1,105 @@
+//! Mesh checks run before any work: vertex references in range and distinct
+//! per cell, and a positive Jacobian determinant at every corner and cell
+//! centre (for bilinear quadrilaterals the corners decide the sign
+//! everywhere; for trilinear hexahedra they are the standard check).
+
+use super::Mesh;
+use fem_core::element::{det_inv, geometry, MAX_VERTICES};
+use thiserror::Error;
+
+/// What is wrong with a mesh, naming the first offending cells.
+#[derive(Debug, Error, PartialEq)]
+pub enum MeshError {
+    #[error("cell {cell} refers to vertex {vertex}, but the mesh has {n_vertices} vertices")]
+    VertexOutOfRange { cell: usize, vertex: u32, n_vertices: usize },
+    #[error("cell {cell} uses vertex {vertex} twice")]
+    RepeatedVertex { cell: usize, vertex: u32 },
+    #[error("{count} inverted or degenerate cells (non-positive Jacobian), first: {first:?} (det {det:e})")]
+    Inverted { count: usize, first: Vec<usize>, det: f64 },
+    #[error("the mesh has no cells")]
+    Empty,
+}
+
+/// The smallest Jacobian determinant over the corners and the centre.
+pub fn min_jacobian<const D: usize>(verts: &[[f64; D]; MAX_VERTICES]) -> f64 {
+    let mut min = f64::MAX;
+    for k in 0..=(1usize << D) {
+        let mut xi = [0.0; D];
+        if k < (1 << D) {
+            for (a, x) in xi.iter_mut().enumerate() {
+                *x = if (k >> a) & 1 == 1 { 1.0 } else { -1.0 };
+            }
+        }
+        let (_, j) = geometry(verts, xi);
+        min = min.min(det_inv(&j).0);
+    }
+    min
+}
+
+impl Mesh {
+    /// Checks the mesh; see the module documentation.
+    pub fn validate(&self) -> Result<(), MeshError> {
+        if self.cells.is_empty() {
+            return Err(MeshError::Empty);
+        }
+        let nv = self.vertices_per_cell();
+        for (c, cell) in self.cells.iter().enumerate() {
+            for (k, &v) in cell[..nv].iter().enumerate() {
+                if v as usize >= self.coords.len() {
+                    return Err(MeshError::VertexOutOfRange { cell: c, vertex: v, n_vertices: self.coords.len() });
+                }
+                if cell[..k].contains(&v) {
+                    return Err(MeshError::RepeatedVertex { cell: c, vertex: v });
+                }
+            }
+        }
+        let dets: Vec<f64> = (0..self.n_cells())
+            .map(|c| match self.dim {
+                2 => min_jacobian::<2>(&self.cell_vertices::<2>(c)),
+                _ => min_jacobian::<3>(&self.cell_vertices::<3>(c)),
+            })
+            .collect();
+        let bad: Vec<usize> = (0..dets.len()).filter(|&c| !(dets[c] > 0.0)).collect();
+        if let Some(&c0) = bad.first() {
+            return Err(MeshError::Inverted { count: bad.len(), first: bad.iter().take(5).copied().collect(), det: dets[c0] });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::BoxMesh;
+
+    #[test]
+    fn generated_meshes_are_valid() {
+        for d in [2, 3] {
+            BoxMesh::structured(d, 3).build().unwrap().validate().unwrap();
+            BoxMesh::unstructured(d, 4, 9).build().unwrap().validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn inverted_and_malformed_cells_are_named() {
+        let mut m = BoxMesh::structured(2, 3).build().unwrap();
+        m.cells[4].swap(0, 1); // mirror cell 4
+        m.cells[7].swap(2, 3);
+        match m.validate() {
+            Err(MeshError::Inverted { count: 2, first, det }) => assert!(first == vec![4, 7] && det < 0.0),
+            other => panic!("{other:?}"),
+        }
+        let mut m = BoxMesh::structured(2, 2).build().unwrap();
+        m.cells[1][2] = 99;
+        assert!(matches!(m.validate(), Err(MeshError::VertexOutOfRange { cell: 1, vertex: 99, .. })));
+        let mut m = BoxMesh::structured(3, 2).build().unwrap();
+        m.cells[0][5] = m.cells[0][0];
+        assert!(matches!(m.validate(), Err(MeshError::RepeatedVertex { cell: 0, .. })));
+        // A flat (degenerate) quadrilateral.
+        let mut m = BoxMesh::structured(2, 1).build().unwrap();
+        for v in 0..4 {
+            m.coords[v][1] = 0.0;
+        }
+        assert!(matches!(m.validate(), Err(MeshError::Inverted { .. })));
+    }
+}

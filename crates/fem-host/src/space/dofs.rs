@@ -1,0 +1,381 @@
+//! Degrees of freedom of the continuous Q_p space.
+//!
+//! Nodes are the tensor products of the p + 1 Gauss–Lobatto–Legendre points;
+//! each local node of a cell belongs to a mesh entity (vertex, edge, face
+//! or the cell's interior) and has an index inside that entity that
+//! neighbouring cells agree on, whatever their local orientation:
+//! * edge nodes are counted from the edge's lower global vertex;
+//! * face nodes use the face's lowest global vertex as origin and its
+//!   neighbour with the lower global id as the first axis.
+//!
+//! Because GLL points are symmetric, agreeing on the index means agreeing
+//! on the node's position. Entities then receive blocks of global numbers
+//! in the order a [`Numbering`] prescribes.
+
+use super::hash::IntMap;
+use crate::mesh::Mesh;
+use crate::{Error, Result};
+use fem_core::element::pow;
+
+/// Highest polynomial degree a space may have (tables and kernels are
+/// sized for it).
+pub const MAX_DEGREE: usize = 8;
+
+/// Order in which global numbers are given out (Reguly & Giles §10.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Numbering {
+    /// Cells in mesh order, entities numbered at first encounter.
+    Original,
+    /// All vertices, then edges, then faces, then cell interiors (rows of
+    /// equal length side by side).
+    Aligned,
+    /// Cells visited by geometric blocks, entities at first encounter.
+    Blocked,
+    /// Blocks of cells, and within the whole mesh vertices before edges
+    /// before faces before interiors.
+    BlockedAligned,
+}
+
+impl std::str::FromStr for Numbering {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "original" => Ok(Self::Original),
+            "aligned" => Ok(Self::Aligned),
+            "blocked" => Ok(Self::Blocked),
+            "blocked-aligned" => Ok(Self::BlockedAligned),
+            _ => Err(format!("unknown numbering `{s}` (original, aligned, blocked, blocked-aligned)")),
+        }
+    }
+}
+
+/// A mesh entity: its dimension and its sorted global vertex ids (or the
+/// cell id for a cell interior), padded with `u32::MAX`.
+type EntityKey = (u8, [u32; 4]);
+
+/// The Q_p space on a mesh.
+#[derive(Clone, Debug)]
+pub struct Space {
+    pub dim: usize,
+    pub degree: usize,
+    pub n_dofs: usize,
+    /// `cell_dofs[c * nb + i]` is the global DOF of local node `i` of cell `c`.
+    pub cell_dofs: Vec<u32>,
+    /// DOFs on the domain boundary.
+    pub boundary: Vec<bool>,
+    /// Entity dimension of each DOF (0 vertex, 1 edge, 2 face, dim interior).
+    pub kind: Vec<u8>,
+    /// The p + 1 GLL nodes on [-1, 1].
+    pub nodes_1d: Vec<f64>,
+}
+
+/// Where local node `tensor` of a cell lives: entity key, entity dimension
+/// and the canonical index inside the entity.
+fn locate(p: usize, dim: usize, cell_id: usize, cell: &[u32], tensor: &[usize]) -> (EntityKey, usize) {
+    let inner: Vec<usize> = (0..dim).filter(|&a| tensor[a] > 0 && tensor[a] < p).collect();
+    // local vertex with the node's end bits and the given bits on inner axes
+    let corner = |bits: &[usize]| -> u32 {
+        let mut v = 0;
+        for a in 0..dim {
+            if tensor[a] == p {
+                v |= 1 << a;
+            }
+        }
+        for (k, &a) in inner.iter().enumerate() {
+            v = (v & !(1 << a)) | (bits[k] << a);
+        }
+        cell[v]
+    };
+    let mut key = [u32::MAX; 4];
+    match inner.len() {
+        0 => {
+            key[0] = corner(&[]);
+            ((0, key), 0)
+        }
+        1 => {
+            let (g0, g1) = (corner(&[0]), corner(&[1]));
+            key[0] = g0.min(g1);
+            key[1] = g0.max(g1);
+            let t = tensor[inner[0]];
+            ((1, key), if g0 < g1 { t - 1 } else { p - 1 - t })
+        }
+        2 if dim == 3 => {
+            let (a, b) = (inner[0], inner[1]);
+            let g = [[corner(&[0, 0]), corner(&[0, 1])], [corner(&[1, 0]), corner(&[1, 1])]];
+            let mut sorted = [g[0][0], g[0][1], g[1][0], g[1][1]];
+            sorted.sort_unstable();
+            key = sorted;
+            // origin corner (s0 along a, t0 along b)
+            let (s0, t0) = (0..2).flat_map(|s| (0..2).map(move |t| (s, t))).min_by_key(|&(s, t)| g[s][t]).unwrap();
+            let ua = if s0 == 0 { tensor[a] } else { p - tensor[a] };
+            let ub = if t0 == 0 { tensor[b] } else { p - tensor[b] };
+            let (u, v) = if g[1 - s0][t0] < g[s0][1 - t0] { (ua, ub) } else { (ub, ua) };
+            ((2, key), (u - 1) + (p - 1) * (v - 1))
+        }
+        _ => {
+            key[0] = cell_id as u32;
+            let mut idx = 0;
+            for a in (0..dim).rev() {
+                idx = idx * (p - 1) + (tensor[a] - 1);
+            }
+            ((dim as u8 + 10, key), idx)
+        }
+    }
+}
+
+/// Cells in the order a numbering visits them.
+fn cell_order(mesh: &Mesh, numbering: Numbering) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..mesh.n_cells() as u32).collect();
+    if matches!(numbering, Numbering::Blocked | Numbering::BlockedAligned) {
+        // Geometric blocks of about 8×8 (2D) or 4×4×4 (3D) cells.
+        let per_dir = (mesh.n_cells() as f64).powf(1.0 / mesh.dim as f64);
+        let block_cells = if mesh.dim == 2 { 8.0 } else { 4.0 };
+        let blocks = (per_dir / block_cells).ceil().max(1.0) as usize;
+        let (lo, hi) = bounding_box(mesh);
+        let block_of = |c: u32| {
+            let x = mesh.centroid(c as usize);
+            let mut b = 0;
+            for a in (0..mesh.dim).rev() {
+                let t = ((x[a] - lo[a]) / (hi[a] - lo[a]).max(f64::MIN_POSITIVE) * blocks as f64) as usize;
+                b = b * blocks + t.min(blocks - 1);
+            }
+            b
+        };
+        order.sort_by_key(|&c| (block_of(c), c));
+    }
+    order
+}
+
+fn bounding_box(mesh: &Mesh) -> ([f64; 3], [f64; 3]) {
+    let mut lo = [f64::MAX; 3];
+    let mut hi = [f64::MIN; 3];
+    for x in &mesh.coords {
+        for a in 0..3 {
+            lo[a] = lo[a].min(x[a]);
+            hi[a] = hi[a].max(x[a]);
+        }
+    }
+    (lo, hi)
+}
+
+impl Space {
+    /// Numbers the DOFs of Q_`degree` on a validated `mesh`.
+    pub fn new(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<Self> {
+        if !(1..=MAX_DEGREE).contains(&degree) {
+            return Err(Error::InvalidArgument(format!("degree must be in 1..={MAX_DEGREE}, not {degree}")));
+        }
+        mesh.validate()?;
+        let (p, dim) = (degree, mesh.dim);
+        let np = p + 1;
+        let nb = pow(np, dim);
+        let n_cells = mesh.n_cells();
+        // Entity of every local node, with its canonical index.
+        let mut entity_of_node = vec![(0u32, 0u32); n_cells * nb];
+        let mut entities: IntMap<EntityKey, u32> = IntMap::default();
+        let mut entity_dim: Vec<u8> = Vec::new();
+        let mut first_seen: Vec<u32> = Vec::new();
+        let order = cell_order(mesh, numbering);
+        for &c in &order {
+            let c = c as usize;
+            let cell = &mesh.cells[c][..1 << dim];
+            for i in 0..nb {
+                let tensor: Vec<usize> = (0..dim).map(|a| (i / pow(np, a)) % np).collect();
+                let (key, idx) = locate(p, dim, c, cell, &tensor);
+                let next = entity_dim.len() as u32;
+                let e = *entities.entry(key).or_insert_with(|| {
+                    entity_dim.push(if key.0 >= 10 { key.0 - 10 } else { key.0 });
+                    first_seen.push(next);
+                    next
+                });
+                entity_of_node[c * nb + i] = (e, idx as u32);
+            }
+        }
+        let dofs_of = |d: u8| pow(p - 1, d as usize);
+        // Offsets: entities in first-encounter order, grouped by dimension
+        // for the aligned numberings.
+        let mut ranked: Vec<u32> = (0..entity_dim.len() as u32).collect();
+        if matches!(numbering, Numbering::Aligned | Numbering::BlockedAligned) {
+            ranked.sort_by_key(|&e| (entity_dim[e as usize], e));
+        }
+        let mut offset = vec![0u32; entity_dim.len()];
+        let mut n = 0usize;
+        for &e in &ranked {
+            offset[e as usize] = n as u32;
+            n += dofs_of(entity_dim[e as usize]);
+        }
+        if n > u32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("{n} DOFs exceed the u32 index range")));
+        }
+        let cell_dofs: Vec<u32> = entity_of_node.iter().map(|&(e, k)| offset[e as usize] + k).collect();
+        let mut kind = vec![0u8; n];
+        for (e, &d) in entity_dim.iter().enumerate() {
+            for k in 0..dofs_of(d) {
+                kind[offset[e] as usize + k] = d;
+            }
+        }
+        let boundary = boundary_dofs(mesh, p, &cell_dofs, n);
+        let (mut nodes_1d, mut w) = (vec![0.0; np], vec![0.0; np]);
+        fem_core::quadrature::gauss_lobatto(&mut nodes_1d, &mut w);
+        Ok(Self { dim, degree, n_dofs: n, cell_dofs, boundary, kind, nodes_1d })
+    }
+
+    /// Basis functions (local nodes) per cell: (p + 1)^dim.
+    pub fn dofs_per_cell(&self) -> usize {
+        pow(self.degree + 1, self.dim)
+    }
+
+    pub fn n_cells(&self) -> usize {
+        self.cell_dofs.len() / self.dofs_per_cell()
+    }
+
+    /// Physical position of every DOF (from any cell that has it).
+    pub fn dof_coords(&self, mesh: &Mesh) -> Vec<[f64; 3]> {
+        let mut x = vec![[0.0; 3]; self.n_dofs];
+        let (np, nb) = (self.degree + 1, self.dofs_per_cell());
+        for c in 0..self.n_cells() {
+            for i in 0..nb {
+                let mut xi = [0.0; 3];
+                for a in 0..self.dim {
+                    xi[a] = self.nodes_1d[(i / pow(np, a)) % np];
+                }
+                x[self.cell_dofs[c * nb + i] as usize] = match self.dim {
+                    2 => {
+                        let (p, _) = fem_core::element::geometry::<f64, 2>(&mesh.cell_vertices::<2>(c), [xi[0], xi[1]]);
+                        [p[0], p[1], 0.0]
+                    }
+                    _ => fem_core::element::geometry::<f64, 3>(&mesh.cell_vertices::<3>(c), xi).0,
+                };
+            }
+        }
+        x
+    }
+}
+
+/// DOFs on facets (edges in 2D, faces in 3D) that belong to one cell only.
+fn boundary_dofs(mesh: &Mesh, p: usize, cell_dofs: &[u32], n: usize) -> Vec<bool> {
+    let dim = mesh.dim;
+    let np = p + 1;
+    let nb = pow(np, dim);
+    let facet_key = |c: usize, axis: usize, side: usize| -> [u32; 4] {
+        let mut k = [u32::MAX; 4];
+        let mut m = 0;
+        for v in 0..(1 << dim) {
+            if (v >> axis) & 1 == side {
+                k[m] = mesh.cells[c][v];
+                m += 1;
+            }
+        }
+        k[..m].sort_unstable();
+        k
+    };
+    let mut count: IntMap<[u32; 4], u32> = IntMap::default();
+    for c in 0..mesh.n_cells() {
+        for axis in 0..dim {
+            for side in 0..2 {
+                *count.entry(facet_key(c, axis, side)).or_insert(0) += 1;
+            }
+        }
+    }
+    let mut boundary = vec![false; n];
+    for c in 0..mesh.n_cells() {
+        for axis in 0..dim {
+            for side in 0..2 {
+                if count[&facet_key(c, axis, side)] != 1 {
+                    continue;
+                }
+                for i in 0..nb {
+                    if (i / pow(np, axis)) % np == side * p {
+                        boundary[cell_dofs[c * nb + i] as usize] = true;
+                    }
+                }
+            }
+        }
+    }
+    boundary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::BoxMesh;
+
+    fn expected_dofs(dim: usize, n: usize, p: usize) -> usize {
+        (n * p + 1).pow(dim as u32)
+    }
+
+    #[test]
+    fn counts_and_boundary_on_structured_and_shuffled_meshes() {
+        for dim in [2, 3] {
+            for p in 1..=4 {
+                let n = 3;
+                for mesh in [BoxMesh::structured(dim, n), BoxMesh::unstructured(dim, n, 5)] {
+                    let mesh = mesh.build().unwrap();
+                    for numbering in [Numbering::Original, Numbering::Aligned, Numbering::Blocked, Numbering::BlockedAligned] {
+                        let s = Space::new(&mesh, p, numbering).unwrap();
+                        assert_eq!(s.n_dofs, expected_dofs(dim, n, p), "dim={dim} p={p}");
+                        let interior = (n * p - 1).pow(dim as u32);
+                        assert_eq!(s.boundary.iter().filter(|&&b| !b).count(), interior);
+                        // every DOF is used
+                        let mut used = vec![false; s.n_dofs];
+                        for &d in &s.cell_dofs {
+                            used[d as usize] = true;
+                        }
+                        assert!(used.iter().all(|&u| u));
+                        if numbering == Numbering::Aligned {
+                            assert!(s.kind.windows(2).all(|k| k[0] <= k[1]), "aligned numbering is grouped by entity");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The decisive check of orientation: on a perturbed, shuffled, randomly
+    /// rotated mesh, every cell that shares a DOF puts it at the same point.
+    #[test]
+    fn shared_dofs_sit_at_the_same_point_in_every_cell() {
+        for dim in [2, 3] {
+            for p in 1..=5 {
+                let mesh = BoxMesh::unstructured(dim, 3, 11 + p as u64).build().unwrap();
+                let s = Space::new(&mesh, p, Numbering::Original).unwrap();
+                let x = s.dof_coords(&mesh);
+                let (np, nb) = (p + 1, s.dofs_per_cell());
+                for c in 0..s.n_cells() {
+                    for i in 0..nb {
+                        let mut xi = [0.0; 3];
+                        for a in 0..dim {
+                            xi[a] = s.nodes_1d[(i / pow(np, a)) % np];
+                        }
+                        let here = match dim {
+                            2 => {
+                                let (q, _) = fem_core::element::geometry::<f64, 2>(&mesh.cell_vertices::<2>(c), [xi[0], xi[1]]);
+                                [q[0], q[1], 0.0]
+                            }
+                            _ => fem_core::element::geometry::<f64, 3>(&mesh.cell_vertices::<3>(c), xi).0,
+                        };
+                        let d = s.cell_dofs[c * nb + i] as usize;
+                        let err: f64 = (0..3).map(|a| (here[a] - x[d][a]).abs()).sum();
+                        assert!(err < 1e-12, "dim={dim} p={p} cell {c} node {i}: DOF {d} at {here:?} vs {:?}", x[d]);
+                    }
+                }
+                // boundary DOFs are exactly those on the unit box's faces
+                for (d, xd) in x.iter().enumerate() {
+                    let on = (0..dim).any(|a| xd[a].abs() < 1e-12 || (xd[a] - 1.0).abs() < 1e-12);
+                    assert_eq!(s.boundary[d], on, "DOF {d} at {xd:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_degree_and_invalid_mesh() {
+        let mesh = BoxMesh::structured(2, 2).build().unwrap();
+        assert!(Space::new(&mesh, 0, Numbering::Original).is_err());
+        assert!(Space::new(&mesh, MAX_DEGREE + 1, Numbering::Original).is_err());
+        let mut bad = mesh.clone();
+        bad.cells[0].swap(0, 1);
+        assert!(matches!(Space::new(&bad, 1, Numbering::Original), Err(Error::Mesh(_))));
+        assert_eq!("blocked-aligned".parse::<Numbering>().unwrap(), Numbering::BlockedAligned);
+        assert!("zigzag".parse::<Numbering>().is_err());
+    }
+}

@@ -1,0 +1,10 @@
+//! Finite-element spaces on a mesh: Q_p degrees of freedom ([`dofs`]) and
+//! how they map to rows of the linear system under Dirichlet conditions
+//! ([`dirichlet`]).
+
+pub mod dirichlet;
+pub mod dofs;
+mod hash;
+
+pub use dirichlet::{DirichletMode, Layout};
+pub use dofs::{Numbering, Space};
