@@ -20,7 +20,7 @@ fn required() -> bool {
 
 /// Kernels the host looks up by name (see `fem_host`).
 fn expected_kernels() -> Vec<String> {
-    let mut names: Vec<String> = ["axpy", "axpby", "copy", "dot_partial", "sumsq_partial", "sum", "prelude_check"]
+    let mut names: Vec<String> = ["axpy", "axpby", "mul", "copy", "dot_partial", "sumsq_partial", "sum", "prelude_check"]
         .iter()
         .flat_map(|k| ["f32", "f64"].map(|t| format!("fem_{k}_{t}")))
         .collect();

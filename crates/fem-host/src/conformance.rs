@@ -80,7 +80,11 @@ fn check_elementwise<B: Backend, T: Scalar>(b: &B, n: usize, x: &[T], y: &[T], d
     b.axpby(alpha, dx, beta, &mut dy).map_err(e)?;
     let want: Vec<T> = x.iter().zip(y).map(|(&xi, &yi)| alpha * xi + beta * yi).collect();
     first_difference("axpby", &b.download(&dy).map_err(e)?, &want)?;
+    let dyv = b.upload(y).map_err(e)?;
     let mut dz = b.zeros::<T>(n).map_err(e)?;
+    b.mul(dx, &dyv, &mut dz).map_err(e)?;
+    let want: Vec<T> = x.iter().zip(y).map(|(&xi, &yi)| xi * yi).collect();
+    first_difference("mul", &b.download(&dz).map_err(e)?, &want)?;
     b.copy(dx, &mut dz).map_err(e)?;
     first_difference("copy", &b.download(&dz).map_err(e)?, x)
 }
@@ -123,6 +127,7 @@ fn check_length_mismatch<B: Backend, T: Scalar>(b: &B) -> Check {
         ("axpy", b.axpy(T::ONE, &x, &mut y).err()),
         ("axpby", b.axpby(T::ONE, &x, T::ONE, &mut y).err()),
         ("copy", b.copy(&x, &mut y).err()),
+        ("mul", b.mul(&x, &x, &mut y).err()),
         ("dot", b.dot(&x, &y).err()),
     ];
     for (op, r) in results {

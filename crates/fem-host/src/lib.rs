@@ -26,9 +26,12 @@ pub mod backend;
 pub mod conformance;
 pub mod error;
 pub mod mesh;
+pub mod operator;
+pub mod problem;
 pub mod rng;
 pub mod roofline;
 pub mod scalar;
+pub mod solver;
 pub mod space;
 pub mod timing;
 

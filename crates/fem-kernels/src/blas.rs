@@ -19,6 +19,12 @@ pub fn axpby<T: Real>(alpha: T, x: T, beta: T, y: T) -> T {
     alpha * x + beta * y
 }
 
+/// `zᵢ = xᵢyᵢ`, one element (Jacobi preconditioning: `z = D⁻¹ ∘ r`).
+#[inline(always)]
+pub fn mul<T: Real>(x: T, y: T) -> T {
+    x * y
+}
+
 /// One step of the running sum of `Σ xᵢyᵢ`.
 #[inline(always)]
 pub fn dot_term<T: Real>(acc: T, x: T, y: T) -> T {

@@ -35,6 +35,12 @@ impl CpuBackend {
         Ok(Self { pool })
     }
 
+    /// Runs `f` inside this backend's thread pool (so rayon work in `f`
+    /// uses its threads).
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(f)
+    }
+
     pub fn threads(&self) -> usize {
         self.pool.current_num_threads()
     }
@@ -97,6 +103,17 @@ impl Backend for CpuBackend {
         self.pool.install(|| {
             y.par_chunks_mut(CHUNK).zip(x.par_chunks(CHUNK)).for_each(|(yc, xc)| {
                 yc.iter_mut().zip(xc).for_each(|(yi, &xi)| *yi = blas::axpby(alpha, xi, beta, *yi))
+            })
+        });
+        Ok(())
+    }
+
+    fn mul<T: Scalar>(&self, x: &Vec<T>, y: &Vec<T>, z: &mut Vec<T>) -> Result<()> {
+        same_len("mul", x.len(), y.len())?;
+        same_len("mul", x.len(), z.len())?;
+        self.pool.install(|| {
+            z.par_chunks_mut(CHUNK).zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK))).for_each(|(zc, (xc, yc))| {
+                zc.iter_mut().zip(xc.iter().zip(yc)).for_each(|(zi, (&xi, &yi))| *zi = blas::mul(xi, yi))
             })
         });
         Ok(())

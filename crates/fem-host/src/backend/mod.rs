@@ -61,6 +61,8 @@ pub trait Backend {
     fn axpy<T: Scalar>(&self, alpha: T, x: &Self::Vector<T>, y: &mut Self::Vector<T>) -> Result<()>;
     /// `y ← αx + βy`.
     fn axpby<T: Scalar>(&self, alpha: T, x: &Self::Vector<T>, beta: T, y: &mut Self::Vector<T>) -> Result<()>;
+    /// `z ← x ∘ y`, the element-wise product.
+    fn mul<T: Scalar>(&self, x: &Self::Vector<T>, y: &Self::Vector<T>, z: &mut Self::Vector<T>) -> Result<()>;
     /// `Σ xᵢyᵢ`.
     fn dot<T: Scalar>(&self, x: &Self::Vector<T>, y: &Self::Vector<T>) -> Result<T>;
     /// `‖x‖₂`.

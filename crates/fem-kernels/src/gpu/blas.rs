@@ -19,6 +19,12 @@ pub unsafe fn axpby<T: Real>(n: usize, alpha: T, x: *const T, beta: T, y: *mut T
     with_lanes!(T, L => stream_map::<T, 2, L>(n, [x, y], y, |[a, b]| blas::axpby(alpha, a, beta, b)))
 }
 
+/// `z ← x ∘ y` (element-wise product) over `n` elements.
+#[kernel(f32, f64)]
+pub unsafe fn mul<T: Real>(n: usize, x: *const T, y: *const T, z: *mut T) {
+    with_lanes!(T, L => stream_map::<T, 2, L>(n, [x, y], z, |[a, b]| blas::mul(a, b)))
+}
+
 /// `dst ← src` over `n` elements: the copy-kernel bandwidth probe, compared
 /// against the driver's device-to-device copy.
 #[kernel(f32, f64)]

@@ -243,6 +243,15 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
+    fn mul<T: Scalar>(&self, x: &CudaSlice<T>, y: &CudaSlice<T>, z: &mut CudaSlice<T>) -> Result<()> {
+        same_len("mul", x.len(), y.len())?;
+        same_len("mul", x.len(), z.len())?;
+        let f = self.kernel::<T>("mul")?;
+        let n = x.len();
+        unsafe { self.stream.launch_builder(&f).arg(&n).arg(x).arg(y).arg(z).launch(self.grid::<T>(n, 0)) }?;
+        Ok(())
+    }
+
     fn dot<T: Scalar>(&self, x: &CudaSlice<T>, y: &CudaSlice<T>) -> Result<T> {
         same_len("dot", x.len(), y.len())?;
         self.reduce("dot", x.len(), &[x, y])

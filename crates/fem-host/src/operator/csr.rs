@@ -1,0 +1,141 @@
+//! Compressed sparse row storage of the assembled stiffness matrix.
+//!
+//! The pattern comes from the element map: row r couples to every row of
+//! every cell that touches r (Reguly & Giles §6). Values are summed from
+//! the element matrices through a precomputed position of every element
+//! entry in the CSR arrays (the "indexing data" of global assembly).
+
+use super::colouring::row_cells;
+use super::elements::ElementMatrices;
+use super::LinearOperator;
+use crate::space::dirichlet::NONE;
+use crate::space::Layout;
+use crate::{CpuBackend, Error, Result, Scalar};
+use rayon::prelude::*;
+
+#[derive(Clone, Debug)]
+pub struct Csr<T> {
+    pub n_rows: usize,
+    pub row_ptr: Vec<u32>,
+    pub col: Vec<u32>,
+    pub val: Vec<T>,
+}
+
+impl<T: Scalar> Csr<T> {
+    /// The sparsity pattern of `layout`'s operator, values zero. Fixed rows
+    /// hold their diagonal only.
+    pub fn pattern(cpu: &CpuBackend, layout: &Layout) -> Result<Self> {
+        let nb = layout.dofs_per_cell;
+        let (offsets, touching) = row_cells(layout);
+        let rows: Vec<Vec<u32>> = cpu.install(|| {
+            (0..layout.n_rows)
+                .into_par_iter()
+                .map(|r| {
+                    if layout.fixed[r] {
+                        return vec![r as u32];
+                    }
+                    let mut cols: Vec<u32> = touching[offsets[r]..offsets[r + 1]]
+                        .iter()
+                        .flat_map(|&c| layout.cell_rows[c as usize * nb..(c as usize + 1) * nb].iter().copied())
+                        .filter(|&j| j != NONE && !layout.fixed[j as usize])
+                        .collect();
+                    cols.sort_unstable();
+                    cols.dedup();
+                    cols
+                })
+                .collect()
+        });
+        let nnz: usize = rows.iter().map(Vec::len).sum();
+        if nnz > u32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("{nnz} nonzeros exceed the u32 index range of CSR")));
+        }
+        let mut row_ptr = Vec::with_capacity(layout.n_rows + 1);
+        row_ptr.push(0u32);
+        let mut col = Vec::with_capacity(nnz);
+        for r in rows {
+            col.extend_from_slice(&r);
+            row_ptr.push(col.len() as u32);
+        }
+        Ok(Self { n_rows: layout.n_rows, row_ptr, col, val: vec![T::ZERO; nnz] })
+    }
+
+    pub fn nnz(&self) -> usize {
+        self.col.len()
+    }
+
+    /// Position in `col`/`val` of entry (r, c), if stored.
+    pub fn position(&self, r: usize, c: u32) -> Option<usize> {
+        let (lo, hi) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
+        self.col[lo..hi].binary_search(&c).ok().map(|k| lo + k)
+    }
+
+    /// For every element entry (cell-major, `nb²` per cell), its position
+    /// in `val`, or `u32::MAX` where the entry does not enter the matrix.
+    pub fn element_positions(&self, layout: &Layout) -> Vec<u32> {
+        let nb = layout.dofs_per_cell;
+        let mut pos = vec![u32::MAX; layout.n_cells() * nb * nb];
+        pos.par_chunks_mut(nb * nb).enumerate().for_each(|(c, p)| {
+            for i in 0..nb {
+                for j in 0..nb {
+                    if layout.couples(c, i, j) {
+                        let (ri, rj) = (layout.cell_rows[c * nb + i], layout.cell_rows[c * nb + j]);
+                        p[i * nb + j] = self.position(ri as usize, rj).expect("pattern holds every coupling") as u32;
+                    }
+                }
+            }
+        });
+        pos
+    }
+
+    /// Assembles the global matrix from element matrices (sum of the
+    /// entries at each position; unit diagonal on fixed rows).
+    pub fn assemble(cpu: &CpuBackend, layout: &Layout, elems: &ElementMatrices<T>) -> Result<Self> {
+        let mut m = Self::pattern(cpu, layout)?;
+        let pos = m.element_positions(layout);
+        for (k, &p) in pos.iter().enumerate() {
+            if p != u32::MAX {
+                m.val[p as usize] += elems.matrices[k];
+            }
+        }
+        for r in 0..layout.n_rows {
+            if layout.fixed[r] {
+                let p = m.position(r, r as u32).expect("fixed rows keep their diagonal");
+                m.val[p] = T::ONE;
+            }
+        }
+        Ok(m)
+    }
+
+    /// `y = A x` on the CPU, rows in parallel.
+    pub fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) {
+        cpu.install(|| {
+            y.par_iter_mut().enumerate().for_each(|(r, yr)| {
+                let (lo, hi) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
+                let mut s = T::ZERO;
+                for k in lo..hi {
+                    s += self.val[k] * x[self.col[k] as usize];
+                }
+                *yr = s;
+            })
+        });
+    }
+
+    pub fn diag(&self) -> Vec<T> {
+        (0..self.n_rows).map(|r| self.position(r, r as u32).map_or(T::ZERO, |p| self.val[p])).collect()
+    }
+}
+
+impl<T: Scalar> LinearOperator<CpuBackend, T> for Csr<T> {
+    fn rows(&self) -> usize {
+        self.n_rows
+    }
+    fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        crate::error::same_len("csr spmv", x.len(), self.n_rows)?;
+        crate::error::same_len("csr spmv", y.len(), self.n_rows)?;
+        self.spmv(cpu, x, y);
+        Ok(())
+    }
+    fn diagonal(&self, _cpu: &CpuBackend) -> Result<Vec<T>> {
+        Ok(self.diag())
+    }
+}

@@ -1,0 +1,20 @@
+//! Operators: the stiffness matrix in the storage formats of Reguly &
+//! Giles (global CSR and ELLPACK, element matrices (LMA), matrix-free) and
+//! the machinery they share: reference tables, element assembly, colouring.
+
+pub mod colouring;
+pub mod csr;
+pub mod elements;
+pub mod lma;
+pub mod tables;
+
+use crate::{Backend, Result, Scalar};
+
+/// A square linear operator applied on a backend.
+pub trait LinearOperator<B: Backend, T: Scalar> {
+    fn rows(&self) -> usize;
+    /// `y ← A x`.
+    fn apply(&self, backend: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()>;
+    /// The diagonal of `A` (for Jacobi preconditioning).
+    fn diagonal(&self, backend: &B) -> Result<B::Vector<T>>;
+}

@@ -1,0 +1,37 @@
+//! Owned reference tables of a Q_p element in a given precision.
+
+use fem_core::element::Tables;
+use fem_core::lagrange::tabulate;
+use fem_core::quadrature::{gauss_legendre, gauss_lobatto};
+use fem_core::Real;
+
+/// GLL basis nodes and an `nq`-point Gauss–Legendre rule, tabulated.
+#[derive(Clone, Debug)]
+pub struct RefTables<T> {
+    pub np: usize,
+    pub nq: usize,
+    pub points: Vec<T>,
+    pub weights: Vec<T>,
+    pub value: Vec<T>,
+    pub deriv: Vec<T>,
+}
+
+impl<T: Real> RefTables<T> {
+    /// Tables for degree `p` with `nq` quadrature points per direction
+    /// (`p + 1` integrates the stiffness of affine elements exactly).
+    pub fn new(p: usize, nq: usize) -> Self {
+        let np = p + 1;
+        let (mut nodes, mut w) = (vec![0.0; np], vec![0.0; np]);
+        gauss_lobatto(&mut nodes, &mut w);
+        let (mut points, mut weights) = (vec![0.0; nq], vec![0.0; nq]);
+        gauss_legendre(&mut points, &mut weights);
+        let (mut value, mut deriv) = (vec![0.0; np * nq], vec![0.0; np * nq]);
+        tabulate(&nodes, &points, &mut value, &mut deriv);
+        let cast = |v: Vec<f64>| v.into_iter().map(T::from_f64).collect();
+        Self { np, nq, points: cast(points), weights: cast(weights), value: cast(value), deriv: cast(deriv) }
+    }
+
+    pub fn view(&self) -> Tables<'_, T> {
+        Tables { np: self.np, nq: self.nq, points: &self.points, weights: &self.weights, value: &self.value, deriv: &self.deriv }
+    }
+}

@@ -1,0 +1,4 @@
+//! Complete problems: mesh → space → operator → solver, with error
+//! measurement against known solutions.
+
+pub mod poisson;

@@ -1,0 +1,87 @@
+//! The conjugate gradient method, unpreconditioned or with Jacobi, on any
+//! [`Backend`] and [`LinearOperator`]; it stops on the relative residual
+//! ‖r‖/‖b‖ and records its history.
+
+use crate::operator::LinearOperator;
+use crate::{Backend, Result, Scalar};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug)]
+pub struct CgOptions {
+    /// Stop when ‖r‖ ≤ rtol ‖b‖.
+    pub rtol: f64,
+    pub max_iterations: usize,
+    /// Precondition with the inverse diagonal.
+    pub jacobi: bool,
+}
+
+impl Default for CgOptions {
+    fn default() -> Self {
+        Self { rtol: 1e-10, max_iterations: 10_000, jacobi: false }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CgReport {
+    pub iterations: usize,
+    pub relative_residual: f64,
+    pub converged: bool,
+    /// ‖r_k‖/‖b‖ after every iteration (the first entry is the start).
+    pub history: Vec<f64>,
+}
+
+/// Solves `A x = b` from the initial guess in `x`.
+pub fn cg<B: Backend, T: Scalar, A: LinearOperator<B, T>>(
+    backend: &B,
+    a: &A,
+    b: &B::Vector<T>,
+    x: &mut B::Vector<T>,
+    opts: CgOptions,
+) -> Result<CgReport> {
+    let n = a.rows();
+    let inv_diag = if opts.jacobi {
+        let d = backend.download(&a.diagonal(backend)?)?;
+        if let Some(i) = d.iter().position(|v| !(v.abs() > T::ZERO)) {
+            return Err(crate::Error::InvalidArgument(format!("Jacobi: zero diagonal in row {i}")));
+        }
+        Some(backend.upload(&d.iter().map(|&v| T::ONE / v).collect::<Vec<T>>())?)
+    } else {
+        None
+    };
+    let mut r = backend.zeros::<T>(n)?;
+    a.apply(backend, x, &mut r)?;
+    backend.axpby(T::ONE, b, -T::ONE, &mut r)?; // r = b − A x
+    let b_norm = backend.norm2(b)?.to_f64();
+    let scale = if b_norm > 0.0 { b_norm } else { 1.0 };
+    let mut z = backend.zeros::<T>(n)?;
+    let precondition = |r: &B::Vector<T>, z: &mut B::Vector<T>| match &inv_diag {
+        Some(d) => backend.mul(d, r, z),
+        None => backend.copy(r, z),
+    };
+    precondition(&r, &mut z)?;
+    let mut p = backend.zeros::<T>(n)?;
+    backend.copy(&z, &mut p)?;
+    let mut q = backend.zeros::<T>(n)?;
+    let mut rz = backend.dot(&r, &z)?;
+    let mut res = backend.norm2(&r)?.to_f64() / scale;
+    let mut history = vec![res];
+    let mut it = 0;
+    while res > opts.rtol && it < opts.max_iterations {
+        a.apply(backend, &p, &mut q)?;
+        let pq = backend.dot(&p, &q)?;
+        if !(pq.to_f64() > 0.0) {
+            return Err(crate::Error::InvalidArgument("CG: the operator is not positive definite".into()));
+        }
+        let alpha = rz / pq;
+        backend.axpy(alpha, &p, x)?;
+        backend.axpy(-alpha, &q, &mut r)?;
+        precondition(&r, &mut z)?;
+        let rz_new = backend.dot(&r, &z)?;
+        backend.axpby(T::ONE, &z, rz_new / rz, &mut p)?;
+        rz = rz_new;
+        res = backend.norm2(&r)?.to_f64() / scale;
+        history.push(res);
+        it += 1;
+    }
+    Ok(CgReport { iterations: it, relative_residual: res, converged: res <= opts.rtol, history })
+}
