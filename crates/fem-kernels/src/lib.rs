@@ -19,7 +19,9 @@
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 pub mod blas;
+pub mod cells;
 pub mod launch;
+pub mod sparse;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod device;

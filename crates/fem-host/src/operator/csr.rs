@@ -11,6 +11,7 @@ use super::LinearOperator;
 use crate::space::dirichlet::NONE;
 use crate::space::Layout;
 use crate::{CpuBackend, Error, Result, Scalar};
+use fem_kernels::sparse::csr_row_part;
 use rayon::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -69,21 +70,33 @@ impl<T: Scalar> Csr<T> {
         self.col[lo..hi].binary_search(&c).ok().map(|k| lo + k)
     }
 
-    /// For every element entry (cell-major, `nb²` per cell), its position
-    /// in `val`, or `u32::MAX` where the entry does not enter the matrix.
+    /// For every element entry, in the transposed layout
+    /// `pos[(i·nb + j)·ne + e]`, its position in `val`, or `u32::MAX` where
+    /// the entry does not enter the matrix: the indexing data of global
+    /// assembly (Reguly & Giles eq. 16).
     pub fn element_positions(&self, layout: &Layout) -> Vec<u32> {
-        let nb = layout.dofs_per_cell;
-        let mut pos = vec![u32::MAX; layout.n_cells() * nb * nb];
-        pos.par_chunks_mut(nb * nb).enumerate().for_each(|(c, p)| {
-            for i in 0..nb {
-                for j in 0..nb {
-                    if layout.couples(c, i, j) {
-                        let (ri, rj) = (layout.cell_rows[c * nb + i], layout.cell_rows[c * nb + j]);
-                        p[i * nb + j] = self.position(ri as usize, rj).expect("pattern holds every coupling") as u32;
+        let (nb, ne) = (layout.dofs_per_cell, layout.n_cells());
+        let per_cell: Vec<Vec<u32>> = (0..ne)
+            .into_par_iter()
+            .map(|c| {
+                let mut p = vec![u32::MAX; nb * nb];
+                for i in 0..nb {
+                    for j in 0..nb {
+                        if layout.couples(c, i, j) {
+                            let (ri, rj) = (layout.cell_rows[c * nb + i], layout.cell_rows[c * nb + j]);
+                            p[i * nb + j] = self.position(ri as usize, rj).expect("pattern holds every coupling") as u32;
+                        }
                     }
                 }
+                p
+            })
+            .collect();
+        let mut pos = vec![u32::MAX; ne * nb * nb];
+        for (c, p) in per_cell.iter().enumerate() {
+            for (k, &v) in p.iter().enumerate() {
+                pos[k * ne + c] = v;
             }
-        });
+        }
         pos
     }
 
@@ -92,9 +105,11 @@ impl<T: Scalar> Csr<T> {
     pub fn assemble(cpu: &CpuBackend, layout: &Layout, elems: &ElementMatrices<T>) -> Result<Self> {
         let mut m = Self::pattern(cpu, layout)?;
         let pos = m.element_positions(layout);
+        let (nb, ne) = (elems.nb, elems.ne);
         for (k, &p) in pos.iter().enumerate() {
             if p != u32::MAX {
-                m.val[p as usize] += elems.matrices[k];
+                let (ij, e) = (k / ne, k % ne);
+                m.val[p as usize] += elems.get(e, ij / nb, ij % nb);
             }
         }
         for r in 0..layout.n_rows {
@@ -106,16 +121,13 @@ impl<T: Scalar> Csr<T> {
         Ok(m)
     }
 
-    /// `y = A x` on the CPU, rows in parallel.
+    /// `y = A x` on the CPU, rows in parallel (one lane per row).
     pub fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) {
         cpu.install(|| {
             y.par_iter_mut().enumerate().for_each(|(r, yr)| {
                 let (lo, hi) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
-                let mut s = T::ZERO;
-                for k in lo..hi {
-                    s += self.val[k] * x[self.col[k] as usize];
-                }
-                *yr = s;
+                // SAFETY: positions come from row_ptr, columns are rows of x.
+                *yr = unsafe { csr_row_part(lo, hi, 0, 1, self.col.as_ptr(), self.val.as_ptr(), x.as_ptr()) };
             })
         });
     }

@@ -1,87 +1,89 @@
 //! The local matrix approach (LMA): element matrices are kept, and
 //! `y = Aᵀ K_e A x` is applied as gather – dense product – scatter per cell
-//! (Reguly & Giles §3.3, §8). On the CPU the scatter is race-free by
-//! colouring: the cells of one colour run in parallel.
+//! (Reguly & Giles §3.3, §8), with the per-cell functions the GPU runs. On
+//! the CPU the scatter is race-free by colouring.
 
+use super::cell_data::{CellData, Disjoint};
 use super::colouring::Colouring;
-use super::elements::ElementMatrices;
+use super::elements::{unsupported, ElementMatrices};
 use super::LinearOperator;
-use crate::space::dirichlet::NONE;
 use crate::space::Layout;
 use crate::{CpuBackend, Result, Scalar};
+use fem_kernels::sparse::{gather, is_free, lma_product, row_of, NONE};
+use fem_kernels::with_element;
 use rayon::prelude::*;
 
-/// Element matrices with the element-to-row map.
+/// Element matrices with the transposed element-to-row map.
 #[derive(Clone, Debug)]
 pub struct Lma<T> {
-    pub n_rows: usize,
-    pub nb: usize,
-    pub cell_rows: Vec<u32>,
-    pub matrices: Vec<T>,
-    /// Rows with the equation u = 0 (identity rows).
-    pub fixed: Vec<bool>,
+    pub cells: CellData<T>,
+    pub elems: ElementMatrices<T>,
     pub colouring: Colouring,
 }
 
-/// A pointer that may be shared across the threads of one colour: no two
-/// cells of a colour touch the same row, so their writes never overlap.
-#[derive(Clone, Copy)]
-struct Disjoint<T>(*mut T);
-unsafe impl<T> Send for Disjoint<T> {}
-unsafe impl<T> Sync for Disjoint<T> {}
+/// `y ← x` on fixed rows and 0 elsewhere: the start of every
+/// element-by-element product.
+pub fn init_fixed<T: Scalar>(cd: &CellData<T>, x: &[T], y: &mut [T]) {
+    y.iter_mut().for_each(|v| *v = T::ZERO);
+    for &r in &cd.fixed_rows {
+        y[r as usize] = x[r as usize];
+    }
+}
+
+/// Adds a cell's local result into `y` (free rows only).
+///
+/// # Safety
+/// No other thread writes the same rows concurrently.
+pub unsafe fn scatter<T: Scalar>(rows: &[u32], yl: &[T], y: Disjoint<T>) {
+    for (i, &m) in rows.iter().enumerate() {
+        if m != NONE && is_free(m) {
+            *y.0.add(row_of(m)) += yl[i];
+        }
+    }
+}
 
 impl<T: Scalar> Lma<T> {
-    pub fn new(layout: &Layout, elems: ElementMatrices<T>) -> Self {
-        Self {
-            n_rows: layout.n_rows,
-            nb: layout.dofs_per_cell,
-            cell_rows: layout.cell_rows.clone(),
-            matrices: elems.matrices,
-            fixed: layout.fixed.clone(),
-            colouring: Colouring::cells(layout),
-        }
+    pub fn new(layout: &Layout, cells: CellData<T>, elems: ElementMatrices<T>) -> Self {
+        Self { cells, elems, colouring: Colouring::cells(layout) }
     }
 
     /// `y = A x`, colour by colour.
-    pub fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) {
-        let nb = self.nb;
-        for (r, yr) in y.iter_mut().enumerate() {
-            *yr = if self.fixed[r] { x[r] } else { T::ZERO };
-        }
+    pub fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) -> Result<()> {
+        let cd = &self.cells;
+        init_fixed(cd, x, y);
         let out = Disjoint(y.as_mut_ptr());
-        cpu.install(|| {
+        let (ne, sym) = (cd.ne, self.elems.symmetric);
+        with_element!(cd.dim, cd.degree, D, NB, QD => cpu.install(|| {
             for cells in &self.colouring.cells {
-                cells.par_iter().for_each(|&c| {
+                cells.par_iter().for_each(|&e| {
                     let out = out;
-                    let c = c as usize;
-                    let rows = &self.cell_rows[c * nb..(c + 1) * nb];
-                    let k = &self.matrices[c * nb * nb..(c + 1) * nb * nb];
-                    for i in 0..nb {
-                        if rows[i] == NONE {
-                            continue;
-                        }
-                        let mut s = T::ZERO;
-                        for j in 0..nb {
-                            if rows[j] != NONE {
-                                s += k[i * nb + j] * x[rows[j] as usize];
-                            }
-                        }
-                        // SAFETY: rows of cells of one colour are disjoint.
-                        unsafe { *out.0.add(rows[i] as usize) += s };
+                    // SAFETY: cells of one colour touch disjoint rows.
+                    unsafe {
+                        let (rows, xl) = gather::<T, NB>(e as usize, ne, cd.map.as_ptr(), x.as_ptr());
+                        let yl = if sym {
+                            lma_product::<T, NB, true>(e as usize, ne, self.elems.vals.as_ptr(), &xl)
+                        } else {
+                            lma_product::<T, NB, false>(e as usize, ne, self.elems.vals.as_ptr(), &xl)
+                        };
+                        scatter(&rows, &yl, out);
                     }
                 });
             }
-        });
+        }))
+        .ok_or_else(|| unsupported(cd.dim, cd.degree))
     }
 
     pub fn diag(&self) -> Vec<T> {
-        let nb = self.nb;
-        let mut d: Vec<T> = self.fixed.iter().map(|&f| if f { T::ONE } else { T::ZERO }).collect();
-        for c in 0..self.cell_rows.len() / nb {
-            for i in 0..nb {
-                let r = self.cell_rows[c * nb + i];
-                if r != NONE {
-                    d[r as usize] += self.matrices[c * nb * nb + i * nb + i];
+        let cd = &self.cells;
+        let mut d = vec![T::ZERO; cd.n_rows];
+        for &r in &cd.fixed_rows {
+            d[r as usize] = T::ONE;
+        }
+        for e in 0..cd.ne {
+            for i in 0..cd.nb {
+                let m = cd.map[i * cd.ne + e];
+                if m != NONE && is_free(m) {
+                    d[row_of(m)] += self.elems.get(e, i, i);
                 }
             }
         }
@@ -91,13 +93,12 @@ impl<T: Scalar> Lma<T> {
 
 impl<T: Scalar> LinearOperator<CpuBackend, T> for Lma<T> {
     fn rows(&self) -> usize {
-        self.n_rows
+        self.cells.n_rows
     }
     fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
-        crate::error::same_len("lma spmv", x.len(), self.n_rows)?;
-        crate::error::same_len("lma spmv", y.len(), self.n_rows)?;
-        self.spmv(cpu, x, y);
-        Ok(())
+        crate::error::same_len("lma spmv", x.len(), self.cells.n_rows)?;
+        crate::error::same_len("lma spmv", y.len(), self.cells.n_rows)?;
+        self.spmv(cpu, x, y)
     }
     fn diagonal(&self, _cpu: &CpuBackend) -> Result<Vec<T>> {
         Ok(self.diag())

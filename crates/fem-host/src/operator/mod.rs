@@ -2,10 +2,13 @@
 //! Giles (global CSR and ELLPACK, element matrices (LMA), matrix-free) and
 //! the machinery they share: reference tables, element assembly, colouring.
 
+pub mod cell_data;
 pub mod colouring;
 pub mod csr;
 pub mod elements;
+pub mod ell;
 pub mod lma;
+pub mod matrix_free;
 pub mod tables;
 
 use crate::{Backend, Result, Scalar};

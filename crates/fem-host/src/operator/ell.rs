@@ -1,0 +1,147 @@
+//! ELLPACK in the transposed GPU layout, and its lazy variant (Reguly &
+//! Giles §7): rows padded to a common width and stored slot-major,
+//! `col[k · rows + r]`, so consecutive threads read consecutive rows.
+//!
+//! The lazy variant is filled by appending each element's row entries to
+//! the end of the row, duplicates included; [`LazyEll::consolidate`] sorts
+//! each row and merges equal columns, giving the ELLPACK of the CSR pattern.
+
+use super::csr::Csr;
+use super::elements::ElementMatrices;
+use super::LinearOperator;
+use crate::operator::cell_data::CellData;
+use crate::{CpuBackend, Result, Scalar};
+use fem_kernels::sparse::{ell_row, is_free, row_of, NONE};
+use rayon::prelude::*;
+
+/// Transposed ELLPACK; padding slots hold the row's own column and zero.
+#[derive(Clone, Debug)]
+pub struct Ell<T> {
+    pub n_rows: usize,
+    pub width: usize,
+    pub col: Vec<u32>,
+    pub val: Vec<T>,
+}
+
+impl<T: Scalar> Ell<T> {
+    /// From per-row (column, value) lists.
+    fn from_rows(rows: &[Vec<(u32, T)>]) -> Self {
+        let n_rows = rows.len();
+        let width = rows.iter().map(Vec::len).max().unwrap_or(0);
+        let mut col = vec![0u32; width * n_rows];
+        let mut val = vec![T::ZERO; width * n_rows];
+        for (r, row) in rows.iter().enumerate() {
+            for k in 0..width {
+                let (c, v) = row.get(k).copied().unwrap_or((r as u32, T::ZERO));
+                col[k * n_rows + r] = c;
+                val[k * n_rows + r] = v;
+            }
+        }
+        Self { n_rows, width, col, val }
+    }
+
+    /// The ELLPACK form of a CSR matrix.
+    pub fn from_csr(csr: &Csr<T>) -> Self {
+        let rows: Vec<Vec<(u32, T)>> = (0..csr.n_rows)
+            .map(|r| (csr.row_ptr[r] as usize..csr.row_ptr[r + 1] as usize).map(|k| (csr.col[k], csr.val[k])).collect())
+            .collect();
+        Self::from_rows(&rows)
+    }
+
+    /// Stored slots, padding included.
+    pub fn slots(&self) -> usize {
+        self.width * self.n_rows
+    }
+
+    pub fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) {
+        cpu.install(|| {
+            y.par_iter_mut().enumerate().for_each(|(r, yr)| {
+                // SAFETY: r < n_rows and the arrays hold width × n_rows slots.
+                *yr = unsafe { ell_row(r, self.n_rows, self.width, self.col.as_ptr(), self.val.as_ptr(), x.as_ptr()) };
+            })
+        });
+    }
+
+    pub fn diag(&self) -> Vec<T> {
+        (0..self.n_rows)
+            .map(|r| (0..self.width).map(|k| k * self.n_rows + r).filter(|&p| self.col[p] == r as u32).fold(T::ZERO, |a, p| a + self.val[p]))
+            .collect()
+    }
+}
+
+/// Lazily assembled ELLPACK: rows as appended, with repeated columns.
+#[derive(Clone, Debug)]
+pub struct LazyEll<T>(pub Ell<T>);
+
+impl<T: Scalar> LazyEll<T> {
+    /// Appends, cell by cell in order, every coupled entry of each free row
+    /// of the element matrices; fixed rows get their unit diagonal.
+    pub fn assemble(cd: &CellData<T>, elems: &ElementMatrices<T>) -> Self {
+        let (ne, nb) = (cd.ne, cd.nb);
+        let mut rows: Vec<Vec<(u32, T)>> = vec![Vec::new(); cd.n_rows];
+        for &r in &cd.fixed_rows {
+            rows[r as usize].push((r, T::ONE));
+        }
+        for e in 0..ne {
+            let m = cd.rows_of(e);
+            for i in 0..nb {
+                if m[i] == NONE || !is_free(m[i]) {
+                    continue;
+                }
+                for j in 0..nb {
+                    if m[j] != NONE && is_free(m[j]) {
+                        rows[row_of(m[i])].push((row_of(m[j]) as u32, elems.get(e, i, j)));
+                    }
+                }
+            }
+        }
+        Self(Ell::from_rows(&rows))
+    }
+
+    /// Sorts every row by column and sums repeated columns.
+    pub fn consolidate(&self) -> Ell<T> {
+        let e = &self.0;
+        let rows: Vec<Vec<(u32, T)>> = (0..e.n_rows)
+            .map(|r| {
+                let mut row: Vec<(u32, T)> = (0..e.width).map(|k| (e.col[k * e.n_rows + r], e.val[k * e.n_rows + r])).filter(|&(_, v)| v != T::ZERO).collect();
+                row.sort_by_key(|&(c, _)| c);
+                let mut merged: Vec<(u32, T)> = Vec::with_capacity(row.len());
+                for (c, v) in row {
+                    match merged.last_mut() {
+                        Some((lc, lv)) if *lc == c => *lv += v,
+                        _ => merged.push((c, v)),
+                    }
+                }
+                merged
+            })
+            .collect();
+        Ell::from_rows(&rows)
+    }
+}
+
+impl<T: Scalar> LinearOperator<CpuBackend, T> for Ell<T> {
+    fn rows(&self) -> usize {
+        self.n_rows
+    }
+    fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        crate::error::same_len("ell spmv", x.len(), self.n_rows)?;
+        crate::error::same_len("ell spmv", y.len(), self.n_rows)?;
+        self.spmv(cpu, x, y);
+        Ok(())
+    }
+    fn diagonal(&self, _cpu: &CpuBackend) -> Result<Vec<T>> {
+        Ok(self.diag())
+    }
+}
+
+impl<T: Scalar> LinearOperator<CpuBackend, T> for LazyEll<T> {
+    fn rows(&self) -> usize {
+        self.0.n_rows
+    }
+    fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        self.0.apply(cpu, x, y)
+    }
+    fn diagonal(&self, cpu: &CpuBackend) -> Result<Vec<T>> {
+        self.0.diagonal(cpu)
+    }
+}

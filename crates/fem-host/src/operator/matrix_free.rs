@@ -1,0 +1,73 @@
+//! The matrix-free operator: element matrices are recomputed in every
+//! product and applied at once (Reguly & Giles §3.4, §9); nothing but the
+//! mesh and the element map is stored.
+
+use super::cell_data::{CellData, Disjoint};
+use super::colouring::Colouring;
+use super::elements::{quadrature_points, unsupported};
+use super::lma::{init_fixed, scatter};
+use super::tables::RefTables;
+use super::LinearOperator;
+use crate::space::Layout;
+use crate::{CpuBackend, Result, Scalar};
+use fem_core::poisson::SinePoisson;
+use fem_kernels::cells::{matrix_free_product, vertices};
+use fem_kernels::sparse::gather;
+use fem_kernels::with_element;
+use rayon::prelude::*;
+
+#[derive(Clone, Debug)]
+pub struct MatrixFree<T> {
+    pub cells: CellData<T>,
+    pub tables: RefTables<T>,
+    pub colouring: Colouring,
+    /// The diagonal, computed once at set-up (from one recomputation of
+    /// the element matrices) for Jacobi.
+    pub diagonal: Vec<T>,
+}
+
+impl<T: Scalar> MatrixFree<T> {
+    pub fn new(cpu: &CpuBackend, layout: &Layout, cells: CellData<T>) -> Result<Self> {
+        let tables = RefTables::new(cells.degree, quadrature_points(cells.degree));
+        let elems = super::elements::assemble(cpu, &cells, super::elements::LocalVariant::Reuse, true)?;
+        let diagonal = super::lma::Lma::new(layout, cells.clone(), elems).diag();
+        Ok(Self { cells, tables, colouring: Colouring::cells(layout), diagonal })
+    }
+
+    pub fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) -> Result<()> {
+        let cd = &self.cells;
+        init_fixed(cd, x, y);
+        let out = Disjoint(y.as_mut_ptr());
+        let tab = self.tables.view();
+        let ne = cd.ne;
+        with_element!(cd.dim, cd.degree, D, NB, QD => cpu.install(|| {
+            for cells in &self.colouring.cells {
+                cells.par_iter().for_each(|&e| {
+                    let out = out;
+                    // SAFETY: cells of one colour touch disjoint rows.
+                    unsafe {
+                        let verts = vertices::<T, D>(e as usize, ne, cd.verts.as_ptr());
+                        let (rows, xl) = gather::<T, NB>(e as usize, ne, cd.map.as_ptr(), x.as_ptr());
+                        let yl = matrix_free_product::<T, _, D, NB, QD>(&tab, &verts, &SinePoisson, &rows, &xl);
+                        scatter(&rows, &yl, out);
+                    }
+                });
+            }
+        }))
+        .ok_or_else(|| unsupported(cd.dim, cd.degree))
+    }
+}
+
+impl<T: Scalar> LinearOperator<CpuBackend, T> for MatrixFree<T> {
+    fn rows(&self) -> usize {
+        self.cells.n_rows
+    }
+    fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        crate::error::same_len("matrix-free apply", x.len(), self.cells.n_rows)?;
+        crate::error::same_len("matrix-free apply", y.len(), self.cells.n_rows)?;
+        self.spmv(cpu, x, y)
+    }
+    fn diagonal(&self, _cpu: &CpuBackend) -> Result<Vec<T>> {
+        Ok(self.diagonal.clone())
+    }
+}

@@ -1,0 +1,165 @@
+//! Per-cell operations of the Poisson operator, shared by the CPU and the
+//! GPU: element assembly into the LMA layout and the matrix-free product,
+//! which recomputes the element matrix in every application (Reguly &
+//! Giles §3.4, §9).
+//!
+//! `NB` is the number of basis functions per cell, `QD` the length of the
+//! local-reuse point data (nq^D × (D(D+1)/2 + 1)); both are constants of
+//! each specialisation, so local arrays live in registers where they fit.
+
+use crate::sparse::{is_free, sym_index, NONE};
+use fem_core::element::{Tables, MAX_VERTICES};
+use fem_core::poisson::{self, Coefficients};
+use fem_core::Real;
+
+/// Vertices of cell `e` from the transposed coordinate array
+/// `xv[(k * D + a) * ne + e]`.
+///
+/// # Safety
+/// `xv` holds `2^D × D × ne` values.
+#[inline(always)]
+pub unsafe fn vertices<T: Real, const D: usize>(e: usize, ne: usize, xv: *const T) -> [[T; D]; MAX_VERTICES] {
+    let mut v = [[T::ZERO; D]; MAX_VERTICES];
+    for (k, vk) in v.iter_mut().enumerate().take(1 << D) {
+        for (a, x) in vk.iter_mut().enumerate() {
+            *x = *xv.add((k * D + a) * ne + e);
+        }
+    }
+    v
+}
+
+/// Whether local entry (i, j) enters the matrix: both rows exist and are free.
+#[inline(always)]
+pub fn couples(rows: &[u32], i: usize, j: usize) -> bool {
+    rows[i] != NONE && rows[j] != NONE && is_free(rows[i]) && is_free(rows[j])
+}
+
+/// Local assembly strategy: per-point data reused, or recomputed per entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    Reuse,
+    Redundant,
+}
+
+/// Computes cell `e`'s element matrix and load vector and writes them in the
+/// transposed LMA layout (`SYM`: packed upper triangle). Entries that do not
+/// couple are written as zero. Returns the smallest Jacobian determinant
+/// seen (for the reuse strategy; +∞ otherwise).
+///
+/// # Safety
+/// `vals` holds `ne × NB²` (or `ne × NB(NB+1)/2`) values, `load` `ne × NB`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn assemble<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usize, const QD: usize, const SYM: bool>(
+    e: usize,
+    ne: usize,
+    tab: &Tables<'_, T>,
+    verts: &[[T; D]; MAX_VERTICES],
+    coeff: &C,
+    rows: &[u32; NB],
+    strategy: Strategy,
+    vals: *mut T,
+    load: *mut T,
+) -> T {
+    let mut data = [T::ZERO; QD];
+    let min_det = match strategy {
+        Strategy::Reuse => poisson::point_data(tab, verts, coeff, &mut data),
+        Strategy::Redundant => T::from_f64(f64::INFINITY),
+    };
+    for i in 0..NB {
+        let free_i = rows[i] != NONE && is_free(rows[i]);
+        let l = if !free_i {
+            T::ZERO
+        } else if strategy == Strategy::Reuse {
+            poisson::load_reuse::<T, D>(tab, &data, i)
+        } else {
+            poisson::load_redundant(tab, verts, coeff, i)
+        };
+        *load.add(i * ne + e) = l;
+        for j in i..NB {
+            let k = if !couples(rows, i, j) {
+                T::ZERO
+            } else if strategy == Strategy::Reuse {
+                poisson::stiffness_reuse::<T, D>(tab, &data, i, j)
+            } else {
+                poisson::stiffness_redundant(tab, verts, coeff, i, j)
+            };
+            if SYM {
+                *vals.add(sym_index(i, j, NB) * ne + e) = k;
+            } else {
+                *vals.add((i * NB + j) * ne + e) = k;
+                *vals.add((j * NB + i) * ne + e) = k;
+            }
+        }
+    }
+    min_det
+}
+
+/// `y_loc = K_e x_loc` with `K_e` recomputed (local-reuse point data, then
+/// every coupled entry once, used for both triangles).
+#[inline(always)]
+pub fn matrix_free_product<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usize, const QD: usize>(
+    tab: &Tables<'_, T>,
+    verts: &[[T; D]; MAX_VERTICES],
+    coeff: &C,
+    rows: &[u32; NB],
+    xl: &[T; NB],
+) -> [T; NB] {
+    let mut data = [T::ZERO; QD];
+    poisson::point_data(tab, verts, coeff, &mut data);
+    let mut y = [T::ZERO; NB];
+    for i in 0..NB {
+        for j in i..NB {
+            if !couples(rows, i, j) {
+                continue;
+            }
+            let k = poisson::stiffness_reuse::<T, D>(tab, &data, i, j);
+            y[i] += k * xl[j];
+            if j > i {
+                y[j] += k * xl[i];
+            }
+        }
+    }
+    y
+}
+
+/// Runs `$body` with `const D`, `const NB` and `const QD` for a supported
+/// (dimension, degree): 2D p = 1..=6, 3D p = 1..=4 (quadrature p + 2 points).
+/// Evaluates to `None` for other combinations.
+#[macro_export]
+macro_rules! with_element {
+    ($dim:expr, $p:expr, $d:ident, $nb:ident, $qd:ident => $body:expr) => {
+        match ($dim, $p) {
+            (2, 1) => { const $d: usize = 2; const $nb: usize = 4; const $qd: usize = 9 * 4; Some($body) }
+            (2, 2) => { const $d: usize = 2; const $nb: usize = 9; const $qd: usize = 16 * 4; Some($body) }
+            (2, 3) => { const $d: usize = 2; const $nb: usize = 16; const $qd: usize = 25 * 4; Some($body) }
+            (2, 4) => { const $d: usize = 2; const $nb: usize = 25; const $qd: usize = 36 * 4; Some($body) }
+            (2, 5) => { const $d: usize = 2; const $nb: usize = 36; const $qd: usize = 49 * 4; Some($body) }
+            (2, 6) => { const $d: usize = 2; const $nb: usize = 49; const $qd: usize = 64 * 4; Some($body) }
+            (3, 1) => { const $d: usize = 3; const $nb: usize = 8; const $qd: usize = 27 * 7; Some($body) }
+            (3, 2) => { const $d: usize = 3; const $nb: usize = 27; const $qd: usize = 64 * 7; Some($body) }
+            (3, 3) => { const $d: usize = 3; const $nb: usize = 64; const $qd: usize = 125 * 7; Some($body) }
+            (3, 4) => { const $d: usize = 3; const $nb: usize = 125; const $qd: usize = 216 * 7; Some($body) }
+            _ => None,
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn element_table_matches_the_formulas() {
+        for dim in [2usize, 3] {
+            for p in 1..=6usize {
+                let got = with_element!(dim, p, D, NB, QD => (D, NB, QD));
+                if let Some((d, nb, qd)) = got {
+                    assert_eq!(d, dim);
+                    assert_eq!(nb, (p + 1).pow(dim as u32));
+                    assert_eq!(qd, (p + 2).pow(dim as u32) * (dim * (dim + 1) / 2 + 1));
+                } else {
+                    assert!(dim == 3 && p > 4);
+                }
+            }
+        }
+    }
+}
