@@ -19,6 +19,7 @@ pub use fem_kernels as kernels;
 
 pub mod demo;
 pub mod info;
+pub mod solve;
 
 use fem_host::{AnyBackend, BackendChoice, CudaBackend};
 

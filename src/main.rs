@@ -17,6 +17,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Solve a finite-element problem and report error, iterations and timings.
+    ///
+    /// Examples:
+    ///   fem solve --dim 2 --degree 3 --cells 64
+    ///   fem solve --dim 3 --degree 2 --dofs 4000000 --format lma --scatter colour --backend cuda --json
+    ///   fem solve --format matrix-free --precision f32 --unstructured --cells 32
+    Solve(Box<SolveArgs>),
     /// Show the backends available, the GPU and the embedded PTX targets.
     ///
     /// Examples:
@@ -52,6 +59,88 @@ enum Command {
     },
 }
 
+#[derive(clap::Args)]
+struct SolveArgs {
+    /// The problem: −Δu = Π sin(π xₐ) on the unit square/cube, u = 0 on the boundary.
+    #[arg(long, value_enum, default_value_t = ProblemArg::Poisson)]
+    problem: ProblemArg,
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=3))]
+    dim: u32,
+    /// Polynomial degree p of the Q_p elements (2D: 1..=6, 3D: 1..=4).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=8))]
+    degree: u32,
+    /// Cells per direction (default: about --dofs DOFs).
+    #[arg(long)]
+    cells: Option<usize>,
+    /// Target number of DOFs when --cells is not given.
+    #[arg(long, default_value_t = 1_000_000)]
+    dofs: usize,
+    /// Perturbed, shuffled, randomly oriented cells instead of a structured grid.
+    #[arg(long)]
+    unstructured: bool,
+    #[arg(long, value_enum, default_value_t = FormatArg::Csr)]
+    format: FormatArg,
+    /// Packed symmetric storage of the element matrices (LMA).
+    #[arg(long)]
+    symmetric: bool,
+    /// How GPU element kernels avoid write races.
+    #[arg(long, value_enum, default_value_t = ScatterArg::Atomic)]
+    scatter: ScatterArg,
+    /// GPU CSR: threads per row (1, 2, 4, 8, 16 or 32; default from the row lengths).
+    #[arg(long)]
+    threads_per_row: Option<usize>,
+    /// Local assembly: per-point data reused, or recomputed per entry.
+    #[arg(long, value_enum, default_value_t = LocalArg::Reuse)]
+    local: LocalArg,
+    #[arg(long, default_value = "original")]
+    numbering: String,
+    #[arg(long, default_value = "eliminate")]
+    dirichlet: String,
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    #[arg(long, value_enum, default_value_t = Precision::F64)]
+    precision: Precision,
+    /// Relative residual at which CG stops.
+    #[arg(long, default_value_t = 1e-10)]
+    rtol: f64,
+    #[arg(long, default_value_t = 20_000)]
+    max_iterations: usize,
+    /// Unpreconditioned CG instead of Jacobi.
+    #[arg(long)]
+    no_jacobi: bool,
+    /// GPU: also time one SpMV against the copy roofline.
+    #[arg(long)]
+    bench: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProblemArg {
+    Poisson,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Csr,
+    Ell,
+    LazyEll,
+    Lma,
+    MatrixFree,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ScatterArg {
+    Atomic,
+    Colour,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LocalArg {
+    Reuse,
+    Redundant,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum BackendArg {
     Auto,
@@ -70,6 +159,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info { json } => info(json),
         Command::Demo { backend, size, precision, repeats, json } => demo(backend, size, precision, repeats as usize, json),
+        Command::Solve(args) => solve(&args),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -93,13 +183,67 @@ fn info(json: bool) -> CliResult {
     Ok(true)
 }
 
-fn demo(backend: BackendArg, size: Option<usize>, precision: Precision, repeats: usize, json: bool) -> CliResult {
-    let choice = match backend {
+fn backend_choice(b: BackendArg) -> BackendChoice {
+    match b {
         BackendArg::Auto => BackendChoice::Auto,
         BackendArg::Cpu => BackendChoice::Cpu,
         BackendArg::Cuda => BackendChoice::Cuda,
+    }
+}
+
+fn solve(a: &SolveArgs) -> CliResult {
+    use fem::host::operator::elements::LocalVariant;
+    use fem::host::operator::gpu::Scatter;
+    use fem::host::problem::poisson::{Format, PoissonOptions};
+    let _ = a.problem;
+    let (dim, degree) = (a.dim as usize, a.degree as usize);
+    let cells = a.cells.unwrap_or_else(|| fem::solve::cells_for_dofs(dim, degree, a.dofs));
+    let mut opts = PoissonOptions::new(fem::solve::mesh(dim, cells, a.unstructured, 1), degree);
+    opts.numbering = a.numbering.parse()?;
+    opts.dirichlet = a.dirichlet.parse()?;
+    opts.format = match a.format {
+        FormatArg::Csr => Format::Csr,
+        FormatArg::Ell => Format::Ell,
+        FormatArg::LazyEll => Format::LazyEll,
+        FormatArg::Lma => Format::Lma,
+        FormatArg::MatrixFree => Format::MatrixFree,
     };
-    let (any, why_not_gpu) = fem::open_backend(choice)?;
+    opts.symmetric = a.symmetric;
+    opts.scatter = match a.scatter {
+        ScatterArg::Atomic => Scatter::Atomic,
+        ScatterArg::Colour => Scatter::Colour,
+    };
+    opts.variant = match a.local {
+        LocalArg::Reuse => LocalVariant::Reuse,
+        LocalArg::Redundant => LocalVariant::Redundant,
+    };
+    opts.threads_per_row = a.threads_per_row;
+    opts.benchmark = a.bench;
+    opts.cg.rtol = a.rtol;
+    opts.cg.max_iterations = a.max_iterations;
+    opts.cg.jacobi = !a.no_jacobi;
+    let (any, why_not_gpu) = fem::open_backend(backend_choice(a.backend))?;
+    if !a.json {
+        match &why_not_gpu {
+            Some(why) => eprintln!("backend: cpu (auto; GPU not used: {why})"),
+            None => eprintln!("backend: {} ({})", any.kind(), any.name()),
+        }
+    }
+    let spinner = if a.json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
+    spinner.set_message(format!("solving on {cells}^{dim} cells of degree {degree}"));
+    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+    let report = fem::solve::run(&any, &opts, matches!(a.precision, Precision::F32))?;
+    spinner.finish_and_clear();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}", fem::solve::describe(&report));
+    }
+    Ok(report.cg.converged)
+}
+
+fn demo(backend: BackendArg, size: Option<usize>, precision: Precision, repeats: usize, json: bool) -> CliResult {
+    let (any, why_not_gpu) = fem::open_backend(backend_choice(backend))?;
     if !json {
         match &why_not_gpu {
             Some(why) => eprintln!("backend: cpu (auto; GPU not used: {why})"),

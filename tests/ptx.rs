@@ -107,8 +107,9 @@ fn ptxas_accepts_every_module_for_sm_90_without_spills() {
         let out = Command::new(&ptxas).args(["-arch=sm_90", "-v"]).arg(&file).args(["-o", "/dev/null"]).output().unwrap();
         let log = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "ptxas rejected the {} module:\n{log}", src.arch);
-        let kernels = parse_ptxas(&log);
-        assert_eq!(kernels.len(), src.entries().len(), "ptxas reported {} kernels, the module has {}:\n{log}", kernels.len(), src.entries().len());
+        let entries = src.entries();
+        let kernels: Vec<_> = parse_ptxas(&log).into_iter().filter(|k| entries.contains(&k.0.as_str())).collect();
+        assert_eq!(kernels.len(), entries.len(), "ptxas reported {} kernels, the module has {}:\n{log}", kernels.len(), src.entries().len());
         for (name, regs, stores, loads) in &kernels {
             eprintln!("{} -> sm_90: {name}: {regs} registers, {stores} B spill stores, {loads} B spill loads", src.arch);
             assert_eq!((stores, loads), (&0, &0), "{name} spills registers");

@@ -50,6 +50,72 @@ impl PtxSet {
     }
 }
 
+/// A PTX module cut into the part every kernel needs (header, globals,
+/// helper functions) and one text per `.entry`, so a host can JIT-compile
+/// only the kernels it launches: a module of all of them can take the
+/// driver most of a minute to compile.
+#[derive(Clone, Debug)]
+pub struct SplitPtx<'a> {
+    pub common: String,
+    pub entries: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> SplitPtx<'a> {
+    /// Splits at top-level function boundaries: a function starts at a line
+    /// beginning `.entry`/`.func` (optionally `.visible`/`.weak`) and ends
+    /// at the `}` in column 0 (or, for a prototype, at the `;` before any
+    /// body).
+    pub fn new(ptx: &'a str) -> Self {
+        let mut common = String::new();
+        let mut entries = Vec::new();
+        let mut offset = 0;
+        let lines: Vec<&str> = ptx.split_inclusive('\n').collect();
+        let mut i = 0;
+        while i < lines.len() {
+            let l = lines[i];
+            let head = l.trim_start_matches(".visible ").trim_start_matches(".weak ");
+            if head.starts_with(".entry") || head.starts_with(".func") {
+                let start = offset;
+                let mut body = false;
+                let mut j = i;
+                let mut end = offset;
+                while j < lines.len() {
+                    end += lines[j].len();
+                    let t = lines[j].trim();
+                    if t == "{" {
+                        body = true;
+                    }
+                    if (body && lines[j].trim_end() == "}") || (!body && t.ends_with(';')) {
+                        break;
+                    }
+                    j += 1;
+                }
+                let text = &ptx[start..end];
+                match (head.starts_with(".entry"), body) {
+                    (true, true) => {
+                        let name = head[".entry".len()..].trim_start().split(|c: char| c == '(' || c.is_whitespace()).next().unwrap_or("");
+                        entries.push((name, text));
+                    }
+                    _ => common.push_str(text),
+                }
+                offset = end;
+                i = j + 1;
+                continue;
+            }
+            common.push_str(l);
+            offset += l.len();
+            i += 1;
+        }
+        Self { common, entries }
+    }
+
+    /// A module holding the common part and the one entry `name`.
+    pub fn module(&self, name: &str) -> Option<String> {
+        let (_, text) = self.entries.iter().find(|(n, _)| *n == name)?;
+        Some(format!("{}\n{}", self.common, text))
+    }
+}
+
 /// `.entry` names of a PTX text.
 pub fn entry_names(ptx: &str) -> Vec<&str> {
     ptx.lines()
@@ -104,6 +170,22 @@ mod tests {
         assert!(set.best_for(7, 5).is_none());
         assert!(set.is_built());
         assert_eq!(set.archs(), vec!["sm_80", "sm_90"]);
+    }
+
+    #[test]
+    fn split_keeps_helpers_and_separates_entries() {
+        let ptx = ".version 7.0\n.target sm_80\n.extern .shared .align 16 .b8 smem[];\n.func  (.param .b32 r) helper(\n\t.param .b32 a\n)\n;\n.visible .entry k1(\n\t.param .u64 p\n)\n{\n\tret;\n}\n\t// comment\n.func  (.param .b32 r) helper(\n\t.param .b32 a\n)\n{\n\tret;\n}\n.visible .entry k2(\n)\n{\n\tret;\n}\n";
+        let s = SplitPtx::new(ptx);
+        assert_eq!(s.entries.iter().map(|e| e.0).collect::<Vec<_>>(), ["k1", "k2"]);
+        assert!(s.common.contains(".target sm_80") && s.common.contains("smem[]") && s.common.matches("helper(").count() == 2);
+        assert!(!s.common.contains(".entry"));
+        let m = s.module("k2").unwrap();
+        assert!(m.contains(".visible .entry k2(") && !m.contains("k1("));
+        assert!(m.ends_with("}\n"));
+        assert!(s.module("k3").is_none());
+        // every byte is accounted for
+        let total: usize = s.common.len() + s.entries.iter().map(|e| e.1.len()).sum::<usize>();
+        assert_eq!(total, ptx.len());
     }
 
     #[test]

@@ -27,5 +27,5 @@ mod env;
 mod toolchain;
 
 pub use builder::{PtxArtifact, PtxBuild, PtxBuilder};
-pub use embed::{PtxSet, PtxSource};
+pub use embed::{PtxSet, PtxSource, SplitPtx};
 pub use toolchain::{Toolchain, ToolchainError, INSTALL_HINT};

@@ -3,7 +3,6 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::visit_mut::VisitMut;
 use syn::{
@@ -13,10 +12,185 @@ use syn::{
 /// Precisions a kernel may be instantiated for.
 const SUPPORTED: &[&str] = &["f32", "f64"];
 
+/// The Q_p elements with specialised kernels: (dim, degree, NB, QD), the
+/// same table as `fem_kernels::with_element!`.
+const ELEMENTS: &[(usize, usize, usize, usize)] = &[
+    (2, 1, 4, 36),
+    (2, 2, 9, 64),
+    (2, 3, 16, 100),
+    (2, 4, 25, 144),
+    (2, 5, 36, 196),
+    (2, 6, 49, 256),
+    (3, 1, 8, 189),
+    (3, 2, 27, 448),
+    (3, 3, 64, 875),
+    (3, 4, 125, 1512),
+];
+
+/// `#[kernel(types; axis; axis ...)]`.
+struct Spec {
+    types: Punctuated<Ident, Token![,]>,
+    axes: Vec<Axis>,
+}
+
+/// One instantiation axis: the element table (binds `D`, `NB`, `QD`), or a
+/// named const generic with its values.
+enum Axis {
+    Elements,
+    Values(Ident, Vec<syn::Expr>),
+}
+
+impl syn::parse::Parse for Spec {
+    fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+        let mut types = Punctuated::new();
+        while !input.is_empty() && !input.peek(Token![;]) {
+            types.push_value(input.parse()?);
+            if input.peek(Token![,]) {
+                types.push_punct(input.parse()?);
+            }
+        }
+        let mut axes = Vec::new();
+        while input.peek(Token![;]) {
+            input.parse::<Token![;]>()?;
+            let name: Ident = input.parse()?;
+            if name == "elements" {
+                axes.push(Axis::Elements);
+                continue;
+            }
+            input.parse::<Token![=]>()?;
+            let mut values = Vec::new();
+            loop {
+                values.push(input.parse::<syn::Expr>()?);
+                if !input.peek(Token![,]) {
+                    break;
+                }
+                input.parse::<Token![,]>()?;
+            }
+            axes.push(Axis::Values(name, values));
+        }
+        Ok(Self { types, axes })
+    }
+}
+
+/// One binding of the generic parameters: name → (value tokens, name suffix).
+type Binding = Vec<(String, TokenStream, String)>;
+
+fn axis_bindings(axis: &Axis) -> Vec<Binding> {
+    match axis {
+        Axis::Elements => ELEMENTS
+            .iter()
+            .map(|&(d, p, nb, qd)| {
+                vec![
+                    ("D".to_string(), quote!(#d), format!("_{d}d_p{p}")),
+                    ("NB".to_string(), quote!(#nb), String::new()),
+                    ("QD".to_string(), quote!(#qd), String::new()),
+                ]
+            })
+            .collect(),
+        Axis::Values(name, values) => values
+            .iter()
+            .map(|v| {
+                let text = quote!(#v).to_string().replace(' ', "");
+                let suffix = match text.as_str() {
+                    "true" => "1".to_string(),
+                    "false" => "0".to_string(),
+                    t => t.to_lowercase().replace("::", "_"),
+                };
+                vec![(name.to_string(), quote!(#v), format!("_{}{}", name.to_string().to_lowercase(), suffix))]
+            })
+            .collect(),
+    }
+}
+
+/// Entry points for every combination of the precisions and the axes.
+fn expand_axes(mut func: ItemFn, types: &Punctuated<Ident, Token![,]>, axes: &[Axis]) -> syn::Result<TokenStream> {
+    let generics: Vec<GenericParam> = func.sig.generics.params.iter().cloned().collect();
+    let type_params: Vec<&Ident> = generics.iter().filter_map(|g| if let GenericParam::Type(t) = g { Some(&t.ident) } else { None }).collect();
+    let [tp] = type_params.as_slice() else {
+        return Err(syn::Error::new_spanned(&func.sig.generics, "a kernel with instantiation axes takes one type parameter (the precision)"));
+    };
+    let tp = (*tp).clone();
+    if types.is_empty() {
+        return Err(syn::Error::new_spanned(&func.sig.ident, "list the precisions before the axes: #[kernel(f32, f64; ...)]"));
+    }
+    let mut combos: Vec<Binding> = vec![Vec::new()];
+    for axis in axes {
+        let mut next = Vec::new();
+        for c in &combos {
+            for b in axis_bindings(axis) {
+                let mut merged = c.clone();
+                merged.extend(b);
+                next.push(merged);
+            }
+        }
+        combos = next;
+    }
+    // every const generic must be bound by an axis
+    for g in &generics {
+        if let GenericParam::Const(c) = g {
+            if !combos[0].iter().any(|(n, _, _)| c.ident == n) {
+                return Err(syn::Error::new_spanned(&c.ident, format!("const parameter `{}` is not bound by any axis", c.ident)));
+            }
+        }
+    }
+    func.attrs.push(syn::parse_quote!(#[inline(always)]));
+    let name = func.sig.ident.clone();
+    let mut entries = Vec::new();
+    for ty in types {
+        if !SUPPORTED.contains(&ty.to_string().as_str()) {
+            return Err(syn::Error::new(ty.span(), format!("unsupported kernel precision `{ty}`: expected one of {SUPPORTED:?}")));
+        }
+        for combo in &combos {
+            let suffix: String = combo.iter().map(|(_, _, s)| s.as_str()).collect();
+            let entry_name = format_ident!("fem_{}{}_{}", name, suffix, ty);
+            let args_generic: Vec<TokenStream> = generics
+                .iter()
+                .map(|g| match g {
+                    GenericParam::Type(_) => quote!(#ty),
+                    GenericParam::Const(c) => {
+                        let v = &combo.iter().find(|(n, _, _)| c.ident == n).unwrap().1;
+                        quote!({ #v })
+                    }
+                    GenericParam::Lifetime(_) => quote!('_),
+                })
+                .collect();
+            let mut args = Vec::new();
+            let mut idents = Vec::new();
+            for arg in &func.sig.inputs {
+                if let FnArg::Typed(t) = arg {
+                    let mut ty_arg = (*t.ty).clone();
+                    Substitute { param: &tp, concrete: ty }.visit_type_mut(&mut ty_arg);
+                    let pat = &t.pat;
+                    args.push(quote!(#pat: #ty_arg));
+                    idents.push(quote!(#pat));
+                }
+            }
+            let doc = format!("PTX entry point `{entry_name}`: see [`{name}`].");
+            entries.push(quote! {
+                #[cfg(target_arch = "nvptx64")]
+                #[doc = #doc]
+                #[no_mangle]
+                pub unsafe extern "ptx-kernel" fn #entry_name(#(#args),*) {
+                    #name::<#(#args_generic),*>(#(#idents),*)
+                }
+            });
+        }
+    }
+    Ok(quote! {
+        #func
+        #(#entries)*
+    })
+}
+
 pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let types = Punctuated::<Ident, Token![,]>::parse_terminated.parse2(attr)?;
+    let spec: Spec = syn::parse2(attr)?;
+    let types = spec.types;
+    let _ = Punctuated::<Ident, Token![,]>::new;
     let mut func: ItemFn = syn::parse2(item)?;
     validate_signature(&func)?;
+    if !spec.axes.is_empty() {
+        return expand_axes(func, &types, &spec.axes);
+    }
     let type_param = single_type_param(&func, types.is_empty())?;
     for t in &types {
         if !SUPPORTED.contains(&t.to_string().as_str()) {
@@ -178,6 +352,22 @@ mod tests {
         assert!(out.contains("axpy :: < f64 > (n , a , x , y)"), "{out}");
         assert!(out.contains("extern \"ptx-kernel\""));
         assert!(out.contains("inline (always)"));
+    }
+
+    #[test]
+    fn axes_instantiate_every_combination() {
+        let out = expanded(
+            quote!(f64; elements; SYM = false, true),
+            quote!(pub unsafe fn lma<T: Real, const D: usize, const NB: usize, const QD: usize, const SYM: bool>(n: usize, x: *const T) {}),
+        );
+        assert!(out.contains("fn fem_lma_2d_p1_sym0_f64 (n : usize , x : * const f64)"), "{out}");
+        assert!(out.contains("fn fem_lma_3d_p4_sym1_f64"), "{out}");
+        assert!(out.contains("lma :: < f64 , { 3usize } , { 125usize } , { 1512usize } , { true } >"), "{out}");
+        assert_eq!(out.matches("extern \"ptx-kernel\"").count(), 20);
+        let out = expanded(quote!(f32, f64; TPR = 1, 32), quote!(pub unsafe fn csr<T: Real, const TPR: usize>(n: usize) {}));
+        assert!(out.contains("fn fem_csr_tpr32_f32") && out.contains("fn fem_csr_tpr1_f64"), "{out}");
+        let err = expand(quote!(f64; TPR = 1), quote!(pub unsafe fn k<T, const TPR: usize, const X: usize>(n: usize) {})).unwrap_err();
+        assert!(err.to_string().contains("`X` is not bound"));
     }
 
     #[test]

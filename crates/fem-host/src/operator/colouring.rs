@@ -95,6 +95,121 @@ impl Colouring {
     }
 }
 
+/// Two-level colouring for GPU element kernels (Reguly & Giles §4.1):
+/// blocks of `block_size` consecutive cells are coloured so that blocks of
+/// one colour share no row (one launch per block colour), and the cells of
+/// a block get thread colours so that cells of one thread colour in a
+/// block share no row (written one thread colour at a time between
+/// barriers).
+#[derive(Clone, Debug)]
+pub struct TwoLevel {
+    pub block_size: usize,
+    /// Block ids of each block colour.
+    pub block_colours: Vec<Vec<u32>>,
+    /// Thread colour of every cell within its block.
+    pub thread_colour: Vec<u8>,
+    /// Thread colours used in every block.
+    pub block_n_colours: Vec<u8>,
+}
+
+/// Greedy colouring of `items`, where `rows_of(item)` lists the rows an
+/// item touches: first colour not used by an earlier item sharing a row.
+fn greedy(n_rows: usize, items: impl Iterator<Item = Vec<u32>>) -> Vec<u32> {
+    // colours seen per row, as a bit set (colours < 64 here; more grow a list)
+    let mut seen: Vec<Vec<u32>> = vec![Vec::new(); n_rows];
+    let mut out = Vec::new();
+    for rows in items {
+        let mut taken: Vec<u32> = rows.iter().flat_map(|&r| seen[r as usize].iter().copied()).collect();
+        taken.sort_unstable();
+        taken.dedup();
+        let c = (0u32..).find(|k| taken.binary_search(k).is_err()).unwrap();
+        for &r in &rows {
+            seen[r as usize].push(c);
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl TwoLevel {
+    pub fn new(layout: &Layout, block_size: usize) -> crate::Result<Self> {
+        let nb = layout.dofs_per_cell;
+        let ne = layout.n_cells();
+        let rows = |c: usize| -> Vec<u32> { layout.cell_rows[c * nb..(c + 1) * nb].iter().copied().filter(|&r| r != NONE).collect() };
+        let n_blocks = ne.div_ceil(block_size);
+        let block_rows = (0..n_blocks).map(|b| {
+            let mut r: Vec<u32> = (b * block_size..((b + 1) * block_size).min(ne)).flat_map(rows).collect();
+            r.sort_unstable();
+            r.dedup();
+            r
+        });
+        let bcol = greedy(layout.n_rows, block_rows);
+        let n_bcol = bcol.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+        let mut block_colours = vec![Vec::new(); n_bcol];
+        for (b, &c) in bcol.iter().enumerate() {
+            block_colours[c as usize].push(b as u32);
+        }
+        let mut thread_colour = vec![0u8; ne];
+        let mut block_n_colours = vec![0u8; n_blocks];
+        for b in 0..n_blocks {
+            let cells = b * block_size..((b + 1) * block_size).min(ne);
+            let tcol = greedy(layout.n_rows, cells.clone().map(rows));
+            let max = tcol.iter().copied().max().unwrap_or(0);
+            if max >= u8::MAX as u32 {
+                return Err(crate::Error::InvalidArgument(format!("block {b} needs {} thread colours (at most 254)", max + 1)));
+            }
+            for (c, k) in cells.zip(tcol) {
+                thread_colour[c] = k as u8;
+            }
+            block_n_colours[b] = max as u8 + 1;
+        }
+        Ok(Self { block_size, block_colours, thread_colour, block_n_colours })
+    }
+
+    /// Checks both levels: no row shared by two blocks of one block colour,
+    /// nor by two cells of one thread colour in one block.
+    pub fn is_valid(&self, layout: &Layout) -> bool {
+        let nb = layout.dofs_per_cell;
+        let ne = layout.n_cells();
+        let mut owner = vec![u32::MAX; layout.n_rows];
+        for blocks in &self.block_colours {
+            owner.iter_mut().for_each(|o| *o = u32::MAX);
+            for &b in blocks {
+                let b = b as usize;
+                let mut mine: Vec<u32> = (b * self.block_size..((b + 1) * self.block_size).min(ne))
+                    .flat_map(|c| layout.cell_rows[c * nb..(c + 1) * nb].iter().copied())
+                    .filter(|&r| r != NONE)
+                    .collect();
+                mine.sort_unstable();
+                mine.dedup();
+                for r in mine {
+                    if owner[r as usize] != u32::MAX {
+                        return false;
+                    }
+                    owner[r as usize] = b as u32;
+                }
+            }
+        }
+        for b in 0..ne.div_ceil(self.block_size) {
+            let cells: Vec<usize> = (b * self.block_size..((b + 1) * self.block_size).min(ne)).collect();
+            for (x, &c1) in cells.iter().enumerate() {
+                for &c2 in &cells[x + 1..] {
+                    if self.thread_colour[c1] == self.thread_colour[c2] {
+                        let r1 = &layout.cell_rows[c1 * nb..(c1 + 1) * nb];
+                        if layout.cell_rows[c2 * nb..(c2 + 1) * nb].iter().any(|r| *r != NONE && r1.contains(r)) {
+                            return false;
+                        }
+                    }
+                }
+                if self.thread_colour[c1] >= self.block_n_colours[b] {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +231,26 @@ mod tests {
                     assert_eq!(col.cells.iter().map(Vec::len).sum::<usize>(), mesh.n_cells());
                 }
             }
+        }
+    }
+
+    #[test]
+    fn two_level_colouring_is_valid_on_shuffled_meshes() {
+        for dim in [2, 3] {
+            let mesh = BoxMesh::unstructured(dim, 6, 8).build().unwrap();
+            let space = Space::new(&mesh, 2, Numbering::Original).unwrap();
+            let layout = Layout::new(&space, DirichletMode::Zero);
+            let tl = TwoLevel::new(&layout, 32).unwrap();
+            assert!(tl.is_valid(&layout));
+            assert!(tl.block_colours.len() >= 2 && tl.block_n_colours.iter().all(|&n| n >= 1));
+            assert_eq!(tl.block_colours.iter().map(Vec::len).sum::<usize>(), mesh.n_cells().div_ceil(32));
+            let mut bad = tl.clone();
+            bad.thread_colour.iter_mut().for_each(|c| *c = 0);
+            assert!(!bad.is_valid(&layout));
+            let mut bad = tl.clone();
+            let all: Vec<u32> = bad.block_colours.concat();
+            bad.block_colours = vec![all];
+            assert!(!bad.is_valid(&layout));
         }
     }
 

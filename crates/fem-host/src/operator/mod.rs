@@ -7,6 +7,7 @@ pub mod colouring;
 pub mod csr;
 pub mod elements;
 pub mod ell;
+pub mod gpu;
 pub mod lma;
 pub mod matrix_free;
 pub mod tables;

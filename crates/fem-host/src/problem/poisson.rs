@@ -14,7 +14,9 @@ use crate::operator::LinearOperator;
 use crate::solver::{cg, CgOptions, CgReport};
 use crate::space::dirichlet::NONE;
 use crate::space::{DirichletMode, Layout, Numbering, Space};
-use crate::{Backend, CpuBackend, Result, Scalar};
+use crate::operator::gpu::{self as gpu_op, GpuCells, GpuCsr, GpuEll, GpuLma, GpuMatrixFree, Scatter};
+use crate::{Backend, CpuBackend, CudaBackend, Result, Scalar};
+use std::sync::Arc;
 use fem_core::element::{det_inv, geometry, pow, MAX_VERTICES};
 use fem_core::poisson::SinePoisson;
 use rayon::prelude::*;
@@ -58,9 +60,10 @@ pub fn build_operator<T: Scalar>(
     degree: usize,
     format: Format,
     variant: LocalVariant,
+    symmetric: bool,
 ) -> Result<(Box<dyn LinearOperator<CpuBackend, T>>, Vec<T>)> {
     let cd = CellData::<T>::new(mesh, layout, degree);
-    let elems = elements::assemble(cpu, &cd, variant, format == Format::Lma)?;
+    let elems = elements::assemble(cpu, &cd, variant, format == Format::Lma && symmetric)?;
     let b = elements::load_vector(&cd, &elems);
     let op: Box<dyn LinearOperator<CpuBackend, T>> = match format {
         Format::Csr => Box::new(Csr::assemble(cpu, layout, &elems)?),
@@ -80,6 +83,14 @@ pub struct PoissonOptions {
     pub dirichlet: DirichletMode,
     pub variant: LocalVariant,
     pub format: Format,
+    /// GPU: how element kernels avoid write races.
+    pub scatter: Scatter,
+    /// GPU CSR: threads per row (default from the row lengths).
+    pub threads_per_row: Option<usize>,
+    /// LMA: packed symmetric storage of the element matrices.
+    pub symmetric: bool,
+    /// GPU: also time one SpMV against the copy roofline.
+    pub benchmark: bool,
     pub cg: CgOptions,
 }
 
@@ -92,6 +103,10 @@ impl PoissonOptions {
             dirichlet: DirichletMode::Eliminate,
             variant: LocalVariant::Reuse,
             format: Format::Csr,
+            scatter: Scatter::Atomic,
+            threads_per_row: None,
+            symmetric: false,
+            benchmark: false,
             cg: CgOptions { rtol: 1e-12, jacobi: true, ..CgOptions::default() },
         }
     }
@@ -112,8 +127,29 @@ pub struct PoissonReport {
     pub l2_error: f64,
     pub assembly_seconds: f64,
     pub solve_seconds: f64,
+    /// Cells assembled per second (0 for matrix-free, which stores nothing).
+    pub elements_per_second: f64,
+    pub cg_iterations_per_second: f64,
+    /// SpMV figures, when benchmarked.
+    pub spmv: Option<SpmvBench>,
     #[serde(skip)]
     pub cg: CgReport,
+}
+
+/// One SpMV measured against the copy of the same bytes in the same run.
+#[derive(Clone, Debug, Serialize)]
+pub struct SpmvBench {
+    pub seconds: f64,
+    /// Bytes the format must move at least: stored matrix and index data,
+    /// x read once, y written once.
+    pub bytes: usize,
+    /// The paper's model (eqs. 17 and 19 generalised to D dimensions and
+    /// exact counts): x read once per stored entry, no cache reuse.
+    pub model_bytes: usize,
+    pub bytes_per_second: f64,
+    /// `bytes_per_second` over the device-to-device copy bandwidth.
+    pub roofline_fraction: f64,
+    pub copy_bytes_per_second: f64,
 }
 
 /// Solves the problem on the CPU backend in precision `T`.
@@ -122,7 +158,7 @@ pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<P
     let space = Space::new(&mesh, opts.degree, opts.numbering)?;
     let layout = Layout::new(&space, opts.dirichlet);
     let t0 = Instant::now();
-    let (op, b) = build_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant)?;
+    let (op, b) = build_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant, opts.symmetric)?;
     let assembly_seconds = t0.elapsed().as_secs_f64();
     let mut x = vec![T::ZERO; layout.n_rows];
     let t1 = Instant::now();
@@ -143,8 +179,213 @@ pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<P
         l2_error,
         assembly_seconds,
         solve_seconds,
+        elements_per_second: 0.0,
+        cg_iterations_per_second: 0.0,
+        spmv: None,
         cg: report,
-    })
+    }
+    .with_rates())
+}
+
+/// The operator of `layout` in `format` on the GPU, its load vector, and
+/// the device time of the assembly (CUDA events). Host set-up (pattern,
+/// positions, colourings) is not part of that time, as in the paper.
+pub fn build_gpu_operator<T: Scalar>(
+    gpu: &CudaBackend,
+    cpu: &CpuBackend,
+    mesh: &Mesh,
+    layout: &Layout,
+    opts: &PoissonOptions,
+) -> Result<(Box<dyn LinearOperator<CudaBackend, T>>, crate::backend::cuda::DeviceVec<T>, f64)> {
+    let cd = CellData::<T>::new(mesh, layout, opts.degree);
+    let cells = Arc::new(GpuCells::upload(gpu, &cd, layout)?);
+    let mut b = gpu.zeros::<T>(layout.n_rows)?;
+    let global = |val: &mut crate::backend::cuda::DeviceVec<T>, pos: Vec<u32>, b: &mut crate::backend::cuda::DeviceVec<T>| -> Result<f64> {
+        let pos = gpu.stream().clone_htod(&pos)?;
+        gpu.time(&mut || gpu_op::assemble_global(gpu, &cells, &pos, val, b, opts.scatter))
+    };
+    let (op, seconds): (Box<dyn LinearOperator<CudaBackend, T>>, f64) = match opts.format {
+        Format::Csr | Format::Ell => {
+            let csr = Csr::<T>::pattern(cpu, layout)?;
+            let pos = csr.element_positions(layout);
+            if opts.format == Format::Csr {
+                let tpr = opts.threads_per_row.unwrap_or_else(|| GpuCsr::<T>::default_threads_per_row(csr.nnz(), csr.n_rows));
+                let mut m = GpuCsr::pattern(gpu, &csr, &cd.fixed_rows, tpr)?;
+                let t = global(&mut m.val, pos, &mut b)?;
+                (Box::new(m), t)
+            } else {
+                let mut ell = Ell::from_csr(&csr);
+                for &r in &cd.fixed_rows {
+                    ell.val[r as usize] = T::ONE; // slot 0 of a fixed row is its diagonal
+                }
+                let n = csr.n_rows;
+                let row_of_pos: Vec<u32> = (0..n).flat_map(|r| std::iter::repeat_n(r as u32, (csr.row_ptr[r + 1] - csr.row_ptr[r]) as usize)).collect();
+                let ell_pos: Vec<u32> = pos
+                    .iter()
+                    .map(|&p| if p == u32::MAX { p } else { let r = row_of_pos[p as usize]; (p - csr.row_ptr[r as usize]) * n as u32 + r })
+                    .collect();
+                let mut m = GpuEll::upload(gpu, &ell)?;
+                let t = global(&mut m.val, ell_pos, &mut b)?;
+                (Box::new(m), t)
+            }
+        }
+        Format::LazyEll => {
+            let mut m = None;
+            let t = gpu.time(&mut || {
+                m = Some(GpuEll::assemble_lazy(gpu, &cells, opts.scatter)?);
+                Ok(())
+            })?;
+            let (_, load) = gpu_op::assemble_lma(gpu, &cells, true, opts.variant)?;
+            b = gpu_op::load_vector(gpu, &cells, &load)?;
+            (Box::new(m.expect("assembled")), t)
+        }
+        Format::Lma => {
+            let mut out = None;
+            let t = gpu.time(&mut || {
+                out = Some(gpu_op::assemble_lma(gpu, &cells, opts.symmetric, opts.variant)?);
+                Ok(())
+            })?;
+            let (vals, load) = out.expect("assembled");
+            b = gpu_op::load_vector(gpu, &cells, &load)?;
+            (Box::new(GpuLma::new(gpu, cells.clone(), vals, opts.symmetric, opts.scatter)?), t)
+        }
+        Format::MatrixFree => {
+            let (_, load) = gpu_op::assemble_lma(gpu, &cells, true, opts.variant)?;
+            b = gpu_op::load_vector(gpu, &cells, &load)?;
+            (Box::new(GpuMatrixFree::new(gpu, cells.clone(), opts.scatter)?), 0.0)
+        }
+    };
+    Ok((op, b, seconds))
+}
+
+/// Stored entries of the global formats (CSR nonzeros, ELLPACK slots) for
+/// the bytes model.
+fn opts_counts<T: Scalar>(cpu: &CpuBackend, layout: &Layout, opts: &PoissonOptions, mesh: &Mesh) -> Result<(usize, usize)> {
+    match opts.format {
+        Format::Csr | Format::Ell => {
+            let csr = Csr::<T>::pattern(cpu, layout)?;
+            let width = (0..csr.n_rows).map(|r| (csr.row_ptr[r + 1] - csr.row_ptr[r]) as usize).max().unwrap_or(0);
+            Ok((csr.nnz(), width * csr.n_rows))
+        }
+        Format::LazyEll => {
+            let cd = CellData::<T>::new(mesh, layout, opts.degree);
+            let mut cap = vec![0usize; layout.n_rows];
+            for &r in &cd.fixed_rows {
+                cap[r as usize] = 1;
+            }
+            for e in 0..cd.ne {
+                let rows = cd.rows_of(e);
+                let free = rows.iter().filter(|&&m| m != fem_kernels::sparse::NONE && fem_kernels::sparse::is_free(m)).count();
+                for &m in &rows {
+                    if m != fem_kernels::sparse::NONE && fem_kernels::sparse::is_free(m) {
+                        cap[fem_kernels::sparse::row_of(m)] += free;
+                    }
+                }
+            }
+            Ok((0, cap.iter().max().copied().unwrap_or(0) * layout.n_rows))
+        }
+        _ => Ok((0, 0)),
+    }
+}
+
+/// Solves the problem on the GPU in precision `T`; the CPU backend is used
+/// for set-up and the error measurement.
+pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions) -> Result<PoissonReport> {
+    let mesh = opts.mesh.build()?;
+    let space = Space::new(&mesh, opts.degree, opts.numbering)?;
+    let layout = Layout::new(&space, opts.dirichlet);
+    let (op, b, assembly_seconds) = build_gpu_operator::<T>(gpu, cpu, &mesh, &layout, opts)?;
+    let mut x = gpu.zeros::<T>(layout.n_rows)?;
+    let mut report = None;
+    let solve_seconds = gpu.time(&mut || {
+        report = Some(cg(gpu, &BoxedOp(op.as_ref_op()), &b, &mut x, opts.cg)?);
+        Ok(())
+    })?;
+    let report = report.expect("solved");
+    let bench = if opts.benchmark {
+        let (nnz, slots) = opts_counts::<T>(cpu, &layout, opts, &mesh)?;
+        let (bytes, model_bytes) = spmv_bytes::<T>(opts.format, &layout, nnz, slots, mesh.dim, opts.symmetric);
+        let mut y = gpu.zeros::<T>(layout.n_rows)?;
+        let t = crate::timing::measure(gpu, 3, 20, || op.apply(gpu, &x, &mut y))?;
+        let copy = crate::roofline::copy_bandwidth(gpu, bytes, 20)?.bytes_per_second;
+        let bps = bytes as f64 / t.median;
+        Some(SpmvBench { seconds: t.median, bytes, model_bytes, bytes_per_second: bps, roofline_fraction: bps / copy, copy_bytes_per_second: copy })
+    } else {
+        None
+    };
+    let xh = gpu.download(&x)?;
+    let l2_error = l2_error(cpu, &mesh, &space, &layout, &xh);
+    Ok(PoissonReport {
+        dim: mesh.dim,
+        degree: opts.degree,
+        cells: mesh.n_cells(),
+        dofs: space.n_dofs,
+        rows: layout.n_rows,
+        format: opts.format,
+        backend: gpu.name(),
+        precision: T::NAME,
+        iterations: report.iterations,
+        relative_residual: report.relative_residual,
+        l2_error,
+        assembly_seconds,
+        solve_seconds,
+        elements_per_second: 0.0,
+        cg_iterations_per_second: 0.0,
+        spmv: bench,
+        cg: report,
+    }
+    .with_rates())
+}
+
+impl PoissonReport {
+    fn with_rates(mut self) -> Self {
+        self.elements_per_second = if self.assembly_seconds > 0.0 { self.cells as f64 / self.assembly_seconds } else { 0.0 };
+        self.cg_iterations_per_second = if self.solve_seconds > 0.0 { self.iterations as f64 / self.solve_seconds } else { 0.0 };
+        self
+    }
+}
+
+/// (minimum bytes, model bytes) of one SpMV of `op` in `format`.
+fn spmv_bytes<T: Scalar>(format: Format, layout: &Layout, nnz: usize, slots: usize, dim: usize, symmetric: bool) -> (usize, usize) {
+    let (t, n, ne, nb) = (T::BYTES, layout.n_rows, layout.n_cells(), layout.dofs_per_cell);
+    let vectors = 2 * n * t;
+    match format {
+        Format::Csr => (nnz * (t + 4) + (n + 1) * 4 + vectors, nnz * (2 * t + 4) + (n + 1) * 4 + n * t),
+        Format::Ell | Format::LazyEll => (slots * (t + 4) + vectors, slots * (2 * t + 4) + n * t),
+        Format::Lma => {
+            let stored = if symmetric { nb * (nb + 1) / 2 } else { nb * nb };
+            (ne * stored * t + ne * nb * 4 + vectors, ne * stored * t + ne * nb * (4 + 2 * t))
+        }
+        Format::MatrixFree => {
+            let geo = ne * (1 << dim) * dim * t;
+            (geo + ne * nb * 4 + vectors, geo + ne * nb * (4 + 2 * t))
+        }
+    }
+}
+
+/// Borrows a boxed operator as a boxed trait object of shorter lifetime.
+trait AsRefOp<B: Backend, T: Scalar> {
+    fn as_ref_op(&self) -> Box<dyn LinearOperator<B, T> + '_>;
+}
+
+impl<B: Backend, T: Scalar> AsRefOp<B, T> for Box<dyn LinearOperator<B, T>> {
+    fn as_ref_op(&self) -> Box<dyn LinearOperator<B, T> + '_> {
+        Box::new(ByRef(self.as_ref()))
+    }
+}
+
+struct ByRef<'a, B: Backend, T: Scalar>(&'a dyn LinearOperator<B, T>);
+
+impl<B: Backend, T: Scalar> LinearOperator<B, T> for ByRef<'_, B, T> {
+    fn rows(&self) -> usize {
+        self.0.rows()
+    }
+    fn apply(&self, backend: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
+        self.0.apply(backend, x, y)
+    }
+    fn diagonal(&self, backend: &B) -> Result<B::Vector<T>> {
+        self.0.diagonal(backend)
+    }
 }
 
 /// Lets a boxed operator stand where a sized one is expected.
@@ -252,7 +493,7 @@ mod tests {
                     let layout = Layout::new(&space, mode);
                     let x = crate::conformance::values::<f64>(layout.n_rows, 3);
                     let mut want = vec![0.0; layout.n_rows];
-                    let (csr, b0) = build_operator::<f64>(&cpu, &mesh, &layout, p, Format::Csr, LocalVariant::Reuse).unwrap();
+                    let (csr, b0) = build_operator::<f64>(&cpu, &mesh, &layout, p, Format::Csr, LocalVariant::Reuse, false).unwrap();
                     csr.apply(&cpu, &x, &mut want).unwrap();
                     let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
                     // Redundant compute costs nb²·nq^D geometry evaluations
@@ -260,7 +501,7 @@ mod tests {
                     let variants: &[LocalVariant] = if space.dofs_per_cell() > 64 { &[LocalVariant::Reuse] } else { &[LocalVariant::Reuse, LocalVariant::Redundant] };
                     for format in Format::ALL {
                         for &variant in variants {
-                            let (op, b) = build_operator::<f64>(&cpu, &mesh, &layout, p, format, variant).unwrap();
+                            let (op, b) = build_operator::<f64>(&cpu, &mesh, &layout, p, format, variant, variant == LocalVariant::Redundant).unwrap();
                             let mut got = vec![0.0; layout.n_rows];
                             op.apply(&cpu, &x, &mut got).unwrap();
                             let err = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));

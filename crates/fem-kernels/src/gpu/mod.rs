@@ -3,5 +3,6 @@
 //! these names (see `fem_host::kernels`).
 
 mod blas;
+mod fem;
 mod prelude_check;
 mod reduce;

@@ -15,21 +15,28 @@ use crate::error::{same_len, Error};
 use crate::{Result, Scalar};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
-use fem_build::PtxSet;
+use fem_build::{PtxSet, SplitPtx};
 use fem_kernels::launch::{grid_blocks, packets, BLOCK, FINAL_BLOCK, WARP};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+/// A vector in GPU memory.
+pub type DeviceVec<T> = CudaSlice<T>;
 
 /// Blocks per SM of a grid-stride launch: full occupancy at [`BLOCK`]
 /// threads, and a bound on the number of reduction partials.
 const BLOCKS_PER_SM: u32 = 8;
 
-/// A GPU with the fem kernels loaded.
+/// A GPU with the fem kernels available.
+///
+/// Kernels are JIT-compiled on first use, each in a module of its own (the
+/// PTX's common part plus that one entry): the full module takes the driver
+/// most of a minute to compile, one kernel a fraction of a second.
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    module: Arc<CudaModule>,
-    functions: Mutex<HashMap<String, CudaFunction>>,
+    ptx: SplitPtx<'static>,
+    functions: Mutex<HashMap<String, (Arc<CudaModule>, CudaFunction)>>,
     props: DeviceProps,
     ptx_arch: &'static str,
     /// Reduction partials (one per block) and the final value, reused by
@@ -72,13 +79,12 @@ impl CudaBackend {
             minor,
             archs: ptx.archs().join(", "),
         })?;
-        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(src.ptx))?;
         let stream = ctx.default_stream();
         let scratch = stream.alloc_zeros::<f64>((props.sm_count * BLOCKS_PER_SM) as usize + 1)?;
         Ok(Self {
             ctx,
             stream,
-            module,
+            ptx: SplitPtx::new(src.ptx),
             functions: Mutex::new(HashMap::new()),
             props,
             ptx_arch: src.arch,
@@ -103,15 +109,22 @@ impl CudaBackend {
         &self.ctx
     }
 
-    /// A kernel of the loaded module by its PTX name, cached.
+    /// A kernel by its PTX name, compiled and loaded on first use.
     pub fn function(&self, name: &str) -> Result<CudaFunction> {
         let mut cache = self.functions.lock().expect("kernel cache poisoned");
-        if let Some(f) = cache.get(name) {
+        if let Some((_, f)) = cache.get(name) {
             return Ok(f.clone());
         }
-        let f = self.module.load_function(name).map_err(|_| Error::MissingKernel(name.to_string()))?;
-        cache.insert(name.to_string(), f.clone());
+        let text = self.ptx.module(name).ok_or_else(|| Error::MissingKernel(name.to_string()))?;
+        let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(text))?;
+        let f = module.load_function(name).map_err(|_| Error::MissingKernel(name.to_string()))?;
+        cache.insert(name.to_string(), (module, f.clone()));
         Ok(f)
+    }
+
+    /// Kernels compiled and loaded so far.
+    pub fn loaded_kernels(&self) -> usize {
+        self.functions.lock().expect("kernel cache poisoned").len()
     }
 
     /// The `T` instantiation of a generic kernel: `fem_<base>_<f32|f64>`.

@@ -1,0 +1,507 @@
+//! The operators on the GPU: data uploaded in the layouts of
+//! `fem_kernels::sparse`, assembly and products by the kernels of
+//! `fem_kernels::gpu::fem`, scatter by atomics or two-level colouring.
+//!
+//! Set-up that the paper also does on the CPU (sparsity pattern, element
+//! entry positions, colourings) happens on the host; assembly and every
+//! product run on the device.
+
+use super::cell_data::CellData;
+use super::colouring::TwoLevel;
+use super::csr::Csr;
+use super::elements::{quadrature_points, LocalVariant};
+use super::tables::RefTables;
+use super::LinearOperator;
+use crate::space::Layout;
+use crate::{Backend, CudaBackend, Error, Result, Scalar};
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use fem_kernels::sparse::{is_free, row_of, sym_index, NONE};
+use std::sync::Arc;
+
+/// Threads per block of the element kernels (and cells per colouring block).
+pub const ELEMENT_BLOCK: u32 = 128;
+
+/// How element kernels avoid write races.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scatter {
+    Atomic,
+    Colour,
+}
+
+impl std::str::FromStr for Scatter {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "atomic" => Ok(Self::Atomic),
+            "colour" | "color" => Ok(Self::Colour),
+            _ => Err(format!("unknown scatter `{s}` (atomic, colour)")),
+        }
+    }
+}
+
+/// Two-level colouring on the device.
+pub struct GpuColouring {
+    pub thread_colour: CudaSlice<u8>,
+    pub n_colours: CudaSlice<u8>,
+    pub blocks: Vec<CudaSlice<u32>>,
+}
+
+/// The per-cell input of the element kernels on the device.
+pub struct GpuCells<T: Scalar> {
+    pub dim: usize,
+    pub degree: usize,
+    pub ne: usize,
+    pub nb: usize,
+    pub n_rows: usize,
+    pub np: usize,
+    pub nq: usize,
+    pub map: CudaSlice<u32>,
+    pub verts: CudaSlice<T>,
+    pub tab: CudaSlice<T>,
+    /// 1 on fixed rows, 0 elsewhere (absent when no row is fixed).
+    pub fixed_mask: Option<CudaSlice<T>>,
+    pub colouring: GpuColouring,
+    /// The host copy of the map (for diagonals and positions).
+    pub host_map: Vec<u32>,
+    pub fixed_rows: Vec<u32>,
+}
+
+impl<T: Scalar> GpuCells<T> {
+    pub fn upload(gpu: &CudaBackend, cd: &CellData<T>, layout: &Layout) -> Result<Self> {
+        let tables = RefTables::<T>::new(cd.degree, quadrature_points(cd.degree));
+        let packed: Vec<T> = [&tables.points, &tables.weights, &tables.value, &tables.deriv].iter().flat_map(|v| v.iter().copied()).collect();
+        let s = gpu.stream();
+        let fixed_mask = if cd.fixed_rows.is_empty() {
+            None
+        } else {
+            let mut m = vec![T::ZERO; cd.n_rows];
+            for &r in &cd.fixed_rows {
+                m[r as usize] = T::ONE;
+            }
+            Some(gpu.upload(&m)?)
+        };
+        let tl = TwoLevel::new(layout, ELEMENT_BLOCK as usize)?;
+        let colouring = GpuColouring {
+            thread_colour: s.clone_htod(&tl.thread_colour)?,
+            n_colours: s.clone_htod(&tl.block_n_colours)?,
+            blocks: tl.block_colours.iter().map(|b| s.clone_htod(b)).collect::<std::result::Result<_, _>>()?,
+        };
+        gpu.ensure_free(cd.map.len() * 4 + cd.verts.len() * T::BYTES)?;
+        Ok(Self {
+            dim: cd.dim,
+            degree: cd.degree,
+            ne: cd.ne,
+            nb: cd.nb,
+            n_rows: cd.n_rows,
+            np: tables.np,
+            nq: tables.nq,
+            map: s.clone_htod(&cd.map)?,
+            verts: gpu.upload(&cd.verts)?,
+            tab: gpu.upload(&packed)?,
+            fixed_mask,
+            colouring,
+            host_map: cd.map.clone(),
+            fixed_rows: cd.fixed_rows.clone(),
+        })
+    }
+
+    /// `fem_<base>_<d>d_p<p><extra>_<precision>`.
+    fn kernel(&self, gpu: &CudaBackend, base: &str, extra: &str) -> Result<cudarc::driver::CudaFunction> {
+        gpu.function(&format!("fem_{base}_{}d_p{}{extra}_{}", self.dim, self.degree, T::NAME))
+    }
+
+    /// Grid-stride launch over the cells.
+    fn cell_grid(&self, gpu: &CudaBackend) -> LaunchConfig {
+        let blocks = (self.ne.div_ceil(ELEMENT_BLOCK as usize) as u32).clamp(1, gpu.props().sm_count * 16);
+        LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (ELEMENT_BLOCK, 1, 1), shared_mem_bytes: 0 }
+    }
+
+    /// Launch of one block colour.
+    fn colour_grid(&self, k: usize) -> LaunchConfig {
+        LaunchConfig { grid_dim: (self.colouring.blocks[k].len() as u32, 1, 1), block_dim: (ELEMENT_BLOCK, 1, 1), shared_mem_bytes: 0 }
+    }
+
+    /// `y ← x` on fixed rows, 0 elsewhere: the start of a product by cells.
+    fn init_output(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        match &self.fixed_mask {
+            Some(m) => gpu.mul(m, x, y),
+            None => Ok(gpu.stream().memset_zeros(y)?),
+        }
+    }
+
+    /// The diagonal from element matrices downloaded as `vals` (full layout).
+    fn diagonal_from(&self, gpu: &CudaBackend, vals: &[T], sym: bool) -> Result<CudaSlice<T>> {
+        let (ne, nb) = (self.ne, self.nb);
+        let mut d = vec![T::ZERO; self.n_rows];
+        for &r in &self.fixed_rows {
+            d[r as usize] = T::ONE;
+        }
+        for i in 0..nb {
+            let k = if sym { sym_index(i, i, nb) } else { i * nb + i };
+            for e in 0..ne {
+                let m = self.host_map[i * ne + e];
+                if m != NONE && is_free(m) {
+                    d[row_of(m)] += vals[k * ne + e];
+                }
+            }
+        }
+        gpu.upload(&d)
+    }
+}
+
+/// Element matrices and loads assembled on the GPU (LMA layout).
+pub fn assemble_lma<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, sym: bool, variant: LocalVariant) -> Result<(CudaSlice<T>, CudaSlice<T>)> {
+    let len = if sym { c.nb * (c.nb + 1) / 2 } else { c.nb * c.nb };
+    let mut vals = gpu.zeros::<T>(len * c.ne)?;
+    let mut load = gpu.zeros::<T>(c.nb * c.ne)?;
+    let extra = format!("_sym{}_redundant{}", sym as u8, (variant == LocalVariant::Redundant) as u8);
+    let f = c.kernel(gpu, "assemble_lma", &extra)?;
+    unsafe {
+        gpu.stream()
+            .launch_builder(&f)
+            .arg(&c.ne)
+            .arg(&c.np)
+            .arg(&c.nq)
+            .arg(&c.tab)
+            .arg(&c.verts)
+            .arg(&c.map)
+            .arg(&mut vals)
+            .arg(&mut load)
+            .launch(c.cell_grid(gpu))
+    }?;
+    Ok((vals, load))
+}
+
+/// The load vector from element loads assembled on the GPU.
+pub fn load_vector<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, load: &CudaSlice<T>) -> Result<CudaSlice<T>> {
+    let l = gpu.download(load)?;
+    let mut b = vec![T::ZERO; c.n_rows];
+    for (k, &m) in c.host_map.iter().enumerate() {
+        if m != NONE && is_free(m) {
+            b[row_of(m)] += l[k];
+        }
+    }
+    gpu.upload(&b)
+}
+
+/// Global assembly into `val` at the element entry positions `pos`
+/// (transposed, `u32::MAX` for entries outside the matrix), and of the load
+/// into `b`. `val` must hold the unit diagonal of fixed rows already.
+pub fn assemble_global<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, pos: &CudaSlice<u32>, val: &mut CudaSlice<T>, b: &mut CudaSlice<T>, scatter: Scatter) -> Result<()> {
+    let s = gpu.stream();
+    match scatter {
+        Scatter::Atomic => {
+            let f = c.kernel(gpu, "assemble_global", "")?;
+            unsafe {
+                s.launch_builder(&f).arg(&c.ne).arg(&c.np).arg(&c.nq).arg(&c.tab).arg(&c.verts).arg(&c.map).arg(pos).arg(val).arg(b).launch(c.cell_grid(gpu))
+            }?;
+        }
+        Scatter::Colour => {
+            let mut scratch = gpu.zeros::<T>(c.nb * c.nb * c.ne)?;
+            let mut load = gpu.zeros::<T>(c.nb * c.ne)?;
+            let f = c.kernel(gpu, "assemble_global_colour", "")?;
+            for (k, blocks) in c.colouring.blocks.iter().enumerate() {
+                unsafe {
+                    s.launch_builder(&f)
+                        .arg(&c.ne)
+                        .arg(&c.np)
+                        .arg(&c.nq)
+                        .arg(&c.tab)
+                        .arg(&c.verts)
+                        .arg(blocks)
+                        .arg(&c.colouring.thread_colour)
+                        .arg(&c.colouring.n_colours)
+                        .arg(&c.map)
+                        .arg(pos)
+                        .arg(&mut scratch)
+                        .arg(&mut load)
+                        .arg(&mut *val)
+                        .arg(&mut *b)
+                        .launch(c.colour_grid(k))
+                }?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// LMA on the GPU.
+pub struct GpuLma<T: Scalar> {
+    pub cells: Arc<GpuCells<T>>,
+    pub vals: CudaSlice<T>,
+    pub symmetric: bool,
+    pub scatter: Scatter,
+    pub diag: CudaSlice<T>,
+}
+
+impl<T: Scalar> GpuLma<T> {
+    pub fn new(gpu: &CudaBackend, cells: Arc<GpuCells<T>>, vals: CudaSlice<T>, symmetric: bool, scatter: Scatter) -> Result<Self> {
+        let diag = cells.diagonal_from(gpu, &gpu.download(&vals)?, symmetric)?;
+        Ok(Self { cells, vals, symmetric, scatter, diag })
+    }
+}
+
+impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuLma<T> {
+    fn rows(&self) -> usize {
+        self.cells.n_rows
+    }
+    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        crate::error::same_len("lma spmv", x.len(), self.cells.n_rows)?;
+        crate::error::same_len("lma spmv", y.len(), self.cells.n_rows)?;
+        let c = &self.cells;
+        let extra = format!("_sym{}", self.symmetric as u8);
+        c.init_output(gpu, x, y)?;
+        let s = gpu.stream();
+        match self.scatter {
+            Scatter::Atomic => {
+                let f = c.kernel(gpu, "lma_spmv", &extra)?;
+                unsafe { s.launch_builder(&f).arg(&c.ne).arg(&c.map).arg(&self.vals).arg(x).arg(&mut *y).launch(c.cell_grid(gpu)) }?;
+            }
+            Scatter::Colour => {
+                let f = c.kernel(gpu, "lma_spmv_colour", &extra)?;
+                for (k, blocks) in c.colouring.blocks.iter().enumerate() {
+                    unsafe {
+                        s.launch_builder(&f)
+                            .arg(&c.ne)
+                            .arg(blocks)
+                            .arg(&c.colouring.thread_colour)
+                            .arg(&c.colouring.n_colours)
+                            .arg(&c.map)
+                            .arg(&self.vals)
+                            .arg(x)
+                            .arg(&mut *y)
+                            .launch(c.colour_grid(k))
+                    }?;
+                }
+            }
+        }
+        Ok(())
+    }
+    fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
+        Ok(gpu.stream().clone_dtod(&self.diag)?)
+    }
+}
+
+/// The matrix-free operator on the GPU.
+pub struct GpuMatrixFree<T: Scalar> {
+    pub cells: Arc<GpuCells<T>>,
+    pub scatter: Scatter,
+    pub diag: CudaSlice<T>,
+}
+
+impl<T: Scalar> GpuMatrixFree<T> {
+    pub fn new(gpu: &CudaBackend, cells: Arc<GpuCells<T>>, scatter: Scatter) -> Result<Self> {
+        // The diagonal for Jacobi, from one assembly of the element matrices.
+        let (vals, _) = assemble_lma(gpu, &cells, true, LocalVariant::Reuse)?;
+        let diag = cells.diagonal_from(gpu, &gpu.download(&vals)?, true)?;
+        Ok(Self { cells, scatter, diag })
+    }
+}
+
+impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuMatrixFree<T> {
+    fn rows(&self) -> usize {
+        self.cells.n_rows
+    }
+    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        crate::error::same_len("matrix-free apply", x.len(), self.cells.n_rows)?;
+        crate::error::same_len("matrix-free apply", y.len(), self.cells.n_rows)?;
+        let c = &self.cells;
+        c.init_output(gpu, x, y)?;
+        let s = gpu.stream();
+        match self.scatter {
+            Scatter::Atomic => {
+                let f = c.kernel(gpu, "mf_spmv", "")?;
+                unsafe {
+                    s.launch_builder(&f).arg(&c.ne).arg(&c.np).arg(&c.nq).arg(&c.tab).arg(&c.verts).arg(&c.map).arg(x).arg(&mut *y).launch(c.cell_grid(gpu))
+                }?;
+            }
+            Scatter::Colour => {
+                let f = c.kernel(gpu, "mf_spmv_colour", "")?;
+                for (k, blocks) in c.colouring.blocks.iter().enumerate() {
+                    unsafe {
+                        s.launch_builder(&f)
+                            .arg(&c.ne)
+                            .arg(&c.np)
+                            .arg(&c.nq)
+                            .arg(&c.tab)
+                            .arg(&c.verts)
+                            .arg(blocks)
+                            .arg(&c.colouring.thread_colour)
+                            .arg(&c.colouring.n_colours)
+                            .arg(&c.map)
+                            .arg(x)
+                            .arg(&mut *y)
+                            .launch(c.colour_grid(k))
+                    }?;
+                }
+            }
+        }
+        Ok(())
+    }
+    fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
+        Ok(gpu.stream().clone_dtod(&self.diag)?)
+    }
+}
+
+/// CSR on the GPU, `tpr` threads per row.
+pub struct GpuCsr<T: Scalar> {
+    pub n_rows: usize,
+    pub row_ptr: CudaSlice<u32>,
+    pub col: CudaSlice<u32>,
+    pub val: CudaSlice<T>,
+    pub threads_per_row: usize,
+    pub diag_pos: Vec<usize>,
+}
+
+/// Threads per row the CSR kernel is specialised for.
+pub const THREADS_PER_ROW: [usize; 6] = [1, 2, 4, 8, 16, 32];
+
+impl<T: Scalar> GpuCsr<T> {
+    /// Uploads the pattern of `csr`; values zero except the unit diagonal of
+    /// fixed rows (ready for [`assemble_global`]).
+    pub fn pattern(gpu: &CudaBackend, csr: &Csr<T>, fixed_rows: &[u32], threads_per_row: usize) -> Result<Self> {
+        if !THREADS_PER_ROW.contains(&threads_per_row) {
+            return Err(Error::InvalidArgument(format!("threads per row must be one of {THREADS_PER_ROW:?}, not {threads_per_row}")));
+        }
+        let mut val = vec![T::ZERO; csr.nnz()];
+        for &r in fixed_rows {
+            val[csr.position(r as usize, r).expect("fixed rows keep their diagonal")] = T::ONE;
+        }
+        gpu.ensure_free(csr.nnz() * (4 + T::BYTES))?;
+        let s = gpu.stream();
+        let diag_pos = (0..csr.n_rows).map(|r| csr.position(r, r as u32).unwrap_or(usize::MAX)).collect();
+        Ok(Self { n_rows: csr.n_rows, row_ptr: s.clone_htod(&csr.row_ptr)?, col: s.clone_htod(&csr.col)?, val: gpu.upload(&val)?, threads_per_row, diag_pos })
+    }
+
+    /// A sensible default: about one thread per nonzero of an average row,
+    /// rounded down to a power of two (Reguly & Giles Fig. 6).
+    pub fn default_threads_per_row(nnz: usize, rows: usize) -> usize {
+        let avg = nnz as f64 / rows.max(1) as f64;
+        *THREADS_PER_ROW.iter().rev().find(|&&t| t as f64 <= avg / 2.0).unwrap_or(&1)
+    }
+}
+
+impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuCsr<T> {
+    fn rows(&self) -> usize {
+        self.n_rows
+    }
+    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        crate::error::same_len("csr spmv", x.len(), self.n_rows)?;
+        crate::error::same_len("csr spmv", y.len(), self.n_rows)?;
+        let f = gpu.function(&format!("fem_csr_spmv_tpr{}_{}", self.threads_per_row, T::NAME))?;
+        let threads = self.n_rows * self.threads_per_row;
+        let blocks = (threads.div_ceil(256) as u32).clamp(1, gpu.props().sm_count * 8);
+        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        unsafe { gpu.stream().launch_builder(&f).arg(&self.n_rows).arg(&self.row_ptr).arg(&self.col).arg(&self.val).arg(x).arg(y).launch(cfg) }?;
+        Ok(())
+    }
+    fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
+        let v = gpu.download(&self.val)?;
+        gpu.upload(&self.diag_pos.iter().map(|&p| if p == usize::MAX { T::ZERO } else { v[p] }).collect::<Vec<T>>())
+    }
+}
+
+/// Transposed ELLPACK on the GPU (also the lazy variant).
+pub struct GpuEll<T: Scalar> {
+    pub n_rows: usize,
+    pub width: usize,
+    pub col: CudaSlice<u32>,
+    pub val: CudaSlice<T>,
+}
+
+impl<T: Scalar> GpuEll<T> {
+    pub fn upload(gpu: &CudaBackend, ell: &super::ell::Ell<T>) -> Result<Self> {
+        gpu.ensure_free(ell.slots() * (4 + T::BYTES))?;
+        Ok(Self { n_rows: ell.n_rows, width: ell.width, col: gpu.stream().clone_htod(&ell.col)?, val: gpu.upload(&ell.val)? })
+    }
+
+    /// Lazy ELLPACK assembled on the GPU: element matrices computed into an
+    /// LMA scratch, then appended per row atomically or by colour. Fixed
+    /// rows start with their unit diagonal.
+    pub fn assemble_lazy(gpu: &CudaBackend, c: &GpuCells<T>, scatter: Scatter) -> Result<Self> {
+        let (ne, nb) = (c.ne, c.nb);
+        // Row capacity: every coupled entry of every cell touching the row.
+        let mut len0 = vec![0u32; c.n_rows];
+        let mut cap = vec![0u32; c.n_rows];
+        for &r in &c.fixed_rows {
+            len0[r as usize] = 1;
+            cap[r as usize] = 1;
+        }
+        for e in 0..ne {
+            let rows: Vec<u32> = (0..nb).map(|i| c.host_map[i * ne + e]).collect();
+            let free = rows.iter().filter(|&&m| m != NONE && is_free(m)).count() as u32;
+            for &m in &rows {
+                if m != NONE && is_free(m) {
+                    cap[row_of(m)] += free;
+                }
+            }
+        }
+        let width = cap.iter().copied().max().unwrap_or(0) as usize;
+        let n = c.n_rows;
+        let mut col = vec![0u32; width * n];
+        let mut val = vec![T::ZERO; width * n];
+        for r in 0..n {
+            for k in 0..width {
+                col[k * n + r] = r as u32;
+            }
+        }
+        for &r in &c.fixed_rows {
+            val[r as usize] = T::ONE;
+        }
+        gpu.ensure_free(width * n * (4 + T::BYTES) + nb * nb * ne * T::BYTES)?;
+        let s = gpu.stream();
+        let mut d_col = s.clone_htod(&col)?;
+        let mut d_val = gpu.upload(&val)?;
+        let mut d_len = s.clone_htod(&len0)?;
+        let (scratch, _load) = assemble_lma(gpu, c, false, LocalVariant::Reuse)?;
+        match scatter {
+            Scatter::Atomic => {
+                let f = c.kernel(gpu, "lazy_ell_append", "")?;
+                unsafe {
+                    s.launch_builder(&f).arg(&ne).arg(&c.map).arg(&scratch).arg(&n).arg(&mut d_len).arg(&mut d_col).arg(&mut d_val).launch(c.cell_grid(gpu))
+                }?;
+            }
+            Scatter::Colour => {
+                let f = c.kernel(gpu, "lazy_ell_append_colour", "")?;
+                for (k, blocks) in c.colouring.blocks.iter().enumerate() {
+                    unsafe {
+                        s.launch_builder(&f)
+                            .arg(&ne)
+                            .arg(blocks)
+                            .arg(&c.colouring.thread_colour)
+                            .arg(&c.colouring.n_colours)
+                            .arg(&c.map)
+                            .arg(&scratch)
+                            .arg(&n)
+                            .arg(&mut d_len)
+                            .arg(&mut d_col)
+                            .arg(&mut d_val)
+                            .launch(c.colour_grid(k))
+                    }?;
+                }
+            }
+        }
+        Ok(Self { n_rows: n, width, col: d_col, val: d_val })
+    }
+}
+
+impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuEll<T> {
+    fn rows(&self) -> usize {
+        self.n_rows
+    }
+    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        crate::error::same_len("ell spmv", x.len(), self.n_rows)?;
+        crate::error::same_len("ell spmv", y.len(), self.n_rows)?;
+        let f = gpu.function(&format!("fem_ell_spmv_{}", T::NAME))?;
+        let cfg = gpu.grid::<T>(self.n_rows * (16 / T::BYTES), 0);
+        unsafe { gpu.stream().launch_builder(&f).arg(&self.n_rows).arg(&self.width).arg(&self.col).arg(&self.val).arg(x).arg(y).launch(cfg) }?;
+        Ok(())
+    }
+    fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
+        let (c, v) = (gpu.stream().clone_dtoh(&self.col)?, gpu.download(&self.val)?);
+        let n = self.n_rows;
+        let d: Vec<T> = (0..n).map(|r| (0..self.width).map(|k| k * n + r).filter(|&p| c[p] == r as u32).fold(T::ZERO, |a, p| a + v[p])).collect();
+        gpu.upload(&d)
+    }
+}

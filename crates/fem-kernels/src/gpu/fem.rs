@@ -1,0 +1,371 @@
+//! Finite-element kernels: SpMV for every format, element assembly, and
+//! the matrix-free product, each a thin loop around the per-item functions
+//! of [`crate::sparse`] and [`crate::cells`].
+//!
+//! Element kernels run one cell per thread. Their scatter is either atomic
+//! (`red.add`) or coloured in two levels (Reguly & Giles §4.1): a launch
+//! per block colour takes only blocks that share no row (`blocks` lists
+//! them), and inside a block the cells' thread colours write one after
+//! another with barriers in between (`colour` per cell, `n_colours` per
+//! block). Blocks are consecutive runs of `blockDim.x` cells.
+//!
+//! Reference tables arrive packed in one array: `points[nq]`,
+//! `weights[nq]`, `value[np·nq]`, `deriv[np·nq]`.
+
+use crate::cells::{self, couples, Strategy};
+use crate::device::*;
+use crate::launch::WARP;
+use crate::sparse::{csr_row_part, ell_row, gather, is_free, lma_product, row_of, NONE};
+use fem_core::element::Tables;
+use fem_core::poisson::{self, SinePoisson};
+use fem_core::Real;
+use fem_macros::kernel;
+
+/// The reference tables packed by the host.
+#[inline(always)]
+unsafe fn tables<'a, T>(np: usize, nq: usize, tab: *const T) -> Tables<'a, T> {
+    let s = |off: usize, len: usize| core::slice::from_raw_parts(tab.add(off), len);
+    Tables { np, nq, points: s(0, nq), weights: s(nq, nq), value: s(2 * nq, np * nq), deriv: s(2 * nq + np * nq, np * nq) }
+}
+
+/// Runs `f(cell)` for this thread's cell of a coloured launch, one thread
+/// colour at a time with a barrier after each.
+#[inline(always)]
+unsafe fn colour_loop(ne: usize, blocks: *const u32, colour: *const u8, n_colours: *const u8, mut f: impl FnMut(usize)) {
+    let b = *blocks.add(block_idx_x()) as usize;
+    let e = b * block_dim_x() + thread_idx_x();
+    let nc = *n_colours.add(b);
+    let mine = if e < ne { *colour.add(e) } else { u8::MAX };
+    for c in 0..nc {
+        if mine == c {
+            f(e);
+        }
+        sync_threads();
+    }
+}
+
+/// Adds a cell's local result to the free rows of `y` atomically.
+#[inline(always)]
+unsafe fn scatter_atomic<T: Real, const NB: usize>(rows: &[u32; NB], yl: &[T; NB], y: *mut T) {
+    for i in 0..NB {
+        if rows[i] != NONE && is_free(rows[i]) {
+            atomic_add(y.add(row_of(rows[i])), yl[i]);
+        }
+    }
+}
+
+/// Adds a cell's local result to the free rows of `y` (no other thread
+/// writes them at the same time).
+#[inline(always)]
+unsafe fn scatter_plain<T: Real, const NB: usize>(rows: &[u32; NB], yl: &[T; NB], y: *mut T) {
+    for i in 0..NB {
+        if rows[i] != NONE && is_free(rows[i]) {
+            *y.add(row_of(rows[i])) += yl[i];
+        }
+    }
+}
+
+/// CSR SpMV with `TPR` threads per row (a power of two up to 32), their
+/// partial sums reduced by warp butterflies. Every lane runs the same
+/// number of iterations so the shuffles never diverge.
+#[kernel(f32, f64; TPR = 1, 2, 4, 8, 16, 32)]
+pub unsafe fn csr_spmv<T: Real, const TPR: usize>(n_rows: usize, row_ptr: *const u32, col: *const u32, val: *const T, x: *const T, y: *mut T) {
+    let gid = global_idx_x();
+    let groups = grid_size_x() / TPR;
+    let (lane, group) = (gid % TPR, gid / TPR);
+    for it in 0..n_rows.div_ceil(groups) {
+        let r = group + it * groups;
+        let mut s = if r < n_rows { csr_row_part(*row_ptr.add(r) as usize, *row_ptr.add(r + 1) as usize, lane, TPR, col, val, x) } else { T::ZERO };
+        let mut mask = TPR as u32 / 2;
+        while mask > 0 {
+            s += shfl_xor(s, mask);
+            mask /= 2;
+        }
+        if lane == 0 && r < n_rows {
+            *y.add(r) = s;
+        }
+    }
+    let _ = WARP;
+}
+
+/// Transposed ELLPACK SpMV, one thread per row.
+#[kernel(f32, f64)]
+pub unsafe fn ell_spmv<T: Real>(n_rows: usize, width: usize, col: *const u32, val: *const T, x: *const T, y: *mut T) {
+    let mut r = global_idx_x();
+    while r < n_rows {
+        *y.add(r) = ell_row(r, n_rows, width, col, val, x);
+        r += grid_size_x();
+    }
+}
+
+/// LMA SpMV: gather, dense product, atomic scatter; one cell per thread.
+#[kernel(f32, f64; elements; SYM = false, true)]
+pub unsafe fn lma_spmv<T: Real, const NB: usize, const SYM: bool>(ne: usize, map: *const u32, vals: *const T, x: *const T, y: *mut T) {
+    let mut e = global_idx_x();
+    while e < ne {
+        let (rows, xl) = gather::<T, NB>(e, ne, map, x);
+        let yl = lma_product::<T, NB, SYM>(e, ne, vals, &xl);
+        scatter_atomic(&rows, &yl, y);
+        e += grid_size_x();
+    }
+}
+
+/// LMA SpMV with two-level colouring instead of atomics.
+#[kernel(f32, f64; elements; SYM = false, true)]
+pub unsafe fn lma_spmv_colour<T: Real, const NB: usize, const SYM: bool>(
+    ne: usize,
+    blocks: *const u32,
+    colour: *const u8,
+    n_colours: *const u8,
+    map: *const u32,
+    vals: *const T,
+    x: *const T,
+    y: *mut T,
+) {
+    let e = *blocks.add(block_idx_x()) as usize * block_dim_x() + thread_idx_x();
+    let (rows, yl) = if e < ne {
+        let (rows, xl) = gather::<T, NB>(e, ne, map, x);
+        (rows, lma_product::<T, NB, SYM>(e, ne, vals, &xl))
+    } else {
+        ([NONE; NB], [T::ZERO; NB])
+    };
+    colour_loop(ne, blocks, colour, n_colours, |_| scatter_plain(&rows, &yl, y));
+}
+
+/// Matrix-free product: the element matrix is recomputed, applied and
+/// scattered atomically; one cell per thread.
+#[kernel(f32, f64; elements)]
+pub unsafe fn mf_spmv<T: Real, const D: usize, const NB: usize, const QD: usize>(
+    ne: usize,
+    np: usize,
+    nq: usize,
+    tab: *const T,
+    verts: *const T,
+    map: *const u32,
+    x: *const T,
+    y: *mut T,
+) {
+    let tab = tables(np, nq, tab);
+    let mut e = global_idx_x();
+    while e < ne {
+        let v = cells::vertices::<T, D>(e, ne, verts);
+        let (rows, xl) = gather::<T, NB>(e, ne, map, x);
+        let yl = cells::matrix_free_product::<T, _, D, NB, QD>(&tab, &v, &SinePoisson, &rows, &xl);
+        scatter_atomic(&rows, &yl, y);
+        e += grid_size_x();
+    }
+}
+
+/// Matrix-free product with two-level colouring.
+#[kernel(f32, f64; elements)]
+pub unsafe fn mf_spmv_colour<T: Real, const D: usize, const NB: usize, const QD: usize>(
+    ne: usize,
+    np: usize,
+    nq: usize,
+    tab: *const T,
+    verts: *const T,
+    blocks: *const u32,
+    colour: *const u8,
+    n_colours: *const u8,
+    map: *const u32,
+    x: *const T,
+    y: *mut T,
+) {
+    let tab = tables(np, nq, tab);
+    let e = *blocks.add(block_idx_x()) as usize * block_dim_x() + thread_idx_x();
+    let (rows, yl) = if e < ne {
+        let v = cells::vertices::<T, D>(e, ne, verts);
+        let (rows, xl) = gather::<T, NB>(e, ne, map, x);
+        (rows, cells::matrix_free_product::<T, _, D, NB, QD>(&tab, &v, &SinePoisson, &rows, &xl))
+    } else {
+        ([NONE; NB], [T::ZERO; NB])
+    };
+    colour_loop(ne, blocks, colour, n_colours, |_| scatter_plain(&rows, &yl, y));
+}
+
+/// LMA assembly: element matrix and load of every cell in the transposed
+/// layout (`SYM`: packed upper triangle; `REDUNDANT`: geometry recomputed
+/// per entry instead of per-point data reused).
+#[kernel(f32, f64; elements; SYM = false, true; REDUNDANT = false, true)]
+pub unsafe fn assemble_lma<T: Real, const D: usize, const NB: usize, const QD: usize, const SYM: bool, const REDUNDANT: bool>(
+    ne: usize,
+    np: usize,
+    nq: usize,
+    tab: *const T,
+    verts: *const T,
+    map: *const u32,
+    vals: *mut T,
+    load: *mut T,
+) {
+    let tab = tables(np, nq, tab);
+    let strategy = if REDUNDANT { Strategy::Redundant } else { Strategy::Reuse };
+    let mut e = global_idx_x();
+    while e < ne {
+        let v = cells::vertices::<T, D>(e, ne, verts);
+        let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
+        cells::assemble::<T, _, D, NB, QD, SYM>(e, ne, &tab, &v, &SinePoisson, &rows, strategy, vals, load);
+        e += grid_size_x();
+    }
+}
+
+/// Global assembly (CSR or ELLPACK): each element entry is computed and
+/// added at its precomputed position `pos[(i·nb + j)·ne + e]` of `val`
+/// atomically, the load into `b`.
+#[kernel(f32, f64; elements)]
+pub unsafe fn assemble_global<T: Real, const D: usize, const NB: usize, const QD: usize>(
+    ne: usize,
+    np: usize,
+    nq: usize,
+    tab: *const T,
+    verts: *const T,
+    map: *const u32,
+    pos: *const u32,
+    val: *mut T,
+    b: *mut T,
+) {
+    let tab = tables(np, nq, tab);
+    let mut e = global_idx_x();
+    while e < ne {
+        let v = cells::vertices::<T, D>(e, ne, verts);
+        let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
+        let mut data = [T::ZERO; QD];
+        poisson::point_data(&tab, &v, &SinePoisson, &mut data);
+        for i in 0..NB {
+            if rows[i] == NONE || !is_free(rows[i]) {
+                continue;
+            }
+            atomic_add(b.add(row_of(rows[i])), poisson::load_reuse::<T, D>(&tab, &data, i));
+            for j in i..NB {
+                if couples(&rows, i, j) {
+                    let k = poisson::stiffness_reuse::<T, D>(&tab, &data, i, j);
+                    atomic_add(val.add(*pos.add((i * NB + j) * ne + e) as usize), k);
+                    if j > i {
+                        atomic_add(val.add(*pos.add((j * NB + i) * ne + e) as usize), k);
+                    }
+                }
+            }
+        }
+        e += grid_size_x();
+    }
+}
+
+/// Global assembly with two-level colouring: each cell computes its element
+/// matrix into `scratch` (LMA layout), then writes it colour by colour.
+#[kernel(f32, f64; elements)]
+pub unsafe fn assemble_global_colour<T: Real, const D: usize, const NB: usize, const QD: usize>(
+    ne: usize,
+    np: usize,
+    nq: usize,
+    tab: *const T,
+    verts: *const T,
+    blocks: *const u32,
+    colour: *const u8,
+    n_colours: *const u8,
+    map: *const u32,
+    pos: *const u32,
+    scratch: *mut T,
+    load: *mut T,
+    val: *mut T,
+    b: *mut T,
+) {
+    let tab = tables(np, nq, tab);
+    let e = *blocks.add(block_idx_x()) as usize * block_dim_x() + thread_idx_x();
+    let mut rows = [NONE; NB];
+    if e < ne {
+        let v = cells::vertices::<T, D>(e, ne, verts);
+        rows = core::array::from_fn(|i| *map.add(i * ne + e));
+        cells::assemble::<T, _, D, NB, QD, false>(e, ne, &tab, &v, &SinePoisson, &rows, Strategy::Reuse, scratch, load);
+    }
+    colour_loop(ne, blocks, colour, n_colours, |e| {
+        for i in 0..NB {
+            if rows[i] == NONE || !is_free(rows[i]) {
+                continue;
+            }
+            *b.add(row_of(rows[i])) += *load.add(i * ne + e);
+            for j in 0..NB {
+                let p = *pos.add((i * NB + j) * ne + e);
+                if p != u32::MAX {
+                    *val.add(p as usize) += *scratch.add((i * NB + j) * ne + e);
+                }
+            }
+        }
+    });
+}
+
+/// Appends a cell's coupled row entries to the ends of its rows in a
+/// transposed lazy ELLPACK (`len` holds the current row lengths).
+#[inline(always)]
+unsafe fn append_rows<T: Real, const NB: usize>(
+    e: usize,
+    ne: usize,
+    rows: &[u32; NB],
+    n_rows: usize,
+    vals: *const T,
+    len: *mut u32,
+    col: *mut u32,
+    val: *mut T,
+    atomic: bool,
+) {
+    for i in 0..NB {
+        if rows[i] == NONE || !is_free(rows[i]) {
+            continue;
+        }
+        let r = row_of(rows[i]);
+        let count = (0..NB).filter(|&j| couples(rows, i, j)).count() as u32;
+        let start = if atomic {
+            atomic_add_u32(len.add(r), count)
+        } else {
+            let s = *len.add(r);
+            *len.add(r) = s + count;
+            s
+        } as usize;
+        let mut k = start;
+        for j in 0..NB {
+            if couples(rows, i, j) {
+                *col.add(k * n_rows + r) = row_of(rows[j]) as u32;
+                *val.add(k * n_rows + r) = *vals.add((i * NB + j) * ne + e);
+                k += 1;
+            }
+        }
+    }
+}
+
+/// Lazy ELLPACK assembly (Reguly & Giles §7): element matrices (already in
+/// `scratch`, LMA layout) appended per row, with atomic row lengths.
+#[kernel(f32, f64; elements)]
+pub unsafe fn lazy_ell_append<T: Real, const NB: usize>(
+    ne: usize,
+    map: *const u32,
+    scratch: *const T,
+    n_rows: usize,
+    len: *mut u32,
+    col: *mut u32,
+    val: *mut T,
+) {
+    let mut e = global_idx_x();
+    while e < ne {
+        let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
+        append_rows::<T, NB>(e, ne, &rows, n_rows, scratch, len, col, val, true);
+        e += grid_size_x();
+    }
+}
+
+/// Lazy ELLPACK assembly with two-level colouring (plain row lengths).
+#[kernel(f32, f64; elements)]
+pub unsafe fn lazy_ell_append_colour<T: Real, const NB: usize>(
+    ne: usize,
+    blocks: *const u32,
+    colour: *const u8,
+    n_colours: *const u8,
+    map: *const u32,
+    scratch: *const T,
+    n_rows: usize,
+    len: *mut u32,
+    col: *mut u32,
+    val: *mut T,
+) {
+    colour_loop(ne, blocks, colour, n_colours, |e| {
+        let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
+        append_rows::<T, NB>(e, ne, &rows, n_rows, scratch, len, col, val, false);
+    });
+}

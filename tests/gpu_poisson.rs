@@ -1,0 +1,95 @@
+//! GPU finite-element operators against the CPU: every format and scatter
+//! mode gives the CPU CSR product, and a GPU solve the CPU's error. They
+//! run when a CUDA device exists and otherwise print that they were skipped.
+
+use fem::host::backend::cuda::device_count;
+use fem::host::mesh::BoxMesh;
+use fem::host::operator::elements::LocalVariant;
+use fem::host::operator::gpu::Scatter;
+use fem::host::problem::poisson::{build_gpu_operator, build_operator, solve_cpu, solve_cuda, Format, PoissonOptions};
+use fem::host::space::{DirichletMode, Layout, Numbering, Space};
+use fem::host::{Backend, CpuBackend, CudaBackend, Scalar};
+use std::io::Write;
+
+fn gpu(test: &str) -> Option<CudaBackend> {
+    match device_count() {
+        Ok(n) if n > 0 => Some(fem::cuda(0).expect("a CUDA device is present, so the backend must open")),
+        other => {
+            let why = other.map(|_| "no CUDA device".to_string()).unwrap_or_else(|e| e.to_string());
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
+    let cpu = CpuBackend::new(None).unwrap();
+    for (dim, p, unstructured) in [(2, 1, false), (2, 2, true), (2, 4, true), (3, 1, true), (3, 2, true), (3, 3, false)] {
+        let mesh_opts = if unstructured { BoxMesh::unstructured(dim, 4, 3) } else { BoxMesh::structured(dim, 4) };
+        let mesh = mesh_opts.build().unwrap();
+        let space = Space::new(&mesh, p, Numbering::Original).unwrap();
+        for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {
+            let layout = Layout::new(&space, mode);
+            let x = fem::host::conformance::values::<T>(layout.n_rows, 9);
+            let (csr, b_cpu) = build_operator::<T>(&cpu, &mesh, &layout, p, Format::Csr, LocalVariant::Reuse, false).unwrap();
+            let mut want = vec![T::ZERO; layout.n_rows];
+            csr.apply(&cpu, &x, &mut want).unwrap();
+            let scale = want.iter().fold(0.0f64, |m, v| m.max(v.to_f64().abs()));
+            for format in Format::ALL {
+                for scatter in [Scatter::Atomic, Scatter::Colour] {
+                    for symmetric in [false, true] {
+                        if symmetric && format != Format::Lma {
+                            continue;
+                        }
+                        let mut opts = PoissonOptions::new(mesh_opts.clone(), p);
+                        opts.format = format;
+                        opts.scatter = scatter;
+                        opts.symmetric = symmetric;
+                        let (op, b, _) = build_gpu_operator::<T>(g, &cpu, &mesh, &layout, &opts).unwrap();
+                        let dx = g.upload(&x).unwrap();
+                        let mut dy = g.zeros::<T>(layout.n_rows).unwrap();
+                        op.apply(g, &dx, &mut dy).unwrap();
+                        let got = g.download(&dy).unwrap();
+                        let err = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a.to_f64() - b.to_f64()).abs()));
+                        let what = format!("{} {format:?} {scatter:?} sym={symmetric} dim={dim} p={p} {mode:?}", T::NAME);
+                        assert!(err <= tol * scale, "{what}: product error {err:e} (scale {scale:e})");
+                        let bg = g.download(&b).unwrap();
+                        let berr = bg.iter().zip(&b_cpu).fold(0.0f64, |m, (a, b)| m.max((a.to_f64() - b.to_f64()).abs()));
+                        let bscale = b_cpu.iter().fold(0.0f64, |m, v| m.max(v.to_f64().abs()));
+                        assert!(berr <= tol * bscale.max(1e-30), "{what}: load vector error {berr:e}");
+                        let (d, d0) = (g.download(&op.diagonal(g).unwrap()).unwrap(), csr.diagonal(&cpu).unwrap());
+                        assert!(d.iter().zip(&d0).all(|(a, b)| (a.to_f64() - b.to_f64()).abs() <= tol * scale), "{what}: diagonal");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_formats_match_cpu_csr_f64() {
+    let Some(g) = gpu("gpu_formats_match_cpu_csr_f64") else { return };
+    products_match::<f64>(&g, 1e-12);
+}
+
+#[test]
+fn gpu_formats_match_cpu_csr_f32() {
+    let Some(g) = gpu("gpu_formats_match_cpu_csr_f32") else { return };
+    products_match::<f32>(&g, 2e-5);
+}
+
+#[test]
+fn gpu_solve_matches_cpu_solve() {
+    let Some(g) = gpu("gpu_solve_matches_cpu_solve") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    for (dim, p) in [(2, 3), (3, 2)] {
+        for format in Format::ALL {
+            let mut opts = PoissonOptions::new(BoxMesh::unstructured(dim, 6, 5), p);
+            opts.format = format;
+            opts.scatter = Scatter::Colour;
+            let c = solve_cpu::<f64>(&cpu, &opts).unwrap();
+            let r = solve_cuda::<f64>(&g, &cpu, &opts).unwrap();
+            assert!(r.cg.converged && (r.l2_error - c.l2_error).abs() <= 1e-6 * c.l2_error, "{format:?} dim={dim}: {} vs {}", r.l2_error, c.l2_error);
+        }
+    }
+}
