@@ -8,6 +8,7 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let crates = root.join("crates");
     let build = fem_build::PtxBuilder::new(crates.join("fem-kernels"))
+        .feature("entry-points")
         .watch(crates.join("fem-core/src"))
         .watch(crates.join("fem-core/Cargo.toml"))
         .watch(crates.join("fem-macros/src"))

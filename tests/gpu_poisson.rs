@@ -45,7 +45,7 @@ fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
                         opts.format = format;
                         opts.scatter = scatter;
                         opts.symmetric = symmetric;
-                        let (op, b, _) = build_gpu_operator::<T>(g, &cpu, &mesh, &layout, &opts).unwrap();
+                        let (op, b, _, _) = build_gpu_operator::<T>(g, &cpu, &mesh, &layout, &opts).unwrap();
                         let dx = g.upload(&x).unwrap();
                         let mut dy = g.zeros::<T>(layout.n_rows).unwrap();
                         op.apply(g, &dx, &mut dy).unwrap();

@@ -138,7 +138,7 @@ pub(crate) fn write_set(
 ) -> std::io::Result<()> {
     let mut src = String::new();
     src.push_str(&format!(
-        "/// PTX of `{crate_name}`, compiled at build time.\npub const {const_name}: ::fem_build::PtxSet = ::fem_build::PtxSet {{\n    crate_name: {crate_name:?},\n    sources: &[\n"
+        "/// PTX of `{crate_name}`, compiled at build time (a `static`, so the\n/// text is in the binary once however often it is used).\npub static {const_name}: ::fem_build::PtxSet = ::fem_build::PtxSet {{\n    crate_name: {crate_name:?},\n    sources: &[\n"
     ));
     for (arch, p) in artifacts {
         src.push_str(&format!(
@@ -196,7 +196,7 @@ mod tests {
         let arts = vec![("sm_80".to_string(), dir.join("k.sm_80.ptx"))];
         write_set(&out, "K_PTX", "k", &arts, None).unwrap();
         let text = std::fs::read_to_string(&out).unwrap();
-        assert!(text.contains("pub const K_PTX: ::fem_build::PtxSet"));
+        assert!(text.contains("pub static K_PTX: ::fem_build::PtxSet"));
         assert!(text.contains("arch: \"sm_80\", ptx: include_str!("));
         assert!(text.contains("unavailable: None"));
         write_set(&out, "K_PTX", "k", &[], Some("no toolchain")).unwrap();

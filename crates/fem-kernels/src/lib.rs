@@ -5,7 +5,8 @@
 //!   them directly; the GPU entry points call the same functions.
 //! * [`device`] (only on `nvptx64`) is the device prelude: thread indices,
 //!   shared memory, barriers, warp shuffles, atomics and fast math.
-//! * `gpu` (only on `nvptx64`) holds the `extern "ptx-kernel"` entry points,
+//! * `gpu` (only on `nvptx64`, with the `entry-points` feature) holds the
+//!   `extern "ptx-kernel"` entry points,
 //!   named mechanically (`fem_<kernel>_<precision>`) by
 //!   [`fem_macros::kernel`].
 //!
@@ -26,7 +27,7 @@ pub mod sparse;
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "entry-points"))]
 mod gpu;
 
 /// A panic in a kernel (an out-of-bounds slice index, say) aborts the

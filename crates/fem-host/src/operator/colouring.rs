@@ -112,23 +112,51 @@ pub struct TwoLevel {
     pub block_n_colours: Vec<u8>,
 }
 
-/// Greedy colouring of `items`, where `rows_of(item)` lists the rows an
-/// item touches: first colour not used by an earlier item sharing a row.
-fn greedy(n_rows: usize, items: impl Iterator<Item = Vec<u32>>) -> Vec<u32> {
-    // colours seen per row, as a bit set (colours < 64 here; more grow a list)
-    let mut seen: Vec<Vec<u32>> = vec![Vec::new(); n_rows];
+/// Greedy colouring of `items`, where each item lists the rows it touches:
+/// first colour not used by an earlier item sharing a row. `seen` maps a row
+/// to the colours already on it (a vector over all rows for many items, a
+/// small map for the cells of one block).
+fn greedy<S: RowColours>(mut seen: S, items: impl Iterator<Item = Vec<u32>>) -> Vec<u32> {
     let mut out = Vec::new();
+    let mut taken = Vec::new();
     for rows in items {
-        let mut taken: Vec<u32> = rows.iter().flat_map(|&r| seen[r as usize].iter().copied()).collect();
+        taken.clear();
+        for &r in &rows {
+            taken.extend_from_slice(seen.colours(r));
+        }
         taken.sort_unstable();
         taken.dedup();
         let c = (0u32..).find(|k| taken.binary_search(k).is_err()).unwrap();
         for &r in &rows {
-            seen[r as usize].push(c);
+            seen.add(r, c);
         }
         out.push(c);
     }
     out
+}
+
+/// Colours recorded per row.
+trait RowColours {
+    fn colours(&self, r: u32) -> &[u32];
+    fn add(&mut self, r: u32, c: u32);
+}
+
+impl RowColours for Vec<Vec<u32>> {
+    fn colours(&self, r: u32) -> &[u32] {
+        &self[r as usize]
+    }
+    fn add(&mut self, r: u32, c: u32) {
+        self[r as usize].push(c);
+    }
+}
+
+impl RowColours for crate::space::IntMap<u32, Vec<u32>> {
+    fn colours(&self, r: u32) -> &[u32] {
+        self.get(&r).map_or(&[], Vec::as_slice)
+    }
+    fn add(&mut self, r: u32, c: u32) {
+        self.entry(r).or_default().push(c);
+    }
 }
 
 impl TwoLevel {
@@ -143,7 +171,7 @@ impl TwoLevel {
             r.dedup();
             r
         });
-        let bcol = greedy(layout.n_rows, block_rows);
+        let bcol = greedy(vec![Vec::new(); layout.n_rows], block_rows);
         let n_bcol = bcol.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
         let mut block_colours = vec![Vec::new(); n_bcol];
         for (b, &c) in bcol.iter().enumerate() {
@@ -153,7 +181,7 @@ impl TwoLevel {
         let mut block_n_colours = vec![0u8; n_blocks];
         for b in 0..n_blocks {
             let cells = b * block_size..((b + 1) * block_size).min(ne);
-            let tcol = greedy(layout.n_rows, cells.clone().map(rows));
+            let tcol = greedy(crate::space::IntMap::default(), cells.clone().map(rows));
             let max = tcol.iter().copied().max().unwrap_or(0);
             if max >= u8::MAX as u32 {
                 return Err(crate::Error::InvalidArgument(format!("block {b} needs {} thread colours (at most 254)", max + 1)));

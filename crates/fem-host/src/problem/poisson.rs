@@ -120,6 +120,9 @@ pub struct PoissonReport {
     pub dofs: usize,
     pub rows: usize,
     pub format: Format,
+    pub scatter: Scatter,
+    /// GPU CSR: threads per row used (tuned in benchmarks).
+    pub threads_per_row: Option<usize>,
     pub backend: String,
     pub precision: &'static str,
     pub iterations: usize,
@@ -172,6 +175,8 @@ pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<P
         dofs: space.n_dofs,
         rows: layout.n_rows,
         format: opts.format,
+        scatter: opts.scatter,
+        threads_per_row: None,
         backend: cpu.name(),
         precision: T::NAME,
         iterations: report.iterations,
@@ -196,7 +201,7 @@ pub fn build_gpu_operator<T: Scalar>(
     mesh: &Mesh,
     layout: &Layout,
     opts: &PoissonOptions,
-) -> Result<(Box<dyn LinearOperator<CudaBackend, T>>, crate::backend::cuda::DeviceVec<T>, f64)> {
+) -> Result<(Box<dyn LinearOperator<CudaBackend, T>>, crate::backend::cuda::DeviceVec<T>, f64, Option<usize>)> {
     let cd = CellData::<T>::new(mesh, layout, opts.degree);
     let cells = Arc::new(GpuCells::upload(gpu, &cd, layout)?);
     let mut b = gpu.zeros::<T>(layout.n_rows)?;
@@ -204,6 +209,7 @@ pub fn build_gpu_operator<T: Scalar>(
         let pos = gpu.stream().clone_htod(&pos)?;
         gpu.time(&mut || gpu_op::assemble_global(gpu, &cells, &pos, val, b, opts.scatter))
     };
+    let mut chosen_tpr = None;
     let (op, seconds): (Box<dyn LinearOperator<CudaBackend, T>>, f64) = match opts.format {
         Format::Csr | Format::Ell => {
             let csr = Csr::<T>::pattern(cpu, layout)?;
@@ -212,6 +218,10 @@ pub fn build_gpu_operator<T: Scalar>(
                 let tpr = opts.threads_per_row.unwrap_or_else(|| GpuCsr::<T>::default_threads_per_row(csr.nnz(), csr.n_rows));
                 let mut m = GpuCsr::pattern(gpu, &csr, &cd.fixed_rows, tpr)?;
                 let t = global(&mut m.val, pos, &mut b)?;
+                if opts.benchmark && opts.threads_per_row.is_none() {
+                    m.threads_per_row = tune_threads_per_row(gpu, &mut m)?;
+                }
+                chosen_tpr = Some(m.threads_per_row);
                 (Box::new(m), t)
             } else {
                 let mut ell = Ell::from_csr(&csr);
@@ -255,7 +265,7 @@ pub fn build_gpu_operator<T: Scalar>(
             (Box::new(GpuMatrixFree::new(gpu, cells.clone(), opts.scatter)?), 0.0)
         }
     };
-    Ok((op, b, seconds))
+    Ok((op, b, seconds, chosen_tpr))
 }
 
 /// Stored entries of the global formats (CSR nonzeros, ELLPACK slots) for
@@ -288,14 +298,32 @@ fn opts_counts<T: Scalar>(cpu: &CpuBackend, layout: &Layout, opts: &PoissonOptio
     }
 }
 
+/// The threads per row whose CSR SpMV is fastest (median of 5 after a
+/// warm-up), as Reguly & Giles tune per degree (Fig. 6).
+fn tune_threads_per_row<T: Scalar>(gpu: &CudaBackend, m: &mut GpuCsr<T>) -> Result<usize> {
+    let x = gpu.upload(&crate::conformance::values::<T>(m.n_rows, 5))?;
+    let mut y = gpu.zeros::<T>(m.n_rows)?;
+    let mut best = (f64::MAX, m.threads_per_row);
+    for &t in &gpu_op::THREADS_PER_ROW {
+        m.threads_per_row = t;
+        let time = crate::timing::measure(gpu, 1, 5, || m.apply(gpu, &x, &mut y))?.median;
+        if time < best.0 {
+            best = (time, t);
+        }
+    }
+    Ok(best.1)
+}
+
 /// Solves the problem on the GPU in precision `T`; the CPU backend is used
 /// for set-up and the error measurement.
 pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions) -> Result<PoissonReport> {
     let mesh = opts.mesh.build()?;
     let space = Space::new(&mesh, opts.degree, opts.numbering)?;
     let layout = Layout::new(&space, opts.dirichlet);
-    let (op, b, assembly_seconds) = build_gpu_operator::<T>(gpu, cpu, &mesh, &layout, opts)?;
-    let mut x = gpu.zeros::<T>(layout.n_rows)?;
+    let (op, b, assembly_seconds, threads_per_row) = build_gpu_operator::<T>(gpu, cpu, &mesh, &layout, opts)?;
+    // Benchmarks start CG from a random guess: the load is an eigenfunction
+    // of the Laplacian, so from zero CG would stop after a few iterations.
+    let mut x = if opts.benchmark { gpu.upload(&crate::conformance::values::<T>(layout.n_rows, 17))? } else { gpu.zeros::<T>(layout.n_rows)? };
     let mut report = None;
     let solve_seconds = gpu.time(&mut || {
         report = Some(cg(gpu, &BoxedOp(op.as_ref_op()), &b, &mut x, opts.cg)?);
@@ -322,6 +350,8 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
         dofs: space.n_dofs,
         rows: layout.n_rows,
         format: opts.format,
+        scatter: opts.scatter,
+        threads_per_row,
         backend: gpu.name(),
         precision: T::NAME,
         iterations: report.iterations,

@@ -6,5 +6,7 @@ pub mod dirichlet;
 pub mod dofs;
 mod hash;
 
+pub use hash::IntMap;
+
 pub use dirichlet::{DirichletMode, Layout};
 pub use dofs::{Numbering, Space};
