@@ -40,6 +40,19 @@ pub fn split<const D: usize>(mut index: usize, n: usize) -> [usize; D] {
     c
 }
 
+/// Advances a lexicographic multi-index of base `n` by one (the next
+/// quadrature point), without division.
+#[inline(always)]
+pub fn next<const D: usize>(c: &mut [usize; D], n: usize) {
+    for a in 0..D {
+        c[a] += 1;
+        if c[a] < n {
+            return;
+        }
+        c[a] = 0;
+    }
+}
+
 /// `n^D`.
 #[inline(always)]
 pub const fn pow(n: usize, d: usize) -> usize {
@@ -57,7 +70,12 @@ impl<T: Real> Tables<'_, T> {
     /// its weight.
     #[inline(always)]
     pub fn point<const D: usize>(&self, q: usize) -> ([T; D], T) {
-        let c = split::<D>(q, self.nq);
+        self.point_at(&split::<D>(q, self.nq))
+    }
+
+    /// Quadrature point with tensor index `c` and its weight.
+    #[inline(always)]
+    pub fn point_at<const D: usize>(&self, c: &[usize; D]) -> ([T; D], T) {
         let mut xi = [T::ZERO; D];
         let mut w = T::ONE;
         for a in 0..D {
@@ -65,6 +83,31 @@ impl<T: Real> Tables<'_, T> {
             w *= self.weights[c[a]];
         }
         (xi, w)
+    }
+
+    /// Reference gradient of the basis function with tensor index `ci` at the
+    /// quadrature point with tensor index `cq` (no index arithmetic: hot
+    /// loops split `i` once and walk the points).
+    #[inline(always)]
+    pub fn grad_at<const D: usize>(&self, ci: &[usize; D], cq: &[usize; D]) -> [T; D] {
+        let mut g = [T::ONE; D];
+        for a in 0..D {
+            for b in 0..D {
+                let t = ci[b] * self.nq + cq[b];
+                g[a] *= if a == b { self.deriv[t] } else { self.value[t] };
+            }
+        }
+        g
+    }
+
+    /// Basis function with tensor index `ci` at point `cq`.
+    #[inline(always)]
+    pub fn basis_at<const D: usize>(&self, ci: &[usize; D], cq: &[usize; D]) -> T {
+        let mut v = T::ONE;
+        for a in 0..D {
+            v *= self.value[ci[a] * self.nq + cq[a]];
+        }
+        v
     }
 
     /// Basis function `i` at quadrature point `q`.

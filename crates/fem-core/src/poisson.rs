@@ -10,7 +10,7 @@
 //! Both are generic over the precision and the dimension, and shared by the
 //! CPU backend and the GPU kernels.
 
-use crate::element::{det_inv, geometry, Tables, MAX_VERTICES};
+use crate::element::{det_inv, geometry, next, split, Tables, MAX_VERTICES};
 use crate::Real;
 
 /// Coefficient κ(x) and load f(x) of the problem, evaluated pointwise.
@@ -86,13 +86,16 @@ pub fn stiffness_redundant<T: Real, C: Coefficients<T, D>, const D: usize>(
     i: usize,
     j: usize,
 ) -> T {
+    let (ci, cj) = (split::<D>(i, tab.np), split::<D>(j, tab.np));
+    let mut cq = [0usize; D];
     let mut k = T::ZERO;
     for q in 0..crate::element::pow(tab.nq, D) {
         let (xi, w) = tab.point::<D>(q);
         let (x, jac) = geometry(verts, xi);
         let (det, inv) = det_inv(&jac);
-        let gi = physical(&inv, tab.grad::<D>(i, q));
-        let gj = physical(&inv, tab.grad::<D>(j, q));
+        let gi = physical(&inv, tab.grad_at::<D>(&ci, &cq));
+        let gj = physical(&inv, tab.grad_at::<D>(&cj, &cq));
+        next(&mut cq, tab.nq);
         let mut dot = T::ZERO;
         for a in 0..D {
             dot += gi[a] * gj[a];
@@ -110,12 +113,15 @@ pub fn load_redundant<T: Real, C: Coefficients<T, D>, const D: usize>(
     coeff: &C,
     i: usize,
 ) -> T {
+    let ci = split::<D>(i, tab.np);
+    let mut cq = [0usize; D];
     let mut l = T::ZERO;
     for q in 0..crate::element::pow(tab.nq, D) {
         let (xi, w) = tab.point::<D>(q);
         let (x, jac) = geometry(verts, xi);
         let (det, _) = det_inv(&jac);
-        l += w * det * coeff.load(x) * tab.basis::<D>(i, q);
+        l += w * det * coeff.load(x) * tab.basis_at::<D>(&ci, &cq);
+        next(&mut cq, tab.nq);
     }
     l
 }
@@ -133,8 +139,10 @@ pub fn point_data<T: Real, C: Coefficients<T, D>, const D: usize>(
 ) -> T {
     let stride = point_data_len(D);
     let mut min_det = T::from_f64(f64::MAX);
+    let mut cq = [0usize; D];
     for q in 0..crate::element::pow(tab.nq, D) {
-        let (xi, w) = tab.point::<D>(q);
+        let (xi, w) = tab.point_at::<D>(&cq);
+        next(&mut cq, tab.nq);
         let (x, jac) = geometry(verts, xi);
         let (det, inv) = det_inv(&jac);
         min_det = min_det.min(det);
@@ -158,10 +166,13 @@ pub fn point_data<T: Real, C: Coefficients<T, D>, const D: usize>(
 #[inline(always)]
 pub fn stiffness_reuse<T: Real, const D: usize>(tab: &Tables<'_, T>, data: &[T], i: usize, j: usize) -> T {
     let stride = point_data_len(D);
+    let (ci, cj) = (split::<D>(i, tab.np), split::<D>(j, tab.np));
+    let mut cq = [0usize; D];
     let mut k = T::ZERO;
     for q in 0..crate::element::pow(tab.nq, D) {
-        let gi = tab.grad::<D>(i, q);
-        let gj = tab.grad::<D>(j, q);
+        let gi = tab.grad_at::<D>(&ci, &cq);
+        let gj = tab.grad_at::<D>(&cj, &cq);
+        next(&mut cq, tab.nq);
         let d = &data[q * stride..];
         for a in 0..D {
             for b in 0..D {
@@ -176,9 +187,12 @@ pub fn stiffness_reuse<T: Real, const D: usize>(tab: &Tables<'_, T>, data: &[T],
 #[inline(always)]
 pub fn load_reuse<T: Real, const D: usize>(tab: &Tables<'_, T>, data: &[T], i: usize) -> T {
     let stride = point_data_len(D);
+    let ci = split::<D>(i, tab.np);
+    let mut cq = [0usize; D];
     let mut l = T::ZERO;
     for q in 0..crate::element::pow(tab.nq, D) {
-        l += data[q * stride + sym_len(D)] * tab.basis::<D>(i, q);
+        l += data[q * stride + sym_len(D)] * tab.basis_at::<D>(&ci, &cq);
+        next(&mut cq, tab.nq);
     }
     l
 }

