@@ -7,7 +7,7 @@
 //! local-reuse point data (nq^D × (D(D+1)/2 + 1)); both are constants of
 //! each specialisation, so local arrays live in registers where they fit.
 
-use crate::sparse::{is_free, lanes, lma_slot, sym_index, NONE};
+use crate::sparse::{is_free, sym_index, NONE};
 use fem_core::element::{Tables, MAX_VERTICES};
 use fem_core::poisson::{self, Coefficients};
 use fem_core::Real;
@@ -42,7 +42,7 @@ pub enum Strategy {
 }
 
 /// Computes cell `e`'s element matrix and load vector and writes them in the
-/// packed LMA layout of `crate::sparse` (`SYM`: upper triangle only). Entries that do not
+/// transposed LMA layout (`SYM`: packed upper triangle). Entries that do not
 /// couple are written as zero. Returns the smallest Jacobian determinant
 /// seen (for the reuse strategy; +∞ otherwise).
 ///
@@ -84,12 +84,11 @@ pub unsafe fn assemble<T: Real, C: Coefficients<T, D>, const D: usize, const NB:
             } else {
                 poisson::stiffness_redundant(tab, verts, coeff, i, j)
             };
-            let l = lanes(T::BYTES);
             if SYM {
-                *vals.add(lma_slot(sym_index(i, j, NB), e, ne, l)) = k;
+                *vals.add(sym_index(i, j, NB) * ne + e) = k;
             } else {
-                *vals.add(lma_slot(i * NB + j, e, ne, l)) = k;
-                *vals.add(lma_slot(j * NB + i, e, ne, l)) = k;
+                *vals.add((i * NB + j) * ne + e) = k;
+                *vals.add((j * NB + i) * ne + e) = k;
             }
         }
     }

@@ -7,14 +7,14 @@ use super::tables::RefTables;
 use crate::{CpuBackend, Error, Result, Scalar};
 use fem_core::poisson::SinePoisson;
 use fem_kernels::cells::{self, Strategy};
-use fem_kernels::sparse::{is_free, lanes, lma_len, lma_slot, row_of, sym_index, NONE};
+use fem_kernels::sparse::{is_free, row_of, sym_index, NONE};
 use fem_kernels::with_element;
 use rayon::prelude::*;
 
 pub use fem_kernels::cells::Strategy as LocalVariant;
 
-/// Element matrices in the packed LMA layout of `fem_kernels::sparse`
-/// (full, or upper triangle when `symmetric`) and loads (`load[i·ne + e]`).
+/// Element matrices (`vals[(i·nb + j)·ne + e]`, or packed symmetric
+/// `vals[sym(i, j)·ne + e]`) and loads (`load[i·ne + e]`).
 #[derive(Clone, Debug)]
 pub struct ElementMatrices<T> {
     pub nb: usize,
@@ -28,7 +28,7 @@ impl<T: Scalar> ElementMatrices<T> {
     /// Entry (i, j) of cell `e`.
     pub fn get(&self, e: usize, i: usize, j: usize) -> T {
         let k = if self.symmetric { sym_index(i.min(j), i.max(j), self.nb) } else { i * self.nb + j };
-        self.vals[lma_slot(k, e, self.ne, lanes(T::BYTES))]
+        self.vals[k * self.ne + e]
     }
 }
 
@@ -46,8 +46,8 @@ pub fn unsupported(dim: usize, p: usize) -> Error {
 /// Assembles every cell's element matrix and load on the CPU.
 pub fn assemble<T: Scalar>(cpu: &CpuBackend, cd: &CellData<T>, strategy: Strategy, symmetric: bool) -> Result<ElementMatrices<T>> {
     let (ne, nb) = (cd.ne, cd.nb);
-    let entries = if symmetric { nb * (nb + 1) / 2 } else { nb * nb };
-    let mut vals = vec![T::ZERO; lma_len(entries, ne, lanes(T::BYTES))];
+    let len = if symmetric { nb * (nb + 1) / 2 } else { nb * nb };
+    let mut vals = vec![T::ZERO; len * ne];
     let mut load = vec![T::ZERO; nb * ne];
     let tables = RefTables::<T>::new(cd.degree, quadrature_points(cd.degree));
     let tab = tables.view();

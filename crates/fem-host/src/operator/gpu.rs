@@ -15,7 +15,7 @@ use super::LinearOperator;
 use crate::space::Layout;
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use fem_kernels::sparse::{is_free, lanes, lma_len, lma_slot, row_of, sym_index, NONE};
+use fem_kernels::sparse::{is_free, row_of, sym_index, NONE};
 use std::sync::Arc;
 
 /// Threads per block of the element kernels (and cells per colouring block).
@@ -142,7 +142,7 @@ impl<T: Scalar> GpuCells<T> {
             for e in 0..ne {
                 let m = self.host_map[i * ne + e];
                 if m != NONE && is_free(m) {
-                    d[row_of(m)] += vals[lma_slot(k, e, ne, lanes(T::BYTES))];
+                    d[row_of(m)] += vals[k * ne + e];
                 }
             }
         }
@@ -152,8 +152,8 @@ impl<T: Scalar> GpuCells<T> {
 
 /// Element matrices and loads assembled on the GPU (LMA layout).
 pub fn assemble_lma<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, sym: bool, variant: LocalVariant) -> Result<(CudaSlice<T>, CudaSlice<T>)> {
-    let entries = if sym { c.nb * (c.nb + 1) / 2 } else { c.nb * c.nb };
-    let mut vals = gpu.zeros::<T>(lma_len(entries, c.ne, lanes(T::BYTES)))?;
+    let len = if sym { c.nb * (c.nb + 1) / 2 } else { c.nb * c.nb };
+    let mut vals = gpu.zeros::<T>(len * c.ne)?;
     let mut load = gpu.zeros::<T>(c.nb * c.ne)?;
     let extra = format!("_sym{}_redundant{}", sym as u8, (variant == LocalVariant::Redundant) as u8);
     let f = c.kernel(gpu, "assemble_lma", &extra)?;
@@ -198,7 +198,7 @@ pub fn assemble_global<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, pos: &Cuda
             }?;
         }
         Scatter::Colour => {
-            let mut scratch = gpu.zeros::<T>(lma_len(c.nb * c.nb, c.ne, lanes(T::BYTES)))?;
+            let mut scratch = gpu.zeros::<T>(c.nb * c.nb * c.ne)?;
             let mut load = gpu.zeros::<T>(c.nb * c.ne)?;
             let f = c.kernel(gpu, "assemble_global_colour", "")?;
             for (k, blocks) in c.colouring.blocks.iter().enumerate() {

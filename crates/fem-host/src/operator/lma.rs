@@ -10,7 +10,7 @@ use super::LinearOperator;
 use crate::space::Layout;
 use crate::{CpuBackend, Result, Scalar};
 use fem_kernels::sparse::{gather, is_free, lma_product, row_of, NONE};
-use fem_kernels::{with_element, with_lanes};
+use fem_kernels::with_element;
 use rayon::prelude::*;
 
 /// Element matrices with the transposed element-to-row map.
@@ -60,12 +60,11 @@ impl<T: Scalar> Lma<T> {
                     // SAFETY: cells of one colour touch disjoint rows.
                     unsafe {
                         let (rows, xl) = gather::<T, NB>(e as usize, ne, cd.map.as_ptr(), x.as_ptr());
-                        let vals = self.elems.vals.as_ptr();
-                        let yl = with_lanes!(T, L => if sym {
-                            lma_product::<T, NB, L, true>(e as usize, ne, vals, &xl)
+                        let yl = if sym {
+                            lma_product::<T, NB, true>(e as usize, ne, self.elems.vals.as_ptr(), &xl)
                         } else {
-                            lma_product::<T, NB, L, false>(e as usize, ne, vals, &xl)
-                        });
+                            lma_product::<T, NB, false>(e as usize, ne, self.elems.vals.as_ptr(), &xl)
+                        };
                         scatter(&rows, &yl, out);
                     }
                 });

@@ -16,6 +16,21 @@
 use super::grid::grid_stride_fold;
 use fem_core::Real;
 
+/// Elements of `T` in one 16-byte packet, for const generics:
+/// `with_lanes!(T, L => body)` evaluates `body` with `const L: usize`.
+#[macro_export]
+macro_rules! with_lanes {
+    ($t:ty, $l:ident => $body:expr) => {
+        if <$t as fem_core::Real>::BYTES == 8 {
+            const $l: usize = 2;
+            $body
+        } else {
+            const $l: usize = 4;
+            $body
+        }
+    };
+}
+
 /// `L` elements moved by one vector instruction.
 #[repr(C, align(16))]
 #[derive(Clone, Copy)]

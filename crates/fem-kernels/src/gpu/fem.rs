@@ -15,8 +15,7 @@
 use crate::cells::{self, couples, Strategy};
 use crate::device::*;
 use crate::launch::WARP;
-use crate::sparse::{csr_row_part, ell_row, gather, is_free, lanes, lma_product, lma_slot, row_of, NONE};
-use crate::with_lanes;
+use crate::sparse::{csr_row_part, ell_row, gather, is_free, lma_product, row_of, NONE};
 use fem_core::element::Tables;
 use fem_core::poisson::{self, SinePoisson};
 use fem_core::Real;
@@ -105,7 +104,7 @@ pub unsafe fn lma_spmv<T: Real, const NB: usize, const SYM: bool>(ne: usize, map
     let mut e = global_idx_x();
     while e < ne {
         let (rows, xl) = gather::<T, NB>(e, ne, map, x);
-        let yl = with_lanes!(T, L => lma_product::<T, NB, L, SYM>(e, ne, vals, &xl));
+        let yl = lma_product::<T, NB, SYM>(e, ne, vals, &xl);
         scatter_atomic(&rows, &yl, y);
         e += grid_size_x();
     }
@@ -126,7 +125,7 @@ pub unsafe fn lma_spmv_colour<T: Real, const NB: usize, const SYM: bool>(
     let e = *blocks.add(block_idx_x()) as usize * block_dim_x() + thread_idx_x();
     let (rows, yl) = if e < ne {
         let (rows, xl) = gather::<T, NB>(e, ne, map, x);
-        (rows, with_lanes!(T, L => lma_product::<T, NB, L, SYM>(e, ne, vals, &xl)))
+        (rows, lma_product::<T, NB, SYM>(e, ne, vals, &xl))
     } else {
         ([NONE; NB], [T::ZERO; NB])
     };
@@ -251,7 +250,7 @@ pub unsafe fn assemble_global<T: Real, const D: usize, const NB: usize, const QD
 }
 
 /// Global assembly with two-level colouring: each cell computes its element
-/// matrix into `scratch` (packed LMA layout), then writes it colour by colour.
+/// matrix into `scratch` (LMA layout), then writes it colour by colour.
 #[kernel(f32, f64; elements)]
 pub unsafe fn assemble_global_colour<T: Real, const D: usize, const NB: usize, const QD: usize>(
     ne: usize,
@@ -286,7 +285,7 @@ pub unsafe fn assemble_global_colour<T: Real, const D: usize, const NB: usize, c
             for j in 0..NB {
                 let p = *pos.add((i * NB + j) * ne + e);
                 if p != u32::MAX {
-                    *val.add(p as usize) += *scratch.add(lma_slot(i * NB + j, e, ne, lanes(T::BYTES)));
+                    *val.add(p as usize) += *scratch.add((i * NB + j) * ne + e);
                 }
             }
         }
@@ -324,7 +323,7 @@ unsafe fn append_rows<T: Real, const NB: usize>(
         for j in 0..NB {
             if couples(rows, i, j) {
                 *col.add(k * n_rows + r) = row_of(rows[j]) as u32;
-                *val.add(k * n_rows + r) = *vals.add(lma_slot(i * NB + j, e, ne, lanes(T::BYTES)));
+                *val.add(k * n_rows + r) = *vals.add((i * NB + j) * ne + e);
                 k += 1;
             }
         }
