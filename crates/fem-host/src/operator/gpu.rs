@@ -106,6 +106,12 @@ impl<T: Scalar> GpuCells<T> {
         })
     }
 
+    /// Compiles and loads the element kernel `fem_<base>_<d>d_p<p><extra>_<precision>`
+    /// ahead of a timed region, so its JIT compilation is not timed.
+    pub fn preload(&self, gpu: &CudaBackend, base: &str, extra: &str) -> Result<()> {
+        self.kernel(gpu, base, extra).map(drop)
+    }
+
     /// `fem_<base>_<d>d_p<p><extra>_<precision>`.
     fn kernel(&self, gpu: &CudaBackend, base: &str, extra: &str) -> Result<cudarc::driver::CudaFunction> {
         gpu.function(&format!("fem_{base}_{}d_p{}{extra}_{}", self.dim, self.degree, T::NAME))

@@ -205,6 +205,18 @@ pub fn build_gpu_operator<T: Scalar>(
     let cd = CellData::<T>::new(mesh, layout, opts.degree);
     let cells = Arc::new(GpuCells::upload(gpu, &cd, layout)?);
     let mut b = gpu.zeros::<T>(layout.n_rows)?;
+    // JIT-compile the assembly kernels before anything is timed.
+    let colour = if opts.scatter == Scatter::Colour { "_colour" } else { "" };
+    let lma = |sym: bool| format!("_sym{}_redundant{}", sym as u8, (opts.variant == LocalVariant::Redundant) as u8);
+    match opts.format {
+        Format::Csr | Format::Ell => cells.preload(gpu, &format!("assemble_global{colour}"), "")?,
+        Format::LazyEll => {
+            cells.preload(gpu, "assemble_lma", "_sym0_redundant0")?;
+            cells.preload(gpu, &format!("lazy_ell_append{colour}"), "")?;
+        }
+        Format::Lma => cells.preload(gpu, "assemble_lma", &lma(opts.symmetric))?,
+        Format::MatrixFree => {}
+    }
     let global = |val: &mut crate::backend::cuda::DeviceVec<T>, pos: Vec<u32>, b: &mut crate::backend::cuda::DeviceVec<T>| -> Result<f64> {
         let pos = gpu.stream().clone_htod(&pos)?;
         gpu.time(&mut || gpu_op::assemble_global(gpu, &cells, &pos, val, b, opts.scatter))
@@ -329,6 +341,9 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
     // Benchmarks start CG from a random guess: the load is an eigenfunction
     // of the Laplacian, so from zero CG would stop after a few iterations.
     let mut x = if opts.benchmark { gpu.upload(&crate::conformance::values::<T>(layout.n_rows, 17))? } else { gpu.zeros::<T>(layout.n_rows)? };
+    // One untimed iteration compiles every kernel CG uses.
+    let mut warm = gpu.zeros::<T>(layout.n_rows)?;
+    cg(gpu, &BoxedOp(op.as_ref_op()), &b, &mut warm, CgOptions { max_iterations: 1, ..opts.cg })?;
     let mut report = None;
     let solve_seconds = gpu.time(&mut || {
         report = Some(cg(gpu, &BoxedOp(op.as_ref_op()), &b, &mut x, opts.cg)?);
