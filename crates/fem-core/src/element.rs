@@ -113,26 +113,13 @@ impl<T: Real> Tables<'_, T> {
     /// Basis function `i` at quadrature point `q`.
     #[inline(always)]
     pub fn basis<const D: usize>(&self, i: usize, q: usize) -> T {
-        let (ci, cq) = (split::<D>(i, self.np), split::<D>(q, self.nq));
-        let mut v = T::ONE;
-        for a in 0..D {
-            v *= self.value[ci[a] * self.nq + cq[a]];
-        }
-        v
+        self.basis_at::<D>(&split(i, self.np), &split(q, self.nq))
     }
 
     /// Reference gradient of basis function `i` at quadrature point `q`.
     #[inline(always)]
     pub fn grad<const D: usize>(&self, i: usize, q: usize) -> [T; D] {
-        let (ci, cq) = (split::<D>(i, self.np), split::<D>(q, self.nq));
-        let mut g = [T::ONE; D];
-        for a in 0..D {
-            for b in 0..D {
-                let t = ci[b] * self.nq + cq[b];
-                g[a] *= if a == b { self.deriv[t] } else { self.value[t] };
-            }
-        }
-        g
+        self.grad_at::<D>(&split(i, self.np), &split(q, self.nq))
     }
 }
 

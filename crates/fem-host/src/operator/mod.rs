@@ -22,3 +22,29 @@ pub trait LinearOperator<B: Backend, T: Scalar> {
     /// The diagonal of `A` (for Jacobi preconditioning).
     fn diagonal(&self, backend: &B) -> Result<B::Vector<T>>;
 }
+
+/// Borrowed operators (including trait objects) are operators.
+impl<B: Backend, T: Scalar, O: LinearOperator<B, T> + ?Sized> LinearOperator<B, T> for &O {
+    fn rows(&self) -> usize {
+        (**self).rows()
+    }
+    fn apply(&self, backend: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
+        (**self).apply(backend, x, y)
+    }
+    fn diagonal(&self, backend: &B) -> Result<B::Vector<T>> {
+        (**self).diagonal(backend)
+    }
+}
+
+/// Boxed operators (including trait objects) are operators.
+impl<B: Backend, T: Scalar, O: LinearOperator<B, T> + ?Sized> LinearOperator<B, T> for Box<O> {
+    fn rows(&self) -> usize {
+        (**self).rows()
+    }
+    fn apply(&self, backend: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
+        (**self).apply(backend, x, y)
+    }
+    fn diagonal(&self, backend: &B) -> Result<B::Vector<T>> {
+        (**self).diagonal(backend)
+    }
+}

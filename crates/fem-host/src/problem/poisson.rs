@@ -165,7 +165,7 @@ pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<P
     let assembly_seconds = t0.elapsed().as_secs_f64();
     let mut x = vec![T::ZERO; layout.n_rows];
     let t1 = Instant::now();
-    let report = cg(cpu, &BoxedOp(op), &b, &mut x, opts.cg)?;
+    let report = cg(cpu, &op, &b, &mut x, opts.cg)?;
     let solve_seconds = t1.elapsed().as_secs_f64();
     let l2_error = l2_error(cpu, &mesh, &space, &layout, &x);
     Ok(PoissonReport {
@@ -343,10 +343,10 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
     let mut x = if opts.benchmark { gpu.upload(&crate::conformance::values::<T>(layout.n_rows, 17))? } else { gpu.zeros::<T>(layout.n_rows)? };
     // One untimed iteration compiles every kernel CG uses.
     let mut warm = gpu.zeros::<T>(layout.n_rows)?;
-    cg(gpu, &BoxedOp(op.as_ref_op()), &b, &mut warm, CgOptions { max_iterations: 1, ..opts.cg })?;
+    cg(gpu, &op, &b, &mut warm, CgOptions { max_iterations: 1, ..opts.cg })?;
     let mut report = None;
     let solve_seconds = gpu.time(&mut || {
-        report = Some(cg(gpu, &BoxedOp(op.as_ref_op()), &b, &mut x, opts.cg)?);
+        report = Some(cg(gpu, &op, &b, &mut x, opts.cg)?);
         Ok(())
     })?;
     let report = report.expect("solved");
@@ -410,46 +410,6 @@ fn spmv_bytes<T: Scalar>(format: Format, layout: &Layout, nnz: usize, slots: usi
             let geo = ne * (1 << dim) * dim * t;
             (geo + ne * nb * 4 + vectors, geo + ne * nb * (4 + 2 * t))
         }
-    }
-}
-
-/// Borrows a boxed operator as a boxed trait object of shorter lifetime.
-trait AsRefOp<B: Backend, T: Scalar> {
-    fn as_ref_op(&self) -> Box<dyn LinearOperator<B, T> + '_>;
-}
-
-impl<B: Backend, T: Scalar> AsRefOp<B, T> for Box<dyn LinearOperator<B, T>> {
-    fn as_ref_op(&self) -> Box<dyn LinearOperator<B, T> + '_> {
-        Box::new(ByRef(self.as_ref()))
-    }
-}
-
-struct ByRef<'a, B: Backend, T: Scalar>(&'a dyn LinearOperator<B, T>);
-
-impl<B: Backend, T: Scalar> LinearOperator<B, T> for ByRef<'_, B, T> {
-    fn rows(&self) -> usize {
-        self.0.rows()
-    }
-    fn apply(&self, backend: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
-        self.0.apply(backend, x, y)
-    }
-    fn diagonal(&self, backend: &B) -> Result<B::Vector<T>> {
-        self.0.diagonal(backend)
-    }
-}
-
-/// Lets a boxed operator stand where a sized one is expected.
-struct BoxedOp<'a, B: Backend, T: Scalar>(Box<dyn LinearOperator<B, T> + 'a>);
-
-impl<B: Backend, T: Scalar> LinearOperator<B, T> for BoxedOp<'_, B, T> {
-    fn rows(&self) -> usize {
-        self.0.rows()
-    }
-    fn apply(&self, backend: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
-        self.0.apply(backend, x, y)
-    }
-    fn diagonal(&self, backend: &B) -> Result<B::Vector<T>> {
-        self.0.diagonal(backend)
     }
 }
 
