@@ -27,32 +27,27 @@ pub fn mesh(dim: usize, cells: usize, unstructured: bool, seed: u64) -> BoxMesh 
 
 /// Cells per direction giving about `dofs` DOFs for Q_p in `dim` dimensions.
 pub fn cells_for_dofs(dim: usize, degree: usize, dofs: usize) -> usize {
-    (((dofs as f64).powf(1.0 / dim as f64) - 1.0) / degree as f64).round().max(1.0) as usize
+    (((dofs as f64).powf(1.0 / dim as f64) - 1.0) / degree as f64)
+        .round()
+        .max(1.0) as usize
 }
 
-impl_display!();
-
 /// Text form of a report.
-macro_rules! impl_display {
-    () => {
-        pub fn describe(r: &PoissonReport) -> String {
-            let mut s = format!(
-                "Q{} in {}D: {} cells, {} DOFs ({} rows), format {:?}, {} on {}\n",
-                r.degree, r.dim, r.cells, r.dofs, r.rows, r.format, r.precision, r.backend
-            );
-            s += &format!(
+pub fn describe(r: &PoissonReport) -> String {
+    let mut s = format!(
+        "Q{} in {}D: {} cells, {} DOFs ({} rows), format {:?}, {} on {}\n",
+        r.degree, r.dim, r.cells, r.dofs, r.rows, r.format, r.precision, r.backend
+    );
+    s += &format!(
                 "assembly {:.3} s ({:.3e} elements/s), CG {} iterations in {:.3} s ({:.1} it/s), relative residual {:.2e}\n",
                 r.assembly_seconds, r.elements_per_second, r.iterations, r.solve_seconds, r.cg_iterations_per_second, r.relative_residual
             );
-            if let Some(b) = &r.spmv {
-                s += &format!(
+    if let Some(b) = &r.spmv {
+        s += &format!(
                     "SpMV {:.1} µs, {:.1} GB/s = {:.3} of the copy roofline ({:.1} GB/s); bytes {} (paper model {})\n",
                     b.seconds * 1e6, b.bytes_per_second / 1e9, b.roofline_fraction, b.copy_bytes_per_second / 1e9, b.bytes, b.model_bytes
                 );
-            }
-            s += &format!("L2 error {:.3e}", r.l2_error);
-            s
-        }
-    };
+    }
+    s += &format!("L2 error {:.3e}", r.l2_error);
+    s
 }
-use impl_display;

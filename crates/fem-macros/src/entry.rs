@@ -185,7 +185,6 @@ fn expand_axes(mut func: ItemFn, types: &Punctuated<Ident, Token![,]>, axes: &[A
 pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let spec: Spec = syn::parse2(attr)?;
     let types = spec.types;
-    let _ = Punctuated::<Ident, Token![,]>::new;
     let mut func: ItemFn = syn::parse2(item)?;
     validate_signature(&func)?;
     if !spec.axes.is_empty() {

@@ -6,7 +6,7 @@ use crate::mesh::Mesh;
 use crate::space::dirichlet::NONE as LAYOUT_NONE;
 use crate::space::Layout;
 use crate::Scalar;
-use fem_kernels::sparse::{FIXED, NONE};
+use fem_kernels::sparse::{is_free, row_of, FIXED, NONE};
 
 #[derive(Clone, Debug)]
 pub struct CellData<T> {
@@ -60,6 +60,41 @@ impl<T: Scalar> CellData<T> {
     pub fn rows_of(&self, e: usize) -> Vec<u32> {
         (0..self.nb).map(|i| self.map[i * self.ne + e]).collect()
     }
+}
+
+/// Sums `value(e, i)` over the free local entries of every cell into their
+/// rows, from a transposed map of `ne` cells; fixed rows hold `fixed`. The
+/// load vector (`fixed` = 0) and the diagonal (`fixed` = 1) of every
+/// element-based operator, on any backend, are such sums.
+pub fn sum_into_rows<T: Scalar>(map: &[u32], ne: usize, n_rows: usize, fixed_rows: &[u32], fixed: T, value: impl Fn(usize, usize) -> T) -> Vec<T> {
+    let mut out = vec![T::ZERO; n_rows];
+    for &r in fixed_rows {
+        out[r as usize] = fixed;
+    }
+    for (k, &m) in map.iter().enumerate() {
+        if m != NONE && is_free(m) {
+            out[row_of(m)] += value(k % ne, k / ne);
+        }
+    }
+    out
+}
+
+/// Row lengths a lazy ELLPACK must hold: every coupled entry of every cell
+/// touching the row (duplicates included), and 1 for a fixed row.
+pub fn lazy_row_capacity(map: &[u32], ne: usize, n_rows: usize, fixed_rows: &[u32]) -> Vec<u32> {
+    let nb = if ne == 0 { 0 } else { map.len() / ne };
+    let mut cap = vec![0u32; n_rows];
+    for &r in fixed_rows {
+        cap[r as usize] = 1;
+    }
+    for e in 0..ne {
+        let free = (0..nb).map(|i| map[i * ne + e]).filter(|&m| m != NONE && is_free(m));
+        let count = free.clone().count() as u32;
+        for m in free {
+            cap[row_of(m)] += count;
+        }
+    }
+    cap
 }
 
 /// A pointer shared by threads that write disjoint elements (cells of one

@@ -7,7 +7,7 @@ use super::tables::RefTables;
 use crate::{CpuBackend, Error, Result, Scalar};
 use fem_core::poisson::SinePoisson;
 use fem_kernels::cells::{self, Strategy};
-use fem_kernels::sparse::{is_free, row_of, sym_index, NONE};
+use fem_kernels::sparse::sym_index;
 use fem_kernels::with_element;
 use rayon::prelude::*;
 
@@ -77,11 +77,10 @@ pub fn assemble<T: Scalar>(cpu: &CpuBackend, cd: &CellData<T>, strategy: Strateg
 
 /// The global load vector: element loads summed into their (free) rows.
 pub fn load_vector<T: Scalar>(cd: &CellData<T>, elems: &ElementMatrices<T>) -> Vec<T> {
-    let mut b = vec![T::ZERO; cd.n_rows];
-    for (k, &m) in cd.map.iter().enumerate() {
-        if m != NONE && is_free(m) {
-            b[row_of(m)] += elems.load[k];
-        }
-    }
-    b
+    super::cell_data::sum_into_rows(&cd.map, cd.ne, cd.n_rows, &cd.fixed_rows, T::ZERO, |e, i| elems.load[i * cd.ne + e])
+}
+
+/// The diagonal of the operator the element matrices make (1 on fixed rows).
+pub fn diagonal<T: Scalar>(cd: &CellData<T>, elems: &ElementMatrices<T>) -> Vec<T> {
+    super::cell_data::sum_into_rows(&cd.map, cd.ne, cd.n_rows, &cd.fixed_rows, T::ONE, |e, i| elems.get(e, i, i))
 }

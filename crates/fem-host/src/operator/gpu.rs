@@ -6,7 +6,7 @@
 //! entry positions, colourings) happens on the host; assembly and every
 //! product run on the device.
 
-use super::cell_data::CellData;
+use super::cell_data::{lazy_row_capacity, sum_into_rows, CellData};
 use super::colouring::TwoLevel;
 use super::csr::Csr;
 use super::elements::{quadrature_points, LocalVariant};
@@ -15,7 +15,7 @@ use super::LinearOperator;
 use crate::space::Layout;
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use fem_kernels::sparse::{is_free, row_of, sym_index, NONE};
+use fem_kernels::sparse::sym_index;
 use std::sync::Arc;
 
 /// Threads per block of the element kernels (and cells per colouring block).
@@ -139,19 +139,10 @@ impl<T: Scalar> GpuCells<T> {
     /// The diagonal from element matrices downloaded as `vals` (full layout).
     fn diagonal_from(&self, gpu: &CudaBackend, vals: &[T], sym: bool) -> Result<CudaSlice<T>> {
         let (ne, nb) = (self.ne, self.nb);
-        let mut d = vec![T::ZERO; self.n_rows];
-        for &r in &self.fixed_rows {
-            d[r as usize] = T::ONE;
-        }
-        for i in 0..nb {
+        let d = sum_into_rows(&self.host_map, ne, self.n_rows, &self.fixed_rows, T::ONE, |e, i| {
             let k = if sym { sym_index(i, i, nb) } else { i * nb + i };
-            for e in 0..ne {
-                let m = self.host_map[i * ne + e];
-                if m != NONE && is_free(m) {
-                    d[row_of(m)] += vals[k * ne + e];
-                }
-            }
-        }
+            vals[k * ne + e]
+        });
         gpu.upload(&d)
     }
 }
@@ -182,13 +173,7 @@ pub fn assemble_lma<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, sym: bool, va
 /// The load vector from element loads assembled on the GPU.
 pub fn load_vector<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, load: &CudaSlice<T>) -> Result<CudaSlice<T>> {
     let l = gpu.download(load)?;
-    let mut b = vec![T::ZERO; c.n_rows];
-    for (k, &m) in c.host_map.iter().enumerate() {
-        if m != NONE && is_free(m) {
-            b[row_of(m)] += l[k];
-        }
-    }
-    gpu.upload(&b)
+    gpu.upload(&sum_into_rows(&c.host_map, c.ne, c.n_rows, &c.fixed_rows, T::ZERO, |e, i| l[i * c.ne + e]))
 }
 
 /// Global assembly into `val` at the element entry positions `pos`
@@ -467,21 +452,10 @@ impl<T: Scalar> GpuEll<T> {
     /// with their unit diagonal, uploaded.
     pub fn prepare_lazy(gpu: &CudaBackend, c: &GpuCells<T>) -> Result<LazyEllPrep<T>> {
         let (ne, nb) = (c.ne, c.nb);
-        // Row capacity: every coupled entry of every cell touching the row.
+        let cap = lazy_row_capacity(&c.host_map, ne, c.n_rows, &c.fixed_rows);
         let mut len0 = vec![0u32; c.n_rows];
-        let mut cap = vec![0u32; c.n_rows];
         for &r in &c.fixed_rows {
             len0[r as usize] = 1;
-            cap[r as usize] = 1;
-        }
-        for e in 0..ne {
-            let rows: Vec<u32> = (0..nb).map(|i| c.host_map[i * ne + e]).collect();
-            let free = rows.iter().filter(|&&m| m != NONE && is_free(m)).count() as u32;
-            for &m in &rows {
-                if m != NONE && is_free(m) {
-                    cap[row_of(m)] += free;
-                }
-            }
         }
         let width = cap.iter().copied().max().unwrap_or(0) as usize;
         let n = c.n_rows;

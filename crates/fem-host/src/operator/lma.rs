@@ -74,20 +74,7 @@ impl<T: Scalar> Lma<T> {
     }
 
     pub fn diag(&self) -> Vec<T> {
-        let cd = &self.cells;
-        let mut d = vec![T::ZERO; cd.n_rows];
-        for &r in &cd.fixed_rows {
-            d[r as usize] = T::ONE;
-        }
-        for e in 0..cd.ne {
-            for i in 0..cd.nb {
-                let m = cd.map[i * cd.ne + e];
-                if m != NONE && is_free(m) {
-                    d[row_of(m)] += self.elems.get(e, i, i);
-                }
-            }
-        }
-        d
+        super::elements::diagonal(&self.cells, &self.elems)
     }
 }
 

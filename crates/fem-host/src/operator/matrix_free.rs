@@ -30,7 +30,7 @@ impl<T: Scalar> MatrixFree<T> {
     pub fn new(cpu: &CpuBackend, layout: &Layout, cells: CellData<T>) -> Result<Self> {
         let tables = RefTables::new(cells.degree, quadrature_points(cells.degree));
         let elems = super::elements::assemble(cpu, &cells, super::elements::LocalVariant::Reuse, true)?;
-        let diagonal = super::lma::Lma::new(layout, cells.clone(), elems).diag();
+        let diagonal = super::elements::diagonal(&cells, &elems);
         Ok(Self { cells, tables, colouring: Colouring::cells(layout), diagonal })
     }
 

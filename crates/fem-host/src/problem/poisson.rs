@@ -168,28 +168,7 @@ pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<P
     let report = cg(cpu, &op, &b, &mut x, opts.cg)?;
     let solve_seconds = t1.elapsed().as_secs_f64();
     let l2_error = l2_error(cpu, &mesh, &space, &layout, &x);
-    Ok(PoissonReport {
-        dim: mesh.dim,
-        degree: opts.degree,
-        cells: mesh.n_cells(),
-        dofs: space.n_dofs,
-        rows: layout.n_rows,
-        format: opts.format,
-        scatter: opts.scatter,
-        threads_per_row: None,
-        backend: cpu.name(),
-        precision: T::NAME,
-        iterations: report.iterations,
-        relative_residual: report.relative_residual,
-        l2_error,
-        assembly_seconds,
-        solve_seconds,
-        elements_per_second: 0.0,
-        cg_iterations_per_second: 0.0,
-        spmv: None,
-        cg: report,
-    }
-    .with_rates())
+    Ok(PoissonReport::new::<T>(&mesh, &space, &layout, opts, cpu.name(), report, l2_error, assembly_seconds, solve_seconds))
 }
 
 /// The operator of `layout` in `format` on the GPU, its load vector, and
@@ -296,20 +275,8 @@ fn opts_counts<T: Scalar>(cpu: &CpuBackend, layout: &Layout, opts: &PoissonOptio
         }
         Format::LazyEll => {
             let cd = CellData::<T>::new(mesh, layout, opts.degree);
-            let mut cap = vec![0usize; layout.n_rows];
-            for &r in &cd.fixed_rows {
-                cap[r as usize] = 1;
-            }
-            for e in 0..cd.ne {
-                let rows = cd.rows_of(e);
-                let free = rows.iter().filter(|&&m| m != fem_kernels::sparse::NONE && fem_kernels::sparse::is_free(m)).count();
-                for &m in &rows {
-                    if m != fem_kernels::sparse::NONE && fem_kernels::sparse::is_free(m) {
-                        cap[fem_kernels::sparse::row_of(m)] += free;
-                    }
-                }
-            }
-            Ok((0, cap.iter().max().copied().unwrap_or(0) * layout.n_rows))
+            let cap = crate::operator::cell_data::lazy_row_capacity(&cd.map, cd.ne, cd.n_rows, &cd.fixed_rows);
+            Ok((0, cap.iter().max().copied().unwrap_or(0) as usize * layout.n_rows))
         }
         _ => Ok((0, 0)),
     }
@@ -363,35 +330,48 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
     };
     let xh = gpu.download(&x)?;
     let l2_error = l2_error(cpu, &mesh, &space, &layout, &xh);
-    Ok(PoissonReport {
-        dim: mesh.dim,
-        degree: opts.degree,
-        cells: mesh.n_cells(),
-        dofs: space.n_dofs,
-        rows: layout.n_rows,
-        format: opts.format,
-        scatter: opts.scatter,
-        threads_per_row,
-        backend: gpu.name(),
-        precision: T::NAME,
-        iterations: report.iterations,
-        relative_residual: report.relative_residual,
-        l2_error,
-        assembly_seconds,
-        solve_seconds,
-        elements_per_second: 0.0,
-        cg_iterations_per_second: 0.0,
-        spmv: bench,
-        cg: report,
-    }
-    .with_rates())
+    let mut r = PoissonReport::new::<T>(&mesh, &space, &layout, opts, gpu.name(), report, l2_error, assembly_seconds, solve_seconds);
+    r.threads_per_row = threads_per_row;
+    r.spmv = bench;
+    Ok(r)
 }
 
 impl PoissonReport {
-    fn with_rates(mut self) -> Self {
-        self.elements_per_second = if self.assembly_seconds > 0.0 { self.cells as f64 / self.assembly_seconds } else { 0.0 };
-        self.cg_iterations_per_second = if self.solve_seconds > 0.0 { self.iterations as f64 / self.solve_seconds } else { 0.0 };
-        self
+    /// The report of a solve, with the rates derived from the times.
+    #[allow(clippy::too_many_arguments)]
+    fn new<T: Scalar>(
+        mesh: &Mesh,
+        space: &Space,
+        layout: &Layout,
+        opts: &PoissonOptions,
+        backend: String,
+        cg: CgReport,
+        l2_error: f64,
+        assembly_seconds: f64,
+        solve_seconds: f64,
+    ) -> Self {
+        let rate = |count: usize, seconds: f64| if seconds > 0.0 { count as f64 / seconds } else { 0.0 };
+        Self {
+            dim: mesh.dim,
+            degree: opts.degree,
+            cells: mesh.n_cells(),
+            dofs: space.n_dofs,
+            rows: layout.n_rows,
+            format: opts.format,
+            scatter: opts.scatter,
+            threads_per_row: None,
+            backend,
+            precision: T::NAME,
+            iterations: cg.iterations,
+            relative_residual: cg.relative_residual,
+            l2_error,
+            assembly_seconds,
+            solve_seconds,
+            elements_per_second: rate(mesh.n_cells(), assembly_seconds),
+            cg_iterations_per_second: rate(cg.iterations, solve_seconds),
+            spmv: None,
+            cg,
+        }
     }
 }
 
