@@ -24,7 +24,7 @@ fn gpu(test: &str) -> Option<CudaBackend> {
 
 fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
     let cpu = CpuBackend::new(None).unwrap();
-    for (dim, p, unstructured) in [(2, 1, false), (2, 2, true), (2, 4, true), (3, 1, true), (3, 2, true), (3, 3, false)] {
+    for (dim, p, unstructured) in [(2, 1, false), (2, 2, true), (2, 4, true), (2, 6, true), (3, 1, true), (3, 2, true), (3, 3, false), (3, 4, true)] {
         let mesh_opts = if unstructured { BoxMesh::unstructured(dim, 4, 3) } else { BoxMesh::structured(dim, 4) };
         let mesh = mesh_opts.build().unwrap();
         let space = Space::new(&mesh, p, Numbering::Original).unwrap();

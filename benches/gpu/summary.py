@@ -1,7 +1,6 @@
 # Markdown table of the JSON lines written by poisson.sh.
-import json, sys, collections
+import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-best = collections.OrderedDict()
 print("| p | config | DOFs | assembly elem/s | CG it/s | SpMV µs | SpMV GB/s | of copy | bytes | paper-model bytes | L2 error |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:

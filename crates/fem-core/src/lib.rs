@@ -4,7 +4,8 @@
 //! functions compile for the host (CPU backend, tests) and for
 //! `nvptx64-nvidia-cuda` (kernels): [`Real`] scalars, [`quadrature`] rules,
 //! [`lagrange`] bases, the tensor-product reference [`element`] with its
-//! geometry, and the [`poisson`] element kernels.
+//! geometry, the [`poisson`] element kernels, and [`unroll()`] for loops that
+//! must be written out so their arrays stay in GPU registers.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(core_intrinsics))]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
@@ -14,5 +15,7 @@ pub mod lagrange;
 pub mod poisson;
 pub mod quadrature;
 pub mod real;
+pub mod unroll;
 
 pub use real::Real;
+pub use unroll::unroll;

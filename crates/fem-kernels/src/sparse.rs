@@ -12,7 +12,7 @@
 //! * LMA values are transposed, `vals[(i * nb + j) * ne + e]`, or in packed
 //!   symmetric storage `vals[sym(i, j) * ne + e]` for j ≥ i.
 
-use fem_core::Real;
+use fem_core::{unroll, Real};
 
 /// Map entry of a DOF that has no row (eliminated).
 pub const NONE: u32 = u32::MAX;
@@ -68,42 +68,153 @@ pub unsafe fn ell_row<T: Real>(r: usize, rows: usize, width: usize, col: *const 
     s
 }
 
+/// Cells with at most this many basis functions (2D p ≤ 4, 3D p ≤ 2) keep
+/// their local input and output in registers in [`lma_product`]; larger
+/// ones go row by row ([`lma_rows`]), since their gathered input alone
+/// fills the register file.
+pub const REGISTER_NB: usize = 32;
+
+/// Largest cell whose symmetric storage the atomic LMA product applies
+/// whole (each stored value used for both triangles, input and output in
+/// registers). Above it the two arrays cost more occupancy than reading
+/// the off-diagonal values twice row by row does bandwidth (measured on an
+/// H200: at 25 basis functions the row-by-row product is twice as fast).
+pub const SYM_WHOLE_NB: usize = 16;
+
 /// The rows of cell `e` and its gathered input `x` (zero for entries
-/// without a row).
+/// without a row). All map entries are loaded before any input, and the
+/// inputs without branches, so a GPU thread waits for two memory latencies
+/// rather than two per basis function.
 ///
 /// # Safety
-/// `map` holds `nb × ne` entries whose rows index `x`.
+/// `map` holds `nb × ne` entries whose rows index `x`, and `x` is not
+/// empty.
 #[inline(always)]
 pub unsafe fn gather<T: Real, const NB: usize>(e: usize, ne: usize, map: *const u32, x: *const T) -> ([u32; NB], [T; NB]) {
-    let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
-    let xl = core::array::from_fn(|i| if rows[i] == NONE { T::ZERO } else { *x.add(row_of(rows[i])) });
+    let mut rows = [NONE; NB];
+    let mut xl = [T::ZERO; NB];
+    unroll::<NB>(|i| rows[i] = *map.add(i * ne + e));
+    unroll::<NB>(|i| xl[i] = input_at(rows[i], x));
     (rows, xl)
 }
 
+/// The input of map entry `m`: `x` at its row, zero if it has none (read
+/// from row 0 and discarded, to keep the load unconditional).
+///
+/// # Safety
+/// A row of `m` indexes `x`, and `x` is not empty.
+#[inline(always)]
+pub unsafe fn input_at<T: Real>(m: u32, x: *const T) -> T {
+    let v = kept(*x.add(if m == NONE { 0 } else { row_of(m) }));
+    if m == NONE {
+        T::ZERO
+    } else {
+        v
+    }
+}
+
+/// `v`, marked as used on the GPU, so everything it depends on is computed
+/// unconditionally. Without the mark the optimiser moves work whose result
+/// one branch discards into the other branch: a gather's input loads each
+/// behind a branch on its map entry, each waiting a full memory latency.
+#[inline(always)]
+fn kept<T: Real>(v: T) -> T {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let mut bits = v.to_bits_u64();
+        // SAFETY: a register move; no memory or stack access.
+        unsafe { core::arch::asm!("mov.b64 {b}, {b};", b = inout(reg64) bits, options(nomem, nostack)) };
+        T::from_bits_u64(bits)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    v
+}
+
+/// Entry (i, j) of cell `e`'s stored matrix (`SYM`: packed upper triangle,
+/// so (i, j) and (j, i) share one value).
+#[inline(always)]
+unsafe fn lma_entry<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, vals: *const T, i: usize, j: usize) -> T {
+    let k = match (SYM, j >= i) {
+        (false, _) => i * NB + j,
+        (true, true) => sym_index(i, j, NB),
+        (true, false) => sym_index(j, i, NB),
+    };
+    *vals.add(k * ne + e)
+}
+
+/// Row `i` of cell `e`'s product, `Σ_j K_ij x(j)`, the columns written out.
+///
+/// # Safety
+/// As [`lma_product`].
+#[inline(always)]
+pub unsafe fn lma_row<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, vals: *const T, i: usize, x: impl Fn(usize) -> T) -> T {
+    let mut s = T::ZERO;
+    unroll::<NB>(|j| s += lma_entry::<T, NB, SYM>(e, ne, vals, i, j) * x(j));
+    s
+}
+
+/// `row(i, (K_e x_loc)_i)` for every row `i` of cell `e`, in order: only the
+/// gathered input and one sum live in registers. With `SYM` every
+/// off-diagonal value is read twice, once for each triangle.
+///
+/// # Safety
+/// As [`lma_product`].
+#[inline(always)]
+pub unsafe fn lma_rows<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, vals: *const T, xl: &[T; NB], mut row: impl FnMut(usize, T)) {
+    for i in 0..NB {
+        row(i, lma_row::<T, NB, SYM>(e, ne, vals, i, |j| xl[j]));
+    }
+}
+
+/// `xl[i]` for an index `i` known only at run time, without indexing the
+/// array (which would move it to local memory): one select per entry.
+#[inline(always)]
+fn pick<T: Real, const NB: usize>(xl: &[T; NB], i: usize) -> T {
+    let mut v = T::ZERO;
+    unroll::<NB>(|k| v = if k == i { xl[k] } else { v });
+    v
+}
+
+/// `y[i] += s` for a run-time `i`, as [`pick`].
+#[inline(always)]
+fn add_at<T: Real, const NB: usize>(y: &mut [T; NB], i: usize, s: T) {
+    unroll::<NB>(|k| y[k] += if k == i { s } else { T::ZERO });
+}
+
 /// The dense product of cell `e`'s stored element matrix with its gathered
-/// input: `y_loc = K_e x_loc` (`SYM`: packed symmetric storage).
+/// input: `y_loc = K_e x_loc`.
+///
+/// Rows go one at a time (a loop, not unrolled) with the columns of a row
+/// written out, so the loads in flight are one row's and the registers
+/// hold `x_loc`, `y_loc` and that row. With `SYM` each stored value of row
+/// `i` of the upper triangle serves twice, `y_i += K_ij x_j` and
+/// `y_j += K_ij x_i`; the row's lower part, already applied by the
+/// earlier rows, is masked out rather than branched around (its loads hit
+/// the cached diagonal), keeping the row straight-line code.
 ///
 /// # Safety
 /// `vals` holds the cell matrices of `ne` cells in the layout above.
 #[inline(always)]
 pub unsafe fn lma_product<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, vals: *const T, xl: &[T; NB]) -> [T; NB] {
     let mut y = [T::ZERO; NB];
-    if SYM {
-        for i in 0..NB {
-            for j in i..NB {
-                let k = *vals.add(sym_index(i, j, NB) * ne + e);
-                y[i] += k * xl[j];
-                if j > i {
-                    y[j] += k * xl[i];
-                }
-            }
+    if const { NB > REGISTER_NB } {
+        lma_rows::<T, NB, SYM>(e, ne, vals, xl, |i, s| y[i] = s);
+        return y;
+    }
+    for i in 0..NB {
+        let mut s = T::ZERO;
+        if SYM {
+            let xi = pick(xl, i);
+            let row = sym_index(i, 0, NB);
+            unroll::<NB>(|j| {
+                let k = *vals.add((row + j.max(i)) * ne + e);
+                s += if j >= i { k } else { T::ZERO } * xl[j];
+                y[j] += if j > i { k } else { T::ZERO } * xi;
+            });
+        } else {
+            unroll::<NB>(|j| s += *vals.add((i * NB + j) * ne + e) * xl[j]);
         }
-    } else {
-        for i in 0..NB {
-            for j in 0..NB {
-                y[i] += *vals.add((i * NB + j) * ne + e) * xl[j];
-            }
-        }
+        add_at(&mut y, i, s);
     }
     y
 }
@@ -134,6 +245,41 @@ mod tests {
         assert!(!is_free(7 | FIXED) && is_free(7));
     }
 
+    /// `K_e x` of cell 1 of 3 for a pseudo-random symmetric matrix, by
+    /// every path, against the plain dense product.
+    fn check_cell<const NB: usize>() {
+        const NE: usize = 3;
+        let val = |i: usize, j: usize| ((i.min(j) * 7 + i.max(j) * 13) % 11) as f64 - 5.0;
+        let mut full = [0.0f64; 64 * 64 * NE];
+        let mut sym = [0.0f64; 64 * 65 / 2 * NE];
+        let x: [f64; NB] = core::array::from_fn(|i| (i % 5) as f64 + 0.5);
+        let mut want = [0.0f64; NB];
+        for i in 0..NB {
+            for j in 0..NB {
+                full[(i * NB + j) * NE + 1] = val(i, j);
+                if j >= i {
+                    sym[sym_index(i, j, NB) * NE + 1] = val(i, j);
+                }
+                want[i] += val(i, j) * x[j];
+            }
+        }
+        unsafe {
+            assert_eq!(lma_product::<f64, NB, false>(1, NE, full.as_ptr(), &x), want);
+            assert_eq!(lma_product::<f64, NB, true>(1, NE, sym.as_ptr(), &x), want);
+            let mut rows = [0.0; NB];
+            lma_rows::<f64, NB, true>(1, NE, sym.as_ptr(), &x, |i, s| rows[i] = s);
+            assert_eq!(rows, want);
+        }
+    }
+
+    #[test]
+    fn every_product_path_is_the_dense_product() {
+        check_cell::<9>();
+        check_cell::<REGISTER_NB>();
+        check_cell::<{ REGISTER_NB + 1 }>();
+        check_cell::<64>();
+    }
+
     #[test]
     fn lma_product_full_and_symmetric_agree() {
         // two cells, nb = 2, K_e = [[2, -1], [-1, 3]] and [[1, 0.5], [0.5, 4]]
@@ -148,6 +294,9 @@ mod tests {
             let (_, xl) = gather::<f64, 2>(0, ne, map.as_ptr(), x.as_ptr());
             assert_eq!(lma_product::<f64, 2, false>(0, ne, full.as_ptr(), &xl), [0.0, 5.0]);
             assert_eq!(lma_product::<f64, 2, true>(0, ne, sym.as_ptr(), &xl), [0.0, 5.0]);
+            let mut rows = [0.0; 2];
+            lma_rows::<f64, 2, true>(0, ne, sym.as_ptr(), &xl, |i, s| rows[i] = s);
+            assert_eq!(rows, [0.0, 5.0]);
         }
     }
 }

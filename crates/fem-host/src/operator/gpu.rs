@@ -117,9 +117,11 @@ impl<T: Scalar> GpuCells<T> {
         gpu.function(&format!("fem_{base}_{}d_p{}{extra}_{}", self.dim, self.degree, T::NAME))
     }
 
-    /// Grid-stride launch over the cells.
-    fn cell_grid(&self, gpu: &CudaBackend) -> LaunchConfig {
-        let blocks = (self.ne.div_ceil(ELEMENT_BLOCK as usize) as u32).clamp(1, gpu.props().sm_count * 16);
+    /// One thread per cell. Cell kernels keep no per-block partials, so
+    /// nothing is gained by capping the grid, and a capped grid-stride loop
+    /// whose last pass is partly idle loses a large share of the bandwidth.
+    fn cell_grid(&self) -> LaunchConfig {
+        let blocks = self.ne.div_ceil(ELEMENT_BLOCK as usize).clamp(1, u32::MAX as usize) as u32;
         LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (ELEMENT_BLOCK, 1, 1), shared_mem_bytes: 0 }
     }
 
@@ -165,7 +167,7 @@ pub fn assemble_lma<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, sym: bool, va
             .arg(&c.map)
             .arg(&mut vals)
             .arg(&mut load)
-            .launch(c.cell_grid(gpu))
+            .launch(c.cell_grid())
     }?;
     Ok((vals, load))
 }
@@ -185,7 +187,7 @@ pub fn assemble_global<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, pos: &Cuda
         Scatter::Atomic => {
             let f = c.kernel(gpu, "assemble_global", "")?;
             unsafe {
-                s.launch_builder(&f).arg(&c.ne).arg(&c.np).arg(&c.nq).arg(&c.tab).arg(&c.verts).arg(&c.map).arg(pos).arg(val).arg(b).launch(c.cell_grid(gpu))
+                s.launch_builder(&f).arg(&c.ne).arg(&c.np).arg(&c.nq).arg(&c.tab).arg(&c.verts).arg(&c.map).arg(pos).arg(val).arg(b).launch(c.cell_grid())
             }?;
         }
         Scatter::Colour => {
@@ -241,13 +243,16 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuLma<T> {
         crate::error::same_len("lma spmv", x.len(), self.cells.n_rows)?;
         crate::error::same_len("lma spmv", y.len(), self.cells.n_rows)?;
         let c = &self.cells;
+        if c.n_rows == 0 {
+            return Ok(()); // nothing to gather from
+        }
         let extra = format!("_sym{}", self.symmetric as u8);
         c.init_output(gpu, x, y)?;
         let s = gpu.stream();
         match self.scatter {
             Scatter::Atomic => {
                 let f = c.kernel(gpu, "lma_spmv", &extra)?;
-                unsafe { s.launch_builder(&f).arg(&c.ne).arg(&c.map).arg(&self.vals).arg(x).arg(&mut *y).launch(c.cell_grid(gpu)) }?;
+                unsafe { s.launch_builder(&f).arg(&c.ne).arg(&c.map).arg(&self.vals).arg(x).arg(&mut *y).launch(c.cell_grid()) }?;
             }
             Scatter::Colour => {
                 let f = c.kernel(gpu, "lma_spmv_colour", &extra)?;
@@ -298,13 +303,16 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuMatrixFree<T> {
         crate::error::same_len("matrix-free apply", x.len(), self.cells.n_rows)?;
         crate::error::same_len("matrix-free apply", y.len(), self.cells.n_rows)?;
         let c = &self.cells;
+        if c.n_rows == 0 {
+            return Ok(()); // nothing to gather from
+        }
         c.init_output(gpu, x, y)?;
         let s = gpu.stream();
         match self.scatter {
             Scatter::Atomic => {
                 let f = c.kernel(gpu, "mf_spmv", "")?;
                 unsafe {
-                    s.launch_builder(&f).arg(&c.ne).arg(&c.np).arg(&c.nq).arg(&c.tab).arg(&c.verts).arg(&c.map).arg(x).arg(&mut *y).launch(c.cell_grid(gpu))
+                    s.launch_builder(&f).arg(&c.ne).arg(&c.np).arg(&c.nq).arg(&c.tab).arg(&c.verts).arg(&c.map).arg(x).arg(&mut *y).launch(c.cell_grid())
                 }?;
             }
             Scatter::Colour => {
@@ -486,7 +494,7 @@ impl<T: Scalar> GpuEll<T> {
             Scatter::Atomic => {
                 let f = c.kernel(gpu, "lazy_ell_append", "")?;
                 unsafe {
-                    s.launch_builder(&f).arg(&ne).arg(&c.map).arg(&scratch).arg(&n).arg(&mut d_len).arg(&mut d_col).arg(&mut d_val).launch(c.cell_grid(gpu))
+                    s.launch_builder(&f).arg(&ne).arg(&c.map).arg(&scratch).arg(&n).arg(&mut d_len).arg(&mut d_col).arg(&mut d_val).launch(c.cell_grid())
                 }?;
             }
             Scatter::Colour => {

@@ -48,8 +48,11 @@ impl<T: Scalar> Lma<T> {
     }
 
     /// `y = A x`, colour by colour.
-    pub fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) -> Result<()> {
+    fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) -> Result<()> {
         let cd = &self.cells;
+        if cd.n_rows == 0 {
+            return Ok(()); // nothing to gather from
+        }
         init_fixed(cd, x, y);
         let out = Disjoint(y.as_mut_ptr());
         let (ne, sym) = (cd.ne, self.elems.symmetric);

@@ -34,8 +34,11 @@ impl<T: Scalar> MatrixFree<T> {
         Ok(Self { cells, tables, colouring: Colouring::cells(layout), diagonal })
     }
 
-    pub fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) -> Result<()> {
+    fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) -> Result<()> {
         let cd = &self.cells;
+        if cd.n_rows == 0 {
+            return Ok(()); // nothing to gather from
+        }
         init_fixed(cd, x, y);
         let out = Disjoint(y.as_mut_ptr());
         let tab = self.tables.view();

@@ -14,11 +14,10 @@
 
 use crate::cells::{self, couples, Strategy};
 use crate::device::*;
-use crate::launch::WARP;
-use crate::sparse::{csr_row_part, ell_row, gather, is_free, lma_product, row_of, NONE};
+use crate::sparse::{csr_row_part, ell_row, gather, is_free, lma_product, lma_row, row_of, NONE, SYM_WHOLE_NB};
 use fem_core::element::Tables;
 use fem_core::poisson::{self, SinePoisson};
-use fem_core::Real;
+use fem_core::{unroll, Real};
 use fem_macros::kernel;
 
 /// The reference tables packed by the host.
@@ -44,25 +43,29 @@ unsafe fn colour_loop(ne: usize, blocks: *const u32, colour: *const u8, n_colour
     }
 }
 
+/// Adds `v` to row `m` of `y` atomically if `m` is a free row.
+#[inline(always)]
+unsafe fn add_atomic<T: Real>(m: u32, v: T, y: *mut T) {
+    if m != NONE && is_free(m) {
+        atomic_add(y.add(row_of(m)), v);
+    }
+}
+
 /// Adds a cell's local result to the free rows of `y` atomically.
 #[inline(always)]
 unsafe fn scatter_atomic<T: Real, const NB: usize>(rows: &[u32; NB], yl: &[T; NB], y: *mut T) {
-    for i in 0..NB {
-        if rows[i] != NONE && is_free(rows[i]) {
-            atomic_add(y.add(row_of(rows[i])), yl[i]);
-        }
-    }
+    unroll::<NB>(|i| add_atomic(rows[i], yl[i], y));
 }
 
 /// Adds a cell's local result to the free rows of `y` (no other thread
 /// writes them at the same time).
 #[inline(always)]
 unsafe fn scatter_plain<T: Real, const NB: usize>(rows: &[u32; NB], yl: &[T; NB], y: *mut T) {
-    for i in 0..NB {
+    unroll::<NB>(|i| {
         if rows[i] != NONE && is_free(rows[i]) {
             *y.add(row_of(rows[i])) += yl[i];
         }
-    }
+    });
 }
 
 /// CSR SpMV with `TPR` threads per row (a power of two up to 32), their
@@ -85,7 +88,6 @@ pub unsafe fn csr_spmv<T: Real, const TPR: usize>(n_rows: usize, row_ptr: *const
             *y.add(r) = s;
         }
     }
-    let _ = WARP;
 }
 
 /// Transposed ELLPACK SpMV, one thread per row.
@@ -99,13 +101,24 @@ pub unsafe fn ell_spmv<T: Real>(n_rows: usize, width: usize, col: *const u32, va
 }
 
 /// LMA SpMV: gather, dense product, atomic scatter; one cell per thread.
+/// A cell small enough for registers with symmetric storage is applied
+/// whole, each stored value serving both triangles; otherwise row by row,
+/// each row's sum added as soon as it is complete, so only the gathered
+/// input stays live (symmetric storage then reads each off-diagonal value
+/// twice).
 #[kernel(f32, f64; elements; SYM = false, true)]
 pub unsafe fn lma_spmv<T: Real, const NB: usize, const SYM: bool>(ne: usize, map: *const u32, vals: *const T, x: *const T, y: *mut T) {
     let mut e = global_idx_x();
     while e < ne {
         let (rows, xl) = gather::<T, NB>(e, ne, map, x);
-        let yl = lma_product::<T, NB, SYM>(e, ne, vals, &xl);
-        scatter_atomic(&rows, &yl, y);
+        if const { SYM && NB <= SYM_WHOLE_NB } {
+            scatter_atomic(&rows, &lma_product::<T, NB, SYM>(e, ne, vals, &xl), y);
+        } else {
+            for i in 0..NB {
+                let m = *map.add(i * ne + e);
+                add_atomic(m, lma_row::<T, NB, SYM>(e, ne, vals, i, |j| xl[j]), y);
+            }
+        }
         e += grid_size_x();
     }
 }
