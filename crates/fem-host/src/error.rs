@@ -38,3 +38,12 @@ pub fn same_len(op: &'static str, left: usize, right: usize) -> Result<()> {
         Err(Error::LengthMismatch { op, left, right })
     }
 }
+
+/// Checks the input and output of a product with an operator of `rows`
+/// rows; `Ok(false)` when it has none, so there is nothing to compute (and
+/// nothing a gather could read).
+pub fn product_lens(op: &'static str, rows: usize, x: usize, y: usize) -> Result<bool> {
+    same_len(op, x, rows)?;
+    same_len(op, y, rows)?;
+    Ok(rows > 0)
+}

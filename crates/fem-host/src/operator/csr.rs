@@ -142,8 +142,9 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for Csr<T> {
         self.n_rows
     }
     fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
-        crate::error::same_len("csr spmv", x.len(), self.n_rows)?;
-        crate::error::same_len("csr spmv", y.len(), self.n_rows)?;
+        if !crate::error::product_lens("csr spmv", self.n_rows, x.len(), y.len())? {
+            return Ok(());
+        }
         self.spmv(cpu, x, y);
         Ok(())
     }

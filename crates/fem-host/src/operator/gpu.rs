@@ -240,12 +240,10 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuLma<T> {
         self.cells.n_rows
     }
     fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
-        crate::error::same_len("lma spmv", x.len(), self.cells.n_rows)?;
-        crate::error::same_len("lma spmv", y.len(), self.cells.n_rows)?;
-        let c = &self.cells;
-        if c.n_rows == 0 {
-            return Ok(()); // nothing to gather from
+        if !crate::error::product_lens("lma spmv", self.cells.n_rows, x.len(), y.len())? {
+            return Ok(());
         }
+        let c = &self.cells;
         let extra = format!("_sym{}", self.symmetric as u8);
         c.init_output(gpu, x, y)?;
         let s = gpu.stream();
@@ -300,12 +298,10 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuMatrixFree<T> {
         self.cells.n_rows
     }
     fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
-        crate::error::same_len("matrix-free apply", x.len(), self.cells.n_rows)?;
-        crate::error::same_len("matrix-free apply", y.len(), self.cells.n_rows)?;
-        let c = &self.cells;
-        if c.n_rows == 0 {
-            return Ok(()); // nothing to gather from
+        if !crate::error::product_lens("matrix-free apply", self.cells.n_rows, x.len(), y.len())? {
+            return Ok(());
         }
+        let c = &self.cells;
         c.init_output(gpu, x, y)?;
         let s = gpu.stream();
         match self.scatter {
@@ -400,8 +396,9 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuCsr<T> {
         self.n_rows
     }
     fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
-        crate::error::same_len("csr spmv", x.len(), self.n_rows)?;
-        crate::error::same_len("csr spmv", y.len(), self.n_rows)?;
+        if !crate::error::product_lens("csr spmv", self.n_rows, x.len(), y.len())? {
+            return Ok(());
+        }
         let f = gpu.function(&format!("fem_csr_spmv_tpr{}_{}", self.threads_per_row, T::NAME))?;
         let threads = self.n_rows * self.threads_per_row;
         let blocks = (threads.div_ceil(256) as u32).clamp(1, gpu.props().sm_count * 8);
@@ -526,8 +523,9 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuEll<T> {
         self.n_rows
     }
     fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
-        crate::error::same_len("ell spmv", x.len(), self.n_rows)?;
-        crate::error::same_len("ell spmv", y.len(), self.n_rows)?;
+        if !crate::error::product_lens("ell spmv", self.n_rows, x.len(), y.len())? {
+            return Ok(());
+        }
         let f = gpu.function(&format!("fem_ell_spmv_{}", T::NAME))?;
         let cfg = gpu.grid::<T>(self.n_rows * (16 / T::BYTES), 0);
         unsafe { gpu.stream().launch_builder(&f).arg(&self.n_rows).arg(&self.width).arg(&self.col).arg(&self.val).arg(x).arg(y).launch(cfg) }?;

@@ -50,9 +50,6 @@ impl<T: Scalar> Lma<T> {
     /// `y = A x`, colour by colour.
     fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) -> Result<()> {
         let cd = &self.cells;
-        if cd.n_rows == 0 {
-            return Ok(()); // nothing to gather from
-        }
         init_fixed(cd, x, y);
         let out = Disjoint(y.as_mut_ptr());
         let (ne, sym) = (cd.ne, self.elems.symmetric);
@@ -86,8 +83,9 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for Lma<T> {
         self.cells.n_rows
     }
     fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
-        crate::error::same_len("lma spmv", x.len(), self.cells.n_rows)?;
-        crate::error::same_len("lma spmv", y.len(), self.cells.n_rows)?;
+        if !crate::error::product_lens("lma spmv", self.cells.n_rows, x.len(), y.len())? {
+            return Ok(());
+        }
         self.spmv(cpu, x, y)
     }
     fn diagonal(&self, _cpu: &CpuBackend) -> Result<Vec<T>> {

@@ -36,9 +36,6 @@ impl<T: Scalar> MatrixFree<T> {
 
     fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) -> Result<()> {
         let cd = &self.cells;
-        if cd.n_rows == 0 {
-            return Ok(()); // nothing to gather from
-        }
         init_fixed(cd, x, y);
         let out = Disjoint(y.as_mut_ptr());
         let tab = self.tables.view();
@@ -66,8 +63,9 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for MatrixFree<T> {
         self.cells.n_rows
     }
     fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
-        crate::error::same_len("matrix-free apply", x.len(), self.cells.n_rows)?;
-        crate::error::same_len("matrix-free apply", y.len(), self.cells.n_rows)?;
+        if !crate::error::product_lens("matrix-free apply", self.cells.n_rows, x.len(), y.len())? {
+            return Ok(());
+        }
         self.spmv(cpu, x, y)
     }
     fn diagonal(&self, _cpu: &CpuBackend) -> Result<Vec<T>> {

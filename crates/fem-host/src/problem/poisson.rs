@@ -510,7 +510,8 @@ mod tests {
     }
 
     /// One Q1 cell with its boundary eliminated leaves no unknowns: every
-    /// format builds and applies as the empty operator.
+    /// format builds and applies as the empty operator, and still rejects
+    /// vectors of the wrong length.
     #[test]
     fn every_format_handles_a_system_without_unknowns() {
         let cpu = CpuBackend::new(None).unwrap();
@@ -522,6 +523,8 @@ mod tests {
             let (op, b) = build_operator::<f64>(&cpu, &mesh, &layout, 1, format, LocalVariant::Reuse, false).unwrap();
             assert!(b.is_empty());
             op.apply(&cpu, &Vec::new(), &mut Vec::new()).unwrap();
+            let err = op.apply(&cpu, &vec![1.0], &mut Vec::new()).unwrap_err();
+            assert!(matches!(err, crate::Error::LengthMismatch { left: 1, right: 0, .. }), "{format:?}: {err}");
         }
     }
 
