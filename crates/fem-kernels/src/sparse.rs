@@ -202,18 +202,18 @@ pub unsafe fn lma_product<T: Real, const NB: usize, const SYM: bool>(e: usize, n
         return y;
     }
     for i in 0..NB {
-        let mut s = T::ZERO;
-        if SYM {
-            let xi = pick(xl, i);
-            let row = sym_index(i, 0, NB);
+        let s = if SYM {
+            let (xi, row) = (pick(xl, i), sym_index(i, 0, NB));
+            let mut s = T::ZERO;
             unroll::<NB>(|j| {
                 let k = *vals.add((row + j.max(i)) * ne + e);
                 s += if j >= i { k } else { T::ZERO } * xl[j];
                 y[j] += if j > i { k } else { T::ZERO } * xi;
             });
+            s
         } else {
-            unroll::<NB>(|j| s += *vals.add((i * NB + j) * ne + e) * xl[j]);
-        }
+            lma_row::<T, NB, false>(e, ne, vals, i, |j| xl[j])
+        };
         add_at(&mut y, i, s);
     }
     y

@@ -18,6 +18,26 @@ use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use fem_kernels::sparse::sym_index;
 use std::sync::Arc;
 
+/// Launches the coloured kernel `$f` once per block colour of the cells
+/// `$c` on stream `$s`: its arguments are `$before`, then the colour's
+/// blocks, the thread colours and the per-block colour counts, then
+/// `$after` (each re-evaluated per launch, so `&mut *y` may appear).
+macro_rules! launch_by_colour {
+    ($s:expr, $f:expr, $c:expr; [$($before:expr),*]; [$($after:expr),*]) => {
+        for (k, blocks) in $c.colouring.blocks.iter().enumerate() {
+            unsafe {
+                $s.launch_builder(&$f)
+                    $(.arg($before))*
+                    .arg(blocks)
+                    .arg(&$c.colouring.thread_colour)
+                    .arg(&$c.colouring.n_colours)
+                    $(.arg($after))*
+                    .launch($c.colour_grid(k))
+            }?;
+        }
+    };
+}
+
 /// Threads per block of the element kernels (and cells per colouring block).
 pub const ELEMENT_BLOCK: u32 = 128;
 
@@ -194,26 +214,7 @@ pub fn assemble_global<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, pos: &Cuda
             let mut scratch = gpu.zeros::<T>(c.nb * c.nb * c.ne)?;
             let mut load = gpu.zeros::<T>(c.nb * c.ne)?;
             let f = c.kernel(gpu, "assemble_global_colour", "")?;
-            for (k, blocks) in c.colouring.blocks.iter().enumerate() {
-                unsafe {
-                    s.launch_builder(&f)
-                        .arg(&c.ne)
-                        .arg(&c.np)
-                        .arg(&c.nq)
-                        .arg(&c.tab)
-                        .arg(&c.verts)
-                        .arg(blocks)
-                        .arg(&c.colouring.thread_colour)
-                        .arg(&c.colouring.n_colours)
-                        .arg(&c.map)
-                        .arg(pos)
-                        .arg(&mut scratch)
-                        .arg(&mut load)
-                        .arg(&mut *val)
-                        .arg(&mut *b)
-                        .launch(c.colour_grid(k))
-                }?;
-            }
+            launch_by_colour!(s, f, c; [&c.ne, &c.np, &c.nq, &c.tab, &c.verts]; [&c.map, pos, &mut scratch, &mut load, &mut *val, &mut *b]);
         }
     }
     Ok(())
@@ -254,20 +255,7 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuLma<T> {
             }
             Scatter::Colour => {
                 let f = c.kernel(gpu, "lma_spmv_colour", &extra)?;
-                for (k, blocks) in c.colouring.blocks.iter().enumerate() {
-                    unsafe {
-                        s.launch_builder(&f)
-                            .arg(&c.ne)
-                            .arg(blocks)
-                            .arg(&c.colouring.thread_colour)
-                            .arg(&c.colouring.n_colours)
-                            .arg(&c.map)
-                            .arg(&self.vals)
-                            .arg(x)
-                            .arg(&mut *y)
-                            .launch(c.colour_grid(k))
-                    }?;
-                }
+                launch_by_colour!(s, f, c; [&c.ne]; [&c.map, &self.vals, x, &mut *y]);
             }
         }
         Ok(())
@@ -313,23 +301,7 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuMatrixFree<T> {
             }
             Scatter::Colour => {
                 let f = c.kernel(gpu, "mf_spmv_colour", "")?;
-                for (k, blocks) in c.colouring.blocks.iter().enumerate() {
-                    unsafe {
-                        s.launch_builder(&f)
-                            .arg(&c.ne)
-                            .arg(&c.np)
-                            .arg(&c.nq)
-                            .arg(&c.tab)
-                            .arg(&c.verts)
-                            .arg(blocks)
-                            .arg(&c.colouring.thread_colour)
-                            .arg(&c.colouring.n_colours)
-                            .arg(&c.map)
-                            .arg(x)
-                            .arg(&mut *y)
-                            .launch(c.colour_grid(k))
-                    }?;
-                }
+                launch_by_colour!(s, f, c; [&c.ne, &c.np, &c.nq, &c.tab, &c.verts]; [&c.map, x, &mut *y]);
             }
         }
         Ok(())
@@ -496,22 +468,7 @@ impl<T: Scalar> GpuEll<T> {
             }
             Scatter::Colour => {
                 let f = c.kernel(gpu, "lazy_ell_append_colour", "")?;
-                for (k, blocks) in c.colouring.blocks.iter().enumerate() {
-                    unsafe {
-                        s.launch_builder(&f)
-                            .arg(&ne)
-                            .arg(blocks)
-                            .arg(&c.colouring.thread_colour)
-                            .arg(&c.colouring.n_colours)
-                            .arg(&c.map)
-                            .arg(&scratch)
-                            .arg(&n)
-                            .arg(&mut d_len)
-                            .arg(&mut d_col)
-                            .arg(&mut d_val)
-                            .launch(c.colour_grid(k))
-                    }?;
-                }
+                launch_by_colour!(s, f, c; [&ne]; [&c.map, &scratch, &n, &mut d_len, &mut d_col, &mut d_val]);
             }
         }
         Ok(Self { n_rows: n, width, col: d_col, val: d_val, diag: None })
