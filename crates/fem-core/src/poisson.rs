@@ -20,7 +20,7 @@ pub trait Coefficients<T: Real, const D: usize> {
 }
 
 /// κ = 1 and f = Π sin(π xₐ): the paper's test problem, whose solution
-/// with u = 0 on ∂[0,1]^D is u = Π sin(π xₐ) / (D π²).
+/// with u = 0 on ∂\[0,1\]^D is u = Π sin(π xₐ) / (D π²).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SinePoisson;
 

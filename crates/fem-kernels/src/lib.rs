@@ -3,7 +3,7 @@
 //! * [`blas`] and the other top-level modules hold the mathematics as small
 //!   `#[inline(always)]` per-item functions. The CPU backend (rayon) calls
 //!   them directly; the GPU entry points call the same functions.
-//! * [`device`] (only on `nvptx64`) is the device prelude: thread indices,
+//! * `device` (only on `nvptx64`) is the device prelude: thread indices,
 //!   shared memory, barriers, warp shuffles, atomics and fast math.
 //! * `gpu` (only on `nvptx64`, with the `entry-points` feature) holds the
 //!   `extern "ptx-kernel"` entry points,

@@ -1,4 +1,4 @@
-//! Box meshes of [0,1]^D, structured or unstructured-like.
+//! Box meshes of \[0,1\]^D, structured or unstructured-like.
 //!
 //! The unstructured-like variant starts from the structured grid and then
 //! moves interior vertices randomly, renumbers vertices randomly, shuffles

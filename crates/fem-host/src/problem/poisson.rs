@@ -1,4 +1,4 @@
-//! The test problem of Reguly & Giles: −Δu = Π sin(π xₐ) on [0,1]^D with
+//! The test problem of Reguly & Giles: −Δu = Π sin(π xₐ) on \[0,1\]^D with
 //! u = 0 on the boundary, on Q_p elements, and the L2 error of the
 //! computed solution against the exact u = Π sin(π xₐ)/(Dπ²).
 
