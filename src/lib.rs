@@ -20,6 +20,7 @@ pub use fem_kernels as kernels;
 pub mod demo;
 pub mod info;
 pub mod solve;
+pub mod spmv;
 
 use fem_host::{AnyBackend, BackendChoice, CudaBackend};
 

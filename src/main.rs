@@ -6,6 +6,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use fem::host::{with_backend, AnyBackend, BackendChoice};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -24,6 +25,63 @@ enum Command {
     ///   fem solve --dim 3 --degree 2 --dofs 4000000 --format lma --scatter colour --backend cuda --json
     ///   fem solve --format matrix-free --precision f32 --unstructured --cells 32
     Solve(Box<SolveArgs>),
+    /// Multiply a sparse matrix by a vector in every SpMV format (ELL-WARP
+    /// K1/K2 and variants, ELLR-T, ELLPACK, CSR, cuSPARSE), side by side.
+    ///
+    /// Examples:
+    ///   fem spmv --matrix heart.mtx --format k1
+    ///   fem spmv --generate fem:dim=3,degree=2,rows=1000000 --format all --backend cuda --json
+    ///   fem spmv --generate powerlaw:rows=1000000,max=4700 --format auto --tune
+    Spmv(Box<SpmvArgs>),
+    /// Print the row statistics of a matrix (Wong et al., Table 2 columns).
+    ///
+    /// Examples:
+    ///   fem matrix-stats heart.mtx
+    ///   fem matrix-stats --generate powerlaw:rows=100000 --json
+    MatrixStats {
+        /// Matrix Market file.
+        file: Option<PathBuf>,
+        /// A generated matrix instead of a file (see `fem spmv --help`).
+        #[arg(long)]
+        generate: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a generated matrix as a Matrix Market file.
+    ///
+    /// Examples:
+    ///   fem matrix-gen fem:dim=2,degree=3,rows=100000 q3.mtx
+    ///   fem matrix-gen powerlaw:rows=10000,alpha=2.2 web.mtx
+    MatrixGen {
+        /// fem:dim=D,degree=P,rows=N,components=C,unstructured=0|1 or powerlaw:rows=N,xmin=X,alpha=A,max=M,seed=S
+        spec: String,
+        output: PathBuf,
+        /// Store the lower triangle only (`symmetric`), when the matrix is symmetric.
+        #[arg(long)]
+        symmetric: bool,
+    },
+    /// Assemble a Q_p Poisson matrix on the GPU by SpMV (race-free) and by
+    /// atomic scatter, and compare.
+    ///
+    /// Examples:
+    ///   fem spmv-assembly --dim 2 --degree 2 --rows 4000000 --json
+    SpmvAssembly {
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=3))]
+        dim: u32,
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=4))]
+        degree: u32,
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: usize,
+        /// K2 threshold (K1 when absent).
+        #[arg(long)]
+        threshold: Option<usize>,
+        #[arg(long, value_enum, default_value_t = Precision::F64)]
+        precision: Precision,
+        #[arg(long, default_value_t = 20)]
+        repeats: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the backends available, the GPU and the embedded PTX targets.
     ///
     /// Examples:
@@ -115,6 +173,50 @@ struct SolveArgs {
     json: bool,
 }
 
+#[derive(clap::Args)]
+struct SpmvArgs {
+    /// Matrix Market file (coordinate; real, integer or pattern; general or symmetric).
+    #[arg(
+        long,
+        required_unless_present = "generate",
+        conflicts_with = "generate"
+    )]
+    matrix: Option<PathBuf>,
+    /// A generated matrix: fem:dim=D,degree=P,rows=N,components=C,unstructured=0|1
+    /// or powerlaw:rows=N,xmin=X,alpha=A,max=M,seed=S.
+    #[arg(long)]
+    generate: Option<String>,
+    /// csr, ell, ellt, k1, k1r, k1rs, k2, k2r, k2rs, cusparse; `all` side by
+    /// side; `auto` runs them all and reports the fastest. Several may be
+    /// given comma-separated.
+    #[arg(long, default_value = "auto")]
+    format: String,
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    #[arg(long, value_enum, default_value_t = Precision::F64)]
+    precision: Precision,
+    /// Threads per block of the ELL-WARP and ELLR-T kernels (32..=256 typical).
+    #[arg(long)]
+    block: Option<u32>,
+    /// K2: entries per lane above which a row is split over more lanes.
+    #[arg(long)]
+    threshold: Option<usize>,
+    /// ELLR-T: threads per row (1, 2, 4, 8, 16, 32).
+    #[arg(long)]
+    threads_per_row: Option<usize>,
+    /// CSR: threads per row (1 scalar, up to 32 vector).
+    #[arg(long)]
+    csr_threads: Option<usize>,
+    /// Sweep each format's parameters (block, threshold, threads) first.
+    #[arg(long)]
+    tune: bool,
+    /// Timed products per format (the median is reported).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    repeats: u32,
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum ProblemArg {
     Poisson,
@@ -160,6 +262,12 @@ fn main() -> ExitCode {
         Command::Info { json } => info(json),
         Command::Demo { backend, size, precision, repeats, json } => demo(backend, size, precision, repeats as usize, json),
         Command::Solve(args) => solve(&args),
+        Command::Spmv(args) => spmv(&args),
+        Command::MatrixStats { file, generate, json } => matrix_stats(file, generate, json),
+        Command::MatrixGen { spec, output, symmetric } => matrix_gen(&spec, &output, symmetric),
+        Command::SpmvAssembly { dim, degree, rows, threshold, precision, repeats, json } => {
+            spmv_assembly(dim as usize, degree as usize, rows, threshold, precision, repeats, json)
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -275,4 +383,152 @@ fn demo(backend: BackendArg, size: Option<usize>, precision: Precision, repeats:
         println!("{report}");
     }
     Ok(report.passed)
+}
+
+fn source(
+    file: Option<PathBuf>,
+    generate: Option<String>,
+) -> Result<fem::spmv::Source, Box<dyn std::error::Error>> {
+    match (file, generate) {
+        (Some(f), None) => Ok(fem::spmv::Source::File(f)),
+        (None, Some(g)) => Ok(fem::spmv::Source::Generated(g.parse()?)),
+        _ => Err("give either a Matrix Market file or --generate SPEC".into()),
+    }
+}
+
+fn spmv(a: &SpmvArgs) -> CliResult {
+    use fem::host::sparse::SpmvFormat;
+    let src = source(a.matrix.clone(), a.generate.clone())?;
+    let formats = match a.format.as_str() {
+        "auto" | "all" => None,
+        list => Some(
+            list.split(',')
+                .map(|f| f.trim().parse::<SpmvFormat>())
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    let opts = fem::spmv::SpmvOptions {
+        formats,
+        block: a.block,
+        threshold: a.threshold,
+        ellt_threads: a.threads_per_row,
+        csr_threads: a.csr_threads,
+        tune: a.tune,
+        repeats: a.repeats as usize,
+    };
+    let (any, why_not_gpu) = fem::open_backend(backend_choice(a.backend))?;
+    if !a.json {
+        match &why_not_gpu {
+            Some(why) => eprintln!("backend: cpu (auto; GPU not used: {why})"),
+            None => eprintln!("backend: {} ({})", any.kind(), any.name()),
+        }
+    }
+    let bar = if a.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new_spinner()
+    };
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar.set_message(format!("loading {}", src.name()));
+    let cpu = fem::host::CpuBackend::new(None)?;
+    let progress = |f: &str| bar.set_message(format!("measuring {f}"));
+    let run = match a.precision {
+        Precision::F32 => {
+            fem::spmv::run::<f32>(&any, &src.name(), &src.load::<f32>(&cpu)?, &opts, progress)?
+        }
+        Precision::F64 => {
+            fem::spmv::run::<f64>(&any, &src.name(), &src.load::<f64>(&cpu)?, &opts, progress)?
+        }
+    };
+    bar.finish_and_clear();
+    if run.reports.is_empty() {
+        let why: Vec<String> = run
+            .skipped
+            .iter()
+            .map(|k| format!("{}: {}", k.format, k.reason))
+            .collect();
+        return Err(format!("no format could be measured ({})", why.join("; ")).into());
+    }
+    if a.json {
+        let value = if a.format == "auto" || opts.formats.as_ref().is_some_and(|f| f.len() == 1) {
+            // One answer: the (fastest) format's report, with the matrix and the rest beside it.
+            let best = fem::host::sparse::bench::fastest(&run.reports).expect("not empty");
+            let mut v = serde_json::to_value(best)?;
+            v["matrix"] = serde_json::to_value(&run.matrix)?;
+            v["stats"] = serde_json::to_value(&run.stats)?;
+            v["candidates"] = serde_json::to_value(&run.reports)?;
+            v["skipped"] = serde_json::to_value(&run.skipped)?;
+            v
+        } else {
+            serde_json::to_value(&run)?
+        };
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("{}", fem::spmv::describe(&run));
+    }
+    Ok(true)
+}
+
+fn matrix_stats(file: Option<PathBuf>, generate: Option<String>, json: bool) -> CliResult {
+    use fem::host::sparse::stats::RowStats;
+    let src = source(file, generate)?;
+    let cpu = fem::host::CpuBackend::new(None)?;
+    let stats = RowStats::of(&src.load::<f64>(&cpu)?);
+    if json {
+        let mut v = serde_json::to_value(&stats)?;
+        v["matrix"] = serde_json::to_value(src.name())?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "{}\n{}",
+            RowStats::table_header(),
+            stats.table_row(&src.name())
+        );
+    }
+    Ok(true)
+}
+
+fn matrix_gen(spec: &str, output: &std::path::Path, symmetric: bool) -> CliResult {
+    use fem::host::io::matrix_market;
+    let spec: fem::host::sparse::generate::MatrixSpec = spec.parse()?;
+    let cpu = fem::host::CpuBackend::new(None)?;
+    let csr = spec.build::<f64>(&cpu)?;
+    if symmetric && !matrix_market::is_symmetric(&csr, 1e-12) {
+        return Err("the matrix is not symmetric; write it without --symmetric".into());
+    }
+    matrix_market::write_path(&csr, symmetric, output)?;
+    eprintln!(
+        "wrote {} ({} rows, {} nonzeros)",
+        output.display(),
+        csr.n_rows,
+        csr.nnz()
+    );
+    Ok(true)
+}
+
+fn spmv_assembly(
+    dim: usize,
+    degree: usize,
+    rows: usize,
+    threshold: Option<usize>,
+    precision: Precision,
+    repeats: usize,
+    json: bool,
+) -> CliResult {
+    use fem::host::sparse::assembly::bench_gpu;
+    let gpu = fem::cuda(0)?;
+    let cpu = fem::host::CpuBackend::new(None)?;
+    let r = match precision {
+        Precision::F32 => bench_gpu::<f32>(&gpu, &cpu, dim, degree, rows, threshold, repeats)?,
+        Precision::F64 => bench_gpu::<f64>(&gpu, &cpu, dim, degree, rows, threshold, repeats)?,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "Q{} {}D, {} rows, {} nonzeros from {} element entries: matrix by SpMV ({}) {:.1} µs vs atomic {:.1} µs; load {:.1} µs vs {:.1} µs; max |diff| {:.2e}",
+            r.degree, r.dim, r.rows, r.nnz, r.element_entries, r.kernel, r.spmv_seconds * 1e6, r.atomic_seconds * 1e6, r.load_spmv_seconds * 1e6, r.load_atomic_seconds * 1e6, r.max_abs_diff
+        );
+    }
+    Ok(true)
 }

@@ -85,3 +85,158 @@ fn help_has_examples() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("fem demo --backend cpu"));
 }
+
+#[test]
+fn spmv_json_reports_the_fields_of_the_issue() {
+    let out = fem(&[
+        "spmv",
+        "--generate",
+        "fem:dim=2,degree=2,rows=3000",
+        "--format",
+        "k1r",
+        "--backend",
+        "cpu",
+        "--repeats",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["format"], "k1r");
+    for k in [
+        "rows",
+        "nnz",
+        "seconds_per_spmv",
+        "gbytes_per_second",
+        "roofline_fraction",
+        "max_abs_error_vs_csr",
+    ] {
+        assert!(v[k].is_number(), "{k} missing: {v}");
+    }
+    assert!(v["max_abs_error_vs_csr"].as_f64().unwrap() < 1e-12);
+    assert_eq!(v["nnz"], v["stats"]["nnz"]);
+}
+
+#[test]
+fn spmv_all_formats_side_by_side_from_a_written_file() {
+    let dir = std::env::temp_dir().join(format!("fem-cli-mm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("q2.mtx");
+    let p = path.to_str().unwrap();
+    let out = fem(&[
+        "matrix-gen",
+        "fem:dim=2,degree=2,rows=2000",
+        p,
+        "--symmetric",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = fem(&[
+        "spmv",
+        "--matrix",
+        p,
+        "--format",
+        "all",
+        "--backend",
+        "cpu",
+        "--repeats",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["format"].as_str().unwrap())
+        .collect();
+    for f in ["ell", "k1", "k1r", "k1rs", "k2", "k2r", "k2rs"] {
+        assert!(names.contains(&f), "{f} missing from {names:?}");
+    }
+    assert!(
+        names.iter().any(|n| n.starts_with("csr")) && names.iter().any(|n| n.starts_with("ellt"))
+    );
+    assert!(v["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["max_abs_error_vs_csr"].as_f64().unwrap() < 1e-12));
+    let out = fem(&["matrix-stats", p]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("matrix\tnz\tnrows\tbytes\tminrow\tmaxrow\tnz/nrows"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn spmv_rejects_malformed_files_and_impossible_formats() {
+    let dir = std::env::temp_dir().join(format!("fem-cli-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.mtx");
+    std::fs::write(
+        &bad,
+        "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n3 1 2\n",
+    )
+    .unwrap();
+    let out = fem(&[
+        "spmv",
+        "--matrix",
+        bad.to_str().unwrap(),
+        "--backend",
+        "cpu",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 4: row 3 is outside 1..=2"));
+    let out = fem(&[
+        "spmv",
+        "--generate",
+        "powerlaw:rows=5000,max=3000",
+        "--format",
+        "ell",
+        "--backend",
+        "cpu",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("use an ELL-WARP format"));
+    let out = fem(&[
+        "spmv",
+        "--generate",
+        "fem:dim=2,degree=1,rows=500",
+        "--format",
+        "k3",
+        "--backend",
+        "cpu",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = fem(&[
+        "matrix-gen",
+        "powerlaw:rows=100",
+        dir.join("p.mtx").to_str().unwrap(),
+        "--symmetric",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "an unsymmetric matrix cannot be written as symmetric"
+    );
+    assert!(!dir.join("p.mtx").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

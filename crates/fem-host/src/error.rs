@@ -26,6 +26,10 @@ pub enum Error {
     InvalidArgument(String),
     #[error("invalid mesh: {0}")]
     Mesh(#[from] crate::mesh::validate::MeshError),
+    #[error("Matrix Market: {0}")]
+    MatrixMarket(#[from] crate::io::matrix_market::MatrixMarketError),
+    #[error("cuSPARSE: {0}")]
+    Cusparse(String),
     #[error("CPU thread pool: {0}")]
     ThreadPool(String),
 }

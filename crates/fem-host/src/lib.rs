@@ -25,6 +25,7 @@
 pub mod backend;
 pub mod conformance;
 pub mod error;
+pub mod io;
 pub mod mesh;
 pub mod operator;
 pub mod problem;
@@ -32,6 +33,7 @@ pub mod rng;
 pub mod roofline;
 pub mod scalar;
 pub mod solver;
+pub mod sparse;
 pub mod space;
 pub mod timing;
 

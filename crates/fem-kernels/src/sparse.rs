@@ -300,3 +300,87 @@ mod tests {
         }
     }
 }
+
+/// Lanes of an ELL-WARP slice: one warp.
+pub const SLICE_LANES: usize = 32;
+
+/// One ELL-WARP slice (Wong, Kuhl & Darve §5): the rows of one warp,
+/// `rows_per_slice = 32 >> shift` consecutive rows of the sorted order
+/// from `row`, each row over `1 << shift` lanes, `width` slots per lane.
+/// Slot `k` of lane `l` is at `offset + k · 32 + l` (column-major inside
+/// the warp, so every load of the warp is one coalesced transaction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(16))]
+pub struct Slice {
+    pub offset: u32,
+    pub width: u32,
+    pub row: u32,
+    pub shift: u32,
+}
+
+/// Partial sum of lane `lane` of a slice: `Σ_k val · x[col]` over its
+/// slots, or `Σ_k x[col]` when `UNIT` (a pattern matrix of ones: assembly
+/// by SpMV sums gathered element entries without reading any values).
+///
+/// # Safety
+/// The slice's slots and their columns must be in range.
+#[inline(always)]
+pub unsafe fn slice_lane_part<T: Real, const UNIT: bool>(
+    s: Slice,
+    lane: usize,
+    col: *const u32,
+    val: *const T,
+    x: *const T,
+) -> T {
+    let mut acc = T::ZERO;
+    let mut p = s.offset as usize + lane;
+    for _ in 0..s.width {
+        let xv = *x.add(*col.add(p) as usize);
+        acc += if UNIT { xv } else { *val.add(p) * xv };
+        p += SLICE_LANES;
+    }
+    acc
+}
+
+/// Partial sum of thread `t` of the `tpr` threads of row `r` in ELLR-T
+/// storage (Vázquez et al.; Geveler et al. §3.1): slot group `k` of row `r`
+/// holds its entries `k · tpr .. (k + 1) · tpr` at `(k · rows + r) · tpr`,
+/// so a warp reads `32 / tpr` rows' groups as one contiguous run; the row
+/// length `len` stops each row after its own groups.
+///
+/// # Safety
+/// `r < rows` and the row's groups and columns must be in range.
+#[inline(always)]
+pub unsafe fn ellt_part<T: Real>(
+    r: usize,
+    t: usize,
+    tpr: usize,
+    rows: usize,
+    len: usize,
+    col: *const u32,
+    val: *const T,
+    x: *const T,
+) -> T {
+    let mut acc = T::ZERO;
+    for k in 0..len.div_ceil(tpr) {
+        let p = (k * rows + r) * tpr + t;
+        acc += *val.add(p) * *x.add(*col.add(p) as usize);
+    }
+    acc
+}
+
+/// `src[i]`'s value of `from`, zero where `src[i]` is [`NONE`]: a format's
+/// values refilled from new CSR values through the slot → CSR position map
+/// its construction recorded (the reordering of Wong et al. §6).
+///
+/// # Safety
+/// Positions other than [`NONE`] must index `from`.
+#[inline(always)]
+pub unsafe fn gathered<T: Real>(i: usize, src: *const u32, from: *const T) -> T {
+    let s = *src.add(i);
+    if s == NONE {
+        T::ZERO
+    } else {
+        *from.add(s as usize)
+    }
+}

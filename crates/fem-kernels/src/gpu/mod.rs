@@ -6,3 +6,4 @@ mod blas;
 mod fem;
 mod prelude_check;
 mod reduce;
+mod spmv;

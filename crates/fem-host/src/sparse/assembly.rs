@@ -1,0 +1,232 @@
+//! Assembly by SpMV (Wong, Kuhl & Darve §4): the global matrix values are
+//! the row sums of a matrix `E` whose row for CSR position `p` lists the
+//! element entries that add into `p`, so assembly is a race-free SpMV
+//! `K_flat = E · v` over the element values `v` (the LMA array), and the
+//! load vector likewise from the element loads. `E` holds ones only, so
+//! the ELL-WARP kernel runs in its pattern form (`UNIT`): it gathers and
+//! sums element values and reads no matrix values. This is the paper's
+//! `K_elem · 1` with the element values read through the column indices
+//! instead of being stored in `E` itself, so the element kernels keep
+//! writing the LMA layout. Padding slots of `E` read one zero appended
+//! to the element values ([`with_zero`]).
+
+use super::warp::EllWarp;
+use crate::operator::cell_data::CellData;
+use crate::operator::csr::Csr;
+use crate::space::Layout;
+use crate::{CpuBackend, Result, Scalar};
+use fem_kernels::sparse::{is_free, row_of, NONE};
+
+/// The pattern matrix with `rows` rows whose row `pos[k]` holds column `k`
+/// (entries with `pos[k] = NONE` go nowhere), values one.
+pub fn gather_matrix<T: Scalar>(pos: &[u32], rows: usize) -> Csr<T> {
+    let mut row_ptr = vec![0u32; rows + 1];
+    for &p in pos.iter().filter(|&&p| p != NONE) {
+        row_ptr[p as usize + 1] += 1;
+    }
+    for r in 0..rows {
+        row_ptr[r + 1] += row_ptr[r];
+    }
+    let mut next = row_ptr.clone();
+    let mut col = vec![0u32; row_ptr[rows] as usize];
+    for (k, &p) in pos.iter().enumerate().filter(|(_, &p)| p != NONE) {
+        col[next[p as usize] as usize] = k as u32;
+        next[p as usize] += 1;
+    }
+    let nnz = col.len();
+    Csr {
+        n_rows: rows,
+        row_ptr,
+        col,
+        val: vec![T::ONE; nnz],
+    }
+}
+
+/// `v` with the zero that padding slots of a pattern matrix read.
+pub fn with_zero<T: Scalar>(v: &[T]) -> Vec<T> {
+    let mut out = Vec::with_capacity(v.len() + 1);
+    out.extend_from_slice(v);
+    out.push(T::ZERO);
+    out
+}
+
+/// The two assembly matrices of a layout, in ELL-WARP form.
+pub struct AssemblyBySpmv<T> {
+    /// CSR position ← element matrix entries (`(i·nb + j)·ne + e`).
+    pub matrix: EllWarp<T>,
+    /// Row ← element load entries (`i·ne + e`).
+    pub load: EllWarp<T>,
+    /// CSR positions of fixed rows' diagonals (set to one afterwards).
+    pub fixed_diagonal: Vec<u32>,
+}
+
+impl<T: Scalar> AssemblyBySpmv<T> {
+    /// For the CSR pattern `csr` of `layout`; `threshold` picks K2 over K1.
+    pub fn new(
+        cpu: &CpuBackend,
+        csr: &Csr<T>,
+        layout: &Layout,
+        cd: &CellData<T>,
+        threshold: Option<usize>,
+    ) -> Result<Self> {
+        let pos = csr.element_positions(layout);
+        let e = gather_matrix::<T>(&pos, csr.nnz());
+        let load_pos: Vec<u32> = cd
+            .map
+            .iter()
+            .map(|&m| {
+                if m != NONE && is_free(m) {
+                    row_of(m) as u32
+                } else {
+                    NONE
+                }
+            })
+            .collect();
+        let l = gather_matrix::<T>(&load_pos, cd.n_rows);
+        let fixed_diagonal = cd
+            .fixed_rows
+            .iter()
+            .map(|&r| {
+                csr.position(r as usize, r)
+                    .expect("fixed rows keep their diagonal") as u32
+            })
+            .collect();
+        Ok(Self {
+            matrix: EllWarp::pattern(cpu, &e, pos.len(), threshold)?,
+            load: EllWarp::pattern(cpu, &l, load_pos.len(), threshold)?,
+            fixed_diagonal,
+        })
+    }
+
+    /// Global matrix values and load vector from element matrices (full,
+    /// unsymmetric storage) and loads, each with its zero appended
+    /// ([`with_zero`]), on the CPU.
+    pub fn assemble(&self, cpu: &CpuBackend, vals: &[T], load: &[T]) -> (Vec<T>, Vec<T>) {
+        let mut k = vec![T::ZERO; self.matrix.n_rows];
+        let mut b = vec![T::ZERO; self.load.n_rows];
+        self.matrix.spmv_with::<true>(cpu, vals, &mut k);
+        self.load.spmv_with::<true>(cpu, load, &mut b);
+        for &p in &self.fixed_diagonal {
+            k[p as usize] = T::ONE;
+        }
+        (k, b)
+    }
+}
+
+/// Assembly by SpMV against atomic scatter on the GPU, both from the same
+/// element matrices on the device.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AssemblyReport {
+    pub dim: usize,
+    pub degree: usize,
+    pub precision: &'static str,
+    pub cells: usize,
+    pub rows: usize,
+    pub nnz: usize,
+    pub element_entries: usize,
+    /// `k1` or `k2` (remapped, pattern form).
+    pub kernel: String,
+    pub spmv_seconds: f64,
+    pub atomic_seconds: f64,
+    pub load_spmv_seconds: f64,
+    pub load_atomic_seconds: f64,
+    /// Largest difference of either GPU assembly from the CPU CSR assembly.
+    pub max_abs_diff: f64,
+}
+
+/// Measures both assemblies of the Q_`degree` Poisson matrix with about
+/// `rows` rows (Dirichlet rows eliminated).
+pub fn bench_gpu<T: Scalar>(
+    gpu: &crate::CudaBackend,
+    cpu: &CpuBackend,
+    dim: usize,
+    degree: usize,
+    rows: usize,
+    threshold: Option<usize>,
+    repeats: usize,
+) -> Result<AssemblyReport> {
+    use super::device::GpuEllWarp;
+    use crate::operator::elements::{self, LocalVariant};
+    use crate::space::{DirichletMode, Numbering as DofNumbering, Space};
+    use crate::timing::measure;
+    use crate::Backend;
+    use cudarc::driver::PushKernelArg;
+    let cells = (((rows as f64).powf(1.0 / dim as f64) / degree as f64).round() as usize).max(2);
+    let mesh = crate::mesh::BoxMesh::structured(dim, cells).build()?;
+    let space = Space::new(&mesh, degree, DofNumbering::Original)?;
+    let layout = Layout::new(&space, DirichletMode::Eliminate);
+    let cd = CellData::<T>::new(&mesh, &layout, degree);
+    let elems = elements::assemble(cpu, &cd, LocalVariant::Reuse, false)?;
+    let reference = Csr::assemble(cpu, &layout, &elems)?;
+    let a = AssemblyBySpmv::new(cpu, &reference, &layout, &cd, threshold)?;
+    let (em, el) = (
+        GpuEllWarp::upload(gpu, &a.matrix, 128)?,
+        GpuEllWarp::upload(gpu, &a.load, 128)?,
+    );
+    let (vals, load) = (
+        gpu.upload(&with_zero(&elems.vals))?,
+        gpu.upload(&with_zero(&elems.load))?,
+    );
+    let mut k = gpu.zeros::<T>(reference.nnz())?;
+    let mut b = gpu.zeros::<T>(layout.n_rows)?;
+    let spmv = measure(gpu, 2, repeats, || em.spmv_with(gpu, &vals, &mut k, true))?.median;
+    let load_spmv = measure(gpu, 2, repeats, || el.spmv_with(gpu, &load, &mut b, true))?.median;
+    let k_spmv = gpu.download(&k)?;
+    let pos = gpu
+        .stream()
+        .clone_htod(&reference.element_positions(&layout))?;
+    let load_pos: Vec<u32> = cd
+        .map
+        .iter()
+        .map(|&m| {
+            if m != NONE && is_free(m) {
+                row_of(m) as u32
+            } else {
+                NONE
+            }
+        })
+        .collect();
+    let load_pos = gpu.stream().clone_htod(&load_pos)?;
+    let f = gpu.kernel::<T>("scatter_add")?;
+    let scatter = |pos: &cudarc::driver::CudaSlice<u32>,
+                   src: &cudarc::driver::CudaSlice<T>,
+                   dst: &mut cudarc::driver::CudaSlice<T>|
+     -> Result<()> {
+        gpu.stream().memset_zeros(dst)?;
+        let n = pos.len(); // the appended zero is not scattered
+        unsafe {
+            gpu.stream()
+                .launch_builder(&f)
+                .arg(&n)
+                .arg(pos)
+                .arg(src)
+                .arg(dst)
+                .launch(gpu.grid::<T>(n, 0))
+        }?;
+        Ok(())
+    };
+    let atomic = measure(gpu, 2, repeats, || scatter(&pos, &vals, &mut k))?.median;
+    let load_atomic = measure(gpu, 2, repeats, || scatter(&load_pos, &load, &mut b))?.median;
+    let k_atomic = gpu.download(&k)?;
+    let diff = |v: &[T]| {
+        v.iter()
+            .zip(&reference.val)
+            .map(|(x, r)| (x.to_f64() - r.to_f64()).abs())
+            .fold(0.0, f64::max)
+    };
+    Ok(AssemblyReport {
+        dim,
+        degree,
+        precision: T::NAME,
+        cells: cd.ne,
+        rows: layout.n_rows,
+        nnz: reference.nnz(),
+        element_entries: elems.vals.len(),
+        kernel: if threshold.is_some() { "k2" } else { "k1" }.into(),
+        spmv_seconds: spmv,
+        atomic_seconds: atomic,
+        load_spmv_seconds: load_spmv,
+        load_atomic_seconds: load_atomic,
+        max_abs_diff: diff(&k_spmv).max(diff(&k_atomic)),
+    })
+}

@@ -1,0 +1,452 @@
+//! Every SpMV format behind [`Spmv`] on both backends: the CPU runs the
+//! per-row or per-lane functions of `fem_kernels::sparse` on rayon, the GPU
+//! the kernels of `fem_kernels::gpu::spmv` built from the same functions.
+
+use super::cusparse::CusparseCsr;
+use super::ellt::{ell_with_source, EllT};
+use super::params::SpmvParams;
+use super::warp::EllWarp;
+use super::{Spmv, SpmvFormat};
+use crate::operator::csr::Csr;
+use crate::operator::ell::Ell;
+use crate::operator::gpu::{GpuCsr, GpuEll};
+use crate::operator::LinearOperator;
+use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+
+/// The format `f` of `csr` on the CPU.
+pub fn prepare_cpu<T: Scalar>(
+    cpu: &CpuBackend,
+    csr: &Csr<T>,
+    f: SpmvFormat,
+    p: &SpmvParams,
+) -> Result<Box<dyn Spmv<CpuBackend, T>>> {
+    p.validate()?;
+    Ok(match f {
+        SpmvFormat::Csr => Box::new(csr.clone()),
+        SpmvFormat::Ell => {
+            let (ell, src) = ell_with_source(csr)?;
+            Box::new(WithSource { m: ell, src })
+        }
+        SpmvFormat::EllT => Box::new(EllT::new(cpu, csr, p.ellt_threads)?),
+        SpmvFormat::Cusparse => {
+            return Err(Error::InvalidArgument(
+                "cuSPARSE runs on the CUDA backend only".into(),
+            ))
+        }
+        k => {
+            let (k2, numbering) = k.warp().expect("a K format");
+            Box::new(EllWarp::new(
+                cpu,
+                csr,
+                csr.n_rows,
+                k2.then_some(p.threshold),
+                numbering,
+            )?)
+        }
+    })
+}
+
+/// The format `f` of `csr` on the GPU (converted on the host, uploaded).
+pub fn prepare_gpu<T: Scalar>(
+    gpu: &CudaBackend,
+    cpu: &CpuBackend,
+    csr: &Csr<T>,
+    f: SpmvFormat,
+    p: &SpmvParams,
+) -> Result<Box<dyn Spmv<CudaBackend, T>>> {
+    p.validate()?;
+    Ok(match f {
+        SpmvFormat::Csr => Box::new(GpuCsr::pattern(gpu, csr, &[], p.csr_threads).and_then(
+            |mut g| {
+                g.val = gpu.upload(&csr.val)?;
+                Ok(g)
+            },
+        )?),
+        SpmvFormat::Ell => {
+            let (ell, src) = ell_with_source(csr)?;
+            Box::new(WithSource {
+                m: GpuEll::upload(gpu, &ell)?,
+                src: gpu.stream().clone_htod(&src)?,
+            })
+        }
+        SpmvFormat::EllT => Box::new(GpuEllT::upload(
+            gpu,
+            &EllT::new(cpu, csr, p.ellt_threads)?,
+            p.block,
+        )?),
+        SpmvFormat::Cusparse => Box::new(CusparseCsr::new(gpu, csr)?),
+        k => {
+            let (k2, numbering) = k.warp().expect("a K format");
+            Box::new(GpuEllWarp::upload(
+                gpu,
+                &EllWarp::new(cpu, csr, csr.n_rows, k2.then_some(p.threshold), numbering)?,
+                p.block,
+            )?)
+        }
+    })
+}
+
+/// A format and its slot → CSR position map (for the reordering).
+pub struct WithSource<M, S> {
+    pub m: M,
+    pub src: S,
+}
+
+impl<T: Scalar> Spmv<CpuBackend, T> for Csr<T> {
+    fn name(&self) -> String {
+        "csr".into()
+    }
+    fn numbering(&self) -> Option<&[u32]> {
+        None
+    }
+    fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        LinearOperator::apply(self, cpu, x, y)
+    }
+    fn matrix_bytes(&self) -> usize {
+        self.nnz() * (T::BYTES + 4) + (self.n_rows + 1) * 4
+    }
+    fn reorder(&mut self, _cpu: &CpuBackend, csr_val: &Vec<T>) -> Result<()> {
+        self.val.copy_from_slice(csr_val);
+        Ok(())
+    }
+}
+
+impl<T: Scalar> Spmv<CpuBackend, T> for WithSource<Ell<T>, Vec<u32>> {
+    fn name(&self) -> String {
+        "ell".into()
+    }
+    fn numbering(&self) -> Option<&[u32]> {
+        None
+    }
+    fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        LinearOperator::apply(&self.m, cpu, x, y)
+    }
+    fn matrix_bytes(&self) -> usize {
+        self.m.slots() * (T::BYTES + 4)
+    }
+    fn reorder(&mut self, cpu: &CpuBackend, csr_val: &Vec<T>) -> Result<()> {
+        super::gather_into(cpu, &self.src, csr_val, &mut self.m.val);
+        Ok(())
+    }
+}
+
+impl<T: Scalar> Spmv<CpuBackend, T> for EllT<T> {
+    fn name(&self) -> String {
+        format!("ellt-t{}", self.threads_per_row)
+    }
+    fn numbering(&self) -> Option<&[u32]> {
+        None
+    }
+    fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        if crate::error::product_lens("ellt spmv", self.n_rows, x.len(), y.len())? {
+            self.spmv(cpu, x, y);
+        }
+        Ok(())
+    }
+    fn matrix_bytes(&self) -> usize {
+        ellt_bytes::<T>(self.read_slots(), self.len.len())
+    }
+    fn reorder(&mut self, cpu: &CpuBackend, csr_val: &Vec<T>) -> Result<()> {
+        self.refill(cpu, csr_val);
+        Ok(())
+    }
+}
+
+impl<T: Scalar> Spmv<CpuBackend, T> for EllWarp<T> {
+    fn name(&self) -> String {
+        EllWarp::name(self)
+    }
+    fn numbering(&self) -> Option<&[u32]> {
+        (!self.remaps()).then_some(&self.perm[..])
+    }
+    fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        crate::error::same_len("ell-warp spmv", x.len(), self.n_cols)?;
+        crate::error::same_len("ell-warp spmv", y.len(), self.n_rows)?;
+        self.spmv(cpu, x, y);
+        Ok(())
+    }
+    fn matrix_bytes(&self) -> usize {
+        warp_bytes::<T>(self)
+    }
+    fn reorder(&mut self, cpu: &CpuBackend, csr_val: &Vec<T>) -> Result<()> {
+        self.refill(cpu, csr_val);
+        Ok(())
+    }
+}
+
+fn ellt_bytes<T: Scalar>(slots: usize, lens: usize) -> usize {
+    slots * (T::BYTES + 4) + lens * 4
+}
+
+fn warp_bytes<T: Scalar>(m: &EllWarp<T>) -> usize {
+    m.slots() * (T::BYTES + 4) + m.slices.len() * 16 + if m.remaps() { m.n_rows * 4 } else { 0 }
+}
+
+/// `to[i] = from[src[i]]` on the GPU (the reordering of values).
+pub fn gpu_gather<T: Scalar>(
+    gpu: &CudaBackend,
+    src: &CudaSlice<u32>,
+    from: &CudaSlice<T>,
+    to: &mut CudaSlice<T>,
+) -> Result<()> {
+    crate::error::same_len("gather values", src.len(), to.len())?;
+    let n = to.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let f = gpu.kernel::<T>("gather_values")?;
+    unsafe {
+        gpu.stream()
+            .launch_builder(&f)
+            .arg(&n)
+            .arg(src)
+            .arg(from)
+            .arg(to)
+            .launch(gpu.grid::<T>(n, 0))
+    }?;
+    Ok(())
+}
+
+impl<T: Scalar> Spmv<CudaBackend, T> for GpuCsr<T> {
+    fn name(&self) -> String {
+        format!("csr-t{}", self.threads_per_row)
+    }
+    fn numbering(&self) -> Option<&[u32]> {
+        None
+    }
+    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        LinearOperator::apply(self, gpu, x, y)
+    }
+    fn matrix_bytes(&self) -> usize {
+        self.col.len() * (T::BYTES + 4) + self.row_ptr.len() * 4
+    }
+    fn reorder(&mut self, gpu: &CudaBackend, csr_val: &CudaSlice<T>) -> Result<()> {
+        Ok(gpu.stream().memcpy_dtod(csr_val, &mut self.val)?)
+    }
+}
+
+impl<T: Scalar> Spmv<CudaBackend, T> for WithSource<GpuEll<T>, CudaSlice<u32>> {
+    fn name(&self) -> String {
+        "ell".into()
+    }
+    fn numbering(&self) -> Option<&[u32]> {
+        None
+    }
+    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        LinearOperator::apply(&self.m, gpu, x, y)
+    }
+    fn matrix_bytes(&self) -> usize {
+        self.m.col.len() * (T::BYTES + 4)
+    }
+    fn reorder(&mut self, gpu: &CudaBackend, csr_val: &CudaSlice<T>) -> Result<()> {
+        gpu_gather(gpu, &self.src, csr_val, &mut self.m.val)
+    }
+}
+
+impl<T: Scalar> Spmv<CudaBackend, T> for CusparseCsr<T> {
+    fn name(&self) -> String {
+        "cusparse".into()
+    }
+    fn numbering(&self) -> Option<&[u32]> {
+        None
+    }
+    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        self.spmv(gpu, x, y)
+    }
+    fn matrix_bytes(&self) -> usize {
+        self.nnz * (T::BYTES + 4) + (self.n_rows + 1) * 4
+    }
+    fn reorder(&mut self, gpu: &CudaBackend, csr_val: &CudaSlice<T>) -> Result<()> {
+        Ok(gpu.stream().memcpy_dtod(csr_val, &mut self.val)?)
+    }
+}
+
+/// ELLR-T on the GPU.
+pub struct GpuEllT<T: Scalar> {
+    pub n_rows: usize,
+    read_slots: usize,
+    pub block: u32,
+    pub threads_per_row: usize,
+    pub len: CudaSlice<u32>,
+    pub col: CudaSlice<u32>,
+    pub val: CudaSlice<T>,
+    pub src: CudaSlice<u32>,
+}
+
+impl<T: Scalar> GpuEllT<T> {
+    pub fn upload(gpu: &CudaBackend, m: &EllT<T>, block: u32) -> Result<Self> {
+        gpu.ensure_free(m.slots() * (8 + T::BYTES) + m.n_rows * 4)?;
+        let s = gpu.stream();
+        Ok(Self {
+            n_rows: m.n_rows,
+            read_slots: m.read_slots(),
+            block,
+            threads_per_row: m.threads_per_row,
+            len: s.clone_htod(&m.len)?,
+            col: s.clone_htod(&m.col)?,
+            val: gpu.upload(&m.val)?,
+            src: s.clone_htod(&m.src)?,
+        })
+    }
+}
+
+impl<T: Scalar> Spmv<CudaBackend, T> for GpuEllT<T> {
+    fn name(&self) -> String {
+        format!("ellt-t{}", self.threads_per_row)
+    }
+    fn numbering(&self) -> Option<&[u32]> {
+        None
+    }
+    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        if !crate::error::product_lens("ellt spmv", self.n_rows, x.len(), y.len())? {
+            return Ok(());
+        }
+        let f = gpu.function(&format!(
+            "fem_ellt_spmv_tpr{}_{}",
+            self.threads_per_row,
+            T::NAME
+        ))?;
+        let cfg = blocks_of(self.n_rows * self.threads_per_row, self.block);
+        unsafe {
+            gpu.stream()
+                .launch_builder(&f)
+                .arg(&self.n_rows)
+                .arg(&self.len)
+                .arg(&self.col)
+                .arg(&self.val)
+                .arg(x)
+                .arg(y)
+                .launch(cfg)
+        }?;
+        Ok(())
+    }
+    fn matrix_bytes(&self) -> usize {
+        ellt_bytes::<T>(self.read_slots, self.len.len())
+    }
+    fn reorder(&mut self, gpu: &CudaBackend, csr_val: &CudaSlice<T>) -> Result<()> {
+        gpu_gather(gpu, &self.src, csr_val, &mut self.val)
+    }
+    fn set_block(&mut self, block: u32) {
+        self.block = block;
+    }
+}
+
+/// `threads` threads in blocks of `block`.
+fn blocks_of(threads: usize, block: u32) -> LaunchConfig {
+    let blocks = threads.div_ceil(block as usize).clamp(1, u32::MAX as usize) as u32;
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// ELL-WARP on the GPU.
+pub struct GpuEllWarp<T: Scalar> {
+    pub name: String,
+    pub n_rows: usize,
+    pub n_cols: usize,
+    pub n_slices: usize,
+    pub block: u32,
+    pub remap: bool,
+    /// `Slice`s as four `u32` each.
+    pub slices: CudaSlice<u32>,
+    pub col: CudaSlice<u32>,
+    pub val: CudaSlice<T>,
+    pub perm: CudaSlice<u32>,
+    pub src: CudaSlice<u32>,
+    /// The host copy of the permutation.
+    pub host_perm: Vec<u32>,
+    bytes: usize,
+}
+
+impl<T: Scalar> GpuEllWarp<T> {
+    pub fn upload(gpu: &CudaBackend, m: &EllWarp<T>, block: u32) -> Result<Self> {
+        gpu.ensure_free(m.slots() * (8 + T::BYTES) + m.slices.len() * 16 + m.n_rows * 4)?;
+        let s = gpu.stream();
+        let flat: Vec<u32> = m
+            .slices
+            .iter()
+            .flat_map(|s| [s.offset, s.width, s.row, s.shift])
+            .collect();
+        // The kernel reads `perm` only when it remaps; keep it non-empty.
+        let perm = if m.perm.is_empty() {
+            vec![0]
+        } else {
+            m.perm.clone()
+        };
+        Ok(Self {
+            name: m.name(),
+            n_rows: m.n_rows,
+            n_cols: m.n_cols,
+            n_slices: m.slices.len(),
+            block,
+            remap: m.remaps(),
+            slices: s.clone_htod(&flat)?,
+            col: s.clone_htod(&m.col)?,
+            val: gpu.upload(&m.val)?,
+            perm: s.clone_htod(&perm)?,
+            src: s.clone_htod(&m.src)?,
+            host_perm: m.perm.clone(),
+            bytes: warp_bytes(m),
+        })
+    }
+
+    /// `y = A x`, or `y = P x` for the pattern `P` of `A` when `unit`.
+    pub fn spmv_with(
+        &self,
+        gpu: &CudaBackend,
+        x: &CudaSlice<T>,
+        y: &mut CudaSlice<T>,
+        unit: bool,
+    ) -> Result<()> {
+        crate::error::same_len("ell-warp spmv", x.len(), self.n_cols)?;
+        crate::error::same_len("ell-warp spmv", y.len(), self.n_rows)?;
+        if self.n_slices == 0 {
+            return Ok(());
+        }
+        let f = gpu.function(&format!(
+            "fem_warp_spmv_remap{}_unit{}_{}",
+            self.remap as u8,
+            unit as u8,
+            T::NAME
+        ))?;
+        let cfg = blocks_of(self.n_slices * 32, self.block);
+        unsafe {
+            gpu.stream()
+                .launch_builder(&f)
+                .arg(&self.n_slices)
+                .arg(&self.n_rows)
+                .arg(&self.slices)
+                .arg(&self.col)
+                .arg(&self.val)
+                .arg(&self.perm)
+                .arg(x)
+                .arg(y)
+                .launch(cfg)
+        }?;
+        Ok(())
+    }
+}
+
+impl<T: Scalar> Spmv<CudaBackend, T> for GpuEllWarp<T> {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn numbering(&self) -> Option<&[u32]> {
+        (!self.remap).then_some(&self.host_perm[..])
+    }
+    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        self.spmv_with(gpu, x, y, false)
+    }
+    fn matrix_bytes(&self) -> usize {
+        self.bytes
+    }
+    fn reorder(&mut self, gpu: &CudaBackend, csr_val: &CudaSlice<T>) -> Result<()> {
+        gpu_gather(gpu, &self.src, csr_val, &mut self.val)
+    }
+    fn set_block(&mut self, block: u32) {
+        self.block = block;
+    }
+}

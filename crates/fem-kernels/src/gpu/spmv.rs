@@ -1,0 +1,103 @@
+//! SpMV kernels of formats built from CSR (Wong, Kuhl & Darve): ELL-WARP
+//! (K1, K2 and their renumbered variants) and ELLR-T, plus the value
+//! reordering and the atomic scatter they are compared with.
+
+use crate::device::*;
+use crate::launch::WARP;
+use crate::sparse::{ellt_part, gathered, slice_lane_part, Slice, NONE};
+use fem_core::Real;
+use fem_macros::kernel;
+
+/// Sums `v` over aligned groups of `lanes` lanes (a power of two); every
+/// lane of the warp must call it with the same `lanes`.
+#[inline(always)]
+fn group_sum<T: Real>(mut v: T, lanes: u32) -> T {
+    let mut mask = lanes / 2;
+    while mask > 0 {
+        v += shfl_xor(v, mask);
+        mask /= 2;
+    }
+    v
+}
+
+/// ELL-WARP SpMV, one warp per slice: K1 when every slice has one lane per
+/// row, K2 when long rows span several lanes (their partial sums reduced
+/// by warp shuffles, no shared memory). `REMAP` writes row `r` of the
+/// sorted order to `y[perm[r]]` (K1, K2); without it `y` is in the sorted
+/// numbering (K1r, K1rs, K2r, K2rs, whose columns were renumbered so that
+/// `x` is too). Launch `n_slices · 32` threads in blocks of whole warps.
+#[kernel(f32, f64; REMAP = false, true; UNIT = false, true)]
+pub unsafe fn warp_spmv<T: Real, const REMAP: bool, const UNIT: bool>(
+    n_slices: usize,
+    n_rows: usize,
+    slices: *const Slice,
+    col: *const u32,
+    val: *const T,
+    perm: *const u32,
+    x: *const T,
+    y: *mut T,
+) {
+    let w = global_idx_x() / WARP as usize;
+    if w >= n_slices {
+        return; // whole warps only: w is uniform across the warp
+    }
+    let lane = lane_id();
+    let s = *slices.add(w);
+    let sum = group_sum(
+        slice_lane_part::<T, UNIT>(s, lane as usize, col, val, x),
+        1 << s.shift,
+    );
+    let r = s.row as usize + (lane >> s.shift) as usize;
+    if lane & ((1 << s.shift) - 1) == 0 && r < n_rows {
+        *y.add(if REMAP { *perm.add(r) as usize } else { r }) = sum;
+    }
+}
+
+/// ELLR-T SpMV, `TPR` consecutive threads per row.
+#[kernel(f32, f64; TPR = 1, 2, 4, 8, 16, 32)]
+pub unsafe fn ellt_spmv<T: Real, const TPR: usize>(
+    n_rows: usize,
+    len: *const u32,
+    col: *const u32,
+    val: *const T,
+    x: *const T,
+    y: *mut T,
+) {
+    let gid = global_idx_x();
+    let (r, t) = (gid / TPR, gid % TPR);
+    let part = if r < n_rows {
+        ellt_part(r, t, TPR, n_rows, *len.add(r) as usize, col, val, x)
+    } else {
+        T::ZERO
+    };
+    let sum = group_sum(part, TPR as u32);
+    if t == 0 && r < n_rows {
+        *y.add(r) = sum;
+    }
+}
+
+/// `to[i] = from[src[i]]` (zero where `src[i]` is `NONE`): a format's
+/// values refilled from CSR values, writes coalesced.
+#[kernel(f32, f64)]
+pub unsafe fn gather_values<T: Real>(n: usize, src: *const u32, from: *const T, to: *mut T) {
+    let mut i = global_idx_x();
+    while i < n {
+        *to.add(i) = gathered(i, src, from);
+        i += grid_size_x();
+    }
+}
+
+/// `dst[pos[i]] += src[i]` atomically where `pos[i]` is not `NONE`: element
+/// entries scattered into the global matrix with atomics, the baseline of
+/// assembly by SpMV.
+#[kernel(f32, f64)]
+pub unsafe fn scatter_add<T: Real>(n: usize, pos: *const u32, src: *const T, dst: *mut T) {
+    let mut i = global_idx_x();
+    while i < n {
+        let p = *pos.add(i);
+        if p != NONE {
+            atomic_add(dst.add(p as usize), *src.add(i));
+        }
+        i += grid_size_x();
+    }
+}

@@ -1,0 +1,110 @@
+//! Matrices every SpMV format is checked on, shared by the CPU and GPU tests.
+
+#![allow(dead_code)]
+
+use fem::host::operator::csr::Csr;
+use fem::host::rng::SplitMix64;
+use fem::host::Scalar;
+
+/// CSR from per-row (column, value) lists, columns sorted.
+pub fn csr_from_rows<T: Scalar>(rows: &[Vec<(u32, f64)>]) -> Csr<T> {
+    let mut row_ptr = vec![0u32];
+    let (mut col, mut val) = (Vec::new(), Vec::new());
+    for r in rows {
+        let mut r = r.clone();
+        r.sort_by_key(|e| e.0);
+        for (c, v) in r {
+            col.push(c);
+            val.push(T::from_f64(v));
+        }
+        row_ptr.push(col.len() as u32);
+    }
+    Csr {
+        n_rows: rows.len(),
+        row_ptr,
+        col,
+        val,
+    }
+}
+
+/// A random square matrix with row lengths uniform in `lo..=hi` and distinct columns.
+pub fn random<T: Scalar>(n: usize, lo: usize, hi: usize, seed: u64) -> Csr<T> {
+    let mut rng = SplitMix64::new(seed);
+    let rows: Vec<Vec<(u32, f64)>> = (0..n)
+        .map(|_| {
+            let len = (lo + rng.below(hi - lo + 1)).min(n);
+            let mut cols: Vec<u32> = Vec::new();
+            while cols.len() < len {
+                let c = rng.below(n) as u32;
+                if !cols.contains(&c) {
+                    cols.push(c);
+                }
+            }
+            cols.into_iter()
+                .map(|c| (c, 2.0 * rng.next_f64() - 1.0))
+                .collect()
+        })
+        .collect();
+    csr_from_rows(&rows)
+}
+
+/// The edge cases of the standards: empty rows, one row far longer than
+/// the rest, sizes not a multiple of 32, a single row, no nonzeros, plus
+/// random and power-law matrices.
+pub fn cases<T: Scalar>() -> Vec<(&'static str, Csr<T>)> {
+    let mut long = random::<T>(333, 1, 5, 3);
+    // Row 17 couples to every column.
+    let mut rows: Vec<Vec<(u32, f64)>> = (0..long.n_rows)
+        .map(|r| {
+            (long.row_ptr[r]..long.row_ptr[r + 1])
+                .map(|k| (long.col[k as usize], long.val[k as usize].to_f64()))
+                .collect()
+        })
+        .collect();
+    rows[17] = (0..333).map(|c| (c, 0.001 * c as f64 - 0.1)).collect();
+    long = csr_from_rows(&rows);
+    let mut empty = random::<T>(100, 0, 7, 5);
+    let mut er: Vec<Vec<(u32, f64)>> = (0..empty.n_rows)
+        .map(|r| {
+            (empty.row_ptr[r]..empty.row_ptr[r + 1])
+                .map(|k| (empty.col[k as usize], empty.val[k as usize].to_f64()))
+                .collect()
+        })
+        .collect();
+    for r in (0..100).step_by(3) {
+        er[r].clear();
+    }
+    empty = csr_from_rows(&er);
+    vec![
+        ("random-1000", random(1000, 3, 40, 1)),
+        ("random-33", random(33, 1, 33, 2)),
+        ("one-long-row", long),
+        ("empty-rows", empty),
+        ("single-row", csr_from_rows(&[vec![(0, 2.5)]])),
+        ("no-nonzeros", csr_from_rows(&vec![Vec::new(); 45])),
+        (
+            "no-rows",
+            Csr {
+                n_rows: 0,
+                row_ptr: vec![0],
+                col: vec![],
+                val: vec![],
+            },
+        ),
+        (
+            "power-law",
+            fem::host::sparse::generate::power_law(3000, 1.0, 2.2, 2500, 9).unwrap(),
+        ),
+    ]
+}
+
+/// Largest |a − b| relative to the largest |b| (1 when both are empty).
+pub fn rel_err<T: Scalar>(a: &[T], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let scale = b.iter().fold(1e-300f64, |m, v| m.max(v.abs()));
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x.to_f64() - y).abs())
+        .fold(0.0, f64::max)
+        / scale
+}

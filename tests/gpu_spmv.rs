@@ -1,0 +1,124 @@
+//! The SpMV formats on the GPU against the CPU CSR product (cuSPARSE too
+//! when its library loads), value reordering on the device, and assembly
+//! by SpMV against atomic scatter. Skipped without a CUDA device.
+
+mod common;
+
+use common::{cases, rel_err};
+use fem::host::backend::cuda::device_count;
+use fem::host::sparse::bench::{apply_original, reference, test_vector};
+use fem::host::sparse::cusparse::CusparseCsr;
+use fem::host::sparse::device::prepare_gpu;
+use fem::host::sparse::params::SpmvParams;
+use fem::host::sparse::stats::RowStats;
+use fem::host::sparse::SpmvFormat;
+use fem::host::{Backend, CpuBackend, CudaBackend, Scalar};
+
+fn gpu(test: &str) -> Option<CudaBackend> {
+    match device_count() {
+        Ok(n) if n > 0 => {
+            Some(fem::cuda(0).expect("a CUDA device is present, so the backend must open"))
+        }
+        other => {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test}: {}",
+                other.map_or_else(|e| e.to_string(), |_| "no CUDA device".into())
+            );
+            None
+        }
+    }
+}
+
+fn formats() -> Vec<SpmvFormat> {
+    let with_cusparse = CusparseCsr::<f64>::available();
+    if !with_cusparse {
+        eprintln!("cuSPARSE not loadable: compared formats exclude it");
+    }
+    SpmvFormat::ALL
+        .into_iter()
+        .filter(|&f| with_cusparse || f != SpmvFormat::Cusparse)
+        .collect()
+}
+
+fn every_format_on_gpu<T: Scalar>(g: &CudaBackend, tol: f64) {
+    let cpu = CpuBackend::new(None).unwrap();
+    for (name, csr) in cases::<T>() {
+        let stats = RowStats::of(&csr);
+        let x = test_vector::<T>(csr.n_rows, 4);
+        let y_ref = reference(&cpu, &csr, &x);
+        for f in formats() {
+            if f == SpmvFormat::Cusparse && csr.n_rows == 0 {
+                continue;
+            }
+            for params in [
+                SpmvParams::a_priori(&stats),
+                SpmvParams {
+                    threshold: 1,
+                    ellt_threads: 4,
+                    csr_threads: 8,
+                    block: 32,
+                    ..SpmvParams::a_priori(&stats)
+                },
+            ] {
+                let m = prepare_gpu(g, &cpu, &csr, f, &params).unwrap();
+                let e = rel_err(&apply_original(g, m.as_ref(), &x).unwrap(), &y_ref);
+                assert!(
+                    e <= tol,
+                    "{name}: {} on the GPU differs from CSR by {e:e}",
+                    m.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_every_spmv_format_equals_csr() {
+    let Some(g) = gpu("gpu_every_spmv_format_equals_csr") else {
+        return;
+    };
+    every_format_on_gpu::<f64>(&g, 1e-13);
+    every_format_on_gpu::<f32>(&g, 1e-5);
+}
+
+#[test]
+fn gpu_reordering_matches_the_host_layout() {
+    let Some(g) = gpu("gpu_reordering_matches_the_host_layout") else {
+        return;
+    };
+    let cpu = CpuBackend::new(None).unwrap();
+    let (_, csr) = cases::<f64>().swap_remove(2);
+    let mut scaled = csr.clone();
+    scaled.val.iter_mut().for_each(|v| *v = -2.0 * *v + 0.25);
+    let x = test_vector::<f64>(csr.n_rows, 8);
+    let y_ref = reference(&cpu, &scaled, &x);
+    let vals = g.upload(&scaled.val).unwrap();
+    for f in formats() {
+        let mut m = prepare_gpu(
+            &g,
+            &cpu,
+            &csr,
+            f,
+            &SpmvParams::a_priori(&RowStats::of(&csr)),
+        )
+        .unwrap();
+        m.reorder(&g, &vals).unwrap();
+        let e = rel_err(&apply_original(&g, m.as_ref(), &x).unwrap(), &y_ref);
+        assert!(e < 1e-13, "{} after reordering on the GPU: {e:e}", m.name());
+    }
+}
+
+#[test]
+fn gpu_assembly_by_spmv_equals_cpu_assembly() {
+    let Some(g) = gpu("gpu_assembly_by_spmv_equals_cpu_assembly") else {
+        return;
+    };
+    let cpu = CpuBackend::new(None).unwrap();
+    for (dim, p, threshold) in [(2, 1, None), (2, 4, Some(2)), (3, 2, None), (3, 1, Some(1))] {
+        let r = fem::host::sparse::assembly::bench_gpu::<f64>(&g, &cpu, dim, p, 5000, threshold, 2)
+            .unwrap();
+        assert!(r.max_abs_diff < 1e-12, "{dim}D p{p} {threshold:?}: {r:?}");
+    }
+}
