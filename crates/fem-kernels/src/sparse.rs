@@ -384,3 +384,41 @@ pub unsafe fn gathered<T: Real>(i: usize, src: *const u32, from: *const T) -> T 
         *from.add(s as usize)
     }
 }
+
+/// One row of a coloured symmetric Gauss–Seidel (SSOR with ω = 1) sweep
+/// (Reguly & Giles, Algorithm 3): the sum of `a_ij v_j` over the row's
+/// entries whose column has a colour below `c` (`FORWARD`) or above it
+/// (backward), and the row's diagonal. `entries` yields the row's storage
+/// positions (CSR positions, or ELLPACK slots whose padding has value zero).
+///
+/// # Safety
+/// Positions, columns and colours must be in range.
+#[inline(always)]
+pub unsafe fn coloured_row<T: Real, const FORWARD: bool>(i: usize, entries: impl Iterator<Item = usize>, col: *const u32, val: *const T, colour: *const u8, c: u8, v: *const T) -> (T, T) {
+    let (mut sum, mut diag) = (T::ZERO, T::ZERO);
+    for p in entries {
+        let j = *col.add(p) as usize;
+        let a = *val.add(p);
+        if j == i {
+            diag += a;
+        } else {
+            let cj = *colour.add(j);
+            if (FORWARD && cj < c) || (!FORWARD && cj > c) {
+                sum += a * *v.add(j);
+            }
+        }
+    }
+    (sum, diag)
+}
+
+/// The new value of row `i` in a coloured sweep: forward
+/// `(rhs_i − Σ_{colour < c} a_ij v_j) / a_ii`, backward
+/// `rhs_i − Σ_{colour > c} a_ij v_j / a_ii`.
+#[inline(always)]
+pub fn swept<T: Real, const FORWARD: bool>(rhs: T, (sum, diag): (T, T)) -> T {
+    if FORWARD {
+        (rhs - sum) / diag
+    } else {
+        rhs - sum / diag
+    }
+}

@@ -4,6 +4,7 @@
 //! of `v`). Generation in [`generate`], checks in [`validate`].
 
 pub mod generate;
+pub mod refine;
 pub mod validate;
 
 pub use generate::BoxMesh;

@@ -343,6 +343,13 @@ impl<T: Scalar> GpuCsr<T> {
         Ok(Self { n_rows: csr.n_rows, row_ptr: s.clone_htod(&csr.row_ptr)?, col: s.clone_htod(&csr.col)?, val: gpu.upload(&val)?, threads_per_row, diag_pos, diag: None })
     }
 
+    /// Uploads an assembled CSR matrix.
+    pub fn from_csr(gpu: &CudaBackend, csr: &Csr<T>, threads_per_row: usize) -> Result<Self> {
+        let mut g = Self::pattern(gpu, csr, &[], threads_per_row)?;
+        g.val = gpu.upload(&csr.val)?;
+        Ok(g)
+    }
+
     fn extract_diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
         let v = gpu.download(&self.val)?;
         gpu.upload(&self.diag_pos.iter().map(|&p| if p == usize::MAX { T::ZERO } else { v[p] }).collect::<Vec<T>>())

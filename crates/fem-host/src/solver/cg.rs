@@ -1,7 +1,8 @@
-//! The conjugate gradient method, unpreconditioned or with Jacobi, on any
-//! [`Backend`] and [`LinearOperator`]; it stops on the relative residual
-//! ‖r‖/‖b‖ and records its history.
+//! The (preconditioned) conjugate gradient method on any [`Backend`],
+//! [`LinearOperator`] and [`Preconditioner`]; it stops on the relative
+//! residual ‖r‖/‖b‖ and records its history.
 
+use super::precond::{Identity, Jacobi, Preconditioner};
 use crate::operator::LinearOperator;
 use crate::{Backend, Result, Scalar};
 use serde::Serialize;
@@ -34,35 +35,35 @@ pub struct CgReport {
     pub iteration_seconds: f64,
 }
 
-/// Solves `A x = b` from the initial guess in `x`.
-pub fn cg<B: Backend, T: Scalar, A: LinearOperator<B, T>>(
+/// Solves `A x = b` from the initial guess in `x`, unpreconditioned or with
+/// Jacobi as `opts` says.
+pub fn cg<B: Backend, T: Scalar, A: LinearOperator<B, T>>(backend: &B, a: &A, b: &B::Vector<T>, x: &mut B::Vector<T>, opts: CgOptions) -> Result<CgReport> {
+    if opts.jacobi {
+        pcg(backend, a, &Jacobi::new(backend, a)?, b, x, opts)
+    } else {
+        pcg(backend, a, &Identity, b, x, opts)
+    }
+}
+
+/// Preconditioned CG from the initial guess in `x` (`opts.jacobi` is
+/// ignored: `m` is the preconditioner). `M` must be symmetric positive
+/// definite.
+pub fn pcg<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: Preconditioner<B, T> + ?Sized>(
     backend: &B,
     a: &A,
+    m: &M,
     b: &B::Vector<T>,
     x: &mut B::Vector<T>,
     opts: CgOptions,
 ) -> Result<CgReport> {
     let n = a.rows();
-    let inv_diag = if opts.jacobi {
-        let d = backend.download(&a.diagonal(backend)?)?;
-        if let Some(i) = d.iter().position(|v| !(v.abs() > T::ZERO)) {
-            return Err(crate::Error::InvalidArgument(format!("Jacobi: zero diagonal in row {i}")));
-        }
-        Some(backend.upload(&d.iter().map(|&v| T::ONE / v).collect::<Vec<T>>())?)
-    } else {
-        None
-    };
     let mut r = backend.zeros::<T>(n)?;
     a.apply(backend, x, &mut r)?;
     backend.axpby(T::ONE, b, -T::ONE, &mut r)?; // r = b − A x
     let b_norm = backend.norm2(b)?.to_f64();
     let scale = if b_norm > 0.0 { b_norm } else { 1.0 };
     let mut z = backend.zeros::<T>(n)?;
-    let precondition = |r: &B::Vector<T>, z: &mut B::Vector<T>| match &inv_diag {
-        Some(d) => backend.mul(d, r, z),
-        None => backend.copy(r, z),
-    };
-    precondition(&r, &mut z)?;
+    m.apply(backend, &r, &mut z)?;
     let mut p = backend.zeros::<T>(n)?;
     backend.copy(&z, &mut p)?;
     let mut q = backend.zeros::<T>(n)?;
@@ -80,7 +81,7 @@ pub fn cg<B: Backend, T: Scalar, A: LinearOperator<B, T>>(
         let alpha = rz / pq;
         backend.axpy(alpha, &p, x)?;
         backend.axpy(-alpha, &q, &mut r)?;
-        precondition(&r, &mut z)?;
+        m.apply(backend, &r, &mut z)?;
         let rz_new = backend.dot(&r, &z)?;
         backend.axpby(T::ONE, &z, rz_new / rz, &mut p)?;
         rz = rz_new;

@@ -1,5 +1,15 @@
-//! Iterative solvers on any backend and operator.
+//! Iterative solvers on any backend and operator: CG and PCG, BiCGStab,
+//! geometric multigrid, and the preconditioners they take (Jacobi,
+//! coloured SSOR, SPAI(1), multigrid).
 
+pub mod bicgstab;
 pub mod cg;
+pub mod multigrid;
+pub mod precond;
+pub mod spai;
+pub mod ssor;
+pub mod transfer;
 
-pub use cg::{cg, CgOptions, CgReport};
+pub use bicgstab::bicgstab;
+pub use cg::{cg, pcg, CgOptions, CgReport};
+pub use precond::{ApproximateInverse, Identity, Jacobi, Preconditioner};

@@ -4,7 +4,7 @@
 
 use crate::device::*;
 use crate::launch::WARP;
-use crate::sparse::{ellt_part, gathered, slice_lane_part, Slice, NONE};
+use crate::sparse::{coloured_row, ellt_part, gathered, slice_lane_part, swept, Slice, NONE};
 use fem_core::Real;
 use fem_macros::kernel;
 
@@ -99,5 +99,55 @@ pub unsafe fn scatter_add<T: Real>(n: usize, pos: *const u32, src: *const T, dst
             atomic_add(dst.add(p as usize), *src.add(i));
         }
         i += grid_size_x();
+    }
+}
+
+/// One colour of a coloured SSOR sweep on CSR: for each row `rows[k]` of
+/// colour `c`, `v_i ← swept(rhs_i, coloured_row(...))` (Reguly & Giles,
+/// Algorithm 3). Rows of one colour never couple, so they update in
+/// parallel; the colours run one launch after another.
+#[kernel(f32, f64; FORWARD = false, true)]
+pub unsafe fn ssor_csr<T: Real, const FORWARD: bool>(
+    n: usize,
+    rows: *const u32,
+    row_ptr: *const u32,
+    col: *const u32,
+    val: *const T,
+    colour: *const u8,
+    c: u32,
+    rhs: *const T,
+    v: *mut T,
+) {
+    let mut k = global_idx_x();
+    while k < n {
+        let i = *rows.add(k) as usize;
+        let range = *row_ptr.add(i) as usize..*row_ptr.add(i + 1) as usize;
+        let part = coloured_row::<T, FORWARD>(i, range, col, val, colour, c as u8, v);
+        *v.add(i) = swept::<T, FORWARD>(*rhs.add(i), part);
+        k += grid_size_x();
+    }
+}
+
+/// The same sweep on transposed ELLPACK (`width` slots per row, padding
+/// zero-valued).
+#[kernel(f32, f64; FORWARD = false, true)]
+pub unsafe fn ssor_ell<T: Real, const FORWARD: bool>(
+    n: usize,
+    rows: *const u32,
+    n_rows: usize,
+    width: usize,
+    col: *const u32,
+    val: *const T,
+    colour: *const u8,
+    c: u32,
+    rhs: *const T,
+    v: *mut T,
+) {
+    let mut k = global_idx_x();
+    while k < n {
+        let i = *rows.add(k) as usize;
+        let part = coloured_row::<T, FORWARD>(i, (0..width).map(|s| s * n_rows + i), col, val, colour, c as u8, v);
+        *v.add(i) = swept::<T, FORWARD>(*rhs.add(i), part);
+        k += grid_size_x();
     }
 }

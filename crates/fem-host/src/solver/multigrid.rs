@@ -1,0 +1,317 @@
+//! Geometric multigrid from SpMV cascades (Geveler et al. §3): a hierarchy
+//! of uniformly refined meshes, rediscretised operators, prolongation by
+//! coarse basis functions at fine nodes and restriction by its transpose,
+//! damped Richardson smoothing `x ← x + ω M (b − A x)` with `M` Jacobi or
+//! SPAI(1), BiCGStab on the coarsest level to a relative residual of
+//! 1e-2; V, W and F cycles. Every matrix (operators, transfers, smoothers)
+//! is stored once in an SpMV format of the backend, so a cycle is nothing
+//! but products and vector operations on it.
+//!
+//! Post-smoothing applies `Mᵀ` where pre-smoothing applied `M`: with
+//! `R = Pᵀ` the cycle is then a symmetric operator (up to the inexact
+//! coarse solve), so it also preconditions CG.
+
+use super::bicgstab::bicgstab;
+use super::cg::{CgOptions, CgReport};
+use super::precond::{Jacobi, Preconditioner};
+use super::spai::spai1;
+use super::transfer::{prolongation, transpose};
+use crate::mesh::refine::refine;
+use crate::mesh::Mesh;
+use crate::operator::cell_data::CellData;
+use crate::operator::csr::Csr;
+use crate::operator::elements::{self, LocalVariant};
+use crate::operator::LinearOperator;
+use crate::space::{DirichletMode, Layout, Numbering, Space};
+use crate::sparse::Spmv;
+use crate::{Backend, CpuBackend, Error, Result, Scalar};
+use serde::Serialize;
+use std::sync::Mutex;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Smoother {
+    Jacobi,
+    Spai,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cycle {
+    V,
+    W,
+    F,
+}
+
+impl std::str::FromStr for Cycle {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "v" | "V" => Ok(Self::V),
+            "w" | "W" => Ok(Self::W),
+            "f" | "F" => Ok(Self::F),
+            _ => Err(format!("unknown cycle `{s}` (v, w, f)")),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct MgOptions {
+    pub smoother: Smoother,
+    pub cycle: Cycle,
+    pub pre: usize,
+    pub post: usize,
+    /// Richardson damping ω.
+    pub omega: f64,
+    /// Relative residual the coarse BiCGStab reaches.
+    pub coarse_rtol: f64,
+}
+
+impl MgOptions {
+    /// The paper's set-up: F-cycle, 8 (2D) or 16 (3D) pre- and
+    /// post-smoothing steps, ω = 0.5 for Jacobi and 1 for SPAI.
+    pub fn paper(dim: usize, smoother: Smoother) -> Self {
+        let steps = if dim == 3 { 16 } else { 8 };
+        Self { smoother, cycle: Cycle::F, pre: steps, post: steps, omega: if smoother == Smoother::Jacobi { 0.5 } else { 1.0 }, coarse_rtol: 1e-2 }
+    }
+}
+
+/// The host side of a hierarchy, coarsest level first.
+pub struct Hierarchy<T> {
+    pub a: Vec<Csr<T>>,
+    /// `p[l]` prolongs level `l` to level `l + 1`.
+    pub p: Vec<Csr<T>>,
+    /// The finest level's mesh, space and layout.
+    pub fine: (Mesh, Space, Layout),
+}
+
+impl<T: Scalar> Hierarchy<T> {
+    /// `levels` levels of Q_`degree` on `coarse` and its refinements, the
+    /// Laplacian assembled on each (Dirichlet DOFs eliminated).
+    pub fn poisson(cpu: &CpuBackend, coarse: &Mesh, degree: usize, levels: usize) -> Result<Self> {
+        if levels == 0 {
+            return Err(Error::InvalidArgument("multigrid needs at least one level".into()));
+        }
+        let mut mesh = coarse.clone();
+        let mut space = Space::new(&mesh, degree, Numbering::Original)?;
+        let mut layout = Layout::new(&space, DirichletMode::Eliminate);
+        let (mut a, mut p) = (vec![assemble(cpu, &mesh, &layout, degree)?], Vec::new());
+        for _ in 1..levels {
+            let r = refine(&mesh);
+            let fine_space = Space::new(&r.fine, degree, Numbering::Original)?;
+            let fine_layout = Layout::new(&fine_space, DirichletMode::Eliminate);
+            p.push(prolongation(&space, &layout, &fine_space, &fine_layout, &r)?);
+            a.push(assemble(cpu, &r.fine, &fine_layout, degree)?);
+            (mesh, space, layout) = (r.fine, fine_space, fine_layout);
+        }
+        Ok(Self { a, p, fine: (mesh, space, layout) })
+    }
+
+    pub fn levels(&self) -> usize {
+        self.a.len()
+    }
+}
+
+fn assemble<T: Scalar>(cpu: &CpuBackend, mesh: &Mesh, layout: &Layout, degree: usize) -> Result<Csr<T>> {
+    let cd = CellData::<T>::new(mesh, layout, degree);
+    let elems = elements::assemble(cpu, &cd, LocalVariant::Reuse, false)?;
+    Csr::assemble(cpu, layout, &elems)
+}
+
+/// A matrix of the backend.
+pub type Matrix<B, T> = Box<dyn Spmv<B, T>>;
+
+/// One level on the backend.
+struct Level<B: Backend, T: Scalar> {
+    n: usize,
+    a: Matrix<B, T>,
+    jacobi: Jacobi<B, T>,
+    /// A matrix smoother and its transpose.
+    m: Option<(Matrix<B, T>, Matrix<B, T>)>,
+    /// Prolongation from the next coarser level, and restriction to it.
+    p: Option<(Matrix<B, T>, Matrix<B, T>)>,
+}
+
+/// Work vectors of a level: right-hand side, iterate, residual, correction.
+struct Work<V> {
+    b: V,
+    x: V,
+    r: V,
+    z: V,
+}
+
+/// A multigrid solver / preconditioner on backend `B`.
+pub struct Multigrid<B: Backend, T: Scalar> {
+    levels: Vec<Level<B, T>>,
+    pub opts: MgOptions,
+    work: Mutex<Vec<Work<B::Vector<T>>>>,
+    /// Host seconds spent building smoothers (SPAI).
+    pub smoother_setup_seconds: f64,
+}
+
+/// Level `l`'s operator as a square [`LinearOperator`] (for BiCGStab).
+struct LevelOp<'a, B: Backend, T: Scalar>(&'a Level<B, T>);
+
+impl<B: Backend, T: Scalar> LinearOperator<B, T> for LevelOp<'_, B, T> {
+    fn rows(&self) -> usize {
+        self.0.n
+    }
+    fn apply(&self, b: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
+        self.0.a.apply(b, x, y)
+    }
+    fn diagonal(&self, b: &B) -> Result<B::Vector<T>> {
+        let inv = b.download(&self.0.jacobi.inv_diag)?;
+        b.upload(&inv.iter().map(|&v| T::ONE / v).collect::<Vec<T>>())
+    }
+}
+
+impl<B: Backend, T: Scalar> Multigrid<B, T> {
+    /// Uploads `h` to backend `bk`; `upload(matrix, columns)` stores one
+    /// matrix in the backend's SpMV format.
+    pub fn new(bk: &B, cpu: &CpuBackend, h: &Hierarchy<T>, opts: MgOptions, upload: impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Self> {
+        let mut levels = Vec::with_capacity(h.levels());
+        let mut smoother_setup_seconds = 0.0;
+        for (l, a) in h.a.iter().enumerate() {
+            let n = a.n_rows;
+            let m = match opts.smoother {
+                Smoother::Jacobi => None,
+                Smoother::Spai if l > 0 => {
+                    let t0 = std::time::Instant::now();
+                    let m = spai1(cpu, a)?;
+                    smoother_setup_seconds += t0.elapsed().as_secs_f64();
+                    Some((upload(&m, n)?, upload(&transpose(&m, n), n)?))
+                }
+                Smoother::Spai => None,
+            };
+            let p = if l > 0 {
+                let p = &h.p[l - 1];
+                let nc = h.a[l - 1].n_rows;
+                Some((upload(p, nc)?, upload(&transpose(p, nc), n)?))
+            } else {
+                None
+            };
+            levels.push(Level { n, a: upload(a, n)?, jacobi: Jacobi::from_diagonal(bk, &a.diag())?, m, p });
+        }
+        let work = levels
+            .iter()
+            .map(|l| Ok(Work { b: bk.zeros::<T>(l.n)?, x: bk.zeros::<T>(l.n)?, r: bk.zeros::<T>(l.n)?, z: bk.zeros::<T>(l.n)? }))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { levels, opts, work: Mutex::new(work), smoother_setup_seconds })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.levels.last().map_or(0, |l| l.n)
+    }
+
+    /// `r ← b − A x` on level `l`.
+    fn residual(&self, bk: &B, l: usize, w: &mut Work<B::Vector<T>>) -> Result<()> {
+        self.levels[l].a.apply(bk, &w.x, &mut w.r)?;
+        bk.axpby(T::ONE, &w.b, -T::ONE, &mut w.r)
+    }
+
+    /// `steps` Richardson steps `x ← x + ω M (b − A x)` (`Mᵀ` after the
+    /// coarse correction).
+    fn smooth(&self, bk: &B, l: usize, w: &mut Work<B::Vector<T>>, steps: usize, post: bool) -> Result<()> {
+        let lv = &self.levels[l];
+        let omega = T::from_f64(self.opts.omega);
+        for _ in 0..steps {
+            self.residual(bk, l, w)?;
+            match &lv.m {
+                Some((m, mt)) => (if post { mt } else { m }).apply(bk, &w.r, &mut w.z)?,
+                None => bk.mul(&lv.jacobi.inv_diag, &w.r, &mut w.z)?,
+            }
+            bk.axpy(omega, &w.z, &mut w.x)?;
+        }
+        Ok(())
+    }
+
+    /// One cycle of kind `kind` on level `l` for `work[l].b`, improving
+    /// `work[l].x`.
+    fn cycle(&self, bk: &B, l: usize, work: &mut [Work<B::Vector<T>>], kind: Cycle) -> Result<()> {
+        if l == 0 {
+            let w = &mut work[0];
+            let lv = &self.levels[0];
+            let opts = CgOptions { rtol: self.opts.coarse_rtol, max_iterations: 10 * lv.n.max(10), jacobi: false };
+            bicgstab(bk, &LevelOp(lv), &lv.jacobi, &w.b, &mut w.x, opts)?;
+            return Ok(());
+        }
+        let (coarse, rest) = work.split_at_mut(l);
+        let w = &mut rest[0];
+        self.smooth(bk, l, w, self.opts.pre, false)?;
+        self.residual(bk, l, w)?;
+        let (p, r) = self.levels[l].p.as_ref().expect("levels above the coarsest have transfers");
+        {
+            let wc = &mut coarse[l - 1];
+            r.apply(bk, &w.r, &mut wc.b)?;
+            bk.axpby(T::ZERO, &wc.b, T::ZERO, &mut wc.x)?; // x_c = 0
+        }
+        match kind {
+            Cycle::V => self.cycle(bk, l - 1, coarse, Cycle::V)?,
+            Cycle::W => {
+                self.cycle(bk, l - 1, coarse, Cycle::W)?;
+                self.cycle(bk, l - 1, coarse, Cycle::W)?;
+            }
+            Cycle::F => {
+                self.cycle(bk, l - 1, coarse, Cycle::F)?;
+                self.cycle(bk, l - 1, coarse, Cycle::V)?;
+            }
+        }
+        p.apply(bk, &coarse[l - 1].x, &mut w.z)?;
+        bk.axpy(T::ONE, &w.z, &mut w.x)?;
+        self.smooth(bk, l, w, self.opts.post, true)
+    }
+
+    /// Solves `A x = b` on the finest level by cycles from the guess in
+    /// `x`, until ‖b − A x‖ ≤ rtol ‖b − A x₀‖ (the paper's criterion).
+    pub fn solve(&self, bk: &B, b: &B::Vector<T>, x: &mut B::Vector<T>, rtol: f64, max_cycles: usize) -> Result<CgReport> {
+        let top = self.levels.len() - 1;
+        let mut work = self.work.lock().expect("multigrid work poisoned");
+        bk.copy(b, &mut work[top].b)?;
+        bk.copy(x, &mut work[top].x)?;
+        self.residual(bk, top, &mut work[top])?;
+        let r0 = bk.norm2(&work[top].r)?.to_f64();
+        let scale = if r0 > 0.0 { r0 } else { 1.0 };
+        let mut res = r0 / scale;
+        let mut history = vec![res];
+        let start = std::time::Instant::now();
+        let mut it = 0;
+        while res > rtol && it < max_cycles {
+            self.cycle(bk, top, &mut work, self.opts.cycle)?;
+            self.residual(bk, top, &mut work[top])?;
+            res = bk.norm2(&work[top].r)?.to_f64() / scale;
+            history.push(res);
+            it += 1;
+        }
+        bk.copy(&work[top].x, x)?;
+        Ok(CgReport { iterations: it, relative_residual: res, converged: res <= rtol, history, iteration_seconds: start.elapsed().as_secs_f64() })
+    }
+}
+
+impl<B: Backend, T: Scalar> Preconditioner<B, T> for Multigrid<B, T> {
+    /// One cycle from zero for the right-hand side `r`.
+    fn apply(&self, bk: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
+        let top = self.levels.len() - 1;
+        let mut work = self.work.lock().expect("multigrid work poisoned");
+        bk.copy(r, &mut work[top].b)?;
+        bk.axpby(T::ZERO, r, T::ZERO, &mut work[top].x)?;
+        self.cycle(bk, top, &mut work, self.opts.cycle)?;
+        bk.copy(&work[top].x, z)
+    }
+    fn name(&self) -> String {
+        format!("mg-{:?}-{:?}", self.opts.cycle, self.opts.smoother).to_lowercase()
+    }
+}
+
+/// Stores a matrix for the CPU backend (ELL-WARP K1, rectangular allowed).
+pub fn cpu_matrix<T: Scalar>(cpu: &CpuBackend) -> impl Fn(&Csr<T>, usize) -> Result<Matrix<CpuBackend, T>> + '_ {
+    move |m, n_cols| Ok(Box::new(crate::sparse::warp::EllWarp::new(cpu, m, n_cols, None, crate::sparse::warp::Numbering::Remap)?) as Matrix<CpuBackend, T>)
+}
+
+/// Stores a matrix for the GPU backend (ELL-WARP K1, the fastest format
+/// that keeps the original numbering, rectangular allowed).
+pub fn gpu_matrix<'a, T: Scalar>(gpu: &'a crate::CudaBackend, cpu: &'a CpuBackend) -> impl Fn(&Csr<T>, usize) -> Result<Matrix<crate::CudaBackend, T>> + 'a {
+    move |m, n_cols| {
+        let host = crate::sparse::warp::EllWarp::new(cpu, m, n_cols, None, crate::sparse::warp::Numbering::Remap)?;
+        Ok(Box::new(crate::sparse::device::GpuEllWarp::upload(gpu, &host, 128)?) as Matrix<crate::CudaBackend, T>)
+    }
+}

@@ -1,0 +1,106 @@
+//! Solvers on the GPU against the CPU: coloured SSOR sweeps (CSR and
+//! ELLPACK), PCG and BiCGStab, multigrid cycles. Skipped without a device.
+
+use fem::host::backend::cuda::device_count;
+use fem::host::mesh::BoxMesh;
+use fem::host::operator::ell::Ell;
+use fem::host::operator::gpu::{GpuCsr, GpuEll};
+use fem::host::solver::multigrid::{cpu_matrix, gpu_matrix, Hierarchy, MgOptions, Multigrid, Smoother};
+use fem::host::solver::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
+use fem::host::solver::{bicgstab, pcg, CgOptions, Jacobi, Preconditioner};
+use fem::host::sparse::generate::{fem_matrix, power_law};
+use fem::host::{Backend, CpuBackend, CudaBackend};
+
+fn gpu(test: &str) -> Option<CudaBackend> {
+    match device_count() {
+        Ok(n) if n > 0 => Some(fem::cuda(0).expect("a CUDA device is present, so the backend must open")),
+        other => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {}", other.map_or_else(|e| e.to_string(), |_| "no CUDA device".into()));
+            None
+        }
+    }
+}
+
+fn rhs(n: usize) -> Vec<f64> {
+    (0..n).map(|i| 1.0 + 0.5 * (i as f64 * 0.37).sin()).collect()
+}
+
+fn max_diff(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+}
+
+#[test]
+fn gpu_ssor_equals_cpu_ssor_and_preconditions_cg() {
+    let Some(g) = gpu("gpu_ssor_equals_cpu_ssor_and_preconditions_cg") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    for (dim, p) in [(2, 1), (2, 3), (3, 2)] {
+        let a = fem_matrix::<f64>(&cpu, dim, p, 20_000, 1, true).unwrap();
+        let colouring = RowColouring::new(&a).unwrap();
+        let cpu_pre = CpuSsor { matrix: SsorMatrix::Csr(a.clone()), colouring: colouring.clone() };
+        let r = rhs(a.n_rows);
+        let mut z_cpu = vec![0.0; a.n_rows];
+        cpu_pre.apply(&cpu, &r, &mut z_cpu).unwrap();
+        let scale = z_cpu.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let mats = [GpuSsorMatrix::Csr(GpuCsr::from_csr(&g, &a, 4).unwrap()), GpuSsorMatrix::Ell(GpuEll::upload(&g, &Ell::from_csr(&a)).unwrap())];
+        for m in mats {
+            let pre = GpuSsor::new(&g, m, &colouring).unwrap();
+            let rd = g.upload(&r).unwrap();
+            let mut zd = g.zeros::<f64>(a.n_rows).unwrap();
+            pre.apply(&g, &rd, &mut zd).unwrap();
+            let d = max_diff(&g.download(&zd).unwrap(), &z_cpu) / scale;
+            assert!(d < 1e-12, "{dim}D Q{p}: GPU SSOR differs from CPU by {d:e}");
+            let op = GpuCsr::from_csr(&g, &a, 4).unwrap();
+            let mut x = g.zeros::<f64>(a.n_rows).unwrap();
+            let opts = CgOptions { rtol: 1e-10, max_iterations: 5000, jacobi: false };
+            let rep = pcg(&g, &op, &pre, &rd, &mut x, opts).unwrap();
+            let mut xc = vec![0.0; a.n_rows];
+            let cpu_rep = pcg(&cpu, &a, &cpu_pre, &r, &mut xc, opts).unwrap();
+            assert!(rep.converged && rep.iterations.abs_diff(cpu_rep.iterations) <= 1, "GPU {} vs CPU {} iterations", rep.iterations, cpu_rep.iterations);
+        }
+    }
+}
+
+#[test]
+fn gpu_bicgstab_solves_an_unsymmetric_system() {
+    let Some(g) = gpu("gpu_bicgstab_solves_an_unsymmetric_system") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let a = power_law::<f64>(50_000, 2.0, 2.5, 300, 3).unwrap();
+    let op = GpuCsr::from_csr(&g, &a, 2).unwrap();
+    let b = rhs(a.n_rows);
+    let bd = g.upload(&b).unwrap();
+    let mut x = g.zeros::<f64>(a.n_rows).unwrap();
+    let jac = Jacobi::from_diagonal(&g, &a.diag()).unwrap();
+    let r = bicgstab(&g, &op, &jac, &bd, &mut x, CgOptions { rtol: 1e-10, max_iterations: 1000, jacobi: false }).unwrap();
+    assert!(r.converged);
+    let xh = g.download(&x).unwrap();
+    let mut ax = vec![0.0; a.n_rows];
+    a.spmv(&cpu, &xh, &mut ax);
+    let res = max_diff(&ax, &b) / b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(res < 1e-8, "true residual {res:e}");
+}
+
+#[test]
+fn gpu_multigrid_matches_cpu_multigrid() {
+    let Some(g) = gpu("gpu_multigrid_matches_cpu_multigrid") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    for (dim, degree, cells, levels) in [(2, 1, 4, 6), (2, 2, 3, 4), (3, 1, 2, 4)] {
+        let coarse = BoxMesh::unstructured(dim, cells, 5).build().unwrap();
+        let h = Hierarchy::<f64>::poisson(&cpu, &coarse, degree, levels).unwrap();
+        for smoother in [Smoother::Jacobi, Smoother::Spai] {
+            let opts = MgOptions::paper(dim, smoother);
+            let mg_cpu = Multigrid::new(&cpu, &cpu, &h, opts, cpu_matrix(&cpu)).unwrap();
+            let mg_gpu = Multigrid::new(&g, &cpu, &h, opts, gpu_matrix(&g, &cpu)).unwrap();
+            let b = rhs(mg_cpu.rows());
+            let mut xc = vec![0.0; b.len()];
+            let rc = mg_cpu.solve(&cpu, &b, &mut xc, 1e-8, 50).unwrap();
+            let bd = g.upload(&b).unwrap();
+            let mut xd = g.zeros::<f64>(b.len()).unwrap();
+            let rg = mg_gpu.solve(&g, &bd, &mut xd, 1e-8, 50).unwrap();
+            assert!(rc.converged && rg.converged);
+            assert!(rg.iterations.abs_diff(rc.iterations) <= 1, "{dim}D Q{degree} {smoother:?}: GPU {} vs CPU {} cycles", rg.iterations, rc.iterations);
+            let d = max_diff(&g.download(&xd).unwrap(), &xc) / xc.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            assert!(d < 1e-7, "{dim}D Q{degree} {smoother:?}: solutions differ by {d:e}");
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Geometric multigrid on the CPU backend: exact prolongation, iteration
+//! counts independent of the mesh size, agreement with CG, use as a CG
+//! preconditioner.
+
+use fem::host::mesh::refine::refine;
+use fem::host::mesh::BoxMesh;
+use fem::host::solver::multigrid::{cpu_matrix, Cycle, Hierarchy, MgOptions, Multigrid, Smoother};
+use fem::host::solver::transfer::prolongation;
+use fem::host::solver::{pcg, CgOptions, Jacobi};
+use fem::host::space::{DirichletMode, Layout, Numbering, Space};
+use fem::host::CpuBackend;
+
+fn cpu() -> CpuBackend {
+    CpuBackend::new(Some(2)).unwrap()
+}
+
+fn rhs(n: usize) -> Vec<f64> {
+    (0..n).map(|i| 1.0 + 0.5 * (i as f64 * 0.37).sin()).collect()
+}
+
+#[test]
+fn prolongation_interpolates_q2_functions_exactly() {
+    for dim in [2, 3] {
+        let coarse = BoxMesh::structured(dim, 3).build().unwrap();
+        let r = refine(&coarse);
+        let (sc, sf) = (Space::new(&coarse, 2, Numbering::Original).unwrap(), Space::new(&r.fine, 2, Numbering::Original).unwrap());
+        let (lc, lf) = (Layout::new(&sc, DirichletMode::Eliminate), Layout::new(&sf, DirichletMode::Eliminate));
+        let p = prolongation::<f64>(&sc, &lc, &sf, &lf, &r).unwrap();
+        // A Q2 function vanishing on the boundary of the unit box.
+        let f = |x: [f64; 3]| (0..dim).map(|a| x[a] * (1.0 - x[a])).product::<f64>();
+        let (xc, xf) = (sc.dof_coords(&coarse), sf.dof_coords(&r.fine));
+        let uc: Vec<f64> = lc.row_dof.iter().map(|&d| f(xc[d as usize])).collect();
+        let mut uf = vec![0.0; lf.n_rows];
+        for i in 0..lf.n_rows {
+            uf[i] = (p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize).map(|k| p.val[k] * uc[p.col[k] as usize]).sum();
+        }
+        let err = lf.row_dof.iter().zip(&uf).map(|(&d, u)| (f(xf[d as usize]) - u).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-13, "{dim}D: P u_c misses the fine values by {err}");
+        // Rows of P sum to one away from the boundary (constants are reproduced).
+        let interior_rows = (0..lf.n_rows).filter(|&i| (p.row_ptr[i]..p.row_ptr[i + 1]).map(|k| p.val[k as usize]).sum::<f64>() > 1.0 - 1e-12).count();
+        assert!(interior_rows > lf.n_rows / 3);
+    }
+}
+
+fn mg_iterations(dim: usize, degree: usize, cells: usize, levels: usize, opts: MgOptions) -> (usize, f64) {
+    let cpu = cpu();
+    let coarse = BoxMesh::unstructured(dim, cells, 11).build().unwrap();
+    let h = Hierarchy::<f64>::poisson(&cpu, &coarse, degree, levels).unwrap();
+    let mg = Multigrid::new(&cpu, &cpu, &h, opts, cpu_matrix(&cpu)).unwrap();
+    let b = rhs(mg.rows());
+    let mut x = vec![0.0; mg.rows()];
+    let r = mg.solve(&cpu, &b, &mut x, 1e-8, 100).unwrap();
+    assert!(r.converged, "{dim}D Q{degree} L{levels} {opts:?}: {:?}", r.history);
+    eprintln!("{dim}D Q{degree} L{levels} {:?} {:?}: {} cycles, {} rows", opts.smoother, opts.cycle, r.iterations, mg.rows());
+    // Compare with CG on the finest operator.
+    let a = h.a.last().unwrap();
+    let mut y = vec![0.0; a.n_rows];
+    pcg(&cpu, a, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap(), &b, &mut y, CgOptions { rtol: 1e-12, max_iterations: 20_000, jacobi: false }).unwrap();
+    let scale = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let diff = x.iter().zip(&y).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max) / scale;
+    (r.iterations, diff)
+}
+
+#[test]
+fn multigrid_iterations_do_not_grow_with_refinement() {
+    for smoother in [Smoother::Jacobi, Smoother::Spai] {
+        for (dim, degree, cells, levels) in [(2, 1, 4, 4), (2, 2, 3, 3), (3, 1, 2, 3), (3, 2, 2, 2)] {
+            let opts = MgOptions::paper(dim, smoother);
+            let (coarse_its, d1) = mg_iterations(dim, degree, cells, levels, opts);
+            let (fine_its, d2) = mg_iterations(dim, degree, cells, levels + 1, opts);
+            assert!(fine_its <= coarse_its + 2, "{smoother:?} {dim}D Q{degree}: {coarse_its} → {fine_its} iterations");
+            assert!(d1 < 1e-6 && d2 < 1e-6, "{smoother:?} {dim}D Q{degree}: MG and CG solutions differ by {d1:e}, {d2:e}");
+        }
+    }
+}
+
+#[test]
+fn spai_f_cycle_needs_few_iterations_and_every_cycle_converges() {
+    let (its, _) = mg_iterations(2, 1, 4, 4, MgOptions::paper(2, Smoother::Spai));
+    assert!(its <= 6, "SPAI(1) F-cycle for Q1 2D: {its} iterations");
+    for cycle in [Cycle::V, Cycle::W, Cycle::F] {
+        let opts = MgOptions { cycle, pre: 2, post: 2, ..MgOptions::paper(2, Smoother::Jacobi) };
+        let (its, diff) = mg_iterations(2, 2, 3, 3, opts);
+        assert!(its < 60 && diff < 1e-6, "{cycle:?}: {its} iterations");
+    }
+}
+
+#[test]
+fn multigrid_preconditions_cg() {
+    let cpu = cpu();
+    let coarse = BoxMesh::unstructured(2, 4, 3).build().unwrap();
+    let h = Hierarchy::<f64>::poisson(&cpu, &coarse, 1, 4).unwrap();
+    let a = h.a.last().unwrap();
+    let b = rhs(a.n_rows);
+    let opts = CgOptions { rtol: 1e-8, max_iterations: 2000, jacobi: false };
+    let mut x = vec![0.0; a.n_rows];
+    let jac = pcg(&cpu, a, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap(), &b, &mut x, opts).unwrap();
+    for smoother in [Smoother::Jacobi, Smoother::Spai] {
+        let mg = Multigrid::new(&cpu, &cpu, &h, MgOptions { cycle: Cycle::V, pre: 2, post: 2, ..MgOptions::paper(2, smoother) }, cpu_matrix(&cpu)).unwrap();
+        let mut y = vec![0.0; a.n_rows];
+        let r = pcg(&cpu, a, &mg, &b, &mut y, opts).unwrap();
+        assert!(r.converged && r.iterations * 4 < jac.iterations, "{smoother:?}: MG-PCG {} vs Jacobi-PCG {}", r.iterations, jac.iterations);
+    }
+}

@@ -1,0 +1,144 @@
+//! Krylov solvers and preconditioners on the CPU backend: PCG with Jacobi,
+//! coloured SSOR (CSR and ELLPACK) and SPAI(1); BiCGStab.
+
+use fem::host::operator::csr::Csr;
+use fem::host::operator::ell::Ell;
+use fem::host::solver::spai::{cholesky_solve, inverse_residual, jacobi_matrix, spai1};
+use fem::host::solver::ssor::{CpuSsor, RowColouring, SsorMatrix};
+use fem::host::solver::{bicgstab, pcg, ApproximateInverse, CgOptions, Identity, Jacobi, Preconditioner};
+use fem::host::sparse::generate::{fem_matrix, power_law};
+use fem::host::CpuBackend;
+
+fn cpu() -> CpuBackend {
+    CpuBackend::new(Some(2)).unwrap()
+}
+
+fn opts(rtol: f64) -> CgOptions {
+    CgOptions { rtol, max_iterations: 5000, jacobi: false }
+}
+
+/// ‖b − A x‖ / ‖b‖.
+fn true_residual(cpu: &CpuBackend, a: &Csr<f64>, b: &[f64], x: &[f64]) -> f64 {
+    let mut ax = vec![0.0; b.len()];
+    a.spmv(cpu, x, &mut ax);
+    let r: f64 = ax.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum::<f64>().sqrt();
+    r / b.iter().map(|v| v * v).sum::<f64>().sqrt()
+}
+
+fn rhs(n: usize) -> Vec<f64> {
+    (0..n).map(|i| 1.0 + (i as f64 * 0.37).sin()).collect()
+}
+
+fn solve(cpu: &CpuBackend, a: &Csr<f64>, m: &dyn Preconditioner<CpuBackend, f64>) -> (usize, Vec<f64>) {
+    let b = rhs(a.n_rows);
+    let mut x = vec![0.0; a.n_rows];
+    let r = pcg(cpu, a, m, &b, &mut x, opts(1e-10)).unwrap();
+    assert!(r.converged, "{} did not converge: {:?}", m.name(), r.history.last());
+    assert!(true_residual(cpu, a, &b, &x) < 1e-9);
+    (r.iterations, x)
+}
+
+#[test]
+fn coloured_ssor_beats_jacobi_on_csr_and_ellpack() {
+    let cpu = cpu();
+    for (dim, p, rows) in [(2, 1, 4000), (2, 2, 4000), (3, 1, 3000), (3, 2, 3000)] {
+        let a = fem_matrix::<f64>(&cpu, dim, p, rows, 1, true).unwrap();
+        let colouring = RowColouring::new(&a).unwrap();
+        assert!(colouring.is_valid(&a));
+        let (jac, xj) = solve(&cpu, &a, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap());
+        let csr = CpuSsor { matrix: SsorMatrix::Csr(a.clone()), colouring: colouring.clone() };
+        let (ssor, xs) = solve(&cpu, &a, &csr);
+        let ell = CpuSsor { matrix: SsorMatrix::Ell(Ell::from_csr(&a)), colouring };
+        let (ssor_ell, _) = solve(&cpu, &a, &ell);
+        assert!(ssor < jac, "{dim}D Q{p}: SSOR {ssor} vs Jacobi {jac} iterations");
+        assert!(ssor_ell.abs_diff(ssor) <= 1, "CSR and ELLPACK sweeps differ: {ssor} vs {ssor_ell}");
+        let diff = xj.iter().zip(&xs).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max);
+        assert!(diff < 1e-6 * xj.iter().fold(0.0f64, |m, v| m.max(v.abs())), "solutions differ by {diff}");
+    }
+}
+
+#[test]
+fn ssor_sweeps_invert_a_triangular_product() {
+    // M = (L + D) D⁻¹ (L + D)ᵀ in colour order; check M z = r on a small matrix.
+    let cpu = cpu();
+    let a = fem_matrix::<f64>(&cpu, 2, 2, 300, 1, true).unwrap();
+    let colouring = RowColouring::new(&a).unwrap();
+    let pre = CpuSsor { matrix: SsorMatrix::Csr(a.clone()), colouring: colouring.clone() };
+    let r = rhs(a.n_rows);
+    let mut z = vec![0.0; a.n_rows];
+    pre.apply(&cpu, &r, &mut z).unwrap();
+    // Apply (L+D)ᵀ, then D⁻¹, then (L+D), with "lower" meaning a smaller colour.
+    let c = &colouring.colour;
+    let n = a.n_rows;
+    let part = |v: &[f64], upper: bool| -> Vec<f64> {
+        (0..n)
+            .map(|i| {
+                (a.row_ptr[i] as usize..a.row_ptr[i + 1] as usize)
+                    .filter(|&p| {
+                        let j = a.col[p] as usize;
+                        j == i || (if upper { c[j] > c[i] } else { c[j] < c[i] })
+                    })
+                    .map(|p| a.val[p] * v[a.col[p] as usize])
+                    .sum()
+            })
+            .collect()
+    };
+    let d = a.diag();
+    let w: Vec<f64> = part(&z, true).iter().zip(&d).map(|(v, d)| v / d).collect();
+    let back = part(&w, false);
+    let err = back.iter().zip(&r).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max);
+    assert!(err < 1e-12, "M z differs from r by {err}");
+}
+
+#[test]
+fn spai1_approximates_the_inverse_better_than_jacobi() {
+    let cpu = cpu();
+    for (dim, p) in [(2, 1), (2, 2), (3, 1)] {
+        let a = fem_matrix::<f64>(&cpu, dim, p, 2000, 1, true).unwrap();
+        let m = spai1(&cpu, &a).unwrap();
+        let (fs, fj) = (inverse_residual(&cpu, &m, &a), inverse_residual(&cpu, &jacobi_matrix(&a), &a));
+        assert!(fs < fj, "{dim}D Q{p}: ‖I − MA‖ SPAI {fs} vs Jacobi {fj}");
+        // SPAI(1) is not symmetric: it preconditions BiCGStab (and smooths multigrid).
+        let b = rhs(a.n_rows);
+        let mut iterations = Vec::new();
+        for m in [&ApproximateInverse { m: m.clone(), label: "spai" } as &dyn Preconditioner<CpuBackend, f64>, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap()] {
+            let mut x = vec![0.0; a.n_rows];
+            let r = bicgstab(&cpu, &a, m, &b, &mut x, opts(1e-10)).unwrap();
+            assert!(r.converged && true_residual(&cpu, &a, &b, &x) < 1e-9, "{}", m.name());
+            iterations.push(r.iterations);
+        }
+        assert!(iterations[0] < iterations[1], "{dim}D Q{p}: SPAI-BiCGStab {} vs Jacobi-BiCGStab {}", iterations[0], iterations[1]);
+    }
+}
+
+#[test]
+fn cholesky_solves_small_spd_systems() {
+    let mut g = vec![4.0, 2.0, 2.0, 3.0];
+    let mut b = vec![6.0, 5.0];
+    cholesky_solve(&mut g, &mut b, 2).unwrap();
+    assert!((b[0] - 1.0).abs() < 1e-14 && (b[1] - 1.0).abs() < 1e-14);
+    assert!(cholesky_solve(&mut [1.0, 2.0, 2.0, 1.0], &mut [1.0, 1.0], 2).is_none());
+}
+
+#[test]
+fn bicgstab_solves_unsymmetric_and_symmetric_systems() {
+    let cpu = cpu();
+    let unsym = power_law::<f64>(3000, 2.0, 2.5, 200, 4).unwrap();
+    let spd = fem_matrix::<f64>(&cpu, 2, 2, 3000, 1, true).unwrap();
+    for a in [unsym, spd] {
+        let b = rhs(a.n_rows);
+        for m in [&Identity as &dyn Preconditioner<CpuBackend, f64>, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap()] {
+            let mut x = vec![0.0; a.n_rows];
+            let r = bicgstab(&cpu, &a, m, &b, &mut x, opts(1e-10)).unwrap();
+            assert!(r.converged, "{}: {:?}", m.name(), &r.history[r.history.len().saturating_sub(3)..]);
+            let t = true_residual(&cpu, &a, &b, &x);
+            assert!(t < 1e-9, "{}: true residual {t}", m.name());
+            assert_eq!(r.history.len(), r.iterations + 1);
+        }
+    }
+    // A zero right-hand side converges at once.
+    let a = fem_matrix::<f64>(&cpu, 2, 1, 100, 1, false).unwrap();
+    let mut x = vec![0.0; a.n_rows];
+    let r = bicgstab(&cpu, &a, &Identity, &vec![0.0; a.n_rows], &mut x, opts(1e-10)).unwrap();
+    assert_eq!(r.iterations, 0);
+}
