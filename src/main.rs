@@ -158,9 +158,9 @@ struct SolveArgs {
     backend: BackendArg,
     #[arg(long, value_enum, default_value_t = Precision::F64)]
     precision: Precision,
-    /// Relative residual at which CG stops.
-    #[arg(long, default_value_t = 1e-10)]
-    rtol: f64,
+    /// Relative residual at which the solver stops (default 1e-10; 1e-8 for the hole benchmark).
+    #[arg(long)]
+    rtol: Option<f64>,
     #[arg(long, default_value_t = 20_000)]
     max_iterations: usize,
     /// Unpreconditioned CG instead of Jacobi.
@@ -169,6 +169,27 @@ struct SolveArgs {
     /// GPU: also time one SpMV against the copy roofline.
     #[arg(long)]
     bench: bool,
+    /// Hole problem: the solver.
+    #[arg(long, value_enum, default_value_t = SolverArg::Mg)]
+    solver: SolverArg,
+    /// Hole problem: the preconditioner (for --solver mg: the smoother).
+    #[arg(long, value_enum, default_value_t = PrecondArg::Spai)]
+    precond: PrecondArg,
+    /// Hole problem: the smoother of a multigrid preconditioner.
+    #[arg(long, value_enum, default_value_t = SmootherArg::Spai)]
+    smoother: SmootherArg,
+    /// Hole problem: the multigrid cycle.
+    #[arg(long, value_enum, default_value_t = CycleArg::F)]
+    cycle: CycleArg,
+    /// Hole problem: pre- and post-smoothing steps (default 8 in 2D, 16 in 3D).
+    #[arg(long)]
+    smoothing_steps: Option<usize>,
+    /// Hole problem: multigrid levels (default 7 in 2D Q1, 6 in 2D Q2, 4 in 3D Q1, 3 in 3D Q2: about 0.5M / 0.1M DOFs).
+    #[arg(long)]
+    levels: Option<usize>,
+    /// Hole problem: DOF ordering on every level (original, 2lv, hie, cm, xyz, stoch).
+    #[arg(long, default_value = "original")]
+    ordering: String,
     #[arg(long)]
     json: bool,
 }
@@ -217,9 +238,42 @@ struct SpmvArgs {
     json: bool,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ProblemArg {
+    /// −Δu = Π sin(π xₐ) on the unit square/cube, u = 0 on the boundary.
     Poisson,
+    /// −Δu = 1 on a rectangle (box) with a circular (spherical) hole, u = 0
+    /// outside, u = 1 on the hole: the multigrid benchmark.
+    Hole,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SolverArg {
+    Cg,
+    Bicgstab,
+    Mg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PrecondArg {
+    None,
+    Jacobi,
+    Ssor,
+    Spai,
+    Mg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SmootherArg {
+    Jacobi,
+    Spai,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CycleArg {
+    V,
+    W,
+    F,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -291,6 +345,37 @@ fn info(json: bool) -> CliResult {
     Ok(true)
 }
 
+/// Opens the backend, saying on stderr which one runs (and why not the GPU)
+/// unless the output is JSON.
+fn open_announced(b: BackendArg, json: bool) -> Result<AnyBackend, Box<dyn std::error::Error>> {
+    let (any, why_not_gpu) = fem::open_backend(backend_choice(b))?;
+    if !json {
+        match &why_not_gpu {
+            Some(why) => eprintln!("backend: cpu (auto; GPU not used: {why})"),
+            None => eprintln!("backend: {} ({})", any.kind(), any.name()),
+        }
+    }
+    Ok(any)
+}
+
+/// A spinner with `message`, hidden for JSON output.
+fn spinner(json: bool, message: String) -> ProgressBar {
+    let bar = if json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
+    bar.set_message(message);
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}
+
+/// Prints `report` as JSON or through `text`.
+fn print_report<R: serde::Serialize>(json: bool, report: &R, text: impl FnOnce(&R) -> String) -> Result<(), Box<dyn std::error::Error>> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        println!("{}", text(report));
+    }
+    Ok(())
+}
+
 fn backend_choice(b: BackendArg) -> BackendChoice {
     match b {
         BackendArg::Auto => BackendChoice::Auto,
@@ -300,10 +385,12 @@ fn backend_choice(b: BackendArg) -> BackendChoice {
 }
 
 fn solve(a: &SolveArgs) -> CliResult {
+    if a.problem == ProblemArg::Hole {
+        return solve_hole(a);
+    }
     use fem::host::operator::elements::LocalVariant;
     use fem::host::operator::gpu::Scatter;
     use fem::host::problem::poisson::{Format, PoissonOptions};
-    let _ = a.problem;
     let (dim, degree) = (a.dim as usize, a.degree as usize);
     let cells = a.cells.unwrap_or_else(|| fem::solve::cells_for_dofs(dim, degree, a.dofs));
     let mut opts = PoissonOptions::new(fem::solve::mesh(dim, cells, a.unstructured, 1), degree);
@@ -327,37 +414,19 @@ fn solve(a: &SolveArgs) -> CliResult {
     };
     opts.threads_per_row = a.threads_per_row;
     opts.benchmark = a.bench;
-    opts.cg.rtol = a.rtol;
+    opts.cg.rtol = a.rtol.unwrap_or(1e-10);
     opts.cg.max_iterations = a.max_iterations;
     opts.cg.jacobi = !a.no_jacobi;
-    let (any, why_not_gpu) = fem::open_backend(backend_choice(a.backend))?;
-    if !a.json {
-        match &why_not_gpu {
-            Some(why) => eprintln!("backend: cpu (auto; GPU not used: {why})"),
-            None => eprintln!("backend: {} ({})", any.kind(), any.name()),
-        }
-    }
-    let spinner = if a.json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
-    spinner.set_message(format!("solving on {cells}^{dim} cells of degree {degree}"));
-    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+    let any = open_announced(a.backend, a.json)?;
+    let spinner = spinner(a.json, format!("solving on {cells}^{dim} cells of degree {degree}"));
     let report = fem::solve::run(&any, &opts, matches!(a.precision, Precision::F32))?;
     spinner.finish_and_clear();
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        println!("{}", fem::solve::describe(&report));
-    }
+    print_report(a.json, &report, fem::solve::describe)?;
     Ok(report.cg.converged)
 }
 
 fn demo(backend: BackendArg, size: Option<usize>, precision: Precision, repeats: usize, json: bool) -> CliResult {
-    let (any, why_not_gpu) = fem::open_backend(backend_choice(backend))?;
-    if !json {
-        match &why_not_gpu {
-            Some(why) => eprintln!("backend: cpu (auto; GPU not used: {why})"),
-            None => eprintln!("backend: {} ({})", any.kind(), any.name()),
-        }
-    }
+    let any = open_announced(backend, json)?;
     let n = size.unwrap_or(match any {
         AnyBackend::Cuda(_) => 1 << 26,
         AnyBackend::Cpu(_) => 1 << 23,
@@ -416,13 +485,7 @@ fn spmv(a: &SpmvArgs) -> CliResult {
         tune: a.tune,
         repeats: a.repeats as usize,
     };
-    let (any, why_not_gpu) = fem::open_backend(backend_choice(a.backend))?;
-    if !a.json {
-        match &why_not_gpu {
-            Some(why) => eprintln!("backend: cpu (auto; GPU not used: {why})"),
-            None => eprintln!("backend: {} ({})", any.kind(), any.name()),
-        }
-    }
+    let any = open_announced(a.backend, a.json)?;
     let bar = if a.json {
         ProgressBar::hidden()
     } else {
@@ -531,4 +594,54 @@ fn spmv_assembly(
         );
     }
     Ok(true)
+}
+
+fn solve_hole(a: &SolveArgs) -> CliResult {
+    use fem::host::problem::hole::{HoleOptions, Precond, Solver};
+    use fem::host::solver::multigrid::{Cycle, Smoother};
+    let (dim, degree) = (a.dim as usize, a.degree as usize);
+    if degree > 2 {
+        return Err("the hole benchmark uses Q1 or Q2 (--degree 1 or 2)".into());
+    }
+    let levels = a.levels.unwrap_or(match (dim, degree) {
+        (2, 1) => 7,
+        (2, _) => 6,
+        (_, 1) => 4,
+        _ => 3,
+    });
+    if !(1..=12).contains(&levels) {
+        return Err(format!("--levels must be 1..=12, not {levels}").into());
+    }
+    let mut o = HoleOptions::new(dim, degree, levels);
+    o.solver = match a.solver {
+        SolverArg::Cg => Solver::Cg,
+        SolverArg::Bicgstab => Solver::Bicgstab,
+        SolverArg::Mg => Solver::Mg,
+    };
+    o.precond = match a.precond {
+        PrecondArg::None => Precond::None,
+        PrecondArg::Jacobi => Precond::Jacobi,
+        PrecondArg::Ssor => Precond::Ssor,
+        PrecondArg::Spai => Precond::Spai,
+        PrecondArg::Mg => Precond::Mg,
+    };
+    o.smoother = match a.smoother {
+        SmootherArg::Jacobi => Smoother::Jacobi,
+        SmootherArg::Spai => Smoother::Spai,
+    };
+    o.cycle = match a.cycle {
+        CycleArg::V => Cycle::V,
+        CycleArg::W => Cycle::W,
+        CycleArg::F => Cycle::F,
+    };
+    o.smoothing_steps = a.smoothing_steps;
+    o.ordering = a.ordering.parse()?;
+    o.rtol = a.rtol.unwrap_or(1e-8);
+    o.max_iterations = a.max_iterations;
+    let any = open_announced(a.backend, a.json)?;
+    let spinner = spinner(a.json, format!("hole benchmark, {dim}D Q{degree}, {levels} levels"));
+    let report = fem::solve::run_hole(&any, &o, matches!(a.precision, Precision::F32))?;
+    spinner.finish_and_clear();
+    print_report(a.json, &report, fem::solve::describe_hole)?;
+    Ok(report.converged)
 }

@@ -240,3 +240,18 @@ fn spmv_rejects_malformed_files_and_impossible_formats() {
     assert!(!dir.join("p.mtx").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn hole_benchmark_json_has_the_solver_fields() {
+    let out = fem(&["solve", "--problem", "hole", "--dim", "2", "--degree", "1", "--levels", "3", "--solver", "mg", "--precond", "spai", "--backend", "cpu", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in ["dofs", "iterations", "relative_residual", "setup_seconds", "solve_seconds"] {
+        assert!(v[k].is_number(), "{k} missing: {v}");
+    }
+    assert!(v["relative_residual"].as_f64().unwrap() <= 1e-8);
+    assert_eq!((v["solver"].as_str(), v["cycle"].as_str()), (Some("mg"), Some("f")));
+    let out = fem(&["solve", "--problem", "hole", "--solver", "cg", "--precond", "spai", "--levels", "2", "--backend", "cpu"]);
+    assert_eq!(out.status.code(), Some(1), "SPAI is refused as a CG preconditioner");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not symmetric"));
+}

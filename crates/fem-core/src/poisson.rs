@@ -40,6 +40,21 @@ impl<T: Real, const D: usize> Coefficients<T, D> for SinePoisson {
     }
 }
 
+/// κ = 1 and f = 1: the benchmark problem of Geveler et al. (−Δu = 1).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UnitLoad;
+
+impl<T: Real, const D: usize> Coefficients<T, D> for UnitLoad {
+    #[inline(always)]
+    fn kappa(&self, _x: [T; D]) -> T {
+        T::ONE
+    }
+    #[inline(always)]
+    fn load(&self, _x: [T; D]) -> T {
+        T::ONE
+    }
+}
+
 impl SinePoisson {
     /// The exact solution.
     pub fn solution<const D: usize>(x: [f64; D]) -> f64 {

@@ -23,6 +23,13 @@ pub struct Refinement {
 
 /// Refines every cell of `mesh` once.
 pub fn refine(mesh: &Mesh) -> Refinement {
+    refine_with(mesh, |_, x| x)
+}
+
+/// Refines every cell of `mesh` once; `place(corners, mean)` positions a
+/// new vertex spanned by the coarse vertices `corners` (a curved boundary
+/// projects those that lie on it).
+pub fn refine_with(mesh: &Mesh, place: impl Fn(&[u32], [f64; 3]) -> [f64; 3]) -> Refinement {
     let dim = mesh.dim;
     let nv = 1usize << dim;
     let mut coords = mesh.coords.clone();
@@ -48,7 +55,7 @@ pub fn refine(mesh: &Mesh) -> Refinement {
                             x[a] += mesh.coords[v as usize][a] / corners.len() as f64;
                         }
                     }
-                    coords.push(x);
+                    coords.push(place(&corners, x));
                     (coords.len() - 1) as u32
                 })
             };

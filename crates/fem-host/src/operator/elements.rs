@@ -5,7 +5,7 @@
 use super::cell_data::{CellData, Disjoint};
 use super::tables::RefTables;
 use crate::{CpuBackend, Error, Result, Scalar};
-use fem_core::poisson::SinePoisson;
+use fem_core::poisson::{Coefficients, SinePoisson};
 use fem_kernels::cells::{self, Strategy};
 use fem_kernels::sparse::sym_index;
 use fem_kernels::with_element;
@@ -43,8 +43,20 @@ pub fn unsupported(dim: usize, p: usize) -> Error {
     Error::InvalidArgument(format!("degree {p} in {dim}D has no specialised kernels (2D: 1..=6, 3D: 1..=4)"))
 }
 
-/// Assembles every cell's element matrix and load on the CPU.
+/// Assembles every cell's element matrix and load of the sine problem on
+/// the CPU.
 pub fn assemble<T: Scalar>(cpu: &CpuBackend, cd: &CellData<T>, strategy: Strategy, symmetric: bool) -> Result<ElementMatrices<T>> {
+    assemble_with(cpu, cd, strategy, symmetric, &SinePoisson)
+}
+
+/// Assembles every cell's element matrix and load for coefficients `coeff`.
+pub fn assemble_with<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Sync>(
+    cpu: &CpuBackend,
+    cd: &CellData<T>,
+    strategy: Strategy,
+    symmetric: bool,
+    coeff: &C,
+) -> Result<ElementMatrices<T>> {
     let (ne, nb) = (cd.ne, cd.nb);
     let len = if symmetric { nb * (nb + 1) / 2 } else { nb * nb };
     let mut vals = vec![T::ZERO; len * ne];
@@ -60,9 +72,9 @@ pub fn assemble<T: Scalar>(cpu: &CpuBackend, cd: &CellData<T>, strategy: Strateg
                 let verts = cells::vertices::<T, D>(e, ne, cd.verts.as_ptr());
                 let rows: [u32; NB] = core::array::from_fn(|i| cd.map[i * ne + e]);
                 let min_det = if symmetric {
-                    cells::assemble::<T, _, D, NB, QD, true>(e, ne, &tab, &verts, &SinePoisson, &rows, strategy, v.0, l.0)
+                    cells::assemble::<T, _, D, NB, QD, true>(e, ne, &tab, &verts, coeff, &rows, strategy, v.0, l.0)
                 } else {
-                    cells::assemble::<T, _, D, NB, QD, false>(e, ne, &tab, &verts, &SinePoisson, &rows, strategy, v.0, l.0)
+                    cells::assemble::<T, _, D, NB, QD, false>(e, ne, &tab, &verts, coeff, &rows, strategy, v.0, l.0)
                 };
                 !(min_det > T::ZERO)
             }

@@ -1,4 +1,5 @@
 //! Complete problems: mesh → space → operator → solver, with error
 //! measurement against known solutions.
 
+pub mod hole;
 pub mod poisson;

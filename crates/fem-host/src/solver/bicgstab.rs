@@ -20,12 +20,9 @@ pub fn bicgstab<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: Prec
 ) -> Result<CgReport> {
     let n = a.rows();
     let zeros = || backend.zeros::<T>(n);
-    let (mut r, mut r0, mut p, mut v, mut ph, mut s, mut sh, mut t) = (zeros()?, zeros()?, zeros()?, zeros()?, zeros()?, zeros()?, zeros()?, zeros()?);
-    a.apply(backend, x, &mut r)?;
-    backend.axpby(T::ONE, b, -T::ONE, &mut r)?;
+    let (mut r, scale) = super::cg::initial_residual(backend, a, b, x)?;
+    let (mut r0, mut p, mut v, mut ph, mut s, mut sh, mut t) = (zeros()?, zeros()?, zeros()?, zeros()?, zeros()?, zeros()?, zeros()?);
     backend.copy(&r, &mut r0)?;
-    let b_norm = backend.norm2(b)?.to_f64();
-    let scale = if b_norm > 0.0 { b_norm } else { 1.0 };
     let mut res = backend.norm2(&r)?.to_f64() / scale;
     let mut history = vec![res];
     let (mut rho, mut alpha, mut omega) = (T::ONE, T::ONE, T::ONE);

@@ -57,11 +57,7 @@ pub fn pcg<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: Precondit
     opts: CgOptions,
 ) -> Result<CgReport> {
     let n = a.rows();
-    let mut r = backend.zeros::<T>(n)?;
-    a.apply(backend, x, &mut r)?;
-    backend.axpby(T::ONE, b, -T::ONE, &mut r)?; // r = b − A x
-    let b_norm = backend.norm2(b)?.to_f64();
-    let scale = if b_norm > 0.0 { b_norm } else { 1.0 };
+    let (mut r, scale) = initial_residual(backend, a, b, x)?;
     let mut z = backend.zeros::<T>(n)?;
     m.apply(backend, &r, &mut z)?;
     let mut p = backend.zeros::<T>(n)?;
@@ -90,4 +86,14 @@ pub fn pcg<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: Precondit
         it += 1;
     }
     Ok(CgReport { iterations: it, relative_residual: res, converged: res <= opts.rtol, history, iteration_seconds: start.elapsed().as_secs_f64() })
+}
+
+/// `r = b − A x` and the scale ‖b‖ (one for a zero `b`) the relative
+/// residual divides by.
+pub(crate) fn initial_residual<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized>(backend: &B, a: &A, b: &B::Vector<T>, x: &B::Vector<T>) -> Result<(B::Vector<T>, f64)> {
+    let mut r = backend.zeros::<T>(a.rows())?;
+    a.apply(backend, x, &mut r)?;
+    backend.axpby(T::ONE, b, -T::ONE, &mut r)?;
+    let b_norm = backend.norm2(b)?.to_f64();
+    Ok((r, if b_norm > 0.0 { b_norm } else { 1.0 }))
 }

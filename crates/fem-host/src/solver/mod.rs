@@ -5,6 +5,7 @@
 pub mod bicgstab;
 pub mod cg;
 pub mod multigrid;
+pub mod ordering;
 pub mod precond;
 pub mod spai;
 pub mod ssor;

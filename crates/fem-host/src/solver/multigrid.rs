@@ -81,6 +81,8 @@ pub struct Hierarchy<T> {
     pub a: Vec<Csr<T>>,
     /// `p[l]` prolongs level `l` to level `l + 1`.
     pub p: Vec<Csr<T>>,
+    /// Position of every row of every level.
+    pub coords: Vec<Vec<[f64; 3]>>,
     /// The finest level's mesh, space and layout.
     pub fine: (Mesh, Space, Layout),
 }
@@ -89,6 +91,11 @@ impl<T: Scalar> Hierarchy<T> {
     /// `levels` levels of Q_`degree` on `coarse` and its refinements, the
     /// Laplacian assembled on each (Dirichlet DOFs eliminated).
     pub fn poisson(cpu: &CpuBackend, coarse: &Mesh, degree: usize, levels: usize) -> Result<Self> {
+        Self::build(cpu, coarse, degree, levels, refine)
+    }
+
+    /// The same with refinement `refine` (which may move boundary vertices).
+    pub fn build(cpu: &CpuBackend, coarse: &Mesh, degree: usize, levels: usize, refine: impl Fn(&Mesh) -> crate::mesh::refine::Refinement) -> Result<Self> {
         if levels == 0 {
             return Err(Error::InvalidArgument("multigrid needs at least one level".into()));
         }
@@ -96,20 +103,64 @@ impl<T: Scalar> Hierarchy<T> {
         let mut space = Space::new(&mesh, degree, Numbering::Original)?;
         let mut layout = Layout::new(&space, DirichletMode::Eliminate);
         let (mut a, mut p) = (vec![assemble(cpu, &mesh, &layout, degree)?], Vec::new());
+        let mut coords = vec![row_coords(&mesh, &space, &layout)];
         for _ in 1..levels {
             let r = refine(&mesh);
             let fine_space = Space::new(&r.fine, degree, Numbering::Original)?;
             let fine_layout = Layout::new(&fine_space, DirichletMode::Eliminate);
             p.push(prolongation(&space, &layout, &fine_space, &fine_layout, &r)?);
             a.push(assemble(cpu, &r.fine, &fine_layout, degree)?);
+            coords.push(row_coords(&r.fine, &fine_space, &fine_layout));
             (mesh, space, layout) = (r.fine, fine_space, fine_layout);
         }
-        Ok(Self { a, p, fine: (mesh, space, layout) })
+        Ok(Self { a, p, coords, fine: (mesh, space, layout) })
+    }
+
+    /// The hierarchy with every level's rows renumbered: `perms[l][new]`
+    /// is the old row (operators `Q A Qᵀ`, transfers `Q_f P Q_cᵀ`).
+    pub fn permuted(&self, perms: &[Vec<u32>]) -> Self {
+        let inv: Vec<Vec<u32>> = perms.iter().map(|p| invert(p)).collect();
+        let a = self.a.iter().zip(perms).zip(&inv).map(|((a, p), i)| permute_csr(a, p, i)).collect();
+        let p = self.p.iter().enumerate().map(|(l, m)| permute_csr(m, &perms[l + 1], &inv[l])).collect();
+        let coords = self.coords.iter().zip(perms).map(|(c, p)| p.iter().map(|&o| c[o as usize]).collect()).collect();
+        Self { a, p, coords, fine: self.fine.clone() }
     }
 
     pub fn levels(&self) -> usize {
         self.a.len()
     }
+}
+
+/// Position of every row of `layout`.
+fn row_coords(mesh: &Mesh, space: &Space, layout: &Layout) -> Vec<[f64; 3]> {
+    let x = space.dof_coords(mesh);
+    layout.row_dof.iter().map(|&d| x[d as usize]).collect()
+}
+
+/// `inv[p[k]] = k`.
+pub fn invert(p: &[u32]) -> Vec<u32> {
+    let mut inv = vec![0u32; p.len()];
+    for (k, &o) in p.iter().enumerate() {
+        inv[o as usize] = k as u32;
+    }
+    inv
+}
+
+/// Rows taken in the order `rows` (new → old), columns renamed by
+/// `col_inv` (old → new) and sorted.
+pub fn permute_csr<T: Scalar>(a: &Csr<T>, rows: &[u32], col_inv: &[u32]) -> Csr<T> {
+    let mut row_ptr = vec![0u32];
+    let (mut col, mut val) = (Vec::with_capacity(a.nnz()), Vec::with_capacity(a.nnz()));
+    for &r in rows {
+        let mut entries: Vec<(u32, T)> = (a.row_ptr[r as usize] as usize..a.row_ptr[r as usize + 1] as usize).map(|k| (col_inv[a.col[k] as usize], a.val[k])).collect();
+        entries.sort_by_key(|e| e.0);
+        for (c, v) in entries {
+            col.push(c);
+            val.push(v);
+        }
+        row_ptr.push(col.len() as u32);
+    }
+    Csr { n_rows: rows.len(), row_ptr, col, val }
 }
 
 fn assemble<T: Scalar>(cpu: &CpuBackend, mesh: &Mesh, layout: &Layout, degree: usize) -> Result<Csr<T>> {

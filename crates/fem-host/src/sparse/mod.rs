@@ -156,3 +156,23 @@ pub fn unpermute<T: Copy + Default>(perm: &[u32], y: &[T]) -> Vec<T> {
     }
     out
 }
+
+/// A square matrix in any SpMV format as a [`crate::operator::LinearOperator`].
+pub struct SpmvOperator<B: Backend, T: Scalar> {
+    pub m: Box<dyn Spmv<B, T>>,
+    pub n: usize,
+    /// The diagonal (host copy).
+    pub diag: Vec<T>,
+}
+
+impl<B: Backend, T: Scalar> crate::operator::LinearOperator<B, T> for SpmvOperator<B, T> {
+    fn rows(&self) -> usize {
+        self.n
+    }
+    fn apply(&self, b: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
+        self.m.apply(b, x, y)
+    }
+    fn diagonal(&self, b: &B) -> Result<B::Vector<T>> {
+        b.upload(&self.diag)
+    }
+}

@@ -118,12 +118,19 @@ pub unsafe fn ssor_csr<T: Real, const FORWARD: bool>(
     rhs: *const T,
     v: *mut T,
 ) {
-    let mut k = global_idx_x();
-    while k < n {
-        let i = *rows.add(k) as usize;
+    each_row(n, rows, |i| {
         let range = *row_ptr.add(i) as usize..*row_ptr.add(i + 1) as usize;
         let part = coloured_row::<T, FORWARD>(i, range, col, val, colour, c as u8, v);
         *v.add(i) = swept::<T, FORWARD>(*rhs.add(i), part);
+    });
+}
+
+/// Runs `f(row)` for the rows `rows[0..n]` of one colour, grid-stride.
+#[inline(always)]
+unsafe fn each_row(n: usize, rows: *const u32, mut f: impl FnMut(usize)) {
+    let mut k = global_idx_x();
+    while k < n {
+        f(*rows.add(k) as usize);
         k += grid_size_x();
     }
 }
@@ -143,11 +150,8 @@ pub unsafe fn ssor_ell<T: Real, const FORWARD: bool>(
     rhs: *const T,
     v: *mut T,
 ) {
-    let mut k = global_idx_x();
-    while k < n {
-        let i = *rows.add(k) as usize;
+    each_row(n, rows, |i| {
         let part = coloured_row::<T, FORWARD>(i, (0..width).map(|s| s * n_rows + i), col, val, colour, c as u8, v);
         *v.add(i) = swept::<T, FORWARD>(*rhs.add(i), part);
-        k += grid_size_x();
-    }
+    });
 }

@@ -1,0 +1,132 @@
+//! Orderings of the degrees of freedom on every multigrid level (Turek et
+//! al., as used by Geveler et al. §4): two-level (2LV: the DOFs a level
+//! inherits from the coarser one first), hierarchical (Hie: 2LV applied
+//! recursively, so the coarsest DOFs lead on every level), Cuthill–McKee
+//! (CM, on the matrix graph), coordinate-based (XYZ: sorted by z, y, x),
+//! and pseudo-random (Stoch). Each gives `perm[new] = old` per level.
+
+use super::multigrid::Hierarchy;
+use crate::operator::csr::Csr;
+use crate::rng::SplitMix64;
+use crate::Scalar;
+use serde::Serialize;
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ordering {
+    /// The numbering the spaces produce (cells in mesh order).
+    Original,
+    TwoLevel,
+    Hierarchical,
+    CuthillMcKee,
+    Xyz,
+    Random,
+}
+
+impl std::str::FromStr for Ordering {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "original" => Ok(Self::Original),
+            "2lv" | "two-level" => Ok(Self::TwoLevel),
+            "hie" | "hierarchical" => Ok(Self::Hierarchical),
+            "cm" | "cuthill-mckee" => Ok(Self::CuthillMcKee),
+            "xyz" => Ok(Self::Xyz),
+            "stoch" | "random" => Ok(Self::Random),
+            _ => Err(format!("unknown ordering `{s}` (original, 2lv, hie, cm, xyz, stoch)")),
+        }
+    }
+}
+
+/// The coarse row a fine row coincides with: a prolongation row whose
+/// only entry is one.
+fn inherited<T: Scalar>(p: &Csr<T>, row: usize) -> Option<u32> {
+    let (lo, hi) = (p.row_ptr[row] as usize, p.row_ptr[row + 1] as usize);
+    (hi == lo + 1 && (p.val[lo].to_f64() - 1.0).abs() < 1e-12).then(|| p.col[lo])
+}
+
+/// Inherited rows in the order of their coarse rows (`coarse_rank[c]` =
+/// position of coarse row `c`), then the new rows in their own order.
+fn inherit_first<T: Scalar>(p: &Csr<T>, coarse_rank: &[u32]) -> Vec<u32> {
+    let mut old: Vec<(u32, u32)> = Vec::new();
+    let mut new = Vec::new();
+    for r in 0..p.n_rows {
+        match inherited(p, r) {
+            Some(c) => old.push((coarse_rank[c as usize], r as u32)),
+            None => new.push(r as u32),
+        }
+    }
+    old.sort_unstable();
+    old.into_iter().map(|(_, r)| r).chain(new).collect()
+}
+
+/// Cuthill–McKee from a row of least degree in each component, neighbours
+/// by increasing degree.
+pub fn cuthill_mckee<T: Scalar>(a: &Csr<T>) -> Vec<u32> {
+    let n = a.n_rows;
+    let degree = |r: usize| (a.row_ptr[r + 1] - a.row_ptr[r]) as usize;
+    let mut seen = vec![false; n];
+    let mut by_degree: Vec<u32> = (0..n as u32).collect();
+    by_degree.sort_by_key(|&r| degree(r as usize));
+    let mut out = Vec::with_capacity(n);
+    let mut queue = VecDeque::new();
+    for &start in &by_degree {
+        if seen[start as usize] {
+            continue;
+        }
+        seen[start as usize] = true;
+        queue.push_back(start);
+        while let Some(r) = queue.pop_front() {
+            out.push(r);
+            let mut next: Vec<u32> = a.col[a.row_ptr[r as usize] as usize..a.row_ptr[r as usize + 1] as usize].iter().copied().filter(|&c| !seen[c as usize]).collect();
+            next.sort_by_key(|&c| degree(c as usize));
+            for c in next {
+                seen[c as usize] = true;
+                queue.push_back(c);
+            }
+        }
+    }
+    out
+}
+
+/// Rows sorted by (z, y, x) of their positions.
+fn xyz(coords: &[[f64; 3]]) -> Vec<u32> {
+    let mut rows: Vec<u32> = (0..coords.len() as u32).collect();
+    let key = |r: &u32| {
+        let x = coords[*r as usize];
+        [x[2], x[1], x[0]]
+    };
+    rows.sort_by(|a, b| key(a).partial_cmp(&key(b)).unwrap_or(std::cmp::Ordering::Equal));
+    rows
+}
+
+/// `perm[new] = old` for every level of `h`.
+pub fn permutations<T: Scalar>(h: &Hierarchy<T>, ordering: Ordering, seed: u64) -> Vec<Vec<u32>> {
+    let levels = h.a.len();
+    let identity = |n: usize| (0..n as u32).collect::<Vec<u32>>();
+    match ordering {
+        Ordering::Original => h.a.iter().map(|a| identity(a.n_rows)).collect(),
+        Ordering::CuthillMcKee => h.a.iter().map(cuthill_mckee).collect(),
+        Ordering::Xyz => h.coords.iter().map(|c| xyz(c)).collect(),
+        Ordering::Random => {
+            let mut rng = SplitMix64::new(seed);
+            h.a.iter().map(|a| rng.permutation(a.n_rows)).collect()
+        }
+        Ordering::TwoLevel => {
+            let mut out = vec![identity(h.a[0].n_rows)];
+            for l in 1..levels {
+                out.push(inherit_first(&h.p[l - 1], &identity(h.a[l - 1].n_rows)));
+            }
+            out
+        }
+        Ordering::Hierarchical => {
+            let mut out = vec![identity(h.a[0].n_rows)];
+            for l in 1..levels {
+                let rank = super::multigrid::invert(&out[l - 1]);
+                out.push(inherit_first(&h.p[l - 1], &rank));
+            }
+            out
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The multigrid benchmark of Geveler et al. on the CPU backend: iteration
+//! counts, h-independence for every smoother, agreement of every solver
+//! and ordering, SSOR against Jacobi.
+
+use fem::host::problem::hole::{HoleOptions, HoleReport, Precond, Solver};
+use fem::host::solver::multigrid::{Cycle, Smoother};
+use fem::host::solver::ordering::Ordering;
+
+fn run(dim: usize, degree: usize, levels: usize, solver: Solver, precond: Precond, f: impl FnOnce(&mut HoleOptions)) -> HoleReport {
+    let mut o = HoleOptions::new(dim, degree, levels);
+    (o.solver, o.precond) = (solver, precond);
+    f(&mut o);
+    let cpu = fem::host::CpuBackend::new(Some(2)).unwrap();
+    let anyb = fem::host::AnyBackend::Cpu(fem::host::CpuBackend::new(Some(2)).unwrap());
+    drop(cpu);
+    let r = fem::solve::run_hole(&anyb, &o, false).unwrap();
+    assert!(r.converged && r.true_relative_residual < 2e-8, "{solver:?}/{precond:?}: {r:?}");
+    eprintln!("{dim}D Q{degree} L{levels} {solver:?} {precond:?} {:?}: {} iterations", o.ordering, r.iterations);
+    r
+}
+
+fn max_rel_diff(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale
+}
+
+#[test]
+fn spai_f_cycle_meets_the_paper_and_multigrid_is_h_independent() {
+    let spai = run(2, 1, 5, Solver::Mg, Precond::Spai, |_| {});
+    assert!(spai.iterations <= 6, "SPAI(1) F-cycle, Q1 2D: {} iterations", spai.iterations);
+    for (dim, degree, levels) in [(2, 1, 4), (2, 2, 4), (3, 1, 2)] {
+        for smoother in [Precond::Jacobi, Precond::Spai] {
+            let coarse = run(dim, degree, levels, Solver::Mg, smoother, |_| {});
+            let fine = run(dim, degree, levels + 1, Solver::Mg, smoother, |_| {});
+            assert!(fine.iterations <= coarse.iterations + 2, "{dim}D Q{degree} {smoother:?}: {} → {}", coarse.iterations, fine.iterations);
+        }
+    }
+}
+
+#[test]
+fn every_solver_and_ordering_reaches_the_same_solution() {
+    let reference = run(2, 1, 4, Solver::Cg, Precond::Jacobi, |o| o.rtol = 1e-11);
+    let cases: Vec<(Solver, Precond, Ordering)> = vec![
+        (Solver::Mg, Precond::Spai, Ordering::Original),
+        (Solver::Mg, Precond::Jacobi, Ordering::Original),
+        (Solver::Cg, Precond::Mg, Ordering::Original),
+        (Solver::Cg, Precond::Ssor, Ordering::Original),
+        (Solver::Bicgstab, Precond::Spai, Ordering::Original),
+        (Solver::Mg, Precond::Spai, Ordering::TwoLevel),
+        (Solver::Mg, Precond::Spai, Ordering::Hierarchical),
+        (Solver::Mg, Precond::Spai, Ordering::CuthillMcKee),
+        (Solver::Mg, Precond::Spai, Ordering::Xyz),
+        (Solver::Mg, Precond::Spai, Ordering::Random),
+    ];
+    let mut spai_iterations = Vec::new();
+    for (solver, precond, ordering) in cases {
+        let r = run(2, 1, 4, solver, precond, |o| {
+            o.ordering = ordering;
+            o.rtol = 1e-10;
+        });
+        let d = max_rel_diff(&r.solution, &reference.solution);
+        assert!(d < 1e-8, "{solver:?}/{precond:?}/{ordering:?}: solution differs by {d:e}");
+        if solver == Solver::Mg && precond == Precond::Spai {
+            spai_iterations.push(r.iterations);
+        }
+    }
+    // SPAI(1) smoothing does not depend on the numbering (the paper's observation).
+    let (lo, hi) = (spai_iterations.iter().min().unwrap(), spai_iterations.iter().max().unwrap());
+    assert!(hi - lo <= 1, "SPAI multigrid iterations vary with the ordering: {spai_iterations:?}");
+}
+
+#[test]
+fn ssor_and_multigrid_precondition_cg_better_than_jacobi() {
+    let jacobi = run(2, 2, 3, Solver::Cg, Precond::Jacobi, |_| {});
+    let ssor = run(2, 2, 3, Solver::Cg, Precond::Ssor, |_| {});
+    let mg = run(2, 2, 3, Solver::Cg, Precond::Mg, |o| o.cycle = Cycle::V);
+    assert!(ssor.iterations < jacobi.iterations, "SSOR {} vs Jacobi {}", ssor.iterations, jacobi.iterations);
+    assert!(mg.iterations * 5 < jacobi.iterations, "MG {} vs Jacobi {}", mg.iterations, jacobi.iterations);
+    let w = run(2, 1, 4, Solver::Mg, Precond::Jacobi, |o| {
+        o.cycle = Cycle::W;
+        o.smoother = Smoother::Jacobi;
+        o.smoothing_steps = Some(4);
+    });
+    assert!(w.iterations < 30);
+}
