@@ -260,6 +260,7 @@ enum PrecondArg {
     Jacobi,
     Ssor,
     Spai,
+    Sainv,
     Mg,
 }
 
@@ -267,6 +268,7 @@ enum PrecondArg {
 enum SmootherArg {
     Jacobi,
     Spai,
+    Sainv,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -623,11 +625,13 @@ fn solve_hole(a: &SolveArgs) -> CliResult {
         PrecondArg::Jacobi => Precond::Jacobi,
         PrecondArg::Ssor => Precond::Ssor,
         PrecondArg::Spai => Precond::Spai,
+        PrecondArg::Sainv => Precond::Sainv,
         PrecondArg::Mg => Precond::Mg,
     };
     o.smoother = match a.smoother {
         SmootherArg::Jacobi => Smoother::Jacobi,
         SmootherArg::Spai => Smoother::Spai,
+        SmootherArg::Sainv => Smoother::Sainv,
     };
     o.cycle = match a.cycle {
         CycleArg::V => Cycle::V,

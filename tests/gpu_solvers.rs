@@ -87,7 +87,7 @@ fn gpu_multigrid_matches_cpu_multigrid() {
     for (dim, degree, cells, levels) in [(2, 1, 4, 6), (2, 2, 3, 4), (3, 1, 2, 4)] {
         let coarse = BoxMesh::unstructured(dim, cells, 5).build().unwrap();
         let h = Hierarchy::<f64>::poisson(&cpu, &coarse, degree, levels).unwrap();
-        for smoother in [Smoother::Jacobi, Smoother::Spai] {
+        for smoother in [Smoother::Jacobi, Smoother::Spai, Smoother::Sainv] {
             let opts = MgOptions::paper(dim, smoother);
             let mg_cpu = Multigrid::new(&cpu, &cpu, &h, opts, cpu_matrix(&cpu)).unwrap();
             let mg_gpu = Multigrid::new(&g, &cpu, &h, opts, gpu_matrix(&g, &cpu)).unwrap();

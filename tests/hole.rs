@@ -29,7 +29,7 @@ fn spai_f_cycle_meets_the_paper_and_multigrid_is_h_independent() {
     let spai = run(2, 1, 5, Solver::Mg, Precond::Spai, |_| {});
     assert!(spai.iterations <= 6, "SPAI(1) F-cycle, Q1 2D: {} iterations", spai.iterations);
     for (dim, degree, levels) in [(2, 1, 4), (2, 2, 4), (3, 1, 2)] {
-        for smoother in [Precond::Jacobi, Precond::Spai] {
+        for smoother in [Precond::Jacobi, Precond::Spai, Precond::Sainv] {
             let coarse = run(dim, degree, levels, Solver::Mg, smoother, |_| {});
             let fine = run(dim, degree, levels + 1, Solver::Mg, smoother, |_| {});
             assert!(fine.iterations <= coarse.iterations + 2, "{dim}D Q{degree} {smoother:?}: {} → {}", coarse.iterations, fine.iterations);
@@ -43,6 +43,8 @@ fn every_solver_and_ordering_reaches_the_same_solution() {
     let cases: Vec<(Solver, Precond, Ordering)> = vec![
         (Solver::Mg, Precond::Spai, Ordering::Original),
         (Solver::Mg, Precond::Jacobi, Ordering::Original),
+        (Solver::Mg, Precond::Sainv, Ordering::Xyz),
+        (Solver::Cg, Precond::Sainv, Ordering::CuthillMcKee),
         (Solver::Cg, Precond::Mg, Ordering::Original),
         (Solver::Cg, Precond::Ssor, Ordering::Original),
         (Solver::Bicgstab, Precond::Spai, Ordering::Original),

@@ -16,8 +16,8 @@ case ${1:-2} in
     dim=$1
     for degree in 1 2; do
         for backend in cpu cuda; do
-            for ordering in 2lv cm xyz stoch hie; do
-                for smoother in jacobi spai; do
+            for ordering in ${ORDERINGS:-2lv cm xyz stoch hie}; do
+                for smoother in ${SMOOTHERS:-jacobi spai sainv}; do
                     run --dim "$dim" --degree "$degree" --solver mg --precond "$smoother" --ordering "$ordering" --backend "$backend"
                 done
             done

@@ -9,7 +9,8 @@ use crate::mesh::hole::HoleDomain;
 use crate::operator::cell_data::CellData;
 use crate::operator::csr::Csr;
 use crate::operator::elements::{self, LocalVariant};
-use crate::solver::multigrid::{Cycle, Hierarchy, Matrix, MgOptions, Multigrid, Smoother};
+use crate::solver::multigrid::{Cycle, Hierarchy, Matrix, MgOptions, Multigrid, Smoother, SAINV_DROP};
+use crate::solver::sainv::FactoredInverse;
 use crate::solver::ordering::{permutations, Ordering};
 use crate::solver::{bicgstab, pcg, spai::spai1, ApproximateInverse, CgOptions, CgReport, Identity, Jacobi, Preconditioner};
 use crate::space::{DirichletMode, Layout};
@@ -34,6 +35,7 @@ pub enum Precond {
     Jacobi,
     Ssor,
     Spai,
+    Sainv,
     Mg,
 }
 
@@ -140,9 +142,9 @@ pub struct BackendParts<'a, B: Backend, T: Scalar> {
 }
 
 /// Builds and solves the benchmark on backend `bk`.
-pub fn solve<B: Backend, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &HoleOptions, parts: BackendParts<'_, B, T>) -> Result<HoleReport> {
+pub fn solve<B: Backend + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &HoleOptions, parts: BackendParts<'_, B, T>) -> Result<HoleReport> {
     if o.solver == Solver::Mg && matches!(o.precond, Precond::Ssor | Precond::Mg) {
-        return Err(Error::InvalidArgument("multigrid smooths with jacobi or spai (--precond names the smoother)".into()));
+        return Err(Error::InvalidArgument("multigrid smooths with jacobi, spai or sainv (--precond names the smoother)".into()));
     }
     if o.solver == Solver::Cg && o.precond == Precond::Spai {
         return Err(Error::InvalidArgument("SPAI(1) is not symmetric: use it with bicgstab or as a multigrid smoother".into()));
@@ -161,7 +163,11 @@ pub fn solve<B: Backend, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &HoleOptions, p
     let t_smoother = Instant::now();
     let (mg, smoother_used) = match (o.solver, o.precond) {
         (Solver::Mg, p) => {
-            let s = if p == Precond::Jacobi { Smoother::Jacobi } else { Smoother::Spai };
+            let s = match p {
+                Precond::Jacobi => Smoother::Jacobi,
+                Precond::Sainv => Smoother::Sainv,
+                _ => Smoother::Spai,
+            };
             (Some(Multigrid::new(bk, cpu, &h, o.mg_options(s), &parts.upload)?), Some(s))
         }
         (_, Precond::Mg) => (Some(Multigrid::new(bk, cpu, &h, MgOptions { cycle: Cycle::V, ..o.mg_options(o.smoother) }, &parts.upload)?), Some(o.smoother)),
@@ -172,6 +178,7 @@ pub fn solve<B: Backend, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &HoleOptions, p
         Precond::Jacobi => Box::new(Jacobi::from_diagonal(bk, &a_host.diag())?),
         Precond::Ssor => (parts.ssor)(a_host)?,
         Precond::Spai => Box::new(ApproximateInverse { m: SpmvOperator { m: (parts.upload)(&spai1(cpu, a_host)?, n)?, n, diag: vec![] }, label: "spai" }),
+        Precond::Sainv => Box::new(ApproximateInverse { m: SpmvOperator { m: Box::new(FactoredInverse::new(bk, a_host, SAINV_DROP, &parts.upload)?), n, diag: vec![] }, label: "sainv" }),
         Precond::Mg => Box::new(Identity), // the multigrid itself, below
     };
     let smoother_setup_seconds = t_smoother.elapsed().as_secs_f64();

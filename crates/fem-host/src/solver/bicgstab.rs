@@ -73,6 +73,7 @@ pub fn bicgstab<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: Prec
         backend.axpy(-omega, &t, &mut r)?;
         res = backend.norm2(&r)?.to_f64() / scale;
         history.push(res);
+        super::cg::check_finite("BiCGStab", res)?;
         if tiny(omega) {
             break;
         }

@@ -84,6 +84,7 @@ pub fn pcg<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: Precondit
         res = backend.norm2(&r)?.to_f64() / scale;
         history.push(res);
         it += 1;
+        check_finite("CG", res)?;
     }
     Ok(CgReport { iterations: it, relative_residual: res, converged: res <= opts.rtol, history, iteration_seconds: start.elapsed().as_secs_f64() })
 }
@@ -96,4 +97,14 @@ pub(crate) fn initial_residual<B: Backend, T: Scalar, A: LinearOperator<B, T> + 
     backend.axpby(T::ONE, b, -T::ONE, &mut r)?;
     let b_norm = backend.norm2(b)?.to_f64();
     Ok((r, if b_norm > 0.0 { b_norm } else { 1.0 }))
+}
+
+/// An error when a solver's residual stopped being a number (divergence,
+/// or a preconditioner that is not positive definite).
+pub(crate) fn check_finite(solver: &str, res: f64) -> Result<()> {
+    if res.is_finite() {
+        Ok(())
+    } else {
+        Err(crate::Error::InvalidArgument(format!("{solver} diverged: the residual is {res}")))
+    }
 }

@@ -7,6 +7,7 @@ pub mod cg;
 pub mod multigrid;
 pub mod ordering;
 pub mod precond;
+pub mod sainv;
 pub mod spai;
 pub mod ssor;
 pub mod transfer;
