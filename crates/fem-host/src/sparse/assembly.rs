@@ -58,6 +58,17 @@ pub struct AssemblyBySpmv<T> {
     pub load: EllWarp<T>,
     /// CSR positions of fixed rows' diagonals (set to one afterwards).
     pub fixed_diagonal: Vec<u32>,
+    /// Where each element matrix entry adds (CSR position or `NONE`): the
+    /// scatter the SpMV replaces.
+    pub entry_pos: Vec<u32>,
+    /// Where each element load entry adds (row or `NONE`).
+    pub load_pos: Vec<u32>,
+}
+
+/// The row each element load entry `i·ne + e` adds into, `NONE` for
+/// eliminated or fixed rows.
+fn load_positions<T>(cd: &CellData<T>) -> Vec<u32> {
+    cd.map.iter().map(|&m| if m != NONE && is_free(m) { row_of(m) as u32 } else { NONE }).collect()
 }
 
 impl<T: Scalar> AssemblyBySpmv<T> {
@@ -71,17 +82,7 @@ impl<T: Scalar> AssemblyBySpmv<T> {
     ) -> Result<Self> {
         let pos = csr.element_positions(layout);
         let e = gather_matrix::<T>(&pos, csr.nnz());
-        let load_pos: Vec<u32> = cd
-            .map
-            .iter()
-            .map(|&m| {
-                if m != NONE && is_free(m) {
-                    row_of(m) as u32
-                } else {
-                    NONE
-                }
-            })
-            .collect();
+        let load_pos = load_positions(cd);
         let l = gather_matrix::<T>(&load_pos, cd.n_rows);
         let fixed_diagonal = cd
             .fixed_rows
@@ -95,6 +96,8 @@ impl<T: Scalar> AssemblyBySpmv<T> {
             matrix: EllWarp::pattern(cpu, &e, pos.len(), threshold)?,
             load: EllWarp::pattern(cpu, &l, load_pos.len(), threshold)?,
             fixed_diagonal,
+            entry_pos: pos,
+            load_pos,
         })
     }
 
@@ -172,21 +175,8 @@ pub fn bench_gpu<T: Scalar>(
     let spmv = measure(gpu, 2, repeats, || em.spmv_with(gpu, &vals, &mut k, true))?.median;
     let load_spmv = measure(gpu, 2, repeats, || el.spmv_with(gpu, &load, &mut b, true))?.median;
     let k_spmv = gpu.download(&k)?;
-    let pos = gpu
-        .stream()
-        .clone_htod(&reference.element_positions(&layout))?;
-    let load_pos: Vec<u32> = cd
-        .map
-        .iter()
-        .map(|&m| {
-            if m != NONE && is_free(m) {
-                row_of(m) as u32
-            } else {
-                NONE
-            }
-        })
-        .collect();
-    let load_pos = gpu.stream().clone_htod(&load_pos)?;
+    let pos = gpu.stream().clone_htod(&a.entry_pos)?;
+    let load_pos = gpu.stream().clone_htod(&a.load_pos)?;
     let f = gpu.kernel::<T>("scatter_add")?;
     let scatter = |pos: &cudarc::driver::CudaSlice<u32>,
                    src: &cudarc::driver::CudaSlice<T>,
