@@ -17,6 +17,7 @@ pub use fem_core as core;
 pub use fem_host as host;
 pub use fem_kernels as kernels;
 
+pub mod bp;
 pub mod demo;
 pub mod info;
 pub mod solve;

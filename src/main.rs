@@ -33,6 +33,15 @@ enum Command {
     ///   fem spmv --generate fem:dim=3,degree=2,rows=1000000 --format all --backend cuda --json
     ///   fem spmv --generate powerlaw:rows=1000000,max=4700 --format auto --tune
     Spmv(Box<SpmvArgs>),
+    /// Apply a high-order tensor-product operator (CEED BP1.0 mass, BP3.5
+    /// collocated or BP3.0 quadrature screened Poisson) on hexahedra and
+    /// report throughput against the copy roofline and the CPU reference.
+    ///
+    /// Examples:
+    ///   fem bp --problem bp3.5 --degree 7 --elements 4096
+    ///   fem bp --problem bp1 --degree 1-15 --dofs 10000000 --backend cuda --json
+    ///   fem bp --problem bp3.0 --degree 4 --elements 512 --deform curved --solve 1e-8
+    Bp(Box<BpArgs>),
     /// Print the row statistics of a matrix (Wong et al., Table 2 columns).
     ///
     /// Examples:
@@ -319,6 +328,7 @@ fn main() -> ExitCode {
         Command::Demo { backend, size, precision, repeats, json } => demo(backend, size, precision, repeats as usize, json),
         Command::Solve(args) => solve(&args),
         Command::Spmv(args) => spmv(&args),
+        Command::Bp(args) => bp(&args),
         Command::MatrixStats { file, generate, json } => matrix_stats(file, generate, json),
         Command::MatrixGen { spec, output, symmetric } => matrix_gen(&spec, &output, symmetric),
         Command::SpmvAssembly { dim, degree, rows, threshold, precision, repeats, json } => {
@@ -333,6 +343,124 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+#[derive(clap::Args)]
+struct BpArgs {
+    /// bp1 (mass, GL quadrature), bp3.5 (screened Poisson, GLL collocation), bp3.0 (screened Poisson, GL quadrature).
+    #[arg(long, default_value = "bp3.5")]
+    problem: String,
+    /// Polynomial degree N (1..=15); a list `1,3,5` or a range `1-15` runs each (JSON lines).
+    #[arg(long, default_value = "7")]
+    degree: String,
+    /// Number of elements (factored into a near-cubic grid of the unit cube).
+    #[arg(long, conflicts_with = "dofs")]
+    elements: Option<usize>,
+    /// At least this many element DOFs (elements × (N + 1)³) instead.
+    #[arg(long)]
+    dofs: Option<usize>,
+    /// Mesh: affine boxes, trilinear elements (interior vertices moved) or curved elements.
+    #[arg(long, value_enum, default_value_t = DeformArg::Trilinear)]
+    deform: DeformArg,
+    /// Screening parameter λ of BP3.
+    #[arg(long, default_value_t = 1.0)]
+    lambda: f64,
+    /// BP3.5 with one thread per node (N ≤ 7) instead of 2D thread slices.
+    #[arg(long)]
+    threads_3d: bool,
+    /// Elements per thread block (default: enough to fill 256 threads).
+    #[arg(long)]
+    elements_per_block: Option<usize>,
+    /// Apply on global nodes (gather and atomic scatter in the kernel) instead of element blocks.
+    #[arg(long)]
+    assembled: bool,
+    /// Also time the CPU backend on the same operator (speed-up in the report).
+    #[arg(long)]
+    cpu_time: bool,
+    /// Solve the screened Poisson problem with Jacobi-CG to this relative residual.
+    #[arg(long)]
+    solve: Option<f64>,
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    /// Timed applications (the median is reported).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    repeats: u32,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DeformArg {
+    None,
+    Trilinear,
+    Curved,
+}
+
+/// `7`, `1,3,5` or `1-15`.
+fn parse_degrees(s: &str) -> Result<Vec<usize>, String> {
+    let bad = || format!("bad degree list `{s}` (expected N, N,M,... or N-M)");
+    if let Some((a, b)) = s.split_once('-') {
+        let (a, b): (usize, usize) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+        return if a <= b { Ok((a..=b).collect()) } else { Err(bad()) };
+    }
+    s.split(',').map(|d| d.trim().parse().map_err(|_| bad())).collect()
+}
+
+fn bp(a: &BpArgs) -> CliResult {
+    use fem::bp::{BpOptions, Size};
+    use fem::host::mesh::spectral::Deformation;
+    let problem: fem::host::operator::tensor::Problem = a.problem.parse()?;
+    let degrees = parse_degrees(&a.degree)?;
+    let size = match (a.elements, a.dofs) {
+        (_, Some(d)) => Size::Dofs(d),
+        (Some(e), None) => Size::Elements(e),
+        (None, None) => Size::Elements(512),
+    };
+    let deformation = match a.deform {
+        DeformArg::None => Deformation::None,
+        DeformArg::Trilinear => Deformation::Trilinear { amplitude: 0.1, seed: 1 },
+        DeformArg::Curved => Deformation::Curved { amplitude: 0.05 },
+    };
+    let any = open_announced(a.backend, a.json)?;
+    let bar = spinner(a.json, String::new());
+    for &degree in &degrees {
+        let o = BpOptions {
+            problem,
+            degree,
+            size,
+            deformation,
+            lambda: a.lambda,
+            threads_3d: a.threads_3d,
+            elements_per_block: a.elements_per_block,
+            repeats: a.repeats as usize,
+            assembled: a.assembled,
+            cpu_time: a.cpu_time,
+            solve: a.solve,
+        };
+        let r = fem::bp::run(&o, &any, &|m| bar.set_message(format!("N = {degree}: {m}")))?;
+        bar.suspend(|| -> Result<(), Box<dyn std::error::Error>> {
+            if a.json && degrees.len() > 1 {
+                println!("{}", serde_json::to_string(&r)?);
+                return Ok(());
+            }
+            print_report(a.json, &r, |r| {
+                let mut t = format!(
+                    "{} N={} elements={} dofs={} ({}): {:.3e} s/apply, {:.2} GDOF/s, {:.3} TFLOP/s, {:.0} GB/s = {:.3} of copy ({:.0} GB/s), error vs CPU {:.1e}",
+                    r.problem.name(), r.degree, r.elements, r.dofs, r.kernel, r.seconds_per_apply, r.gdofs_per_second, r.tflops,
+                    r.gbytes_per_second, r.roofline_fraction, r.copy_gbytes_per_second, r.max_rel_error_vs_cpu
+                );
+                if let Some(s) = r.speedup_vs_cpu {
+                    t += &format!(", {s:.1}× the CPU backend");
+                }
+                if let Some(s) = &r.solve {
+                    t += &format!("\nJacobi-CG: {} iterations, relative residual {:.1e}, {:.3} s, max nodal error {:.2e}", s.iterations, s.relative_residual, s.seconds, s.max_nodal_error);
+                }
+                t
+            })
+        })?;
+    }
+    bar.finish_and_clear();
+    Ok(true)
 }
 
 type CliResult = Result<bool, Box<dyn std::error::Error>>;

@@ -31,6 +31,10 @@ fn expected_kernels() -> Vec<String> {
         }
         names.extend([1, 2, 4, 8, 16, 32].map(|n| format!("fem_ellt_spmv_tpr{n}_{t}")));
     }
+    for n in 1..=15 {
+        names.extend(["bp1", "bp35", "bp30"].map(|k| format!("fem_{k}_n{n}_f64")));
+    }
+    names.extend((1..=7).map(|n| format!("fem_bp35_3d_n{n}_f64")));
     names
 }
 

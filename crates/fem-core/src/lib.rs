@@ -15,6 +15,7 @@ pub mod lagrange;
 pub mod poisson;
 pub mod quadrature;
 pub mod real;
+pub mod tensor;
 pub mod unroll;
 
 pub use real::Real;

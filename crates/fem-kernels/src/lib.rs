@@ -23,6 +23,7 @@ pub mod blas;
 pub mod cells;
 pub mod launch;
 pub mod sparse;
+pub mod tensor;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod device;

@@ -37,6 +37,8 @@ struct Spec {
 /// named const generic with its values.
 enum Axis {
     Elements,
+    /// Tensor-product degrees N (binds `NQ` = N + 1 and `GQ` = N + 2).
+    Degrees(Vec<usize>),
     Values(Ident, Vec<syn::Expr>),
 }
 
@@ -55,6 +57,20 @@ impl syn::parse::Parse for Spec {
             let name: Ident = input.parse()?;
             if name == "elements" {
                 axes.push(Axis::Elements);
+                continue;
+            }
+            if name == "degrees" {
+                let mut degrees = Vec::new();
+                if input.peek(Token![=]) {
+                    input.parse::<Token![=]>()?;
+                    let lo: syn::LitInt = input.parse()?;
+                    input.parse::<Token![..=]>()?;
+                    let hi: syn::LitInt = input.parse()?;
+                    degrees.extend(lo.base10_parse::<usize>()?..=hi.base10_parse::<usize>()?);
+                } else {
+                    degrees.extend(1..=15);
+                }
+                axes.push(Axis::Degrees(degrees));
                 continue;
             }
             input.parse::<Token![=]>()?;
@@ -85,6 +101,13 @@ fn axis_bindings(axis: &Axis) -> Vec<Binding> {
                     ("NB".to_string(), quote!(#nb), String::new()),
                     ("QD".to_string(), quote!(#qd), String::new()),
                 ]
+            })
+            .collect(),
+        Axis::Degrees(degrees) => degrees
+            .iter()
+            .map(|&n| {
+                let (nq, gq) = (n + 1, n + 2);
+                vec![("NQ".to_string(), quote!(#nq), format!("_n{n}")), ("GQ".to_string(), quote!(#gq), String::new())]
             })
             .collect(),
         Axis::Values(name, values) => values

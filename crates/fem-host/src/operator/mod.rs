@@ -11,6 +11,7 @@ pub mod gpu;
 pub mod lma;
 pub mod matrix_free;
 pub mod tables;
+pub mod tensor;
 
 use crate::{Backend, Result, Scalar};
 

@@ -8,6 +8,17 @@ pub fn sync_threads() {
     unsafe { core::arch::nvptx::_syncthreads() }
 }
 
+/// `barrier.sync 0`: the block barrier without `.aligned`, for kernels
+/// whose barriers follow per-thread branches (`if j < n { .. } barrier;`).
+/// LLVM may merge such branches and duplicate the barrier into both arms;
+/// the aligned `bar.sync` then deadlocks a warp whose threads took
+/// different arms, while `barrier.sync` counts each thread's arrival
+/// wherever it happens (sm_70 and later).
+#[inline(always)]
+pub fn barrier() {
+    unsafe { core::arch::asm!("barrier.sync 0;") }
+}
+
 /// `__syncwarp()` over the full warp.
 #[inline(always)]
 pub fn sync_warp() {

@@ -3,6 +3,7 @@
 //! these names (see `fem_host::kernels`).
 
 mod blas;
+mod bp;
 mod fem;
 mod prelude_check;
 mod reduce;

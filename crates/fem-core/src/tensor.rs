@@ -1,0 +1,168 @@
+//! One-dimensional building blocks of tensor-product hexahedra (the CEED
+//! benchmark problems of Świrydowicz et al.): the interpolation matrix from
+//! the N + 1 Gauss–Lobatto–Legendre nodes to the N + 2 Gauss–Legendre
+//! points, and the collocation differentiation matrices on either set.
+//!
+//! Matrices are row-major, rows indexed by the output point. They are built
+//! from barycentric weights: the formulas stay accurate to rounding up to
+//! N = 15, where the product form of the Lagrange basis loses digits.
+//!
+//! The pointwise part of the screened Poisson operator, shared by the CPU
+//! reference and the GPU kernels, is [`apply_metric`].
+
+use crate::Real;
+
+/// Highest polynomial degree with specialised kernels.
+pub const MAX_DEGREE: usize = 15;
+
+/// Geometric factors per quadrature node, in storage order: the symmetric
+/// metric `w·J·(∂ξ/∂x)(∂ξ/∂x)ᵀ` (G00, G01, G02, G11, G12, G22) and `w·J`.
+pub const NGEO: usize = 7;
+pub const G00: usize = 0;
+pub const G01: usize = 1;
+pub const G02: usize = 2;
+pub const G11: usize = 3;
+pub const G12: usize = 4;
+pub const G22: usize = 5;
+pub const GWJ: usize = 6;
+
+/// GLL nodes per direction for degree `n`.
+pub const fn gll_points(degree: usize) -> usize {
+    degree + 1
+}
+
+/// GL points per direction for degree `n` (the CEED choice, q = p + 2).
+pub const fn gl_points(degree: usize) -> usize {
+    degree + 2
+}
+
+/// Row stride of a shared-memory slice of `n × n` doubles: odd, so the rows
+/// a warp reads at once fall into different banks.
+pub const fn padded(n: usize) -> usize {
+    n | 1
+}
+
+/// Barycentric weights `wⱼ = 1 / Π_{k≠j}(xⱼ − xₖ)` of `nodes`.
+pub fn barycentric_weights(nodes: &[f64], w: &mut [f64]) {
+    for (j, &xj) in nodes.iter().enumerate() {
+        let p: f64 = nodes.iter().enumerate().filter(|&(k, _)| k != j).map(|(_, &xk)| xj - xk).product();
+        w[j] = 1.0 / p;
+    }
+}
+
+/// `out[q·n + m] = ℓₘ(points[q])` for the Lagrange basis on `nodes`
+/// (n = nodes.len()), by the barycentric formula of the second kind.
+pub fn interpolation_matrix(nodes: &[f64], points: &[f64], out: &mut [f64]) {
+    let n = nodes.len();
+    let mut w = [0.0; 32];
+    barycentric_weights(nodes, &mut w[..n]);
+    for (q, &x) in points.iter().enumerate() {
+        let row = &mut out[q * n..(q + 1) * n];
+        if let Some(m) = nodes.iter().position(|&xm| xm == x) {
+            row.iter_mut().enumerate().for_each(|(k, v)| *v = if k == m { 1.0 } else { 0.0 });
+            continue;
+        }
+        let mut denom = 0.0;
+        for m in 0..n {
+            row[m] = w[m] / (x - nodes[m]);
+            denom += row[m];
+        }
+        row.iter_mut().for_each(|v| *v /= denom);
+    }
+}
+
+/// `out[i·n + m] = ℓₘ'(nodes[i])`: the collocation differentiation matrix
+/// (off-diagonal from barycentric weights, diagonal as the negative row sum
+/// so constants are differentiated to exactly zero).
+pub fn differentiation_matrix(nodes: &[f64], out: &mut [f64]) {
+    let n = nodes.len();
+    let mut w = [0.0; 32];
+    barycentric_weights(nodes, &mut w[..n]);
+    for i in 0..n {
+        let mut diag = 0.0;
+        for m in 0..n {
+            if m != i {
+                let d = w[m] / w[i] / (nodes[i] - nodes[m]);
+                out[i * n + m] = d;
+                diag -= d;
+            }
+        }
+        out[i * n + i] = diag;
+    }
+}
+
+/// The pointwise screened Poisson operator at one node: the metric applied
+/// to the reference gradient `(ur, us, ut)` and the mass term `λ·wJ·u`.
+#[inline(always)]
+pub fn apply_metric<T: Real>(g: &[T; NGEO], lambda: T, u: T, ur: T, us: T, ut: T) -> (T, T, T, T) {
+    let gr = g[G00] * ur + g[G01] * us + g[G02] * ut;
+    let gs = g[G01] * ur + g[G11] * us + g[G12] * ut;
+    let gt = g[G02] * ur + g[G12] * us + g[G22] * ut;
+    (gr, gs, gt, lambda * g[GWJ] * u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quadrature::{gauss_legendre, gauss_lobatto};
+
+    fn nodes(degree: usize) -> ([f64; 32], [f64; 32]) {
+        let (mut gll, mut w) = ([0.0; 32], [0.0; 32]);
+        gauss_lobatto(&mut gll[..degree + 1], &mut w[..degree + 1]);
+        let (mut gl, mut wg) = ([0.0; 32], [0.0; 32]);
+        gauss_legendre(&mut gl[..degree + 2], &mut wg[..degree + 2]);
+        (gll, gl)
+    }
+
+    /// Monomials of degree ≤ N are interpolated and differentiated exactly.
+    #[test]
+    fn interpolation_and_differentiation_are_exact_to_degree_n() {
+        for degree in 1..=MAX_DEGREE {
+            let (nq, gq) = (degree + 1, degree + 2);
+            let (gll, gl) = nodes(degree);
+            let (gll, gl) = (&gll[..nq], &gl[..gq]);
+            let mut i = [0.0; 32 * 32];
+            let mut d = [0.0; 32 * 32];
+            let mut gd = [0.0; 32 * 32];
+            interpolation_matrix(gll, gl, &mut i);
+            differentiation_matrix(gll, &mut d);
+            differentiation_matrix(gl, &mut gd);
+            let mut worst: f64 = 0.0;
+            for k in 0..=degree {
+                let f = |x: f64| libm::pow(x, k as f64);
+                let df = |x: f64| if k == 0 { 0.0 } else { k as f64 * libm::pow(x, k as f64 - 1.0) };
+                for q in 0..gq {
+                    let v: f64 = (0..nq).map(|m| i[q * nq + m] * f(gll[m])).sum();
+                    worst = worst.max((v - f(gl[q])).abs());
+                    let dv: f64 = (0..gq).map(|m| gd[q * gq + m] * f(gl[m])).sum();
+                    worst = worst.max((dv - df(gl[q])).abs() / (1.0 + df(gl[q]).abs()));
+                }
+                for a in 0..nq {
+                    let dv: f64 = (0..nq).map(|m| d[a * nq + m] * f(gll[m])).sum();
+                    worst = worst.max((dv - df(gll[a])).abs() / (1.0 + df(gll[a]).abs()));
+                }
+            }
+            assert!(worst < 1e-12, "degree {degree}: worst error {worst:e}");
+            // the symmetries the kernels rely on
+            for q in 0..gq {
+                for m in 0..nq {
+                    assert!((i[q * nq + m] - i[(gq - 1 - q) * nq + nq - 1 - m]).abs() < 1e-14);
+                }
+            }
+            for a in 0..nq {
+                for m in 0..nq {
+                    assert!((d[a * nq + m] + d[(nq - 1 - a) * nq + nq - 1 - m]).abs() < 1e-11 * (1.0 + d[a * nq + m].abs()));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn metric_is_symmetric_in_its_use() {
+        let g = [2.0, 0.5, 0.25, 3.0, 0.125, 4.0, 1.5];
+        let (gr, gs, gt, m) = apply_metric(&g, 2.0, 1.0, 1.0, 0.0, 0.0);
+        assert_eq!((gr, gs, gt, m), (2.0, 0.5, 0.25, 3.0));
+        let (gr, gs, gt, _) = apply_metric(&g, 0.0, 0.0, 0.0, 1.0, 0.0);
+        assert_eq!((gr, gs, gt), (0.5, 3.0, 0.125));
+    }
+}

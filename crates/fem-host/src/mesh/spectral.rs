@@ -1,0 +1,211 @@
+//! High-order hexahedral meshes of the unit cube for the tensor-product
+//! operators: every element carries the coordinates of its (N + 1)³ GLL
+//! nodes, so trilinear and curved (isoparametric) elements are handled
+//! alike, and an element-to-node map into the globally numbered nodes.
+//!
+//! Local nodes are numbered `i + nq·(j + nq·k)` (i along x fastest), the
+//! order the kernels' thread slices assume.
+
+use crate::rng::SplitMix64;
+use crate::{Error, Result};
+use fem_core::quadrature::gauss_lobatto;
+use fem_core::tensor::MAX_DEGREE;
+
+/// How the structured grid of the unit cube is deformed. Boundary nodes
+/// stay on the boundary, so the mesh always fills the unit cube.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Deformation {
+    /// Affine boxes.
+    None,
+    /// Interior vertices moved by up to `amplitude`·h in each direction,
+    /// elements mapped trilinearly from their vertices.
+    Trilinear { amplitude: f64, seed: u64 },
+    /// Every node moved by `amplitude`·sin(πx)sin(πy)sin(πz) in each
+    /// direction: curved elements of degree N.
+    Curved { amplitude: f64 },
+}
+
+/// A high-order hexahedral mesh of the unit cube.
+#[derive(Clone, Debug)]
+pub struct SpectralBox {
+    pub degree: usize,
+    /// Elements along x, y, z.
+    pub cells: [usize; 3],
+    /// Global nodes (the L-vector length).
+    pub n_nodes: usize,
+    /// `map[e·np + n]`: global node of local node `n` of element `e`.
+    pub map: Vec<u32>,
+    /// `coords[(e·3 + c)·np + n]`: coordinate `c` of local node `n`.
+    pub coords: Vec<f64>,
+}
+
+/// Three factors of `elements`, as close to a cube as possible.
+pub fn cells_for(elements: usize) -> Result<[usize; 3]> {
+    if elements == 0 {
+        return Err(Error::InvalidArgument("a mesh needs at least one element".into()));
+    }
+    let mut best = [1, 1, elements];
+    for a in 1..=elements {
+        if a * a * a > elements {
+            break;
+        }
+        if elements % a != 0 {
+            continue;
+        }
+        let rest = elements / a;
+        for b in a..=rest {
+            if b * b > rest {
+                break;
+            }
+            if rest % b == 0 {
+                best = [a, b, rest / b];
+            }
+        }
+    }
+    Ok(best)
+}
+
+/// The smallest near-cubic grid with at least `dofs` element-local nodes.
+pub fn cells_for_dofs(dofs: usize, degree: usize) -> [usize; 3] {
+    let np = (degree + 1).pow(3);
+    let elements = dofs.div_ceil(np).max(1);
+    let n = (elements as f64).cbrt().floor().max(1.0) as usize;
+    [n, n, elements.div_ceil(n * n)]
+}
+
+impl SpectralBox {
+    pub fn new(degree: usize, cells: [usize; 3], deformation: Deformation) -> Result<Self> {
+        if !(1..=MAX_DEGREE).contains(&degree) {
+            return Err(Error::InvalidArgument(format!("degree {degree} is outside 1..={MAX_DEGREE}")));
+        }
+        if cells.contains(&0) {
+            return Err(Error::InvalidArgument("every direction needs at least one element".into()));
+        }
+        let nq = degree + 1;
+        let np = nq * nq * nq;
+        let ne = cells.iter().product::<usize>();
+        let global = [cells[0] * degree + 1, cells[1] * degree + 1, cells[2] * degree + 1];
+        let n_nodes = global.iter().product::<usize>();
+        if n_nodes > u32::MAX as usize || ne.checked_mul(np * 3).is_none() {
+            return Err(Error::InvalidArgument(format!("{n_nodes} nodes exceed the 32-bit node numbering")));
+        }
+        let (mut r, mut w) = (vec![0.0; nq], vec![0.0; nq]);
+        gauss_lobatto(&mut r, &mut w);
+        let vertices = vertex_grid(cells, deformation);
+        let mut map = vec![0u32; ne * np];
+        let mut coords = vec![0.0; ne * np * 3];
+        for e in 0..ne {
+            let ec = [e % cells[0], (e / cells[0]) % cells[1], e / (cells[0] * cells[1])];
+            let corners = element_corners(&vertices, cells, ec);
+            for n in 0..np {
+                let l = [n % nq, (n / nq) % nq, n / (nq * nq)];
+                let g = [0, 1, 2].map(|a| ec[a] * degree + l[a]);
+                map[e * np + n] = (g[0] + global[0] * (g[1] + global[1] * g[2])) as u32;
+                let mut x = trilinear(&corners, [r[l[0]], r[l[1]], r[l[2]]]);
+                if let Deformation::Curved { amplitude } = deformation {
+                    let bump = amplitude * x.iter().map(|&v| (std::f64::consts::PI * v).sin()).product::<f64>();
+                    x = x.map(|v| v + bump);
+                }
+                for c in 0..3 {
+                    coords[(e * 3 + c) * np + n] = x[c];
+                }
+            }
+        }
+        Ok(Self { degree, cells, n_nodes, map, coords })
+    }
+
+    pub fn elements(&self) -> usize {
+        self.cells.iter().product()
+    }
+
+    /// Nodes per element, (N + 1)³.
+    pub fn nodes_per_element(&self) -> usize {
+        (self.degree + 1).pow(3)
+    }
+
+    /// `f` at every global node (each node's value taken from one element
+    /// that holds it).
+    pub fn interpolate(&self, f: impl Fn([f64; 3]) -> f64) -> Vec<f64> {
+        let np = self.nodes_per_element();
+        let mut out = vec![0.0; self.n_nodes];
+        for (pos, &g) in self.map.iter().enumerate() {
+            let (e, n) = (pos / np, pos % np);
+            out[g as usize] = f([0, 1, 2].map(|c| self.coords[(e * 3 + c) * np + n]));
+        }
+        out
+    }
+}
+
+/// Vertices of the (deformed) structured grid, x fastest.
+fn vertex_grid(cells: [usize; 3], deformation: Deformation) -> Vec<[f64; 3]> {
+    let nv = [cells[0] + 1, cells[1] + 1, cells[2] + 1];
+    let mut rng = SplitMix64::new(match deformation {
+        Deformation::Trilinear { seed, .. } => seed,
+        _ => 0,
+    });
+    let mut v = Vec::with_capacity(nv.iter().product());
+    for k in 0..nv[2] {
+        for j in 0..nv[1] {
+            for i in 0..nv[0] {
+                let idx = [i, j, k];
+                let mut x = [0, 1, 2].map(|a| idx[a] as f64 / cells[a] as f64);
+                if let Deformation::Trilinear { amplitude, .. } = deformation {
+                    for a in 0..3 {
+                        let shift = amplitude * (2.0 * rng.next_f64() - 1.0) / cells[a] as f64;
+                        if idx[a] > 0 && idx[a] < cells[a] {
+                            x[a] += shift;
+                        }
+                    }
+                }
+                v.push(x);
+            }
+        }
+    }
+    v
+}
+
+/// The 8 corners of element `ec`, corner `c` at reference corner bits (x, y, z).
+fn element_corners(vertices: &[[f64; 3]], cells: [usize; 3], ec: [usize; 3]) -> [[f64; 3]; 8] {
+    let (nx, ny) = (cells[0] + 1, cells[1] + 1);
+    core::array::from_fn(|c| {
+        let (i, j, k) = (ec[0] + (c & 1), ec[1] + ((c >> 1) & 1), ec[2] + ((c >> 2) & 1));
+        vertices[i + nx * (j + ny * k)]
+    })
+}
+
+/// The trilinear map of `corners` at reference point `r ∈ [−1, 1]³`.
+fn trilinear(corners: &[[f64; 3]; 8], r: [f64; 3]) -> [f64; 3] {
+    let mut x = [0.0; 3];
+    for (c, p) in corners.iter().enumerate() {
+        let w: f64 = (0..3).map(|a| if (c >> a) & 1 == 1 { 0.5 * (1.0 + r[a]) } else { 0.5 * (1.0 - r[a]) }).product();
+        for a in 0..3 {
+            x[a] += w * p[a];
+        }
+    }
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn factors_and_numbering() {
+        assert_eq!(cells_for(512).unwrap(), [8, 8, 8]);
+        assert_eq!(cells_for(4096).unwrap(), [16, 16, 16]);
+        assert_eq!(cells_for(12).unwrap(), [2, 2, 3]);
+        assert_eq!(cells_for(7).unwrap(), [1, 1, 7]);
+        assert!(cells_for(0).is_err());
+        let m = SpectralBox::new(2, [2, 1, 1], Deformation::None).unwrap();
+        assert_eq!(m.n_nodes, 5 * 3 * 3);
+        // the shared face: node (2, j, k) of element 0 is node (0, j, k) of element 1
+        for jk in 0..9 {
+            assert_eq!(m.map[2 + 3 * jk], m.map[27 + 3 * jk]);
+        }
+        let mut seen = m.map.clone();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), m.n_nodes);
+        assert!(SpectralBox::new(16, [1, 1, 1], Deformation::None).is_err());
+    }
+}

@@ -1,0 +1,127 @@
+//! The 1D matrices of one degree, as the CPU reference uses them and as
+//! the GPU kernels receive them packed.
+
+use crate::{Error, Result};
+use fem_core::quadrature::{gauss_legendre, gauss_lobatto};
+use fem_core::tensor::{differentiation_matrix, interpolation_matrix, MAX_DEGREE};
+
+/// GLL nodes, GL points, their weights and the matrices between them.
+#[derive(Clone, Debug)]
+pub struct Basis1d {
+    pub degree: usize,
+    /// GLL nodes per direction, N + 1.
+    pub nq: usize,
+    /// GL points per direction, N + 2.
+    pub gq: usize,
+    pub gll: Vec<f64>,
+    pub gll_weights: Vec<f64>,
+    pub gl: Vec<f64>,
+    pub gl_weights: Vec<f64>,
+    /// I: GLL values → GL values, `gq × nq`.
+    pub interp: Vec<f64>,
+    /// D: GLL values → GLL derivatives, `nq × nq`.
+    pub diff: Vec<f64>,
+    /// glD: GL values → GL derivatives, `gq × gq`.
+    pub gl_diff: Vec<f64>,
+    /// glD·I: GLL values → GL derivatives, `gq × nq`.
+    pub interp_diff: Vec<f64>,
+}
+
+impl Basis1d {
+    pub fn new(degree: usize) -> Result<Self> {
+        if !(1..=MAX_DEGREE).contains(&degree) {
+            return Err(Error::InvalidArgument(format!("degree {degree} is outside 1..={MAX_DEGREE}")));
+        }
+        let (nq, gq) = (degree + 1, degree + 2);
+        let (mut gll, mut gll_weights) = (vec![0.0; nq], vec![0.0; nq]);
+        gauss_lobatto(&mut gll, &mut gll_weights);
+        let (mut gl, mut gl_weights) = (vec![0.0; gq], vec![0.0; gq]);
+        gauss_legendre(&mut gl, &mut gl_weights);
+        let mut interp = vec![0.0; gq * nq];
+        interpolation_matrix(&gll, &gl, &mut interp);
+        let mut diff = vec![0.0; nq * nq];
+        differentiation_matrix(&gll, &mut diff);
+        let mut gl_diff = vec![0.0; gq * gq];
+        differentiation_matrix(&gl, &mut gl_diff);
+        let interp_diff = matmul(&gl_diff, &interp, gq, gq, nq);
+        Ok(Self { degree, nq, gq, gll, gll_weights, gl, gl_weights, interp, diff, gl_diff, interp_diff })
+    }
+
+    /// The table the GPU kernels load into shared memory.
+    pub fn packed(&self) -> Vec<f64> {
+        super::gpu::packed_tables(self)
+    }
+}
+
+/// `a (m × k) · b (k × n)`, row-major.
+pub fn matmul(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for l in 0..k {
+            for j in 0..n {
+                c[i * n + j] += a[i * k + l] * b[l * n + j];
+            }
+        }
+    }
+    c
+}
+
+/// The transpose of a row-major `rows × cols` matrix.
+pub fn transpose(a: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+    let mut t = vec![0.0; rows * cols];
+    for i in 0..rows {
+        for j in 0..cols {
+            t[j * rows + i] = a[i * cols + j];
+        }
+    }
+    t
+}
+
+/// `out = (Mz ⊗ My ⊗ Mx) input` on a 3D array with x fastest: each matrix
+/// (rows × the input extent along its axis) applied along its axis, the
+/// sum factorisation of every tensor-product operator here. `scratch`
+/// holds the two intermediate arrays.
+pub fn contract3(mx: (&[f64], usize), my: (&[f64], usize), mz: (&[f64], usize), dims: [usize; 3], input: &[f64], out: &mut [f64], scratch: &mut Vec<f64>) {
+    let [_, n1, n2] = dims;
+    let s1 = mx.1 * n1 * n2;
+    let s2 = mx.1 * my.1 * n2;
+    scratch.resize(s1 + s2, 0.0);
+    let (a, b) = scratch.split_at_mut(s1);
+    apply_axis(mx.0, mx.1, 0, dims, input, a);
+    apply_axis(my.0, my.1, 1, [mx.1, n1, n2], a, b);
+    apply_axis(mz.0, mz.1, 2, [mx.1, my.1, n2], b, out);
+}
+
+/// `out` = the matrix `m` (rows × dims[axis]) applied along `axis` of the
+/// 3D array `input` (x fastest); `out` has `rows` along that axis.
+pub fn apply_axis(m: &[f64], rows: usize, axis: usize, dims: [usize; 3], input: &[f64], out: &mut [f64]) {
+    let n = dims[axis];
+    let mut od = dims;
+    od[axis] = rows;
+    // stride of the input along the contracted axis
+    let si = match axis {
+        0 => 1,
+        1 => dims[0],
+        _ => dims[0] * dims[1],
+    };
+    for k in 0..od[2] {
+        for j in 0..od[1] {
+            for i in 0..od[0] {
+                let idx = [i, j, k];
+                let r = idx[axis];
+                let mut base = [i, j, k];
+                base[axis] = 0;
+                let b = base[0] + dims[0] * (base[1] + dims[1] * base[2]);
+                let row = &m[r * n..][..n];
+                out[i + od[0] * (j + od[1] * k)] = (0..n).map(|l| row[l] * input[b + l * si]).sum();
+            }
+        }
+    }
+}
+
+/// The identity matrix of size n.
+pub fn identity(n: usize) -> Vec<f64> {
+    let mut m = vec![0.0; n * n];
+    (0..n).for_each(|i| m[i * n + i] = 1.0);
+    m
+}

@@ -1,0 +1,163 @@
+//! The tensor-product operators on the GPU: the 1D tables, geometric
+//! factors and element-to-node map uploaded once; each application is one
+//! launch of the degree's specialised kernel (`fem_bp1_n<N>_f64`, ...).
+
+use super::{Problem, TensorOperator};
+use crate::operator::LinearOperator;
+use crate::{Backend, CudaBackend, Error, Result};
+use cudarc::driver::sys::CUfunction_attribute_enum;
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use fem_core::tensor::gl_points;
+use fem_kernels::tensor::{table_offsets, BpKernel};
+
+/// Highest degree of the one-thread-per-node BP3.5 kernel.
+pub const MAX_DEGREE_3D: usize = 7;
+
+/// Threads a block aims for when elements are small.
+const TARGET_THREADS: usize = 256;
+
+/// An operator's device data and its launch shape.
+pub struct GpuTensor<'a> {
+    gpu: &'a CudaBackend,
+    pub op: &'a TensorOperator,
+    pub kernel: BpKernel,
+    /// Elements per block (`blockDim.y`).
+    pub elements_per_block: usize,
+    f: CudaFunction,
+    tab: CudaSlice<f64>,
+    geo: CudaSlice<f64>,
+    map: CudaSlice<u32>,
+}
+
+/// The kernel for a problem: BP3.5 may take the 3D thread structure.
+pub fn kernel_for(problem: Problem, threads_3d: bool) -> BpKernel {
+    match (problem, threads_3d) {
+        (Problem::Bp1, _) => BpKernel::Mass,
+        (Problem::Bp35, false) => BpKernel::Collocated,
+        (Problem::Bp35, true) => BpKernel::Collocated3d,
+        (Problem::Bp30, _) => BpKernel::Quadrature,
+    }
+}
+
+/// The kernel's PTX name.
+fn kernel_name(kernel: BpKernel, degree: usize) -> String {
+    let base = match kernel {
+        BpKernel::Mass => "bp1",
+        BpKernel::Collocated => "bp35",
+        BpKernel::Collocated3d => "bp35_3d",
+        BpKernel::Quadrature => "bp30",
+    };
+    format!("fem_{base}_n{degree}_f64")
+}
+
+/// Elements per block: enough small elements to fill `TARGET_THREADS`,
+/// within the block's thread and shared-memory limits.
+pub fn default_elements_per_block(kernel: BpKernel, degree: usize) -> usize {
+    let (nq, gq) = (degree + 1, gl_points(degree));
+    let threads = kernel.threads(nq, gq);
+    let mut epb = (TARGET_THREADS / threads).max(1);
+    while epb > 1 && 8 * kernel.shared_len(nq, gq, epb) > 48 * 1024 {
+        epb -= 1;
+    }
+    epb
+}
+
+impl<'a> GpuTensor<'a> {
+    pub fn new(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>) -> Result<Self> {
+        let kernel = kernel_for(op.problem, threads_3d);
+        if kernel == BpKernel::Collocated3d && op.degree > MAX_DEGREE_3D {
+            return Err(Error::InvalidArgument(format!("the 3D thread structure takes degrees up to {MAX_DEGREE_3D} ((N + 1)³ threads per element)")));
+        }
+        let (nq, gq) = (op.degree + 1, gl_points(op.degree));
+        let epb = elements_per_block.unwrap_or_else(|| default_elements_per_block(kernel, op.degree));
+        let threads = kernel.threads(nq, gq) * epb;
+        let props = gpu.props();
+        if epb == 0 || threads > props.max_threads_per_block as usize {
+            return Err(Error::InvalidArgument(format!("{epb} elements per block need {threads} threads (at most {})", props.max_threads_per_block)));
+        }
+        let shared = 8 * kernel.shared_len(nq, gq, epb);
+        if shared > props.shared_mem_per_block_optin as usize {
+            return Err(Error::InvalidArgument(format!("{epb} elements per block need {shared} bytes of shared memory (at most {})", props.shared_mem_per_block_optin)));
+        }
+        let f = gpu.function(&kernel_name(kernel, op.degree))?;
+        if shared > props.shared_mem_per_block as usize {
+            f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+        }
+        let b = &op.tables.basis;
+        let packed = packed_tables(b);
+        debug_assert_eq!(packed.len(), table_offsets(nq, gq)[6]);
+        gpu.ensure_free(8 * op.factors.len() + 4 * op.restriction.map.len() + 8 * packed.len())?;
+        Ok(Self {
+            gpu,
+            op,
+            kernel,
+            elements_per_block: epb,
+            f,
+            tab: gpu.upload(&packed)?,
+            geo: gpu.upload(&op.factors)?,
+            map: gpu.stream().clone_htod(&op.restriction.map)?,
+        })
+    }
+
+    fn config(&self) -> LaunchConfig {
+        let (nq, gq) = (self.op.degree + 1, gl_points(self.op.degree));
+        let epb = self.elements_per_block;
+        LaunchConfig {
+            grid_dim: (self.op.elements.div_ceil(epb) as u32, 1, 1),
+            block_dim: (self.kernel.threads(nq, gq) as u32, epb as u32, 1),
+            shared_mem_bytes: (8 * self.kernel.shared_len(nq, gq, epb)) as u32,
+        }
+    }
+
+    fn launch(&self, assembled: bool, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        let ne = self.op.elements;
+        let flag = assembled as u32;
+        let mut l = self.gpu.stream().launch_builder(&self.f);
+        l.arg(&ne);
+        if self.op.problem != Problem::Bp1 {
+            l.arg(&self.op.lambda);
+        }
+        l.arg(&self.tab).arg(&self.geo).arg(&flag).arg(&self.map).arg(x).arg(y);
+        unsafe { l.launch(self.config()) }?;
+        Ok(())
+    }
+
+    /// `y = A_E x` on E-vectors.
+    pub fn apply_elements(&self, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        crate::error::same_len("bp apply", x.len(), self.op.element_dofs())?;
+        crate::error::same_len("bp apply", y.len(), self.op.element_dofs())?;
+        self.launch(false, x, y)
+    }
+}
+
+/// `[I | Iᵀ | D | Dᵀ | glD | glDᵀ]`, the layout of `fem_kernels::tensor`.
+pub fn packed_tables(b: &super::basis::Basis1d) -> Vec<f64> {
+    use super::basis::transpose;
+    let (nq, gq) = (b.nq, b.gq);
+    [
+        b.interp.clone(),
+        transpose(&b.interp, gq, nq),
+        b.diff.clone(),
+        transpose(&b.diff, nq, nq),
+        b.gl_diff.clone(),
+        transpose(&b.gl_diff, gq, gq),
+    ]
+    .concat()
+}
+
+/// The assembled operator `Rᵀ A_E R` on L-vectors: gather and atomic
+/// scatter fused into the element kernel.
+impl LinearOperator<CudaBackend, f64> for GpuTensor<'_> {
+    fn rows(&self) -> usize {
+        self.op.restriction.nodes()
+    }
+    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        crate::error::same_len("bp apply", x.len(), self.rows())?;
+        crate::error::same_len("bp apply", y.len(), self.rows())?;
+        gpu.stream().memset_zeros(y)?;
+        self.launch(true, x, y)
+    }
+    fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<f64>> {
+        gpu.upload(&self.op.diagonal())
+    }
+}

@@ -1,0 +1,142 @@
+//! Layout shared by the tensor-product kernels and the host that launches
+//! them, and the in-register 1D contractions that use the centro-symmetry
+//! of the interpolation matrix (`I[g−1−q][n−1−m] = I[q][m]`): every entry
+//! read from shared memory serves two outputs, halving the loads.
+//!
+//! The host packs the 1D tables as `[I | Iᵀ | D | Dᵀ | glD | glDᵀ]`: a
+//! thread that needs row `r` of a matrix reads the transpose's column `r`,
+//! so the threads of a warp read consecutive words and never conflict.
+
+use fem_core::tensor::padded;
+use fem_core::Real;
+
+/// Offsets into the packed table for `nq` GLL and `gq` GL points:
+/// (I, Iᵀ, D, Dᵀ, glD, glDᵀ, total length).
+pub const fn table_offsets(nq: usize, gq: usize) -> [usize; 7] {
+    let i = 0;
+    let it = i + gq * nq;
+    let d = it + gq * nq;
+    let dt = d + nq * nq;
+    let gd = dt + nq * nq;
+    let gdt = gd + gq * gq;
+    [i, it, d, dt, gd, gdt, gdt + gq * gq]
+}
+
+/// Which kernel a launch is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BpKernel {
+    /// BP1.0, `gq × gq` threads per element.
+    Mass,
+    /// BP3.5, `nq × nq` threads per element (2D slices).
+    Collocated,
+    /// BP3.5, `nq³` threads per element.
+    Collocated3d,
+    /// BP3.0, `gq × gq` threads per element.
+    Quadrature,
+}
+
+impl BpKernel {
+    /// Threads per element.
+    pub const fn threads(self, nq: usize, gq: usize) -> usize {
+        match self {
+            Self::Mass | Self::Quadrature => gq * gq,
+            Self::Collocated => nq * nq,
+            Self::Collocated3d => nq * nq * nq,
+        }
+    }
+
+    /// The part of the packed table the kernel copies to shared memory:
+    /// (offset, length).
+    pub const fn table(self, nq: usize, gq: usize) -> (usize, usize) {
+        let o = table_offsets(nq, gq);
+        match self {
+            Self::Mass => (o[0], o[2]),
+            Self::Collocated | Self::Collocated3d => (o[2], o[4] - o[2]),
+            Self::Quadrature => (o[0], o[6]),
+        }
+    }
+
+    /// Shared-memory values of one element's work arrays (padded).
+    pub const fn per_element(self, nq: usize, gq: usize) -> usize {
+        match self {
+            Self::Mass => gq * gq * padded(gq),
+            Self::Collocated => 3 * nq * padded(nq),
+            Self::Collocated3d => 4 * nq * nq * padded(nq),
+            Self::Quadrature => (gq + 2) * gq * padded(gq),
+        }
+    }
+
+    /// Shared-memory values of a block of `epb` elements.
+    pub const fn shared_len(self, nq: usize, gq: usize, epb: usize) -> usize {
+        self.table(nq, gq).1 + epb * self.per_element(nq, gq)
+    }
+}
+
+/// `c[q] = Σ_m I[q][m]·r[m]` for all `G` points from the `N` values `r`,
+/// with `i(q, m)` reading `I` (`G × N`, centro-symmetric).
+#[inline(always)]
+pub fn interp_column<T: Real, const N: usize, const G: usize>(i: impl Fn(usize, usize) -> T, r: &[T; N]) -> [T; G] {
+    let mut c = [T::ZERO; G];
+    fem_core::unroll::<G>(|q| {
+        if 2 * q + 1 < G {
+            fem_core::unroll::<N>(|m| {
+                let v = i(q, m);
+                c[q] += v * r[m];
+                c[G - 1 - q] += v * r[N - 1 - m];
+            });
+        } else if 2 * q + 1 == G {
+            fem_core::unroll::<N>(|m| c[q] += i(q, m) * r[m]);
+        }
+    });
+    c
+}
+
+/// `r[m] = Σ_q I[q][m]·c[q]`, the transpose of [`interp_column`].
+#[inline(always)]
+pub fn project_column<T: Real, const N: usize, const G: usize>(i: impl Fn(usize, usize) -> T, c: &[T; G]) -> [T; N] {
+    let mut r = [T::ZERO; N];
+    fem_core::unroll::<G>(|q| {
+        if 2 * q + 1 < G {
+            fem_core::unroll::<N>(|m| {
+                let v = i(q, m);
+                r[m] += v * c[q];
+                r[N - 1 - m] += v * c[G - 1 - q];
+            });
+        } else if 2 * q + 1 == G {
+            fem_core::unroll::<N>(|m| r[m] += i(q, m) * c[q]);
+        }
+    });
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symmetric_columns_match_plain_products() {
+        // a centro-symmetric 5 × 4 matrix
+        let a = |q: usize, m: usize| {
+            let (q2, m2) = if q * 4 + m < (4 - q) * 4 + (3 - m) { (q, m) } else { (4 - q, 3 - m) };
+            1.0 + q2 as f64 * 0.7 - m2 as f64 * 0.3 + (q2 * m2) as f64 * 0.11
+        };
+        let r = [1.0, -2.0, 0.5, 3.0];
+        let c: [f64; 5] = interp_column(a, &r);
+        for q in 0..5 {
+            let s: f64 = (0..4).map(|m| a(q, m) * r[m]).sum();
+            assert!((c[q] - s).abs() < 1e-14);
+        }
+        let back: [f64; 4] = project_column(a, &c);
+        for m in 0..4 {
+            let s: f64 = (0..5).map(|q| a(q, m) * c[q]).sum();
+            assert!((back[m] - s).abs() < 1e-13);
+        }
+        // even number of points
+        let b = |q: usize, m: usize| a(q.min(3), m) + a(3 - q.min(3), 3 - m);
+        let c: [f64; 4] = interp_column(b, &r);
+        for q in 0..4 {
+            let s: f64 = (0..4).map(|m| b(q, m) * r[m]).sum();
+            assert!((c[q] - s).abs() < 1e-13, "{q}");
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! `fem bp`: the CEED benchmark problems BP1.0, BP3.5 and BP3.0 on a
+//! high-order hexahedral mesh of the unit cube: the operator's throughput
+//! on the chosen backend against the copy of the bytes it must move, its
+//! error against the CPU reference, and optionally a Jacobi-CG solve of
+//! the screened Poisson problem with the assembled matrix-free operator.
+
+use fem_host::mesh::spectral::{cells_for, cells_for_dofs, Deformation, SpectralBox};
+use fem_host::operator::tensor::gpu::GpuTensor;
+use fem_host::operator::tensor::{Problem, TensorOperator};
+use fem_host::operator::LinearOperator;
+use fem_host::roofline::copy_bandwidth;
+use fem_host::solver::cg::{cg, CgOptions};
+use fem_host::timing::measure;
+use fem_host::{AnyBackend, Backend, CpuBackend, CudaBackend, Error, Result};
+use serde::Serialize;
+use std::f64::consts::PI;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct BpOptions {
+    pub problem: Problem,
+    pub degree: usize,
+    /// Mesh size: a number of elements, or at least this many element DOFs.
+    pub size: Size,
+    pub deformation: Deformation,
+    /// The screening parameter λ of BP3.
+    pub lambda: f64,
+    /// BP3.5 with one thread per node.
+    pub threads_3d: bool,
+    pub elements_per_block: Option<usize>,
+    pub repeats: usize,
+    /// Apply on L-vectors (gather and atomic scatter fused) rather than
+    /// E-vectors.
+    pub assembled: bool,
+    /// Also time the CPU backend on the same operator.
+    pub cpu_time: bool,
+    /// Solve with Jacobi-CG to this relative residual.
+    pub solve: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Size {
+    Elements(usize),
+    Dofs(usize),
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BpReport {
+    pub problem: Problem,
+    pub degree: usize,
+    pub elements: usize,
+    /// Unknowns the operator acts on: element nodes (E-vector) or global
+    /// nodes (assembled).
+    pub dofs: usize,
+    pub element_dofs: usize,
+    pub global_nodes: usize,
+    pub assembled: bool,
+    pub backend: String,
+    pub kernel: String,
+    pub elements_per_block: usize,
+    pub seconds_per_apply: f64,
+    pub gdofs_per_second: f64,
+    pub tflops: f64,
+    /// The paper's model: bytes per application (Table 2).
+    pub bytes_moved: usize,
+    pub gbytes_per_second: f64,
+    /// Copy of the same bytes, measured in the same run.
+    pub copy_gbytes_per_second: f64,
+    pub roofline_fraction: f64,
+    /// Flops per byte of the model.
+    pub arithmetic_intensity: f64,
+    /// max |y − y_cpu| / max |y_cpu| (0 on the CPU backend).
+    pub max_rel_error_vs_cpu: f64,
+    pub cpu_seconds_per_apply: Option<f64>,
+    pub speedup_vs_cpu: Option<f64>,
+    pub solve: Option<SolveReport>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SolveReport {
+    pub iterations: usize,
+    pub relative_residual: f64,
+    pub converged: bool,
+    pub seconds: f64,
+    /// max over nodes |u_h − u| for u = cos πx cos πy cos πz.
+    pub max_nodal_error: f64,
+}
+
+/// Builds the mesh and operator and runs the benchmark on `backend`.
+pub fn run(o: &BpOptions, backend: &AnyBackend, progress: &dyn Fn(&str)) -> Result<BpReport> {
+    let cells = match o.size {
+        Size::Elements(e) => cells_for(e)?,
+        Size::Dofs(d) => cells_for_dofs(d, o.degree),
+    };
+    progress("mesh and geometric factors");
+    let mesh = SpectralBox::new(o.degree, cells, o.deformation)?;
+    let op = TensorOperator::new(o.problem, &mesh, o.lambda)?;
+    let cpu = CpuBackend::new(None)?;
+    let x = test_vector(op.element_dofs());
+    let mut reference = vec![0.0; op.element_dofs()];
+    progress("CPU reference");
+    cpu.install(|| op.apply_elements(&x, &mut reference))?;
+    let mut report = match backend {
+        AnyBackend::Cuda(gpu) => gpu_run(o, gpu, &op, &x, &reference, progress)?,
+        AnyBackend::Cpu(c) => cpu_run(o, c, &op, &x, progress)?,
+    };
+    report.global_nodes = mesh.n_nodes;
+    if o.cpu_time {
+        if let AnyBackend::Cuda(_) = backend {
+            progress("timing the CPU backend");
+            let t = cpu_run(o, &cpu, &op, &x, progress)?.seconds_per_apply;
+            report.cpu_seconds_per_apply = Some(t);
+            report.speedup_vs_cpu = Some(t / report.seconds_per_apply);
+        }
+    }
+    if let Some(rtol) = o.solve {
+        progress("Jacobi-CG");
+        report.solve = Some(match backend {
+            AnyBackend::Cuda(gpu) => solve(gpu, &GpuTensor::new(gpu, &op, o.threads_3d, o.elements_per_block)?, &op, &mesh, rtol)?,
+            AnyBackend::Cpu(c) => solve(c, &op, &op, &mesh, rtol)?,
+        });
+    }
+    Ok(report)
+}
+
+/// A deterministic, non-smooth input.
+fn test_vector(n: usize) -> Vec<f64> {
+    let mut rng = fem_host::rng::SplitMix64::new(7);
+    (0..n).map(|_| 2.0 * rng.next_f64() - 1.0).collect()
+}
+
+fn gpu_run(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, x: &[f64], reference: &[f64], progress: &dyn Fn(&str)) -> Result<BpReport> {
+    let t = GpuTensor::new(gpu, op, o.threads_3d, o.elements_per_block)?;
+    progress("GPU operator");
+    let xd = gpu.upload(x)?;
+    let mut yd = gpu.zeros::<f64>(op.element_dofs())?;
+    t.apply_elements(&xd, &mut yd)?;
+    let y = gpu.download(&yd)?;
+    let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let err = y.iter().zip(reference).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / scale;
+    let kernel = format!("{:?}", t.kernel);
+    let seconds = if o.assembled {
+        let n = op.restriction.nodes();
+        let xl = gpu.upload(&test_vector(n))?;
+        let mut yl = gpu.zeros::<f64>(n)?;
+        measure(gpu, 2, o.repeats, || t.apply(gpu, &xl, &mut yl))?.median
+    } else {
+        measure(gpu, 2, o.repeats, || t.apply_elements(&xd, &mut yd))?.median
+    };
+    finish(o, gpu, op, seconds, err, kernel, t.elements_per_block)
+}
+
+fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64], _progress: &dyn Fn(&str)) -> Result<BpReport> {
+    let mut y = vec![0.0; op.element_dofs()];
+    let repeats = o.repeats.clamp(1, 5);
+    let seconds = if o.assembled {
+        let n = op.restriction.nodes();
+        let xl = test_vector(n);
+        let mut yl = vec![0.0; n];
+        measure(cpu, 1, repeats, || op.apply(cpu, &xl, &mut yl))?.median
+    } else {
+        measure(cpu, 1, repeats, || cpu.install(|| op.apply_elements(x, &mut y)))?.median
+    };
+    finish(o, cpu, op, seconds, 0.0, "cpu-sum-factorised".into(), 1)
+}
+
+/// Bytes, rates and the copy roofline for a measured time.
+fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, err: f64, kernel: String, epb: usize) -> Result<BpReport> {
+    let e = op.elements;
+    let n = op.restriction.nodes();
+    let mut bytes = e * o.problem.bytes_per_element(op.degree);
+    let dofs = if o.assembled {
+        // the map instead of E-vector input/output; x read, y zeroed and updated
+        bytes = bytes - 16 * op.element_dofs() + 4 * op.element_dofs() + 24 * n;
+        n
+    } else {
+        op.element_dofs()
+    };
+    let copy = copy_bandwidth(b, bytes / 2, o.repeats.clamp(3, 20))?;
+    let flops = e as f64 * o.problem.flops_per_element(op.degree);
+    Ok(BpReport {
+        problem: o.problem,
+        degree: op.degree,
+        elements: e,
+        dofs,
+        element_dofs: op.element_dofs(),
+        global_nodes: n,
+        assembled: o.assembled,
+        backend: b.name(),
+        kernel,
+        elements_per_block: epb,
+        seconds_per_apply: seconds,
+        gdofs_per_second: dofs as f64 / seconds / 1e9,
+        tflops: flops / seconds / 1e12,
+        bytes_moved: bytes,
+        gbytes_per_second: bytes as f64 / seconds / 1e9,
+        copy_gbytes_per_second: copy.bytes_per_second / 1e9,
+        roofline_fraction: bytes as f64 / seconds / copy.bytes_per_second,
+        arithmetic_intensity: flops / bytes as f64,
+        max_rel_error_vs_cpu: err,
+        cpu_seconds_per_apply: None,
+        speedup_vs_cpu: None,
+        solve: None,
+    })
+}
+
+/// Jacobi-CG for (S + λM) u = b with b = M f, f = (3π² + λ) u and
+/// u = cos πx cos πy cos πz (zero normal derivative on the cube's faces,
+/// so no boundary condition is imposed).
+fn solve<B: Backend, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &TensorOperator, mesh: &SpectralBox, rtol: f64) -> Result<SolveReport> {
+    if op.problem == Problem::Bp1 {
+        return Err(Error::InvalidArgument("the solve uses the screened Poisson operator: choose bp3.5 or bp3.0".into()));
+    }
+    let exact = |x: [f64; 3]| (PI * x[0]).cos() * (PI * x[1]).cos() * (PI * x[2]).cos();
+    let scale = 3.0 * PI * PI + op.lambda;
+    let f = mesh.interpolate(|x| scale * exact(x));
+    let mass = TensorOperator::new(Problem::Bp1, mesh, 0.0)?;
+    let cpu = CpuBackend::new(None)?;
+    let mut rhs = vec![0.0; mesh.n_nodes];
+    mass.apply(&cpu, &f, &mut rhs)?;
+    let rhs = b.upload(&rhs)?;
+    let mut u = b.zeros::<f64>(mesh.n_nodes)?;
+    let report = cg(b, a, &rhs, &mut u, CgOptions { rtol, max_iterations: 20_000, jacobi: true })?;
+    let u = b.download(&u)?;
+    let ue = mesh.interpolate(exact);
+    let err = u.iter().zip(&ue).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    Ok(SolveReport { iterations: report.iterations, relative_residual: report.relative_residual, converged: report.converged, seconds: report.iteration_seconds, max_nodal_error: err })
+}

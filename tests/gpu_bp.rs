@@ -1,0 +1,112 @@
+//! The tensor-product kernels on the GPU against the CPU reference: every
+//! degree 1..=15 of BP1.0, BP3.5 (2D slices, and 3D threads up to N = 7)
+//! and BP3.0, on element blocks and assembled through the map, with
+//! element counts that leave partial blocks; and the GPU Jacobi-CG.
+//! Skipped without a device.
+
+use fem::host::backend::cuda::device_count;
+use fem::host::mesh::spectral::{Deformation, SpectralBox};
+use fem::host::operator::tensor::gpu::{GpuTensor, MAX_DEGREE_3D};
+use fem::host::operator::tensor::{Problem, TensorOperator};
+use fem::host::operator::LinearOperator;
+use fem::host::solver::cg::{cg, CgOptions};
+use fem::host::{Backend, CpuBackend, CudaBackend};
+
+fn gpu(test: &str) -> Option<CudaBackend> {
+    match device_count() {
+        Ok(n) if n > 0 => Some(fem::cuda(0).expect("a CUDA device is present, so the backend must open")),
+        other => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {}", other.map_or_else(|e| e.to_string(), |_| "no CUDA device".into()));
+            None
+        }
+    }
+}
+
+fn random(n: usize, seed: u64) -> Vec<f64> {
+    let mut r = fem::host::rng::SplitMix64::new(seed);
+    (0..n).map(|_| 2.0 * r.next_f64() - 1.0).collect()
+}
+
+fn rel_err(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
+}
+
+fn check(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Option<usize>) {
+    let cpu = CpuBackend::new(None).unwrap();
+    let t = GpuTensor::new(g, op, threads_3d, epb).unwrap();
+    let what = format!("{:?} N={} E={} {:?} epb={}", op.problem, op.degree, op.elements, t.kernel, t.elements_per_block);
+    // element blocks
+    let x = random(op.element_dofs(), 11);
+    let mut want = vec![0.0; x.len()];
+    op.apply_elements(&x, &mut want).unwrap();
+    let xd = g.upload(&x).unwrap();
+    let mut yd = g.upload(&vec![f64::NAN; x.len()]).unwrap();
+    t.apply_elements(&xd, &mut yd).unwrap();
+    let err = rel_err(&g.download(&yd).unwrap(), &want);
+    assert!(err < 1e-13, "{what}: E-vector error {err:e}");
+    // assembled
+    let n = op.restriction.nodes();
+    let xl = random(n, 12);
+    let mut want = vec![0.0; n];
+    op.apply(&cpu, &xl, &mut want).unwrap();
+    let xd = g.upload(&xl).unwrap();
+    let mut yd = g.upload(&vec![f64::NAN; n]).unwrap();
+    t.apply(g, &xd, &mut yd).unwrap();
+    let err = rel_err(&g.download(&yd).unwrap(), &want);
+    assert!(err < 1e-13, "{what}: L-vector error {err:e}");
+}
+
+#[test]
+fn every_degree_matches_the_cpu() {
+    let Some(g) = gpu("every_degree_matches_the_cpu") else { return };
+    for degree in 1..=15 {
+        // 7 elements: partial blocks for every elements-per-block above 1
+        let mesh = SpectralBox::new(degree, [1, 1, 7], Deformation::Curved { amplitude: 0.05 }).unwrap();
+        for problem in [Problem::Bp1, Problem::Bp35, Problem::Bp30] {
+            let op = TensorOperator::new(problem, &mesh, 1.3).unwrap();
+            check(&g, &op, false, None);
+            check(&g, &op, false, Some(1));
+            if problem == Problem::Bp35 && degree <= MAX_DEGREE_3D {
+                check(&g, &op, true, None);
+                check(&g, &op, true, Some(1));
+            }
+        }
+    }
+}
+
+#[test]
+fn larger_mesh_and_bad_launches() {
+    let Some(g) = gpu("larger_mesh_and_bad_launches") else { return };
+    let mesh = SpectralBox::new(3, [9, 7, 5], Deformation::Trilinear { amplitude: 0.2, seed: 4 }).unwrap();
+    for problem in [Problem::Bp1, Problem::Bp35, Problem::Bp30] {
+        let op = TensorOperator::new(problem, &mesh, 0.5).unwrap();
+        check(&g, &op, false, Some(3));
+    }
+    let op = TensorOperator::new(Problem::Bp35, &mesh, 0.5).unwrap();
+    assert!(GpuTensor::new(&g, &op, false, Some(1000)).is_err(), "16000 threads per block must be refused");
+    let high = SpectralBox::new(8, [1, 1, 1], Deformation::None).unwrap();
+    let op = TensorOperator::new(Problem::Bp35, &high, 0.5).unwrap();
+    assert!(GpuTensor::new(&g, &op, true, None).is_err(), "729 threads per element exceed the 3D variant");
+}
+
+#[test]
+fn jacobi_cg_on_the_gpu_matches_the_cpu() {
+    let Some(g) = gpu("jacobi_cg_on_the_gpu_matches_the_cpu") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let mesh = SpectralBox::new(4, [3, 3, 3], Deformation::Trilinear { amplitude: 0.2, seed: 2 }).unwrap();
+    let op = TensorOperator::new(Problem::Bp35, &mesh, 1.0).unwrap();
+    let t = GpuTensor::new(&g, &op, false, None).unwrap();
+    let b = random(mesh.n_nodes, 3);
+    let opts = CgOptions { rtol: 1e-10, max_iterations: 5000, jacobi: true };
+    let mut uc = vec![0.0; mesh.n_nodes];
+    let rc = cg(&cpu, &op, &b, &mut uc, opts).unwrap();
+    let bd = g.upload(&b).unwrap();
+    let mut ud = g.zeros::<f64>(mesh.n_nodes).unwrap();
+    let rg = cg(&g, &t, &bd, &mut ud, opts).unwrap();
+    assert!(rc.converged && rg.converged);
+    assert!((rc.iterations as i64 - rg.iterations as i64).abs() <= 2, "{} vs {}", rc.iterations, rg.iterations);
+    let err = rel_err(&g.download(&ud).unwrap(), &uc);
+    assert!(err < 1e-8, "solution differs by {err:e}");
+}
