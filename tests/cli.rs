@@ -255,3 +255,31 @@ fn hole_benchmark_json_has_the_solver_fields() {
     assert_eq!(out.status.code(), Some(1), "SPAI is refused as a CG preconditioner");
     assert!(String::from_utf8_lossy(&out.stderr).contains("not symmetric"));
 }
+
+#[test]
+fn bp_reports_throughput_and_solves() {
+    let out = fem(&["bp", "--problem", "bp3.0", "--degree", "2", "--elements", "8", "--backend", "cpu", "--repeats", "2", "--solve", "1e-10", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["problem"], "bp3.0");
+    assert_eq!(v["dofs"], 8 * 27);
+    for key in ["seconds_per_apply", "gdofs_per_second", "tflops", "roofline_fraction"] {
+        assert!(v[key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    assert_eq!(v["max_rel_error_vs_cpu"], 0.0);
+    assert!(v["solve"]["converged"].as_bool().unwrap());
+    // several degrees: one JSON object per line
+    let out = fem(&["bp", "--problem", "bp1", "--degree", "1-3", "--elements", "2", "--backend", "cpu", "--repeats", "1", "--json"]);
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.iter().map(|v| v["degree"].as_u64().unwrap()).collect::<Vec<_>>(), vec![1, 2, 3]);
+}
+
+#[test]
+fn bp_rejects_bad_input() {
+    for args in [&["bp", "--problem", "bp9", "--backend", "cpu"][..], &["bp", "--degree", "16", "--backend", "cpu"], &["bp", "--problem", "bp1", "--solve", "1e-8", "--degree", "1", "--elements", "1", "--backend", "cpu"]] {
+        let out = fem(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("error"), "{args:?}");
+    }
+    assert_eq!(fem(&["bp", "--degree", "x"]).status.code(), Some(1));
+}

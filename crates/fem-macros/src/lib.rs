@@ -13,6 +13,11 @@ mod entry;
 /// generic `unsafe fn name<T>(...)`, named `fem_<name>_<type>`; with no list
 /// the function must not be generic and the entry is `fem_<name>`.
 ///
+/// After the precisions, `;`-separated axes instantiate const generics:
+/// `elements` (the Q_p element table: `D`, `NB`, `QD`), `degrees` or
+/// `degrees = A..=B` (tensor-product degree N: `NQ` = N + 1, `GQ` = N + 2,
+/// suffix `_n<N>`; 1..=15 by default) and `NAME = v1, v2, ...`.
+///
 /// The entry points exist only when compiling for `nvptx64`; the generic
 /// function itself is kept (and inlined into each entry point).
 ///

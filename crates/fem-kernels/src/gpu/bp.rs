@@ -28,6 +28,33 @@ use fem_core::tensor::{apply_metric, padded, GWJ, NGEO};
 use fem_core::{unroll, Real};
 use fem_macros::kernel;
 
+/// Largest per-direction point count whose 1D matrix rows are kept in
+/// registers; above it they are read from shared memory. Caching halves the
+/// shared loads but costs 4·n registers per thread: on an H200 it pays up
+/// to n = 5 and lowers occupancy enough to lose from n = 6 on.
+const REG_MAX: usize = 5;
+
+/// Entries `k·N + idx` (k < N) of a shared `N × N` (or `N × ·`) matrix:
+/// row `idx` of the transpose, or column `idx` of the matrix.
+#[inline(always)]
+unsafe fn strided<T: Real, const N: usize>(m: *const T, stride: usize, idx: usize, cache: bool) -> [T; N] {
+    if cache {
+        core::array::from_fn(|k| *m.add(k * stride + idx))
+    } else {
+        [T::ZERO; N]
+    }
+}
+
+/// `a[k]` when cached, else the shared entry `m[k·stride + idx]`.
+#[inline(always)]
+unsafe fn pick<T: Real, const N: usize>(a: &[T; N], m: *const T, stride: usize, idx: usize, cache: bool, k: usize) -> T {
+    if cache {
+        a[k]
+    } else {
+        *m.add(k * stride + idx)
+    }
+}
+
 /// The element's value at local position `pos` of the E-vector.
 #[inline(always)]
 unsafe fn load<T: Real>(assembled: u32, map: *const u32, x: *const T, pos: usize) -> T {
@@ -78,11 +105,13 @@ fn element(ne: usize) -> (usize, bool) {
 unsafe fn interpolate<T: Real, const NQ: usize, const GQ: usize>(it: *const T, im: *const T, w: *mut T, i: usize, j: usize) -> [T; GQ] {
     let p = padded(GQ);
     let at = |k: usize, j: usize, i: usize| k * GQ * p + j * p + i;
+    let cache = GQ <= REG_MAX;
+    let (ri, rj) = (strided::<T, NQ>(it, GQ, i, cache), strided::<T, NQ>(it, GQ, j, cache));
     let mut r = [T::ZERO; NQ];
     if j < NQ {
         unroll::<NQ>(|k| {
             let mut s = T::ZERO;
-            unroll::<NQ>(|m| s += *it.add(m * GQ + i) * *w.add(at(k, j, m)));
+            unroll::<NQ>(|m| s += pick(&ri, it, GQ, i, cache, m) * *w.add(at(k, j, m)));
             r[k] = s;
         });
     }
@@ -93,7 +122,7 @@ unsafe fn interpolate<T: Real, const NQ: usize, const GQ: usize>(it: *const T, i
     barrier();
     unroll::<NQ>(|k| {
         let mut s = T::ZERO;
-        unroll::<NQ>(|m| s += *it.add(m * GQ + j) * *w.add(at(k, m, i)));
+        unroll::<NQ>(|m| s += pick(&rj, it, GQ, j, cache, m) * *w.add(at(k, m, i)));
         r[k] = s;
     });
     interp_column::<T, NQ, GQ>(|q, m| *im.add(q * NQ + m), &r)
@@ -106,6 +135,8 @@ unsafe fn interpolate<T: Real, const NQ: usize, const GQ: usize>(it: *const T, i
 unsafe fn project<T: Real, const NQ: usize, const GQ: usize>(im: *const T, w: *mut T, i: usize, j: usize, c: &[T; GQ], live: bool, out: impl Fn(usize, T)) {
     let p = padded(GQ);
     let at = |k: usize, j: usize, i: usize| k * GQ * p + j * p + i;
+    let cache = GQ <= REG_MAX;
+    let (ci, cj) = (strided::<T, GQ>(im, NQ, i, cache && i < NQ), strided::<T, GQ>(im, NQ, j, cache && j < NQ));
     let mut r = project_column::<T, NQ, GQ>(|q, m| *im.add(q * NQ + m), c);
     barrier();
     unroll::<NQ>(|k| *w.add(at(k, j, i)) = r[k]);
@@ -113,7 +144,7 @@ unsafe fn project<T: Real, const NQ: usize, const GQ: usize>(im: *const T, w: *m
     if j < NQ {
         unroll::<NQ>(|k| {
             let mut s = T::ZERO;
-            unroll::<GQ>(|m| s += *im.add(m * NQ + j) * *w.add(at(k, m, i)));
+            unroll::<GQ>(|m| s += pick(&cj, im, NQ, j, cache, m) * *w.add(at(k, m, i)));
             r[k] = s;
         });
     }
@@ -125,7 +156,7 @@ unsafe fn project<T: Real, const NQ: usize, const GQ: usize>(im: *const T, w: *m
     if live && i < NQ && j < NQ {
         unroll::<NQ>(|k| {
             let mut s = T::ZERO;
-            unroll::<GQ>(|m| s += *im.add(m * NQ + i) * *w.add(at(k, j, m)));
+            unroll::<GQ>(|m| s += pick(&ci, im, NQ, i, cache, m) * *w.add(at(k, j, m)));
             out((k * NQ + j) * NQ + i, s);
         });
     }
@@ -173,6 +204,7 @@ unsafe fn slice_metric<T: Real, const N: usize>(
     g: *const T,
     lambda: T,
     (i, j, k): (usize, usize, usize),
+    rows: &Rows<T, N>,
     col: &[T; N],
     acc: &mut [T; N],
     gr: *mut T,
@@ -182,9 +214,10 @@ unsafe fn slice_metric<T: Real, const N: usize>(
     let (mut qr, mut qs, mut qt) = (T::ZERO, T::ZERO, T::ZERO);
     // row k of D, read once and used for the gradient and its transpose
     let dk: [T; N] = core::array::from_fn(|m| *d.add(k * N + m));
+    let c = rows.cache;
     unroll::<N>(|m| {
-        qr += *dt.add(m * N + i) * *sq.add(j * row + m);
-        qs += *dt.add(m * N + j) * *sq.add(m * row + i);
+        qr += pick(&rows.di, dt, N, i, c, m) * *sq.add(j * row + m);
+        qs += pick(&rows.dj, dt, N, j, c, m) * *sq.add(m * row + i);
         qt += dk[m] * col[m];
     });
     let n = (k * N + j) * N + i;
@@ -198,10 +231,31 @@ unsafe fn slice_metric<T: Real, const N: usize>(
 
 /// The x/y-parts of the transposed gradient at (i, j) of a slice.
 #[inline(always)]
-unsafe fn slice_transpose<T: Real, const N: usize>(d: *const T, row: usize, gr: *const T, gs: *const T, i: usize, j: usize) -> T {
+unsafe fn slice_transpose<T: Real, const N: usize>(d: *const T, row: usize, gr: *const T, gs: *const T, i: usize, j: usize, rows: &Rows<T, N>) -> T {
     let mut s = T::ZERO;
-    unroll::<N>(|m| s += *d.add(m * N + i) * *gr.add(j * row + m) + *d.add(m * N + j) * *gs.add(m * row + i));
+    let c = rows.cache;
+    unroll::<N>(|m| s += pick(&rows.ci, d, N, i, c, m) * *gr.add(j * row + m) + pick(&rows.cj, d, N, j, c, m) * *gs.add(m * row + i));
     s
+}
+
+/// Rows i, j (`di`, `dj`) and columns i, j (`ci`, `cj`) of the `N × N`
+/// differentiation matrix for thread (i, j): in registers when `cache`.
+struct Rows<T, const N: usize> {
+    cache: bool,
+    di: [T; N],
+    dj: [T; N],
+    ci: [T; N],
+    cj: [T; N],
+}
+
+impl<T: Real, const N: usize> Rows<T, N> {
+    /// From `d` and its transpose `dt` in shared memory (after the barrier
+    /// that follows their loading).
+    #[inline(always)]
+    unsafe fn new(d: *const T, dt: *const T, i: usize, j: usize) -> Self {
+        let cache = N <= REG_MAX;
+        Self { cache, di: strided(dt, N, i, cache), dj: strided(dt, N, j, cache), ci: strided(d, N, i, cache), cj: strided(d, N, j, cache) }
+    }
 }
 
 /// BP3.5: `y = (Dᵀ G D + λ W J) x` per element with GLL collocation.
@@ -221,15 +275,16 @@ pub unsafe fn bp35<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lambda:
     }
     let g = geo.wrapping_add(e * NGEO * np);
     barrier();
+    let rows = Rows::<T, NQ>::new(d, dt, i, j);
     unroll::<NQ>(|k| {
         *sq.add(j * p + i) = col[k];
         barrier();
         if live {
-            slice_metric::<T, NQ>(d, dt, sq, p, g, lambda, (i, j, k), &col, &mut acc, gr, gs);
+            slice_metric::<T, NQ>(d, dt, sq, p, g, lambda, (i, j, k), &rows, &col, &mut acc, gr, gs);
         }
         barrier();
         if live {
-            acc[k] += slice_transpose::<T, NQ>(d, p, gr, gs, i, j);
+            acc[k] += slice_transpose::<T, NQ>(d, p, gr, gs, i, j, &rows);
         }
     });
     if live {
@@ -255,12 +310,13 @@ pub unsafe fn bp35_3d<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lamb
     *sq.add(at(k, j, i)) = u;
     barrier();
     let mut out = T::ZERO;
+    let (ri, rj, rk): ([T; NQ], [T; NQ], [T; NQ]) = (strided(dt, NQ, i, true), strided(dt, NQ, j, true), strided(dt, NQ, k, true));
     if live {
         let (mut qr, mut qs, mut qt) = (T::ZERO, T::ZERO, T::ZERO);
         unroll::<NQ>(|m| {
-            qr += *dt.add(m * NQ + i) * *sq.add(at(k, j, m));
-            qs += *dt.add(m * NQ + j) * *sq.add(at(k, m, i));
-            qt += *dt.add(m * NQ + k) * *sq.add(at(m, j, i));
+            qr += ri[m] * *sq.add(at(k, j, m));
+            qs += rj[m] * *sq.add(at(k, m, i));
+            qt += rk[m] * *sq.add(at(m, j, i));
         });
         let g = geo.add(e * NGEO * np + t);
         let gk: [T; NGEO] = core::array::from_fn(|f| *g.add(f * np));
@@ -271,9 +327,10 @@ pub unsafe fn bp35_3d<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lamb
         out = mass;
     }
     barrier();
+    let (ci, cj, ck): ([T; NQ], [T; NQ], [T; NQ]) = (strided(d, NQ, i, true), strided(d, NQ, j, true), strided(d, NQ, k, true));
     if live {
         unroll::<NQ>(|m| {
-            out += *d.add(m * NQ + i) * *gr.add(at(k, j, m)) + *d.add(m * NQ + j) * *gs.add(at(k, m, i)) + *d.add(m * NQ + k) * *gt.add(at(m, j, i));
+            out += ci[m] * *gr.add(at(k, j, m)) + cj[m] * *gs.add(at(k, m, i)) + ck[m] * *gt.add(at(m, j, i));
         });
         store(assembled, map, y, e * np + t, out);
     }
@@ -297,13 +354,14 @@ pub unsafe fn bp30<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lambda:
     barrier();
     let g = geo.wrapping_add(e * NGEO * gp);
     let mut acc = [T::ZERO; GQ];
+    let rows = Rows::<T, GQ>::new(d, dt, i, j);
     unroll::<GQ>(|k| {
         if live {
-            slice_metric::<T, GQ>(d, dt, w.add(k * GQ * p), p, g, lambda, (i, j, k), &col, &mut acc, gr, gs);
+            slice_metric::<T, GQ>(d, dt, w.add(k * GQ * p), p, g, lambda, (i, j, k), &rows, &col, &mut acc, gr, gs);
         }
         barrier();
         if live {
-            acc[k] += slice_transpose::<T, GQ>(d, p, gr, gs, i, j);
+            acc[k] += slice_transpose::<T, GQ>(d, p, gr, gs, i, j, &rows);
         }
         barrier();
     });
