@@ -10,6 +10,7 @@ use fem_host::operator::tensor::{Problem, TensorOperator};
 use fem_host::operator::LinearOperator;
 use fem_host::roofline::copy_bandwidth;
 use fem_host::solver::cg::{cg, CgOptions};
+use fem_host::sparse::bench::test_vector;
 use fem_host::timing::measure;
 use fem_host::{AnyBackend, Backend, CpuBackend, CudaBackend, Error, Result};
 use serde::Serialize;
@@ -95,42 +96,46 @@ pub fn run(o: &BpOptions, backend: &AnyBackend, progress: &dyn Fn(&str)) -> Resu
     progress("mesh and geometric factors");
     let mesh = SpectralBox::new(o.degree, cells, o.deformation)?;
     let op = TensorOperator::new(o.problem, &mesh, o.lambda)?;
-    let cpu = CpuBackend::new(None)?;
-    let x = test_vector(op.element_dofs());
-    let mut reference = vec![0.0; op.element_dofs()];
-    progress("CPU reference");
-    cpu.install(|| op.apply_elements(&x, &mut reference))?;
+    let x = test_vector(op.element_dofs(), 7);
     let mut report = match backend {
-        AnyBackend::Cuda(gpu) => gpu_run(o, gpu, &op, &x, &reference, progress)?,
-        AnyBackend::Cpu(c) => cpu_run(o, c, &op, &x, progress)?,
+        AnyBackend::Cuda(gpu) => gpu_report(o, gpu, &op, &mesh, &x, progress)?,
+        AnyBackend::Cpu(c) => {
+            let mut report = cpu_run(o, c, &op, &x)?;
+            if let Some(rtol) = o.solve {
+                progress("Jacobi-CG");
+                report.solve = Some(solve(c, &op, &op, &mesh, rtol)?);
+            }
+            report
+        }
     };
     report.global_nodes = mesh.n_nodes;
+    Ok(report)
+}
+
+/// The GPU run: error against the CPU reference, timing, optionally the
+/// CPU backend's time and the solve, all with one upload of the operator.
+fn gpu_report(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, mesh: &SpectralBox, x: &[f64], progress: &dyn Fn(&str)) -> Result<BpReport> {
+    let cpu = CpuBackend::new(None)?;
+    let mut reference = vec![0.0; op.element_dofs()];
+    progress("CPU reference");
+    cpu.install(|| op.apply_elements(x, &mut reference))?;
+    let t = GpuTensor::new(gpu, op, o.threads_3d, o.elements_per_block)?;
+    let mut report = gpu_run(o, gpu, &t, x, &reference, progress)?;
     if o.cpu_time {
-        if let AnyBackend::Cuda(_) = backend {
-            progress("timing the CPU backend");
-            let t = cpu_run(o, &cpu, &op, &x, progress)?.seconds_per_apply;
-            report.cpu_seconds_per_apply = Some(t);
-            report.speedup_vs_cpu = Some(t / report.seconds_per_apply);
-        }
+        progress("timing the CPU backend");
+        let s = cpu_run(o, &cpu, op, x)?.seconds_per_apply;
+        report.cpu_seconds_per_apply = Some(s);
+        report.speedup_vs_cpu = Some(s / report.seconds_per_apply);
     }
     if let Some(rtol) = o.solve {
         progress("Jacobi-CG");
-        report.solve = Some(match backend {
-            AnyBackend::Cuda(gpu) => solve(gpu, &GpuTensor::new(gpu, &op, o.threads_3d, o.elements_per_block)?, &op, &mesh, rtol)?,
-            AnyBackend::Cpu(c) => solve(c, &op, &op, &mesh, rtol)?,
-        });
+        report.solve = Some(solve(gpu, &t, op, mesh, rtol)?);
     }
     Ok(report)
 }
 
-/// A deterministic, non-smooth input.
-fn test_vector(n: usize) -> Vec<f64> {
-    let mut rng = fem_host::rng::SplitMix64::new(7);
-    (0..n).map(|_| 2.0 * rng.next_f64() - 1.0).collect()
-}
-
-fn gpu_run(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, x: &[f64], reference: &[f64], progress: &dyn Fn(&str)) -> Result<BpReport> {
-    let t = GpuTensor::new(gpu, op, o.threads_3d, o.elements_per_block)?;
+fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference: &[f64], progress: &dyn Fn(&str)) -> Result<BpReport> {
+    let op = t.op;
     progress("GPU operator");
     let xd = gpu.upload(x)?;
     let mut yd = gpu.zeros::<f64>(op.element_dofs())?;
@@ -141,7 +146,7 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, x: &[f64], ref
     let kernel = format!("{:?}", t.kernel);
     let seconds = if o.assembled {
         let n = op.restriction.nodes();
-        let xl = gpu.upload(&test_vector(n))?;
+        let xl = gpu.upload(&test_vector(n, 7))?;
         let mut yl = gpu.zeros::<f64>(n)?;
         measure(gpu, 2, o.repeats, || t.apply(gpu, &xl, &mut yl))?.median
     } else {
@@ -150,12 +155,12 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, x: &[f64], ref
     finish(o, gpu, op, seconds, err, kernel, t.elements_per_block)
 }
 
-fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64], _progress: &dyn Fn(&str)) -> Result<BpReport> {
+fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64]) -> Result<BpReport> {
     let mut y = vec![0.0; op.element_dofs()];
     let repeats = o.repeats.clamp(1, 5);
     let seconds = if o.assembled {
         let n = op.restriction.nodes();
-        let xl = test_vector(n);
+        let xl = test_vector(n, 7);
         let mut yl = vec![0.0; n];
         measure(cpu, 1, repeats, || op.apply(cpu, &xl, &mut yl))?.median
     } else {

@@ -9,6 +9,7 @@ use fem::host::mesh::spectral::{Deformation, SpectralBox};
 use fem::host::operator::tensor::geometry::Points;
 use fem::host::operator::tensor::{Problem, TensorOperator};
 use fem::host::operator::LinearOperator;
+use fem::host::sparse::bench::test_vector;
 use fem::host::CpuBackend;
 
 const TRILINEAR: Deformation = Deformation::Trilinear { amplitude: 0.25, seed: 3 };
@@ -27,11 +28,6 @@ fn apply(op: &TensorOperator, x: &[f64]) -> Vec<f64> {
     let mut y = vec![0.0; x.len()];
     op.apply(&cpu(), &x.to_vec(), &mut y).unwrap();
     y
-}
-
-fn random(n: usize, seed: u64) -> Vec<f64> {
-    let mut r = fem::host::rng::SplitMix64::new(seed);
-    (0..n).map(|_| 2.0 * r.next_f64() - 1.0).collect()
 }
 
 #[test]
@@ -97,7 +93,7 @@ fn operators_are_symmetric() {
         for degree in [1, 2, 5, 9, 15] {
             let mesh = SpectralBox::new(degree, [2, 1, 2], CURVED).unwrap();
             let op = TensorOperator::new(problem, &mesh, 1.5).unwrap();
-            let (x, y) = (random(op.element_dofs(), 1), random(op.element_dofs(), 2));
+            let (x, y) = (test_vector::<f64>(op.element_dofs(), 1), test_vector::<f64>(op.element_dofs(), 2));
             let (mut ax, mut ay) = (vec![0.0; x.len()], vec![0.0; x.len()]);
             op.apply_elements(&x, &mut ax).unwrap();
             op.apply_elements(&y, &mut ay).unwrap();
@@ -174,7 +170,7 @@ fn sum_factorisation_matches_a_dense_quadrature_loop() {
         for degree in [1, 2, 3, 4] {
             let mesh = SpectralBox::new(degree, [1, 2, 1], CURVED).unwrap();
             let op = TensorOperator::new(problem, &mesh, 0.9).unwrap();
-            let x = random(op.element_dofs(), 5);
+            let x = test_vector::<f64>(op.element_dofs(), 5);
             let mut y = vec![0.0; x.len()];
             op.apply_elements(&x, &mut y).unwrap();
             let np = op.np();

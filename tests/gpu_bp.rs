@@ -4,7 +4,10 @@
 //! element counts that leave partial blocks; and the GPU Jacobi-CG.
 //! Skipped without a device.
 
-use fem::host::backend::cuda::device_count;
+mod common;
+use common::{gpu, rel_err};
+use fem::host::sparse::bench::test_vector;
+
 use fem::host::mesh::spectral::{Deformation, SpectralBox};
 use fem::host::operator::tensor::gpu::{GpuTensor, MAX_DEGREE_3D};
 use fem::host::operator::tensor::{Problem, TensorOperator};
@@ -12,33 +15,13 @@ use fem::host::operator::LinearOperator;
 use fem::host::solver::cg::{cg, CgOptions};
 use fem::host::{Backend, CpuBackend, CudaBackend};
 
-fn gpu(test: &str) -> Option<CudaBackend> {
-    match device_count() {
-        Ok(n) if n > 0 => Some(fem::cuda(0).expect("a CUDA device is present, so the backend must open")),
-        other => {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {}", other.map_or_else(|e| e.to_string(), |_| "no CUDA device".into()));
-            None
-        }
-    }
-}
-
-fn random(n: usize, seed: u64) -> Vec<f64> {
-    let mut r = fem::host::rng::SplitMix64::new(seed);
-    (0..n).map(|_| 2.0 * r.next_f64() - 1.0).collect()
-}
-
-fn rel_err(a: &[f64], b: &[f64]) -> f64 {
-    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
-}
 
 fn check(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Option<usize>) {
     let cpu = CpuBackend::new(None).unwrap();
     let t = GpuTensor::new(g, op, threads_3d, epb).unwrap();
     let what = format!("{:?} N={} E={} {:?} epb={}", op.problem, op.degree, op.elements, t.kernel, t.elements_per_block);
     // element blocks
-    let x = random(op.element_dofs(), 11);
+    let x = test_vector::<f64>(op.element_dofs(), 11);
     let mut want = vec![0.0; x.len()];
     op.apply_elements(&x, &mut want).unwrap();
     let xd = g.upload(&x).unwrap();
@@ -48,7 +31,7 @@ fn check(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Option<usi
     assert!(err < 1e-13, "{what}: E-vector error {err:e}");
     // assembled
     let n = op.restriction.nodes();
-    let xl = random(n, 12);
+    let xl = test_vector::<f64>(n, 12);
     let mut want = vec![0.0; n];
     op.apply(&cpu, &xl, &mut want).unwrap();
     let xd = g.upload(&xl).unwrap();
@@ -98,7 +81,7 @@ fn jacobi_cg_on_the_gpu_matches_the_cpu() {
     let mesh = SpectralBox::new(4, [3, 3, 3], Deformation::Trilinear { amplitude: 0.2, seed: 2 }).unwrap();
     let op = TensorOperator::new(Problem::Bp35, &mesh, 1.0).unwrap();
     let t = GpuTensor::new(&g, &op, false, None).unwrap();
-    let b = random(mesh.n_nodes, 3);
+    let b = test_vector::<f64>(mesh.n_nodes, 3);
     let opts = CgOptions { rtol: 1e-10, max_iterations: 5000, jacobi: true };
     let mut uc = vec![0.0; mesh.n_nodes];
     let rc = cg(&cpu, &op, &b, &mut uc, opts).unwrap();

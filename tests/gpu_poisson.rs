@@ -2,25 +2,16 @@
 //! mode gives the CPU CSR product, and a GPU solve the CPU's error. They
 //! run when a CUDA device exists and otherwise print that they were skipped.
 
-use fem::host::backend::cuda::device_count;
+mod common;
+use common::gpu;
+
 use fem::host::mesh::BoxMesh;
 use fem::host::operator::elements::LocalVariant;
 use fem::host::operator::gpu::Scatter;
 use fem::host::problem::poisson::{build_gpu_operator, build_operator, solve_cpu, solve_cuda, Format, PoissonOptions};
 use fem::host::space::{DirichletMode, Layout, Numbering, Space};
 use fem::host::{Backend, CpuBackend, CudaBackend, Scalar};
-use std::io::Write;
 
-fn gpu(test: &str) -> Option<CudaBackend> {
-    match device_count() {
-        Ok(n) if n > 0 => Some(fem::cuda(0).expect("a CUDA device is present, so the backend must open")),
-        other => {
-            let why = other.map(|_| "no CUDA device".to_string()).unwrap_or_else(|e| e.to_string());
-            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
-            None
-        }
-    }
-}
 
 fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
     let cpu = CpuBackend::new(None).unwrap();

@@ -1,7 +1,9 @@
 //! Solvers on the GPU against the CPU: coloured SSOR sweeps (CSR and
 //! ELLPACK), PCG and BiCGStab, multigrid cycles. Skipped without a device.
 
-use fem::host::backend::cuda::device_count;
+mod common;
+use common::gpu;
+
 use fem::host::mesh::BoxMesh;
 use fem::host::operator::ell::Ell;
 use fem::host::operator::gpu::{GpuCsr, GpuEll};
@@ -9,18 +11,8 @@ use fem::host::solver::multigrid::{cpu_matrix, gpu_matrix, Hierarchy, MgOptions,
 use fem::host::solver::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
 use fem::host::solver::{bicgstab, pcg, CgOptions, Jacobi, Preconditioner};
 use fem::host::sparse::generate::{fem_matrix, power_law};
-use fem::host::{Backend, CpuBackend, CudaBackend};
+use fem::host::{Backend, CpuBackend};
 
-fn gpu(test: &str) -> Option<CudaBackend> {
-    match device_count() {
-        Ok(n) if n > 0 => Some(fem::cuda(0).expect("a CUDA device is present, so the backend must open")),
-        other => {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {}", other.map_or_else(|e| e.to_string(), |_| "no CUDA device".into()));
-            None
-        }
-    }
-}
 
 fn rhs(n: usize) -> Vec<f64> {
     (0..n).map(|i| 1.0 + 0.5 * (i as f64 * 0.37).sin()).collect()

@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::{cases, rel_err};
-use fem::host::backend::cuda::device_count;
+use common::{cases, gpu, rel_err};
 use fem::host::sparse::bench::{apply_original, reference, test_vector};
 use fem::host::sparse::cusparse::CusparseCsr;
 use fem::host::sparse::device::prepare_gpu;
@@ -14,22 +13,6 @@ use fem::host::sparse::stats::RowStats;
 use fem::host::sparse::SpmvFormat;
 use fem::host::{Backend, CpuBackend, CudaBackend, Scalar};
 
-fn gpu(test: &str) -> Option<CudaBackend> {
-    match device_count() {
-        Ok(n) if n > 0 => {
-            Some(fem::cuda(0).expect("a CUDA device is present, so the backend must open"))
-        }
-        other => {
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: {}",
-                other.map_or_else(|e| e.to_string(), |_| "no CUDA device".into())
-            );
-            None
-        }
-    }
-}
 
 fn formats() -> Vec<SpmvFormat> {
     let with_cusparse = CusparseCsr::<f64>::available();

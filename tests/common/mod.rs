@@ -2,9 +2,24 @@
 
 #![allow(dead_code)]
 
+use fem::host::backend::cuda::device_count;
 use fem::host::operator::csr::Csr;
 use fem::host::rng::SplitMix64;
-use fem::host::Scalar;
+use fem::host::{CudaBackend, Scalar};
+
+/// The first GPU, or `None` after saying on stderr that `test` is skipped
+/// and why.
+pub fn gpu(test: &str) -> Option<CudaBackend> {
+    match device_count() {
+        Ok(n) if n > 0 => Some(fem::cuda(0).expect("a CUDA device is present, so the backend must open")),
+        other => {
+            use std::io::Write;
+            let why = other.map_or_else(|e| e.to_string(), |_| "no CUDA device".into());
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
 
 /// CSR from per-row (column, value) lists, columns sorted.
 pub fn csr_from_rows<T: Scalar>(rows: &[Vec<(u32, f64)>]) -> Csr<T> {
