@@ -6,6 +6,8 @@
 
 use fem_host::mesh::spectral::{cells_for, cells_for_dofs, Deformation, SpectralBox};
 use fem_host::operator::tensor::gpu::GpuTensor;
+use fem_host::operator::tensor::tuning::{self, BpLaunch};
+use fem_host::tune::{Outcome, SearchOptions, Tuning};
 use fem_host::operator::tensor::{Problem, TensorOperator};
 use fem_host::operator::LinearOperator;
 use fem_host::roofline::copy_bandwidth;
@@ -37,6 +39,9 @@ pub struct BpOptions {
     pub cpu_time: bool,
     /// Solve with Jacobi-CG to this relative residual.
     pub solve: Option<f64>,
+    /// Time every launch (variant, elements per block) first and keep the
+    /// fastest in the tuning file.
+    pub tune: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -75,6 +80,8 @@ pub struct BpReport {
     pub cpu_seconds_per_apply: Option<f64>,
     pub speedup_vs_cpu: Option<f64>,
     pub solve: Option<SolveReport>,
+    /// The launch's search, when tuning.
+    pub tuned: Option<Outcome<BpLaunch>>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -87,22 +94,27 @@ pub struct SolveReport {
     pub max_nodal_error: f64,
 }
 
-/// Builds the mesh and operator and runs the benchmark on `backend`.
-pub fn run(o: &BpOptions, backend: &AnyBackend, progress: &dyn Fn(&str)) -> Result<BpReport> {
+/// Builds the mesh and operator and runs the benchmark on `backend`, with
+/// the launch from `tuning` unless the options fix it (and into `tuning`
+/// when tuning).
+pub fn run(o: &BpOptions, backend: &AnyBackend, tuning: &mut Tuning, progress: &dyn Fn(&str, Option<(usize, usize)>)) -> Result<BpReport> {
     let cells = match o.size {
         Size::Elements(e) => cells_for(e)?,
         Size::Dofs(d) => cells_for_dofs(d, o.degree),
     };
-    progress("mesh and geometric factors");
+    progress("mesh and geometric factors", None);
     let mesh = SpectralBox::new(o.degree, cells, o.deformation)?;
     let op = TensorOperator::new(o.problem, &mesh, o.lambda)?;
     let x = test_vector(op.element_dofs(), 7);
     let mut report = match backend {
-        AnyBackend::Cuda(gpu) => gpu_report(o, gpu, &op, &mesh, &x, progress)?,
+        AnyBackend::Cuda(gpu) => gpu_report(o, gpu, &op, &mesh, &x, tuning, progress)?,
         AnyBackend::Cpu(c) => {
             let mut report = cpu_run(o, c, &op, &x)?;
+            if o.tune {
+                return Err(Error::InvalidArgument("the BP launch is tuned on the CUDA backend (the CPU backend has no launch to tune)".into()));
+            }
             if let Some(rtol) = o.solve {
-                progress("Jacobi-CG");
+                progress("Jacobi-CG", None);
                 report.solve = Some(solve(c, &op, &op, &mesh, rtol)?);
             }
             report
@@ -114,21 +126,32 @@ pub fn run(o: &BpOptions, backend: &AnyBackend, progress: &dyn Fn(&str)) -> Resu
 
 /// The GPU run: error against the CPU reference, timing, optionally the
 /// CPU backend's time and the solve, all with one upload of the operator.
-fn gpu_report(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, mesh: &SpectralBox, x: &[f64], progress: &dyn Fn(&str)) -> Result<BpReport> {
+fn gpu_report(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, mesh: &SpectralBox, x: &[f64], tuning: &mut Tuning, progress: &dyn Fn(&str, Option<(usize, usize)>)) -> Result<BpReport> {
     let cpu = CpuBackend::new(None)?;
     let mut reference = vec![0.0; op.element_dofs()];
-    progress("CPU reference");
+    progress("CPU reference", None);
     cpu.install(|| op.apply_elements(x, &mut reference))?;
-    let t = GpuTensor::new(gpu, op, o.threads_3d, o.elements_per_block)?;
-    let mut report = gpu_run(o, gpu, &t, x, &reference, progress)?;
+    let key = tuning::signature(o.problem, o.degree, op.elements, o.assembled);
+    let launch = tuning::resolve(o.problem, o.degree, op.elements, o.assembled, o.threads_3d, o.elements_per_block, tuning);
+    let mut t = GpuTensor::new(gpu, op, launch.threads_3d, Some(launch.elements_per_block))?;
+    let tuned = if o.tune {
+        let so = SearchOptions { prune: f64::INFINITY };
+        let out = tuning::tune(gpu, &mut t, o.assembled, o.repeats.clamp(1, 10), &so, |i, n, _| progress("tuning the launch", Some((i, n))))?;
+        tuning.record(&key, &out);
+        Some(out)
+    } else {
+        None
+    };
+    let mut report = gpu_run(o, gpu, &t, x, &reference, &|m| progress(m, None))?;
+    report.tuned = tuned;
     if o.cpu_time {
-        progress("timing the CPU backend");
+        progress("timing the CPU backend", None);
         let s = cpu_run(o, &cpu, op, x)?.seconds_per_apply;
         report.cpu_seconds_per_apply = Some(s);
         report.speedup_vs_cpu = Some(s / report.seconds_per_apply);
     }
     if let Some(rtol) = o.solve {
-        progress("Jacobi-CG");
+        progress("Jacobi-CG", None);
         report.solve = Some(solve(gpu, &t, op, mesh, rtol)?);
     }
     Ok(report)
@@ -206,6 +229,7 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, e
         cpu_seconds_per_apply: None,
         speedup_vs_cpu: None,
         solve: None,
+        tuned: None,
     })
 }
 

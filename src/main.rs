@@ -42,6 +42,20 @@ enum Command {
     ///   fem bp --problem bp1 --degree 1-15 --dofs 10000000 --backend cuda --json
     ///   fem bp --problem bp3.0 --degree 4 --elements 512 --deform curved --solve 1e-8
     Bp(Box<BpArgs>),
+    /// Tune an operation on this device: time the candidate kernels and
+    /// launch parameters the model does not rule out, print the winner and
+    /// its margin over the default, and keep it in the device's tuning file
+    /// ($FEM_TUNING_DIR, else ~/.cache/fem), which later runs read by
+    /// themselves. Parameters given explicitly are not varied and always win.
+    ///
+    /// Examples:
+    ///   fem tune spmv --generate fem:dim=3,degree=4,rows=150000 --format k2r
+    ///   fem tune spmv --matrix heart.mtx --format auto --products 200
+    ///   fem tune bp --problem bp3.5 --degree 1-8 --dofs 10000000
+    Tune {
+        #[command(subcommand)]
+        operation: TuneOp,
+    },
     /// Print the row statistics of a matrix (Wong et al., Table 2 columns).
     ///
     /// Examples:
@@ -124,6 +138,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum TuneOp {
+    /// SpMV formats' parameters (and with --format auto the format), as `fem spmv --tune`.
+    Spmv(Box<SpmvArgs>),
+    /// The BP operators' launch (thread structure, elements per block), as `fem bp --tune`.
+    Bp(Box<BpArgs>),
 }
 
 #[derive(clap::Args)]
@@ -237,9 +259,16 @@ struct SpmvArgs {
     /// CSR: threads per row (1 scalar, up to 32 vector).
     #[arg(long)]
     csr_threads: Option<usize>,
-    /// Sweep each format's parameters (block, threshold, threads) first.
+    /// Search each format's parameters (block, threshold, threads) by
+    /// measurement first, and keep the winners in the device's tuning file.
     #[arg(long)]
     tune: bool,
+    /// Products the matrix will serve, over which `auto` pays back a conversion.
+    #[arg(long, default_value_t = 1000.0)]
+    products: f64,
+    /// Tuning: time only candidates the model predicts within this factor of its best.
+    #[arg(long, default_value_t = 1.5)]
+    prune: f64,
     /// Timed products per format (the median is reported).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     repeats: u32,
@@ -329,6 +358,14 @@ fn main() -> ExitCode {
         Command::Solve(args) => solve(&args),
         Command::Spmv(args) => spmv(&args),
         Command::Bp(args) => bp(&args),
+        Command::Tune { operation: TuneOp::Spmv(mut args) } => {
+            args.tune = true;
+            spmv(&args)
+        }
+        Command::Tune { operation: TuneOp::Bp(mut args) } => {
+            args.tune = true;
+            bp(&args)
+        }
         Command::MatrixStats { file, generate, json } => matrix_stats(file, generate, json),
         Command::MatrixGen { spec, output, symmetric } => matrix_gen(&spec, &output, symmetric),
         Command::SpmvAssembly { dim, degree, rows, threshold, precision, repeats, json } => {
@@ -380,6 +417,10 @@ struct BpArgs {
     /// Solve the screened Poisson problem with Jacobi-CG to this relative residual.
     #[arg(long)]
     solve: Option<f64>,
+    /// Time every launch (thread structure, elements per block) first and
+    /// keep the fastest in the device's tuning file.
+    #[arg(long)]
+    tune: bool,
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
     /// Timed applications (the median is reported).
@@ -422,7 +463,8 @@ fn bp(a: &BpArgs) -> CliResult {
         DeformArg::Curved => Deformation::Curved { amplitude: 0.05 },
     };
     let any = open_announced(a.backend, a.json)?;
-    let bar = spinner(a.json, String::new());
+    let mut tuning = fem::host::tune::Tuning::open(&any.name());
+    let bar = progress_bar(a.json, String::new());
     for &degree in &degrees {
         let o = BpOptions {
             problem,
@@ -436,8 +478,9 @@ fn bp(a: &BpArgs) -> CliResult {
             assembled: a.assembled,
             cpu_time: a.cpu_time,
             solve: a.solve,
+            tune: a.tune,
         };
-        let r = fem::bp::run(&o, &any, &|m| bar.set_message(format!("N = {degree}: {m}")))?;
+        let r = fem::bp::run(&o, &any, &mut tuning, &|m, step| follow(&bar, &format!("N = {degree}: {m}"), step))?;
         bar.suspend(|| -> Result<(), Box<dyn std::error::Error>> {
             if a.json && degrees.len() > 1 {
                 println!("{}", serde_json::to_string(&r)?);
@@ -452,6 +495,10 @@ fn bp(a: &BpArgs) -> CliResult {
                 if let Some(s) = r.speedup_vs_cpu {
                     t += &format!(", {s:.1}× the CPU backend");
                 }
+                if let Some(o) = &r.tuned {
+                    let l = |b: &fem::host::operator::tensor::tuning::BpLaunch| format!("{} threads, {} elements per block", if b.threads_3d { "3D" } else { "2D slice" }, b.elements_per_block);
+                    t += &format!("\ntuned launch: {} at {:.2} µs, {:.2}× the default {} at {:.2} µs ({} timed)", l(&o.best), o.seconds * 1e6, o.margin(), l(&o.default), o.default_seconds * 1e6, o.timed.len());
+                }
                 if let Some(s) = &r.solve {
                     t += &format!("\nJacobi-CG: {} iterations, relative residual {:.1e}, {:.3} s, max nodal error {:.2e}", s.iterations, s.relative_residual, s.seconds, s.max_nodal_error);
                 }
@@ -460,6 +507,9 @@ fn bp(a: &BpArgs) -> CliResult {
         })?;
     }
     bar.finish_and_clear();
+    if a.tune {
+        save_tuning(&tuning, a.json)?;
+    }
     Ok(true)
 }
 
@@ -494,6 +544,39 @@ fn spinner(json: bool, message: String) -> ProgressBar {
     bar.set_message(message);
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     bar
+}
+
+/// A bar that is a spinner until it learns a count, hidden for JSON output.
+fn progress_bar(json: bool, message: String) -> ProgressBar {
+    let bar = spinner(json, message);
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg} {bar:20} {pos}/{len}").expect("static template"));
+    bar
+}
+
+/// Shows `message`, and the step of a counted search when there is one.
+fn follow(bar: &ProgressBar, message: &str, step: Option<(usize, usize)>) {
+    bar.set_message(message.to_string());
+    match step {
+        Some((done, total)) => {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+        None => {
+            bar.set_length(0);
+            bar.set_position(0);
+        }
+    }
+}
+
+/// Writes the tuning file, saying where unless the output is JSON.
+fn save_tuning(t: &fem::host::tune::Tuning, json: bool) -> Result<(), Box<dyn std::error::Error>> {
+    t.save()?;
+    if !json {
+        if let Some(p) = &t.path {
+            eprintln!("tuning file: {}", p.display());
+        }
+    }
+    Ok(())
 }
 
 /// Prints `report` as JSON or through `text`.
@@ -598,42 +681,49 @@ fn source(
 fn spmv(a: &SpmvArgs) -> CliResult {
     use fem::host::sparse::SpmvFormat;
     let src = source(a.matrix.clone(), a.generate.clone())?;
+    use fem::spmv::Selection;
     let formats = match a.format.as_str() {
-        "auto" | "all" => None,
-        list => Some(
+        "auto" => Selection::Auto,
+        "all" => Selection::All,
+        list => Selection::List(
             list.split(',')
                 .map(|f| f.trim().parse::<SpmvFormat>())
                 .collect::<Result<Vec<_>, _>>()?,
         ),
     };
+    if !(a.products >= 1.0 && a.products.is_finite()) || !(a.prune >= 1.0) {
+        return Err("--products and --prune must be at least 1".into());
+    }
     let opts = fem::spmv::SpmvOptions {
         formats,
-        block: a.block,
-        threshold: a.threshold,
-        ellt_threads: a.threads_per_row,
-        csr_threads: a.csr_threads,
+        overrides: fem::host::sparse::tuning::Overrides {
+            block: a.block,
+            threshold: a.threshold,
+            ellt_threads: a.threads_per_row,
+            csr_threads: a.csr_threads,
+        },
         tune: a.tune,
+        products: a.products,
+        search: fem::host::tune::SearchOptions { prune: a.prune },
         repeats: a.repeats as usize,
     };
     let any = open_announced(a.backend, a.json)?;
-    let bar = if a.json {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new_spinner()
-    };
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    bar.set_message(format!("loading {}", src.name()));
+    let mut tuning = fem::host::tune::Tuning::open(&any.name());
+    let bar = progress_bar(a.json, format!("loading {}", src.name()));
     let cpu = fem::host::CpuBackend::new(None)?;
-    let progress = |f: &str| bar.set_message(format!("measuring {f}"));
+    let progress = |m: &str, step: Option<(usize, usize)>| follow(&bar, m, step);
     let run = match a.precision {
         Precision::F32 => {
-            fem::spmv::run::<f32>(&any, &src.name(), &src.load::<f32>(&cpu)?, &opts, progress)?
+            fem::spmv::run::<f32>(&any, &src.name(), &src.load::<f32>(&cpu)?, &opts, &mut tuning, progress)?
         }
         Precision::F64 => {
-            fem::spmv::run::<f64>(&any, &src.name(), &src.load::<f64>(&cpu)?, &opts, progress)?
+            fem::spmv::run::<f64>(&any, &src.name(), &src.load::<f64>(&cpu)?, &opts, &mut tuning, progress)?
         }
     };
     bar.finish_and_clear();
+    if a.tune {
+        save_tuning(&tuning, a.json)?;
+    }
     if run.reports.is_empty() {
         let why: Vec<String> = run
             .skipped
@@ -643,14 +733,24 @@ fn spmv(a: &SpmvArgs) -> CliResult {
         return Err(format!("no format could be measured ({})", why.join("; ")).into());
     }
     if a.json {
-        let value = if a.format == "auto" || opts.formats.as_ref().is_some_and(|f| f.len() == 1) {
-            // One answer: the (fastest) format's report, with the matrix and the rest beside it.
-            let best = fem::host::sparse::bench::fastest(&run.reports).expect("not empty");
+        let one = matches!(&opts.formats, Selection::Auto) || matches!(&opts.formats, Selection::List(f) if f.len() == 1);
+        let value = if one {
+            // One answer: the chosen (or only) format's report, with the matrix and the rest beside it.
+            let best = run
+                .best
+                .as_ref()
+                .and_then(|b| run.reports.iter().find(|r| r.format.split_once("-t").map_or(r.format.as_str(), |x| x.0) == b))
+                .or_else(|| fem::host::sparse::bench::fastest(&run.reports))
+                .expect("not empty");
             let mut v = serde_json::to_value(best)?;
             v["matrix"] = serde_json::to_value(&run.matrix)?;
             v["stats"] = serde_json::to_value(&run.stats)?;
             v["candidates"] = serde_json::to_value(&run.reports)?;
             v["skipped"] = serde_json::to_value(&run.skipped)?;
+            v["choice"] = serde_json::to_value(&run.choice)?;
+            v["choice_origin"] = serde_json::to_value(run.choice_origin)?;
+            v["origins"] = serde_json::to_value(&run.origins)?;
+            v["tuned"] = serde_json::to_value(&run.tuned)?;
             v
         } else {
             serde_json::to_value(&run)?

@@ -7,8 +7,12 @@ use fem_host::sparse::bench::{self, SpmvReport};
 use fem_host::sparse::device::{prepare_cpu, prepare_gpu};
 use fem_host::sparse::generate::MatrixSpec;
 use fem_host::sparse::params::SpmvParams;
+use fem_host::sparse::model::{Machine, RowLengths};
 use fem_host::sparse::stats::RowStats;
+use fem_host::sparse::tuning::{choice_signature, signature, tune_format, Context, Origin, Overrides};
 use fem_host::sparse::SpmvFormat;
+use fem_host::tune::select::{choose, Choice, Costed};
+use fem_host::tune::{Outcome, SearchOptions, Tuning};
 use fem_host::{AnyBackend, CpuBackend, Result, Scalar};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -39,18 +43,30 @@ impl Source {
     }
 }
 
+/// Which formats `fem spmv` runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Selection {
+    /// The one the model (or a measured choice in the tuning file, or with
+    /// `tune` a measurement now) finds cheapest over the expected products.
+    Auto,
+    /// Every format the backend has, side by side.
+    All,
+    List(Vec<SpmvFormat>),
+}
+
 /// What `fem spmv` measures.
 #[derive(Clone, Debug)]
 pub struct SpmvOptions {
-    /// Formats to run; `None`: every format, and the report names the fastest.
-    pub formats: Option<Vec<SpmvFormat>>,
-    /// Fixed parameters (`None` fields take the a-priori default).
-    pub block: Option<u32>,
-    pub threshold: Option<usize>,
-    pub ellt_threads: Option<usize>,
-    pub csr_threads: Option<usize>,
-    /// Sweep each format's parameters and keep the fastest.
+    pub formats: Selection,
+    /// Parameters fixed by the user; the rest come from the tuning file,
+    /// else from the model.
+    pub overrides: Overrides,
+    /// Search each format's parameters (and, for `auto`, the format) by
+    /// measurement and record the winners in the tuning file.
     pub tune: bool,
+    /// Products the matrix will serve: what a conversion is paid back over.
+    pub products: f64,
+    pub search: SearchOptions,
     pub repeats: usize,
 }
 
@@ -58,9 +74,18 @@ pub struct SpmvOptions {
 pub struct SpmvRun {
     pub matrix: String,
     pub stats: RowStats,
+    /// The rule-of-thumb parameters from the row lengths.
     pub a_priori: SpmvParams,
-    /// The fastest format of the run.
+    pub machine: Machine,
+    /// The chosen format (`auto`) or the fastest of the run.
     pub best: Option<String>,
+    /// How `auto` chose, cheapest first.
+    pub choice: Option<Choice>,
+    pub choice_origin: Option<Origin>,
+    /// Where each format's parameters came from (before explicit ones).
+    pub origins: Vec<(String, Origin)>,
+    /// Each format's search, when tuning.
+    pub tuned: Vec<TunedFormat>,
     pub reports: Vec<SpmvReport>,
     /// Formats that could not be built, and why (padding beyond bounds,
     /// cuSPARSE not loadable, ...).
@@ -73,106 +98,137 @@ pub struct Skipped {
     pub reason: String,
 }
 
-/// The a-priori parameters with the fixed ones applied.
-fn base_params(stats: &RowStats, o: &SpmvOptions) -> SpmvParams {
-    let mut p = SpmvParams::a_priori(stats);
-    p.block = o.block.unwrap_or(p.block);
-    p.threshold = o.threshold.unwrap_or(p.threshold);
-    p.ellt_threads = o.ellt_threads.unwrap_or(p.ellt_threads);
-    p.csr_threads = o.csr_threads.unwrap_or(p.csr_threads);
-    p
+/// One format's search: the winner against the model's default.
+#[derive(Clone, Debug, Serialize)]
+pub struct TunedFormat {
+    pub format: String,
+    pub signature: String,
+    pub outcome: Outcome<SpmvParams>,
+    pub margin: f64,
 }
 
-/// Runs the comparison on `any` in precision `T`; `progress(format, error)`
-/// hears of each format as it starts, or fails to build.
+/// Runs `o` on `any` in precision `T`, reading (and when tuning, filling)
+/// `tuning`. `progress(message, Some((done, total)))` follows the search.
 pub fn run<T: Scalar>(
     any: &AnyBackend,
     matrix: &str,
     csr: &Csr<T>,
     o: &SpmvOptions,
-    mut progress: impl FnMut(&str),
+    tuning: &mut Tuning,
+    mut progress: impl FnMut(&str, Option<(usize, usize)>),
 ) -> Result<SpmvRun> {
     let cpu = CpuBackend::new(None)?;
-    let skipped = std::cell::RefCell::new(Vec::new());
-    let mut progress = |f: &str, e: Option<&fem_host::Error>| match e {
-        None => progress(f),
-        Some(e) => skipped.borrow_mut().push(Skipped {
-            format: f.to_string(),
-            reason: e.to_string(),
-        }),
-    };
     let stats = RowStats::of(csr);
-    let base = base_params(&stats, o);
-    base.validate()?;
+    let lengths = RowLengths::of(csr);
+    let a_priori = SpmvParams::a_priori(&stats);
+    o.overrides.apply(a_priori).validate()?;
+    progress("measuring the copy bandwidth", None);
+    let machine = Machine::measure(any)?;
     let gpu = matches!(any, AnyBackend::Cuda(_));
-    let formats: Vec<SpmvFormat> = o.formats.clone().unwrap_or_else(|| {
-        SpmvFormat::ALL
-            .into_iter()
-            .filter(|f| gpu || *f != SpmvFormat::Cusparse)
-            .collect()
-    });
-    let mut chosen = Vec::new();
-    for &f in &formats {
-        let params = if o.tune {
-            progress(&format!("tuning {}", f.name()), None);
-            let cands = bench::candidates(f, base, &stats);
-            let reps = o.repeats.clamp(1, 10);
-            let tuned = match any {
-                AnyBackend::Cpu(c) => {
-                    bench::tune(c, csr, f, &cands, reps, |f, p| prepare_cpu(c, csr, f, p))
-                }
-                AnyBackend::Cuda(g) => bench::tune(g, csr, f, &cands, reps, |f, p| {
-                    prepare_gpu(g, &cpu, csr, f, p)
-                }),
-            };
-            match tuned {
-                Ok(p) => p,
-                Err(e) => {
-                    progress(f.name(), Some(&e));
-                    continue;
-                }
-            }
-        } else {
-            base
-        };
-        chosen.push((f, params));
-    }
-    let reports = match any {
-        AnyBackend::Cpu(c) => bench::run(
-            c,
-            &cpu,
-            csr,
-            &chosen,
-            o.repeats,
-            |f, p| prepare_cpu(c, csr, f, p),
-            |_, _| Ok(None),
-            &mut progress,
-        )?,
-        AnyBackend::Cuda(g) => {
-            let reps = o.repeats.clamp(1, 10);
-            let cpu_reorder =
-                |f, p: &SpmvParams| bench::cpu_reorder_seconds(&cpu, csr, f, p, reps).map(Some);
-            bench::run(
-                g,
-                &cpu,
-                csr,
-                &chosen,
-                o.repeats,
-                |f, p| prepare_gpu(g, &cpu, csr, f, p),
-                cpu_reorder,
-                &mut progress,
-            )?
+    let available: Vec<SpmvFormat> = SpmvFormat::ALL.into_iter().filter(|f| gpu || *f != SpmvFormat::Cusparse).collect();
+    let mut skipped = Vec::new();
+    let (mut choice, mut choice_origin) = (None, None);
+    let formats: Vec<SpmvFormat> = match &o.formats {
+        Selection::All => available.clone(),
+        Selection::List(l) => l.clone(),
+        Selection::Auto => {
+            let ctx = context(&stats, &lengths, &machine, Some(&*tuning), T::NAME, T::BYTES);
+            let (c, origin) = ctx.choose(&available, o.products, &o.overrides)?;
+            let formats = if o.tune { shortlist(&c, o.search.prune) } else { vec![c.storage.parse().expect("a format name")] };
+            (choice, choice_origin) = (Some(c), Some(origin));
+            formats
         }
     };
-    let best = bench::fastest(&reports).map(|r| r.format.clone());
-    Ok(SpmvRun {
-        matrix: matrix.to_string(),
-        stats,
-        a_priori: base,
-        best,
-        reports,
-        skipped: skipped.into_inner(),
-    })
+    let mut chosen = Vec::new();
+    let mut origins = Vec::new();
+    let mut tuned = Vec::new();
+    for &f in &formats {
+        let ctx = context(&stats, &lengths, &machine, Some(&*tuning), T::NAME, T::BYTES);
+        let (params, origin) = ctx.resolve(f, &o.overrides);
+        origins.push((f.name().to_string(), origin));
+        if !o.tune {
+            chosen.push((f, params));
+            continue;
+        }
+        let ctx = Context { tuning: None, ..ctx };
+        let (model_params, _) = ctx.resolve(f, &o.overrides);
+        let reps = o.repeats.clamp(1, 10);
+        let mut step = |i: usize, n: usize, _: &SpmvParams| progress(&format!("tuning {}", f.name()), Some((i, n)));
+        let outcome = match any {
+            AnyBackend::Cpu(c) => tune_format(c, csr, f, &ctx, model_params, &o.overrides, &o.search, reps, |f, p| prepare_cpu(c, csr, f, p), &mut step),
+            AnyBackend::Cuda(g) => tune_format(g, csr, f, &ctx, model_params, &o.overrides, &o.search, reps, |f, p| prepare_gpu(g, &cpu, csr, f, p), &mut step),
+        };
+        match outcome {
+            Ok(out) => {
+                let key = signature(f, T::NAME, &stats);
+                tuning.record(&key, &out);
+                chosen.push((f, out.best));
+                tuned.push(TunedFormat { format: f.name().into(), signature: key, margin: out.margin(), outcome: out });
+            }
+            Err(e) => skipped.push(Skipped { format: f.name().into(), reason: e.to_string() }),
+        }
+    }
+    let mut on_format = |f: &str, e: Option<&fem_host::Error>| match e {
+        None => progress(&format!("measuring {f}"), None),
+        Some(e) => skipped.push(Skipped { format: f.to_string(), reason: e.to_string() }),
+    };
+    let reports = match any {
+        AnyBackend::Cpu(c) => bench::run(c, &cpu, csr, &chosen, o.repeats, |f, p| prepare_cpu(c, csr, f, p), |_, _| Ok(None), &mut on_format)?,
+        AnyBackend::Cuda(g) => {
+            let reps = o.repeats.clamp(1, 10);
+            let cpu_reorder = |f, p: &SpmvParams| bench::cpu_reorder_seconds(&cpu, csr, f, p, reps).map(Some);
+            bench::run(g, &cpu, csr, &chosen, o.repeats, |f, p| prepare_gpu(g, &cpu, csr, f, p), cpu_reorder, &mut on_format)?
+        }
+    };
+    if o.tune {
+        if let Some(c) = choice.as_mut() {
+            *c = measured_choice(&reports, c, o.products)?;
+            tuning.file.insert(&choice_signature(T::NAME, &stats, o.products), &c.storage, c.total_seconds, 0.0, reports.len(), 0);
+            choice_origin = Some(Origin::Tuned);
+        }
+    }
+    let best = match &choice {
+        Some(c) => Some(c.storage.clone()),
+        None => bench::fastest(&reports).map(|r| r.format.clone()),
+    };
+    Ok(SpmvRun { matrix: matrix.to_string(), stats, a_priori, machine, best, choice, choice_origin, origins, tuned, reports, skipped })
+}
+
+fn context<'a>(stats: &'a RowStats, lengths: &'a RowLengths, machine: &'a Machine, tuning: Option<&'a Tuning>, precision: &'static str, value_bytes: usize) -> Context<'a> {
+    Context { stats, lengths, precision, value_bytes, machine: Some(machine), tuning }
+}
+
+/// Formats of the model's ranking worth measuring: available, and within
+/// `prune` of the cheapest prediction.
+fn shortlist(c: &Choice, prune: f64) -> Vec<SpmvFormat> {
+    let best = c.ranking.first().map_or(0.0, |r| r.total(c.products));
+    c.ranking
+        .iter()
+        .filter(|r| r.unavailable.is_none() && r.total(c.products) <= prune * best)
+        .map(|r| r.storage.parse().expect("a format name"))
+        .collect()
+}
+
+/// The choice again, priced by the measured products and conversions.
+fn measured_choice(reports: &[SpmvReport], model: &Choice, products: f64) -> Result<Choice> {
+    let costed = reports
+        .iter()
+        .map(|r| Costed {
+            storage: base_name(&r.format).into(),
+            product_seconds: r.seconds_per_spmv,
+            conversion_seconds: r.convert_seconds,
+            unavailable: None,
+        })
+        .collect();
+    let mut c = choose(costed, products)?;
+    let rest: Vec<Costed> = model.ranking.iter().filter(|m| !c.ranking.iter().any(|r| r.storage == m.storage)).cloned().collect();
+    c.ranking.extend(rest);
+    Ok(c)
+}
+
+/// `csr-t4` → `csr`: a report's format without its parameter.
+fn base_name(f: &str) -> &str {
+    f.split_once("-t").map_or(f, |(b, _)| b)
 }
 
 /// A text table of a run.
@@ -199,11 +255,21 @@ pub fn describe(r: &SpmvRun) -> String {
             x.max_abs_error_vs_csr
         );
     }
+    for t in &r.tuned {
+        out += &tuned_line(t);
+    }
+    if let Some(c) = &r.choice {
+        let ranking: Vec<String> = c.ranking.iter().map(|x| match &x.unavailable {
+            None => format!("{} {:.3} ms", x.storage, 1e3 * x.total(c.products)),
+            Some(_) => format!("{} unavailable", x.storage),
+        }).collect();
+        out += &format!("auto over {} products ({:?}): {}\n", c.products, r.choice_origin.unwrap_or(Origin::Model), ranking.join(", "));
+    }
     for k in &r.skipped {
         out += &format!("skipped {}: {}\n", k.format, k.reason);
     }
     if let Some(b) = &r.best {
-        out += &format!("fastest: {b}");
+        out += &format!("{}: {b}", if r.choice.is_some() { "chosen" } else { "fastest" });
     }
     out
 }
@@ -215,4 +281,22 @@ fn alpha_text(a: Option<f64>, r: &SpmvReport) -> String {
         (None, Some(s)) if s <= 1.0 => "∞".into(),
         _ => "-".into(),
     }
+}
+
+/// One format's search as a line: the winner, its time and its margin
+/// over the default.
+pub fn tuned_line(t: &TunedFormat) -> String {
+    let o = &t.outcome;
+    let f: SpmvFormat = t.format.parse().expect("a format name");
+    format!(
+        "tuned {}: {} at {:.2} µs, {:.2}× the default {} at {:.2} µs ({} timed, {} pruned by the model)\n",
+        t.format,
+        o.best.describe(f),
+        o.seconds * 1e6,
+        t.margin,
+        o.default.describe(f),
+        o.default_seconds * 1e6,
+        o.timed.len(),
+        o.pruned
+    )
 }

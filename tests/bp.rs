@@ -203,8 +203,10 @@ fn jacobi_cg_converges_at_order_n_plus_1() {
                 assembled: true,
                 cpu_time: false,
                 solve: Some(1e-12),
+                tune: false,
             };
-            let s = run(&o, &backend, &|_| {}).unwrap().solve.unwrap();
+            let mut tuning = fem::host::tune::Tuning::at(None, "cpu");
+            let s = run(&o, &backend, &mut tuning, &|_, _| {}).unwrap().solve.unwrap();
             assert!(s.converged && s.relative_residual <= 1e-12);
             s.max_nodal_error
         };

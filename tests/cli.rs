@@ -3,7 +3,8 @@
 use std::process::{Command, Output};
 
 fn fem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fem")).args(args).output().expect("running fem")
+    // Hermetic: no tuning file of the machine running the tests.
+    Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(args).output().expect("running fem")
 }
 
 fn has_gpu() -> bool {

@@ -6,7 +6,7 @@ mod common;
 use common::{cases, rel_err};
 use fem::host::io::matrix_market::{self, Field, MatrixMarketError, Symmetry};
 use fem::host::operator::csr::Csr;
-use fem::host::sparse::bench::{alpha, apply_original, candidates, reference, test_vector};
+use fem::host::sparse::bench::{alpha, apply_original, reference, test_vector};
 use fem::host::sparse::device::prepare_cpu;
 use fem::host::sparse::params::SpmvParams;
 use fem::host::sparse::stats::RowStats;
@@ -126,7 +126,9 @@ fn a_priori_parameters_follow_the_row_lengths() {
     // FEM rows stay whole; the power law's outliers get split.
     assert!(pf.threshold >= sf.max_row, "{pf:?} {sf:?}");
     assert!(pp.threshold < sp.max_row, "{pp:?} {sp:?}");
-    assert!(candidates(SpmvFormat::K2, pp, &sp).len() > 8);
+    let lengths = fem::host::sparse::model::RowLengths::of(&pl);
+    let k2 = fem::host::sparse::model::candidates(SpmvFormat::K2, pp, &lengths, fem::host::BackendKind::Cuda, true);
+    assert!(k2.len() > 8 * 8 && k2.iter().all(|p| p.validate().is_ok()));
     assert!(SpmvParams { block: 48, ..pf }.validate().is_err());
     assert!(SpmvParams { threshold: 0, ..pf }.validate().is_err());
 }

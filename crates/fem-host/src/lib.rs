@@ -36,6 +36,7 @@ pub mod solver;
 pub mod sparse;
 pub mod space;
 pub mod timing;
+pub mod tune;
 
 pub use backend::cpu::CpuBackend;
 pub use backend::cuda::{CudaBackend, DeviceProps};

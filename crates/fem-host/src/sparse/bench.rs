@@ -204,53 +204,6 @@ pub fn fastest(reports: &[SpmvReport]) -> Option<&SpmvReport> {
         .min_by(|a, b| a.seconds_per_spmv.total_cmp(&b.seconds_per_spmv))
 }
 
-/// Parameter sets worth trying for format `f` around the a-priori `base`:
-/// K2 thresholds from a quarter to four times the default plus the row
-/// extremes, block sizes 32..256 for the warp formats, every ELLR-T and
-/// CSR thread count.
-pub fn candidates(
-    f: SpmvFormat,
-    base: SpmvParams,
-    stats: &super::stats::RowStats,
-) -> Vec<SpmvParams> {
-    use super::ellt::ELLT_THREADS;
-    use crate::operator::gpu::THREADS_PER_ROW;
-    let with = |g: &dyn Fn(&mut SpmvParams)| {
-        let mut p = base;
-        g(&mut p);
-        p
-    };
-    let mut out: Vec<SpmvParams> = match f {
-        SpmvFormat::EllT => ELLT_THREADS
-            .iter()
-            .map(|&t| with(&|p| p.ellt_threads = t))
-            .collect(),
-        SpmvFormat::Csr => THREADS_PER_ROW
-            .iter()
-            .map(|&t| with(&|p| p.csr_threads = t))
-            .collect(),
-        SpmvFormat::K2 | SpmvFormat::K2r | SpmvFormat::K2rs => {
-            let t = base.threshold;
-            [t / 4, t / 2, t, 2 * t, 4 * t, stats.min_row, stats.max_row]
-                .iter()
-                .filter(|&&v| v >= 1)
-                .map(|&v| with(&|p| p.threshold = v))
-                .collect()
-        }
-        _ => vec![base],
-    };
-    if f.warp().is_some() {
-        let thresholds: Vec<SpmvParams> = std::mem::take(&mut out);
-        for p in thresholds {
-            for block in (32..=256).step_by(32) {
-                out.push(SpmvParams { block, ..p });
-            }
-        }
-    }
-    out.dedup();
-    out
-}
-
 /// Times the value refill of format `f` on the CPU (median of `repeats`).
 pub fn cpu_reorder_seconds<T: Scalar>(
     cpu: &CpuBackend,
@@ -262,38 +215,4 @@ pub fn cpu_reorder_seconds<T: Scalar>(
     let mut m = super::device::prepare_cpu(cpu, csr, f, p)?;
     let vals = csr.val.clone();
     Ok(measure(cpu, 1, repeats, || m.reorder(cpu, &vals))?.median)
-}
-
-/// The fastest of `candidates` for format `f` (time per product only).
-pub fn tune<B: Backend, T: Scalar>(
-    b: &B,
-    csr: &Csr<T>,
-    f: SpmvFormat,
-    candidates: &[SpmvParams],
-    repeats: usize,
-    mut prepare: impl FnMut(SpmvFormat, &SpmvParams) -> Result<Box<dyn Spmv<B, T>>>,
-) -> Result<SpmvParams> {
-    let x = b.upload(&test_vector::<T>(csr.n_rows, 11))?;
-    let mut y = b.zeros::<T>(csr.n_rows)?;
-    let mut best = (f64::INFINITY, candidates[0]);
-    // Candidates differing in block size only reuse the built format.
-    let mut built: Option<(SpmvParams, Box<dyn Spmv<B, T>>)> = None;
-    for p in candidates {
-        let same = built.as_ref().is_some_and(|(q, _)| {
-            SpmvParams {
-                block: p.block,
-                ..*q
-            } == *p
-        });
-        if !same {
-            built = Some((*p, prepare(f, p)?));
-        }
-        let m = &mut built.as_mut().expect("built above").1;
-        m.set_block(p.block);
-        let t = measure(b, 2, repeats, || m.apply(b, &x, &mut y))?.median;
-        if t < best.0 {
-            best = (t, *p);
-        }
-    }
-    Ok(best.1)
 }

@@ -10,8 +10,10 @@ pub mod cusparse;
 pub mod device;
 pub mod ellt;
 pub mod generate;
+pub mod model;
 pub mod params;
 pub mod stats;
+pub mod tuning;
 pub mod warp;
 
 use serde::Serialize;

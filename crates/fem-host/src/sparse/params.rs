@@ -7,7 +7,7 @@ use crate::operator::gpu::{GpuCsr, THREADS_PER_ROW};
 use crate::{Error, Result};
 use serde::Serialize;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct SpmvParams {
     /// Threads per block of the ELL-WARP and ELLR-T launches (a multiple
     /// of 32 from 32 to 1024).
@@ -34,6 +34,18 @@ impl SpmvParams {
             threshold: ((2.0 * s.mean_row).ceil() as usize).max(s.p90_row).max(1),
             ellt_threads: pow2_below(s.mean_row / 8.0, &ELLT_THREADS),
             csr_threads: GpuCsr::<f64>::default_threads_per_row(s.nnz, s.rows),
+        }
+    }
+
+    /// The parameters format `f` uses, as text.
+    pub fn describe(&self, f: super::SpmvFormat) -> String {
+        use super::SpmvFormat::*;
+        match f {
+            Csr => format!("{} threads per row", self.csr_threads),
+            EllT => format!("{} threads per row, block {}", self.ellt_threads, self.block),
+            K1 | K1r | K1rs => format!("block {}", self.block),
+            K2 | K2r | K2rs => format!("threshold {}, block {}", self.threshold, self.block),
+            Ell | Cusparse => "no parameters".into(),
         }
     }
 

@@ -150,7 +150,7 @@ impl<T: Scalar> EllWarp<T> {
     }
 
     /// Slices over the sorted rows (`len(s)` of sorted row `s`).
-    fn slices(
+    pub(crate) fn slices(
         n: usize,
         len: impl Fn(usize) -> usize,
         threshold: Option<usize>,

@@ -65,27 +65,11 @@ pub fn default_elements_per_block(kernel: BpKernel, degree: usize) -> usize {
 impl<'a> GpuTensor<'a> {
     pub fn new(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>) -> Result<Self> {
         let kernel = kernel_for(op.problem, threads_3d);
-        if kernel == BpKernel::Collocated3d && op.degree > MAX_DEGREE_3D {
-            return Err(Error::InvalidArgument(format!("the 3D thread structure takes degrees up to {MAX_DEGREE_3D} ((N + 1)³ threads per element)")));
-        }
-        let (nq, gq) = (op.degree + 1, gl_points(op.degree));
         let epb = elements_per_block.unwrap_or_else(|| default_elements_per_block(kernel, op.degree));
-        let threads = kernel.threads(nq, gq) * epb;
-        let props = gpu.props();
-        if epb == 0 || threads > props.max_threads_per_block as usize {
-            return Err(Error::InvalidArgument(format!("{epb} elements per block need {threads} threads (at most {})", props.max_threads_per_block)));
-        }
-        let shared = 8 * kernel.shared_len(nq, gq, epb);
-        if shared > props.shared_mem_per_block_optin as usize {
-            return Err(Error::InvalidArgument(format!("{epb} elements per block need {shared} bytes of shared memory (at most {})", props.shared_mem_per_block_optin)));
-        }
-        let f = gpu.function(&kernel_name(kernel, op.degree))?;
-        if shared > props.shared_mem_per_block as usize {
-            f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
-        }
+        let f = launchable(gpu, op, kernel, epb)?;
         let b = &op.tables.basis;
         let packed = packed_tables(b);
-        debug_assert_eq!(packed.len(), table_offsets(nq, gq)[6]);
+        debug_assert_eq!(packed.len(), table_offsets(op.degree + 1, gl_points(op.degree))[6]);
         gpu.ensure_free(8 * op.factors.len() + 4 * op.restriction.map.len() + 8 * packed.len())?;
         Ok(Self {
             gpu,
@@ -97,6 +81,15 @@ impl<'a> GpuTensor<'a> {
             geo: gpu.upload(&op.factors)?,
             map: gpu.stream().clone_htod(&op.restriction.map)?,
         })
+    }
+
+    /// Switches to another kernel variant or block shape (the tuner's
+    /// candidates), keeping the uploaded data.
+    pub fn set_launch(&mut self, threads_3d: bool, elements_per_block: usize) -> Result<()> {
+        let kernel = kernel_for(self.op.problem, threads_3d);
+        self.f = launchable(self.gpu, self.op, kernel, elements_per_block)?;
+        (self.kernel, self.elements_per_block) = (kernel, elements_per_block);
+        Ok(())
     }
 
     fn config(&self) -> LaunchConfig {
@@ -128,6 +121,29 @@ impl<'a> GpuTensor<'a> {
         crate::error::same_len("bp apply", y.len(), self.op.element_dofs())?;
         self.launch(false, x, y)
     }
+}
+
+/// The kernel's function, checked against the degree, the block's thread
+/// and shared-memory limits, with large shared memory opted in.
+fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, epb: usize) -> Result<CudaFunction> {
+    if kernel == BpKernel::Collocated3d && op.degree > MAX_DEGREE_3D {
+        return Err(Error::InvalidArgument(format!("the 3D thread structure takes degrees up to {MAX_DEGREE_3D} ((N + 1)³ threads per element)")));
+    }
+    let (nq, gq) = (op.degree + 1, gl_points(op.degree));
+    let threads = kernel.threads(nq, gq) * epb;
+    let props = gpu.props();
+    if epb == 0 || threads > props.max_threads_per_block as usize {
+        return Err(Error::InvalidArgument(format!("{epb} elements per block need {threads} threads (at most {})", props.max_threads_per_block)));
+    }
+    let shared = 8 * kernel.shared_len(nq, gq, epb);
+    if shared > props.shared_mem_per_block_optin as usize {
+        return Err(Error::InvalidArgument(format!("{epb} elements per block need {shared} bytes of shared memory (at most {})", props.shared_mem_per_block_optin)));
+    }
+    let f = gpu.function(&kernel_name(kernel, op.degree))?;
+    if shared > props.shared_mem_per_block as usize {
+        f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+    }
+    Ok(f)
 }
 
 /// `[I | Iᵀ | D | Dᵀ | glD | glDᵀ]`, the layout of `fem_kernels::tensor`.

@@ -18,6 +18,7 @@ pub mod cpu;
 pub mod diagonal;
 pub mod geometry;
 pub mod gpu;
+pub mod tuning;
 
 use crate::mesh::spectral::SpectralBox;
 use crate::operator::LinearOperator;
