@@ -17,9 +17,11 @@ pub use fem_core as core;
 pub use fem_host as host;
 pub use fem_kernels as kernels;
 
+pub mod bench;
 pub mod bp;
 pub mod demo;
 pub mod info;
+pub mod plot;
 pub mod solve;
 pub mod spmv;
 

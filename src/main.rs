@@ -56,6 +56,42 @@ enum Command {
         #[command(subcommand)]
         operation: TuneOp,
     },
+    /// Run a named benchmark suite and write <suite>.json, <suite>.md and PNG
+    /// charts (throughput against degree per format or problem; a roofline
+    /// chart of measured points under the copy bandwidth) into --out.
+    ///
+    /// Suites: spmv (every format on the Q_p stiffness matrices, and the
+    /// model's a-priori format against the measured best), bp (BP1.0, BP3.5,
+    /// BP3.0 against degree), assembly (elements assembled per second per
+    /// format), solve (CG iterations per second per format), residual.
+    ///
+    /// Examples:
+    ///   fem bench spmv --backend cuda --out results
+    ///   fem bench bp --degrees 1-8 --size 10000000
+    ///   fem bench solve --backend cpu --size 50000 --degrees 1,2
+    Bench {
+        /// spmv, bp, assembly, solve or residual.
+        suite: String,
+        /// Rows of each matrix (spmv) or DOFs of each problem (default by backend).
+        #[arg(long)]
+        size: Option<usize>,
+        /// Degrees to run: N, N,M,... or N-M (default per suite).
+        #[arg(long)]
+        degrees: Option<String>,
+        #[arg(long, value_enum, default_value_t = Precision::F64)]
+        precision: Precision,
+        #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+        backend: BackendArg,
+        /// Timed repetitions per measurement (the median is reported).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        repeats: u32,
+        /// Folder for the JSON, Markdown and PNG files.
+        #[arg(long, default_value = "bench-results")]
+        out: PathBuf,
+        /// Print the report as JSON too.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the row statistics of a matrix (Wong et al., Table 2 columns).
     ///
     /// Examples:
@@ -358,6 +394,7 @@ fn main() -> ExitCode {
         Command::Solve(args) => solve(&args),
         Command::Spmv(args) => spmv(&args),
         Command::Bp(args) => bp(&args),
+        Command::Bench { suite, size, degrees, precision, backend, repeats, out, json } => bench(&suite, size, degrees.as_deref(), precision, backend, repeats as usize, &out, json),
         Command::Tune { operation: TuneOp::Spmv(mut args) } => {
             args.tune = true;
             spmv(&args)
@@ -514,6 +551,31 @@ fn bp(a: &BpArgs) -> CliResult {
 }
 
 type CliResult = Result<bool, Box<dyn std::error::Error>>;
+
+#[allow(clippy::too_many_arguments)]
+fn bench(suite: &str, size: Option<usize>, degrees: Option<&str>, precision: Precision, backend: BackendArg, repeats: usize, out: &std::path::Path, json: bool) -> CliResult {
+    use fem::bench::{BenchOptions, Suite};
+    let suite: Suite = suite.parse()?;
+    let degrees = degrees.map(parse_degrees).transpose()?;
+    if degrees.as_ref().is_some_and(|d| d.iter().any(|&p| p == 0)) || size == Some(0) {
+        return Err("--degrees and --size must be positive".into());
+    }
+    let o = BenchOptions { suite, size, degrees, f32: matches!(precision, Precision::F32), repeats };
+    let any = open_announced(backend, json)?;
+    let bar = progress_bar(json, String::new());
+    let report = fem::bench::run(&any, &o, &|m, step| follow(&bar, m, step))?;
+    bar.finish_and_clear();
+    let files = fem::bench::write(&report, out)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}", fem::bench::markdown(&report));
+        for f in files {
+            eprintln!("wrote {}", f.display());
+        }
+    }
+    Ok(true)
+}
 
 fn info(json: bool) -> CliResult {
     let info = fem::info::gather();

@@ -148,8 +148,11 @@ pub fn predict(f: SpmvFormat, p: &SpmvParams, l: &RowLengths, value_bytes: usize
         Cusparse if m.kind == BackendKind::Cpu => return Err("cuSPARSE runs on the CUDA backend only".into()),
         Csr | Cusparse => {
             let tpr = if f == Csr { p.csr_threads } else { 32 };
-            // Lanes of a row's last group that find no entry do no work.
-            eff *= nnz.max(1) as f64 / read_slots(&l.sorted, tpr).max(1) as f64;
+            // Lanes of a row's last group that find no entry do no work
+            // (the CPU walks each row in one thread).
+            if m.kind == BackendKind::Cuda {
+                eff *= nnz.max(1) as f64 / read_slots(&l.sorted, tpr).max(1) as f64;
+            }
             (nnz * entry + (n + 1) * 4 + vectors, n * tpr)
         }
         Ell => {

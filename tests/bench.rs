@@ -1,0 +1,79 @@
+//! `fem bench`: each suite writes its JSON, Markdown and PNG charts, and
+//! refuses what it cannot run.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn fem(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(args).output().expect("running fem")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fem-bench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn is_png(p: &std::path::Path) -> bool {
+    std::fs::read(p).is_ok_and(|b| b.len() > 1000 && b.starts_with(b"\x89PNG\r\n\x1a\n"))
+}
+
+fn run(suite: &str, extra: &[&str]) -> (PathBuf, serde_json::Value) {
+    let dir = out_dir(suite);
+    let d = dir.to_str().unwrap();
+    let out = fem(&[&["bench", suite, "--backend", "cpu", "--repeats", "2", "--out", d, "--json"][..], extra].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join(format!("{suite}.json"))).unwrap()).unwrap();
+    assert_eq!(v, file);
+    let md = std::fs::read_to_string(dir.join(format!("{suite}.md"))).unwrap();
+    assert_eq!(md.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| group") && !l.starts_with("| matrix")).count(), v["points"].as_array().unwrap().len() + v["a_priori"].as_array().unwrap().len());
+    // no temporary file left behind
+    assert!(std::fs::read_dir(&dir).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with(".tmp")));
+    (dir, v)
+}
+
+#[test]
+fn spmv_suite_measures_every_format_and_checks_the_model() {
+    let (dir, v) = run("spmv", &["--size", "3000", "--degrees", "1,2"]);
+    let points = v["points"].as_array().unwrap();
+    // 2 dimensions × 2 degrees × the 9 formats of the CPU backend
+    assert_eq!(points.len(), 2 * 2 * 9);
+    assert!(points.iter().all(|p| p["throughput"].as_f64().unwrap() > 0.0 && p["intensity"].as_f64().unwrap() > 0.0));
+    let checks = v["a_priori"].as_array().unwrap();
+    assert_eq!(checks.len(), 4);
+    assert!(checks.iter().all(|c| c["slower_by"].as_f64().unwrap() >= 0.0));
+    for f in ["spmv-throughput-2d.png", "spmv-throughput-3d.png", "spmv-roofline.png"] {
+        assert!(is_png(&dir.join(f)), "{f}");
+    }
+}
+
+#[test]
+fn bp_and_solve_suites_chart_against_degree() {
+    let (dir, v) = run("bp", &["--size", "3000", "--degrees", "1-2"]);
+    assert_eq!(v["points"].as_array().unwrap().len(), 3 * 2);
+    assert!(is_png(&dir.join("bp-throughput.png")) && is_png(&dir.join("bp-roofline.png")));
+    let (dir, v) = run("solve", &["--size", "400", "--degrees", "1"]);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2 * 5, "2D and 3D, five formats");
+    assert!(points.iter().all(|p| p["throughput"].as_f64().unwrap() > 0.0));
+    assert!(is_png(&dir.join("solve-throughput-2d.png")));
+    assert!(!dir.join("solve-roofline.png").exists(), "no flop counts, no roofline chart");
+}
+
+#[test]
+fn bench_refuses_what_it_cannot_run() {
+    let dir = out_dir("bad");
+    let d = dir.to_str().unwrap();
+    for (args, says) in [
+        (vec!["bench", "nonsense", "--backend", "cpu", "--out", d], "unknown suite"),
+        (vec!["bench", "residual", "--backend", "cpu", "--out", d], "residual"),
+        (vec!["bench", "bp", "--backend", "cpu", "--precision", "f32", "--out", d], "f64 only"),
+        (vec!["bench", "spmv", "--backend", "cpu", "--degrees", "0", "--out", d], "positive"),
+    ] {
+        let out = fem(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none(), "nothing written on error");
+}
