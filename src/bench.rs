@@ -135,7 +135,7 @@ fn spmv(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, prog
             let flops = 2.0 * x.nnz as f64;
             r.points.push(Point {
                 group: format!("{dim}D"),
-                series: base(&x.format).into(),
+                series: crate::spmv::base_name(&x.format).into(),
                 degree,
                 dofs: x.rows,
                 seconds: x.seconds_per_spmv,
@@ -160,17 +160,13 @@ fn a_priori_check(any: &AnyBackend, spec: &MatrixSpec, run: &crate::spmv::SpmvRu
     let lengths = RowLengths::of(&spec.build::<f64>(&cpu)?);
     let (precision, value_bytes) = if f32 { ("f32", 4) } else { ("f64", 8) };
     let ctx = Context { stats: &run.stats, lengths: &lengths, precision, value_bytes, machine: Some(&run.machine), tuning: None };
-    let measured: Vec<fem_host::sparse::SpmvFormat> = run.reports.iter().filter_map(|x| base(&x.format).parse().ok()).collect();
+    let measured: Vec<fem_host::sparse::SpmvFormat> = run.reports.iter().filter_map(|x| crate::spmv::base_name(&x.format).parse().ok()).collect();
     let (choice, _) = ctx.choose(&measured, 1e6, &Overrides::default())?;
-    let time = |f: &str| run.reports.iter().find(|x| base(&x.format) == f).map(|x| x.seconds_per_spmv);
+    let time = |f: &str| run.reports.iter().find(|x| crate::spmv::base_name(&x.format) == f).map(|x| x.seconds_per_spmv);
     let best = fem_host::sparse::bench::fastest(&run.reports).ok_or("no format ran")?;
     let a = time(&choice.storage).ok_or("the choice did not run")?;
     let _ = any;
-    Ok(AprioriCheck { matrix: spec.name(), a_priori: choice.storage, a_priori_seconds: a, best: base(&best.format).into(), best_seconds: best.seconds_per_spmv, slower_by: a / best.seconds_per_spmv - 1.0 })
-}
-
-fn base(f: &str) -> &str {
-    f.split_once("-t").map_or(f, |x| x.0)
+    Ok(AprioriCheck { matrix: spec.name(), a_priori: choice.storage, a_priori_seconds: a, best: crate::spmv::base_name(&best.format).into(), best_seconds: best.seconds_per_spmv, slower_by: a / best.seconds_per_spmv - 1.0 })
 }
 
 fn bp(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, progress: &dyn Fn(&str, Option<(usize, usize)>)) -> BenchResult<()> {

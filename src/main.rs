@@ -801,7 +801,7 @@ fn spmv(a: &SpmvArgs) -> CliResult {
             let best = run
                 .best
                 .as_ref()
-                .and_then(|b| run.reports.iter().find(|r| r.format.split_once("-t").map_or(r.format.as_str(), |x| x.0) == b))
+                .and_then(|b| run.reports.iter().find(|r| fem::spmv::base_name(&r.format) == b))
                 .or_else(|| fem::host::sparse::bench::fastest(&run.reports))
                 .expect("not empty");
             let mut v = serde_json::to_value(best)?;

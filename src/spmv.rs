@@ -227,7 +227,7 @@ fn measured_choice(reports: &[SpmvReport], model: &Choice, products: f64) -> Res
 }
 
 /// `csr-t4` → `csr`: a report's format without its parameter.
-fn base_name(f: &str) -> &str {
+pub fn base_name(f: &str) -> &str {
     f.split_once("-t").map_or(f, |(b, _)| b)
 }
 

@@ -147,6 +147,16 @@ fn the_model_splits_long_rows_when_rows_are_too_few_to_fill_the_gpu() {
     assert!(p.threshold < stats.max_row / 2, "{p:?}, max row {}", stats.max_row);
     let k1 = predict(SpmvFormat::K1r, &p, &lengths, 8, &m).unwrap();
     assert!(pr.seconds < 0.7 * k1.seconds, "K2r {pr:?} K1r {k1:?}");
+    // vector CSR: several threads per row of ~300 entries
+    let (pc, _) = best_params(SpmvFormat::Csr, SpmvParams::a_priori(&stats), &lengths, 8, &m).unwrap();
+    assert!(pc.csr_threads >= 4, "{pc:?}");
+    // a power law: the warp of the longest rows would read them one entry
+    // after another, so they are split
+    let pl = fem::host::sparse::generate::power_law::<f64>(200_000, 2.0, 2.5, 2000, 1).unwrap();
+    let (sp, lp) = (RowStats::of(&pl), RowLengths::of(&pl));
+    let (pp, k2) = best_params(SpmvFormat::K2r, SpmvParams::a_priori(&sp), &lp, 8, &m).unwrap();
+    assert!(pp.threshold <= sp.max_row / 8, "{pp:?}, max row {}", sp.max_row);
+    assert!(k2.seconds < 0.5 * predict(SpmvFormat::K1r, &pp, &lp, 8, &m).unwrap().seconds);
     // on the CPU, rows are not split for parallelism
     let (pc, _) = best_params(SpmvFormat::K2r, SpmvParams::a_priori(&stats), &lengths, 8, &cpu_machine()).unwrap();
     assert!(pc.threshold >= p.threshold);

@@ -136,6 +136,19 @@ fn parallel_efficiency(lanes: usize, m: &Machine) -> f64 {
     (lanes as f64 / (2.0 * m.resident_threads as f64)).min(1.0).sqrt()
 }
 
+/// Seconds one lane spends per entry of its row when the rest of the GPU
+/// has finished: a warp of long rows runs its loads one after another
+/// (K1 on a power-law matrix, 512 entries in its longest row, takes
+/// 87 µs on an H200 whatever the bandwidth).
+const GPU_SECONDS_PER_SERIAL_ENTRY: f64 = 0.17e-6;
+
+/// Below four threads per row a warp's CSR loads spread over as many rows
+/// as lanes and use a fraction of each memory sector (measured: scalar
+/// CSR at 0.4 of four threads per row on FEM rows).
+fn csr_coalescing(threads_per_row: usize) -> f64 {
+    (threads_per_row as f64 / 4.0).min(1.0).powf(0.6)
+}
+
 /// The model's prediction for `f` with `p`, or why `f` cannot hold the
 /// matrix (padding beyond bounds, a backend that lacks it).
 pub fn predict(f: SpmvFormat, p: &SpmvParams, l: &RowLengths, value_bytes: usize, m: &Machine) -> std::result::Result<Prediction, String> {
@@ -144,7 +157,8 @@ pub fn predict(f: SpmvFormat, p: &SpmvParams, l: &RowLengths, value_bytes: usize
     let entry = t + 4;
     let vectors = 2 * n * t;
     let mut eff = kernel_efficiency(f, m.kind);
-    let (bytes, lanes) = match f {
+    // bytes moved, lanes busy, and the longest run of entries one lane reads
+    let (bytes, lanes, serial) = match f {
         Cusparse if m.kind == BackendKind::Cpu => return Err("cuSPARSE runs on the CUDA backend only".into()),
         Csr | Cusparse => {
             let tpr = if f == Csr { p.csr_threads } else { 32 };
@@ -152,28 +166,36 @@ pub fn predict(f: SpmvFormat, p: &SpmvParams, l: &RowLengths, value_bytes: usize
             // (the CPU walks each row in one thread).
             if m.kind == BackendKind::Cuda {
                 eff *= nnz.max(1) as f64 / read_slots(&l.sorted, tpr).max(1) as f64;
+                if f == Csr {
+                    eff *= csr_coalescing(tpr);
+                }
             }
-            (nnz * entry + (n + 1) * 4 + vectors, n * tpr)
+            // cuSPARSE splits long rows itself.
+            let serial = if f == Csr { l.max().div_ceil(tpr) } else { 0 };
+            (nnz * entry + (n + 1) * 4 + vectors, n * tpr, serial)
         }
         Ell => {
             let slots = padded_slots(n, l.max(), nnz, "ELLPACK").map_err(|e| e.to_string())?;
-            (slots * entry + vectors, n)
+            (slots * entry + vectors, n, l.max())
         }
         EllT => {
             let groups = l.max().div_ceil(p.ellt_threads);
             padded_slots(n, groups * p.ellt_threads, nnz, "ELLR-T").map_err(|e| e.to_string())?;
-            (read_slots(&l.sorted, p.ellt_threads) * entry + n * 4 + vectors, n * p.ellt_threads)
+            (read_slots(&l.sorted, p.ellt_threads) * entry + n * 4 + vectors, n * p.ellt_threads, groups)
         }
         k => {
             let (k2, numbering) = k.warp().expect("a K format");
             let slices = EllWarp::<f64>::slices(n, |s| l.sorted[s] as usize, k2.then_some(p.threshold)).map_err(|e| e.to_string())?;
             let slots: usize = slices.iter().map(|s| s.width as usize * SLICE_LANES).sum();
             let perm = if numbering == super::warp::Numbering::Remap { n * 4 } else { 0 };
-            (slots * entry + slices.len() * 16 + perm + vectors, slices.len() * SLICE_LANES)
+            let widest = slices.iter().map(|s| s.width as usize).max().unwrap_or(0);
+            (slots * entry + slices.len() * 16 + perm + vectors, slices.len() * SLICE_LANES, widest)
         }
     };
     eff *= parallel_efficiency(lanes, m);
-    let seconds = if n == 0 { 0.0 } else { bytes as f64 / (eff * m.bytes_per_second) };
+    let streaming = if n == 0 { 0.0 } else { bytes as f64 / (eff * m.bytes_per_second) };
+    let critical = if m.kind == BackendKind::Cuda { serial as f64 * GPU_SECONDS_PER_SERIAL_ENTRY } else { 0.0 };
+    let seconds = streaming.max(critical);
     Ok(Prediction { bytes, lanes, efficiency: eff, seconds, conversion_seconds: nnz as f64 * conversion_per_nonzero(f, m.kind) })
 }
 
