@@ -24,6 +24,7 @@ enum Command {
     ///   fem solve --dim 2 --degree 3 --cells 64
     ///   fem solve --dim 3 --degree 2 --dofs 4000000 --format lma --scatter colour --backend cuda --json
     ///   fem solve --format matrix-free --precision f32 --unstructured --cells 32
+    ///   fem solve --dim 3 --degree 2 --format auto --products 2000 --backend cuda
     Solve(Box<SolveArgs>),
     /// Multiply a sparse matrix by a vector in every SpMV format (ELL-WARP
     /// K1/K2 and variants, ELLR-T, ELLPACK, CSR, cuSPARSE), side by side.
@@ -236,6 +237,9 @@ struct SolveArgs {
     /// GPU: also time one SpMV against the copy roofline.
     #[arg(long)]
     bench: bool,
+    /// --format auto: products the operator will serve (CG iterations).
+    #[arg(long, default_value_t = 1000.0)]
+    products: f64,
     /// Hole problem: the solver.
     #[arg(long, value_enum, default_value_t = SolverArg::Mg)]
     solver: SolverArg,
@@ -354,6 +358,8 @@ enum CycleArg {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum FormatArg {
+    /// The format the model prices cheapest over the expected products.
+    Auto,
     Csr,
     Ell,
     LazyEll,
@@ -677,6 +683,7 @@ fn solve(a: &SolveArgs) -> CliResult {
         FormatArg::LazyEll => Format::LazyEll,
         FormatArg::Lma => Format::Lma,
         FormatArg::MatrixFree => Format::MatrixFree,
+        FormatArg::Auto => Format::Csr,
     };
     opts.symmetric = a.symmetric;
     opts.scatter = match a.scatter {
@@ -693,10 +700,32 @@ fn solve(a: &SolveArgs) -> CliResult {
     opts.cg.max_iterations = a.max_iterations;
     opts.cg.jacobi = !a.no_jacobi;
     let any = open_announced(a.backend, a.json)?;
+    let f32 = matches!(a.precision, Precision::F32);
+    if !(a.products >= 1.0 && a.products.is_finite()) {
+        return Err("--products must be at least 1".into());
+    }
+    let choice = match a.format {
+        FormatArg::Auto => {
+            let m = fem::host::sparse::model::Machine::measure(&any)?;
+            let c = fem::host::problem::poisson::choose_format(dim, degree, cells, if f32 { 4 } else { 8 }, &m, a.products)?;
+            opts.format = c.storage.parse()?;
+            if !a.json {
+                eprintln!("format: {} (auto, over {} products)", c.storage, a.products);
+            }
+            Some(c)
+        }
+        _ => None,
+    };
     let spinner = spinner(a.json, format!("solving on {cells}^{dim} cells of degree {degree}"));
-    let report = fem::solve::run(&any, &opts, matches!(a.precision, Precision::F32))?;
+    let report = fem::solve::run(&any, &opts, f32)?;
     spinner.finish_and_clear();
-    print_report(a.json, &report, fem::solve::describe)?;
+    if a.json {
+        let mut v = serde_json::to_value(&report)?;
+        v["choice"] = serde_json::to_value(&choice)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{}", fem::solve::describe(&report));
+    }
     Ok(report.cg.converged)
 }
 

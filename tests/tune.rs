@@ -256,3 +256,36 @@ fn bp_tuning_needs_the_gpu_and_bad_options_are_errors() {
     let out = fem_cli(&dir, &["spmv", "--generate", "fem:dim=2,degree=1,rows=100", "--backend", "cpu", "--products", "0"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn poisson_auto_prices_every_storage_and_follows_the_h200_measurements() {
+    use fem::host::problem::poisson::choose_format;
+    let m = Machine { bytes_per_second: 4.1e12, ..gpu_machine() };
+    // `fem bench solve` on the H200 at 1M DOFs (benches/gpu/results/tune):
+    // per CG iteration, LMA is fastest for Q2 in 2D and 3D, ELLPACK for Q1
+    // (CSR within 5%), matrix-free 5–190× slower.
+    for (dim, degree, cells, best) in [(2, 2, 500, &["lma"][..]), (3, 2, 50, &["lma"]), (2, 1, 1000, &["ell", "csr", "lazy-ell"]), (3, 1, 100, &["ell", "csr", "lazy-ell"])] {
+        let c = choose_format(dim, degree, cells, 8, &m, 1e4).unwrap();
+        assert!(best.contains(&c.storage.as_str()), "{dim}D Q{degree}: {c:?}");
+        assert_eq!(c.ranking.len(), 5);
+        assert_eq!(c.ranking.last().unwrap().storage, "matrix-free", "{c:?}");
+        assert!(c.ranking.iter().all(|r| r.unavailable.is_none() && r.storage.parse::<fem::host::problem::poisson::Format>().is_ok()));
+    }
+    // The SpMV choice for a matrix (say, read from a file) never offers a
+    // storage that needs the mesh.
+    let cpu = cpu();
+    let csr = fem::host::sparse::generate::fem_matrix::<f64>(&cpu, 2, 1, 5000, 1, false).unwrap();
+    let (stats, lengths) = (RowStats::of(&csr), RowLengths::of(&csr));
+    let (c, _) = context(&stats, &lengths, &m, None).choose(&SpmvFormat::ALL, 1e3, &Overrides::default()).unwrap();
+    assert!(c.ranking.iter().all(|r| !matches!(r.storage.as_str(), "lma" | "matrix-free" | "lazy-ell")));
+}
+
+#[test]
+fn fem_solve_auto_solves_in_the_chosen_format() {
+    let dir = scratch("solve");
+    let v = json(&fem_cli(&dir, &["solve", "--dim", "2", "--degree", "2", "--cells", "12", "--format", "auto", "--backend", "cpu", "--json"]));
+    assert_eq!(v["format"], v["choice"]["storage"]);
+    assert!(v["l2_error"].as_f64().unwrap() < 1e-3 && v["relative_residual"].as_f64().unwrap() < 1e-9);
+    let out = fem_cli(&dir, &["solve", "--format", "auto", "--backend", "cpu", "--products", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -379,7 +379,14 @@ impl PoissonReport {
 
 /// (minimum bytes, model bytes) of one SpMV of `op` in `format`.
 fn spmv_bytes<T: Scalar>(format: Format, layout: &Layout, nnz: usize, slots: usize, dim: usize, symmetric: bool) -> (usize, usize) {
-    let (t, n, ne, nb) = (T::BYTES, layout.n_rows, layout.n_cells(), layout.dofs_per_cell);
+    format_bytes(format, T::BYTES, layout.n_rows, layout.n_cells(), layout.dofs_per_cell, nnz, slots, dim, symmetric)
+}
+
+/// (minimum bytes, the paper's model bytes) of one product in `format`
+/// with `t`-byte values, `n` rows, `ne` cells of `nb` DOFs, `nnz` CSR
+/// nonzeros and `slots` ELLPACK slots.
+#[allow(clippy::too_many_arguments)]
+pub fn format_bytes(format: Format, t: usize, n: usize, ne: usize, nb: usize, nnz: usize, slots: usize, dim: usize, symmetric: bool) -> (usize, usize) {
     let vectors = 2 * n * t;
     match format {
         Format::Csr => (nnz * (t + 4) + (n + 1) * 4 + vectors, nnz * (2 * t + 4) + (n + 1) * 4 + n * t),
@@ -557,4 +564,51 @@ mod tests {
             assert!((order - (p + 1) as f64).abs() < 0.2, "dim={dim} p={p}: errors {errs:?}, order {order:.3}");
         }
     }
+}
+
+/// Fraction of the copy bandwidth each format's GPU product reaches on its
+/// bytes, and the flop rate of the matrix-free recomputation (bound by
+/// registers and latency, not by the FMA units), measured on an H200
+/// (`fem bench solve`, benches/gpu/results/tune). The CPU backend streams
+/// CSR best and recomputes at about 2 GFLOP/s per thread.
+fn format_efficiency(f: Format, gpu: bool) -> f64 {
+    match (f, gpu) {
+        (Format::Csr, true) => 0.75,
+        (Format::Ell | Format::LazyEll, true) => 0.85,
+        (Format::Lma, true) => 0.8,
+        (Format::Csr, false) => 1.0,
+        (_, false) => 0.7,
+        (Format::MatrixFree, true) => 1.0,
+    }
+}
+
+/// The storage `auto` takes for the Q_p Poisson operator on `cells`
+/// cells per direction: each format priced as `products` products (its
+/// bytes over the copy bandwidth at its efficiency; matrix-free as the
+/// flops of recomputing every element matrix) plus writing what it stores
+/// once. Every format can hold a mesh operator, so none is unavailable.
+pub fn choose_format(dim: usize, degree: usize, cells: usize, value_bytes: usize, m: &crate::sparse::model::Machine, products: f64) -> Result<crate::tune::select::Choice> {
+    use crate::tune::select::{choose, Costed};
+    let gpu = m.kind == crate::BackendKind::Cuda;
+    let ne = cells.pow(dim as u32);
+    let nb = (degree + 1).pow(dim as u32);
+    let n = (cells * degree + 1).pow(dim as u32);
+    let coupled = (2 * degree + 1).pow(dim as u32);
+    let (nnz, slots) = (n * coupled, n * coupled);
+    let options = Format::ALL.iter().map(|&f| {
+        let (bytes, _) = format_bytes(f, value_bytes, n, ne, nb, nnz, slots, dim, false);
+        let stream = bytes as f64 / (format_efficiency(f, gpu) * m.bytes_per_second);
+        let product_seconds = if f == Format::MatrixFree {
+            let q = (degree + 1).pow(dim as u32);
+            let flops = (ne * q * nb * nb * 2 * dim) as f64;
+            let rate = if gpu { 3e11 } else { 2e9 * m.resident_threads as f64 };
+            stream.max(flops / rate)
+        } else {
+            stream
+        };
+        let stored = bytes.saturating_sub(2 * n * value_bytes) as f64;
+        let conversion_seconds = if f == Format::MatrixFree { 0.0 } else { stored / m.bytes_per_second };
+        Costed { storage: format!("{f:?}").to_lowercase().replace("lazyell", "lazy-ell").replace("matrixfree", "matrix-free"), product_seconds, conversion_seconds, unavailable: None }
+    });
+    choose(options.collect(), products)
 }
