@@ -612,3 +612,10 @@ pub fn choose_format(dim: usize, degree: usize, cells: usize, value_bytes: usize
     });
     choose(options.collect(), products)
 }
+
+/// The tuning-file signature of the GPU CSR product of the Q_p Poisson
+/// operator, whose threads per row `--bench` tunes (Reguly & Giles, Fig. 6).
+pub fn csr_signature(dim: usize, degree: usize, cells: usize, precision: &str) -> String {
+    let rows = (cells * degree + 1).pow(dim as u32);
+    format!("poisson-csr/{dim}d/q{degree}/{precision}/rows={}", crate::tune::pow2_bucket(rows))
+}

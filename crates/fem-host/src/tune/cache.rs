@@ -20,7 +20,8 @@ pub const VERSION: u32 = 1;
 pub struct Entry {
     /// The winning parameters, as the operation serialises them.
     pub params: serde_json::Value,
-    /// Median seconds of the winner and of the default it was compared with.
+    /// Median seconds of the winner and of the default it was compared with
+    /// (0 where the search does not report them).
     pub seconds: f64,
     pub default_seconds: f64,
     /// Candidates timed, and candidates the model ruled out untimed.
