@@ -107,6 +107,25 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a generated box mesh of the unit square or cube as a Gmsh file
+    /// (format 4.1, quadrilaterals or hexahedra).
+    ///
+    /// Examples:
+    ///   fem mesh-gen --dim 2 --cells 32 square.msh
+    ///   fem mesh-gen --dim 3 --cells 8 --unstructured --binary cube.msh
+    MeshGen {
+        output: PathBuf,
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=3))]
+        dim: u32,
+        #[arg(long, default_value_t = 8)]
+        cells: usize,
+        /// Perturbed interior vertices, shuffled numbering and orientation.
+        #[arg(long)]
+        unstructured: bool,
+        /// Binary instead of ASCII.
+        #[arg(long)]
+        binary: bool,
+    },
     /// Write a generated matrix as a Matrix Market file.
     ///
     /// Examples:
@@ -198,6 +217,11 @@ struct SolveArgs {
     /// Cells per direction (default: about --dofs DOFs).
     #[arg(long)]
     cells: Option<usize>,
+    /// Solve on the quadrilaterals or hexahedra of a Gmsh file (format 4.1,
+    /// ASCII or binary) covering the unit square or cube, instead of a
+    /// generated box.
+    #[arg(long, conflicts_with_all = ["cells", "unstructured"])]
+    mesh: Option<PathBuf>,
     /// Target number of DOFs when --cells is not given.
     #[arg(long, default_value_t = 1_000_000)]
     dofs: usize,
@@ -411,6 +435,7 @@ fn main() -> ExitCode {
         }
         Command::MatrixStats { file, generate, json } => matrix_stats(file, generate, json),
         Command::MatrixGen { spec, output, symmetric } => matrix_gen(&spec, &output, symmetric),
+        Command::MeshGen { output, dim, cells, unstructured, binary } => mesh_gen(&output, dim as usize, cells, unstructured, binary),
         Command::SpmvAssembly { dim, degree, rows, threshold, precision, repeats, json } => {
             spmv_assembly(dim as usize, degree as usize, rows, threshold, precision, repeats, json)
         }
@@ -672,9 +697,20 @@ fn solve(a: &SolveArgs) -> CliResult {
     use fem::host::operator::elements::LocalVariant;
     use fem::host::operator::gpu::Scatter;
     use fem::host::problem::poisson::{Format, PoissonOptions};
-    let (dim, degree) = (a.dim as usize, a.degree as usize);
-    let cells = a.cells.unwrap_or_else(|| fem::solve::cells_for_dofs(dim, degree, a.dofs));
-    let mut opts = PoissonOptions::new(fem::solve::mesh(dim, cells, a.unstructured, 1), degree);
+    let degree = a.degree as usize;
+    let (mut opts, dim, cells) = match &a.mesh {
+        Some(path) => {
+            let mesh = fem::host::io::gmsh::read_path(path)?.to_mesh()?;
+            let (dim, n) = (mesh.dim, mesh.n_cells());
+            let cells = (n as f64).powf(1.0 / dim as f64).round().max(1.0) as usize;
+            (PoissonOptions::on(fem::host::problem::poisson::MeshSource::Given(std::sync::Arc::new(mesh)), degree), dim, cells)
+        }
+        None => {
+            let dim = a.dim as usize;
+            let cells = a.cells.unwrap_or_else(|| fem::solve::cells_for_dofs(dim, degree, a.dofs));
+            (PoissonOptions::new(fem::solve::mesh(dim, cells, a.unstructured, 1), degree), dim, cells)
+        }
+    };
     opts.numbering = a.numbering.parse()?;
     opts.dirichlet = a.dirichlet.parse()?;
     opts.format = match a.format {
@@ -880,6 +916,13 @@ fn matrix_stats(file: Option<PathBuf>, generate: Option<String>, json: bool) -> 
             stats.table_row(&src.name())
         );
     }
+    Ok(true)
+}
+
+fn mesh_gen(output: &std::path::Path, dim: usize, cells: usize, unstructured: bool, binary: bool) -> CliResult {
+    let mesh = fem::solve::mesh(dim, cells, unstructured, 1).build()?;
+    fem::host::io::gmsh::write_path(&mesh, binary, output)?;
+    eprintln!("wrote {} ({} cells, {} vertices)", output.display(), mesh.n_cells(), mesh.n_vertices());
     Ok(true)
 }
 

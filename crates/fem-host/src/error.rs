@@ -28,6 +28,8 @@ pub enum Error {
     Mesh(#[from] crate::mesh::validate::MeshError),
     #[error("Matrix Market: {0}")]
     MatrixMarket(#[from] crate::io::matrix_market::MatrixMarketError),
+    #[error("Gmsh file: {0}")]
+    Gmsh(#[from] crate::io::gmsh::GmshError),
     #[error("cuSPARSE: {0}")]
     Cusparse(String),
     #[error("CPU thread pool: {0}")]

@@ -75,9 +75,27 @@ pub fn build_operator<T: Scalar>(
     Ok((op, b))
 }
 
+/// Where the mesh of a solve comes from.
+#[derive(Clone, Debug)]
+pub enum MeshSource {
+    /// Generated on the unit square or cube.
+    Box(BoxMesh),
+    /// Given whole (read from a file), already validated.
+    Given(std::sync::Arc<Mesh>),
+}
+
+impl MeshSource {
+    pub fn build(&self) -> Result<Mesh> {
+        match self {
+            Self::Box(b) => b.build(),
+            Self::Given(m) => Ok(Mesh::clone(m)),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct PoissonOptions {
-    pub mesh: BoxMesh,
+    pub mesh: MeshSource,
     pub degree: usize,
     pub numbering: Numbering,
     pub dirichlet: DirichletMode,
@@ -96,6 +114,12 @@ pub struct PoissonOptions {
 
 impl PoissonOptions {
     pub fn new(mesh: BoxMesh, degree: usize) -> Self {
+        Self::on(MeshSource::Box(mesh), degree)
+    }
+
+    /// The problem on a given mesh (of the unit square or cube, for the
+    /// exact solution to hold).
+    pub fn on(mesh: MeshSource, degree: usize) -> Self {
         Self {
             mesh,
             degree,

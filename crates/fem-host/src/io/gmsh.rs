@@ -1,0 +1,653 @@
+//! Gmsh `.msh` files, format 4.1, ASCII and binary: nodes, elements of the
+//! common Lagrange types (first and second order points, lines, triangles,
+//! quadrilaterals, tetrahedra, hexahedra), physical groups and their names.
+//!
+//! Every count the file declares is checked against the bytes left before
+//! anything is allocated, so a hostile header cannot make the reader
+//! reserve gigabytes; every defect is an error naming the section and,
+//! in ASCII files, the line.
+
+use crate::mesh::{Cell, Mesh};
+use std::collections::HashMap;
+use std::path::Path;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum GmshError {
+    #[error("{section}, line {line}: {message}")]
+    Syntax { section: String, line: usize, message: String },
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("invalid mesh: {0}")]
+    Invalid(String),
+    #[error("cannot read or write {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+}
+
+type GResult<T> = std::result::Result<T, GmshError>;
+
+/// The element types read, with Gmsh's type numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElementKind {
+    Point,
+    Line2,
+    Line3,
+    Triangle3,
+    Triangle6,
+    Quad4,
+    Quad8,
+    Quad9,
+    Tetrahedron4,
+    Tetrahedron10,
+    Hexahedron8,
+    Hexahedron20,
+    Hexahedron27,
+}
+
+impl ElementKind {
+    pub fn from_gmsh(t: i32) -> GResult<Self> {
+        use ElementKind::*;
+        Ok(match t {
+            15 => Point,
+            1 => Line2,
+            8 => Line3,
+            2 => Triangle3,
+            9 => Triangle6,
+            3 => Quad4,
+            16 => Quad8,
+            10 => Quad9,
+            4 => Tetrahedron4,
+            11 => Tetrahedron10,
+            5 => Hexahedron8,
+            17 => Hexahedron20,
+            12 => Hexahedron27,
+            6 | 13 | 18 => return Err(GmshError::Unsupported(format!("element type {t} (prism) is not supported"))),
+            7 | 14 | 19 => return Err(GmshError::Unsupported(format!("element type {t} (pyramid) is not supported"))),
+            _ => return Err(GmshError::Unsupported(format!("element type {t} is not supported (points, lines, triangles, quadrilaterals, tetrahedra and hexahedra of order 1 and 2 are)"))),
+        })
+    }
+
+    pub fn gmsh_type(self) -> i32 {
+        use ElementKind::*;
+        match self {
+            Point => 15,
+            Line2 => 1,
+            Line3 => 8,
+            Triangle3 => 2,
+            Triangle6 => 9,
+            Quad4 => 3,
+            Quad8 => 16,
+            Quad9 => 10,
+            Tetrahedron4 => 4,
+            Tetrahedron10 => 11,
+            Hexahedron8 => 5,
+            Hexahedron20 => 17,
+            Hexahedron27 => 12,
+        }
+    }
+
+    pub fn nodes(self) -> usize {
+        use ElementKind::*;
+        match self {
+            Point => 1,
+            Line2 => 2,
+            Line3 => 3,
+            Triangle3 => 3,
+            Triangle6 => 6,
+            Quad4 => 4,
+            Quad8 => 8,
+            Quad9 => 9,
+            Tetrahedron4 => 4,
+            Tetrahedron10 => 10,
+            Hexahedron8 => 8,
+            Hexahedron20 => 20,
+            Hexahedron27 => 27,
+        }
+    }
+
+    pub fn dim(self) -> usize {
+        use ElementKind::*;
+        match self {
+            Point => 0,
+            Line2 | Line3 => 1,
+            Triangle3 | Triangle6 | Quad4 | Quad8 | Quad9 => 2,
+            _ => 3,
+        }
+    }
+
+    /// Corner nodes (the first ones in Gmsh's ordering).
+    pub fn corners(self) -> usize {
+        use ElementKind::*;
+        match self {
+            Point => 1,
+            Line2 | Line3 => 2,
+            Triangle3 | Triangle6 => 3,
+            Quad4 | Quad8 | Quad9 | Tetrahedron4 | Tetrahedron10 => 4,
+            _ => 8,
+        }
+    }
+}
+
+/// The elements of one entity of one type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElementBlock {
+    pub kind: ElementKind,
+    pub entity_dim: usize,
+    pub entity_tag: i32,
+    /// Physical groups of the entity.
+    pub physical: Vec<i32>,
+    /// Node indices (into [`GmshMesh::nodes`]), `kind.nodes()` per element.
+    pub connectivity: Vec<u32>,
+}
+
+impl ElementBlock {
+    pub fn len(&self) -> usize {
+        self.connectivity.len() / self.kind.nodes()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.connectivity.is_empty()
+    }
+}
+
+/// A mesh as the file holds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GmshMesh {
+    pub nodes: Vec<[f64; 3]>,
+    /// Gmsh's tag of each node.
+    pub node_tags: Vec<u64>,
+    pub blocks: Vec<ElementBlock>,
+    /// (dimension, tag) → name.
+    pub physical_names: Vec<(usize, i32, String)>,
+}
+
+/// Reads a `.msh` file.
+pub fn read_path(path: &Path) -> GResult<GmshMesh> {
+    let data = std::fs::read(path).map_err(|source| GmshError::Io { path: path.display().to_string(), source })?;
+    read(&data)
+}
+
+/// A cursor over the file: ASCII tokens or binary values.
+struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+    binary: bool,
+    section: &'static str,
+}
+
+impl<'a> Cursor<'a> {
+    fn line(&self) -> usize {
+        1 + self.data[..self.pos.min(self.data.len())].iter().filter(|&&b| b == b'\n').count()
+    }
+
+    fn err<T>(&self, message: impl Into<String>) -> GResult<T> {
+        Err(GmshError::Syntax { section: self.section.into(), line: self.line(), message: message.into() })
+    }
+
+    fn left(&self) -> usize {
+        self.data.len().saturating_sub(self.pos)
+    }
+
+    fn skip_space(&mut self) {
+        while self.pos < self.data.len() && self.data[self.pos].is_ascii_whitespace() {
+            self.pos += 1;
+        }
+    }
+
+    /// The next whitespace-delimited ASCII token.
+    fn word(&mut self) -> GResult<&'a str> {
+        self.skip_space();
+        let start = self.pos;
+        while self.pos < self.data.len() && !self.data[self.pos].is_ascii_whitespace() {
+            self.pos += 1;
+        }
+        if start == self.pos {
+            return self.err("unexpected end of file");
+        }
+        std::str::from_utf8(&self.data[start..self.pos]).or_else(|_| self.err("a token that is not text"))
+    }
+
+    fn parse<T: std::str::FromStr>(&mut self, what: &str) -> GResult<T> {
+        let w = self.word()?;
+        w.parse().or_else(|_| self.err(format!("expected {what}, found `{w}`")))
+    }
+
+    fn bytes<const N: usize>(&mut self) -> GResult<[u8; N]> {
+        if self.left() < N {
+            return self.err("unexpected end of binary data");
+        }
+        let b: [u8; N] = self.data[self.pos..self.pos + N].try_into().expect("length checked");
+        self.pos += N;
+        Ok(b)
+    }
+
+    fn int(&mut self) -> GResult<i32> {
+        if self.binary { Ok(i32::from_le_bytes(self.bytes()?)) } else { self.parse("an integer") }
+    }
+
+    fn size(&mut self) -> GResult<u64> {
+        if self.binary { Ok(u64::from_le_bytes(self.bytes()?)) } else { self.parse("a count") }
+    }
+
+    fn real(&mut self) -> GResult<f64> {
+        let v = if self.binary { f64::from_le_bytes(self.bytes()?) } else { self.parse("a number")? };
+        if v.is_finite() { Ok(v) } else { self.err("a coordinate that is not finite") }
+    }
+
+    /// A count of items of at least `numbers` numbers each, checked against
+    /// the bytes left (a number takes at least 4 bytes in binary, 2 in
+    /// ASCII with its separator).
+    fn count(&mut self, what: &str, numbers: usize) -> GResult<usize> {
+        let n = self.size()?;
+        let min_bytes = numbers as u64 * if self.binary { 4 } else { 2 };
+        if n.saturating_mul(min_bytes) > self.left() as u64 {
+            return self.err(format!("declares {n} {what}, more than the {} bytes left can hold", self.left()));
+        }
+        Ok(n as usize)
+    }
+
+    fn expect_end(&mut self, name: &str) -> GResult<()> {
+        let w = self.word()?;
+        if w != format!("$End{name}") {
+            return self.err(format!("expected $End{name}, found `{w}`"));
+        }
+        Ok(())
+    }
+
+    /// Skips an unknown section up to its `$End` marker.
+    fn skip_section(&mut self, name: &str) -> GResult<()> {
+        let end = format!("$End{name}");
+        let hay = &self.data[self.pos..];
+        match hay.windows(end.len()).position(|w| w == end.as_bytes()) {
+            Some(i) => {
+                self.pos += i + end.len();
+                Ok(())
+            }
+            None => self.err(format!("section ${name} has no {end}")),
+        }
+    }
+}
+
+/// Parses a `.msh` 4.1 file from its bytes.
+pub fn read(data: &[u8]) -> GResult<GmshMesh> {
+    let mut c = Cursor { data, pos: 0, binary: false, section: "header" };
+    c.skip_space();
+    if c.left() == 0 {
+        return Err(GmshError::Invalid("the file is empty".into()));
+    }
+    let w = c.word()?;
+    if w != "$MeshFormat" {
+        return c.err(format!("the file must start with $MeshFormat, not `{w}`"));
+    }
+    c.section = "$MeshFormat";
+    let version = c.word()?;
+    if version != "4.1" {
+        return Err(GmshError::Unsupported(format!("MSH format version {version} is not supported (4.1 is; re-export with Gmsh's -format msh41)")));
+    }
+    let file_type: i32 = c.parse("the file type")?;
+    let size: i32 = c.parse("the data size")?;
+    if size != 8 {
+        return Err(GmshError::Unsupported(format!("data size {size} is not supported (8 is)")));
+    }
+    let binary = match file_type {
+        0 => false,
+        1 => {
+            c.binary = true;
+            skip_newline(&mut c);
+            if c.int()? != 1 {
+                return Err(GmshError::Unsupported("big-endian binary files are not supported".into()));
+            }
+            c.binary = false;
+            true
+        }
+        t => return c.err(format!("file type {t} is neither 0 (ASCII) nor 1 (binary)")),
+    };
+    c.expect_end("MeshFormat")?;
+    let mesh = GmshMesh { nodes: Vec::new(), node_tags: Vec::new(), blocks: Vec::new(), physical_names: Vec::new() };
+    read_sections(c, mesh, HashMap::new(), Vec::new(), binary)
+}
+
+fn read_sections(mut c: Cursor, mut mesh: GmshMesh, mut entities: HashMap<(usize, i32), Vec<i32>>, mut raw: Vec<(ElementKind, usize, i32, Vec<u64>)>, binary: bool) -> GResult<GmshMesh> {
+    let (mut have_nodes, mut have_elements) = (false, false);
+    loop {
+        c.binary = false;
+        c.skip_space();
+        if c.left() == 0 {
+            break;
+        }
+        let w = c.word()?;
+        let Some(name) = w.strip_prefix('$') else { return c.err(format!("expected a section, found `{w}`")) };
+        match name {
+            "PhysicalNames" => {
+                c.section = "$PhysicalNames";
+                let n: usize = c.parse("a count")?;
+                if n > c.left() / 4 {
+                    return c.err(format!("declares {n} names, more than the file can hold"));
+                }
+                for _ in 0..n {
+                    let dim: usize = c.parse("a dimension")?;
+                    let tag: i32 = c.parse("a tag")?;
+                    c.skip_space();
+                    let rest = &c.data[c.pos..];
+                    let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+                    let name = String::from_utf8_lossy(&rest[..end]).trim().trim_matches('"').to_string();
+                    c.pos += end;
+                    mesh.physical_names.push((dim, tag, name));
+                }
+                c.expect_end("PhysicalNames")?;
+            }
+            "Entities" => {
+                c.section = "$Entities";
+                c.binary = binary;
+                skip_newline(&mut c);
+                read_entities(&mut c, &mut entities)?;
+                c.binary = false;
+                c.expect_end("Entities")?;
+            }
+            "Nodes" => {
+                c.section = "$Nodes";
+                c.binary = binary;
+                skip_newline(&mut c);
+                read_nodes(&mut c, &mut mesh)?;
+                c.binary = false;
+                c.expect_end("Nodes")?;
+                have_nodes = true;
+            }
+            "Elements" => {
+                c.section = "$Elements";
+                c.binary = binary;
+                skip_newline(&mut c);
+                read_elements(&mut c, &mut raw)?;
+                c.binary = false;
+                c.expect_end("Elements")?;
+                have_elements = true;
+            }
+            other => {
+                c.section = "unknown section";
+                c.skip_section(other)?;
+            }
+        }
+    }
+    if !have_nodes || !have_elements {
+        return Err(GmshError::Invalid("the file lacks a $Nodes or $Elements section".into()));
+    }
+    let index: HashMap<u64, u32> = mesh.node_tags.iter().enumerate().map(|(i, &t)| (t, i as u32)).collect();
+    for (kind, dim, tag, tags) in raw {
+        let connectivity = tags
+            .iter()
+            .map(|t| index.get(t).copied().ok_or_else(|| GmshError::Invalid(format!("an element of entity ({dim}, {tag}) refers to node {t}, which the file does not define"))))
+            .collect::<GResult<Vec<u32>>>()?;
+        let physical = entities.get(&(dim, tag)).cloned().unwrap_or_default();
+        mesh.blocks.push(ElementBlock { kind, entity_dim: dim, entity_tag: tag, physical, connectivity });
+    }
+    Ok(mesh)
+}
+
+/// Binary data starts after the newline that ends the section's name.
+fn skip_newline(c: &mut Cursor) {
+    if c.binary && c.data.get(c.pos) == Some(&b'\n') {
+        c.pos += 1;
+    } else if c.binary && c.data.get(c.pos) == Some(&b'\r') {
+        c.pos += if c.data.get(c.pos + 1) == Some(&b'\n') { 2 } else { 1 };
+    }
+}
+
+fn read_entities(c: &mut Cursor, entities: &mut HashMap<(usize, i32), Vec<i32>>) -> GResult<()> {
+    let counts = [c.size()?, c.size()?, c.size()?, c.size()?];
+    for (dim, &n) in counts.iter().enumerate() {
+        if n.saturating_mul(8) > c.left() as u64 {
+            return c.err(format!("declares {n} entities of dimension {dim}, more than the file can hold"));
+        }
+        for _ in 0..n {
+            let tag = c.int()?;
+            let reals = if dim == 0 { 3 } else { 6 };
+            for _ in 0..reals {
+                c.real()?;
+            }
+            let np = c.count("physical tags", 1)?;
+            let physical = (0..np).map(|_| c.int()).collect::<GResult<Vec<i32>>>()?;
+            if dim > 0 {
+                let nb = c.count("bounding entities", 1)?;
+                for _ in 0..nb {
+                    c.int()?;
+                }
+            }
+            entities.insert((dim, tag), physical);
+        }
+    }
+    Ok(())
+}
+
+fn read_nodes(c: &mut Cursor, mesh: &mut GmshMesh) -> GResult<()> {
+    let blocks = c.count("node blocks", 4)?;
+    let total = c.count("nodes", 4)?;
+    c.size()?;
+    c.size()?;
+    mesh.nodes.reserve(total);
+    mesh.node_tags.reserve(total);
+    for _ in 0..blocks {
+        let _dim = c.int()?;
+        let _tag = c.int()?;
+        let parametric = c.int()?;
+        if parametric != 0 {
+            return Err(GmshError::Unsupported("parametric node coordinates are not supported".into()));
+        }
+        let n = c.count("nodes in a block", 4)?;
+        let first = mesh.node_tags.len();
+        for _ in 0..n {
+            mesh.node_tags.push(c.size()?);
+        }
+        for _ in 0..n {
+            mesh.nodes.push([c.real()?, c.real()?, c.real()?]);
+        }
+        if mesh.node_tags.len() - first != n || mesh.nodes.len() > total {
+            return c.err(format!("the blocks hold more than the {total} nodes declared"));
+        }
+    }
+    if mesh.nodes.len() != total {
+        return c.err(format!("{} nodes read, {total} declared", mesh.nodes.len()));
+    }
+    Ok(())
+}
+
+fn read_elements(c: &mut Cursor, raw: &mut Vec<(ElementKind, usize, i32, Vec<u64>)>) -> GResult<()> {
+    let blocks = c.count("element blocks", 4)?;
+    let total = c.count("elements", 2)?;
+    c.size()?;
+    c.size()?;
+    let mut read = 0usize;
+    for _ in 0..blocks {
+        let dim = c.int()?;
+        let tag = c.int()?;
+        let kind = ElementKind::from_gmsh(c.int()?)?;
+        if dim < 0 || dim as usize != kind.dim() {
+            return c.err(format!("a block of entity dimension {dim} holds {kind:?} elements"));
+        }
+        let n = c.count("elements in a block", 1 + kind.nodes())?;
+        let mut tags = Vec::with_capacity(n * kind.nodes());
+        for _ in 0..n {
+            c.size()?;
+            for _ in 0..kind.nodes() {
+                tags.push(c.size()?);
+            }
+        }
+        read += n;
+        raw.push((kind, dim as usize, tag, tags));
+    }
+    if read != total {
+        return c.err(format!("{read} elements read, {total} declared"));
+    }
+    Ok(())
+}
+
+impl GmshMesh {
+    /// The highest dimension of any element.
+    pub fn dim(&self) -> usize {
+        self.blocks.iter().map(|b| b.kind.dim()).max().unwrap_or(0)
+    }
+
+    /// The quadrilateral or hexahedral mesh the Q_p solvers take: the cells
+    /// of the highest dimension, by their corner nodes (second-order
+    /// elements keep their corners: the geometry becomes bilinear or
+    /// trilinear), in fem's tensor vertex order, with the nodes no cell
+    /// uses dropped. Validated (inverted cells are an error).
+    pub fn to_mesh(&self) -> GResult<Mesh> {
+        let dim = self.dim();
+        if dim < 2 {
+            return Err(GmshError::Invalid("the file has no 2D or 3D elements".into()));
+        }
+        let top: Vec<&ElementBlock> = self.blocks.iter().filter(|b| b.kind.dim() == dim).collect();
+        let kinds: Vec<ElementKind> = top.iter().map(|b| b.kind).collect();
+        if let Some(k) = kinds.iter().find(|k| matches!(k, ElementKind::Triangle3 | ElementKind::Triangle6 | ElementKind::Tetrahedron4 | ElementKind::Tetrahedron10)) {
+            return Err(GmshError::Unsupported(format!("{k:?} cells need simplex elements; the Q_p solver takes quadrilaterals and hexahedra")));
+        }
+        let loose = self.unreferenced_nodes();
+        if !loose.is_empty() {
+            let first: Vec<String> = loose.iter().take(5).map(|t| t.to_string()).collect();
+            return Err(GmshError::Invalid(format!("{} nodes belong to no element (first: {})", loose.len(), first.join(", "))));
+        }
+        // Gmsh numbers corners counter-clockwise; fem's vertex v sits at the corner whose bits are v's.
+        const TENSOR: [usize; 8] = [0, 1, 3, 2, 4, 5, 7, 6];
+        let nv = 1usize << dim;
+        let mut used = vec![u32::MAX; self.nodes.len()];
+        let mut coords = Vec::new();
+        let mut cells = Vec::new();
+        for b in top {
+            for e in b.connectivity.chunks(b.kind.nodes()) {
+                let mut cell: Cell = [0; 8];
+                for (v, slot) in cell.iter_mut().enumerate().take(nv) {
+                    let node = e[TENSOR[v]] as usize;
+                    if used[node] == u32::MAX {
+                        used[node] = coords.len() as u32;
+                        coords.push(self.nodes[node]);
+                    }
+                    *slot = used[node];
+                }
+                cells.push(cell);
+            }
+        }
+        let mesh = Mesh { dim, coords, cells };
+        mesh.validate().map_err(|e| GmshError::Invalid(e.to_string()))?;
+        Ok(mesh)
+    }
+
+    /// Nodes no element of any dimension refers to (first few), which a
+    /// well-formed mesh does not have.
+    pub fn unreferenced_nodes(&self) -> Vec<u64> {
+        let mut used = vec![false; self.nodes.len()];
+        for b in &self.blocks {
+            for &n in &b.connectivity {
+                used[n as usize] = true;
+            }
+        }
+        (0..used.len()).filter(|&i| !used[i]).map(|i| self.node_tags[i]).collect()
+    }
+}
+
+/// Writes `mesh` as a `.msh` 4.1 file (ASCII or binary): one entity of the
+/// mesh's dimension holding every cell as first-order quadrilaterals or
+/// hexahedra, in physical group 1.
+pub fn write(mesh: &Mesh, binary: bool) -> Vec<u8> {
+    const GMSH: [usize; 8] = [0, 1, 3, 2, 4, 5, 7, 6];
+    let dim = mesh.dim;
+    let (kind, nv) = if dim == 2 { (ElementKind::Quad4, 4) } else { (ElementKind::Hexahedron8, 8) };
+    let mut out = Vec::new();
+    let mut w = Writer { out: &mut out, binary };
+    w.text(&format!("$MeshFormat\n4.1 {} 8\n", binary as u8));
+    if binary {
+        w.out.extend_from_slice(&1i32.to_le_bytes());
+        w.text("\n");
+    }
+    w.text("$EndMeshFormat\n$PhysicalNames\n1\n");
+    w.text(&format!("{dim} 1 \"domain\"\n$EndPhysicalNames\n$Entities\n"));
+    let lo = [0.0f64; 6];
+    let counts: [u64; 4] = [0, 0, (dim == 2) as u64, (dim == 3) as u64];
+    for c in counts {
+        w.size(c);
+    }
+    w.newline();
+    w.int(1);
+    for v in lo {
+        w.real(v);
+    }
+    w.size(1);
+    w.int(1);
+    w.size(0);
+    w.newline();
+    w.text("$EndEntities\n$Nodes\n");
+    let n = mesh.coords.len() as u64;
+    for v in [1, n, 1, n] {
+        w.size(v);
+    }
+    w.newline();
+    w.int(dim as i32);
+    w.int(1);
+    w.int(0);
+    w.size(n);
+    w.newline();
+    for t in 1..=n {
+        w.size(t);
+        w.newline();
+    }
+    for x in &mesh.coords {
+        for &v in x {
+            w.real(v);
+        }
+        w.newline();
+    }
+    w.text("$EndNodes\n$Elements\n");
+    let ne = mesh.cells.len() as u64;
+    for v in [1, ne, 1, ne] {
+        w.size(v);
+    }
+    w.newline();
+    w.int(dim as i32);
+    w.int(1);
+    w.int(kind.gmsh_type());
+    w.size(ne);
+    w.newline();
+    for (e, cell) in mesh.cells.iter().enumerate() {
+        w.size(e as u64 + 1);
+        for &k in &GMSH[..nv] {
+            w.size(cell[k] as u64 + 1);
+        }
+        w.newline();
+    }
+    w.text("$EndElements\n");
+    out
+}
+
+/// Writes `mesh` to `path` through a temporary file renamed into place.
+pub fn write_path(mesh: &Mesh, binary: bool, path: &Path) -> GResult<()> {
+    crate::io::atomic_write(path, &write(mesh, binary)).map_err(|source| GmshError::Io { path: path.display().to_string(), source })
+}
+
+struct Writer<'a> {
+    out: &'a mut Vec<u8>,
+    binary: bool,
+}
+
+impl Writer<'_> {
+    fn text(&mut self, s: &str) {
+        self.out.extend_from_slice(s.as_bytes());
+    }
+    fn sep(&mut self) {
+        if !self.binary && !matches!(self.out.last(), Some(b'\n') | None) {
+            self.out.push(b' ');
+        }
+    }
+    fn int(&mut self, v: i32) {
+        if self.binary { self.out.extend_from_slice(&v.to_le_bytes()) } else { self.sep(); self.text(&v.to_string()) }
+    }
+    fn size(&mut self, v: u64) {
+        if self.binary { self.out.extend_from_slice(&v.to_le_bytes()) } else { self.sep(); self.text(&v.to_string()) }
+    }
+    fn real(&mut self, v: f64) {
+        if self.binary { self.out.extend_from_slice(&v.to_le_bytes()) } else { self.sep(); self.text(&format!("{v:?}")) }
+    }
+    fn newline(&mut self) {
+        if !self.binary {
+            self.out.push(b'\n');
+        }
+    }
+}
