@@ -261,6 +261,13 @@ struct SolveArgs {
     /// GPU: also time one SpMV against the copy roofline.
     #[arg(long)]
     bench: bool,
+    /// Write the mesh with u_h, the exact solution and the error at the
+    /// vertices as a VTK file (ParaView's .vtu).
+    #[arg(long)]
+    vtk: Option<PathBuf>,
+    /// The VTK file in ASCII instead of base64-encoded binary.
+    #[arg(long)]
+    vtk_ascii: bool,
     /// --format auto: products the operator will serve (CG iterations).
     #[arg(long, default_value_t = 1000.0)]
     products: f64,
@@ -766,6 +773,9 @@ fn solve(a: &SolveArgs) -> CliResult {
         tuning.file.insert(&key, &t, 0.0, 0.0, fem::host::operator::gpu::THREADS_PER_ROW.len(), 0);
         save_tuning(&tuning, a.json)?;
     }
+    if let Some(path) = &a.vtk {
+        write_solution_vtk(path, &opts, &report, a.vtk_ascii)?;
+    }
     if a.json {
         let mut v = serde_json::to_value(&report)?;
         v["choice"] = serde_json::to_value(&choice)?;
@@ -917,6 +927,18 @@ fn matrix_stats(file: Option<PathBuf>, generate: Option<String>, json: bool) -> 
         );
     }
     Ok(true)
+}
+
+/// The solution, the exact one and their difference at the vertices.
+fn write_solution_vtk(path: &std::path::Path, opts: &fem::host::problem::poisson::PoissonOptions, r: &fem::host::problem::poisson::PoissonReport, ascii: bool) -> Result<(), Box<dyn std::error::Error>> {
+    use fem::host::io::vtk::{write_path, Encoding, Field};
+    let mesh = opts.mesh.build()?;
+    use fem::core::poisson::SinePoisson;
+    let exact: Vec<f64> = mesh.coords.iter().map(|x| if mesh.dim == 2 { SinePoisson::solution([x[0], x[1]]) } else { SinePoisson::solution(*x) }).collect();
+    let error: Vec<f64> = r.vertex_values.iter().zip(&exact).map(|(u, e)| u - e).collect();
+    let fields = [Field { name: "u", values: &r.vertex_values }, Field { name: "u_exact", values: &exact }, Field { name: "error", values: &error }];
+    write_path(path, &mesh, &fields, &[], if ascii { Encoding::Ascii } else { Encoding::Binary })?;
+    Ok(())
 }
 
 fn mesh_gen(output: &std::path::Path, dim: usize, cells: usize, unstructured: bool, binary: bool) -> CliResult {

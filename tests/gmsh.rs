@@ -132,3 +132,54 @@ fn fem_solve_reads_a_gmsh_file() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("version 2.2"));
 }
+
+#[test]
+fn vtu_files_read_back_with_the_values_written() {
+    use fem::host::io::vtk::{read_fields, vtu, Encoding, Field};
+    for dim in [2, 3] {
+        let mesh = BoxMesh::unstructured(dim, 3, 5).build().unwrap();
+        let u: Vec<f64> = mesh.coords.iter().map(|x| x[0] - 2.0 * x[1] + 1e-300 * x[2] + 1.0 / 3.0).collect();
+        let c: Vec<f64> = (0..mesh.n_cells()).map(|i| i as f64 * 0.1).collect();
+        for enc in [Encoding::Ascii, Encoding::Binary] {
+            let text = vtu(&mesh, &[Field { name: "u", values: &u }], &[Field { name: "cell", values: &c }], enc).unwrap();
+            assert!(text.contains(&format!("NumberOfPoints=\"{}\" NumberOfCells=\"{}\"", mesh.n_vertices(), mesh.n_cells())));
+            let fields = read_fields(&text).unwrap();
+            assert_eq!(fields[0], ("u".to_string(), u.clone()), "{enc:?}");
+            assert_eq!(fields[1], ("cell".to_string(), c.clone()));
+            let points: Vec<f64> = mesh.coords.iter().flat_map(|x| x.iter().copied()).collect();
+            assert_eq!(fields[2], ("Points".to_string(), points));
+        }
+        let short = vtu(&mesh, &[Field { name: "u", values: &u[1..] }], &[], Encoding::Ascii).unwrap_err();
+        assert!(short.to_string().contains("field `u` has"));
+    }
+}
+
+#[test]
+fn fem_solve_writes_a_vtu_of_the_solution() {
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("fem-vtk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (ascii, name) in [(false, "u.vtu"), (true, "u-ascii.vtu")] {
+        let path = dir.join(name);
+        let mut args = vec!["solve", "--dim", "2", "--degree", "2", "--cells", "6", "--unstructured", "--backend", "cpu", "--vtk", path.to_str().unwrap()];
+        if ascii {
+            args.push("--vtk-ascii");
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let fields = fem::host::io::vtk::read_fields(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let get = |n: &str| fields.iter().find(|f| f.0 == n).unwrap().1.clone();
+        let (u, exact, err) = (get("u"), get("u_exact"), get("error"));
+        assert_eq!(u.len(), 49);
+        // the Q2 solution is within its error of the exact one at every vertex, and not zero
+        let top = exact.iter().fold(0.0f64, |m, v| m.max(*v));
+        assert!(top > 0.03, "{top}");
+        assert!(err.iter().all(|e| e.abs() < 1e-3 * top), "{err:?}");
+        assert!(u.iter().zip(&exact).zip(&err).all(|((a, b), e)| (a - b - e).abs() < 1e-15));
+    }
+    // an unwritable path is an error and leaves nothing behind
+    let bad = dir.join("no-such-folder").join("u.vtu");
+    let out = Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(["solve", "--dim", "2", "--cells", "4", "--backend", "cpu", "--vtk", bad.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!bad.exists());
+}

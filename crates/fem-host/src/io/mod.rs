@@ -2,6 +2,7 @@
 
 pub mod gmsh;
 pub mod matrix_market;
+pub mod vtk;
 
 use std::path::Path;
 

@@ -163,6 +163,9 @@ pub struct PoissonReport {
     pub spmv: Option<SpmvBench>,
     #[serde(skip)]
     pub cg: CgReport,
+    /// u_h at the mesh's vertices (for output files).
+    #[serde(skip)]
+    pub vertex_values: Vec<f64>,
 }
 
 /// One SpMV measured against the copy of the same bytes in the same run.
@@ -194,7 +197,9 @@ pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<P
     let report = cg(cpu, &op, &b, &mut x, opts.cg)?;
     let solve_seconds = t1.elapsed().as_secs_f64();
     let l2_error = l2_error(cpu, &mesh, &space, &layout, &x);
-    Ok(PoissonReport::new::<T>(&mesh, &space, &layout, opts, cpu.name(), report, l2_error, assembly_seconds, solve_seconds))
+    let mut r = PoissonReport::new::<T>(&mesh, &space, &layout, opts, cpu.name(), report, l2_error, assembly_seconds, solve_seconds);
+    r.vertex_values = vertex_values(&mesh, &space, &layout, &x);
+    Ok(r)
 }
 
 /// The operator of `layout` in `format` on the GPU, its load vector, and
@@ -359,6 +364,7 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
     let mut r = PoissonReport::new::<T>(&mesh, &space, &layout, opts, gpu.name(), report, l2_error, assembly_seconds, solve_seconds);
     r.threads_per_row = threads_per_row;
     r.spmv = bench;
+    r.vertex_values = vertex_values(&mesh, &space, &layout, &xh);
     Ok(r)
 }
 
@@ -397,6 +403,7 @@ impl PoissonReport {
             cg_iterations_per_second: rate(cg.iterations, cg.iteration_seconds),
             spmv: None,
             cg,
+            vertex_values: Vec::new(),
         }
     }
 }
@@ -642,4 +649,23 @@ pub fn choose_format(dim: usize, degree: usize, cells: usize, value_bytes: usize
 pub fn csr_signature(dim: usize, degree: usize, cells: usize, precision: &str) -> String {
     let rows = (cells * degree + 1).pow(dim as u32);
     format!("poisson-csr/{dim}d/q{degree}/{precision}/rows={}", crate::tune::pow2_bucket(rows))
+}
+
+/// The solution at the mesh's vertices: each cell's corner nodes (local
+/// node Σ bit_a · p · (p + 1)^a of the tensor-ordered basis), zero on
+/// eliminated boundary DOFs.
+pub fn vertex_values<T: Scalar>(mesh: &Mesh, space: &Space, layout: &Layout, x: &[T]) -> Vec<f64> {
+    let mut by_dof = vec![0.0; space.n_dofs];
+    for (r, &d) in layout.row_dof.iter().enumerate() {
+        by_dof[d as usize] = x[r].to_f64();
+    }
+    let (p, np, nb) = (space.degree, space.degree + 1, space.dofs_per_cell());
+    let mut out = vec![0.0; mesh.n_vertices()];
+    for (c, cell) in mesh.cells.iter().enumerate() {
+        for (v, &vertex) in cell.iter().enumerate().take(mesh.vertices_per_cell()) {
+            let local: usize = (0..mesh.dim).map(|a| ((v >> a) & 1) * p * np.pow(a as u32)).sum();
+            out[vertex as usize] = by_dof[space.cell_dofs[c * nb + local] as usize];
+        }
+    }
+    out
 }
