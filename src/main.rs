@@ -222,6 +222,11 @@ struct SolveArgs {
     /// generated box.
     #[arg(long, conflicts_with_all = ["cells", "unstructured"])]
     mesh: Option<PathBuf>,
+    /// With --mesh: u = 0 only on these boundary physical groups (names or
+    /// numbers, comma-separated), natural conditions elsewhere; the L2 error
+    /// is then not reported (no exact solution).
+    #[arg(long, requires = "mesh", value_delimiter = ',')]
+    dirichlet_group: Vec<String>,
     /// Target number of DOFs when --cells is not given.
     #[arg(long, default_value_t = 1_000_000)]
     dofs: usize,
@@ -707,10 +712,15 @@ fn solve(a: &SolveArgs) -> CliResult {
     let degree = a.degree as usize;
     let (mut opts, dim, cells) = match &a.mesh {
         Some(path) => {
-            let mesh = fem::host::io::gmsh::read_path(path)?.to_mesh()?;
+            let file = fem::host::io::gmsh::read_path(path)?;
+            let (mesh, nodes) = file.to_mesh_and_nodes()?;
             let (dim, n) = (mesh.dim, mesh.n_cells());
             let cells = (n as f64).powf(1.0 / dim as f64).round().max(1.0) as usize;
-            (PoissonOptions::on(fem::host::problem::poisson::MeshSource::Given(std::sync::Arc::new(mesh)), degree), dim, cells)
+            let mut o = PoissonOptions::on(fem::host::problem::poisson::MeshSource::Given(std::sync::Arc::new(mesh)), degree);
+            if !a.dirichlet_group.is_empty() {
+                o.dirichlet_facets = Some(std::sync::Arc::new(file.group_facets(&a.dirichlet_group, &nodes)?));
+            }
+            (o, dim, cells)
         }
         None => {
             let dim = a.dim as usize;

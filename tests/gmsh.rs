@@ -25,10 +25,15 @@ fn generated_meshes_round_trip_in_ascii_and_binary() {
         let mesh = BoxMesh::unstructured(dim, 4, 7).build().unwrap();
         for binary in [false, true] {
             let g = gmsh::read(&gmsh::write(&mesh, binary)).unwrap();
-            assert_eq!(g.physical_names, vec![(dim, 1, "domain".to_string())]);
-            assert_eq!(g.blocks.len(), 1);
-            assert_eq!(g.blocks[0].physical, vec![1]);
-            assert_eq!(g.blocks[0].kind, if dim == 2 { ElementKind::Quad4 } else { ElementKind::Hexahedron8 });
+            // the domain, and a group per side of the box
+            assert_eq!(g.physical_names[0], (dim, 1, "domain".to_string()));
+            let sides: Vec<(usize, i32, String)> = (0..2 * dim).map(|s| (dim - 1, 11 + s as i32, gmsh::SIDES[s].to_string())).collect();
+            assert_eq!(g.physical_names[1..], sides[..]);
+            assert_eq!(g.blocks.len(), 1 + 2 * dim);
+            let cells = g.blocks.last().unwrap();
+            assert_eq!((cells.physical.clone(), cells.kind), (vec![1], if dim == 2 { ElementKind::Quad4 } else { ElementKind::Hexahedron8 }));
+            // each side holds the facets of one face of the box: 4 cells per direction
+            assert!(g.blocks[..2 * dim].iter().all(|b| b.len() == 4usize.pow(dim as u32 - 1)));
             same_cells(&mesh, &g.to_mesh().unwrap());
         }
     }
@@ -182,4 +187,51 @@ fn fem_solve_writes_a_vtu_of_the_solution() {
     let out = Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(["solve", "--dim", "2", "--cells", "4", "--backend", "cpu", "--vtk", bad.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(!bad.exists());
+}
+
+/// Solves on `mesh` with u = 0 on the sides named, natural conditions elsewhere.
+fn solve_with_groups(b: &BoxMesh, groups: &[&str], degree: usize) -> (Mesh, fem::host::problem::poisson::PoissonReport) {
+    let cpu = CpuBackend::new(Some(2)).unwrap();
+    let file = gmsh::read(&gmsh::write(&b.build().unwrap(), false)).unwrap();
+    let (mesh, nodes) = file.to_mesh_and_nodes().unwrap();
+    let groups: Vec<String> = groups.iter().map(|s| s.to_string()).collect();
+    let mut o = PoissonOptions::on(MeshSource::Given(Arc::new(mesh.clone())), degree);
+    o.dirichlet_facets = Some(Arc::new(file.group_facets(&groups, &nodes).unwrap()));
+    (mesh, solve_cpu::<f64>(&cpu, &o).unwrap())
+}
+
+#[test]
+fn physical_groups_select_the_dirichlet_boundary() {
+    use std::f64::consts::PI;
+    // every side selected: the problem with u = 0 everywhere
+    for dim in [2, 3] {
+        let b = BoxMesh::unstructured(dim, if dim == 2 { 6 } else { 3 }, 2);
+        let sides = &gmsh::SIDES[..2 * dim];
+        let (mesh, all) = solve_with_groups(&b, sides, 2);
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let direct = solve_cpu::<f64>(&cpu, &PoissonOptions::on(MeshSource::Given(Arc::new(mesh)), 2)).unwrap();
+        assert_eq!(all.dofs, direct.dofs);
+        assert!(all.vertex_values.iter().zip(&direct.vertex_values).all(|(a, b)| (a - b).abs() < 1e-12));
+        assert!(all.l2_error.is_nan(), "no exact solution is claimed for selected groups");
+    }
+    // u = 0 on x = 0 and x = 1 only: u = sin πx · g(y) with −g'' + π²g = sin πy, g'(0) = g'(1) = 0
+    let b_ = -1.0 / (2.0 * PI * PI);
+    let a_ = (1.0 + PI.cosh()) / (2.0 * PI * PI * PI.sinh());
+    let exact = |x: [f64; 3]| (PI * x[0]).sin() * (a_ * (PI * x[1]).cosh() + b_ * (PI * x[1]).sinh() + (PI * x[1]).sin() / (2.0 * PI * PI));
+    let mut errors = Vec::new();
+    for cells in [4, 8] {
+        let (mesh, r) = solve_with_groups(&BoxMesh::unstructured(2, cells, 4), &["xmin", "xmax"], 2);
+        let top = mesh.coords.iter().map(|&x| exact(x).abs()).fold(0.0, f64::max);
+        let err = mesh.coords.iter().zip(&r.vertex_values).map(|(&x, u)| (u - exact(x)).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-2 * top, "{cells} cells: max vertex error {err:e} of {top:e}");
+        errors.push(err);
+    }
+    // and converges under refinement (better than second order at the vertices)
+    assert!(errors[0] / errors[1] > 4.0, "{errors:?}");
+    // an unknown group names the ones there are
+    let file = gmsh::read(&gmsh::write(&BoxMesh::structured(2, 2).build().unwrap(), true)).unwrap();
+    let (_, nodes) = file.to_mesh_and_nodes().unwrap();
+    let e = file.group_facets(&["left".to_string()], &nodes).unwrap_err().to_string();
+    assert!(e.contains("no boundary physical group `left`") && e.contains("xmin (11)"), "{e}");
+    assert_eq!(file.group_facets(&["12".to_string()], &nodes).unwrap().len(), 2, "by number: the two facets of x = 1");
 }

@@ -492,6 +492,12 @@ impl GmshMesh {
     /// trilinear), in fem's tensor vertex order, with the nodes no cell
     /// uses dropped. Validated (inverted cells are an error).
     pub fn to_mesh(&self) -> GResult<Mesh> {
+        Ok(self.to_mesh_and_nodes()?.0)
+    }
+
+    /// [`GmshMesh::to_mesh`] and, per file node, its mesh vertex
+    /// (`u32::MAX` for nodes no cell uses).
+    pub fn to_mesh_and_nodes(&self) -> GResult<(Mesh, Vec<u32>)> {
         let dim = self.dim();
         if dim < 2 {
             return Err(GmshError::Invalid("the file has no 2D or 3D elements".into()));
@@ -528,7 +534,39 @@ impl GmshMesh {
         }
         let mesh = Mesh { dim, coords, cells };
         mesh.validate().map_err(|e| GmshError::Invalid(e.to_string()))?;
-        Ok(mesh)
+        Ok((mesh, used))
+    }
+
+    /// The facets (as [`crate::mesh::facet_key`]s of the mesh whose node
+    /// map is `nodes`) of the boundary physical groups in `groups`, each a
+    /// name or a number.
+    pub fn group_facets(&self, groups: &[String], nodes: &[u32]) -> GResult<std::collections::HashSet<[u32; 4]>> {
+        let fdim = self.dim().saturating_sub(1);
+        let available: Vec<String> = self.physical_names.iter().filter(|n| n.0 == fdim).map(|n| format!("{} ({})", n.2, n.1)).collect();
+        let mut tags = Vec::new();
+        for g in groups {
+            let by_name = self.physical_names.iter().find(|n| n.0 == fdim && &n.2 == g).map(|n| n.1);
+            let tag = by_name.or_else(|| g.parse::<i32>().ok().filter(|t| self.blocks.iter().any(|b| b.kind.dim() == fdim && b.physical.contains(t))));
+            match tag {
+                Some(t) => tags.push(t),
+                None => return Err(GmshError::Invalid(format!("no boundary physical group `{g}` (the file has: {})", if available.is_empty() { "none".into() } else { available.join(", ") }))),
+            }
+        }
+        let mut out = std::collections::HashSet::new();
+        for b in self.blocks.iter().filter(|b| b.kind.dim() == fdim && b.physical.iter().any(|t| tags.contains(t))) {
+            for e in b.connectivity.chunks(b.kind.nodes()) {
+                let mut key = [u32::MAX; 4];
+                for (k, &n) in e[..b.kind.corners()].iter().enumerate() {
+                    key[k] = nodes[n as usize];
+                    if key[k] == u32::MAX {
+                        return Err(GmshError::Invalid(format!("a facet of physical group {:?} lies on a node no cell uses", b.physical)));
+                    }
+                }
+                key[..b.kind.corners()].sort_unstable();
+                out.insert(key);
+            }
+        }
+        Ok(out)
     }
 
     /// Nodes no element of any dimension refers to (first few), which a
@@ -544,13 +582,40 @@ impl GmshMesh {
     }
 }
 
-/// Writes `mesh` as a `.msh` 4.1 file (ASCII or binary): one entity of the
-/// mesh's dimension holding every cell as first-order quadrilaterals or
-/// hexahedra, in physical group 1.
+/// Names of the boundary groups [`write`] gives a box's sides.
+pub const SIDES: [&str; 6] = ["xmin", "xmax", "ymin", "ymax", "zmin", "zmax"];
+
+/// The side of the unit box a boundary facet lies on (index into
+/// [`SIDES`]), or 6 when it lies on none.
+fn side_of(mesh: &Mesh, facet: &[u32]) -> usize {
+    for a in 0..mesh.dim {
+        for (s, plane) in [0.0, 1.0].iter().enumerate() {
+            if facet.iter().all(|&v| (mesh.coords[v as usize][a] - plane).abs() < 1e-12) {
+                return 2 * a + s;
+            }
+        }
+    }
+    6
+}
+
+/// Writes `mesh` as a `.msh` 4.1 file (ASCII or binary): the cells as
+/// first-order quadrilaterals or hexahedra in physical group 1 `domain`,
+/// and the boundary facets as lines or quadrilaterals in one physical
+/// group per side of the unit box (`xmin` = 11, `xmax` = 12, ...; facets
+/// on no side: `boundary` = 17), so boundary parts can be selected.
 pub fn write(mesh: &Mesh, binary: bool) -> Vec<u8> {
     const GMSH: [usize; 8] = [0, 1, 3, 2, 4, 5, 7, 6];
     let dim = mesh.dim;
     let (kind, nv) = if dim == 2 { (ElementKind::Quad4, 4) } else { (ElementKind::Hexahedron8, 8) };
+    let (facet_kind, fv) = if dim == 2 { (ElementKind::Line2, 2) } else { (ElementKind::Quad4, 4) };
+    let mut sides: Vec<Vec<[u32; 4]>> = vec![Vec::new(); 7];
+    for (c, axis, side) in crate::mesh::boundary_facets(mesh) {
+        let f = crate::mesh::facet_vertices(mesh, c, axis, side);
+        let ordered: [u32; 4] = [f[GMSH[0]], f[GMSH[1]], f[GMSH[2].min(fv - 1)], f[GMSH[3].min(fv - 1)]];
+        sides[side_of(mesh, &f[..fv])].push(ordered);
+    }
+    let present: Vec<usize> = (0..7).filter(|&s| !sides[s].is_empty()).collect();
+    let name = |s: usize| if s < 6 { SIDES[s] } else { "boundary" };
     let mut out = Vec::new();
     let mut w = Writer { out: &mut out, binary };
     w.text(&format!("$MeshFormat\n4.1 {} 8\n", binary as u8));
@@ -558,22 +623,23 @@ pub fn write(mesh: &Mesh, binary: bool) -> Vec<u8> {
         w.out.extend_from_slice(&1i32.to_le_bytes());
         w.text("\n");
     }
-    w.text("$EndMeshFormat\n$PhysicalNames\n1\n");
-    w.text(&format!("{dim} 1 \"domain\"\n$EndPhysicalNames\n$Entities\n"));
-    let lo = [0.0f64; 6];
-    let counts: [u64; 4] = [0, 0, (dim == 2) as u64, (dim == 3) as u64];
+    w.text(&format!("$EndMeshFormat\n$PhysicalNames\n{}\n{dim} 1 \"domain\"\n", 1 + present.len()));
+    for &s in &present {
+        w.text(&format!("{} {} \"{}\"\n", dim - 1, 11 + s, name(s)));
+    }
+    w.text("$EndPhysicalNames\n$Entities\n");
+    let mut counts = [0u64; 4];
+    counts[dim - 1] = present.len() as u64;
+    counts[dim] = 1;
     for c in counts {
         w.size(c);
     }
     w.newline();
-    w.int(1);
-    for v in lo {
-        w.real(v);
+    // the sides (tags 1.., physical 11 + side), then the domain (tag 1, physical 1)
+    for (tag, &s) in present.iter().enumerate() {
+        entity(&mut w, tag as i32 + 1, 11 + s as i32);
     }
-    w.size(1);
-    w.int(1);
-    w.size(0);
-    w.newline();
+    entity(&mut w, 1, 1);
     w.text("$EndEntities\n$Nodes\n");
     let n = mesh.coords.len() as u64;
     for v in [1, n, 1, n] {
@@ -596,18 +662,37 @@ pub fn write(mesh: &Mesh, binary: bool) -> Vec<u8> {
         w.newline();
     }
     w.text("$EndNodes\n$Elements\n");
+    let nf: usize = present.iter().map(|&s| sides[s].len()).sum();
     let ne = mesh.cells.len() as u64;
-    for v in [1, ne, 1, ne] {
+    let total = ne + nf as u64;
+    for v in [1 + present.len() as u64, total, 1, total] {
         w.size(v);
     }
     w.newline();
+    let mut tag = 1u64;
+    for (e, &s) in present.iter().enumerate() {
+        w.int(dim as i32 - 1);
+        w.int(e as i32 + 1);
+        w.int(facet_kind.gmsh_type());
+        w.size(sides[s].len() as u64);
+        w.newline();
+        for f in &sides[s] {
+            w.size(tag);
+            tag += 1;
+            for &v in &f[..fv] {
+                w.size(v as u64 + 1);
+            }
+            w.newline();
+        }
+    }
     w.int(dim as i32);
     w.int(1);
     w.int(kind.gmsh_type());
     w.size(ne);
     w.newline();
-    for (e, cell) in mesh.cells.iter().enumerate() {
-        w.size(e as u64 + 1);
+    for cell in &mesh.cells {
+        w.size(tag);
+        tag += 1;
         for &k in &GMSH[..nv] {
             w.size(cell[k] as u64 + 1);
         }
@@ -615,6 +700,19 @@ pub fn write(mesh: &Mesh, binary: bool) -> Vec<u8> {
     }
     w.text("$EndElements\n");
     out
+}
+
+/// One entity line: its tag, a zero bounding box, one physical group, no
+/// bounding entities.
+fn entity(w: &mut Writer, tag: i32, physical: i32) {
+    w.int(tag);
+    for _ in 0..6 {
+        w.real(0.0);
+    }
+    w.size(1);
+    w.int(physical);
+    w.size(0);
+    w.newline();
 }
 
 /// Writes `mesh` to `path` through a temporary file renamed into place.

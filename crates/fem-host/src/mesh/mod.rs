@@ -60,3 +60,50 @@ impl Mesh {
         x
     }
 }
+
+/// The vertices of facet (`axis`, `side`) of cell `c` (the cell's vertices
+/// whose bit `axis` is `side`), sorted and padded with `u32::MAX`: the
+/// key two cells sharing the facet agree on.
+pub fn facet_key(mesh: &Mesh, c: usize, axis: usize, side: usize) -> [u32; 4] {
+    let mut k = facet_vertices(mesh, c, axis, side);
+    let m = 1 << (mesh.dim - 1);
+    k[..m].sort_unstable();
+    k
+}
+
+/// The vertices of facet (`axis`, `side`) of cell `c` in the cell's tensor
+/// order, padded with `u32::MAX`.
+pub fn facet_vertices(mesh: &Mesh, c: usize, axis: usize, side: usize) -> [u32; 4] {
+    let mut k = [u32::MAX; 4];
+    let mut m = 0;
+    for v in 0..(1 << mesh.dim) {
+        if (v >> axis) & 1 == side {
+            k[m] = mesh.cells[c][v];
+            m += 1;
+        }
+    }
+    k
+}
+
+/// Facets that belong to one cell only: (cell, axis, side).
+pub fn boundary_facets(mesh: &Mesh) -> Vec<(usize, usize, usize)> {
+    let mut count: std::collections::HashMap<[u32; 4], u32> = std::collections::HashMap::new();
+    for c in 0..mesh.n_cells() {
+        for axis in 0..mesh.dim {
+            for side in 0..2 {
+                *count.entry(facet_key(mesh, c, axis, side)).or_insert(0) += 1;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for c in 0..mesh.n_cells() {
+        for axis in 0..mesh.dim {
+            for side in 0..2 {
+                if count[&facet_key(mesh, c, axis, side)] == 1 {
+                    out.push((c, axis, side));
+                }
+            }
+        }
+    }
+    out
+}

@@ -253,41 +253,31 @@ impl Space {
 
 /// DOFs on facets (edges in 2D, faces in 3D) that belong to one cell only.
 fn boundary_dofs(mesh: &Mesh, p: usize, cell_dofs: &[u32], n: usize) -> Vec<bool> {
-    let dim = mesh.dim;
-    let np = p + 1;
-    let nb = pow(np, dim);
-    let facet_key = |c: usize, axis: usize, side: usize| -> [u32; 4] {
-        let mut k = [u32::MAX; 4];
-        let mut m = 0;
-        for v in 0..(1 << dim) {
-            if (v >> axis) & 1 == side {
-                k[m] = mesh.cells[c][v];
-                m += 1;
-            }
-        }
-        k[..m].sort_unstable();
-        k
-    };
-    let mut count: IntMap<[u32; 4], u32> = IntMap::default();
-    for c in 0..mesh.n_cells() {
-        for axis in 0..dim {
-            for side in 0..2 {
-                *count.entry(facet_key(c, axis, side)).or_insert(0) += 1;
-            }
-        }
+    facet_dofs(mesh, p, cell_dofs, n, |_| true)
+}
+
+impl Space {
+    /// Keeps as boundary (Dirichlet) DOFs only those on the boundary facets
+    /// listed (their vertex ids sorted, padded with `u32::MAX`, as
+    /// [`crate::mesh::facet_key`] gives them): a boundary part selected by
+    /// a physical group. The rest of the boundary gets natural conditions.
+    pub fn restrict_boundary(&mut self, mesh: &Mesh, facets: &std::collections::HashSet<[u32; 4]>) {
+        self.boundary = facet_dofs(mesh, self.degree, &self.cell_dofs, self.n_dofs, |k| facets.contains(k));
     }
+}
+
+/// DOFs on the boundary facets that `keep` accepts.
+fn facet_dofs(mesh: &Mesh, p: usize, cell_dofs: &[u32], n: usize, keep: impl Fn(&[u32; 4]) -> bool) -> Vec<bool> {
+    let np = p + 1;
+    let nb = pow(np, mesh.dim);
     let mut boundary = vec![false; n];
-    for c in 0..mesh.n_cells() {
-        for axis in 0..dim {
-            for side in 0..2 {
-                if count[&facet_key(c, axis, side)] != 1 {
-                    continue;
-                }
-                for i in 0..nb {
-                    if (i / pow(np, axis)) % np == side * p {
-                        boundary[cell_dofs[c * nb + i] as usize] = true;
-                    }
-                }
+    for (c, axis, side) in crate::mesh::boundary_facets(mesh) {
+        if !keep(&crate::mesh::facet_key(mesh, c, axis, side)) {
+            continue;
+        }
+        for i in 0..nb {
+            if (i / pow(np, axis)) % np == side * p {
+                boundary[cell_dofs[c * nb + i] as usize] = true;
             }
         }
     }
