@@ -146,26 +146,22 @@ fn spmv(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, prog
                 intensity: Some(flops / x.bytes as f64),
             });
         }
-        r.a_priori.push(a_priori_check(any, &spec, &run, o.f32)?);
+        r.a_priori.push(a_priori_check(&spec, &run, o.f32)?);
     }
     Ok(())
 }
 
 /// The format the model picks for `run`'s matrix (conversion ignored: many
 /// products) against the fastest format measured.
-fn a_priori_check(any: &AnyBackend, spec: &MatrixSpec, run: &crate::spmv::SpmvRun, f32: bool) -> BenchResult<AprioriCheck> {
-    use fem_host::sparse::model::RowLengths;
+fn a_priori_check(spec: &MatrixSpec, run: &crate::spmv::SpmvRun, f32: bool) -> BenchResult<AprioriCheck> {
     use fem_host::sparse::tuning::Context;
-    let cpu = CpuBackend::new(None)?;
-    let lengths = RowLengths::of(&spec.build::<f64>(&cpu)?);
     let (precision, value_bytes) = if f32 { ("f32", 4) } else { ("f64", 8) };
-    let ctx = Context { stats: &run.stats, lengths: &lengths, precision, value_bytes, machine: Some(&run.machine), tuning: None };
+    let ctx = Context { stats: &run.stats, lengths: &run.lengths, precision, value_bytes, machine: Some(&run.machine), tuning: None };
     let measured: Vec<fem_host::sparse::SpmvFormat> = run.reports.iter().filter_map(|x| crate::spmv::base_name(&x.format).parse().ok()).collect();
     let (choice, _) = ctx.choose(&measured, 1e6, &Overrides::default())?;
     let time = |f: &str| run.reports.iter().find(|x| crate::spmv::base_name(&x.format) == f).map(|x| x.seconds_per_spmv);
     let best = fem_host::sparse::bench::fastest(&run.reports).ok_or("no format ran")?;
     let a = time(&choice.storage).ok_or("the choice did not run")?;
-    let _ = any;
     Ok(AprioriCheck { matrix: spec.name(), a_priori: choice.storage, a_priori_seconds: a, best: crate::spmv::base_name(&best.format).into(), best_seconds: best.seconds_per_spmv, slower_by: a / best.seconds_per_spmv - 1.0 })
 }
 
@@ -230,7 +226,7 @@ fn poisson(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, p
         };
         r.points.push(Point {
             group: format!("{dim}D"),
-            series: format!("{format:?}").to_lowercase(),
+            series: format.name().into(),
             degree,
             dofs: x.dofs,
             seconds,
@@ -272,13 +268,7 @@ pub fn write(r: &SuiteReport, dir: &Path) -> BenchResult<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut put = |file: String, write: &dyn Fn(&Path) -> BenchResult<()>| -> BenchResult<()> {
         let path = dir.join(&file);
-        // Same extension: the PNG encoder goes by it.
-        let tmp = dir.join(format!(".tmp{}-{file}", std::process::id()));
-        let done = write(&tmp).and_then(|_| Ok(std::fs::rename(&tmp, &path)?));
-        if done.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        done?;
+        fem_host::io::write_via_temp(&path, write)?;
         out.push(path);
         Ok(())
     };

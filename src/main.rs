@@ -772,16 +772,16 @@ fn solve(a: &SolveArgs) -> CliResult {
     // GPU CSR threads per row: explicit, else tuned (by --bench) earlier, else the default.
     let gpu_csr = matches!(any, AnyBackend::Cuda(_)) && opts.format == Format::Csr && a.threads_per_row.is_none();
     let key = fem::host::problem::poisson::csr_signature(dim, degree, cells, if f32 { "f32" } else { "f64" });
-    let mut tuning = fem::host::tune::Tuning::open(&any.name());
-    if gpu_csr && !a.bench {
-        opts.threads_per_row = tuning.get::<usize>(&key);
+    let mut tuning = gpu_csr.then(|| fem::host::tune::Tuning::open(&any.name()));
+    if let (Some(t), false) = (&tuning, a.bench) {
+        opts.threads_per_row = t.get::<usize>(&key);
     }
     let spinner = spinner(a.json, format!("solving on {cells}^{dim} cells of degree {degree}"));
     let report = fem::solve::run(&any, &opts, f32)?;
     spinner.finish_and_clear();
-    if let (true, true, Some(t)) = (gpu_csr, a.bench, report.threads_per_row) {
+    if let (Some(tuning), true, Some(t)) = (tuning.as_mut(), a.bench, report.threads_per_row) {
         tuning.file.insert(&key, &t, 0.0, 0.0, fem::host::operator::gpu::THREADS_PER_ROW.len(), 0);
-        save_tuning(&tuning, a.json)?;
+        save_tuning(tuning, a.json)?;
     }
     if let Some(path) = &a.vtk {
         write_solution_vtk(path, &opts, &report, a.vtk_ascii)?;

@@ -90,6 +90,9 @@ pub struct SpmvRun {
     /// Formats that could not be built, and why (padding beyond bounds,
     /// cuSPARSE not loadable, ...).
     pub skipped: Vec<Skipped>,
+    /// The row lengths the model read.
+    #[serde(skip)]
+    pub lengths: RowLengths,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -191,7 +194,7 @@ pub fn run<T: Scalar>(
         Some(c) => Some(c.storage.clone()),
         None => bench::fastest(&reports).map(|r| r.format.clone()),
     };
-    Ok(SpmvRun { matrix: matrix.to_string(), stats, a_priori, machine, best, choice, choice_origin, origins, tuned, reports, skipped })
+    Ok(SpmvRun { matrix: matrix.to_string(), stats, a_priori, machine, best, choice, choice_origin, origins, tuned, reports, skipped, lengths })
 }
 
 fn context<'a>(stats: &'a RowStats, lengths: &'a RowLengths, machine: &'a Machine, tuning: Option<&'a Tuning>, precision: &'static str, value_bytes: usize) -> Context<'a> {

@@ -513,7 +513,7 @@ impl GmshMesh {
             return Err(GmshError::Invalid(format!("{} nodes belong to no element (first: {})", loose.len(), first.join(", "))));
         }
         // Gmsh numbers corners counter-clockwise; fem's vertex v sits at the corner whose bits are v's.
-        const TENSOR: [usize; 8] = [0, 1, 3, 2, 4, 5, 7, 6];
+        use crate::mesh::CYCLIC_ORDER as TENSOR;
         let nv = 1usize << dim;
         let mut used = vec![u32::MAX; self.nodes.len()];
         let mut coords = Vec::new();
@@ -604,7 +604,7 @@ fn side_of(mesh: &Mesh, facet: &[u32]) -> usize {
 /// group per side of the unit box (`xmin` = 11, `xmax` = 12, ...; facets
 /// on no side: `boundary` = 17), so boundary parts can be selected.
 pub fn write(mesh: &Mesh, binary: bool) -> Vec<u8> {
-    const GMSH: [usize; 8] = [0, 1, 3, 2, 4, 5, 7, 6];
+    use crate::mesh::CYCLIC_ORDER as GMSH;
     let dim = mesh.dim;
     let (kind, nv) = if dim == 2 { (ElementKind::Quad4, 4) } else { (ElementKind::Hexahedron8, 8) };
     let (facet_kind, fv) = if dim == 2 { (ElementKind::Line2, 2) } else { (ElementKind::Quad4, 4) };

@@ -33,10 +33,9 @@ pub struct Field<'a> {
     pub values: &'a [f64],
 }
 
-/// VTK cell types and fem's tensor vertex order → VTK's counter-clockwise one.
+/// VTK cell types.
 const VTK_QUAD: u8 = 9;
 const VTK_HEXAHEDRON: u8 = 12;
-const VTK_ORDER: [usize; 8] = [0, 1, 3, 2, 4, 5, 7, 6];
 
 /// The `.vtu` text of `mesh` with `points` fields (per vertex) and `cells`
 /// fields (per cell).
@@ -57,7 +56,7 @@ pub fn vtu(mesh: &Mesh, points: &[Field], cells: &[Field], enc: Encoding) -> Res
     let xyz: Vec<f64> = mesh.coords.iter().flat_map(|x| x.iter().copied()).collect();
     s += &array("Float64", "Points", 3, &Values::F64(xyz), enc);
     s += "</Points>\n<Cells>\n";
-    let conn: Vec<i64> = mesh.cells.iter().flat_map(|c| VTK_ORDER[..nv].iter().map(move |&k| c[k] as i64)).collect();
+    let conn: Vec<i64> = mesh.cells.iter().flat_map(|c| crate::mesh::CYCLIC_ORDER[..nv].iter().map(move |&k| c[k] as i64)).collect();
     let offsets: Vec<i64> = (1..=mesh.n_cells()).map(|c| (c * nv) as i64).collect();
     let kind = if mesh.dim == 2 { VTK_QUAD } else { VTK_HEXAHEDRON };
     s += &array("Int64", "connectivity", 1, &Values::I64(conn), enc);

@@ -14,6 +14,10 @@ pub use generate::BoxMesh;
 /// Vertex ids of a cell; the first 2^dim are used.
 pub type Cell = [u32; 8];
 
+/// fem's tensor vertex order ↔ the counter-clockwise corner order of Gmsh
+/// and VTK (bottom face, then top face); it is its own inverse.
+pub const CYCLIC_ORDER: [usize; 8] = [0, 1, 3, 2, 4, 5, 7, 6];
+
 /// An unstructured quadrilateral or hexahedral mesh.
 #[derive(Clone, Debug)]
 pub struct Mesh {
@@ -87,7 +91,7 @@ pub fn facet_vertices(mesh: &Mesh, c: usize, axis: usize, side: usize) -> [u32; 
 
 /// Facets that belong to one cell only: (cell, axis, side).
 pub fn boundary_facets(mesh: &Mesh) -> Vec<(usize, usize, usize)> {
-    let mut count: std::collections::HashMap<[u32; 4], u32> = std::collections::HashMap::new();
+    let mut count: crate::space::hash::IntMap<[u32; 4], u32> = Default::default();
     for c in 0..mesh.n_cells() {
         for axis in 0..mesh.dim {
             for side in 0..2 {

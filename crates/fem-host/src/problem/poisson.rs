@@ -36,19 +36,23 @@ pub enum Format {
 
 impl Format {
     pub const ALL: [Format; 5] = [Self::Csr, Self::Ell, Self::LazyEll, Self::Lma, Self::MatrixFree];
+
+    /// The name the command line and the reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Csr => "csr",
+            Self::Ell => "ell",
+            Self::LazyEll => "lazy-ell",
+            Self::Lma => "lma",
+            Self::MatrixFree => "matrix-free",
+        }
+    }
 }
 
 impl std::str::FromStr for Format {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "csr" => Ok(Self::Csr),
-            "ell" => Ok(Self::Ell),
-            "lazy-ell" => Ok(Self::LazyEll),
-            "lma" => Ok(Self::Lma),
-            "matrix-free" => Ok(Self::MatrixFree),
-            _ => Err(format!("unknown format `{s}` (csr, ell, lazy-ell, lma, matrix-free)")),
-        }
+        Self::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| format!("unknown format `{s}` (csr, ell, lazy-ell, lma, matrix-free)"))
     }
 }
 
@@ -650,7 +654,7 @@ pub fn choose_format(dim: usize, degree: usize, cells: usize, value_bytes: usize
         };
         let stored = bytes.saturating_sub(2 * n * value_bytes) as f64;
         let conversion_seconds = if f == Format::MatrixFree { 0.0 } else { stored / m.bytes_per_second };
-        Costed { storage: format!("{f:?}").to_lowercase().replace("lazyell", "lazy-ell").replace("matrixfree", "matrix-free"), product_seconds, conversion_seconds, unavailable: None }
+        Costed { storage: f.name().into(), product_seconds, conversion_seconds, unavailable: None }
     });
     choose(options.collect(), products)
 }

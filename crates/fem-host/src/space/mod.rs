@@ -4,7 +4,7 @@
 
 pub mod dirichlet;
 pub mod dofs;
-mod hash;
+pub(crate) mod hash;
 
 pub use hash::IntMap;
 

@@ -83,13 +83,8 @@ impl TuningFile {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| io("creating its folder", e))?;
         }
-        let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
         let text = serde_json::to_string_pretty(self).expect("tuning files serialise");
-        std::fs::write(&tmp, text).map_err(|e| io("writing", e))?;
-        std::fs::rename(&tmp, path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io("renaming into place", e)
-        })
+        crate::io::atomic_write(path, text.as_bytes()).map_err(|e| io("writing", e))
     }
 
     /// The stored parameters of `key`, if they parse as `P`.
