@@ -109,7 +109,7 @@ pub fn run(any: &AnyBackend, o: &BenchOptions, progress: &dyn Fn(&str, Option<(u
         Suite::Spmv => spmv(any, o, gpu, &mut report, progress)?,
         Suite::Bp => bp(any, o, gpu, &mut report, progress)?,
         Suite::Assembly | Suite::Solve => poisson(any, o, gpu, &mut report, progress)?,
-        Suite::Residual => return Err(Error::InvalidArgument("the residual suite measures the thread-transposition residual kernels, which this build does not have yet".into()).into()),
+        Suite::Residual => residual(any, o, gpu, &mut report, progress)?,
     }
     Ok(report)
 }
@@ -192,6 +192,43 @@ fn bp(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, progre
             roofline_fraction: Some(x.roofline_fraction),
             gflops: Some(x.tflops * 1e3),
             intensity: Some(x.arithmetic_intensity),
+        });
+    }
+    Ok(())
+}
+
+/// Poisson and elasticity residuals on simplices, 2D and 3D, per degree
+/// (1 and 2): GFLOP/s by the paper's count against the copy roofline.
+fn residual(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, progress: &dyn Fn(&str, Option<(usize, usize)>)) -> BenchResult<()> {
+    use crate::residual::{Cells, Physics, ResidualOptions};
+    r.throughput_unit = "GFLOP/s";
+    let cells = o.size.unwrap_or(if gpu { 1_000_000 } else { 50_000 });
+    let degrees = o.degrees.clone().unwrap_or_else(|| vec![1, 2]);
+    if let Some(&p) = degrees.iter().find(|&&p| !(1..=2).contains(&p)) {
+        return Err(Error::InvalidArgument(format!("simplex residuals have degrees 1 and 2, not {p}")).into());
+    }
+    let mut tuning = Tuning::open(&any.name());
+    let mut cases = Vec::new();
+    for physics in [Physics::Poisson, Physics::Elasticity] {
+        for dim in [2, 3] {
+            cases.extend(degrees.iter().map(|&p| (physics, dim, p)));
+        }
+    }
+    for (i, &(physics, dim, degree)) in cases.iter().enumerate() {
+        progress(&format!("{physics:?} {dim}D P{degree}"), Some((i, cases.len())));
+        let ro = ResidualOptions { physics, dim, degree, cells: Cells::Simplex, n_cells: cells, nq: None, blocks: None, batches: None, double: !o.f32, repeats: o.repeats, tune: false };
+        let x = crate::residual::run(&ro, any, &mut tuning, &|_, _| {})?;
+        r.points.push(Point {
+            group: format!("{dim}D"),
+            series: format!("{physics:?}").to_lowercase(),
+            degree,
+            dofs: x.dofs,
+            seconds: x.seconds,
+            throughput: x.gflops,
+            gbytes_per_second: Some(x.gbytes_per_second),
+            roofline_fraction: Some(x.roofline_fraction),
+            gflops: Some(x.gflops),
+            intensity: Some(x.beta_measured),
         });
     }
     Ok(())

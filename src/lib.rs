@@ -22,6 +22,7 @@ pub mod bp;
 pub mod demo;
 pub mod info;
 pub mod plot;
+pub mod residual;
 pub mod solve;
 pub mod spmv;
 

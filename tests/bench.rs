@@ -67,7 +67,7 @@ fn bench_refuses_what_it_cannot_run() {
     let d = dir.to_str().unwrap();
     for (args, says) in [
         (vec!["bench", "nonsense", "--backend", "cpu", "--out", d], "unknown suite"),
-        (vec!["bench", "residual", "--backend", "cpu", "--out", d], "residual"),
+        (vec!["bench", "residual", "--backend", "cpu", "--degrees", "3", "--out", d], "degrees 1 and 2"),
         (vec!["bench", "bp", "--backend", "cpu", "--precision", "f32", "--out", d], "f64 only"),
         (vec!["bench", "spmv", "--backend", "cpu", "--degrees", "0", "--out", d], "positive"),
     ] {
@@ -76,4 +76,20 @@ fn bench_refuses_what_it_cannot_run() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
     assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none(), "nothing written on error");
+}
+
+#[test]
+fn residual_suite_reports_both_physics_in_both_dimensions() {
+    let dir = out_dir("residual");
+    let d = dir.to_str().unwrap();
+    let out = fem(&["bench", "residual", "--backend", "cpu", "--size", "3000", "--degrees", "1", "--repeats", "1", "--out", d, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("residual.json")).unwrap()).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    for (series, group) in [("poisson", "2D"), ("poisson", "3D"), ("elasticity", "2D"), ("elasticity", "3D")] {
+        let p = points.iter().find(|p| p["series"] == series && p["group"] == group).unwrap();
+        assert!(p["gflops"].as_f64().unwrap() > 0.0 && p["roofline_fraction"].as_f64().unwrap() > 0.0);
+    }
+    assert!(is_png(&dir.join("residual-roofline.png")));
 }

@@ -21,6 +21,16 @@ pub unsafe fn scale<T: Real>(n: usize, a: T, x: *mut T) {
         }
     }
 }
+
+/// A pointwise physics: the thread-transposition entry points are generated
+/// in the user's PTX.
+#[fem_kernels::fem_kernel(elements(tri(p = 1, q = 1)), precision(f64))]
+pub mod diffusion {
+    use fem_core::Real;
+    pub fn f1<T: Real, const D: usize>(_u: &[T; 1], du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D]) -> [[T; D]; 1] {
+        [du[0]]
+    }
+}
 "#;
 
 fn write_user_crate(dir: &Path, root: &Path, lib_rs: &str) {
@@ -62,10 +72,10 @@ fn builds_a_user_kernel_crate_to_ptx() {
     assert_eq!(artifacts.len(), 1);
     let a = &artifacts[0];
     assert_eq!(a.arch, "sm_80");
-    for k in ["fem_scale_f32", "fem_scale_f64"] {
+    for k in ["fem_scale_f32", "fem_scale_f64", "fem_residual_diffusion_tri_p1_q1_f64"] {
         assert!(a.entries.iter().any(|e| e == k), "{k} missing: {:?}", a.entries);
     }
-    assert!(!a.entries.iter().any(|e| e == "fem_axpy_f64"), "fem's own kernels leaked into the user's PTX");
+    assert!(!a.entries.iter().any(|e| e == "fem_axpy_f64" || e.starts_with("fem_residual_poisson")), "fem's own kernels leaked into the user's PTX");
     let ptx = std::fs::read_to_string(&a.path).unwrap();
     assert!(ptx.contains(".target sm_80") && ptx.contains("mul.rn.f64"));
 

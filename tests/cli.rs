@@ -284,3 +284,46 @@ fn bp_rejects_bad_input() {
     }
     assert_eq!(fem(&["bp", "--degree", "x"]).status.code(), Some(1));
 }
+
+#[test]
+fn residual_json_has_the_fields_of_the_issue() {
+    for (problem, dim, degree) in [("poisson", "2", "1"), ("elasticity", "3", "2")] {
+        let out = fem(&["residual", "--problem", problem, "--dim", dim, "--degree", degree, "--cells", "3000", "--backend", "cpu", "--repeats", "2", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for k in ["cells", "seconds", "gflops", "gbytes_per_second", "roofline_fraction", "max_abs_error_vs_cpu", "beta_paper", "beta_measured"] {
+            assert!(v[k].is_number(), "{problem}: {k} missing in {v}");
+        }
+        assert_eq!(v["problem"], problem);
+        assert_eq!(v["element"], if dim == "2" { "tri" } else { "tet" });
+        let cells = v["cells"].as_u64().unwrap();
+        assert!((1500..6000).contains(&cells), "about 3000 cells, got {cells}");
+        assert!(v["seconds"].as_f64().unwrap() > 0.0 && v["gflops"].as_f64().unwrap() > 0.0);
+        // on the CPU the CPU is the reference
+        assert_eq!(v["max_abs_error_vs_cpu"].as_f64(), Some(0.0));
+    }
+    let out = fem(&["residual", "--problem", "poisson", "--element", "tensor", "--dim", "3", "--degree", "2", "--cells", "500", "--backend", "cpu", "--repeats", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["element"].as_str(), v["quadrature_points"].as_u64()), (Some("hex"), Some(27)));
+}
+
+#[test]
+fn residual_rejects_bad_input() {
+    for (args, says) in [
+        (vec!["residual", "--problem", "stokes"], "unknown problem"),
+        (vec!["residual", "--degree", "3"], "degree 1 or 2"),
+        (vec!["residual", "--quadrature", "7", "--cells", "100"], "7 quadrature points"),
+        (vec!["residual", "--problem", "elasticity", "--element", "tensor", "--degree", "2", "--cells", "100"], "no quad P2 variant"),
+        (vec!["residual", "--cells", "0"], "at least 1"),
+    ] {
+        let mut args = args.clone();
+        args.extend(["--backend", "cpu"]);
+        let out = fem(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(fem(&["residual", "--dim", "4"]).status.code(), Some(2));
+    let help = fem(&["residual", "--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("fem residual --problem elasticity"));
+}

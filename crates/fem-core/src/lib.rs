@@ -14,7 +14,9 @@ pub mod element;
 pub mod lagrange;
 pub mod poisson;
 pub mod quadrature;
+pub mod physics;
 pub mod real;
+pub mod shape;
 pub mod tensor;
 pub mod unroll;
 

@@ -28,6 +28,7 @@ pub trait Real:
     + AddAssign
     + SubAssign
     + MulAssign
+    + crate::physics::Zero
 {
     /// Mechanical suffix of PTX symbols instantiated for this type
     /// (`fem_axpy_f64`), so host code finds a kernel with a format string.

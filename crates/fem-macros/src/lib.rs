@@ -8,6 +8,7 @@
 use proc_macro::TokenStream;
 
 mod entry;
+mod physics;
 
 /// Generates one `extern "ptx-kernel"` entry point per listed type for a
 /// generic `unsafe fn name<T>(...)`, named `fem_<name>_<type>`; with no list
@@ -29,6 +30,50 @@ mod entry;
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     entry::expand(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Turns a module of pointwise physics functions into a physics type and
+/// its kernels.
+///
+/// The module defines the integrands of the weak form
+/// ∫ φ·f0(u, ∇u, a, ∇a, x) + ∇φ : f1(u, ∇u, a, ∇a, x) = 0 as plain
+/// functions `fn f1<T: Real, const D: usize>(u: &[T; NC], du: &[[T; D]; NC],
+/// a: &[T; NA], da: &[[T; D]; NA], x: &[T; D]) -> [[T; D]; NC]` (and `f0`,
+/// and for Newton the derivatives `g0`..`g3`; see
+/// `fem_core::physics::Physics` for their shapes). The attribute lists the
+/// variants to generate:
+///
+/// * `elements(tri(p = 1, q = 1), tet(p = 2, q = 4), hex(p = 1, q = 8), ...)`:
+///   shape, degree and quadrature points of each variant;
+/// * `components = 1` (or 2, 3, or `dim` for vector fields with one
+///   component per direction); `aux = NA` auxiliary fields, in
+///   `aux_space = cell` (P0, the default) or `nodal` (the solution's space);
+/// * `precision(f32, f64)` (both by default); `physics = Name` (default: the
+///   module name in CamelCase); `gpu_cfg(...)` an extra `cfg` on the PTX
+///   entry points.
+///
+/// It appends to the module the unit struct, its `Physics` impls, a
+/// `fem_kernels::pointwise::Kernels` impl (the variant table and the CPU
+/// code of each variant, unrolled for its sizes) and, when compiled for
+/// `nvptx64`, the thread-transposition entry points
+/// `fem_residual_<module>_<shape>_p<P>_q<Q>_<precision>` (and
+/// `fem_jacobian_...` when `g0`..`g3` exist). The crate must depend on
+/// `fem-kernels`.
+///
+/// ```ignore
+/// #[fem_kernel(components = 1, aux = 1, elements(tri(p = 1, q = 1), tet(p = 2, q = 4)))]
+/// pub mod poisson {
+///     use fem_kernels::fem_core::Real;
+///     pub fn f1<T: Real, const D: usize>(_u: &[T; 1], du: &[[T; D]; 1], a: &[T; 1], _da: &[[T; D]; 1], _x: &[T; D]) -> [[T; D]; 1] {
+///         [core::array::from_fn(|k| a[0] * du[0][k])]
+///     }
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn fem_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    physics::expand(attr.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -6,6 +6,7 @@
 pub mod generate;
 pub mod hole;
 pub mod refine;
+pub mod simplex;
 pub mod spectral;
 pub mod validate;
 

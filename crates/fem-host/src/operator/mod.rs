@@ -10,6 +10,7 @@ pub mod ell;
 pub mod gpu;
 pub mod lma;
 pub mod matrix_free;
+pub mod pointwise;
 pub mod tables;
 pub mod tensor;
 

@@ -4,9 +4,11 @@
 
 pub mod dirichlet;
 pub mod dofs;
+pub mod nodal;
 pub(crate) mod hash;
 
 pub use hash::IntMap;
 
 pub use dirichlet::{DirichletMode, Layout};
 pub use dofs::{Numbering, Space};
+pub use nodal::NodalSpace;

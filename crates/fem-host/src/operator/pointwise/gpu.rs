@@ -1,0 +1,112 @@
+//! The physics on the GPU: thread-transposition launches of the generated
+//! entry points, checked against the device's limits first.
+
+use super::Pointwise;
+use crate::{Backend, CudaBackend, Error, Result, Scalar};
+use cudarc::driver::sys::CUfunction_attribute_enum;
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use fem_kernels::pointwise::{shared_len, Kernels, Variant};
+
+/// Launch parameters of thread transposition (the paper's Table 2 axes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Transposition {
+    /// Cell blocks per batch (N_bl): the thread block has N_bl · N_bs threads.
+    pub blocks: usize,
+    /// Batches per chunk (N_cb) a thread block runs in sequence.
+    pub batches: usize,
+}
+
+impl Transposition {
+    /// About 128 threads per block and 4 batches per chunk; the tuner
+    /// (`fem residual --tune`) searches the paper's grid around it.
+    pub fn default_for(v: &Variant) -> Self {
+        Self { blocks: (128 / v.block).max(1), batches: 4 }
+    }
+
+    pub fn threads(&self, v: &Variant) -> usize {
+        self.blocks * v.block
+    }
+}
+
+/// The physics on the GPU: uploaded table and cell data, output buffers.
+pub struct GpuPointwise<T> {
+    pub variant: Variant,
+    pub n_cells: usize,
+    tab: CudaSlice<T>,
+    x: CudaSlice<T>,
+    a: CudaSlice<T>,
+}
+
+impl<T: Scalar> GpuPointwise<T> {
+    pub fn new<K: Kernels<T>>(gpu: &CudaBackend, op: &Pointwise<T, K>) -> Result<Self> {
+        let v = op.variant;
+        if !v.precisions.contains(&T::NAME) {
+            return Err(Error::InvalidArgument(format!("physics `{}` has no {} kernels", K::NAME, T::NAME)));
+        }
+        gpu.ensure_free(T::BYTES * (op.tab.len() + op.x.len() + op.a.len() + 2 * op.n_cells * v.n_local()))?;
+        // A zero-length buffer is not a valid allocation: P0-free physics
+        // still pass a pointer.
+        let a = if op.a.is_empty() { gpu.upload(&[T::ZERO])? } else { gpu.upload(&op.a)? };
+        Ok(Self { variant: v, n_cells: op.n_cells, tab: gpu.upload(&op.tab)?, x: gpu.upload(&op.x)?, a })
+    }
+
+    /// The entry point and launch shape for `t`, checked against the
+    /// device's limits.
+    fn prepare(&self, gpu: &CudaBackend, jacobian: bool, t: Transposition) -> Result<(CudaFunction, LaunchConfig)> {
+        let v = &self.variant;
+        let props = gpu.props();
+        let threads = t.threads(v);
+        if t.blocks == 0 || t.batches == 0 {
+            return Err(Error::InvalidArgument("blocks per batch and batches per chunk must be at least 1".into()));
+        }
+        if threads > props.max_threads_per_block as usize {
+            return Err(Error::InvalidArgument(format!(
+                "{} blocks of {} cells need {threads} threads per block (at most {})",
+                t.blocks, v.block, props.max_threads_per_block
+            )));
+        }
+        let shared = T::BYTES * shared_len(v, threads, jacobian);
+        if shared > props.shared_mem_per_block_optin as usize {
+            return Err(Error::InvalidArgument(format!("{} blocks per batch need {shared} bytes of shared memory (at most {})", t.blocks, props.shared_mem_per_block_optin)));
+        }
+        let base = if jacobian { v.jacobian.ok_or_else(|| Error::InvalidArgument("this physics defines no g0..g3".into()))? } else { v.residual };
+        let f = gpu.function(&format!("{base}_{}", T::NAME))?;
+        if shared > props.shared_mem_per_block as usize {
+            f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+        }
+        let chunk = threads * t.batches;
+        let grid = self.n_cells.div_ceil(chunk).max(1);
+        if grid > i32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("{grid} thread blocks exceed the grid limit")));
+        }
+        Ok((f, LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: (threads as u32, 1, 1), shared_mem_bytes: shared as u32 }))
+    }
+
+    /// Output length of a residual (`false`) or Jacobian (`true`).
+    pub fn out_len(&self, jacobian: bool) -> usize {
+        let nl = self.variant.n_local();
+        self.n_cells * if jacobian { nl * nl } else { nl }
+    }
+
+    /// Evaluates into `out` (E-vector layout) from the solution E-vector
+    /// `u` already on the device.
+    pub fn evaluate(&self, gpu: &CudaBackend, jacobian: bool, t: Transposition, u: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
+        let nl = self.variant.n_local();
+        if u.len() != self.n_cells * nl || out.len() != self.out_len(jacobian) {
+            return Err(Error::InvalidArgument(format!("E-vectors of {} and {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
+        }
+        let (f, cfg) = self.prepare(gpu, jacobian, t)?;
+        let (n, batches) = (self.n_cells, t.batches);
+        let s = gpu.stream();
+        unsafe { s.launch_builder(&f).arg(&n).arg(&batches).arg(&self.tab).arg(u).arg(&self.x).arg(&self.a).arg(out).launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Uploads `u`, evaluates and downloads.
+    pub fn evaluate_host(&self, gpu: &CudaBackend, jacobian: bool, t: Transposition, u: &[T]) -> Result<Vec<T>> {
+        let ud = gpu.upload(u)?;
+        let mut out = gpu.zeros::<T>(self.out_len(jacobian))?;
+        self.evaluate(gpu, jacobian, t, &ud, &mut out)?;
+        gpu.download(&out)
+    }
+}

@@ -1,0 +1,218 @@
+//! Residuals and element matrices of a `#[fem_kernel]` physics on a
+//! [`NodalSpace`]: the reference table of the chosen variant, the cell
+//! E-vectors (vertex coordinates, auxiliary fields), the CPU evaluation on
+//! rayon and the GPU evaluation by thread transposition
+//! (`fem_kernels::pointwise::gpu`), plus assembly of the results into a
+//! global vector and a CSR matrix.
+
+use super::csr::Csr;
+use crate::space::{DirichletMode, Layout, NodalSpace};
+use crate::{CpuBackend, Error, Result, Scalar};
+use fem_kernels::pointwise::{row_len, Kernels, Variant};
+use rayon::prelude::*;
+use std::marker::PhantomData;
+
+mod gpu;
+pub mod tuning;
+
+pub use gpu::{GpuPointwise, Transposition};
+
+/// Cells per rayon task on the CPU.
+const CPU_CHUNK: usize = 512;
+
+/// An auxiliary field as the user holds it.
+#[derive(Clone, Copy, Debug)]
+pub enum Aux<'a> {
+    /// No auxiliary fields.
+    None,
+    /// `na` values per node of the space (node-major).
+    Nodal(&'a [f64]),
+    /// `na` values per cell (P0).
+    Cell(&'a [f64]),
+}
+
+/// The reference table of `v` (layout of `fem_kernels::pointwise`).
+pub fn tabulate(v: &Variant) -> Vec<f64> {
+    let (s, d, nb, nv) = (v.shape, v.dim(), v.n_basis(), v.shape.vertices());
+    let (mut pts, mut w) = (vec![0.0; v.nq * d], vec![0.0; v.nq]);
+    assert!(s.rule(v.nq, &mut pts, &mut w), "variant tables name existing rules");
+    let stride = row_len(d, nb, nv);
+    let mut tab = vec![0.0; v.nq * stride];
+    let (mut val, mut grad) = (vec![0.0; nb.max(nv)], vec![0.0; nb.max(nv) * d]);
+    for q in 0..v.nq {
+        let row = &mut tab[q * stride..(q + 1) * stride];
+        row[0] = w[q];
+        let xi = &pts[q * d..(q + 1) * d];
+        for (offset, n, geometry) in [(1, nb, false), (1 + nb * (1 + d), nv, true)] {
+            if geometry {
+                s.geometry_basis(xi, &mut val, &mut grad);
+            } else {
+                s.basis(v.degree, xi, &mut val, &mut grad);
+            }
+            for b in 0..n {
+                row[offset + b * (1 + d)] = val[b];
+                row[offset + b * (1 + d) + 1..offset + (b + 1) * (1 + d)].copy_from_slice(&grad[b * d..(b + 1) * d]);
+            }
+        }
+    }
+    tab
+}
+
+/// The paper's flop count per cell (Knepley, Rupp & Terrel eq. 7 divided
+/// by the cells of a batch).
+pub fn paper_flops_per_cell(v: &Variant) -> f64 {
+    let (d, nbt, nc, nq) = (v.dim() as f64, v.n_local() as f64, v.nc as f64, v.nq as f64);
+    ((2.0 + (2.0 + 2.0 * d) * d) * nbt + 2.0 * d * nc) * nq + (2.0 + 2.0 * d) * d * nq * nbt
+}
+
+/// The paper's algorithmic balance (eq. 8) in flop per byte for scalars of
+/// `bytes` bytes: per cell, the geometry (d² + 1), coefficients N_bt and
+/// (d + 1) N_q values of the paper's layout.
+pub fn paper_balance(v: &Variant, bytes: usize) -> f64 {
+    let (d, nbt, nq) = (v.dim() as f64, v.n_local() as f64, v.nq as f64);
+    paper_flops_per_cell(v) / (bytes as f64 * ((d * d + 1.0) + nbt + (d + 1.0) * nq))
+}
+
+/// A physics `K` on a space: the variant, its table and the cell data.
+pub struct Pointwise<T, K> {
+    pub variant: Variant,
+    pub n_cells: usize,
+    pub tab: Vec<T>,
+    /// Vertex coordinates per cell.
+    pub x: Vec<T>,
+    /// Auxiliary fields per cell.
+    pub a: Vec<T>,
+    _physics: PhantomData<fn() -> K>,
+}
+
+impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
+    /// Picks the variant of `K` for the space's shape and degree (with
+    /// `nq` points, or the first listed) and builds the cell data.
+    pub fn new(space: &NodalSpace, nq: Option<usize>, aux: Aux<'_>) -> Result<Self> {
+        let variant = *K::VARIANTS
+            .iter()
+            .find(|v| v.shape == space.shape && v.degree == space.degree && nq.is_none_or(|n| v.nq == n))
+            .ok_or_else(|| {
+                let have: Vec<String> = K::VARIANTS.iter().map(|v| format!("{}(p = {}, q = {})", v.shape.name(), v.degree, v.nq)).collect();
+                Error::InvalidArgument(format!(
+                    "physics `{}` has no {} P{} variant{}: it was generated for {}",
+                    K::NAME,
+                    space.shape.name(),
+                    space.degree,
+                    nq.map(|n| format!(" with {n} quadrature points")).unwrap_or_default(),
+                    have.join(", ")
+                ))
+            })?;
+        let n_cells = space.n_cells();
+        let a = Self::aux_evector(&variant, space, aux)?;
+        let cast = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
+        Ok(Self { variant, n_cells, tab: cast(&tabulate(&variant)), x: cast(&space.cell_coords), a: cast(&a), _physics: PhantomData })
+    }
+
+    fn aux_evector(v: &Variant, space: &NodalSpace, aux: Aux<'_>) -> Result<Vec<f64>> {
+        let na = v.na;
+        let check = |len: usize, per: usize, what: &str| {
+            if len != per * na {
+                return Err(Error::InvalidArgument(format!("physics `{}` needs {na} auxiliary values per {what} ({}), got {len}", K::NAME, per * na)));
+            }
+            Ok(())
+        };
+        match (aux, v.aux_nodal) {
+            (Aux::None, _) if na == 0 => Ok(Vec::new()),
+            (Aux::Nodal(f), true) => {
+                check(f.len(), space.n_dofs, "node")?;
+                Ok(space.gather(na, f))
+            }
+            (Aux::Cell(f), false) => {
+                check(f.len(), space.n_cells(), "cell")?;
+                Ok(f.to_vec())
+            }
+            _ => Err(Error::InvalidArgument(format!(
+                "physics `{}` takes {na} auxiliary field(s) {}",
+                K::NAME,
+                if v.aux_nodal { "in the solution's space (Aux::Nodal)" } else { "per cell (Aux::Cell)" }
+            ))),
+        }
+    }
+
+    /// Checks an E-vector of the solution.
+    fn check_u(&self, u: &[T]) -> Result<()> {
+        let want = self.n_cells * self.variant.n_local();
+        if u.len() != want {
+            return Err(Error::InvalidArgument(format!("solution E-vector has {} values, the space needs {want}", u.len())));
+        }
+        Ok(())
+    }
+
+    /// Element residuals on the CPU (`n_local` per cell).
+    pub fn residual_cpu(&self, cpu: &CpuBackend, u: &[T]) -> Result<Vec<T>> {
+        self.check_u(u)?;
+        let nl = self.variant.n_local();
+        let mut out = vec![T::ZERO; self.n_cells * nl];
+        cpu.install(|| {
+            out.par_chunks_mut(CPU_CHUNK * nl).enumerate().for_each(|(k, o)| {
+                K::residual_cells(&self.variant, &self.tab, k * CPU_CHUNK, u, &self.x, &self.a, o);
+            })
+        });
+        Ok(out)
+    }
+
+    /// Element matrices on the CPU (`n_local²` per cell, row-major).
+    pub fn jacobian_cpu(&self, cpu: &CpuBackend, u: &[T]) -> Result<Vec<T>> {
+        self.check_u(u)?;
+        if self.variant.jacobian.is_none() {
+            return Err(Error::InvalidArgument(format!("physics `{}` defines no g0..g3", K::NAME)));
+        }
+        let nl = self.variant.n_local();
+        let mut out = vec![T::ZERO; self.n_cells * nl * nl];
+        cpu.install(|| {
+            out.par_chunks_mut(CPU_CHUNK * nl * nl).enumerate().for_each(|(k, o)| {
+                K::jacobian_cells(&self.variant, &self.tab, k * CPU_CHUNK, u, &self.x, &self.a, o);
+            })
+        });
+        Ok(out)
+    }
+
+    /// Bytes one residual evaluation must move: the E-vectors read and the
+    /// element residuals written (the table is negligible).
+    pub fn residual_bytes(&self) -> usize {
+        let v = &self.variant;
+        self.n_cells * T::BYTES * (2 * v.n_local() + v.shape.vertices() * v.dim() + v.aux_per_cell())
+    }
+}
+
+/// The global matrix of element matrices `elem` (n_local² per cell) on the
+/// `nc`-component field of `space`, every node a row (no boundary
+/// conditions applied).
+pub fn assemble_csr<T: Scalar>(cpu: &CpuBackend, space: &NodalSpace, nc: usize, elem: &[T]) -> Result<Csr<T>> {
+    let layout = field_layout(space, nc);
+    let mut csr = Csr::<T>::pattern(cpu, &layout)?;
+    let pos = csr.element_positions(&layout);
+    let (nl, ne) = (layout.dofs_per_cell, layout.n_cells());
+    if elem.len() != ne * nl * nl {
+        return Err(Error::InvalidArgument(format!("{} element-matrix values for {ne} cells of {nl}²", elem.len())));
+    }
+    for e in 0..ne {
+        for ij in 0..nl * nl {
+            let p = pos[ij * ne + e];
+            if p != u32::MAX {
+                csr.val[p as usize] += elem[e * nl * nl + ij];
+            }
+        }
+    }
+    Ok(csr)
+}
+
+/// Rows of an `nc`-component field: node-major, all free.
+fn field_layout(space: &NodalSpace, nc: usize) -> Layout {
+    let rows = space.n_dofs * nc;
+    let cell_rows = space.cell_dofs.iter().flat_map(|&g| (0..nc as u32).map(move |c| g * nc as u32 + c)).collect();
+    Layout {
+        mode: DirichletMode::Zero,
+        n_rows: rows,
+        dofs_per_cell: space.nb() * nc,
+        cell_rows,
+        fixed: vec![false; rows],
+        row_dof: (0..rows as u32).collect(),
+    }
+}

@@ -1,0 +1,188 @@
+//! Nodal Lagrange spaces for the pointwise kernels: P1/P2 on simplex
+//! meshes, Q_p on quadrilateral/hexahedral meshes (the numbering of
+//! [`super::Space`]), in the node order of [`fem_core::shape`].
+//!
+//! The space also carries what the kernels read per cell: the DOFs of each
+//! cell and its vertex coordinates as an E-vector, and the gather/scatter
+//! between global vectors of `nc`-component fields (DOF-major: `dof·nc +
+//! c`) and E-vectors (`cell·nb·nc + b·nc + c`).
+
+use super::hash::IntMap;
+use super::{Numbering, Space};
+use crate::mesh::simplex::SimplexMesh;
+use crate::mesh::Mesh;
+use crate::{Error, Result};
+use fem_core::shape::Shape;
+use rayon::prelude::*;
+
+#[derive(Clone, Debug)]
+pub struct NodalSpace {
+    pub shape: Shape,
+    pub degree: usize,
+    /// Scalar nodes (a field of `nc` components has `nc · n_dofs` values).
+    pub n_dofs: usize,
+    /// `cell_dofs[c·nb + b]`.
+    pub cell_dofs: Vec<u32>,
+    /// Vertex coordinates per cell: `cell_coords[(c·nv + v)·d + a]`.
+    pub cell_coords: Vec<f64>,
+    pub dof_coords: Vec<[f64; 3]>,
+    /// Nodes on the boundary of the domain.
+    pub boundary: Vec<bool>,
+}
+
+impl NodalSpace {
+    /// P1 or P2 on a simplex mesh; P2 edge nodes are shared through a map
+    /// keyed by the sorted vertex pair, so neighbours agree whatever their
+    /// local orientation.
+    pub fn simplex(mesh: &SimplexMesh, degree: usize) -> Result<Self> {
+        let shape = if mesh.dim == 2 { Shape::Triangle } else { Shape::Tetrahedron };
+        if !shape.supports_degree(degree) {
+            return Err(Error::InvalidArgument(format!("simplex spaces have degree 1 or 2, not {degree}")));
+        }
+        mesh.validate()?;
+        let (d, nv, nb) = (mesh.dim, mesh.dim + 1, shape.n_basis(degree));
+        let n_vertices = mesh.coords.len();
+        let mut edges: IntMap<u64, u32> = IntMap::default();
+        let mut dof_coords = mesh.coords.clone();
+        let mut cell_dofs = Vec::with_capacity(mesh.n_cells() * nb);
+        for cell in &mesh.cells {
+            cell_dofs.extend_from_slice(&cell[..nv]);
+            if degree == 2 {
+                for &[i, j] in shape.edges() {
+                    let (a, b) = (cell[i].min(cell[j]), cell[i].max(cell[j]));
+                    let next = (n_vertices + edges.len()) as u32;
+                    let id = *edges.entry((a as u64) << 32 | b as u64).or_insert_with(|| {
+                        let (xa, xb) = (mesh.coords[a as usize], mesh.coords[b as usize]);
+                        dof_coords.push(std::array::from_fn(|k| 0.5 * (xa[k] + xb[k])));
+                        next
+                    });
+                    cell_dofs.push(id);
+                }
+            }
+        }
+        let n_dofs = dof_coords.len();
+        if n_dofs > u32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("{n_dofs} nodes exceed the u32 index range")));
+        }
+        let boundary = simplex_boundary(mesh, shape, nb, &cell_dofs, n_dofs);
+        let cell_coords = mesh.cells.iter().flat_map(|c| c[..nv].iter().flat_map(|&v| mesh.coords[v as usize][..d].to_vec())).collect();
+        Ok(Self { shape, degree, n_dofs, cell_dofs, cell_coords, dof_coords, boundary })
+    }
+
+    /// Q_p on a quadrilateral/hexahedral mesh.
+    pub fn tensor(mesh: &Mesh, degree: usize) -> Result<Self> {
+        let shape = if mesh.dim == 2 { Shape::Quadrilateral } else { Shape::Hexahedron };
+        if !shape.supports_degree(degree) {
+            return Err(Error::InvalidArgument(format!("{} spaces have degree 1 to {}, not {degree}", shape.name(), fem_core::shape::MAX_TENSOR_DEGREE)));
+        }
+        let space = Space::new(mesh, degree, Numbering::Original)?;
+        let (d, nv) = (mesh.dim, shape.vertices());
+        let cell_coords = mesh.cells.iter().flat_map(|c| c[..nv].iter().flat_map(|&v| mesh.coords[v as usize][..d].to_vec())).collect();
+        Ok(Self {
+            shape,
+            degree,
+            n_dofs: space.n_dofs,
+            dof_coords: space.dof_coords(mesh),
+            cell_dofs: space.cell_dofs,
+            cell_coords,
+            boundary: space.boundary,
+        })
+    }
+
+    pub fn n_cells(&self) -> usize {
+        self.cell_dofs.len() / self.nb()
+    }
+
+    pub fn nb(&self) -> usize {
+        self.shape.n_basis(self.degree)
+    }
+
+    /// E-vector of a global `nc`-component field.
+    pub fn gather<T: Copy + Send + Sync>(&self, nc: usize, global: &[T]) -> Vec<T> {
+        self.cell_dofs.par_iter().flat_map_iter(|&g| (0..nc).map(move |c| global[g as usize * nc + c])).collect()
+    }
+
+    /// Global field with the E-vector's entries summed per node.
+    pub fn scatter_add(&self, nc: usize, local: &[f64]) -> Vec<f64> {
+        let mut global = vec![0.0; self.n_dofs * nc];
+        for (k, &g) in self.cell_dofs.iter().enumerate() {
+            for c in 0..nc {
+                global[g as usize * nc + c] += local[k * nc + c];
+            }
+        }
+        global
+    }
+
+    /// Node values of `f`, `nc` per node.
+    pub fn interpolate(&self, nc: usize, f: impl Fn(&[f64; 3], &mut [f64]) + Sync) -> Vec<f64> {
+        let mut out = vec![0.0; self.n_dofs * nc];
+        out.par_chunks_mut(nc).zip(&self.dof_coords).for_each(|(o, x)| f(x, o));
+        out
+    }
+}
+
+/// Nodes on facets that belong to one cell only.
+fn simplex_boundary(mesh: &SimplexMesh, shape: Shape, nb: usize, cell_dofs: &[u32], n_dofs: usize) -> Vec<bool> {
+    let d = mesh.dim;
+    let key = |cell: &[u32; 4], skip: usize| {
+        let mut f = [u32::MAX; 3];
+        for (k, v) in (0..=d).filter(|&k| k != skip).map(|k| cell[k]).enumerate() {
+            f[k] = v;
+        }
+        f[..d].sort_unstable();
+        f
+    };
+    let mut count: std::collections::HashMap<[u32; 3], u8> = std::collections::HashMap::new();
+    for cell in &mesh.cells {
+        for skip in 0..=d {
+            *count.entry(key(cell, skip)).or_insert(0) += 1;
+        }
+    }
+    let mut boundary = vec![false; n_dofs];
+    for (c, cell) in mesh.cells.iter().enumerate() {
+        for skip in 0..=d {
+            if count[&key(cell, skip)] != 1 {
+                continue;
+            }
+            // The facet opposite local vertex `skip`: its vertices, and the
+            // edge nodes of edges not touching `skip`.
+            for b in 0..nb {
+                let on_facet = if b <= d { b != skip } else { !shape.edges()[b - d - 1].contains(&skip) };
+                if on_facet {
+                    boundary[cell_dofs[c * nb + b] as usize] = true;
+                }
+            }
+        }
+    }
+    boundary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::simplex::SimplexBox;
+
+    #[test]
+    fn p2_nodes_are_shared_and_boundary_nodes_lie_on_the_boundary() {
+        for dim in [2, 3] {
+            let n = 3;
+            let mesh = SimplexBox::unstructured(dim, n, 3).build().unwrap();
+            let space = NodalSpace::simplex(&mesh, 2).unwrap();
+            // P2 on the split grid has the nodes of Q2 on it: (2n + 1)^d.
+            assert_eq!(space.n_dofs, (2 * n + 1).pow(dim as u32));
+            for (x, &b) in space.dof_coords.iter().zip(&space.boundary) {
+                let on = x[..dim].iter().any(|&v| v.abs() < 1e-12 || (v - 1.0).abs() < 1e-12);
+                assert_eq!(on, b, "{x:?}");
+            }
+            // Interpolate then gather: each cell sees its nodes' positions.
+            let xs = space.interpolate(dim, |x, o| o.copy_from_slice(&x[..dim]));
+            let e = space.gather(dim, &xs);
+            for c in [0, space.n_cells() - 1] {
+                for b in 0..space.nb() {
+                    let node = space.dof_coords[space.cell_dofs[c * space.nb() + b] as usize];
+                    assert_eq!(&e[(c * space.nb() + b) * dim..][..dim], &node[..dim]);
+                }
+            }
+        }
+    }
+}

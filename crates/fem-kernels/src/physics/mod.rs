@@ -1,0 +1,9 @@
+//! The physics fem ships, each written as pointwise functions with
+//! `#[fem_kernel]`, exactly as a user writes their own: the macro
+//! generates the CPU variants and the PTX entry points.
+
+pub mod elasticity;
+pub mod poisson;
+
+pub use elasticity::Elasticity;
+pub use poisson::Poisson;

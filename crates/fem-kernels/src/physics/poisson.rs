@@ -1,0 +1,36 @@
+//! −∇·(κ∇u) = f: f1 = κ∇u, f0 = −f, with κ and f auxiliary fields in the
+//! solution's space (`a[0]` = κ, `a[1]` = f), so a variable coefficient
+//! and load are data, not code. Linear in u: the Jacobian is g3 = κI.
+
+use fem_macros::fem_kernel;
+
+#[fem_kernel(
+    components = 1,
+    aux = 2,
+    aux_space = nodal,
+    elements(
+        tri(p = 1, q = 1), tri(p = 2, q = 3), tri(p = 2, q = 6),
+        tet(p = 1, q = 1), tet(p = 2, q = 4),
+        quad(p = 1, q = 4), quad(p = 2, q = 9),
+        hex(p = 1, q = 8), hex(p = 2, q = 27)
+    ),
+    precision(f32, f64),
+    gpu_cfg(feature = "entry-points")
+)]
+pub mod poisson {
+    use fem_core::Real;
+
+    pub fn f0<T: Real, const D: usize>(_u: &[T; 1], _du: &[[T; D]; 1], a: &[T; 2], _da: &[[T; D]; 2], _x: &[T; D]) -> [T; 1] {
+        [-a[1]]
+    }
+
+    pub fn f1<T: Real, const D: usize>(_u: &[T; 1], du: &[[T; D]; 1], a: &[T; 2], _da: &[[T; D]; 2], _x: &[T; D]) -> [[T; D]; 1] {
+        [core::array::from_fn(|k| a[0] * du[0][k])]
+    }
+
+    pub fn g3<T: Real, const D: usize>(_u: &[T; 1], _du: &[[T; D]; 1], a: &[T; 2], _da: &[[T; D]; 2], _x: &[T; D]) -> [[[[T; D]; D]; 1]; 1] {
+        [[core::array::from_fn(|d| core::array::from_fn(|g| if d == g { a[0] } else { T::ZERO }))]]
+    }
+}
+
+pub use poisson::Poisson;

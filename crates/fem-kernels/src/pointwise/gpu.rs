@@ -1,0 +1,207 @@
+//! Thread transposition on the GPU (Knepley, Rupp & Terrel §3).
+//!
+//! A thread block takes a chunk of `batches` consecutive batches of
+//! `blockDim.x` cells, one after another. The block size is a multiple of
+//! the cell block LCM(N_q, N_b·N_comp) (the host checks), so:
+//!
+//! * in the **quadrature phase** thread t evaluates point q = t mod N_q
+//!   for N_q cells of the batch (items t, t + blockDim, …; item k is cell
+//!   k / N_q), writing the pulled-back f0/f1 values to shared memory;
+//! * after a barrier, in the **basis phase** thread t accumulates local
+//!   function t mod (N_b·N_comp) for N_b·N_comp cells, reading those
+//!   values: no reduction across threads, and the element vector of the
+//!   batch is written by consecutive threads to consecutive addresses.
+//!
+//! The batch's coefficients, vertex coordinates and auxiliary fields are
+//! first loaded into shared memory by all threads with coalesced reads,
+//! and the reference table once per block. The last chunk may be partial
+//! (remainder cells are masked, not left to the host).
+//!
+//! Shared memory (elements of T): `table_len + blockDim·(NB·NC + NV·D +
+//! aux + N_q·point_len)`; the host computes it with
+//! [`super::shared_len`].
+
+use super::*;
+use crate::device::{block_dim_x, block_idx_x, dynamic_shared, sync_threads, thread_idx_x};
+
+/// The block's shared regions: table, coefficients, vertices, aux, point
+/// values.
+struct Regions<'a, T> {
+    tab: &'a mut [T],
+    u: &'a mut [T],
+    x: &'a mut [T],
+    a: &'a mut [T],
+    pts: &'a mut [T],
+}
+
+#[inline(always)]
+unsafe fn regions<'a, T>(tab_len: usize, cells: usize, sizes: [usize; 4]) -> Regions<'a, T> {
+    let base = dynamic_shared::<T>();
+    let mut off = 0;
+    let mut take = |len: usize| {
+        let s = core::slice::from_raw_parts_mut(base.add(off), len);
+        off += len;
+        s
+    };
+    Regions { tab: take(tab_len), u: take(cells * sizes[0]), x: take(cells * sizes[1]), a: take(cells * sizes[2]), pts: take(cells * sizes[3]) }
+}
+
+/// Copies `n` values from `src` into `dst` with the whole block, coalesced.
+#[inline(always)]
+unsafe fn load<T: Copy>(dst: &mut [T], src: *const T, n: usize) {
+    let mut i = thread_idx_x();
+    while i < n {
+        *dst.get_unchecked_mut(i) = *src.add(i);
+        i += block_dim_x();
+    }
+}
+
+/// The batch loop shared by the residual and the Jacobian: loads each
+/// batch, runs `quad(cell, q, regions)` for every (cell, point) and
+/// `basis(cell0, cell, k, regions)` for every item k of the basis phase
+/// (`items` per cell).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn batches<T: Copy>(
+    n_cells: usize,
+    batches: usize,
+    tab: *const T,
+    tab_len: usize,
+    nq: usize,
+    items: usize,
+    sizes: [usize; 4],
+    inputs: [*const T; 3],
+    quad: impl Fn(usize, usize, &mut Regions<'_, T>),
+    basis: impl Fn(usize, usize, usize, &Regions<'_, T>),
+) {
+    let bc = block_dim_x();
+    let t = thread_idx_x();
+    let mut r = regions::<T>(tab_len, bc, sizes);
+    load(r.tab, tab, tab_len);
+    for batch in 0..batches {
+        let cell0 = (block_idx_x() * batches + batch) * bc;
+        if cell0 >= n_cells {
+            break;
+        }
+        let n = (n_cells - cell0).min(bc);
+        // The previous batch's basis phase must be done with shared memory.
+        sync_threads();
+        for (k, (dst, src)) in [&mut *r.u, &mut *r.x, &mut *r.a].into_iter().zip(inputs).enumerate() {
+            load(dst, src.add(cell0 * sizes[k]), n * sizes[k]);
+        }
+        sync_threads();
+        for j in 0..nq {
+            let k = t + j * bc;
+            if k / nq < n {
+                quad(k / nq, k % nq, &mut r);
+            }
+        }
+        sync_threads();
+        for j in 0..items {
+            let k = t + j * bc;
+            if k / items < n {
+                basis(cell0, k / items, k % items, &r);
+            }
+        }
+    }
+}
+
+/// Element residuals of `n_cells` cells, `out[cell·NB·NC + b·NC + c]`.
+///
+/// # Safety
+/// The launch follows [`super::shared_len`] and the block-size rule above;
+/// every pointer covers `n_cells` cells of its E-vector layout.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+    n_cells: usize,
+    n_batches: usize,
+    tab: *const T,
+    u: *const T,
+    x: *const T,
+    a: *const T,
+    out: *mut T,
+) {
+    let nl = NB * NC;
+    let stride = row_len(D, NB, NV);
+    let pl = residual_point_len(D, NC);
+    let sizes = [nl, NV * D, aux_len(NB, NA, AUXN), NQ * pl];
+    batches::<T>(
+        n_cells,
+        n_batches,
+        tab,
+        NQ * stride,
+        NQ,
+        nl,
+        sizes,
+        [u, x, a],
+        |cell, q, r| {
+            let (uo, xo, ao, po) = (cell * sizes[0], cell * sizes[1], cell * sizes[2], (cell * NQ + q) * pl);
+            let (us, xs, as_) = (r.u.get_unchecked(uo..), r.x.get_unchecked(xo..xo + sizes[1]), r.a.get_unchecked(ao..));
+            let pts = &mut *r.pts;
+            residual_point::<T, P, D, NC, NA, NB, NV, AUXN>(
+                r.tab.get_unchecked(q * stride..(q + 1) * stride),
+                |i| at(us, i),
+                xs,
+                |i| at(as_, i),
+                |c, h, v| *pts.get_unchecked_mut(po + c * (1 + D) + h) = v,
+            );
+        },
+        |cell0, cell, k, r| {
+            let po = cell * NQ * pl;
+            let v = residual_basis::<T, D, NC, NB, NV, NQ>(r.tab, P::TERMS, k, |q, c, h| at(r.pts, po + q * pl + c * (1 + D) + h));
+            *out.add((cell0 + cell) * nl + k) = v;
+        },
+    );
+}
+
+/// Element matrices of `n_cells` cells, row-major:
+/// `out[cell·n² + i·n + j]`, n = NB·NC. Thread item k is row k of a cell.
+///
+/// # Safety
+/// As [`residual`], with `out` covering n² values per cell.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+    n_cells: usize,
+    n_batches: usize,
+    tab: *const T,
+    u: *const T,
+    x: *const T,
+    a: *const T,
+    out: *mut T,
+) {
+    let nl = NB * NC;
+    let stride = row_len(D, NB, NV);
+    let pl = jacobian_point_len(D, NC);
+    let sizes = [nl, NV * D, aux_len(NB, NA, AUXN), NQ * pl];
+    batches::<T>(
+        n_cells,
+        n_batches,
+        tab,
+        NQ * stride,
+        NQ,
+        nl,
+        sizes,
+        [u, x, a],
+        |cell, q, r| {
+            let (uo, xo, ao, po) = (cell * sizes[0], cell * sizes[1], cell * sizes[2], (cell * NQ + q) * pl);
+            let (us, xs, as_) = (r.u.get_unchecked(uo..), r.x.get_unchecked(xo..xo + sizes[1]), r.a.get_unchecked(ao..));
+            let pts = &mut *r.pts;
+            jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(
+                r.tab.get_unchecked(q * stride..(q + 1) * stride),
+                |i| at(us, i),
+                xs,
+                |i| at(as_, i),
+                |i, v| *pts.get_unchecked_mut(po + i) = v,
+            );
+        },
+        |cell0, cell, i, r| {
+            let po = cell * NQ * pl;
+            let row = out.add(((cell0 + cell) * nl + i) * nl);
+            for j in 0..nl {
+                *row.add(j) = jacobian_entry::<T, D, NC, NB, NV, NQ>(r.tab, i, j, |q, k| at(r.pts, po + q * pl + k));
+            }
+        },
+    );
+}

@@ -1,0 +1,407 @@
+//! Residuals and element matrices of a pointwise physics
+//! ([`fem_core::physics::Physics`]) on any reference cell of
+//! [`fem_core::shape`], split the way Knepley, Rupp & Terrel's thread
+//! transposition needs it:
+//!
+//! * the **quadrature phase** ([`residual_point`], [`jacobian_point`])
+//!   evaluates the fields at one quadrature point of one cell, calls the
+//!   physics and returns its values already multiplied by the weight and
+//!   |J| and pulled back to reference derivatives, so
+//! * the **basis phase** ([`residual_basis`], [`jacobian_entry`]) is a
+//!   plain contraction with the reference tabulation, needing no geometry.
+//!
+//! The CPU runs both phases per cell ([`cell_residual`]); the GPU
+//! ([`gpu`]) runs them over cell batches with a barrier between. Both call
+//! the functions here, so they compute the same sums in the same order.
+//!
+//! Table layout (built by the host, one row per quadrature point):
+//! `[w, Φ₀₀ … Φ_{NB−1,D}, Ψ₀₀ … Ψ_{NV−1,D}]` with `Φ_{b,0}` the basis value
+//! and `Φ_{b,1+e}` its reference derivative ∂/∂ξ_e; Ψ likewise for the
+//! geometry (vertex) basis. Cell data are E-vectors: `u[b·NC + c]`,
+//! vertex coordinates `x[v·D + a]`, auxiliary fields `a[b·NA + k]` (in the
+//! solution's space) or `a[k]` (P0).
+
+#[cfg(target_arch = "nvptx64")]
+pub mod gpu;
+
+use fem_core::element::det_inv;
+use fem_core::physics::{Physics, Point, Terms};
+use fem_core::shape::Shape;
+use fem_core::Real;
+
+/// Reads `s[i]`; unchecked in kernels (the launch sizes were validated by
+/// the host), checked on the host where tests exercise every index.
+#[inline(always)]
+pub fn at<T: Copy>(s: &[T], i: usize) -> T {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        unsafe { *s.get_unchecked(i) }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        s[i]
+    }
+}
+
+/// Length of one table row.
+pub const fn row_len(d: usize, nb: usize, nv: usize) -> usize {
+    1 + (nb + nv) * (1 + d)
+}
+
+/// Auxiliary values per cell.
+pub const fn aux_len(nb: usize, na: usize, nodal: bool) -> usize {
+    if nodal {
+        nb * na
+    } else {
+        na
+    }
+}
+
+/// Values per quadrature point the residual's quadrature phase hands to
+/// the basis phase: `F[c][h]`, h = 0 the f0 term, 1 + e the f1 term.
+pub const fn residual_point_len(d: usize, nc: usize) -> usize {
+    nc * (1 + d)
+}
+
+/// Values per quadrature point of the Jacobian: `G[c][e][h][k]`, h (k) = 0
+/// the test (trial) value, 1 + e its reference derivative.
+pub const fn jacobian_point_len(d: usize, nc: usize) -> usize {
+    nc * nc * (1 + d) * (1 + d)
+}
+
+/// Shared-memory elements of a thread-transposition launch of `v` with
+/// `cells` threads (= cells per batch): table, the batch's E-vectors and
+/// the quadrature phase's values.
+pub const fn shared_len(v: &Variant, cells: usize, jacobian: bool) -> usize {
+    let (d, nb, nv) = (v.dim(), v.n_basis(), v.shape.vertices());
+    let point = if jacobian { jacobian_point_len(d, v.nc) } else { residual_point_len(d, v.nc) };
+    v.nq * row_len(d, nb, nv) + cells * (v.n_local() + nv * d + v.aux_per_cell() + v.nq * point)
+}
+
+/// One generated kernel variant, as the `#[fem_kernel]` attribute named
+/// it; the host finds PTX entries and CPU code through this table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variant {
+    pub shape: Shape,
+    pub degree: usize,
+    /// Quadrature points (a rule of [`Shape::rule`]).
+    pub nq: usize,
+    pub nc: usize,
+    pub na: usize,
+    pub aux_nodal: bool,
+    pub terms: Terms,
+    /// Cells per cell block: LCM(N_q, N_b·N_comp).
+    pub block: usize,
+    /// PTX entry of the residual without the precision suffix.
+    pub residual: &'static str,
+    /// PTX entry of the element matrices, if the physics has g0..g3.
+    pub jacobian: Option<&'static str>,
+    /// Precisions with PTX entries.
+    pub precisions: &'static [&'static str],
+}
+
+impl Variant {
+    pub const fn dim(&self) -> usize {
+        self.shape.dim()
+    }
+    pub const fn n_basis(&self) -> usize {
+        self.shape.n_basis(self.degree)
+    }
+    /// Basis functions times components: the E-vector length per cell.
+    pub const fn n_local(&self) -> usize {
+        self.n_basis() * self.nc
+    }
+    pub const fn aux_per_cell(&self) -> usize {
+        aux_len(self.n_basis(), self.na, self.aux_nodal)
+    }
+}
+
+/// What `#[fem_kernel]` implements for a physics type: its variants and
+/// the CPU code of each.
+pub trait Kernels<T: Real> {
+    /// Name used in entry points (`fem_residual_<NAME>_...`).
+    const NAME: &'static str;
+    const VARIANTS: &'static [Variant];
+
+    /// Element residuals of cells `first..first + out.len() / n_local` on
+    /// the CPU; `false` if `v` is not one of [`Self::VARIANTS`].
+    fn residual_cells(v: &Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool;
+
+    /// Element matrices (row-major, n_local² per cell) likewise; `false`
+    /// if `v` is not a variant or the physics has no Jacobian.
+    fn jacobian_cells(v: &Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool;
+}
+
+/// Position, |J|·w and J⁻¹ (`inv[e][a]` = ∂ξ_e/∂x_a) at the point of `row`.
+#[inline(always)]
+pub fn geometry<T: Real, const D: usize, const NB: usize, const NV: usize>(row: &[T], x: &[T]) -> ([T; D], T, [[T; D]; D]) {
+    let o = 1 + NB * (1 + D);
+    let mut pos = [T::ZERO; D];
+    let mut jac = [[T::ZERO; D]; D];
+    for v in 0..NV {
+        let psi = at(row, o + v * (1 + D));
+        for a in 0..D {
+            let xv = at(x, v * D + a);
+            pos[a] = xv.mul_add(psi, pos[a]);
+            for e in 0..D {
+                jac[a][e] = xv.mul_add(at(row, o + v * (1 + D) + 1 + e), jac[a][e]);
+            }
+        }
+    }
+    let (det, inv) = det_inv(&jac);
+    (pos, at(row, 0) * det, inv)
+}
+
+/// Value and physical gradient of `n` interleaved fields at the point of
+/// `row`: `coef(b·n + c)` is field c's coefficient of basis function b.
+#[inline(always)]
+fn fields<T: Real, const D: usize, const N: usize, const NB: usize>(
+    row: &[T],
+    inv: &[[T; D]; D],
+    coef: impl Fn(usize) -> T,
+) -> ([T; N], [[T; D]; N]) {
+    let mut v = [T::ZERO; N];
+    let mut dref = [[T::ZERO; D]; N];
+    for b in 0..NB {
+        let o = 1 + b * (1 + D);
+        let phi = at(row, o);
+        for c in 0..N {
+            let k = coef(b * N + c);
+            v[c] = k.mul_add(phi, v[c]);
+            for e in 0..D {
+                dref[c][e] = k.mul_add(at(row, o + 1 + e), dref[c][e]);
+            }
+        }
+    }
+    let mut grad = [[T::ZERO; D]; N];
+    for c in 0..N {
+        for a in 0..D {
+            for e in 0..D {
+                grad[c][a] = dref[c][e].mul_add(inv[e][a], grad[c][a]);
+            }
+        }
+    }
+    (v, grad)
+}
+
+/// The pointwise arguments at the point of `row`, with |J|·w and J⁻¹.
+#[inline(always)]
+pub fn point<T: Real, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const AUXN: bool>(
+    row: &[T],
+    u: impl Fn(usize) -> T,
+    x: &[T],
+    aux: impl Fn(usize) -> T,
+) -> (Point<T, D, NC, NA>, T, [[T; D]; D]) {
+    let (pos, wdet, inv) = geometry::<T, D, NB, NV>(row, x);
+    let (uv, du) = fields::<T, D, NC, NB>(row, &inv, u);
+    let (a, da) = if AUXN {
+        fields::<T, D, NA, NB>(row, &inv, aux)
+    } else {
+        (core::array::from_fn(&aux), [[T::ZERO; D]; NA])
+    };
+    (Point { u: uv, du, a, da, x: pos }, wdet, inv)
+}
+
+/// Pulls a physical direction index back: Σ_a v[a]·inv[e][a].
+#[inline(always)]
+fn pull<T: Real, const D: usize>(v: &[T; D], inv: &[[T; D]; D], e: usize) -> T {
+    let mut s = T::ZERO;
+    for a in 0..D {
+        s = v[a].mul_add(inv[e][a], s);
+    }
+    s
+}
+
+/// Quadrature phase of the residual: `F[c][0]` = w|J| f0_c and
+/// `F[c][1 + e]` = w|J| Σ_a f1_{c,a} ∂ξ_e/∂x_a, handed to `put(c, h, F)`.
+#[inline(always)]
+pub fn residual_point<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const AUXN: bool>(
+    row: &[T],
+    u: impl Fn(usize) -> T,
+    x: &[T],
+    aux: impl Fn(usize) -> T,
+    mut put: impl FnMut(usize, usize, T),
+) {
+    let (p, wdet, inv) = point::<T, D, NC, NA, NB, NV, AUXN>(row, u, x, aux);
+    if P::TERMS.f0 {
+        let f0 = P::f0(&p);
+        for c in 0..NC {
+            put(c, 0, f0[c] * wdet);
+        }
+    }
+    if P::TERMS.f1 {
+        let f1 = P::f1(&p);
+        for c in 0..NC {
+            for e in 0..D {
+                put(c, 1 + e, pull(&f1[c], &inv, e) * wdet);
+            }
+        }
+    }
+}
+
+/// Basis phase of the residual for local function `bc` = b·NC + c:
+/// Σ_q Σ_h Φ_q[b][h]·F_q[c][h], with `f(q, c, h)` the quadrature phase's
+/// values and `tab` the whole table.
+#[inline(always)]
+pub fn residual_basis<T: Real, const D: usize, const NC: usize, const NB: usize, const NV: usize, const NQ: usize>(
+    tab: &[T],
+    terms: Terms,
+    bc: usize,
+    f: impl Fn(usize, usize, usize) -> T,
+) -> T {
+    let (b, c) = (bc / NC, bc % NC);
+    let first = if terms.f0 { 0 } else { 1 };
+    let last = if terms.f1 { D + 1 } else { 1 };
+    let mut r = T::ZERO;
+    for q in 0..NQ {
+        let o = q * row_len(D, NB, NV) + 1 + b * (1 + D);
+        for h in first..last {
+            r = at(tab, o + h).mul_add(f(q, c, h), r);
+        }
+    }
+    r
+}
+
+/// Quadrature phase of the element matrix: `G[c][e][h][k]` (see
+/// [`jacobian_point_len`]) pulled back and scaled by w|J|, handed to
+/// `put(index, G)` with index ((c·NC + e)(1 + D) + h)(1 + D) + k.
+#[inline(always)]
+pub fn jacobian_point<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const AUXN: bool>(
+    row: &[T],
+    u: impl Fn(usize) -> T,
+    x: &[T],
+    aux: impl Fn(usize) -> T,
+    mut put: impl FnMut(usize, T),
+) {
+    let (p, wdet, inv) = point::<T, D, NC, NA, NB, NV, AUXN>(row, u, x, aux);
+    let t = P::TERMS.g;
+    let (g0, g1, g2, g3) = (
+        if t[0] { P::g0(&p) } else { [[T::ZERO; NC]; NC] },
+        if t[1] { P::g1(&p) } else { [[[T::ZERO; D]; NC]; NC] },
+        if t[2] { P::g2(&p) } else { [[[T::ZERO; D]; NC]; NC] },
+        if t[3] { P::g3(&p) } else { [[[[T::ZERO; D]; D]; NC]; NC] },
+    );
+    let idx = |c: usize, e: usize, h: usize, k: usize| ((c * NC + e) * (1 + D) + h) * (1 + D) + k;
+    for c in 0..NC {
+        for e in 0..NC {
+            put(idx(c, e, 0, 0), g0[c][e] * wdet);
+            for k in 0..D {
+                put(idx(c, e, 0, 1 + k), pull(&g1[c][e], &inv, k) * wdet);
+                put(idx(c, e, 1 + k, 0), pull(&g2[c][e], &inv, k) * wdet);
+            }
+            for h in 0..D {
+                // Σ_d inv[h][d] (Σ_g g3[d][g] inv[k][g])
+                let right: [[T; D]; D] = core::array::from_fn(|d| core::array::from_fn(|k| pull(&g3[c][e][d], &inv, k)));
+                for k in 0..D {
+                    let mut s = T::ZERO;
+                    for d in 0..D {
+                        s = inv[h][d].mul_add(right[d][k], s);
+                    }
+                    put(idx(c, e, 1 + h, 1 + k), s * wdet);
+                }
+            }
+        }
+    }
+}
+
+/// Basis phase of the element matrix: entry (i, j) of local functions
+/// i = b·NC + c (test) and j = b'·NC + e (trial).
+#[inline(always)]
+pub fn jacobian_entry<T: Real, const D: usize, const NC: usize, const NB: usize, const NV: usize, const NQ: usize>(
+    tab: &[T],
+    i: usize,
+    j: usize,
+    g: impl Fn(usize, usize) -> T,
+) -> T {
+    let (b, c, bj, e) = (i / NC, i % NC, j / NC, j % NC);
+    let mut r = T::ZERO;
+    for q in 0..NQ {
+        let o = q * row_len(D, NB, NV) + 1;
+        for h in 0..=D {
+            let mut s = T::ZERO;
+            for k in 0..=D {
+                s = at(tab, o + bj * (1 + D) + k).mul_add(g(q, ((c * NC + e) * (1 + D) + h) * (1 + D) + k), s);
+            }
+            r = at(tab, o + b * (1 + D) + h).mul_add(s, r);
+        }
+    }
+    r
+}
+
+/// The residual of one cell on the CPU: both phases in sequence, `out`
+/// the cell's NB·NC entries.
+#[inline(always)]
+pub fn cell_residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+    tab: &[T],
+    u: &[T],
+    x: &[T],
+    a: &[T],
+    out: &mut [T],
+) {
+    let stride = row_len(D, NB, NV);
+    let mut f = [[[T::ZERO; 4]; NC]; NQ];
+    for (q, fq) in f.iter_mut().enumerate() {
+        residual_point::<T, P, D, NC, NA, NB, NV, AUXN>(&tab[q * stride..(q + 1) * stride], |i| u[i], x, |i| a[i], |c, h, v| fq[c][h] = v);
+    }
+    for (bc, o) in out.iter_mut().enumerate().take(NB * NC) {
+        *o = residual_basis::<T, D, NC, NB, NV, NQ>(tab, P::TERMS, bc, |q, c, h| f[q][c][h]);
+    }
+}
+
+/// The element matrix of one cell on the CPU, row-major in `out`.
+#[inline(always)]
+pub fn cell_jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+    tab: &[T],
+    u: &[T],
+    x: &[T],
+    a: &[T],
+    out: &mut [T],
+) {
+    let stride = row_len(D, NB, NV);
+    let mut g = [[[[[T::ZERO; 4]; 4]; NC]; NC]; NQ];
+    for (q, gq) in g.iter_mut().enumerate() {
+        jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(&tab[q * stride..(q + 1) * stride], |i| u[i], x, |i| a[i], |k, v| {
+            let (ce, hk) = (k / ((1 + D) * (1 + D)), k % ((1 + D) * (1 + D)));
+            gq[ce / NC][ce % NC][hk / (1 + D)][hk % (1 + D)] = v;
+        });
+    }
+    let n = NB * NC;
+    for i in 0..n {
+        for j in 0..n {
+            out[i * n + j] = jacobian_entry::<T, D, NC, NB, NV, NQ>(tab, i, j, |q, k| {
+                let (ce, hk) = (k / ((1 + D) * (1 + D)), k % ((1 + D) * (1 + D)));
+                g[q][ce / NC][ce % NC][hk / (1 + D)][hk % (1 + D)]
+            });
+        }
+    }
+}
+
+/// Runs `cell` over the cells of `out` (n_local values each) starting at
+/// cell `first`, handing each its slices of the E-vectors.
+#[inline(always)]
+pub fn for_cells<T: Real>(
+    first: usize,
+    sizes: [usize; 4],
+    u: &[T],
+    x: &[T],
+    a: &[T],
+    out: &mut [T],
+    mut cell: impl FnMut(&[T], &[T], &[T], &mut [T]),
+) {
+    let [nu, nx, na, no] = sizes;
+    for (k, o) in out.chunks_exact_mut(no).enumerate() {
+        let e = first + k;
+        cell(&u[e * nu..(e + 1) * nu], &x[e * nx..(e + 1) * nx], &a[e * na..(e + 1) * na], o);
+    }
+}
+
+/// Least common multiple, for the cell-block size.
+pub const fn lcm(a: usize, b: usize) -> usize {
+    let (mut x, mut y) = (a, b);
+    while y != 0 {
+        let t = x % y;
+        x = y;
+        y = t;
+    }
+    a / x * b
+}

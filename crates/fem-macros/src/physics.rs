@@ -1,0 +1,333 @@
+//! Expansion of `#[fem_kernel(...)]` on a module of pointwise functions:
+//! validation of the functions and the variant list, then the physics type,
+//! its `Physics` impls, the CPU dispatch and one PTX entry per variant and
+//! precision.
+
+use fem_core::shape::Shape;
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{GenericParam, Ident, Item, ItemFn, ItemMod, LitInt};
+
+/// The pointwise functions a physics module may define, in `Terms` order.
+const FUNCTIONS: [&str; 6] = ["f0", "f1", "g0", "g1", "g2", "g3"];
+
+/// One element the attribute names.
+struct ElementSpec {
+    shape: Shape,
+    degree: usize,
+    nq: usize,
+    span: Span,
+}
+
+/// Parsed attribute.
+struct Spec {
+    physics: Option<Ident>,
+    /// `None`: as many components as dimensions (`components = dim`).
+    components: Option<usize>,
+    aux: usize,
+    aux_nodal: bool,
+    elements: Vec<ElementSpec>,
+    precisions: Vec<Ident>,
+    gpu_cfg: Option<TokenStream>,
+}
+
+fn int(meta: &syn::meta::ParseNestedMeta) -> syn::Result<(usize, Span)> {
+    let lit: LitInt = meta.value()?.parse()?;
+    Ok((lit.base10_parse()?, lit.span()))
+}
+
+fn parse_element(meta: syn::meta::ParseNestedMeta, out: &mut Vec<ElementSpec>) -> syn::Result<()> {
+    let ident = meta.path.get_ident().cloned().ok_or_else(|| meta.error("expected an element: tri, tet, quad or hex"))?;
+    let shape = Shape::parse(&ident.to_string())
+        .ok_or_else(|| syn::Error::new(ident.span(), format!("unknown element `{ident}`: expected tri, tet, quad or hex")))?;
+    let (mut degree, mut nq) = (None, None);
+    meta.parse_nested_meta(|kv| {
+        if kv.path.is_ident("p") {
+            let (p, span) = int(&kv)?;
+            if !shape.supports_degree(p) {
+                let have = if shape.is_simplex() { "1 and 2".to_string() } else { format!("1 to {}", fem_core::shape::MAX_TENSOR_DEGREE) };
+                return Err(syn::Error::new(span, format!("`{ident}` elements support degrees {have}, not {p}")));
+            }
+            degree = Some(p);
+        } else if kv.path.is_ident("q") {
+            let (n, span) = int(&kv)?;
+            if !shape.rule_sizes().contains(&n) {
+                return Err(syn::Error::new(span, format!("no {n}-point rule on `{ident}`: available {:?}", shape.rule_sizes())));
+            }
+            nq = Some(n);
+        } else {
+            return Err(kv.error("expected `p = degree` or `q = quadrature points`"));
+        }
+        Ok(())
+    })?;
+    let (Some(degree), Some(nq)) = (degree, nq) else {
+        return Err(syn::Error::new(ident.span(), format!("`{ident}` needs both `p = ...` and `q = ...`")));
+    };
+    if out.iter().any(|e| e.shape == shape && e.degree == degree && e.nq == nq) {
+        return Err(syn::Error::new(ident.span(), format!("`{ident}(p = {degree}, q = {nq})` is listed twice")));
+    }
+    out.push(ElementSpec { shape, degree, nq, span: ident.span() });
+    Ok(())
+}
+
+impl Spec {
+    fn parse(attr: TokenStream) -> syn::Result<Self> {
+        let mut spec = Spec { physics: None, components: Some(1), aux: 0, aux_nodal: false, elements: Vec::new(), precisions: Vec::new(), gpu_cfg: None };
+        let parser = syn::meta::parser(|meta| {
+            if meta.path.is_ident("physics") {
+                spec.physics = Some(meta.value()?.parse()?);
+            } else if meta.path.is_ident("components") {
+                let v = meta.value()?;
+                if v.peek(Ident) {
+                    let id: Ident = v.parse()?;
+                    if id != "dim" {
+                        return Err(syn::Error::new(id.span(), "components is a number or `dim`"));
+                    }
+                    spec.components = None;
+                } else {
+                    let lit: LitInt = v.parse()?;
+                    let n: usize = lit.base10_parse()?;
+                    if n == 0 || n > 3 {
+                        return Err(syn::Error::new(lit.span(), "components must be 1, 2, 3 or `dim`"));
+                    }
+                    spec.components = Some(n);
+                }
+            } else if meta.path.is_ident("aux") {
+                let (n, span) = int(&meta)?;
+                if n > 4 {
+                    return Err(syn::Error::new(span, "at most 4 auxiliary fields"));
+                }
+                spec.aux = n;
+            } else if meta.path.is_ident("aux_space") {
+                let id: Ident = meta.value()?.parse()?;
+                spec.aux_nodal = match id.to_string().as_str() {
+                    "nodal" => true,
+                    "cell" => false,
+                    _ => return Err(syn::Error::new(id.span(), "aux_space is `nodal` (the solution's space) or `cell` (P0)")),
+                };
+            } else if meta.path.is_ident("elements") {
+                meta.parse_nested_meta(|el| parse_element(el, &mut spec.elements))?;
+            } else if meta.path.is_ident("precision") {
+                meta.parse_nested_meta(|p| {
+                    let id = p.path.get_ident().cloned().ok_or_else(|| p.error("expected f32 or f64"))?;
+                    if id != "f32" && id != "f64" {
+                        return Err(syn::Error::new(id.span(), format!("unsupported precision `{id}`: expected f32 or f64")));
+                    }
+                    spec.precisions.push(id);
+                    Ok(())
+                })?;
+            } else if meta.path.is_ident("gpu_cfg") {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                spec.gpu_cfg = Some(content.parse()?);
+            } else {
+                return Err(meta.error("expected physics, components, aux, aux_space, elements, precision or gpu_cfg"));
+            }
+            Ok(())
+        });
+        syn::parse::Parser::parse2(parser, attr)?;
+        if spec.elements.is_empty() {
+            return Err(syn::Error::new(Span::call_site(), "name at least one element: elements(tri(p = 1, q = 1), ...)"));
+        }
+        if spec.precisions.is_empty() {
+            spec.precisions = vec![Ident::new("f32", Span::call_site()), Ident::new("f64", Span::call_site())];
+        }
+        Ok(spec)
+    }
+}
+
+/// Checks a pointwise function's shape: `<T: Real, const D: usize>` and
+/// five arguments (u, ∇u, a, ∇a, x) with a return type.
+fn check_function(f: &ItemFn) -> syn::Result<()> {
+    let params: Vec<&GenericParam> = f.sig.generics.params.iter().collect();
+    let ok = matches!(params.as_slice(), [GenericParam::Type(_), GenericParam::Const(c)] if c.ident == "D");
+    if !ok {
+        let span = if params.is_empty() { f.sig.ident.span() } else { f.sig.generics.span() };
+        return Err(syn::Error::new(span, format!("`{}` must be generic as `<T: Real, const D: usize>`", f.sig.ident)));
+    }
+    if f.sig.inputs.len() != 5 {
+        return Err(syn::Error::new(f.sig.inputs.span(), format!("`{}` takes five arguments: (u, du, a, da, x)", f.sig.ident)));
+    }
+    if matches!(f.sig.output, syn::ReturnType::Default) {
+        return Err(syn::Error::new(f.sig.ident.span(), format!("`{}` must return its values", f.sig.ident)));
+    }
+    Ok(())
+}
+
+fn camel(s: &str) -> String {
+    s.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).collect()
+}
+
+fn shape_path(s: Shape) -> TokenStream {
+    let v = format_ident!("{}", format!("{s:?}"));
+    quote!(::fem_kernels::fem_core::shape::Shape::#v)
+}
+
+pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let spec = Spec::parse(attr)?;
+    let mut module: ItemMod = syn::parse2(item)?;
+    let Some((_, items)) = module.content.as_mut() else {
+        return Err(syn::Error::new(module.ident.span(), "#[fem_kernel] goes on an inline module: `mod name { fn f1 ... }`"));
+    };
+    let mut spans: [Option<Span>; 6] = [None; 6];
+    for it in items.iter() {
+        if let Item::Fn(f) = it {
+            if let Some(k) = FUNCTIONS.iter().position(|n| f.sig.ident == n) {
+                check_function(f)?;
+                spans[k] = Some(f.sig.ident.span());
+            }
+        }
+    }
+    let present = spans.map(|s| s.is_some());
+    if !present[0] && !present[1] {
+        return Err(syn::Error::new(module.ident.span(), "a physics defines `f0`, `f1` or both"));
+    }
+    let has_jacobian = present[2..].iter().any(|&p| p);
+    let name = module.ident.to_string();
+    let ty = spec.physics.clone().unwrap_or_else(|| format_ident!("{}", camel(&name)));
+    let generated = generate(&spec, &ty, &name, spans, has_jacobian);
+    items.extend(syn::parse2::<syn::File>(generated)?.items);
+    Ok(quote!(#module))
+}
+
+fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 6], has_jacobian: bool) -> TokenStream {
+    let present = spans.map(|s| s.is_some());
+    let core = quote!(::fem_kernels::fem_core);
+    let na = spec.aux;
+    let nodal = spec.aux_nodal;
+    let nc_of = |d: usize| spec.components.unwrap_or(d);
+    let mut dims: Vec<usize> = spec.elements.iter().map(|e| e.shape.dim()).collect();
+    dims.sort_unstable();
+    dims.dedup();
+    let [f0, f1, g0, g1, g2, g3] = present;
+    let terms = quote!(#core::physics::Terms { f0: #f0, f1: #f1, g: [#g0, #g1, #g2, #g3] });
+
+    let impls = dims.iter().map(|&d| {
+        let nc = nc_of(d);
+        let pt = quote!(#core::physics::Point<T, #d, #nc, #na>);
+        let methods = FUNCTIONS.iter().zip(spans).map(|(f, span)| {
+            let fi = format_ident!("{f}");
+            let out = match *f {
+                "f0" => quote!([T; #nc]),
+                "f1" => quote!([[T; #d]; #nc]),
+                "g0" => quote!([[T; #nc]; #nc]),
+                "g1" | "g2" => quote!([[[T; #d]; #nc]; #nc]),
+                _ => quote!([[[[T; #d]; #d]; #nc]; #nc]),
+            };
+            let body = if let Some(span) = span {
+                quote_spanned!(span=> #fi::<T, #d>(&p.u, &p.du, &p.a, &p.da, &p.x))
+            } else {
+                quote!(<#out as #core::physics::Zero>::zero())
+            };
+            quote! {
+                #[inline(always)]
+                fn #fi(p: &#pt) -> #out { #body }
+            }
+        });
+        quote! {
+            impl<T: #core::Real> #core::physics::Physics<T, #d, #nc, #na> for #ty {
+                const TERMS: #core::physics::Terms = #terms;
+                #(#methods)*
+            }
+        }
+    });
+
+    let precisions: Vec<String> = spec.precisions.iter().map(|p| p.to_string()).collect();
+    let mut table = Vec::new();
+    let mut residual_arms = Vec::new();
+    let mut jacobian_arms = Vec::new();
+    let mut entries = Vec::new();
+    for e in &spec.elements {
+        let (d, p, nq) = (e.shape.dim(), e.degree, e.nq);
+        let (nb, nv, nc) = (e.shape.n_basis(p), e.shape.vertices(), nc_of(d));
+        let nl = nb * nc;
+        let aux = if nodal { nb * na } else { na };
+        let base = format!("fem_residual_{name}_{}_p{p}_q{nq}", e.shape.name());
+        let jbase = format!("fem_jacobian_{name}_{}_p{p}_q{nq}", e.shape.name());
+        let jac = if has_jacobian { quote!(Some(#jbase)) } else { quote!(None) };
+        let shape = shape_path(e.shape);
+        table.push(quote_spanned! {e.span=>
+            ::fem_kernels::pointwise::Variant {
+                shape: #shape, degree: #p, nq: #nq, nc: #nc, na: #na, aux_nodal: #nodal,
+                terms: #terms, block: ::fem_kernels::pointwise::lcm(#nq, #nl), residual: #base, jacobian: #jac, precisions: &[#(#precisions),*],
+            }
+        });
+        let generics = quote!(#d, #nc, #na, #nb, #nv, #nq, #nodal);
+        let sizes = quote!([#nl, #nv * #d, #aux, #nl]);
+        residual_arms.push(quote! {
+            (#shape, #p, #nq) => ::fem_kernels::pointwise::for_cells(first, #sizes, u, x, a, out, |u, x, a, o| {
+                ::fem_kernels::pointwise::cell_residual::<T, Self, #generics>(tab, u, x, a, o)
+            }),
+        });
+        let jsizes = quote!([#nl, #nv * #d, #aux, #nl * #nl]);
+        jacobian_arms.push(quote! {
+            (#shape, #p, #nq) => ::fem_kernels::pointwise::for_cells(first, #jsizes, u, x, a, out, |u, x, a, o| {
+                ::fem_kernels::pointwise::cell_jacobian::<T, Self, #generics>(tab, u, x, a, o)
+            }),
+        });
+        let gate = match &spec.gpu_cfg {
+            Some(c) => quote!(#[cfg(all(target_arch = "nvptx64", #c))]),
+            None => quote!(#[cfg(target_arch = "nvptx64")]),
+        };
+        for prec in &spec.precisions {
+            let mut kinds = vec![("residual", &base)];
+            if has_jacobian {
+                kinds.push(("jacobian", &jbase));
+            }
+            for (kind, b) in kinds {
+                let entry = format_ident!("{b}_{prec}");
+                let func = format_ident!("{kind}");
+                entries.push(quote! {
+                    #gate
+                    #[no_mangle]
+                    pub unsafe extern "ptx-kernel" fn #entry(
+                        n_cells: usize, batches: usize, tab: *const #prec, u: *const #prec,
+                        x: *const #prec, a: *const #prec, out: *mut #prec,
+                    ) {
+                        ::fem_kernels::pointwise::gpu::#func::<#prec, #ty, #generics>(n_cells, batches, tab, u, x, a, out)
+                    }
+                });
+            }
+        }
+    }
+    let jacobian_body = if has_jacobian {
+        quote! {
+            match (v.shape, v.degree, v.nq) {
+                #(#jacobian_arms)*
+                _ => return false,
+            }
+            true
+        }
+    } else {
+        quote!({ let _ = (v, tab, first, u, x, a, out); false })
+    };
+    let doc = format!("The `{name}` physics: pointwise functions of this module, kernels generated by `#[fem_kernel]`.");
+    quote! {
+        #[doc = #doc]
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct #ty;
+
+        #(#impls)*
+
+        impl<T: #core::Real> ::fem_kernels::pointwise::Kernels<T> for #ty {
+            const NAME: &'static str = #name;
+            const VARIANTS: &'static [::fem_kernels::pointwise::Variant] = &[#(#table),*];
+
+            fn residual_cells(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
+                match (v.shape, v.degree, v.nq) {
+                    #(#residual_arms)*
+                    _ => return false,
+                }
+                true
+            }
+
+            fn jacobian_cells(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
+                #jacobian_body
+            }
+        }
+
+        #(#entries)*
+    }
+}
+

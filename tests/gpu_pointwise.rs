@@ -1,0 +1,105 @@
+//! Thread-transposition kernels on the GPU against the CPU variants of the
+//! same physics: every generated variant of Poisson and elasticity, f32
+//! and f64, residuals and element matrices, with cell counts that leave a
+//! partial last batch and several blocks-per-batch / batches-per-chunk
+//! settings. Skipped without a device.
+
+mod common;
+use common::gpu;
+
+use fem::host::mesh::simplex::SimplexBox;
+use fem::host::mesh::BoxMesh;
+use fem::host::operator::pointwise::{Aux, GpuPointwise, Pointwise, Transposition};
+use fem::host::rng::SplitMix64;
+use fem::host::space::NodalSpace;
+use fem::host::{CpuBackend, CudaBackend, Scalar};
+use fem::kernels::physics::{Elasticity, Poisson};
+use fem::kernels::pointwise::{Kernels, Variant};
+
+fn space_for(v: &Variant) -> NodalSpace {
+    let d = v.dim();
+    // 2·7² = 98 triangles, 6·3³ = 162 tetrahedra, 7², 3³ tensor cells:
+    // multiples of no cell block.
+    let n = if d == 2 { 7 } else { 3 };
+    if v.shape.is_simplex() {
+        NodalSpace::simplex(&SimplexBox::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
+    } else {
+        NodalSpace::tensor(&BoxMesh::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
+    }
+}
+
+fn rel(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs())).max(1e-300);
+    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
+}
+
+fn check<T: Scalar, K: Kernels<T>>(g: &CudaBackend, v: &Variant, aux: impl Fn(&NodalSpace) -> (Vec<f64>, bool), tol: f64) {
+    let cpu = CpuBackend::new(None).unwrap();
+    let space = space_for(v);
+    let (a, nodal) = aux(&space);
+    let aux = if nodal { Aux::Nodal(&a) } else { Aux::Cell(&a) };
+    let op = Pointwise::<T, K>::new(&space, Some(v.nq), aux).unwrap();
+    let mut r = SplitMix64::new(17);
+    let u: Vec<T> = (0..space.n_cells() * v.n_local()).map(|_| T::from_f64(2.0 * r.next_f64() - 1.0)).collect();
+    let dev = GpuPointwise::new(g, &op).unwrap();
+    let want = op.residual_cpu(&cpu, &u).unwrap().iter().map(|x| x.to_f64()).collect::<Vec<_>>();
+    let jwant = op.jacobian_cpu(&cpu, &u).unwrap().iter().map(|x| x.to_f64()).collect::<Vec<_>>();
+    let default = Transposition::default_for(v);
+    for t in [default, Transposition { blocks: 1, batches: 1 }, Transposition { blocks: 3, batches: 2 }] {
+        if t.threads(v) > 1024 {
+            continue;
+        }
+        let what = format!("{} {} p{} q{} {} {t:?}", K::NAME, v.shape.name(), v.degree, v.nq, T::NAME);
+        let got: Vec<f64> = dev.evaluate_host(g, false, t, &u).unwrap().iter().map(|x| x.to_f64()).collect();
+        let err = rel(&got, &want);
+        assert!(err < tol, "{what}: residual error {err:e}");
+        match dev.evaluate_host(g, true, t, &u) {
+            Ok(j) => {
+                let j: Vec<f64> = j.iter().map(|x| x.to_f64()).collect();
+                let err = rel(&j, &jwant);
+                assert!(err < tol, "{what}: Jacobian error {err:e}");
+            }
+            // Large element matrices may not fit a block's shared memory
+            // at this setting: the refusal must say so.
+            Err(e) => assert!(e.to_string().contains("shared memory") || e.to_string().contains("threads"), "{what}: {e}"),
+        }
+    }
+}
+
+fn poisson_aux(space: &NodalSpace) -> (Vec<f64>, bool) {
+    (space.interpolate(2, |x, o| {
+        o[0] = 1.0 + x[0] * x[1];
+        o[1] = x[0] - x[2];
+    }), true)
+}
+
+fn lame(space: &NodalSpace) -> (Vec<f64>, bool) {
+    ((0..space.n_cells()).flat_map(|c| [1.0 + (c % 5) as f64 * 0.1, 0.7]).collect(), false)
+}
+
+#[test]
+fn residuals_and_element_matrices_match_the_cpu() {
+    let Some(g) = gpu("residuals_and_element_matrices_match_the_cpu") else { return };
+    for v in <Poisson as Kernels<f64>>::VARIANTS {
+        check::<f64, Poisson>(&g, v, poisson_aux, 1e-13);
+        check::<f32, Poisson>(&g, v, poisson_aux, 1e-5);
+    }
+    for v in <Elasticity as Kernels<f64>>::VARIANTS {
+        check::<f64, Elasticity>(&g, v, lame, 1e-13);
+        check::<f32, Elasticity>(&g, v, lame, 1e-5);
+    }
+}
+
+#[test]
+fn launch_limits_are_checked_before_launching() {
+    let Some(g) = gpu("launch_limits_are_checked_before_launching") else { return };
+    let v = &<Poisson as Kernels<f64>>::VARIANTS[0];
+    let space = space_for(v);
+    let (a, _) = poisson_aux(&space);
+    let op = Pointwise::<f64, Poisson>::new(&space, Some(v.nq), Aux::Nodal(&a)).unwrap();
+    let dev = GpuPointwise::new(&g, &op).unwrap();
+    let u = vec![0.0; space.n_cells() * v.n_local()];
+    let err = dev.evaluate_host(&g, false, Transposition { blocks: 1000, batches: 1 }, &u).unwrap_err().to_string();
+    assert!(err.contains("threads per block"), "{err}");
+    assert!(dev.evaluate_host(&g, false, Transposition { blocks: 0, batches: 1 }, &u).is_err());
+}
