@@ -172,12 +172,13 @@ fn run_typed<T: Scalar, K: Kernels<T>>(
         AnyBackend::Cuda(gpu) => {
             let (seconds, result, launch, tuned) = gpu_run::<T, K>(o, gpu, &op, &u, tuning, progress)?;
             progress("CPU timing", None);
-            let cpu_seconds = measure(&cpu, 1, repeats.min(5), || op.residual_cpu(&cpu, &u).map(drop))?.median;
+            // The reference run above was the warm-up.
+            let cpu_seconds = measure(&cpu, 0, repeats.min(5), || op.residual_cpu(&cpu, &u).map(drop))?.median;
             (gpu.name(), seconds, result, Some(launch), tuned, Some(cpu_seconds))
         }
         AnyBackend::Cpu(c) => {
             progress("CPU timing", None);
-            let seconds = measure(c, 1, repeats.min(5), || op.residual_cpu(c, &u).map(drop))?.median;
+            let seconds = measure(c, 0, repeats.min(5), || op.residual_cpu(c, &u).map(drop))?.median;
             (c.name(), seconds, reference.clone(), None, None, None)
         }
     };

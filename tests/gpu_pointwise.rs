@@ -7,8 +7,6 @@
 mod common;
 use common::gpu;
 
-use fem::host::mesh::simplex::SimplexBox;
-use fem::host::mesh::BoxMesh;
 use fem::host::operator::pointwise::{Aux, GpuPointwise, Pointwise, Transposition};
 use fem::host::rng::SplitMix64;
 use fem::host::space::NodalSpace;
@@ -17,15 +15,9 @@ use fem::kernels::physics::{Elasticity, Poisson};
 use fem::kernels::pointwise::{Kernels, Variant};
 
 fn space_for(v: &Variant) -> NodalSpace {
-    let d = v.dim();
     // 2·7² = 98 triangles, 6·3³ = 162 tetrahedra, 7², 3³ tensor cells:
     // multiples of no cell block.
-    let n = if d == 2 { 7 } else { 3 };
-    if v.shape.is_simplex() {
-        NodalSpace::simplex(&SimplexBox::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
-    } else {
-        NodalSpace::tensor(&BoxMesh::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
-    }
+    common::pointwise_space(v, if v.dim() == 2 { 7 } else { 3 })
 }
 
 fn rel(a: &[f64], b: &[f64]) -> f64 {

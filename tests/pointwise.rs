@@ -3,10 +3,11 @@
 //! exactly representable manufactured solutions, rigid-body motions, and
 //! element matrices that are the derivative of the residual.
 
+mod common;
+use common::pointwise_space as space_for;
 use fem::core::physics::Terms;
 use fem::core::shape::Shape;
 use fem::host::mesh::simplex::SimplexBox;
-use fem::host::mesh::BoxMesh;
 use fem::host::operator::pointwise::{assemble_csr, Aux, Pointwise};
 use fem::host::rng::SplitMix64;
 use fem::host::space::NodalSpace;
@@ -16,16 +17,6 @@ use fem::kernels::pointwise::{Kernels, Variant};
 
 fn cpu() -> CpuBackend {
     CpuBackend::new(None).unwrap()
-}
-
-/// A perturbed, shuffled mesh and the space of `v`.
-fn space_for(v: &Variant, n: usize) -> NodalSpace {
-    let d = v.dim();
-    if v.shape.is_simplex() {
-        NodalSpace::simplex(&SimplexBox::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
-    } else {
-        NodalSpace::tensor(&BoxMesh::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
-    }
 }
 
 /// Lamé parameters per cell, varying.

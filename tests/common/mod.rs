@@ -6,6 +6,10 @@ use fem::host::backend::cuda::device_count;
 use fem::host::operator::csr::Csr;
 use fem::host::rng::SplitMix64;
 use fem::host::{CudaBackend, Scalar};
+use fem::host::mesh::simplex::SimplexBox;
+use fem::host::mesh::BoxMesh;
+use fem::host::space::NodalSpace;
+use fem::kernels::pointwise::Variant;
 
 /// The first GPU, or `None` after saying on stderr that `test` is skipped
 /// and why.
@@ -122,4 +126,15 @@ pub fn rel_err<T: Scalar>(a: &[T], b: &[f64]) -> f64 {
         .map(|(x, y)| (x.to_f64() - y).abs())
         .fold(0.0, f64::max)
         / scale
+}
+
+/// The space of a pointwise variant on a perturbed, shuffled mesh of `n`
+/// divisions per direction (simplices split from the grid, or its cells).
+pub fn pointwise_space(v: &Variant, n: usize) -> NodalSpace {
+    let d = v.dim();
+    if v.shape.is_simplex() {
+        NodalSpace::simplex(&SimplexBox::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
+    } else {
+        NodalSpace::tensor(&BoxMesh::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
+    }
 }

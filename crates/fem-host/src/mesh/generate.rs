@@ -125,14 +125,19 @@ pub fn rotations(dim: usize) -> Vec<[u8; 8]> {
     out
 }
 
-fn shuffle(dim: usize, coords: &mut Vec<[f64; 3]>, cells: &mut Vec<Cell>, rng: &mut SplitMix64) {
-    // new vertex id of old vertex v
+/// Renumbers the vertices at random and returns the new id of each old one.
+pub(super) fn renumber_vertices(coords: &mut Vec<[f64; 3]>, rng: &mut SplitMix64) -> Vec<u32> {
     let vperm = rng.permutation(coords.len());
     let mut new_coords = vec![[0.0; 3]; coords.len()];
     for (old, &new) in vperm.iter().enumerate() {
         new_coords[new as usize] = coords[old];
     }
     *coords = new_coords;
+    vperm
+}
+
+fn shuffle(dim: usize, coords: &mut Vec<[f64; 3]>, cells: &mut Vec<Cell>, rng: &mut SplitMix64) {
+    let vperm = renumber_vertices(coords, rng);
     let rots = rotations(dim);
     let cperm = rng.permutation(cells.len());
     let mut new_cells = vec![[0u32; 8]; cells.len()];

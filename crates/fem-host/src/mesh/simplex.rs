@@ -136,12 +136,7 @@ impl SimplexMesh {
     }
 
     fn shuffle(&mut self, rng: &mut SplitMix64) {
-        let vperm = rng.permutation(self.coords.len());
-        let mut coords = vec![[0.0; 3]; self.coords.len()];
-        for (old, &new) in vperm.iter().enumerate() {
-            coords[new as usize] = self.coords[old];
-        }
-        self.coords = coords;
+        let vperm = super::generate::renumber_vertices(&mut self.coords, rng);
         let cperm = rng.permutation(self.cells.len());
         let mut cells = vec![[u32::MAX; 4]; self.cells.len()];
         for (old, &new) in cperm.iter().enumerate() {

@@ -65,7 +65,7 @@ impl NodalSpace {
             return Err(Error::InvalidArgument(format!("{n_dofs} nodes exceed the u32 index range")));
         }
         let boundary = simplex_boundary(mesh, shape, nb, &cell_dofs, n_dofs);
-        let cell_coords = mesh.cells.iter().flat_map(|c| c[..nv].iter().flat_map(|&v| mesh.coords[v as usize][..d].to_vec())).collect();
+        let cell_coords = vertex_evector(&mesh.coords, &mesh.cells, nv, d);
         Ok(Self { shape, degree, n_dofs, cell_dofs, cell_coords, dof_coords, boundary })
     }
 
@@ -77,7 +77,7 @@ impl NodalSpace {
         }
         let space = Space::new(mesh, degree, Numbering::Original)?;
         let (d, nv) = (mesh.dim, shape.vertices());
-        let cell_coords = mesh.cells.iter().flat_map(|c| c[..nv].iter().flat_map(|&v| mesh.coords[v as usize][..d].to_vec())).collect();
+        let cell_coords = vertex_evector(&mesh.coords, &mesh.cells, nv, d);
         Ok(Self {
             shape,
             degree,
@@ -121,6 +121,17 @@ impl NodalSpace {
     }
 }
 
+/// The first `nv` vertices' coordinates of every cell, `d` each.
+fn vertex_evector<const K: usize>(coords: &[[f64; 3]], cells: &[[u32; K]], nv: usize, d: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(cells.len() * nv * d);
+    for cell in cells {
+        for &v in &cell[..nv] {
+            out.extend_from_slice(&coords[v as usize][..d]);
+        }
+    }
+    out
+}
+
 /// Nodes on facets that belong to one cell only.
 fn simplex_boundary(mesh: &SimplexMesh, shape: Shape, nb: usize, cell_dofs: &[u32], n_dofs: usize) -> Vec<bool> {
     let d = mesh.dim;
@@ -132,7 +143,7 @@ fn simplex_boundary(mesh: &SimplexMesh, shape: Shape, nb: usize, cell_dofs: &[u3
         f[..d].sort_unstable();
         f
     };
-    let mut count: std::collections::HashMap<[u32; 3], u8> = std::collections::HashMap::new();
+    let mut count: IntMap<[u32; 3], u8> = IntMap::default();
     for cell in &mesh.cells {
         for skip in 0..=d {
             *count.entry(key(cell, skip)).or_insert(0) += 1;

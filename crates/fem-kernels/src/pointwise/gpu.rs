@@ -56,30 +56,32 @@ unsafe fn load<T: Copy>(dst: &mut [T], src: *const T, n: usize) {
     }
 }
 
-/// The batch loop shared by the residual and the Jacobian: loads each
-/// batch, runs `quad(cell, q, regions)` for every (cell, point) and
-/// `basis(cell0, cell, k, regions)` for every item k of the basis phase
-/// (`items` per cell).
+/// The batch loop shared by the residual and the Jacobian, whose
+/// quadrature phase writes `pl` values per (cell, point). Loads each batch,
+/// runs `quad(row, u, x, a, pts)` for every (cell, point) with that cell's
+/// shared E-vectors, the point's table row and its `pl` output slots, and
+/// `basis(cell, k, tab, pts)` for every item k < NB·NC of every cell
+/// (`cell` counted over the whole mesh, `pts` the cell's N_q·pl values).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn batches<T: Copy>(
+unsafe fn batches<T: Real, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
     n_cells: usize,
-    batches: usize,
+    n_batches: usize,
     tab: *const T,
-    tab_len: usize,
-    nq: usize,
-    items: usize,
-    sizes: [usize; 4],
     inputs: [*const T; 3],
-    quad: impl Fn(usize, usize, &mut Regions<'_, T>),
-    basis: impl Fn(usize, usize, usize, &Regions<'_, T>),
+    pl: usize,
+    quad: impl Fn(&[T], &[T], &[T], &[T], &mut [T]),
+    basis: impl Fn(usize, usize, &[T], &[T]),
 ) {
+    let (nl, stride) = (NB * NC, row_len(D, NB, NV));
+    let sizes = [nl, NV * D, aux_len(NB, NA, AUXN), NQ * pl];
+    let tab_len = NQ * stride;
     let bc = block_dim_x();
     let t = thread_idx_x();
     let mut r = regions::<T>(tab_len, bc, sizes);
     load(r.tab, tab, tab_len);
-    for batch in 0..batches {
-        let cell0 = (block_idx_x() * batches + batch) * bc;
+    for batch in 0..n_batches {
+        let cell0 = (block_idx_x() * n_batches + batch) * bc;
         if cell0 >= n_cells {
             break;
         }
@@ -90,17 +92,26 @@ unsafe fn batches<T: Copy>(
             load(dst, src.add(cell0 * sizes[k]), n * sizes[k]);
         }
         sync_threads();
-        for j in 0..nq {
+        for j in 0..NQ {
             let k = t + j * bc;
-            if k / nq < n {
-                quad(k / nq, k % nq, &mut r);
+            let (cell, q) = (k / NQ, k % NQ);
+            if cell < n {
+                let (uo, xo, ao) = (cell * sizes[0], cell * sizes[1], cell * sizes[2]);
+                quad(
+                    r.tab.get_unchecked(q * stride..(q + 1) * stride),
+                    r.u.get_unchecked(uo..uo + sizes[0]),
+                    r.x.get_unchecked(xo..xo + sizes[1]),
+                    r.a.get_unchecked(ao..ao + sizes[2]),
+                    r.pts.get_unchecked_mut(k * pl..(k + 1) * pl),
+                );
             }
         }
         sync_threads();
-        for j in 0..items {
+        for j in 0..nl {
             let k = t + j * bc;
-            if k / items < n {
-                basis(cell0, k / items, k % items, &r);
+            let cell = k / nl;
+            if cell < n {
+                basis(cell0 + cell, k % nl, r.tab, r.pts.get_unchecked(cell * sizes[3]..(cell + 1) * sizes[3]));
             }
         }
     }
@@ -122,35 +133,18 @@ pub unsafe fn residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
     a: *const T,
     out: *mut T,
 ) {
-    let nl = NB * NC;
-    let stride = row_len(D, NB, NV);
     let pl = residual_point_len(D, NC);
-    let sizes = [nl, NV * D, aux_len(NB, NA, AUXN), NQ * pl];
-    batches::<T>(
+    batches::<T, D, NC, NA, NB, NV, NQ, AUXN>(
         n_cells,
         n_batches,
         tab,
-        NQ * stride,
-        NQ,
-        nl,
-        sizes,
         [u, x, a],
-        |cell, q, r| {
-            let (uo, xo, ao, po) = (cell * sizes[0], cell * sizes[1], cell * sizes[2], (cell * NQ + q) * pl);
-            let (us, xs, as_) = (r.u.get_unchecked(uo..), r.x.get_unchecked(xo..xo + sizes[1]), r.a.get_unchecked(ao..));
-            let pts = &mut *r.pts;
-            residual_point::<T, P, D, NC, NA, NB, NV, AUXN>(
-                r.tab.get_unchecked(q * stride..(q + 1) * stride),
-                |i| at(us, i),
-                xs,
-                |i| at(as_, i),
-                |c, h, v| *pts.get_unchecked_mut(po + c * (1 + D) + h) = v,
-            );
+        pl,
+        |row, us, xs, as_, pts| {
+            residual_point::<T, P, D, NC, NA, NB, NV, AUXN>(row, |i| at(us, i), xs, |i| at(as_, i), |c, h, v| *pts.get_unchecked_mut(c * (1 + D) + h) = v)
         },
-        |cell0, cell, k, r| {
-            let po = cell * NQ * pl;
-            let v = residual_basis::<T, D, NC, NB, NV, NQ>(r.tab, P::TERMS, k, |q, c, h| at(r.pts, po + q * pl + c * (1 + D) + h));
-            *out.add((cell0 + cell) * nl + k) = v;
+        |cell, k, tab, pts| {
+            *out.add(cell * NB * NC + k) = residual_basis::<T, D, NC, NB, NV, NQ>(tab, P::TERMS, k, |q, c, h| at(pts, q * pl + c * (1 + D) + h));
         },
     );
 }
@@ -171,36 +165,18 @@ pub unsafe fn jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
     a: *const T,
     out: *mut T,
 ) {
-    let nl = NB * NC;
-    let stride = row_len(D, NB, NV);
-    let pl = jacobian_point_len(D, NC);
-    let sizes = [nl, NV * D, aux_len(NB, NA, AUXN), NQ * pl];
-    batches::<T>(
+    let (nl, pl) = (NB * NC, jacobian_point_len(D, NC));
+    batches::<T, D, NC, NA, NB, NV, NQ, AUXN>(
         n_cells,
         n_batches,
         tab,
-        NQ * stride,
-        NQ,
-        nl,
-        sizes,
         [u, x, a],
-        |cell, q, r| {
-            let (uo, xo, ao, po) = (cell * sizes[0], cell * sizes[1], cell * sizes[2], (cell * NQ + q) * pl);
-            let (us, xs, as_) = (r.u.get_unchecked(uo..), r.x.get_unchecked(xo..xo + sizes[1]), r.a.get_unchecked(ao..));
-            let pts = &mut *r.pts;
-            jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(
-                r.tab.get_unchecked(q * stride..(q + 1) * stride),
-                |i| at(us, i),
-                xs,
-                |i| at(as_, i),
-                |i, v| *pts.get_unchecked_mut(po + i) = v,
-            );
-        },
-        |cell0, cell, i, r| {
-            let po = cell * NQ * pl;
-            let row = out.add(((cell0 + cell) * nl + i) * nl);
+        pl,
+        |row, us, xs, as_, pts| jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(row, |i| at(us, i), xs, |i| at(as_, i), |i, v| *pts.get_unchecked_mut(i) = v),
+        |cell, i, tab, pts| {
+            let row = out.add((cell * nl + i) * nl);
             for j in 0..nl {
-                *row.add(j) = jacobian_entry::<T, D, NC, NB, NV, NQ>(r.tab, i, j, |q, k| at(r.pts, po + q * pl + k));
+                *row.add(j) = jacobian_entry::<T, D, NC, NB, NV, NQ>(tab, i, j, |q, k| at(pts, q * pl + k));
             }
         },
     );

@@ -304,6 +304,14 @@ pub fn jacobian_point<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
     }
 }
 
+/// (c, e, h, k) of flat index ((c·NC + e)(1 + D) + h)(1 + D) + k of the
+/// Jacobian's point values (see [`jacobian_point_len`]).
+#[inline(always)]
+fn jacobian_index<const D: usize, const NC: usize>(i: usize) -> [usize; 4] {
+    let (ce, hk) = (i / ((1 + D) * (1 + D)), i % ((1 + D) * (1 + D)));
+    [ce / NC, ce % NC, hk / (1 + D), hk % (1 + D)]
+}
+
 /// Basis phase of the element matrix: entry (i, j) of local functions
 /// i = b·NC + c (test) and j = b'·NC + e (trial).
 #[inline(always)]
@@ -361,16 +369,16 @@ pub fn cell_jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC
     let mut g = [[[[[T::ZERO; 4]; 4]; NC]; NC]; NQ];
     for (q, gq) in g.iter_mut().enumerate() {
         jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(&tab[q * stride..(q + 1) * stride], |i| u[i], x, |i| a[i], |k, v| {
-            let (ce, hk) = (k / ((1 + D) * (1 + D)), k % ((1 + D) * (1 + D)));
-            gq[ce / NC][ce % NC][hk / (1 + D)][hk % (1 + D)] = v;
+            let [c, e, h, kk] = jacobian_index::<D, NC>(k);
+            gq[c][e][h][kk] = v;
         });
     }
     let n = NB * NC;
     for i in 0..n {
         for j in 0..n {
             out[i * n + j] = jacobian_entry::<T, D, NC, NB, NV, NQ>(tab, i, j, |q, k| {
-                let (ce, hk) = (k / ((1 + D) * (1 + D)), k % ((1 + D) * (1 + D)));
-                g[q][ce / NC][ce % NC][hk / (1 + D)][hk % (1 + D)]
+                let [c, e, h, kk] = jacobian_index::<D, NC>(k);
+                g[q][c][e][h][kk]
             });
         }
     }

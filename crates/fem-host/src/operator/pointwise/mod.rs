@@ -73,6 +73,9 @@ pub fn paper_balance(v: &Variant, bytes: usize) -> f64 {
     paper_flops_per_cell(v) / (bytes as f64 * ((d * d + 1.0) + nbt + (d + 1.0) * nq))
 }
 
+/// The CPU code of one variant over a range of cells, as `Kernels` has it.
+type CellsFn<T> = fn(&Variant, &[T], usize, &[T], &[T], &[T], &mut [T]) -> bool;
+
 /// A physics `K` on a space: the variant, its table and the cell data.
 pub struct Pointwise<T, K> {
     pub variant: Variant,
@@ -147,14 +150,7 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
     /// Element residuals on the CPU (`n_local` per cell).
     pub fn residual_cpu(&self, cpu: &CpuBackend, u: &[T]) -> Result<Vec<T>> {
         self.check_u(u)?;
-        let nl = self.variant.n_local();
-        let mut out = vec![T::ZERO; self.n_cells * nl];
-        cpu.install(|| {
-            out.par_chunks_mut(CPU_CHUNK * nl).enumerate().for_each(|(k, o)| {
-                K::residual_cells(&self.variant, &self.tab, k * CPU_CHUNK, u, &self.x, &self.a, o);
-            })
-        });
-        Ok(out)
+        Ok(self.over_cells(cpu, u, self.variant.n_local(), K::residual_cells))
     }
 
     /// Element matrices on the CPU (`n_local²` per cell, row-major).
@@ -164,13 +160,21 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
             return Err(Error::InvalidArgument(format!("physics `{}` defines no g0..g3", K::NAME)));
         }
         let nl = self.variant.n_local();
-        let mut out = vec![T::ZERO; self.n_cells * nl * nl];
+        Ok(self.over_cells(cpu, u, nl * nl, K::jacobian_cells))
+    }
+
+    /// Runs a generated CPU variant over all cells in rayon tasks of
+    /// [`CPU_CHUNK`] cells, `per_cell` outputs each.
+    fn over_cells(&self, cpu: &CpuBackend, u: &[T], per_cell: usize, cells: CellsFn<T>) -> Vec<T> {
+        let mut out = vec![T::ZERO; self.n_cells * per_cell];
         cpu.install(|| {
-            out.par_chunks_mut(CPU_CHUNK * nl * nl).enumerate().for_each(|(k, o)| {
-                K::jacobian_cells(&self.variant, &self.tab, k * CPU_CHUNK, u, &self.x, &self.a, o);
+            out.par_chunks_mut(CPU_CHUNK * per_cell).enumerate().for_each(|(k, o)| {
+                // The variant comes from K's own table, so K has its code.
+                let ran = cells(&self.variant, &self.tab, k * CPU_CHUNK, u, &self.x, &self.a, o);
+                debug_assert!(ran, "variant missing from its own physics");
             })
         });
-        Ok(out)
+        out
     }
 
     /// Bytes one residual evaluation must move: the E-vectors read and the
