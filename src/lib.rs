@@ -19,6 +19,7 @@ pub use fem_kernels as kernels;
 
 pub mod bench;
 pub mod bp;
+pub mod cardiac;
 pub mod demo;
 pub mod info;
 pub mod plot;

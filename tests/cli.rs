@@ -327,3 +327,91 @@ fn residual_rejects_bad_input() {
     let help = fem(&["residual", "--help"]);
     assert!(String::from_utf8_lossy(&help.stdout).contains("fem residual --problem elasticity"));
 }
+
+/// A Gmsh 4.1 ASCII file of the tetrahedra of a slab.
+fn slab_msh(path: &std::path::Path) {
+    let mesh = fem::host::mesh::heart::slab([12.0, 3.0, 3.0], [8, 2, 2]).unwrap();
+    let (nn, ne) = (mesh.coords.len(), mesh.n_cells());
+    let mut s = format!("$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\n1 {nn} 1 {nn}\n3 1 0 {nn}\n");
+    (1..=nn).for_each(|t| s += &format!("{t}\n"));
+    mesh.coords.iter().for_each(|x| s += &format!("{} {} {}\n", x[0], x[1], x[2]));
+    s += &format!("$EndNodes\n$Elements\n1 {ne} 1 {ne}\n3 1 4 {ne}\n");
+    for (e, c) in mesh.cells.iter().enumerate() {
+        s += &format!("{} {} {} {} {}\n", e + 1, c[0] + 1, c[1] + 1, c[2] + 1, c[3] + 1);
+    }
+    s += "$EndElements\n";
+    std::fs::write(path, s).unwrap();
+}
+
+#[test]
+fn cardiac_json_vtk_series_and_gmsh_meshes() {
+    let dir = std::env::temp_dir().join(format!("fem-cardiac-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pvd = dir.join("heart.pvd");
+    let out = fem(&["cardiac", "--mesh", "generated:3000", "--steps", "6", "--dt", "0.2", "--vtk", pvd.to_str().unwrap(), "--vtk-every", "3", "--backend", "cpu", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["nodes"].as_u64().unwrap() > 2000 && v["cells"].as_u64().unwrap() > v["nodes"].as_u64().unwrap());
+    assert_eq!(v["steps"], 6);
+    let steps = v["per_step"].as_array().unwrap();
+    assert_eq!(steps.len(), 6);
+    // The stimulus makes Newton work in every step, and CG in every Newton iteration.
+    assert!(steps.iter().all(|s| s["newton_iterations"].as_u64().unwrap() >= 1 && s["cg_iterations"].as_u64().unwrap() >= s["newton_iterations"].as_u64().unwrap()));
+    assert!(v["summary"]["split"]["solve"].as_f64().unwrap() > 0.0);
+    assert!(v["activated_fraction"].as_f64().unwrap() > 0.0);
+    // Steps 0, 3 and 6 and the collection naming them.
+    let collection = std::fs::read_to_string(&pvd).unwrap();
+    for k in [0, 3, 6] {
+        let name = format!("heart_{k:06}.vtu");
+        assert!(collection.contains(&name), "{collection}");
+        let fields = fem::host::io::vtk::read_fields(&std::fs::read_to_string(dir.join(&name)).unwrap()).unwrap();
+        let phi = &fields.iter().find(|f| f.0 == "phi").unwrap().1;
+        assert_eq!(phi.len() as u64, v["nodes"].as_u64().unwrap());
+        let fibre = &fields.iter().find(|f| f.0 == "fibre").unwrap().1;
+        assert_eq!(fibre.len() as u64, 3 * v["cells"].as_u64().unwrap());
+        if k == 0 {
+            assert!(phi.iter().all(|&p| p == 0.0));
+        } else {
+            assert!(phi.iter().any(|&p| p > 0.1), "step {k} shows no excitation");
+        }
+    }
+    // A Gmsh file of tetrahedra, stimulated at one end.
+    let msh = dir.join("slab.msh");
+    slab_msh(&msh);
+    let out = fem(&["cardiac", "--mesh", msh.to_str().unwrap(), "--steps", "5", "--stimulus", "0,1.5,1.5,3", "--backend", "cpu"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("81 nodes, 192 tetrahedra") && text.contains("5 steps"), "{text}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn cardiac_rejects_bad_input() {
+    let dir = std::env::temp_dir().join(format!("fem-cardiac-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let hexes = dir.join("hex.msh");
+    fem::host::io::gmsh::write_path(&fem::host::mesh::BoxMesh::structured(3, 2).build().unwrap(), false, &hexes).unwrap();
+    let pvd = dir.join("never.pvd");
+    for (args, says) in [
+        (vec!["cardiac", "--mesh", "generated:10"], "N ≥ 100"),
+        (vec!["cardiac", "--mesh", "heart.stl"], "neither generated:N nor a .msh"),
+        (vec!["cardiac", "--mesh", hexes.to_str().unwrap()], "triangles or tetrahedra"),
+        (vec!["cardiac", "--mesh", "generated:3000", "--dt", "0"], "dt > 0"),
+        (vec!["cardiac", "--mesh", "generated:3000", "--stimulus", "1,2"], "x,y,z,radius"),
+        (vec!["cardiac", "--mesh", "generated:3000", "--assembly", "colour"], "unknown assembly"),
+        (vec!["cardiac", "--mesh", "generated:3000", "--steps", "0"], "at least 1"),
+        (vec!["cardiac", "--mesh", "generated:3000", "--vtk", "out.vtu"], ".pvd"),
+        (vec!["cardiac", "--mesh", "generated:3000", "--steps", "1", "--dt", "1000", "--vtk", pvd.to_str().unwrap()], "smaller time step"),
+    ] {
+        let mut args = args.clone();
+        args.extend(["--backend", "cpu"]);
+        let out = fem(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // A failed run leaves no collection behind.
+    assert!(!pvd.exists());
+    assert_eq!(fem(&["cardiac", "--steps", "x"]).status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&fem(&["cardiac", "--help"]).stdout).contains("fem cardiac --mesh generated:30000"));
+    std::fs::remove_dir_all(&dir).ok();
+}

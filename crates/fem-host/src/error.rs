@@ -30,6 +30,8 @@ pub enum Error {
     MatrixMarket(#[from] crate::io::matrix_market::MatrixMarketError),
     #[error("Gmsh file: {0}")]
     Gmsh(#[from] crate::io::gmsh::GmshError),
+    #[error("VTK output: {0}")]
+    Vtk(#[from] crate::io::vtk::VtkError),
     #[error("cuSPARSE: {0}")]
     Cusparse(String),
     #[error("CPU thread pool: {0}")]

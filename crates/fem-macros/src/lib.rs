@@ -48,7 +48,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// * `elements(tri(p = 1, q = 1), tet(p = 2, q = 4), hex(p = 1, q = 8), ...)`:
 ///   shape, degree and quadrature points of each variant;
 /// * `components = 1` (or 2, 3, or `dim` for vector fields with one
-///   component per direction); `aux = NA` auxiliary fields, in
+///   component per direction); `aux = NA` auxiliary fields (at most 16), in
 ///   `aux_space = cell` (P0, the default) or `nodal` (the solution's space);
 /// * `precision(f32, f64)` (both by default); `physics = Name` (default: the
 ///   module name in CamelCase); `gpu_cfg(...)` an extra `cfg` on the PTX

@@ -95,8 +95,9 @@ impl Spec {
                 }
             } else if meta.path.is_ident("aux") {
                 let (n, span) = int(&meta)?;
-                if n > 4 {
-                    return Err(syn::Error::new(span, "at most 4 auxiliary fields"));
+                // They live in shared memory beside the batch's E-vectors.
+                if n > 16 {
+                    return Err(syn::Error::new(span, "at most 16 auxiliary fields"));
                 }
                 spec.aux = n;
             } else if meta.path.is_ident("aux_space") {

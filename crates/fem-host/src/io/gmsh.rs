@@ -537,6 +537,47 @@ impl GmshMesh {
         Ok((mesh, used))
     }
 
+    /// The triangle or tetrahedron mesh of the pointwise (simplex)
+    /// solvers: the cells of the highest dimension by their corners
+    /// (second-order cells keep their corners), with the nodes no cell
+    /// uses dropped, each cell oriented positively. Degenerate cells are
+    /// an error.
+    pub fn to_simplex_mesh(&self) -> GResult<crate::mesh::simplex::SimplexMesh> {
+        let dim = self.dim();
+        let top: Vec<&ElementBlock> = self.blocks.iter().filter(|b| b.kind.dim() == dim && dim >= 2).collect();
+        if top.is_empty() {
+            return Err(GmshError::Invalid("the file has no 2D or 3D elements".into()));
+        }
+        if let Some(b) = top.iter().find(|b| !matches!(b.kind, ElementKind::Triangle3 | ElementKind::Triangle6 | ElementKind::Tetrahedron4 | ElementKind::Tetrahedron10)) {
+            return Err(GmshError::Unsupported(format!("{:?} cells: this solver takes triangles or tetrahedra", b.kind)));
+        }
+        let nv = dim + 1;
+        let mut used = vec![u32::MAX; self.nodes.len()];
+        let (mut coords, mut cells) = (Vec::new(), Vec::new());
+        for b in top {
+            for e in b.connectivity.chunks(b.kind.nodes()) {
+                let mut cell = [u32::MAX; 4];
+                for (slot, &node) in cell.iter_mut().zip(&e[..nv]) {
+                    let node = node as usize;
+                    if used[node] == u32::MAX {
+                        used[node] = coords.len() as u32;
+                        coords.push(self.nodes[node]);
+                    }
+                    *slot = used[node];
+                }
+                cells.push(cell);
+            }
+        }
+        let mut mesh = crate::mesh::simplex::SimplexMesh { dim, coords, cells };
+        for c in 0..mesh.n_cells() {
+            if mesh.signed_volume(c) < 0.0 {
+                mesh.cells[c].swap(0, 1);
+            }
+        }
+        mesh.validate().map_err(|e| GmshError::Invalid(e.to_string()))?;
+        Ok(mesh)
+    }
+
     /// The facets (as [`crate::mesh::facet_key`]s of the mesh whose node
     /// map is `nodes`) of the boundary physical groups in `groups`, each a
     /// name or a number.

@@ -1,10 +1,12 @@
 //! VTK XML unstructured grids (`.vtu`), the files ParaView and VisIt open:
-//! a quadrilateral or hexahedral mesh with fields at its vertices and on
+//! a quadrilateral, hexahedral, triangle or tetrahedron mesh with fields at its vertices and on
 //! its cells, ASCII or binary (base64 of a 32-bit byte count and the
 //! little-endian values, VTK's inline `binary` format). Written through a
-//! temporary file renamed into place. [`read_fields`] reads back the
+//! temporary file renamed into place; time series as ParaView `.pvd`
+//! collections. [`read_fields`] reads back the
 //! arrays of such a file, for tests and for post-processing in Rust.
 
+use crate::mesh::simplex::SimplexMesh;
 use crate::mesh::Mesh;
 use base64::Engine;
 use std::path::Path;
@@ -34,48 +36,98 @@ pub struct Field<'a> {
 }
 
 /// VTK cell types.
+const VTK_TRIANGLE: u8 = 5;
+const VTK_TETRA: u8 = 10;
 const VTK_QUAD: u8 = 9;
 const VTK_HEXAHEDRON: u8 = 12;
 
+/// The cells of a grid as VTK lists them.
+struct Grid<'a> {
+    coords: &'a [[f64; 3]],
+    /// Vertices of each cell in VTK's order, `nv` per cell.
+    conn: Vec<i64>,
+    nv: usize,
+    kind: u8,
+}
+
+impl Grid<'_> {
+    fn n_cells(&self) -> usize {
+        self.conn.len() / self.nv
+    }
+}
+
 /// The `.vtu` text of `mesh` with `points` fields (per vertex) and `cells`
-/// fields (per cell).
+/// fields (per cell); a field of three values per item is a vector.
 pub fn vtu(mesh: &Mesh, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
-    check(points, mesh.n_vertices())?;
-    check(cells, mesh.n_cells())?;
     let nv = mesh.vertices_per_cell();
+    let conn = mesh.cells.iter().flat_map(|c| crate::mesh::CYCLIC_ORDER[..nv].iter().map(move |&k| c[k] as i64)).collect();
+    let kind = if mesh.dim == 2 { VTK_QUAD } else { VTK_HEXAHEDRON };
+    grid_vtu(&Grid { coords: &mesh.coords, conn, nv, kind }, points, cells, enc)
+}
+
+/// [`vtu`] for a triangle or tetrahedron mesh.
+pub fn vtu_simplex(mesh: &SimplexMesh, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
+    let nv = mesh.vertices_per_cell();
+    let conn = mesh.cells.iter().flat_map(|c| c[..nv].iter().map(|&v| v as i64)).collect();
+    let kind = if mesh.dim == 2 { VTK_TRIANGLE } else { VTK_TETRA };
+    grid_vtu(&Grid { coords: &mesh.coords, conn, nv, kind }, points, cells, enc)
+}
+
+fn grid_vtu(g: &Grid, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
+    let (n_points, n_cells) = (g.coords.len(), g.n_cells());
     let mut s = String::from("<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt32\">\n<UnstructuredGrid>\n");
-    s += &format!("<Piece NumberOfPoints=\"{}\" NumberOfCells=\"{}\">\n<PointData>\n", mesh.n_vertices(), mesh.n_cells());
+    s += &format!("<Piece NumberOfPoints=\"{n_points}\" NumberOfCells=\"{n_cells}\">\n<PointData>\n");
     for f in points {
-        s += &array("Float64", f.name, 1, &Values::F64(f.values.to_vec()), enc);
+        s += &array("Float64", f.name, components(f, n_points)?, &Values::F64(f.values.to_vec()), enc);
     }
     s += "</PointData>\n<CellData>\n";
     for f in cells {
-        s += &array("Float64", f.name, 1, &Values::F64(f.values.to_vec()), enc);
+        s += &array("Float64", f.name, components(f, n_cells)?, &Values::F64(f.values.to_vec()), enc);
     }
     s += "</CellData>\n<Points>\n";
-    let xyz: Vec<f64> = mesh.coords.iter().flat_map(|x| x.iter().copied()).collect();
+    let xyz: Vec<f64> = g.coords.iter().flat_map(|x| x.iter().copied()).collect();
     s += &array("Float64", "Points", 3, &Values::F64(xyz), enc);
     s += "</Points>\n<Cells>\n";
-    let conn: Vec<i64> = mesh.cells.iter().flat_map(|c| crate::mesh::CYCLIC_ORDER[..nv].iter().map(move |&k| c[k] as i64)).collect();
-    let offsets: Vec<i64> = (1..=mesh.n_cells()).map(|c| (c * nv) as i64).collect();
-    let kind = if mesh.dim == 2 { VTK_QUAD } else { VTK_HEXAHEDRON };
-    s += &array("Int64", "connectivity", 1, &Values::I64(conn), enc);
+    let offsets: Vec<i64> = (1..=n_cells).map(|c| (c * g.nv) as i64).collect();
+    s += &array("Int64", "connectivity", 1, &Values::I64(g.conn.clone()), enc);
     s += &array("Int64", "offsets", 1, &Values::I64(offsets), enc);
-    s += &array("UInt8", "types", 1, &Values::U8(vec![kind; mesh.n_cells()]), enc);
+    s += &array("UInt8", "types", 1, &Values::U8(vec![g.kind; n_cells]), enc);
     s += "</Cells>\n</Piece>\n</UnstructuredGrid>\n</VTKFile>\n";
     Ok(s)
 }
 
 /// Writes [`vtu`] to `path` whole or not at all.
 pub fn write_path(path: &Path, mesh: &Mesh, points: &[Field], cells: &[Field], enc: Encoding) -> Result<(), VtkError> {
-    let text = vtu(mesh, points, cells, enc)?;
+    write_text(path, &vtu(mesh, points, cells, enc)?)
+}
+
+/// Writes [`vtu_simplex`] to `path` whole or not at all.
+pub fn write_simplex(path: &Path, mesh: &SimplexMesh, points: &[Field], cells: &[Field], enc: Encoding) -> Result<(), VtkError> {
+    write_text(path, &vtu_simplex(mesh, points, cells, enc)?)
+}
+
+fn write_text(path: &Path, text: &str) -> Result<(), VtkError> {
     crate::io::atomic_write(path, text.as_bytes()).map_err(|source| VtkError::Io { path: path.display().to_string(), source })
 }
 
-fn check(fields: &[Field], want: usize) -> Result<(), VtkError> {
-    match fields.iter().find(|f| f.values.len() != want) {
-        Some(f) => Err(VtkError::FieldLength { name: f.name.into(), got: f.values.len(), want }),
-        None => Ok(()),
+/// A ParaView collection (`.pvd`) of `(time, file)` pieces: a time series
+/// opened as one dataset. File names are written as given (relative to
+/// the collection's directory).
+pub fn write_collection(path: &Path, pieces: &[(f64, String)]) -> Result<(), VtkError> {
+    let mut s = String::from("<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"LittleEndian\">\n<Collection>\n");
+    for (t, file) in pieces {
+        s += &format!("<DataSet timestep=\"{t:?}\" group=\"\" part=\"0\" file=\"{file}\"/>\n");
+    }
+    s += "</Collection>\n</VTKFile>\n";
+    write_text(path, &s)
+}
+
+/// Components of a field over `n` items: one (scalar) or three (vector).
+fn components(f: &Field, n: usize) -> Result<usize, VtkError> {
+    match f.values.len() {
+        l if l == n => Ok(1),
+        l if l == 3 * n && n > 0 => Ok(3),
+        got => Err(VtkError::FieldLength { name: f.name.into(), got, want: n }),
     }
 }
 

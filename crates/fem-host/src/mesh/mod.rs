@@ -4,6 +4,7 @@
 //! of `v`). Generation in [`generate`], checks in [`validate`].
 
 pub mod generate;
+pub mod heart;
 pub mod hole;
 pub mod refine;
 pub mod simplex;

@@ -1,5 +1,6 @@
 //! Complete problems: mesh → space → operator → solver, with error
 //! measurement against known solutions.
 
+pub mod cardiac;
 pub mod hole;
 pub mod poisson;

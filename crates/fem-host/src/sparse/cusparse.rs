@@ -15,6 +15,7 @@ pub struct CusparseCsr<T: Scalar> {
     vx: sys::cusparseDnVecDescr_t,
     vy: sys::cusparseDnVecDescr_t,
     pub n_rows: usize,
+    pub n_cols: usize,
     pub nnz: usize,
     _row_ptr: CudaSlice<u32>,
     _col: CudaSlice<u32>,
@@ -43,6 +44,12 @@ impl<T: Scalar> CusparseCsr<T> {
     }
 
     pub fn new(gpu: &CudaBackend, csr: &Csr<T>) -> Result<Self> {
+        Self::rectangular(gpu, csr, csr.n_rows)
+    }
+
+    /// A matrix of `n_cols` columns (the gather matrices of assembly by
+    /// SpMV are not square).
+    pub fn rectangular(gpu: &CudaBackend, csr: &Csr<T>, n_cols: usize) -> Result<Self> {
         if !Self::available() {
             return Err(Error::Cusparse(
                 "libcusparse was not found (add the CUDA library directory to LD_LIBRARY_PATH)"
@@ -56,9 +63,9 @@ impl<T: Scalar> CusparseCsr<T> {
             s.clone_htod(&csr.col)?,
             gpu.upload(&csr.val)?,
         );
-        let mut x = gpu.zeros::<T>(csr.n_rows.max(1))?;
+        let mut x = gpu.zeros::<T>(n_cols.max(1))?;
         let mut y = gpu.zeros::<T>(csr.n_rows.max(1))?;
-        let n = csr.n_rows as i64;
+        let (n, m) = (csr.n_rows as i64, n_cols as i64);
         let handle = cudarc::cusparse::result::create()
             .map_err(|e| Error::Cusparse(format!("create: {:?}", e.0)))?;
         let mut me = Self {
@@ -67,6 +74,7 @@ impl<T: Scalar> CusparseCsr<T> {
             vx: std::ptr::null_mut(),
             vy: std::ptr::null_mut(),
             n_rows: csr.n_rows,
+            n_cols,
             nnz: csr.nnz(),
             _row_ptr: row_ptr,
             _col: col,
@@ -87,7 +95,7 @@ impl<T: Scalar> CusparseCsr<T> {
                 sys::cusparseCreateCsr(
                     &mut me.mat,
                     n,
-                    n,
+                    m,
                     me.nnz as i64,
                     rp as *mut c_void,
                     cp as *mut c_void,
@@ -102,7 +110,7 @@ impl<T: Scalar> CusparseCsr<T> {
             let (yp, _g5) = y.device_ptr_mut(s);
             check(
                 "create x",
-                sys::cusparseCreateDnVec(&mut me.vx, n, xp as *mut c_void, data_type::<T>()),
+                sys::cusparseCreateDnVec(&mut me.vx, m, xp as *mut c_void, data_type::<T>()),
             )?;
             check(
                 "create y",
@@ -149,7 +157,7 @@ impl<T: Scalar> CusparseCsr<T> {
 
     /// `y = A x`.
     pub fn spmv(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
-        crate::error::same_len("cusparse spmv", x.len(), self.n_rows)?;
+        crate::error::same_len("cusparse spmv", x.len(), self.n_cols)?;
         crate::error::same_len("cusparse spmv", y.len(), self.n_rows)?;
         if self.n_rows == 0 {
             return Ok(());

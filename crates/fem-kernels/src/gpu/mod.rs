@@ -4,6 +4,7 @@
 
 mod blas;
 mod bp;
+mod cardiac;
 mod fem;
 mod prelude_check;
 mod reduce;

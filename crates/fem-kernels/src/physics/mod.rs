@@ -2,8 +2,10 @@
 //! `#[fem_kernel]`, exactly as a user writes their own: the macro
 //! generates the CPU variants and the PTX entry points.
 
+pub mod cardiac;
 pub mod elasticity;
 pub mod poisson;
 
+pub use cardiac::Monodomain;
 pub use elasticity::Elasticity;
 pub use poisson::Poisson;

@@ -89,10 +89,11 @@ impl<T: Scalar> GpuPointwise<T> {
     }
 
     /// Evaluates into `out` (E-vector layout) from the solution E-vector
-    /// `u` already on the device.
+    /// `u` already on the device. A longer `out` keeps its tail (assembly
+    /// by SpMV reads a zero after the element values).
     pub fn evaluate(&self, gpu: &CudaBackend, jacobian: bool, t: Transposition, u: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
         let nl = self.variant.n_local();
-        if u.len() != self.n_cells * nl || out.len() != self.out_len(jacobian) {
+        if u.len() != self.n_cells * nl || out.len() < self.out_len(jacobian) {
             return Err(Error::InvalidArgument(format!("E-vectors of {} and {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
         }
         let (f, cfg) = self.prepare(gpu, jacobian, t)?;
@@ -100,6 +101,16 @@ impl<T: Scalar> GpuPointwise<T> {
         let s = gpu.stream();
         unsafe { s.launch_builder(&f).arg(&n).arg(&batches).arg(&self.tab).arg(u).arg(&self.x).arg(&self.a).arg(out).launch(cfg) }?;
         Ok(())
+    }
+
+    /// The auxiliary fields on the device, for physics whose point data
+    /// evolve (history variables).
+    pub fn aux_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.a
+    }
+
+    pub fn aux(&self) -> &CudaSlice<T> {
+        &self.a
     }
 
     /// Uploads `u`, evaluates and downloads.

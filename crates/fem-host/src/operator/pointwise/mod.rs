@@ -88,6 +88,12 @@ pub struct Pointwise<T, K> {
     _physics: PhantomData<fn() -> K>,
 }
 
+impl<T: Clone, K> Clone for Pointwise<T, K> {
+    fn clone(&self) -> Self {
+        Self { variant: self.variant, n_cells: self.n_cells, tab: self.tab.clone(), x: self.x.clone(), a: self.a.clone(), _physics: PhantomData }
+    }
+}
+
 impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
     /// Picks the variant of `K` for the space's shape and degree (with
     /// `nq` points, or the first listed) and builds the cell data.
@@ -208,7 +214,7 @@ pub fn assemble_csr<T: Scalar>(cpu: &CpuBackend, space: &NodalSpace, nc: usize, 
 }
 
 /// Rows of an `nc`-component field: node-major, all free.
-fn field_layout(space: &NodalSpace, nc: usize) -> Layout {
+pub fn field_layout(space: &NodalSpace, nc: usize) -> Layout {
     let rows = space.n_dofs * nc;
     let cell_rows = space.cell_dofs.iter().flat_map(|&g| (0..nc as u32).map(move |c| g * nc as u32 + c)).collect();
     Layout {
