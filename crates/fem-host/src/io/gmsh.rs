@@ -7,7 +7,7 @@
 //! reserve gigabytes; every defect is an error naming the section and,
 //! in ASCII files, the line.
 
-use crate::mesh::{Cell, Mesh};
+use crate::mesh::Mesh;
 use std::collections::HashMap;
 use std::path::Path;
 use thiserror::Error;
@@ -507,31 +507,8 @@ impl GmshMesh {
         if let Some(k) = kinds.iter().find(|k| matches!(k, ElementKind::Triangle3 | ElementKind::Triangle6 | ElementKind::Tetrahedron4 | ElementKind::Tetrahedron10)) {
             return Err(GmshError::Unsupported(format!("{k:?} cells need simplex elements; the Q_p solver takes quadrilaterals and hexahedra")));
         }
-        let loose = self.unreferenced_nodes();
-        if !loose.is_empty() {
-            let first: Vec<String> = loose.iter().take(5).map(|t| t.to_string()).collect();
-            return Err(GmshError::Invalid(format!("{} nodes belong to no element (first: {})", loose.len(), first.join(", "))));
-        }
         // Gmsh numbers corners counter-clockwise; fem's vertex v sits at the corner whose bits are v's.
-        use crate::mesh::CYCLIC_ORDER as TENSOR;
-        let nv = 1usize << dim;
-        let mut used = vec![u32::MAX; self.nodes.len()];
-        let mut coords = Vec::new();
-        let mut cells = Vec::new();
-        for b in top {
-            for e in b.connectivity.chunks(b.kind.nodes()) {
-                let mut cell: Cell = [0; 8];
-                for (v, slot) in cell.iter_mut().enumerate().take(nv) {
-                    let node = e[TENSOR[v]] as usize;
-                    if used[node] == u32::MAX {
-                        used[node] = coords.len() as u32;
-                        coords.push(self.nodes[node]);
-                    }
-                    *slot = used[node];
-                }
-                cells.push(cell);
-            }
-        }
+        let (coords, cells, used) = self.corner_cells::<8>(&top, &crate::mesh::CYCLIC_ORDER[..1 << dim], 0)?;
         let mesh = Mesh { dim, coords, cells };
         mesh.validate().map_err(|e| GmshError::Invalid(e.to_string()))?;
         Ok((mesh, used))
@@ -539,9 +516,9 @@ impl GmshMesh {
 
     /// The triangle or tetrahedron mesh of the pointwise (simplex)
     /// solvers: the cells of the highest dimension by their corners
-    /// (second-order cells keep their corners), with the nodes no cell
-    /// uses dropped, each cell oriented positively. Degenerate cells are
-    /// an error.
+    /// (second-order cells keep their corners, so their mid-edge nodes are
+    /// dropped), each cell oriented positively. Degenerate cells and nodes
+    /// of no element are errors.
     pub fn to_simplex_mesh(&self) -> GResult<crate::mesh::simplex::SimplexMesh> {
         let dim = self.dim();
         let top: Vec<&ElementBlock> = self.blocks.iter().filter(|b| b.kind.dim() == dim && dim >= 2).collect();
@@ -551,14 +528,35 @@ impl GmshMesh {
         if let Some(b) = top.iter().find(|b| !matches!(b.kind, ElementKind::Triangle3 | ElementKind::Triangle6 | ElementKind::Tetrahedron4 | ElementKind::Tetrahedron10)) {
             return Err(GmshError::Unsupported(format!("{:?} cells: this solver takes triangles or tetrahedra", b.kind)));
         }
-        let nv = dim + 1;
+        let (coords, cells, _) = self.corner_cells::<4>(&top, &[0, 1, 2, 3][..=dim], u32::MAX)?;
+        let mut mesh = crate::mesh::simplex::SimplexMesh { dim, coords, cells };
+        for c in 0..mesh.n_cells() {
+            if mesh.signed_volume(c) < 0.0 {
+                mesh.cells[c].swap(0, 1);
+            }
+        }
+        mesh.validate().map_err(|e| GmshError::Invalid(e.to_string()))?;
+        Ok(mesh)
+    }
+
+    /// The top-dimension cells `top` by their corners: corner k of a cell
+    /// is its element node `corner[k]`, slots past the corners hold
+    /// `fill`; vertices are numbered in order of first use. Returns the
+    /// coordinates, the cells and, per file node, its vertex (`u32::MAX`
+    /// for nodes no cell corner uses). Nodes of no element are an error.
+    fn corner_cells<const N: usize>(&self, top: &[&ElementBlock], corner: &[usize], fill: u32) -> GResult<(Vec<[f64; 3]>, Vec<[u32; N]>, Vec<u32>)> {
+        let loose = self.unreferenced_nodes();
+        if !loose.is_empty() {
+            let first: Vec<String> = loose.iter().take(5).map(|t| t.to_string()).collect();
+            return Err(GmshError::Invalid(format!("{} nodes belong to no element (first: {})", loose.len(), first.join(", "))));
+        }
         let mut used = vec![u32::MAX; self.nodes.len()];
         let (mut coords, mut cells) = (Vec::new(), Vec::new());
         for b in top {
             for e in b.connectivity.chunks(b.kind.nodes()) {
-                let mut cell = [u32::MAX; 4];
-                for (slot, &node) in cell.iter_mut().zip(&e[..nv]) {
-                    let node = node as usize;
+                let mut cell = [fill; N];
+                for (slot, &k) in cell.iter_mut().zip(corner) {
+                    let node = e[k] as usize;
                     if used[node] == u32::MAX {
                         used[node] = coords.len() as u32;
                         coords.push(self.nodes[node]);
@@ -568,14 +566,7 @@ impl GmshMesh {
                 cells.push(cell);
             }
         }
-        let mut mesh = crate::mesh::simplex::SimplexMesh { dim, coords, cells };
-        for c in 0..mesh.n_cells() {
-            if mesh.signed_volume(c) < 0.0 {
-                mesh.cells[c].swap(0, 1);
-            }
-        }
-        mesh.validate().map_err(|e| GmshError::Invalid(e.to_string()))?;
-        Ok(mesh)
+        Ok((coords, cells, used))
     }
 
     /// The facets (as [`crate::mesh::facet_key`]s of the mesh whose node

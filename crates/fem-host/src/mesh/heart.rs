@@ -128,12 +128,12 @@ impl Heart {
             }
             c
         };
-        let mut best = 4;
+        let (mut best, mut best_count) = (4, count(4));
         let mut n = 4;
         while n <= 1024 {
             let c = count(n);
-            if c.abs_diff(nodes) < count(best).abs_diff(nodes) {
-                best = n;
+            if c.abs_diff(nodes) < best_count.abs_diff(nodes) {
+                (best, best_count) = (n, c);
             }
             if c > nodes {
                 break;

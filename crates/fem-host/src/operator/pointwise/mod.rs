@@ -191,30 +191,43 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
     }
 }
 
+/// The CSR pattern of an `nc`-component field on `space` (every node a
+/// row, no boundary conditions) and the position in it of each
+/// element-matrix entry, cell-major like the element kernels' output
+/// (`e·nl² + i·nl + j`).
+pub fn csr_pattern<T: Scalar>(cpu: &CpuBackend, space: &NodalSpace, nc: usize) -> Result<(Csr<T>, Vec<u32>)> {
+    let layout = field_layout(space, nc);
+    let csr = Csr::<T>::pattern(cpu, &layout)?;
+    // `element_positions` is in the transposed (LMA) layout `(i·nl + j)·ne + e`.
+    let pos = csr.element_positions(&layout);
+    let (nl2, ne) = (layout.dofs_per_cell * layout.dofs_per_cell, layout.n_cells());
+    Ok((csr, (0..ne * nl2).map(|k| pos[(k % nl2) * ne + k / nl2]).collect()))
+}
+
+/// `out[pos[k]] += v[k]` in order, skipping `pos[k]` = `u32::MAX`: the
+/// serial scatter that atomic and SpMV assembly are checked against.
+pub fn scatter_add<T: Scalar>(pos: &[u32], v: &[T], out: &mut [T]) {
+    for (&p, &x) in pos.iter().zip(v) {
+        if p != u32::MAX {
+            out[p as usize] += x;
+        }
+    }
+}
+
 /// The global matrix of element matrices `elem` (n_local² per cell) on the
 /// `nc`-component field of `space`, every node a row (no boundary
 /// conditions applied).
 pub fn assemble_csr<T: Scalar>(cpu: &CpuBackend, space: &NodalSpace, nc: usize, elem: &[T]) -> Result<Csr<T>> {
-    let layout = field_layout(space, nc);
-    let mut csr = Csr::<T>::pattern(cpu, &layout)?;
-    let pos = csr.element_positions(&layout);
-    let (nl, ne) = (layout.dofs_per_cell, layout.n_cells());
-    if elem.len() != ne * nl * nl {
-        return Err(Error::InvalidArgument(format!("{} element-matrix values for {ne} cells of {nl}²", elem.len())));
+    let (mut csr, pos) = csr_pattern(cpu, space, nc)?;
+    if elem.len() != pos.len() {
+        return Err(Error::InvalidArgument(format!("{} element-matrix values for {} cells of {}²", elem.len(), space.n_cells(), space.nb() * nc)));
     }
-    for e in 0..ne {
-        for ij in 0..nl * nl {
-            let p = pos[ij * ne + e];
-            if p != u32::MAX {
-                csr.val[p as usize] += elem[e * nl * nl + ij];
-            }
-        }
-    }
+    scatter_add(&pos, elem, &mut csr.val);
     Ok(csr)
 }
 
 /// Rows of an `nc`-component field: node-major, all free.
-pub fn field_layout(space: &NodalSpace, nc: usize) -> Layout {
+fn field_layout(space: &NodalSpace, nc: usize) -> Layout {
     let rows = space.n_dofs * nc;
     let cell_rows = space.cell_dofs.iter().flat_map(|&g| (0..nc as u32).map(move |c| g * nc as u32 + c)).collect();
     Layout {

@@ -3,12 +3,12 @@
 //! matrices on rayon (or a serial scatter), CSR for CG.
 
 use super::{Assembly, Config, Ops, Physics, Setup};
-use crate::operator::pointwise::Pointwise;
+use crate::operator::pointwise::{scatter_add, Pointwise};
 use crate::sparse::assembly::gather_matrix;
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
 use crate::sparse::warp::EllWarp;
-use crate::sparse::Spmv;
+use crate::sparse::{gather_into, Spmv};
 use crate::{CpuBackend, Result};
 use fem_kernels::physics::cardiac::{activation, advance_cell, AUX};
 use rayon::prelude::*;
@@ -49,7 +49,8 @@ impl Ops for CpuBackend {
     }
 
     fn gather(&self, s: &CpuState, phi: &Vec<f64>, u: &mut Vec<f64>) -> Result<()> {
-        self.install(|| u.par_iter_mut().zip(&s.cell_dofs).for_each(|(v, &d)| *v = phi[d as usize]));
+        crate::error::same_len("cardiac gather", s.cell_dofs.len(), u.len())?;
+        gather_into(self, &s.cell_dofs, phi, u);
         Ok(())
     }
 
@@ -63,11 +64,9 @@ impl Ops for CpuBackend {
         match &s.gather {
             Some(g) => g[matrix as usize].spmv_with::<true>(self, elem, out),
             None => {
-                out.iter_mut().for_each(|v| *v = 0.0);
+                out.fill(0.0);
                 let pos = if matrix { &s.entry_pos } else { &s.cell_dofs };
-                for (&p, &v) in pos.iter().zip(elem.iter()) {
-                    out[p as usize] += v;
-                }
+                scatter_add(pos, &elem[..pos.len()], out);
             }
         }
         Ok(())

@@ -23,9 +23,9 @@ mod gpu;
 
 use crate::mesh::simplex::SimplexMesh;
 use crate::operator::csr::Csr;
-use crate::operator::pointwise::{field_layout, Aux, Pointwise};
+use crate::operator::pointwise::{csr_pattern, Aux, Pointwise};
 use crate::operator::LinearOperator;
-use crate::solver::{pcg, CgOptions, Preconditioner};
+use crate::solver::{pcg, CgOptions, Jacobi};
 use crate::space::NodalSpace;
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, Error, Result};
@@ -179,11 +179,7 @@ impl Setup {
             a[ap::FIBRE..ap::FIBRE + 3].copy_from_slice(&tissue.fibres[c]);
         }
         let physics = Pointwise::<f64, Physics>::new(&space, Some(1), Aux::Cell(&aux))?;
-        let layout = field_layout(&space, 1);
-        let csr = Csr::<f64>::pattern(cpu, &layout)?;
-        let pos = csr.element_positions(&layout);
-        let (nl, ne) = (layout.dofs_per_cell, layout.n_cells());
-        let entry_pos = (0..ne * nl * nl).map(|k| pos[(k % (nl * nl)) * ne + k / (nl * nl)]).collect();
+        let (csr, entry_pos) = csr_pattern::<f64>(cpu, &space, 1)?;
         let diag_pos = (0..csr.n_rows).map(|r| csr.position(r, r as u32).expect("every row has its diagonal") as u32).collect();
         Ok(Self { space, physics, csr, entry_pos, diag_pos, amp })
     }
@@ -275,18 +271,6 @@ impl<B: Backend> LinearOperator<B, f64> for MatrixOp<'_, B> {
     }
 }
 
-/// Jacobi from an inverse diagonal kept on the backend.
-struct InverseDiagonal<'a, B: Backend>(&'a B::Vector<f64>);
-
-impl<B: Backend> Preconditioner<B, f64> for InverseDiagonal<'_, B> {
-    fn apply(&self, b: &B, r: &B::Vector<f64>, z: &mut B::Vector<f64>) -> Result<()> {
-        b.mul(self.0, r, z)
-    }
-    fn name(&self) -> String {
-        "jacobi".into()
-    }
-}
-
 /// Runs `f` and adds its time, device work included, to `acc`.
 fn timed<B: Backend, R>(b: &B, acc: &mut f64, f: impl FnOnce() -> Result<R>) -> Result<R> {
     let start = Instant::now();
@@ -315,7 +299,8 @@ pub struct Monodomain<'b, B: Ops> {
     kelem: B::Vector<f64>,
     residual: B::Vector<f64>,
     kflat: B::Vector<f64>,
-    inv_diag: B::Vector<f64>,
+    /// Refilled on the backend from the assembled diagonal each update.
+    jacobi: Jacobi<B, f64>,
     delta: B::Vector<f64>,
     act: B::Vector<f64>,
     /// Seconds spent preparing (uploads, formats).
@@ -329,7 +314,7 @@ impl<'b, B: Ops> Monodomain<'b, B> {
         let state = b.prepare(setup, &cfg)?;
         let matrix = b.matrix(&state, setup, &cfg)?;
         let (n, ne, nl) = (setup.space.n_dofs, setup.physics.n_cells, setup.n_local());
-        let me = Self {
+        let mut me = Self {
             b,
             cfg,
             matrix,
@@ -345,14 +330,15 @@ impl<'b, B: Ops> Monodomain<'b, B> {
             kelem: b.zeros(ne * nl * nl + 1)?,
             residual: b.zeros(n)?,
             kflat: b.zeros(setup.csr.nnz())?,
-            inv_diag: b.zeros(n)?,
+            jacobi: Jacobi { inv_diag: b.zeros(n)? },
             delta: b.zeros(n)?,
             act: b.upload(&vec![-1.0; n])?,
             setup_seconds: 0.0,
             state,
         };
         b.synchronize()?;
-        Ok(Self { setup_seconds: start.elapsed().as_secs_f64(), ..me })
+        me.setup_seconds = start.elapsed().as_secs_f64();
+        Ok(me)
     }
 
     pub fn describe(&self) -> String {
@@ -385,13 +371,13 @@ impl<'b, B: Ops> Monodomain<'b, B> {
         timed(b, &mut split.assembly, || {
             b.assemble(&self.state, true, &self.kelem, &mut self.kflat)?;
             self.matrix.reorder(b, &self.kflat)?;
-            b.inverse_diagonal(&self.state, &self.kflat, &mut self.inv_diag)
+            b.inverse_diagonal(&self.state, &self.kflat, &mut self.jacobi.inv_diag)
         })?;
         let opts = CgOptions { rtol: self.cfg.cg_rtol, max_iterations: self.cfg.max_cg, jacobi: false };
         let step = self.step + 1;
         let report = timed(b, &mut split.solve, || {
             b.axpby(0.0, &self.residual, 0.0, &mut self.delta)?;
-            pcg(b, &MatrixOp(&*self.matrix, self.n), &InverseDiagonal::<B>(&self.inv_diag), &self.residual, &mut self.delta, opts)
+            pcg(b, &MatrixOp(&*self.matrix, self.n), &self.jacobi, &self.residual, &mut self.delta, opts)
         })
         // An indefinite tangent: 1/Δt no longer outweighs the source's growth rate.
         .map_err(|e| Error::InvalidArgument(format!("Newton update in step {step}: {e}; try a smaller time step")))?;
@@ -490,12 +476,16 @@ mod tests {
         let nl = setup.n_local();
         let u = vec![0.3; setup.physics.n_cells * nl];
         let elem = setup.physics.jacobian_cpu(&cpu, &u).unwrap();
-        let reference = crate::operator::pointwise::assemble_csr(&cpu, &setup.space, 1, &elem).unwrap();
-        let mut k = vec![0.0; setup.csr.nnz()];
-        for (e, &p) in elem.iter().zip(&setup.entry_pos) {
-            k[p as usize] += e;
+        // Entry (i, j) of cell e adds into row dof_i, column dof_j.
+        let dofs = &setup.space.cell_dofs;
+        let mut reference = vec![0.0; setup.csr.nnz()];
+        for (k, v) in elem.iter().enumerate() {
+            let (e, i, j) = (k / (nl * nl), k / nl % nl, k % nl);
+            reference[setup.csr.position(dofs[e * nl + i] as usize, dofs[e * nl + j]).unwrap()] += v;
         }
-        assert_eq!(k, reference.val);
+        let mut k = vec![0.0; setup.csr.nnz()];
+        crate::operator::pointwise::scatter_add(&setup.entry_pos, &elem, &mut k);
+        assert_eq!(k, reference);
         for (r, &p) in setup.diag_pos.iter().enumerate() {
             assert_eq!(setup.csr.col[p as usize] as usize, r);
         }
