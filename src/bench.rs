@@ -19,13 +19,21 @@ use std::path::{Path, PathBuf};
 
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// A benchmark suite, named on the command line and in the output files by
+/// its lower-case name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Suite {
+    /// Every SpMV format on the 2D and 3D Q_p stiffness matrices, plus the
+    /// model's a-priori format against the measured best.
     Spmv,
+    /// Poisson assembly per storage format: elements assembled per second.
     Assembly,
+    /// Poisson and elasticity residuals on P1/P2 simplices: GFLOP/s.
     Residual,
+    /// The CEED problems BP1.0, BP3.5 and BP3.0 against degree: GDOF/s.
     Bp,
+    /// Poisson CG solves per storage format: CG iterations per second.
     Solve,
 }
 
@@ -46,11 +54,17 @@ impl std::str::FromStr for Suite {
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
+    /// The suite to run.
     pub suite: Suite,
     /// Rows (spmv) or DOFs (the others); default by backend.
     pub size: Option<usize>,
+    /// Polynomial degrees to measure; default by suite (1..=4 for spmv,
+    /// 1..=8 for bp, 1 and 2 for residual, up to Q4 in 2D and Q3 in 3D for
+    /// assembly and solve).
     pub degrees: Option<Vec<usize>>,
+    /// Single precision instead of double (not available for `bp`).
     pub f32: bool,
+    /// Timed repetitions per measurement, passed on to each suite's runs.
     pub repeats: usize,
 }
 
@@ -61,12 +75,20 @@ pub struct Point {
     pub group: String,
     /// The line it belongs to (a format or a problem).
     pub series: String,
+    /// Polynomial degree p (N for the BP problems).
     pub degree: usize,
+    /// Problem size: matrix rows (spmv) or degrees of freedom.
     pub dofs: usize,
+    /// Wall time of one operation: an SpMV, a BP operator application, a
+    /// residual evaluation, an assembly or a CG iteration, by suite.
     pub seconds: f64,
+    /// The suite's figure of merit, in [`SuiteReport::throughput_unit`].
     pub throughput: f64,
+    /// Achieved memory bandwidth in GB/s, where the run measured it.
     pub gbytes_per_second: Option<f64>,
+    /// Achieved bandwidth over the copy bandwidth (1 = at the roofline).
     pub roofline_fraction: Option<f64>,
+    /// Floating-point rate in GFLOP/s, where the suite counts flops.
     pub gflops: Option<f64>,
     /// Flops per byte.
     pub intensity: Option<f64>,
@@ -75,23 +97,38 @@ pub struct Point {
 /// The model's a-priori SpMV choice against the measured best.
 #[derive(Clone, Debug, Serialize)]
 pub struct AprioriCheck {
+    /// The matrix's short name (`fem-3d-p2-c1`, ...).
     pub matrix: String,
+    /// The format the cost model chose before any measurement.
     pub a_priori: String,
+    /// Measured seconds per SpMV of the a-priori format.
     pub a_priori_seconds: f64,
+    /// The fastest format measured.
     pub best: String,
+    /// Measured seconds per SpMV of the fastest format.
     pub best_seconds: f64,
     /// a_priori_seconds / best_seconds − 1.
     pub slower_by: f64,
 }
 
+/// Everything one suite measured, as written to `<suite>.json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct SuiteReport {
+    /// The suite that ran.
     pub suite: Suite,
+    /// The backend it ran on, as it describes itself (device, threads).
     pub backend: String,
+    /// `f32` or `f64`.
     pub precision: &'static str,
+    /// Unit of [`Point::throughput`]: `GB/s`, `GDOF/s`, `GFLOP/s`,
+    /// `elements/s` or `CG iterations/s`.
     pub throughput_unit: &'static str,
+    /// Measured device copy bandwidth in GB/s, the roofline the points are
+    /// compared with.
     pub copy_gbytes_per_second: f64,
+    /// The measurements, in the order they were taken.
     pub points: Vec<Point>,
+    /// The a-priori format checks (spmv only; empty otherwise).
     pub a_priori: Vec<AprioriCheck>,
 }
 

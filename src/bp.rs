@@ -21,16 +21,22 @@ use std::f64::consts::PI;
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct BpOptions {
+    /// BP1.0 (mass), BP3.5 or BP3.0 (screened Poisson).
     pub problem: Problem,
+    /// Polynomial degree N of the hexahedral elements.
     pub degree: usize,
     /// Mesh size: a number of elements, or at least this many element DOFs.
     pub size: Size,
+    /// How the grid of the unit cube is deformed (affine, trilinear, curved).
     pub deformation: Deformation,
     /// The screening parameter λ of BP3.
     pub lambda: f64,
     /// BP3.5 with one thread per node.
     pub threads_3d: bool,
+    /// Elements per thread block of the GPU kernel; `None`: from the
+    /// tuning file, else the kernel's default.
     pub elements_per_block: Option<usize>,
+    /// Timed applications; the median is reported.
     pub repeats: usize,
     /// Apply on L-vectors (gather and atomic scatter fused) rather than
     /// E-vectors.
@@ -44,64 +50,102 @@ pub struct BpOptions {
     pub tune: bool,
 }
 
+/// How big a mesh to build.
 #[derive(Clone, Copy, Debug)]
 pub enum Size {
+    /// This many elements, factored into a grid as close to a cube as
+    /// possible.
     Elements(usize),
+    /// The smallest near-cubic grid with at least this many element-local
+    /// nodes.
     Dofs(usize),
 }
 
+/// The results of one benchmark run, as printed and written to JSON.
 #[derive(Clone, Debug, Serialize)]
 pub struct BpReport {
+    /// The benchmark problem.
     pub problem: Problem,
+    /// Polynomial degree N.
     pub degree: usize,
+    /// Hexahedral elements in the mesh.
     pub elements: usize,
     /// Unknowns the operator acts on: element nodes (E-vector) or global
     /// nodes (assembled).
     pub dofs: usize,
+    /// Element-local nodes, elements · (N + 1)³: the E-vector length.
     pub element_dofs: usize,
+    /// Distinct mesh nodes: the L-vector length.
     pub global_nodes: usize,
+    /// Whether the operator was applied on L-vectors (see
+    /// [`BpOptions::assembled`]).
     pub assembled: bool,
+    /// The backend that ran it, as it describes itself (device, threads).
     pub backend: String,
+    /// The GPU kernel variant used, or `cpu-sum-factorised`.
     pub kernel: String,
+    /// Elements per thread block of the launch (1 on the CPU).
     pub elements_per_block: usize,
+    /// Median wall time of one operator application, in seconds.
     pub seconds_per_apply: f64,
+    /// `dofs` processed per second, in 10⁹.
     pub gdofs_per_second: f64,
+    /// Floating-point rate by the model's flop count, in TFLOP/s.
     pub tflops: f64,
     /// The paper's model: bytes per application (Table 2).
     pub bytes_moved: usize,
+    /// `bytes_moved` per application over its time, in GB/s.
     pub gbytes_per_second: f64,
     /// Copy of the same bytes, measured in the same run.
     pub copy_gbytes_per_second: f64,
+    /// `gbytes_per_second` over `copy_gbytes_per_second` (1 = at the roofline).
     pub roofline_fraction: f64,
     /// Flops per byte of the model.
     pub arithmetic_intensity: f64,
     /// max |y − y_cpu| / max |y_cpu| (0 on the CPU backend).
     pub max_rel_error_vs_cpu: f64,
+    /// The CPU backend's time per application, when asked for
+    /// ([`BpOptions::cpu_time`]).
     pub cpu_seconds_per_apply: Option<f64>,
+    /// `cpu_seconds_per_apply / seconds_per_apply`, when the CPU was timed.
     pub speedup_vs_cpu: Option<f64>,
+    /// The Jacobi-CG solve, when one was asked for ([`BpOptions::solve`]).
     pub solve: Option<SolveReport>,
     /// The launch's search, when tuning.
     pub tuned: Option<Outcome<BpLaunch>>,
 }
 
+/// The Jacobi-CG solve of (S + λM) u = M f with a known smooth solution.
 #[derive(Clone, Debug, Serialize)]
 pub struct SolveReport {
+    /// CG iterations taken.
     pub iterations: usize,
+    /// Final recursively updated ‖r‖/‖b‖.
     pub relative_residual: f64,
+    /// Whether the relative residual reached the requested tolerance.
     pub converged: bool,
+    /// Wall time of the iterations, without the set-up.
     pub seconds: f64,
     /// max over nodes |u_h − u| for u = cos πx cos πy cos πz.
     pub max_nodal_error: f64,
+    /// u_h at the global nodes (for output files).
+    #[serde(skip)]
+    pub u: Vec<f64>,
+}
+
+/// Elements per direction of the options' size.
+fn size_cells(o: &BpOptions) -> Result<[usize; 3]> {
+    match o.size {
+        Size::Elements(e) => cells_for(e),
+        Size::Dofs(d) => Ok(cells_for_dofs(d, o.degree)),
+    }
 }
 
 /// Builds the mesh and operator and runs the benchmark on `backend`, with
 /// the launch from `tuning` unless the options fix it (and into `tuning`
 /// when tuning).
 pub fn run(o: &BpOptions, backend: &AnyBackend, tuning: &mut Tuning, progress: &dyn Fn(&str, Option<(usize, usize)>)) -> Result<BpReport> {
-    let cells = match o.size {
-        Size::Elements(e) => cells_for(e)?,
-        Size::Dofs(d) => cells_for_dofs(d, o.degree),
-    };
+    let cells = size_cells(o)?;
     progress("mesh and geometric factors", None);
     let mesh = SpectralBox::new(o.degree, cells, o.deformation)?;
     let op = TensorOperator::new(o.problem, &mesh, o.lambda)?;
@@ -233,6 +277,29 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, e
     })
 }
 
+/// The exact solution of the BP3 solve.
+fn exact(x: [f64; 3]) -> f64 {
+    (PI * x[0]).cos() * (PI * x[1]).cos() * (PI * x[2]).cos()
+}
+
+/// Writes the solve's u_h, the exact solution and the error on Lagrange
+/// hexahedra of order N (the elements' own nodes resampled), whole or not
+/// at all.
+pub fn write_vtk(o: &BpOptions, solve: &SolveReport, path: &std::path::Path, enc: fem_host::io::vtk::Encoding) -> Result<()> {
+    use fem_host::io::vtk::Field;
+    let mesh = SpectralBox::new(o.degree, size_cells(o)?, o.deformation)?;
+    let (mut nodes, mut w) = (vec![0.0; o.degree + 1], vec![0.0; o.degree + 1]);
+    fem_core::quadrature::gauss_lobatto(&mut nodes, &mut w);
+    let np = mesh.nodes_per_element();
+    let coords: Vec<[f64; 3]> = (0..mesh.map.len()).map(|pos| [0, 1, 2].map(|c| mesh.coords[((pos / np) * 3 + c) * np + pos % np])).collect();
+    let grid = fem_host::io::vtk_lagrange::LagrangeGrid::new(3, &nodes, &coords)?;
+    let u = grid.resample(&mesh.map.iter().map(|&g| solve.u[g as usize]).collect::<Vec<_>>())?;
+    let ue: Vec<f64> = grid.points.iter().map(|&x| exact(x)).collect();
+    let err: Vec<f64> = u.iter().zip(&ue).map(|(a, b)| a - b).collect();
+    grid.write(path, &[Field { name: "u", values: &u }, Field { name: "u_exact", values: &ue }, Field { name: "error", values: &err }], &[], enc)?;
+    Ok(())
+}
+
 /// Jacobi-CG for (S + λM) u = b with b = M f, f = (3π² + λ) u and
 /// u = cos πx cos πy cos πz (zero normal derivative on the cube's faces,
 /// so no boundary condition is imposed).
@@ -240,7 +307,6 @@ fn solve<B: Backend, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &TensorOperato
     if op.problem == Problem::Bp1 {
         return Err(Error::InvalidArgument("the solve uses the screened Poisson operator: choose bp3.5 or bp3.0".into()));
     }
-    let exact = |x: [f64; 3]| (PI * x[0]).cos() * (PI * x[1]).cos() * (PI * x[2]).cos();
     let scale = 3.0 * PI * PI + op.lambda;
     let f = mesh.interpolate(|x| scale * exact(x));
     let mass = TensorOperator::new(Problem::Bp1, mesh, 0.0)?;
@@ -253,5 +319,5 @@ fn solve<B: Backend, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &TensorOperato
     let u = b.download(&u)?;
     let ue = mesh.interpolate(exact);
     let err = u.iter().zip(&ue).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-    Ok(SolveReport { iterations: report.iterations, relative_residual: report.relative_residual, converged: report.converged, seconds: report.iteration_seconds, max_nodal_error: err })
+    Ok(SolveReport { iterations: report.iterations, relative_residual: report.relative_residual, converged: report.converged, seconds: report.iteration_seconds, max_nodal_error: err, u })
 }

@@ -35,9 +35,11 @@ impl std::str::FromStr for MeshSpec {
 /// The stimulus as the command line gives it.
 #[derive(Clone, Copy, Debug)]
 pub enum StimulusSpec {
+    /// No stimulus: the tissue stays at rest unless φ is set otherwise.
     None,
     /// At the mesh's lowest point (the apex of the generated heart).
     Default,
+    /// A current in a ball, as given (`x,y,z,radius[,start,duration,amplitude]`).
     Given(Stimulus),
 }
 
@@ -63,13 +65,21 @@ impl std::str::FromStr for StimulusSpec {
     }
 }
 
+/// What to run.
 #[derive(Clone, Debug)]
 pub struct CardiacOptions {
+    /// The generated shell or a Gmsh file.
     pub mesh: MeshSpec,
+    /// Fibre direction for a mesh read from a file (normalised here; the
+    /// generated heart has its own fibres).
     pub fibre: [f64; 3],
+    /// Conductivities and time step Δt.
     pub model: Model,
+    /// Where and when the current is applied.
     pub stimulus: StimulusSpec,
+    /// Backward-Euler time steps to take (at least 1).
     pub steps: usize,
+    /// Assembly, SpMV kernel and Newton/CG tolerances.
     pub config: Config,
     /// The `.pvd` collection of the time series and the output period.
     pub vtk: Option<(PathBuf, usize)>,
@@ -77,26 +87,43 @@ pub struct CardiacOptions {
     pub per_step: bool,
 }
 
+/// The outcome of a run, as printed and written to JSON.
 #[derive(Clone, Debug, Serialize)]
 pub struct CardiacReport {
+    /// The backend that ran it, as it describes itself (device, threads).
     pub backend: String,
+    /// How residual and matrix were assembled and which matrix CG used.
     pub kernels: String,
+    /// The mesh's label: the generated shell's lattice or the file's path.
     pub mesh: String,
+    /// Mesh nodes, the P1 unknowns φ.
     pub nodes: usize,
+    /// Tetrahedra.
     pub cells: usize,
+    /// Time step Δt, in model time units.
     pub dt: f64,
+    /// The model parameters used.
     pub model: Model,
+    /// The stimulus applied, if any.
     pub stimulus: Option<Stimulus>,
+    /// Time steps taken.
     pub steps: usize,
+    /// Model time at the end.
     pub time: f64,
+    /// Wall time of the backend set-up (state and matrix structure) before
+    /// the first step, in seconds.
     pub setup_seconds: f64,
+    /// Iterations and the time split summed over the steps.
     pub summary: RunSummary,
     /// Fraction of nodes activated (φ passed ½) by the end.
     pub activated_fraction: f64,
     /// Latest activation time among activated nodes.
     pub last_activation: Option<f64>,
+    /// Largest nodal φ at the end.
     pub max_phi: f64,
+    /// The VTU pieces written, then the `.pvd` collection; empty without `vtk`.
     pub vtk_files: Vec<String>,
+    /// Every step's report, when [`CardiacOptions::per_step`] asked for them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_step: Vec<StepReport>,
 }
@@ -136,6 +163,8 @@ fn default_stimulus(t: &Tissue) -> Stimulus {
     Stimulus { centre: lowest, radius: 0.15 * diag, start: 0.0, duration: 1.0, amplitude: 1.0 }
 }
 
+/// Builds the tissue and set-up on the CPU, then time-steps on `any`;
+/// `progress` is called per phase and after every step with its report.
 pub fn run(o: &CardiacOptions, any: &AnyBackend, progress: &mut dyn FnMut(&str, Option<&StepReport>)) -> Result<CardiacReport> {
     if o.steps == 0 {
         return Err(Error::InvalidArgument("--steps must be at least 1".into()));

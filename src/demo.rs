@@ -11,33 +11,47 @@ use serde::Serialize;
 /// One operation's check and timing.
 #[derive(Clone, Debug, Serialize)]
 pub struct OpReport {
+    /// The operation: `copy`, `axpy`, `axpby`, `dot` or `norm2`.
     pub op: &'static str,
     /// Bytes read plus written by one application.
     pub bytes_moved: usize,
+    /// Wall times of the timed repeats, in seconds.
     pub timing: Timing,
+    /// `bytes_moved` over the median time.
     pub bytes_per_second: f64,
     /// `bytes_per_second` over the copy bandwidth of this run.
     pub roofline_fraction: f64,
     /// Largest difference from the CPU backend, relative to the result's scale.
     pub max_rel_diff_vs_cpu: f64,
+    /// Largest difference accepted: 0 (bit-identical) for the elementwise
+    /// operations, 2nε for the reductions, whose sums may be ordered differently.
     pub tolerance: f64,
+    /// Whether `max_rel_diff_vs_cpu` ≤ `tolerance`.
     pub passed: bool,
 }
 
+/// The whole demo: every operation's report and the overall verdict.
 #[derive(Clone, Debug, Serialize)]
 pub struct DemoReport {
+    /// The backend kind (`cpu`, `cuda`).
     pub backend: String,
+    /// The backend's description of its device.
     pub device: String,
+    /// `f32` or `f64`.
     pub precision: &'static str,
+    /// Vector length, in elements.
     pub n: usize,
+    /// Timed repeats per operation.
     pub repeats: usize,
     /// The roofline: the backend's own copy of an `n`-element vector.
     pub copy: CopyBandwidth,
     /// fem's copy kernel on the GPU, for comparison with the driver's copy.
     pub copy_kernel: Option<CopyBandwidth>,
+    /// One report per operation, in the order run.
     pub ops: Vec<OpReport>,
     /// Result of the device-prelude check kernels (GPU only).
     pub prelude_check: Option<Result<(), String>>,
+    /// Whether every operation and the prelude check passed.
     pub passed: bool,
 }
 

@@ -5,32 +5,50 @@ use fem_host::backend::cuda::device_count;
 use fem_host::{Backend, CpuBackend, DeviceProps};
 use serde::Serialize;
 
+/// Whether one backend can be opened here.
 #[derive(Serialize)]
 pub struct BackendStatus {
+    /// `cpu` or `cuda`.
     pub name: &'static str,
+    /// Whether opening it succeeded.
     pub available: bool,
+    /// Its description when available, else the error that prevented it.
     pub detail: String,
 }
 
+/// The embedded PTX of one virtual architecture.
 #[derive(Serialize)]
 pub struct PtxTarget {
+    /// `sm_80`, `sm_90`, ...
     pub arch: &'static str,
+    /// Names of the `.entry` kernels in the module.
     pub kernels: Vec<&'static str>,
+    /// Size of the PTX text in bytes.
     pub bytes: usize,
 }
 
+/// The GPU kernels compiled into this binary.
 #[derive(Serialize)]
 pub struct PtxInfo {
+    /// Package name of the kernel crate.
     pub kernel_crate: &'static str,
+    /// One entry per architecture compiled for.
     pub targets: Vec<PtxTarget>,
+    /// Why no PTX was built (toolchain missing, disabled), when none was.
     pub unavailable: Option<&'static str>,
 }
 
+/// What `fem info` prints, as text (`Display`) or JSON.
 #[derive(Serialize)]
 pub struct Info {
+    /// The `fem` crate version.
     pub version: &'static str,
+    /// The CPU and CUDA backends, in that order.
     pub backends: Vec<BackendStatus>,
+    /// Properties of GPU 0, also read when the CUDA backend cannot open;
+    /// `None` without a GPU.
     pub gpu: Option<DeviceProps>,
+    /// The embedded PTX.
     pub ptx: PtxInfo,
 }
 
@@ -60,6 +78,7 @@ fn cudarc_props() -> fem_host::Result<DeviceProps> {
     DeviceProps::read(&ctx)
 }
 
+/// The PTX embedded at build time, per architecture, without touching a GPU.
 pub fn ptx_info() -> PtxInfo {
     PtxInfo {
         kernel_crate: KERNELS_PTX.crate_name,

@@ -13,6 +13,7 @@
 //! });
 //! ```
 
+#![deny(missing_docs)]
 pub use fem_core as core;
 pub use fem_host as host;
 pub use fem_kernels as kernels;

@@ -251,6 +251,11 @@ struct SolveArgs {
     /// is then not reported (no exact solution).
     #[arg(long, requires = "mesh", value_delimiter = ',')]
     dirichlet_group: Vec<String>,
+    /// With --mesh: material regions, κ per cell physical group as
+    /// GROUP=VALUE pairs (names or numbers, comma-separated; other cells
+    /// κ = 1), solving −∇·(κ∇u) = f. The L2 error is then not reported.
+    #[arg(long, requires = "mesh", value_delimiter = ',', value_parser = parse_region_value)]
+    kappa: Vec<(String, f64)>,
     /// Target number of DOFs when --cells is not given.
     #[arg(long, default_value_t = 1_000_000)]
     dofs: usize,
@@ -290,8 +295,10 @@ struct SolveArgs {
     /// GPU: also time one SpMV against the copy roofline.
     #[arg(long)]
     bench: bool,
-    /// Write the mesh with u_h, the exact solution and the error at the
-    /// vertices as a VTK file (ParaView's .vtu).
+    /// Write u_h as a VTK file (ParaView's .vtu): on linear cells for
+    /// p = 1, on Lagrange cells of order p above; with the exact solution
+    /// and the error where it is known, κ and the Gmsh region per cell
+    /// with --mesh; the hole problem writes u_h on its finest mesh.
     #[arg(long)]
     vtk: Option<PathBuf>,
     /// The VTK file in ASCII instead of base64-encoded binary.
@@ -523,6 +530,10 @@ struct BpArgs {
     /// Solve the screened Poisson problem with Jacobi-CG to this relative residual.
     #[arg(long)]
     solve: Option<f64>,
+    /// With --solve and one degree: write u_h, the exact solution and the
+    /// error as a VTK file (.vtu) of Lagrange hexahedra of order N.
+    #[arg(long, requires = "solve")]
+    vtk: Option<PathBuf>,
     /// Time every launch (thread structure, elements per block) first and
     /// keep the fastest in the device's tuning file.
     #[arg(long)]
@@ -568,6 +579,9 @@ fn bp(a: &BpArgs) -> CliResult {
         DeformArg::Trilinear => Deformation::Trilinear { amplitude: 0.1, seed: 1 },
         DeformArg::Curved => Deformation::Curved { amplitude: 0.05 },
     };
+    if a.vtk.is_some() && degrees.len() > 1 {
+        return Err("--vtk writes one solution: give one --degree".into());
+    }
     let any = open_announced(a.backend, a.json)?;
     let mut tuning = fem::host::tune::Tuning::open(&any.name());
     let bar = progress_bar(a.json, String::new());
@@ -587,6 +601,9 @@ fn bp(a: &BpArgs) -> CliResult {
             tune: a.tune,
         };
         let r = fem::bp::run(&o, &any, &mut tuning, &|m, step| follow(&bar, &format!("N = {degree}: {m}"), step))?;
+        if let (Some(path), Some(s)) = (&a.vtk, &r.solve) {
+            fem::bp::write_vtk(&o, s, path, fem::host::io::vtk::Encoding::Binary)?;
+        }
         bar.suspend(|| -> Result<(), Box<dyn std::error::Error>> {
             if a.json && degrees.len() > 1 {
                 println!("{}", serde_json::to_string(&r)?);
@@ -939,6 +956,7 @@ fn solve(a: &SolveArgs) -> CliResult {
     use fem::host::operator::gpu::Scatter;
     use fem::host::problem::poisson::{Format, PoissonOptions};
     let degree = a.degree as usize;
+    let mut regions = None;
     let (mut opts, dim, cells) = match &a.mesh {
         Some(path) => {
             let file = fem::host::io::gmsh::read_path(path)?;
@@ -949,6 +967,10 @@ fn solve(a: &SolveArgs) -> CliResult {
             if !a.dirichlet_group.is_empty() {
                 o.dirichlet_facets = Some(std::sync::Arc::new(file.group_facets(&a.dirichlet_group, &nodes)?));
             }
+            if !a.kappa.is_empty() {
+                o.kappa = Some(std::sync::Arc::new(file.region_values(&a.kappa, 1.0)?));
+            }
+            regions = Some(file.cell_regions());
             (o, dim, cells)
         }
         None => {
@@ -1013,7 +1035,7 @@ fn solve(a: &SolveArgs) -> CliResult {
         save_tuning(tuning, a.json)?;
     }
     if let Some(path) = &a.vtk {
-        write_solution_vtk(path, &opts, &report, a.vtk_ascii)?;
+        write_solution_vtk(path, &opts, &report, regions.as_deref(), a.vtk_ascii)?;
     }
     if a.json {
         let mut v = serde_json::to_value(&report)?;
@@ -1168,16 +1190,39 @@ fn matrix_stats(file: Option<PathBuf>, generate: Option<String>, json: bool) -> 
     Ok(true)
 }
 
-/// The solution, the exact one and their difference at the vertices.
-fn write_solution_vtk(path: &std::path::Path, opts: &fem::host::problem::poisson::PoissonOptions, r: &fem::host::problem::poisson::PoissonReport, ascii: bool) -> Result<(), Box<dyn std::error::Error>> {
-    use fem::host::io::vtk::{write_path, Encoding, Field};
-    let mesh = opts.mesh.build()?;
+/// u_h (Lagrange cells of its degree), and where the exact solution is
+/// known the exact one and the error; per cell κ and the Gmsh region.
+fn write_solution_vtk(path: &std::path::Path, opts: &fem::host::problem::poisson::PoissonOptions, r: &fem::host::problem::poisson::PoissonReport, regions: Option<&[i32]>, ascii: bool) -> Result<(), Box<dyn std::error::Error>> {
     use fem::core::poisson::SinePoisson;
-    let exact: Vec<f64> = mesh.coords.iter().map(|x| if mesh.dim == 2 { SinePoisson::solution([x[0], x[1]]) } else { SinePoisson::solution(*x) }).collect();
-    let error: Vec<f64> = r.vertex_values.iter().zip(&exact).map(|(u, e)| u - e).collect();
-    let fields = [Field { name: "u", values: &r.vertex_values }, Field { name: "u_exact", values: &exact }, Field { name: "error", values: &error }];
-    write_path(path, &mesh, &fields, &[], if ascii { Encoding::Ascii } else { Encoding::Binary })?;
+    use fem::host::io::vtk::{Encoding, Field};
+    let field = r.field.as_ref().ok_or("the solve kept no solution to write")?;
+    let dim = field.mesh.dim;
+    let exact = |x: [f64; 3]| match &opts.exact {
+        Some(e) => (e.0)(x),
+        None if dim == 2 => SinePoisson::solution([x[0], x[1]]),
+        None => SinePoisson::solution(x),
+    };
+    let known = r.l2_error.is_finite();
+    let kappa: Vec<f64> = opts.kappa.as_deref().cloned().unwrap_or_default();
+    let region: Vec<f64> = regions.map(|g| g.iter().map(|&t| t as f64).collect()).unwrap_or_default();
+    let mut cells = Vec::new();
+    if !kappa.is_empty() {
+        cells.push(Field { name: "kappa", values: &kappa });
+    }
+    if !region.is_empty() {
+        cells.push(Field { name: "region", values: &region });
+    }
+    field.write_vtk(path, "u", known.then_some(&exact as &dyn Fn([f64; 3]) -> f64), &cells, if ascii { Encoding::Ascii } else { Encoding::Binary })?;
     Ok(())
+}
+
+fn parse_region_value(s: &str) -> Result<(String, f64), String> {
+    let (g, v) = s.split_once('=').ok_or_else(|| format!("`{s}`: expected GROUP=VALUE"))?;
+    let v: f64 = v.parse().map_err(|_| format!("`{s}`: `{v}` is not a number"))?;
+    if g.is_empty() || !(v.is_finite() && v > 0.0) {
+        return Err(format!("`{s}`: a group name or number and a positive value"));
+    }
+    Ok((g.to_string(), v))
 }
 
 fn mesh_gen(output: &std::path::Path, dim: usize, cells: usize, unstructured: bool, binary: bool) -> CliResult {
@@ -1280,6 +1325,9 @@ fn solve_hole(a: &SolveArgs) -> CliResult {
     let spinner = spinner(a.json, format!("hole benchmark, {dim}D Q{degree}, {levels} levels"));
     let report = fem::solve::run_hole(&any, &o, matches!(a.precision, Precision::F32))?;
     spinner.finish_and_clear();
+    if let (Some(path), Some(field)) = (&a.vtk, &report.field) {
+        field.write_vtk(path, "u", None, &[], if a.vtk_ascii { fem::host::io::vtk::Encoding::Ascii } else { fem::host::io::vtk::Encoding::Binary })?;
+    }
     print_report(a.json, &report, fem::solve::describe_hole)?;
     Ok(report.converged)
 }

@@ -8,7 +8,9 @@ use std::path::Path;
 
 /// One line of a chart: a name and its (x, y) points.
 pub struct Series {
+    /// Legend label.
     pub name: String,
+    /// (x, y) points in the order they are drawn.
     pub points: Vec<(f64, f64)>,
 }
 

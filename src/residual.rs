@@ -22,7 +22,10 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Physics {
+    /// −∇·(κ∇u) = f with nodal κ(x) = 1 + x₀x₁ and f(x) = sin(πx₀).
     Poisson,
+    /// Linear elasticity, `dim` components, with cellwise Lamé parameters
+    /// alternating between two materials.
     Elasticity,
 }
 
@@ -41,71 +44,110 @@ impl std::str::FromStr for Physics {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Cells {
+    /// Triangles or tetrahedra (P_p).
     Simplex,
+    /// Quadrilaterals or hexahedra (Q_p).
     Tensor,
 }
 
+/// What to run.
 #[derive(Clone, Debug)]
 pub struct ResidualOptions {
+    /// The physics whose residual is evaluated.
     pub physics: Physics,
+    /// Spatial dimension, 2 or 3.
     pub dim: usize,
+    /// Polynomial degree of the space; a generated variant must exist for it.
     pub degree: usize,
+    /// Simplices or tensor cells.
     pub cells: Cells,
     /// About this many cells.
     pub n_cells: usize,
     /// Quadrature points (default: the first variant generated).
     pub nq: Option<usize>,
+    /// Cell blocks per batch (N_bl) of the GPU launch; `None`: tuned or default.
     pub blocks: Option<usize>,
+    /// Batches per chunk (N_cb) of the GPU launch; `None`: tuned or default.
     pub batches: Option<usize>,
+    /// `f64` if set, else `f32`.
     pub double: bool,
+    /// Timed evaluations; the median is reported.
     pub repeats: usize,
     /// Time the Table 2 grid first and keep the best in the tuning file.
     pub tune: bool,
 }
 
+/// The outcome of one evaluation benchmark, as printed and written to JSON.
 #[derive(Clone, Debug, Serialize)]
 pub struct ResidualReport {
+    /// The physics evaluated.
     pub problem: Physics,
+    /// Spatial dimension.
     pub dim: usize,
+    /// Cell shape: `tri`, `tet`, `quad` or `hex`.
     pub element: String,
+    /// Polynomial degree of the basis.
     pub degree: usize,
+    /// Quadrature points per cell of the variant used.
     pub quadrature_points: usize,
+    /// Cells in the mesh.
     pub cells: usize,
+    /// Global unknowns: nodes times components.
     pub dofs: usize,
+    /// `f32` or `f64`.
     pub precision: &'static str,
+    /// The backend that ran it, as it describes itself (device, threads).
     pub backend: String,
     /// Cells per cell block, LCM(N_q, N_b·N_comp).
     pub cell_block: usize,
     /// GPU launch (none on the CPU, which runs whole cells per task).
     pub blocks_per_batch: Option<usize>,
+    /// Batches per chunk (N_cb) a thread block runs in sequence.
     pub batches_per_chunk: Option<usize>,
+    /// Threads per thread block, N_bl · N_bs.
     pub threads_per_block: Option<usize>,
+    /// Median wall time of one residual evaluation, in seconds.
     pub seconds: f64,
     /// The paper's flop count (eq. 7) over the measured time.
     pub gflops: f64,
+    /// Bytes one evaluation must move: E-vectors read, element residuals
+    /// written.
     pub bytes_moved: usize,
+    /// `bytes_moved` over the measured time, in GB/s.
     pub gbytes_per_second: f64,
+    /// Copy of the same bytes, measured in the same run, in GB/s.
     pub copy_gbytes_per_second: f64,
+    /// `gbytes_per_second` over `copy_gbytes_per_second` (1 = at the roofline).
     pub roofline_fraction: f64,
     /// The paper's algorithmic balance (eq. 8) at this precision.
     pub beta_paper: f64,
     /// Flops (eq. 7) per byte this implementation moves.
     pub beta_measured: f64,
+    /// max |r − r_cpu| over the element residuals (0 on the CPU backend).
     pub max_abs_error_vs_cpu: f64,
+    /// `max_abs_error_vs_cpu` / max |r_cpu|.
     pub max_rel_error_vs_cpu: f64,
+    /// The CPU variant's median time per evaluation (GPU runs only).
     pub cpu_seconds: Option<f64>,
+    /// `cpu_seconds / seconds` (GPU runs only).
     pub speedup_vs_cpu: Option<f64>,
     /// Set when `--tune` timed the grid: (blocks, batches, µs) of the best
     /// and of the default.
     pub tuned: Option<TunedReport>,
 }
 
+/// The launch search of `--tune`.
 #[derive(Clone, Debug, Serialize)]
 pub struct TunedReport {
+    /// The fastest launch measured (the default when nothing beat it).
     pub best: Transposition,
+    /// Its measured seconds per evaluation.
     pub best_seconds: f64,
+    /// The default launch, always timed.
     pub default: Transposition,
+    /// Its measured seconds per evaluation.
     pub default_seconds: f64,
+    /// Launches timed.
     pub timed: usize,
 }
 

@@ -20,11 +20,14 @@ use std::path::PathBuf;
 /// Where the matrix comes from.
 #[derive(Clone, Debug)]
 pub enum Source {
+    /// A Matrix Market coordinate file.
     File(PathBuf),
+    /// A matrix generated from a spec (`fem:dim=3,degree=2,...`).
     Generated(MatrixSpec),
 }
 
 impl Source {
+    /// The label used in reports: the file's stem or the spec's short name.
     pub fn name(&self) -> String {
         match self {
             Self::File(p) => p.file_stem().map_or_else(
@@ -35,6 +38,8 @@ impl Source {
         }
     }
 
+    /// The matrix in CSR on the host: read and converted, or generated
+    /// (assembled with `cpu`).
     pub fn load<T: Scalar>(&self, cpu: &CpuBackend) -> Result<Csr<T>> {
         match self {
             Self::File(p) => Ok(matrix_market::read_path(p)?.to_csr()?),
@@ -51,12 +56,14 @@ pub enum Selection {
     Auto,
     /// Every format the backend has, side by side.
     All,
+    /// These formats, in this order.
     List(Vec<SpmvFormat>),
 }
 
 /// What `fem spmv` measures.
 #[derive(Clone, Debug)]
 pub struct SpmvOptions {
+    /// Which formats to run.
     pub formats: Selection,
     /// Parameters fixed by the user; the rest come from the tuning file,
     /// else from the model.
@@ -66,26 +73,37 @@ pub struct SpmvOptions {
     pub tune: bool,
     /// Products the matrix will serve: what a conversion is paid back over.
     pub products: f64,
+    /// How widely the tuning search times candidates (its pruning factor).
     pub search: SearchOptions,
+    /// Timed products per format (the median is reported); tuning uses at
+    /// most 10.
     pub repeats: usize,
 }
 
+/// Everything one `fem spmv` run measured and decided.
 #[derive(Clone, Debug, Serialize)]
 pub struct SpmvRun {
+    /// The matrix's label (see [`Source::name`]).
     pub matrix: String,
+    /// Row-length statistics of the matrix.
     pub stats: RowStats,
     /// The rule-of-thumb parameters from the row lengths.
     pub a_priori: SpmvParams,
+    /// The backend as the cost model sees it, with the copy bandwidth
+    /// measured at the start of the run.
     pub machine: Machine,
     /// The chosen format (`auto`) or the fastest of the run.
     pub best: Option<String>,
     /// How `auto` chose, cheapest first.
     pub choice: Option<Choice>,
+    /// Where the `auto` choice came from: the model, the tuning file, or
+    /// (when tuning) this run's measurements.
     pub choice_origin: Option<Origin>,
     /// Where each format's parameters came from (before explicit ones).
     pub origins: Vec<(String, Origin)>,
     /// Each format's search, when tuning.
     pub tuned: Vec<TunedFormat>,
+    /// The measurement of each format that ran.
     pub reports: Vec<SpmvReport>,
     /// Formats that could not be built, and why (padding beyond bounds,
     /// cuSPARSE not loadable, ...).
@@ -95,18 +113,25 @@ pub struct SpmvRun {
     pub lengths: RowLengths,
 }
 
+/// A format left out of the run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Skipped {
+    /// The format's name.
     pub format: String,
+    /// The error that prevented building or tuning it.
     pub reason: String,
 }
 
 /// One format's search: the winner against the model's default.
 #[derive(Clone, Debug, Serialize)]
 pub struct TunedFormat {
+    /// The format's name.
     pub format: String,
+    /// The tuning-file key the winner was recorded under.
     pub signature: String,
+    /// The search: winner, default and every candidate timed.
     pub outcome: Outcome<SpmvParams>,
+    /// The default's time over the winner's (≥ 1).
     pub margin: f64,
 }
 

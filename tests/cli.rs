@@ -415,3 +415,37 @@ fn cardiac_rejects_bad_input() {
     assert!(String::from_utf8_lossy(&fem(&["cardiac", "--help"]).stdout).contains("fem cardiac --mesh generated:30000"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--vtk` on the hole benchmark (u_h on its finest mesh, 1 on the hole,
+/// 0 outside, f = 1 ≥ 0 so u_h ≥ 0) and on the BP3 solve (Lagrange
+/// hexahedra of order N near cos πx cos πy cos πz).
+#[test]
+fn hole_and_bp_write_vtk_files() {
+    use fem::host::io::vtk::read_fields;
+    let dir = std::env::temp_dir().join(format!("fem-cli-vtk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let hole = dir.join("hole.vtu");
+    let out = fem(&["solve", "--problem", "hole", "--dim", "2", "--degree", "2", "--levels", "3", "--backend", "cpu", "--json", "--vtk", hole.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&hole).unwrap();
+    let u = &read_fields(&text).unwrap()[0].1;
+    assert!(text.contains(&format!("NumberOfPoints=\"{}\"", u.len())));
+    let (lo, hi) = u.iter().fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+    assert!(lo > -1e-6 && hi >= 1.0 - 1e-12, "u_h in [{lo}, {hi}]");
+
+    let bp = dir.join("bp.vtu");
+    let out = fem(&["bp", "--problem", "bp3.5", "--degree", "4", "--elements", "8", "--deform", "curved", "--solve", "1e-10", "--backend", "cpu", "--json", "--vtk", bp.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&bp).unwrap();
+    let fields = read_fields(&text).unwrap();
+    let get = |n: &str| fields.iter().find(|f| f.0 == n).unwrap().1.clone();
+    let (u, exact, err) = (get("u"), get("u_exact"), get("error"));
+    assert_eq!(u.len(), 8 * 125);
+    assert!(err.iter().all(|e| e.abs() < 0.01), "max error {}", err.iter().fold(0.0f64, |m, e| m.max(e.abs())));
+    assert!(u.iter().zip(&exact).zip(&err).all(|((a, b), e)| (a - b - e).abs() < 1e-15));
+    // --vtk needs --solve, and one degree
+    assert_eq!(fem(&["bp", "--degree", "4", "--backend", "cpu", "--vtk", bp.to_str().unwrap()]).status.code(), Some(2));
+    let out = fem(&["bp", "--degree", "2,3", "--solve", "1e-6", "--backend", "cpu", "--vtk", bp.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("one --degree"));
+}

@@ -175,8 +175,10 @@ fn fem_solve_writes_a_vtu_of_the_solution() {
         let fields = fem::host::io::vtk::read_fields(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let get = |n: &str| fields.iter().find(|f| f.0 == n).unwrap().1.clone();
         let (u, exact, err) = (get("u"), get("u_exact"), get("error"));
-        assert_eq!(u.len(), 49);
-        // the Q2 solution is within its error of the exact one at every vertex, and not zero
+        // Q2: Lagrange quadrilaterals of order 2, nine points per cell
+        assert_eq!(u.len(), 36 * 9);
+        assert!(std::fs::read_to_string(&path).unwrap().contains("<DataArray type=\"UInt8\" Name=\"types\""));
+        // the Q2 solution is within its error of the exact one at every point, and not zero
         let top = exact.iter().fold(0.0f64, |m, v| m.max(*v));
         assert!(top > 0.03, "{top}");
         assert!(err.iter().all(|e| e.abs() < 1e-3 * top), "{err:?}");
@@ -234,4 +236,70 @@ fn physical_groups_select_the_dirichlet_boundary() {
     let e = file.group_facets(&["left".to_string()], &nodes).unwrap_err().to_string();
     assert!(e.contains("no boundary physical group `left`") && e.contains("xmin (11)"), "{e}");
     assert_eq!(file.group_facets(&["12".to_string()], &nodes).unwrap().len(), 2, "by number: the two facets of x = 1");
+}
+
+/// A generated mesh in two material regions (x < ½ "soft", the rest
+/// "stiff"), as a Gmsh file and as the per-cell region index.
+fn two_region_file(dim: usize, cells: usize) -> Vec<u8> {
+    let mesh = BoxMesh::unstructured(dim, cells, 9).build().unwrap();
+    let region: Vec<u32> = (0..mesh.n_cells()).map(|c| (mesh.centroid(c)[0] >= 0.5) as u32).collect();
+    gmsh::write_regions(&mesh, dim == 3, &region, &["soft", "stiff"]).unwrap()
+}
+
+#[test]
+fn physical_groups_become_material_regions() {
+    for dim in [2, 3] {
+        let g = gmsh::read(&two_region_file(dim, 4)).unwrap();
+        let mesh = g.to_mesh().unwrap();
+        let regions = g.cell_regions();
+        assert_eq!(regions.len(), mesh.n_cells());
+        // each cell is in the group its position says, by name and by number
+        for (c, &t) in regions.iter().enumerate() {
+            assert_eq!(t, if mesh.centroid(c)[0] >= 0.5 { 2 } else { 1 }, "cell {c}");
+        }
+        let k = g.region_values(&[("stiff".into(), 20.0), ("1".into(), 0.5)], 1.0).unwrap();
+        assert!(k.iter().zip(&regions).all(|(k, t)| *k == if *t == 2 { 20.0 } else { 0.5 }));
+        let e = g.region_values(&[("steel".into(), 2.0)], 1.0).unwrap_err().to_string();
+        assert!(e.contains("no cell physical group `steel`") && e.contains("soft (1), stiff (2)"), "{e}");
+    }
+    let bad = gmsh::write_regions(&BoxMesh::structured(2, 2).build().unwrap(), false, &[0, 1, 2, 0], &["a", "b"]).unwrap_err();
+    assert!(bad.to_string().contains("region indices"), "{bad}");
+}
+
+#[test]
+fn fem_solve_takes_kappa_per_region_and_writes_it() {
+    use fem::host::problem::poisson::Format;
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("fem-regions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (file, vtu) = (dir.join("two.msh"), dir.join("two.vtu"));
+    std::fs::write(&file, two_region_file(2, 6)).unwrap();
+    let fem = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(args).output().unwrap();
+    let out = fem(&["solve", "--mesh", file.to_str().unwrap(), "--degree", "3", "--kappa", "stiff=20", "--format", "lma", "--backend", "cpu", "--json", "--vtk", vtu.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json["l2_error"].is_null(), "no exact solution is claimed with regions: {json}");
+    // the file holds the library's solution with the same κ, point by point
+    let g = gmsh::read(&std::fs::read(&file).unwrap()).unwrap();
+    let mut o = PoissonOptions::on(MeshSource::Given(Arc::new(g.to_mesh().unwrap())), 3);
+    o.kappa = Some(Arc::new(g.region_values(&[("stiff".into(), 20.0)], 1.0).unwrap()));
+    o.format = Format::Csr;
+    let r = solve_cpu::<f64>(&CpuBackend::new(Some(2)).unwrap(), &o).unwrap();
+    let (_, u) = r.field.as_ref().unwrap().lagrange().unwrap();
+    let fields = fem::host::io::vtk::read_fields(&std::fs::read_to_string(&vtu).unwrap()).unwrap();
+    let get = |n: &str| fields.iter().find(|f| f.0 == n).unwrap_or_else(|| panic!("{n} missing")).1.clone();
+    let written = get("u");
+    assert_eq!(written.len(), 36 * 16);
+    let top = u.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(written.iter().zip(&u).all(|(a, b)| (a - b).abs() < 1e-9 * top));
+    assert!(fields.iter().all(|f| f.0 != "u_exact"));
+    let (kappa, region) = (get("kappa"), get("region"));
+    assert!(kappa.iter().zip(&region).all(|(k, t)| *k == if *t == 2.0 { 20.0 } else { 1.0 }));
+    assert!(region.contains(&1.0) && region.contains(&2.0));
+    // bad pairs and unknown groups are errors
+    for (arg, msg) in [("stiff", "GROUP=VALUE"), ("stiff=-1", "positive"), ("steel=2", "no cell physical group `steel`")] {
+        let out = fem(&["solve", "--mesh", file.to_str().unwrap(), "--kappa", arg, "--backend", "cpu"]);
+        assert!(matches!(out.status.code(), Some(1) | Some(2)), "{arg}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(msg), "{arg}: {}", String::from_utf8_lossy(&out.stderr));
+    }
 }

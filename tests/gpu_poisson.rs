@@ -1,5 +1,6 @@
 //! GPU finite-element operators against the CPU: every format and scatter
-//! mode gives the CPU CSR product, and a GPU solve the CPU's error. They
+//! mode gives the CPU CSR product (with and without material regions), and
+//! a GPU solve the CPU's error. They
 //! run when a CUDA device exists and otherwise print that they were skipped.
 
 mod common;
@@ -19,10 +20,12 @@ fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
         let mesh_opts = if unstructured { BoxMesh::unstructured(dim, 4, 3) } else { BoxMesh::structured(dim, 4) };
         let mesh = mesh_opts.build().unwrap();
         let space = Space::new(&mesh, p, Numbering::Original).unwrap();
+        // material regions (κ per cell, up to 50× apart) on the unstructured meshes
+        let kappa: Option<Vec<f64>> = unstructured.then(|| (0..mesh.n_cells()).map(|c| [1.0, 50.0, 0.3][c % 3]).collect());
         for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {
             let layout = Layout::new(&space, mode);
             let x = fem::host::conformance::values::<T>(layout.n_rows, 9);
-            let (csr, b_cpu) = build_operator::<T>(&cpu, &mesh, &layout, p, Format::Csr, LocalVariant::Reuse, false).unwrap();
+            let (csr, b_cpu) = build_operator::<T>(&cpu, &mesh, &layout, p, Format::Csr, LocalVariant::Reuse, false, kappa.as_deref()).unwrap();
             let mut want = vec![T::ZERO; layout.n_rows];
             csr.apply(&cpu, &x, &mut want).unwrap();
             let scale = want.iter().fold(0.0f64, |m, v| m.max(v.to_f64().abs()));
@@ -36,6 +39,7 @@ fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
                         opts.format = format;
                         opts.scatter = scatter;
                         opts.symmetric = symmetric;
+                        opts.kappa = kappa.clone().map(std::sync::Arc::new);
                         let (op, b, _, _) = build_gpu_operator::<T>(g, &cpu, &mesh, &layout, &opts).unwrap();
                         let dx = g.upload(&x).unwrap();
                         let mut dy = g.zeros::<T>(layout.n_rows).unwrap();

@@ -23,8 +23,12 @@ pub struct PtxBuilder {
 /// One built PTX file.
 #[derive(Clone, Debug)]
 pub struct PtxArtifact {
+    /// The virtual architecture it was compiled for (`sm_80`, ...).
     pub arch: String,
+    /// Where the PTX is: copied into `OUT_DIR` as `<crate>.<arch>.ptx` in a
+    /// build script, else the file the device build left in its target dir.
     pub path: PathBuf,
+    /// Names of the `.entry` kernels the module defines.
     pub entries: Vec<String>,
 }
 
@@ -32,8 +36,20 @@ pub struct PtxArtifact {
 /// reason there are none (the build still succeeds for CPU use).
 #[derive(Clone, Debug)]
 pub enum PtxBuild {
-    Built { crate_name: String, artifacts: Vec<PtxArtifact> },
-    Unavailable { crate_name: String, reason: String },
+    /// The crate compiled for every requested architecture.
+    Built {
+        /// Package name of the kernel crate, from its `Cargo.toml`.
+        crate_name: String,
+        /// One artifact per architecture, in the order they were requested.
+        artifacts: Vec<PtxArtifact>,
+    },
+    /// No PTX: disabled by `FEM_PTX=off` or no device toolchain found.
+    Unavailable {
+        /// Package name of the kernel crate, from its `Cargo.toml`.
+        crate_name: String,
+        /// Why nothing was built; embedded so the CUDA backend can report it.
+        reason: String,
+    },
 }
 
 /// Why a PTX build failed.

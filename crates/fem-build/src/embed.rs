@@ -9,13 +9,16 @@ use std::path::Path;
 pub struct PtxSource {
     /// `sm_80`, `sm_90`, ...
     pub arch: &'static str,
+    /// The PTX text of the whole module, as `include_str!` embedded it.
     pub ptx: &'static str,
 }
 
 /// Every architecture a kernel crate was compiled for, or why none was.
 #[derive(Clone, Copy, Debug)]
 pub struct PtxSet {
+    /// Package name of the kernel crate.
     pub crate_name: &'static str,
+    /// One module per architecture built; empty when none was.
     pub sources: &'static [PtxSource],
     /// Why the set is empty (toolchain missing, disabled), when it is.
     pub unavailable: Option<&'static str>,
@@ -34,6 +37,7 @@ impl PtxSource {
 }
 
 impl PtxSet {
+    /// Whether PTX was compiled for at least one architecture.
     pub fn is_built(&self) -> bool {
         !self.sources.is_empty()
     }
@@ -45,6 +49,7 @@ impl PtxSet {
         self.sources.iter().filter(|s| s.sm().is_some_and(|sm| sm <= cc)).max_by_key(|s| s.sm())
     }
 
+    /// The architectures compiled for, in table order (for messages).
     pub fn archs(&self) -> Vec<&'static str> {
         self.sources.iter().map(|s| s.arch).collect()
     }
@@ -56,7 +61,10 @@ impl PtxSet {
 /// driver most of a minute to compile.
 #[derive(Clone, Debug)]
 pub struct SplitPtx<'a> {
+    /// Everything outside the `.entry` bodies: header, globals, `.func`
+    /// helpers and prototypes, in their original order.
     pub common: String,
+    /// `(name, text)` of each `.entry`, text from its first line to its `}`.
     pub entries: Vec<(&'a str, &'a str)>,
 }
 

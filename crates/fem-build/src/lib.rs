@@ -21,6 +21,7 @@
 //! The device target directory is kept between builds, so `core` is built
 //! once (about a minute) and later builds only recompile the kernels.
 
+#![deny(missing_docs)]
 mod builder;
 mod embed;
 mod env;

@@ -11,16 +11,29 @@ pub const INSTALL_HINT: &str = "apt-get install rustc-web cargo-web rust-web-src
 /// `-Zbuild-std` needs.
 #[derive(Clone, Debug)]
 pub struct Toolchain {
+    /// Path of the `rustc` binary the device build runs as `RUSTC`.
     pub rustc: PathBuf,
+    /// Path of the `cargo` binary that drives the device build.
     pub cargo: PathBuf,
+    /// The compiler's `rustc --version` line, used in error messages.
     pub version: String,
 }
 
 /// Why no device toolchain could be used.
 #[derive(Clone, Debug)]
 pub enum ToolchainError {
-    Missing { what: String },
-    Broken { what: String, detail: String },
+    /// A binary or the compiler's library source is not installed.
+    Missing {
+        /// What is missing, with the path that was looked at.
+        what: String,
+    },
+    /// A binary is present but could not be run or reported an error.
+    Broken {
+        /// The binary (and arguments) that failed.
+        what: String,
+        /// The OS error or the command's standard error.
+        detail: String,
+    },
 }
 
 impl fmt::Display for ToolchainError {

@@ -10,6 +10,8 @@ use crate::Real;
 
 /// Largest dimension and the vertex count it implies.
 pub const MAX_DIM: usize = 3;
+/// 2^`MAX_DIM`: the corner count of a hexahedron, the size of fixed vertex
+/// arrays shared by every dimension.
 pub const MAX_VERTICES: usize = 1 << MAX_DIM;
 
 /// One-dimensional reference data of a Q_p element with an `nq`-point
@@ -23,9 +25,11 @@ pub struct Tables<'a, T> {
     pub nq: usize,
     /// `nq` points in [-1, 1] and their weights.
     pub points: &'a [T],
+    /// `nq` quadrature weights on [-1, 1], summing to 2.
     pub weights: &'a [T],
     /// `value[i * nq + q] = ℓᵢ(ξ_q)`, `deriv[i * nq + q] = ℓᵢ'(ξ_q)`.
     pub value: &'a [T],
+    /// Derivatives ℓᵢ'(ξ_q) of the 1D basis, same `np × nq` layout as `value`.
     pub deriv: &'a [T],
 }
 

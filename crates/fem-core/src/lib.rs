@@ -6,6 +6,7 @@
 //! [`lagrange`] bases, the tensor-product reference [`element`] with its
 //! geometry, the [`poisson`] element kernels, and [`unroll()`] for loops that
 //! must be written out so their arrays stay in GPU registers.
+#![cfg_attr(not(target_arch = "nvptx64"), deny(missing_docs))]
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(core_intrinsics))]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]

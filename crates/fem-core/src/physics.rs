@@ -14,10 +14,15 @@ use crate::Real;
 /// (coefficients) and theirs, and the physical position.
 #[derive(Clone, Copy, Debug)]
 pub struct Point<T, const D: usize, const NC: usize, const NA: usize> {
+    /// Solution components u_c at the point.
     pub u: [T; NC],
+    /// Physical gradients: `du[c][d]` = ∂u_c/∂x_d.
     pub du: [[T; D]; NC],
+    /// Auxiliary fields (coefficients) a_k at the point.
     pub a: [T; NA],
+    /// Physical gradients of the auxiliary fields: `da[k][d]` = ∂a_k/∂x_d.
     pub da: [[T; D]; NA],
+    /// Physical coordinates of the quadrature point.
     pub x: [T; D],
 }
 
@@ -31,24 +36,35 @@ pub trait Physics<T: Real, const D: usize, const NC: usize, const NA: usize> {
     /// absent ones.
     const TERMS: Terms;
 
+    /// The integrand tested against φ: `f0[c]`.
     fn f0(p: &Point<T, D, NC, NA>) -> [T; NC];
+    /// The integrand tested against ∇φ: `f1[c][d]`.
     fn f1(p: &Point<T, D, NC, NA>) -> [[T; D]; NC];
+    /// ∂f0/∂u: `g0[c][e]` = ∂f0_c/∂u_e.
     fn g0(p: &Point<T, D, NC, NA>) -> [[T; NC]; NC];
+    /// ∂f0/∂∇u: `g1[c][e][g]` = ∂f0_c/∂(∂_g u_e).
     fn g1(p: &Point<T, D, NC, NA>) -> [[[T; D]; NC]; NC];
+    /// ∂f1/∂u: `g2[c][e][d]` = ∂f1_{c,d}/∂u_e.
     fn g2(p: &Point<T, D, NC, NA>) -> [[[T; D]; NC]; NC];
+    /// ∂f1/∂∇u: `g3[c][e][d][g]` = ∂f1_{c,d}/∂(∂_g u_e).
     fn g3(p: &Point<T, D, NC, NA>) -> [[[[T; D]; D]; NC]; NC];
 }
 
 /// The terms a physics provides (an absent term is identically zero).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Terms {
+    /// Whether `f0` is present in the residual.
     pub f0: bool,
+    /// Whether `f1` is present in the residual.
     pub f1: bool,
+    /// Whether `g0`, `g1`, `g2`, `g3` (in that order) are present in the
+    /// Jacobian.
     pub g: [bool; 4],
 }
 
 /// The zero of any array shape a pointwise function returns.
 pub trait Zero {
+    /// The value with every entry 0.
     fn zero() -> Self;
 }
 

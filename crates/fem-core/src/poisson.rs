@@ -15,7 +15,9 @@ use crate::Real;
 
 /// Coefficient κ(x) and load f(x) of the problem, evaluated pointwise.
 pub trait Coefficients<T: Real, const D: usize> {
+    /// Diffusion coefficient κ at the physical point `x`.
     fn kappa(&self, x: [T; D]) -> T;
+    /// Source term f at the physical point `x`.
     fn load(&self, x: [T; D]) -> T;
 }
 
@@ -52,6 +54,29 @@ impl<T: Real, const D: usize> Coefficients<T, D> for UnitLoad {
     #[inline(always)]
     fn load(&self, _x: [T; D]) -> T {
         T::ONE
+    }
+}
+
+/// Coefficients `inner` with κ multiplied by a constant `factor`: a cell's
+/// material (its region's conductivity), the load unchanged. A per-cell
+/// constant factors out of the element matrix, so regions cost one value
+/// per cell and no change to the quadrature.
+#[derive(Clone, Copy, Debug)]
+pub struct Scaled<'a, T, C> {
+    /// The cell's κ factor.
+    pub factor: T,
+    /// The problem's pointwise κ(x) and f(x).
+    pub inner: &'a C,
+}
+
+impl<T: Real, C: Coefficients<T, D>, const D: usize> Coefficients<T, D> for Scaled<'_, T, C> {
+    #[inline(always)]
+    fn kappa(&self, x: [T; D]) -> T {
+        self.factor * self.inner.kappa(x)
+    }
+    #[inline(always)]
+    fn load(&self, x: [T; D]) -> T {
+        self.inner.load(x)
     }
 }
 

@@ -37,24 +37,35 @@ pub trait Real:
     const BYTES: usize;
     /// Machine epsilon, used by tests and tolerances.
     const EPSILON: Self;
+    /// Additive identity, 0.
     const ZERO: Self;
+    /// Multiplicative identity, 1.
     const ONE: Self;
 
+    /// Conversion with an `as` cast: rounds to nearest when narrowing to `f32`.
     fn from_f64(v: f64) -> Self;
+    /// Exact widening to `f64`.
     fn to_f64(self) -> f64;
     /// Correctly rounded square root.
     fn sqrt(self) -> Self;
     /// Fused multiply-add `self * a + b` with one rounding.
     fn mul_add(self, a: Self, b: Self) -> Self;
+    /// Absolute value |x|.
     fn abs(self) -> Self;
     /// Sine and cosine (libm on every target, so results agree bit for bit).
     fn sin(self) -> Self;
+    /// Cosine, through libm like [`Real::sin`].
     fn cos(self) -> Self;
+    /// Exponential eˣ, through libm on every target.
     fn exp(self) -> Self;
+    /// The smaller of the two by `<`; `other` when either is NaN.
     fn min(self, other: Self) -> Self;
+    /// The larger of the two by `>`; `other` when either is NaN.
     fn max(self, other: Self) -> Self;
     /// Bit pattern widened to 64 bits, for warp shuffles that move raw words.
     fn to_bits_u64(self) -> u64;
+    /// Inverse of [`Real::to_bits_u64`]: the value whose bit pattern is the
+    /// low `8 · BYTES` bits of `bits`.
     fn from_bits_u64(bits: u64) -> Self;
 }
 

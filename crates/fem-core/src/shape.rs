@@ -14,9 +14,13 @@ use crate::quadrature::{gauss_legendre, gauss_lobatto};
 /// The cell shapes the pointwise kernels support.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Shape {
+    /// 2D simplex with vertices (0, 0), (1, 0), (0, 1); P1 or P2.
     Triangle,
+    /// 3D simplex with vertices 0, e₁, e₂, e₃; P1 or P2.
     Tetrahedron,
+    /// The square [−1, 1]²; Q1..Q4.
     Quadrilateral,
+    /// The cube [−1, 1]³; Q1..Q4.
     Hexahedron,
 }
 
@@ -32,8 +36,10 @@ pub const MAX_TENSOR_DEGREE: usize = 4;
 pub const MAX_RULE_1D: usize = 6;
 
 impl Shape {
+    /// Every shape, for iterating over all of them (tests, name lookup).
     pub const ALL: [Shape; 4] = [Shape::Triangle, Shape::Tetrahedron, Shape::Quadrilateral, Shape::Hexahedron];
 
+    /// Spatial dimension: 2 or 3.
     pub const fn dim(self) -> usize {
         match self {
             Shape::Triangle | Shape::Quadrilateral => 2,
@@ -41,6 +47,8 @@ impl Shape {
         }
     }
 
+    /// Whether it is a triangle or tetrahedron (P_p basis on the unit
+    /// simplex) rather than a tensor cell.
     pub const fn is_simplex(self) -> bool {
         matches!(self, Shape::Triangle | Shape::Tetrahedron)
     }
@@ -66,6 +74,7 @@ impl Shape {
         }
     }
 
+    /// The shape whose [`Self::name`] is `s`; `None` for any other string.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.name() == s)
     }

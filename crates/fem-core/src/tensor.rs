@@ -18,12 +18,20 @@ pub const MAX_DEGREE: usize = 15;
 /// Geometric factors per quadrature node, in storage order: the symmetric
 /// metric `w·J·(∂ξ/∂x)(∂ξ/∂x)ᵀ` (G00, G01, G02, G11, G12, G22) and `w·J`.
 pub const NGEO: usize = 7;
+/// Index of the metric entry G₀₀ (r, r) in a node's factors.
 pub const G00: usize = 0;
+/// Index of G₀₁ = G₁₀ (r, s).
 pub const G01: usize = 1;
+/// Index of G₀₂ = G₂₀ (r, t).
 pub const G02: usize = 2;
+/// Index of G₁₁ (s, s).
 pub const G11: usize = 3;
+/// Index of G₁₂ = G₂₁ (s, t).
 pub const G12: usize = 4;
+/// Index of G₂₂ (t, t).
 pub const G22: usize = 5;
+/// Index of `w·J`, the weighted Jacobian determinant that scales the mass
+/// (screening) term.
 pub const GWJ: usize = 6;
 
 /// GLL nodes per direction for degree `n`.

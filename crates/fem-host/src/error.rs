@@ -2,8 +2,11 @@
 
 use thiserror::Error;
 
+/// The result of the host library's fallible calls, [`Error`] unless given.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Everything that can fail in the host library: device and kernel setup,
+/// argument checks, mesh validation and file input and output.
 #[derive(Debug, Error)]
 pub enum Error {
     /// No CUDA driver library, or no device.
@@ -12,28 +15,66 @@ pub enum Error {
     /// The build had no PTX toolchain, so there are no GPU kernels.
     #[error("the GPU kernels were not compiled to PTX at build time ({0}); install the device toolchain with `{hint}` and rebuild", hint = fem_build::INSTALL_HINT)]
     PtxNotBuilt(String),
+    /// Every embedded PTX module targets a newer architecture than the
+    /// device's.
     #[error("no embedded PTX runs on compute capability {major}.{minor} (built for: {archs})")]
-    NoCompatiblePtx { major: u32, minor: u32, archs: String },
+    NoCompatiblePtx {
+        /// Major compute capability of the device.
+        major: u32,
+        /// Minor compute capability of the device.
+        minor: u32,
+        /// The embedded architectures (`sm_80, sm_90`, ...), comma-separated.
+        archs: String,
+    },
+    /// A kernel was asked for by a PTX name that the loaded module does not
+    /// define (or the driver could not load it).
     #[error("kernel `{0}` is not in the loaded PTX module")]
     MissingKernel(String),
+    /// A CUDA driver call failed (allocation, copy, module load, launch).
     #[error("CUDA driver error: {0}")]
     Driver(#[from] cudarc::driver::DriverError),
+    /// Two vectors an operation combines, or a vector and the operator it
+    /// is multiplied with, differ in length.
     #[error("{op}: vector lengths differ ({left} vs {right})")]
-    LengthMismatch { op: &'static str, left: usize, right: usize },
+    LengthMismatch {
+        /// Name of the operation that checked.
+        op: &'static str,
+        /// Length of the first vector.
+        left: usize,
+        /// Length of the second vector, or the operator's row count.
+        right: usize,
+    },
+    /// An allocation would exceed the device's free memory; checked before
+    /// allocating so the driver does not fail mid-computation.
     #[error("not enough GPU memory: {requested} bytes requested, {free} bytes free")]
-    OutOfDeviceMemory { requested: usize, free: usize },
+    OutOfDeviceMemory {
+        /// Bytes the allocation needs.
+        requested: usize,
+        /// Bytes free on the device when checked.
+        free: usize,
+    },
+    /// An argument is outside what the call accepts (sizes, degrees, launch
+    /// shapes, thread counts, ...); the message says which and why.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A mesh failed validation.
     #[error("invalid mesh: {0}")]
     Mesh(#[from] crate::mesh::validate::MeshError),
+    /// A Matrix Market file could not be read, parsed or written.
     #[error("Matrix Market: {0}")]
     MatrixMarket(#[from] crate::io::matrix_market::MatrixMarketError),
+    /// A Gmsh `.msh` file could not be read, parsed, converted or written.
     #[error("Gmsh file: {0}")]
     Gmsh(#[from] crate::io::gmsh::GmshError),
+    /// A VTK file could not be written, or
+    /// [`read_fields`](crate::io::vtk::read_fields) could not read one back.
     #[error("VTK output: {0}")]
     Vtk(#[from] crate::io::vtk::VtkError),
+    /// The cuSPARSE library is missing or one of its calls failed; the
+    /// message names the call and its status.
     #[error("cuSPARSE: {0}")]
     Cusparse(String),
+    /// The CPU backend's rayon thread pool could not be built.
     #[error("CPU thread pool: {0}")]
     ThreadPool(String),
 }

@@ -22,6 +22,7 @@
 //! assert_eq!(cpu.dot(&x, &x).unwrap(), 14.0);
 //! ```
 
+#![deny(missing_docs)]
 pub mod backend;
 pub mod conformance;
 pub mod error;

@@ -1,14 +1,19 @@
 //! A small deterministic generator (SplitMix64) for reproducible meshes
 //! and test data; nothing here needs cryptographic quality.
 
+/// SplitMix64 (Steele, Lea & Flood 2014): a 64-bit counter advanced by the
+/// golden-ratio increment and passed through a mixing function. The state is
+/// that counter, so equal seeds give equal sequences on every platform.
 #[derive(Clone, Debug)]
 pub struct SplitMix64(u64);
 
 impl SplitMix64 {
+    /// A generator whose sequence is fixed by `seed` (any value, zero included).
     pub fn new(seed: u64) -> Self {
         Self(seed)
     }
 
+    /// The next 64 uniformly distributed bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

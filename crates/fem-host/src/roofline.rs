@@ -17,6 +17,7 @@ pub struct CopyBandwidth {
     pub buffer_bytes: usize,
     /// Bytes read plus written per copy.
     pub bytes_moved: usize,
+    /// Time of one copy, summarised over the repeats (seconds, timed by the backend).
     pub timing: Timing,
     /// `bytes_moved / median time`.
     pub bytes_per_second: f64,

@@ -7,9 +7,13 @@ use serde::Serialize;
 /// Summary of repeated timings, in seconds.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Timing {
+    /// Median over the timed repeats (the mean of the middle two for an even count).
     pub median: f64,
+    /// Fastest repeat.
     pub min: f64,
+    /// Slowest repeat.
     pub max: f64,
+    /// Number of timed repeats (warm-up runs excluded; at least 1).
     pub repeats: usize,
 }
 

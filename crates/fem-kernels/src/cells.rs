@@ -37,7 +37,11 @@ pub fn couples(rows: &[u32], i: usize, j: usize) -> bool {
 /// Local assembly strategy: per-point data reused, or recomputed per entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
+    /// Local reuse: the per-point data are computed once per cell into
+    /// scratch, then every entry is a sum over points.
     Reuse,
+    /// Redundant compute: every entry recomputes the geometry at every
+    /// point, so registers do not grow with the degree.
     Redundant,
 }
 

@@ -12,6 +12,7 @@
 //!
 //! The crate is `#![no_std]`; the root build script compiles it to PTX with
 //! rustc's NVPTX backend and the host library embeds the result.
+#![cfg_attr(not(target_arch = "nvptx64"), deny(missing_docs))]
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",

@@ -312,9 +312,14 @@ pub const SLICE_LANES: usize = 32;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C, align(16))]
 pub struct Slice {
+    /// Position of the slice's first slot in the column and value arrays;
+    /// the slice occupies `width · 32` slots from there.
     pub offset: u32,
+    /// Slots per lane: the longest row's length over `1 << shift`, rounded up.
     pub width: u32,
+    /// First row of the slice, in the sorted (permuted) order.
     pub row: u32,
+    /// log₂ of the lanes per row: 0 gives one row per lane, 5 one row per warp.
     pub shift: u32,
 }
 

@@ -5,6 +5,7 @@
 //! with a format string and every precision shares a single source. The
 //! pointwise-physics macro `#[fem_kernel]` builds on the same expansion.
 
+#![deny(missing_docs)]
 use proc_macro::TokenStream;
 
 mod entry;

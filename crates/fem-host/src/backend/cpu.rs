@@ -41,6 +41,7 @@ impl CpuBackend {
         self.pool.install(f)
     }
 
+    /// Number of worker threads in this backend's pool.
     pub fn threads(&self) -> usize {
         self.pool.current_num_threads()
     }

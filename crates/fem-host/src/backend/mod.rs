@@ -16,7 +16,9 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
+    /// The host, with rayon threads ([`cpu::CpuBackend`]).
     Cpu,
+    /// An NVIDIA GPU through the CUDA driver ([`cuda::CudaBackend`]).
     Cuda,
 }
 
@@ -32,8 +34,11 @@ impl std::fmt::Display for BackendKind {
 /// A user's request: a specific backend, or the GPU when one works.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendChoice {
+    /// The GPU when it can be opened, else the CPU.
     Auto,
+    /// The CPU backend, even when a GPU is present.
     Cpu,
+    /// The GPU, failing if it cannot be opened.
     Cuda,
 }
 
@@ -46,13 +51,18 @@ pub trait Backend {
     /// A vector of `T` in this backend's memory.
     type Vector<T: Scalar>;
 
+    /// Which kind of backend this is.
     fn kind(&self) -> BackendKind;
     /// Human-readable description (device name, thread count).
     fn name(&self) -> String;
 
+    /// A new vector of `n` zeros.
     fn zeros<T: Scalar>(&self, n: usize) -> Result<Self::Vector<T>>;
+    /// A new vector holding a copy of the host slice `data`.
     fn upload<T: Scalar>(&self, data: &[T]) -> Result<Self::Vector<T>>;
+    /// A host copy of `v`, after the work queued on it has finished.
     fn download<T: Scalar>(&self, v: &Self::Vector<T>) -> Result<Vec<T>>;
+    /// Number of elements of `v`.
     fn len<T: Scalar>(&self, v: &Self::Vector<T>) -> usize;
 
     /// `dst ← src`.
@@ -77,7 +87,9 @@ pub trait Backend {
 
 /// The backend chosen at run time.
 pub enum AnyBackend {
+    /// The rayon backend on the host.
     Cpu(cpu::CpuBackend),
+    /// The CUDA backend on one GPU.
     Cuda(cuda::CudaBackend),
 }
 
@@ -96,6 +108,7 @@ impl AnyBackend {
         }
     }
 
+    /// Which kind of backend was opened.
     pub fn kind(&self) -> BackendKind {
         match self {
             Self::Cpu(b) => b.kind(),
@@ -103,6 +116,7 @@ impl AnyBackend {
         }
     }
 
+    /// Human-readable description of the open backend (device name, thread count).
     pub fn name(&self) -> String {
         match self {
             Self::Cpu(b) => b.name(),

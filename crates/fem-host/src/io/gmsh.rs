@@ -12,16 +12,38 @@ use std::collections::HashMap;
 use std::path::Path;
 use thiserror::Error;
 
+/// Why a `.msh` file could not be read, converted or written.
 #[derive(Debug, Error)]
 pub enum GmshError {
+    /// The file breaks the format: a malformed or truncated section, or a
+    /// count larger than the bytes left.
     #[error("{section}, line {line}: {message}")]
-    Syntax { section: String, line: usize, message: String },
+    Syntax {
+        /// The section being read (`header`, `$Nodes`, `$Elements`, ...).
+        section: String,
+        /// 1-based line of the defect; meaningful in ASCII files only.
+        line: usize,
+        /// What is wrong there.
+        message: String,
+    },
+    /// A valid file this reader does not take (format other than 4.1,
+    /// big-endian data, prisms, pyramids, parametric nodes), or cells the
+    /// requested mesh kind cannot hold.
     #[error("{0}")]
     Unsupported(String),
+    /// The file parses but does not describe a usable mesh (no sections, no
+    /// 2D or 3D elements, undefined nodes, unknown physical groups, cells
+    /// that fail validation).
     #[error("invalid mesh: {0}")]
     Invalid(String),
+    /// The file could not be read, or not written and renamed into place.
     #[error("cannot read or write {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        /// The file concerned.
+        path: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
 }
 
 type GResult<T> = std::result::Result<T, GmshError>;
@@ -29,22 +51,37 @@ type GResult<T> = std::result::Result<T, GmshError>;
 /// The element types read, with Gmsh's type numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ElementKind {
+    /// One-node point (type 15).
     Point,
+    /// Two-node line (type 1).
     Line2,
+    /// Three-node second-order line (type 8).
     Line3,
+    /// Three-node triangle (type 2).
     Triangle3,
+    /// Six-node second-order triangle (type 9).
     Triangle6,
+    /// Four-node quadrilateral (type 3).
     Quad4,
+    /// Eight-node serendipity quadrilateral, no centre node (type 16).
     Quad8,
+    /// Nine-node biquadratic quadrilateral (type 10).
     Quad9,
+    /// Four-node tetrahedron (type 4).
     Tetrahedron4,
+    /// Ten-node second-order tetrahedron (type 11).
     Tetrahedron10,
+    /// Eight-node hexahedron (type 5).
     Hexahedron8,
+    /// Twenty-node serendipity hexahedron (type 17).
     Hexahedron20,
+    /// Twenty-seven-node triquadratic hexahedron (type 12).
     Hexahedron27,
 }
 
 impl ElementKind {
+    /// The kind of Gmsh element type number `t`; any other type (prisms,
+    /// pyramids, orders above 2) is [`GmshError::Unsupported`].
     pub fn from_gmsh(t: i32) -> GResult<Self> {
         use ElementKind::*;
         Ok(match t {
@@ -67,6 +104,7 @@ impl ElementKind {
         })
     }
 
+    /// Gmsh's element type number, the inverse of [`ElementKind::from_gmsh`].
     pub fn gmsh_type(self) -> i32 {
         use ElementKind::*;
         match self {
@@ -86,6 +124,7 @@ impl ElementKind {
         }
     }
 
+    /// Nodes per element, corners and higher-order nodes together.
     pub fn nodes(self) -> usize {
         use ElementKind::*;
         match self {
@@ -105,6 +144,7 @@ impl ElementKind {
         }
     }
 
+    /// Topological dimension: 0 for points up to 3 for solids.
     pub fn dim(self) -> usize {
         use ElementKind::*;
         match self {
@@ -131,8 +171,12 @@ impl ElementKind {
 /// The elements of one entity of one type.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ElementBlock {
+    /// Element type of every element in the block.
     pub kind: ElementKind,
+    /// Dimension of the geometric entity the block belongs to (the
+    /// elements' own dimension).
     pub entity_dim: usize,
+    /// Gmsh's tag of that entity; with `entity_dim` it names the entity.
     pub entity_tag: i32,
     /// Physical groups of the entity.
     pub physical: Vec<i32>,
@@ -141,10 +185,12 @@ pub struct ElementBlock {
 }
 
 impl ElementBlock {
+    /// Number of elements in the block.
     pub fn len(&self) -> usize {
         self.connectivity.len() / self.kind.nodes()
     }
 
+    /// Whether the block holds no elements.
     pub fn is_empty(&self) -> bool {
         self.connectivity.is_empty()
     }
@@ -153,9 +199,12 @@ impl ElementBlock {
 /// A mesh as the file holds it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GmshMesh {
+    /// Node coordinates x, y, z in file order (Gmsh writes all three, in 2D
+    /// too).
     pub nodes: Vec<[f64; 3]>,
     /// Gmsh's tag of each node.
     pub node_tags: Vec<u64>,
+    /// Element blocks of every dimension, in file order.
     pub blocks: Vec<ElementBlock>,
     /// (dimension, tag) → name.
     pub physical_names: Vec<(usize, i32, String)>,
@@ -601,6 +650,41 @@ impl GmshMesh {
         Ok(out)
     }
 
+    /// The material region of every cell of [`GmshMesh::to_mesh`] and
+    /// [`GmshMesh::to_simplex_mesh`] (same order): the first physical group
+    /// of the cell's entity, 0 for a cell in none.
+    pub fn cell_regions(&self) -> Vec<i32> {
+        let dim = self.dim();
+        self.blocks.iter().filter(|b| b.kind.dim() == dim).flat_map(|b| std::iter::repeat_n(b.physical.first().copied().unwrap_or(0), b.len())).collect()
+    }
+
+    /// Per-cell values from `(group, value)` pairs naming cell physical
+    /// groups by name or number; cells of groups not named take `default`.
+    /// A group the file does not have is an error listing those it has.
+    pub fn region_values(&self, pairs: &[(String, f64)], default: f64) -> GResult<Vec<f64>> {
+        let dim = self.dim();
+        let regions = self.cell_regions();
+        let mut table = std::collections::HashMap::new();
+        for (g, v) in pairs {
+            let by_name = self.physical_names.iter().find(|n| n.0 == dim && &n.2 == g).map(|n| n.1);
+            let tag = by_name.or_else(|| g.parse::<i32>().ok().filter(|t| *t != 0 && regions.contains(t)));
+            match tag {
+                Some(t) => table.insert(t, *v),
+                None => {
+                    let mut have: Vec<i32> = regions.iter().copied().filter(|&t| t != 0).collect();
+                    have.sort_unstable();
+                    have.dedup();
+                    let named: Vec<String> = have.iter().map(|t| match self.physical_names.iter().find(|n| n.0 == dim && n.1 == *t) {
+                        Some(n) => format!("{} ({t})", n.2),
+                        None => t.to_string(),
+                    }).collect();
+                    return Err(GmshError::Invalid(format!("no cell physical group `{g}` (the file has: {})", if named.is_empty() { "none".into() } else { named.join(", ") })));
+                }
+            };
+        }
+        Ok(regions.iter().map(|t| table.get(t).copied().unwrap_or(default)).collect())
+    }
+
     /// Nodes no element of any dimension refers to (first few), which a
     /// well-formed mesh does not have.
     pub fn unreferenced_nodes(&self) -> Vec<u64> {
@@ -636,7 +720,17 @@ fn side_of(mesh: &Mesh, facet: &[u32]) -> usize {
 /// group per side of the unit box (`xmin` = 11, `xmax` = 12, ...; facets
 /// on no side: `boundary` = 17), so boundary parts can be selected.
 pub fn write(mesh: &Mesh, binary: bool) -> Vec<u8> {
+    write_regions(mesh, binary, &vec![0; mesh.cells.len()], &["domain"]).expect("one region, every cell in it")
+}
+
+/// [`write`] with cells in material regions: cell `c` in physical group
+/// `1 + region[c]`, named `names[region[c]]`, one entity per region
+/// (cells are written region by region, so that is their order when read).
+pub fn write_regions(mesh: &Mesh, binary: bool, region: &[u32], names: &[&str]) -> GResult<Vec<u8>> {
     use crate::mesh::CYCLIC_ORDER as GMSH;
+    if region.len() != mesh.cells.len() || region.iter().any(|&r| r as usize >= names.len()) {
+        return Err(GmshError::Invalid(format!("{} region indices for {} cells and {} region names", region.len(), mesh.cells.len(), names.len())));
+    }
     let dim = mesh.dim;
     let (kind, nv) = if dim == 2 { (ElementKind::Quad4, 4) } else { (ElementKind::Hexahedron8, 8) };
     let (facet_kind, fv) = if dim == 2 { (ElementKind::Line2, 2) } else { (ElementKind::Quad4, 4) };
@@ -655,23 +749,30 @@ pub fn write(mesh: &Mesh, binary: bool) -> Vec<u8> {
         w.out.extend_from_slice(&1i32.to_le_bytes());
         w.text("\n");
     }
-    w.text(&format!("$EndMeshFormat\n$PhysicalNames\n{}\n{dim} 1 \"domain\"\n", 1 + present.len()));
+    let by_region: Vec<Vec<usize>> = (0..names.len()).map(|r| (0..mesh.cells.len()).filter(|&c| region[c] as usize == r).collect()).collect();
+    let used: Vec<usize> = (0..names.len()).filter(|&r| !by_region[r].is_empty()).collect();
+    w.text(&format!("$EndMeshFormat\n$PhysicalNames\n{}\n", used.len() + present.len()));
+    for &r in &used {
+        w.text(&format!("{dim} {} \"{}\"\n", r + 1, names[r]));
+    }
     for &s in &present {
         w.text(&format!("{} {} \"{}\"\n", dim - 1, 11 + s, name(s)));
     }
     w.text("$EndPhysicalNames\n$Entities\n");
     let mut counts = [0u64; 4];
     counts[dim - 1] = present.len() as u64;
-    counts[dim] = 1;
+    counts[dim] = used.len() as u64;
     for c in counts {
         w.size(c);
     }
     w.newline();
-    // the sides (tags 1.., physical 11 + side), then the domain (tag 1, physical 1)
+    // the sides (tags 1.., physical 11 + side), then the regions (tag and physical r + 1)
     for (tag, &s) in present.iter().enumerate() {
         entity(&mut w, tag as i32 + 1, 11 + s as i32);
     }
-    entity(&mut w, 1, 1);
+    for &r in &used {
+        entity(&mut w, r as i32 + 1, r as i32 + 1);
+    }
     w.text("$EndEntities\n$Nodes\n");
     let n = mesh.coords.len() as u64;
     for v in [1, n, 1, n] {
@@ -697,7 +798,7 @@ pub fn write(mesh: &Mesh, binary: bool) -> Vec<u8> {
     let nf: usize = present.iter().map(|&s| sides[s].len()).sum();
     let ne = mesh.cells.len() as u64;
     let total = ne + nf as u64;
-    for v in [1 + present.len() as u64, total, 1, total] {
+    for v in [(used.len() + present.len()) as u64, total, 1, total] {
         w.size(v);
     }
     w.newline();
@@ -717,21 +818,23 @@ pub fn write(mesh: &Mesh, binary: bool) -> Vec<u8> {
             w.newline();
         }
     }
-    w.int(dim as i32);
-    w.int(1);
-    w.int(kind.gmsh_type());
-    w.size(ne);
-    w.newline();
-    for cell in &mesh.cells {
-        w.size(tag);
-        tag += 1;
-        for &k in &GMSH[..nv] {
-            w.size(cell[k] as u64 + 1);
-        }
+    for &r in &used {
+        w.int(dim as i32);
+        w.int(r as i32 + 1);
+        w.int(kind.gmsh_type());
+        w.size(by_region[r].len() as u64);
         w.newline();
+        for &c in &by_region[r] {
+            w.size(tag);
+            tag += 1;
+            for &k in &GMSH[..nv] {
+                w.size(mesh.cells[c][k] as u64 + 1);
+            }
+            w.newline();
+        }
     }
     w.text("$EndElements\n");
-    out
+    Ok(out)
 }
 
 /// One entity line: its tag, a zero bounding box, one physical group, no

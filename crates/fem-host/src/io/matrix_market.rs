@@ -12,15 +12,32 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use thiserror::Error;
 
+/// Why a Matrix Market file could not be read or written.
 #[derive(Debug, Error)]
 pub enum MatrixMarketError {
+    /// The file breaks the format (bad banner, size line or entry, index
+    /// out of range, wrong entry count).
     #[error("line {line}: {message}")]
-    Syntax { line: usize, message: String },
+    Syntax {
+        /// 1-based line of the defect.
+        line: usize,
+        /// What is wrong there.
+        message: String,
+    },
+    /// A valid file this reader does not take (dense `array` files,
+    /// `complex` fields, `skew-symmetric` or `hermitian` storage), or a
+    /// matrix the SpMV formats cannot hold (not square, too many nonzeros
+    /// for u32 indices).
     #[error("{0}")]
     Unsupported(String),
+    /// The file could not be opened, or not written and renamed into place
+    /// (read errors midway are [`Syntax`](Self::Syntax) errors with their
+    /// line).
     #[error("cannot read or write {path}: {source}")]
     Io {
+        /// The file concerned.
         path: String,
+        /// The operating system's error.
         source: std::io::Error,
     },
 }
@@ -28,14 +45,18 @@ pub enum MatrixMarketError {
 /// The value field of a coordinate file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
+    /// Floating-point values (`real`, or the nonstandard `double`).
     Real,
+    /// Integer values, read into `f64`.
     Integer,
+    /// No values: only the pattern is stored, every entry is one.
     Pattern,
 }
 
 /// How the file stores the matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Symmetry {
+    /// Every nonzero is stored.
     General,
     /// Only the lower triangle and diagonal are stored.
     Symmetric,
@@ -44,9 +65,14 @@ pub enum Symmetry {
 /// A matrix as read: entries expanded (symmetric mirrored), not yet summed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Coordinate {
+    /// Rows, from the size line.
     pub n_rows: usize,
+    /// Columns, from the size line.
     pub n_cols: usize,
+    /// The banner's value field.
     pub field: Field,
+    /// The banner's storage; for [`Symmetry::Symmetric`] the mirrored
+    /// entries are already in [`entries`](Self::entries).
     pub symmetry: Symmetry,
     /// Entries as stored in the file (before mirroring).
     pub stored: usize,

@@ -3,6 +3,7 @@
 pub mod gmsh;
 pub mod matrix_market;
 pub mod vtk;
+pub mod vtk_lagrange;
 
 use std::path::Path;
 

@@ -12,26 +12,52 @@ use base64::Engine;
 use std::path::Path;
 use thiserror::Error;
 
+/// Why VTK output could not be written or a `.vtu` file read back.
 #[derive(Debug, Error)]
 pub enum VtkError {
+    /// A field's length is neither one nor three values per vertex (or
+    /// cell).
     #[error("field `{name}` has {got} values, the mesh needs {want}")]
-    FieldLength { name: String, got: usize, want: usize },
+    FieldLength {
+        /// The field's name.
+        name: String,
+        /// Values the field holds.
+        got: usize,
+        /// Vertices (or cells) of the mesh: the length of a scalar field.
+        want: usize,
+    },
+    /// [`read_fields`] met text that is not a `.vtu` file as [`vtu`] writes
+    /// them (unclosed tags, bad base64, unparsable numbers).
     #[error("not a VTK file fem can read back: {0}")]
     Parse(String),
+    /// Writing the file (or renaming it into place) failed.
     #[error("cannot write {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        /// The file that was to be written.
+        path: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
 }
 
+/// How the data arrays of a `.vtu` file are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
+    /// Decimal text in shortest round-trip form: readable, no precision
+    /// lost, but larger than binary.
     Ascii,
+    /// VTK's inline `binary` format: base64 of a 32-bit byte count and the
+    /// little-endian values.
     Binary,
 }
 
 /// A named array of scalars, one per vertex or per cell.
 #[derive(Clone, Copy, Debug)]
 pub struct Field<'a> {
+    /// Array name, as ParaView lists it.
     pub name: &'a str,
+    /// One value per vertex (or cell), or three per item for a vector
+    /// field, interleaved x, y, z.
     pub values: &'a [f64],
 }
 
@@ -42,12 +68,12 @@ const VTK_QUAD: u8 = 9;
 const VTK_HEXAHEDRON: u8 = 12;
 
 /// The cells of a grid as VTK lists them.
-struct Grid<'a> {
-    coords: &'a [[f64; 3]],
+pub(crate) struct Grid<'a> {
+    pub(crate) coords: &'a [[f64; 3]],
     /// Vertices of each cell in VTK's order, `nv` per cell.
-    conn: Vec<i64>,
-    nv: usize,
-    kind: u8,
+    pub(crate) conn: Vec<i64>,
+    pub(crate) nv: usize,
+    pub(crate) kind: u8,
 }
 
 impl Grid<'_> {
@@ -73,9 +99,9 @@ pub fn vtu_simplex(mesh: &SimplexMesh, points: &[Field], cells: &[Field], enc: E
     grid_vtu(&Grid { coords: &mesh.coords, conn, nv, kind }, points, cells, enc)
 }
 
-fn grid_vtu(g: &Grid, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
+pub(crate) fn grid_vtu(g: &Grid, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
     let (n_points, n_cells) = (g.coords.len(), g.n_cells());
-    let mut s = String::from("<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt32\">\n<UnstructuredGrid>\n");
+    let mut s = String::from("<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"2.2\" byte_order=\"LittleEndian\" header_type=\"UInt32\">\n<UnstructuredGrid>\n");
     s += &format!("<Piece NumberOfPoints=\"{n_points}\" NumberOfCells=\"{n_cells}\">\n<PointData>\n");
     for f in points {
         s += &array("Float64", f.name, components(f, n_points)?, &Values::F64(f.values.to_vec()), enc);
@@ -106,7 +132,7 @@ pub fn write_simplex(path: &Path, mesh: &SimplexMesh, points: &[Field], cells: &
     write_text(path, &vtu_simplex(mesh, points, cells, enc)?)
 }
 
-fn write_text(path: &Path, text: &str) -> Result<(), VtkError> {
+pub(crate) fn write_text(path: &Path, text: &str) -> Result<(), VtkError> {
     crate::io::atomic_write(path, text.as_bytes()).map_err(|source| VtkError::Io { path: path.display().to_string(), source })
 }
 

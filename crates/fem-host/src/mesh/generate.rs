@@ -13,6 +13,7 @@ use crate::{Error, Result};
 /// Parameters of a box mesh.
 #[derive(Clone, Debug)]
 pub struct BoxMesh {
+    /// Space dimension: 2 (quadrilaterals) or 3 (hexahedra).
     pub dim: usize,
     /// Cells per direction.
     pub cells: usize,
@@ -22,6 +23,8 @@ pub struct BoxMesh {
     pub perturb: f64,
     /// Random vertex numbering, cell order and local orientation.
     pub shuffle: bool,
+    /// Seed of the SplitMix64 stream behind the perturbation and shuffle;
+    /// equal seeds give identical meshes.
     pub seed: u64,
 }
 
@@ -36,6 +39,9 @@ impl BoxMesh {
         Self { dim, cells, perturb: 0.2, shuffle: true, seed }
     }
 
+    /// Generates the mesh of \[0,1\]^dim; [`Error::InvalidArgument`] for a
+    /// dimension other than 2 or 3, zero cells, a perturbation outside
+    /// \[0, 0.25\] or more vertices than u32 indices reach.
     pub fn build(&self) -> Result<Mesh> {
         if !(2..=3).contains(&self.dim) {
             return Err(Error::InvalidArgument(format!("mesh dimension must be 2 or 3, not {}", self.dim)));

@@ -89,6 +89,8 @@ pub struct Heart {
 /// A heart mesh with its fibres.
 #[derive(Clone, Debug)]
 pub struct HeartMesh {
+    /// The tetrahedra of the shell, in the units of [`Heart::radii`]
+    /// (millimetres for [`Heart::new`]).
     pub mesh: SimplexMesh,
     /// Unit fibre direction per cell.
     pub fibres: Vec<[f64; 3]>,
@@ -164,6 +166,9 @@ impl Heart {
         ([r * c[0] / two, r * c[1] / two, self.elongation * r * c[2] / two], s)
     }
 
+    /// Meshes the shell and its fibres; [`Error::InvalidArgument`] unless
+    /// `n` is a positive multiple of 4, 0 < inner radius < outer radius and
+    /// the elongation is positive.
     pub fn build(&self) -> Result<HeartMesh> {
         self.check()?;
         let n = self.n;

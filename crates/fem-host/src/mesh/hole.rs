@@ -15,11 +15,17 @@ use std::collections::HashMap;
 /// minus the ball of `radius` at the origin.
 #[derive(Clone, Debug)]
 pub struct HoleDomain {
+    /// Space dimension: 2 (quadrilaterals around a disc) or 3 (hexahedra
+    /// around a ball).
     pub dim: usize,
+    /// Half-widths of the outer box per axis; components past `dim` are
+    /// unused.
     pub half: [f64; 3],
+    /// Radius of the hole, centred at the origin.
     pub radius: f64,
     /// Cells across the ring from the hole to the outer boundary.
     pub layers: usize,
+    /// Seed of the interior-vertex perturbation and the cell shuffle.
     pub seed: u64,
 }
 

@@ -27,18 +27,22 @@ pub struct Mesh {
     pub dim: usize,
     /// Vertex coordinates; components past `dim` are zero.
     pub coords: Vec<[f64; 3]>,
+    /// Vertex ids of each cell, in tensor order (see the module docs).
     pub cells: Vec<Cell>,
 }
 
 impl Mesh {
+    /// 2^dim: 4 for quadrilaterals, 8 for hexahedra.
     pub fn vertices_per_cell(&self) -> usize {
         1 << self.dim
     }
 
+    /// Number of cells.
     pub fn n_cells(&self) -> usize {
         self.cells.len()
     }
 
+    /// Number of vertices.
     pub fn n_vertices(&self) -> usize {
         self.coords.len()
     }

@@ -13,6 +13,8 @@ use std::collections::HashMap;
 /// A refined mesh and where each fine cell came from.
 #[derive(Clone, Debug)]
 pub struct Refinement {
+    /// The refined mesh: 2^dim children per coarse cell, coarse vertices
+    /// keeping their ids.
     pub fine: Mesh,
     /// Parent (coarse) cell of each fine cell.
     pub parent: Vec<u32>,

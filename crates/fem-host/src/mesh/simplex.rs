@@ -15,21 +15,29 @@ use crate::{Error, Result};
 /// A conforming simplex mesh: `cells[c][..dim + 1]` index `coords`.
 #[derive(Clone, Debug)]
 pub struct SimplexMesh {
+    /// 2 (triangles) or 3 (tetrahedra).
     pub dim: usize,
+    /// Vertex coordinates; only the first `dim` components are used.
     pub coords: Vec<[f64; 3]>,
+    /// Vertex ids of each cell, positively oriented; the slot past a
+    /// triangle's three is `u32::MAX`.
     pub cells: Vec<[u32; 4]>,
 }
 
 /// Parameters of a simplex mesh of the unit square or cube.
 #[derive(Clone, Debug)]
 pub struct SimplexBox {
+    /// 2 (triangles of the unit square) or 3 (tetrahedra of the unit cube).
     pub dim: usize,
     /// Squares or cubes per direction before splitting.
     pub cells: usize,
     /// Largest random move of an interior vertex per coordinate, as a
     /// fraction of the grid spacing (at most 0.2, so no cell inverts).
     pub perturb: f64,
+    /// Random vertex numbering and cell order.
     pub shuffle: bool,
+    /// Seed of the perturbation and shuffle; equal seeds give identical
+    /// meshes.
     pub seed: u64,
 }
 
@@ -45,6 +53,9 @@ impl SimplexBox {
         ((target as f64 / per).powf(1.0 / dim as f64).round() as usize).max(1)
     }
 
+    /// Generates and validates the mesh; [`Error::InvalidArgument`] for a
+    /// perturbation outside \[0, 0.2\] or more cells than u32 indices reach
+    /// (and whatever [`BoxMesh::build`] refuses).
     pub fn build(&self) -> Result<SimplexMesh> {
         if !(0.0..=0.2).contains(&self.perturb) {
             return Err(Error::InvalidArgument(format!("perturbation {} outside [0, 0.2]", self.perturb)));
@@ -98,10 +109,12 @@ pub(crate) fn kuhn_paths(d: usize) -> Vec<Vec<usize>> {
 }
 
 impl SimplexMesh {
+    /// Number of cells.
     pub fn n_cells(&self) -> usize {
         self.cells.len()
     }
 
+    /// dim + 1: 3 for triangles, 4 for tetrahedra.
     pub fn vertices_per_cell(&self) -> usize {
         self.dim + 1
     }

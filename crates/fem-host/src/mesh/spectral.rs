@@ -19,15 +19,26 @@ pub enum Deformation {
     None,
     /// Interior vertices moved by up to `amplitude`·h in each direction,
     /// elements mapped trilinearly from their vertices.
-    Trilinear { amplitude: f64, seed: u64 },
+    Trilinear {
+        /// Largest move per coordinate, as a fraction of the element width
+        /// h along that axis.
+        amplitude: f64,
+        /// Seed of the random moves.
+        seed: u64,
+    },
     /// Every node moved by `amplitude`·sin(πx)sin(πy)sin(πz) in each
     /// direction: curved elements of degree N.
-    Curved { amplitude: f64 },
+    Curved {
+        /// Peak displacement, in units of the cube's side.
+        amplitude: f64,
+    },
 }
 
 /// A high-order hexahedral mesh of the unit cube.
 #[derive(Clone, Debug)]
 pub struct SpectralBox {
+    /// Polynomial degree N of the elements, 1..=`MAX_DEGREE`: (N + 1)³ GLL
+    /// nodes each.
     pub degree: usize,
     /// Elements along x, y, z.
     pub cells: [usize; 3],
@@ -74,6 +85,9 @@ pub fn cells_for_dofs(dofs: usize, degree: usize) -> [usize; 3] {
 }
 
 impl SpectralBox {
+    /// The mesh of `cells` elements of degree `degree`, deformed as asked;
+    /// [`Error::InvalidArgument`] for a degree outside 1..=`MAX_DEGREE`, an
+    /// empty direction or more nodes than 32-bit numbering reaches.
     pub fn new(degree: usize, cells: [usize; 3], deformation: Deformation) -> Result<Self> {
         if !(1..=MAX_DEGREE).contains(&degree) {
             return Err(Error::InvalidArgument(format!("degree {degree} is outside 1..={MAX_DEGREE}")));
@@ -114,6 +128,7 @@ impl SpectralBox {
         Ok(Self { degree, cells, n_nodes, map, coords })
     }
 
+    /// Number of elements, the product of [`cells`](Self::cells).
     pub fn elements(&self) -> usize {
         self.cells.iter().product()
     }

@@ -10,12 +10,36 @@ use thiserror::Error;
 /// What is wrong with a mesh, naming the first offending cells.
 #[derive(Debug, Error, PartialEq)]
 pub enum MeshError {
+    /// A cell names a vertex id past the end of the coordinates.
     #[error("cell {cell} refers to vertex {vertex}, but the mesh has {n_vertices} vertices")]
-    VertexOutOfRange { cell: usize, vertex: u32, n_vertices: usize },
+    VertexOutOfRange {
+        /// The first offending cell.
+        cell: usize,
+        /// The vertex id it names.
+        vertex: u32,
+        /// Vertices the mesh has.
+        n_vertices: usize,
+    },
+    /// A cell lists the same vertex at two of its corners.
     #[error("cell {cell} uses vertex {vertex} twice")]
-    RepeatedVertex { cell: usize, vertex: u32 },
+    RepeatedVertex {
+        /// The first offending cell.
+        cell: usize,
+        /// The repeated vertex id.
+        vertex: u32,
+    },
+    /// Cells whose Jacobian determinant is not positive at some corner or
+    /// at the centre (wrong vertex order, or folded or flat cells).
     #[error("{count} inverted or degenerate cells (non-positive Jacobian), first: {first:?} (det {det:e})")]
-    Inverted { count: usize, first: Vec<usize>, det: f64 },
+    Inverted {
+        /// Number of such cells.
+        count: usize,
+        /// The first (at most five) of them.
+        first: Vec<usize>,
+        /// Smallest determinant of the first one.
+        det: f64,
+    },
+    /// The mesh has no cells.
     #[error("the mesh has no cells")]
     Empty,
 }

@@ -8,14 +8,19 @@ use crate::space::Layout;
 use crate::Scalar;
 use fem_kernels::sparse::{is_free, row_of, FIXED, NONE};
 
+/// The cells of a [`Layout`] in the transposed (cell-fastest) layout the
+/// element kernels read, in precision `T`.
 #[derive(Clone, Debug)]
 pub struct CellData<T> {
+    /// Spatial dimension (2 or 3).
     pub dim: usize,
+    /// Polynomial degree p of the Q_p elements.
     pub degree: usize,
     /// Cells.
     pub ne: usize,
     /// Basis functions per cell.
     pub nb: usize,
+    /// Rows of the linear system ([`Layout::n_rows`]).
     pub n_rows: usize,
     /// `map[i * ne + e]`: row of local node `i` of cell `e`, [`NONE`], or a
     /// row with [`FIXED`].
@@ -24,9 +29,14 @@ pub struct CellData<T> {
     pub verts: Vec<T>,
     /// Fixed (Dirichlet) rows kept in the system, where `y = x`.
     pub fixed_rows: Vec<u32>,
+    /// `kappa[e]`: the material factor of cell `e` on the problem's κ(x)
+    /// (its region's conductivity; 1 without regions).
+    pub kappa: Vec<T>,
 }
 
 impl<T: Scalar> CellData<T> {
+    /// Transposes the rows of `layout` (fixed ones flagged) and the vertex
+    /// coordinates of `mesh`; every material factor is 1.
     pub fn new(mesh: &Mesh, layout: &Layout, degree: usize) -> Self {
         let (ne, nb, dim) = (layout.n_cells(), layout.dofs_per_cell, mesh.dim);
         let mut map = vec![NONE; nb * ne];
@@ -53,7 +63,20 @@ impl<T: Scalar> CellData<T> {
             }
         }
         let fixed_rows = (0..layout.n_rows as u32).filter(|&r| layout.fixed[r as usize]).collect();
-        Self { dim, degree, ne, nb, n_rows: layout.n_rows, map, verts, fixed_rows }
+        Self { dim, degree, ne, nb, n_rows: layout.n_rows, map, verts, fixed_rows, kappa: vec![T::ONE; ne] }
+    }
+
+    /// The same cells with the material factors `kappa` (one per cell,
+    /// each positive and finite).
+    pub fn with_kappa(mut self, kappa: &[f64]) -> crate::Result<Self> {
+        if kappa.len() != self.ne {
+            return Err(crate::Error::InvalidArgument(format!("{} material factors for {} cells", kappa.len(), self.ne)));
+        }
+        if let Some(e) = kappa.iter().position(|k| !(k.is_finite() && *k > 0.0)) {
+            return Err(crate::Error::InvalidArgument(format!("cell {e} has material factor {} (κ must be positive and finite)", kappa[e])));
+        }
+        self.kappa = kappa.iter().map(|&k| T::from_f64(k)).collect();
+        Ok(self)
     }
 
     /// Rows of cell `e` as a vector (for host-side set-up code).

@@ -8,6 +8,7 @@ use crate::space::Layout;
 /// Cells grouped by colour.
 #[derive(Clone, Debug)]
 pub struct Colouring {
+    /// `colour_of[c]`: colour of cell `c`.
     pub colour_of: Vec<u32>,
     /// `cells[k]` are the cells of colour `k`, ascending.
     pub cells: Vec<Vec<u32>>,
@@ -70,6 +71,7 @@ impl Colouring {
         Self { colour_of, cells }
     }
 
+    /// Number of colours (one parallel pass each).
     pub fn n_colours(&self) -> usize {
         self.cells.len()
     }
@@ -103,6 +105,7 @@ impl Colouring {
 /// barriers).
 #[derive(Clone, Debug)]
 pub struct TwoLevel {
+    /// Consecutive cells per block (the cells of one thread block).
     pub block_size: usize,
     /// Block ids of each block colour.
     pub block_colours: Vec<Vec<u32>>,
@@ -160,6 +163,9 @@ impl RowColours for crate::space::IntMap<u32, Vec<u32>> {
 }
 
 impl TwoLevel {
+    /// Colours the blocks of `block_size` cells of `layout`, then the cells
+    /// within every block; an error when a block needs more than 254 thread
+    /// colours.
     pub fn new(layout: &Layout, block_size: usize) -> crate::Result<Self> {
         let nb = layout.dofs_per_cell;
         let ne = layout.n_cells();

@@ -14,11 +14,17 @@ use crate::{CpuBackend, Error, Result, Scalar};
 use fem_kernels::sparse::csr_row_part;
 use rayon::prelude::*;
 
+/// A sparse matrix in CSR form with `u32` indices (also used for
+/// rectangular transfer matrices and matrices read from files).
 #[derive(Clone, Debug)]
 pub struct Csr<T> {
+    /// Number of rows.
     pub n_rows: usize,
+    /// Row `r`'s entries are `row_ptr[r]..row_ptr[r + 1]` (`n_rows + 1` offsets).
     pub row_ptr: Vec<u32>,
+    /// Column of every entry, ascending within a row.
     pub col: Vec<u32>,
+    /// Value of every entry, aligned with `col`.
     pub val: Vec<T>,
 }
 
@@ -60,6 +66,7 @@ impl<T: Scalar> Csr<T> {
         Ok(Self { n_rows: layout.n_rows, row_ptr, col, val: vec![T::ZERO; nnz] })
     }
 
+    /// Number of stored entries.
     pub fn nnz(&self) -> usize {
         self.col.len()
     }
@@ -132,6 +139,7 @@ impl<T: Scalar> Csr<T> {
         });
     }
 
+    /// The diagonal, zero where `(r, r)` is not stored.
     pub fn diag(&self) -> Vec<T> {
         (0..self.n_rows).map(|r| self.position(r, r as u32).map_or(T::ZERO, |p| self.val[p])).collect()
     }

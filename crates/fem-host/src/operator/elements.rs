@@ -5,7 +5,7 @@
 use super::cell_data::{CellData, Disjoint};
 use super::tables::RefTables;
 use crate::{CpuBackend, Error, Result, Scalar};
-use fem_core::poisson::{Coefficients, SinePoisson};
+use fem_core::poisson::{Coefficients, Scaled, SinePoisson};
 use fem_kernels::cells::{self, Strategy};
 use fem_kernels::sparse::sym_index;
 use fem_kernels::with_element;
@@ -17,10 +17,15 @@ pub use fem_kernels::cells::Strategy as LocalVariant;
 /// `vals[sym(i, j)·ne + e]`) and loads (`load[i·ne + e]`).
 #[derive(Clone, Debug)]
 pub struct ElementMatrices<T> {
+    /// Basis functions per cell (each matrix is `nb × nb`).
     pub nb: usize,
+    /// Cells.
     pub ne: usize,
+    /// Whether only the upper triangle is stored, `nb (nb + 1) / 2` entries per cell.
     pub symmetric: bool,
+    /// Element matrix entries, cell index fastest (see above).
     pub vals: Vec<T>,
+    /// Element load vectors, `load[i·ne + e]`.
     pub load: Vec<T>,
 }
 
@@ -71,6 +76,7 @@ pub fn assemble_with<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Syn
             unsafe {
                 let verts = cells::vertices::<T, D>(e, ne, cd.verts.as_ptr());
                 let rows: [u32; NB] = core::array::from_fn(|i| cd.map[i * ne + e]);
+                let coeff = &Scaled { factor: cd.kappa[e], inner: coeff };
                 let min_det = if symmetric {
                     cells::assemble::<T, _, D, NB, QD, true>(e, ne, &tab, &verts, coeff, &rows, strategy, v.0, l.0)
                 } else {

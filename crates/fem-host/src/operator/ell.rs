@@ -17,9 +17,13 @@ use rayon::prelude::*;
 /// Transposed ELLPACK; padding slots hold the row's own column and zero.
 #[derive(Clone, Debug)]
 pub struct Ell<T> {
+    /// Number of rows.
     pub n_rows: usize,
+    /// Slots per row: the longest row's entry count.
     pub width: usize,
+    /// `col[k · n_rows + r]`: column of slot `k` of row `r`.
     pub col: Vec<u32>,
+    /// `val[k · n_rows + r]`: value of slot `k` of row `r`.
     pub val: Vec<T>,
 }
 
@@ -53,6 +57,7 @@ impl<T: Scalar> Ell<T> {
         self.width * self.n_rows
     }
 
+    /// `y = A x` on the CPU, rows in parallel.
     pub fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) {
         cpu.install(|| {
             y.par_iter_mut().enumerate().for_each(|(r, yr)| {
@@ -62,6 +67,8 @@ impl<T: Scalar> Ell<T> {
         });
     }
 
+    /// The diagonal: the sum of every slot of row `r` in column `r`
+    /// (repeated columns of a lazy matrix included, padding adding zero).
     pub fn diag(&self) -> Vec<T> {
         (0..self.n_rows)
             .map(|r| (0..self.width).map(|k| k * self.n_rows + r).filter(|&p| self.col[p] == r as u32).fold(T::ZERO, |a, p| a + self.val[p]))

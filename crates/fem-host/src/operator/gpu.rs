@@ -45,7 +45,10 @@ pub const ELEMENT_BLOCK: u32 = 128;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scatter {
+    /// Every cell adds into its rows with atomic additions, in one launch.
     Atomic,
+    /// Plain writes ordered by the two-level colouring: one launch per
+    /// block colour, thread colours in turn between barriers.
     Colour,
 }
 
@@ -62,32 +65,52 @@ impl std::str::FromStr for Scatter {
 
 /// Two-level colouring on the device.
 pub struct GpuColouring {
+    /// Thread colour of every cell within its block ([`TwoLevel::thread_colour`]).
     pub thread_colour: CudaSlice<u8>,
+    /// Thread colours used in every block ([`TwoLevel::block_n_colours`]).
     pub n_colours: CudaSlice<u8>,
+    /// Block ids of each block colour, one launch each ([`TwoLevel::block_colours`]).
     pub blocks: Vec<CudaSlice<u32>>,
 }
 
 /// The per-cell input of the element kernels on the device.
 pub struct GpuCells<T: Scalar> {
+    /// Spatial dimension (2 or 3); selects the kernel.
     pub dim: usize,
+    /// Polynomial degree p; selects the kernel.
     pub degree: usize,
+    /// Cells.
     pub ne: usize,
+    /// Basis functions per cell.
     pub nb: usize,
+    /// Rows of the linear system.
     pub n_rows: usize,
+    /// Basis nodes per direction, p + 1.
     pub np: usize,
+    /// Quadrature points per direction.
     pub nq: usize,
+    /// The transposed element-to-row map with fixed flags ([`CellData::map`]).
     pub map: CudaSlice<u32>,
+    /// Transposed cell vertex coordinates ([`CellData::verts`]).
     pub verts: CudaSlice<T>,
+    /// Each cell's material factor on κ ([`CellData::kappa`]).
+    pub kappa: CudaSlice<T>,
+    /// The [`RefTables`] packed one after another: points, weights, values
+    /// and derivatives.
     pub tab: CudaSlice<T>,
     /// 1 on fixed rows, 0 elsewhere (absent when no row is fixed).
     pub fixed_mask: Option<CudaSlice<T>>,
+    /// Two-level colouring of the cells, for [`Scatter::Colour`].
     pub colouring: GpuColouring,
     /// The host copy of the map (for diagonals and positions).
     pub host_map: Vec<u32>,
+    /// Fixed (Dirichlet) rows kept in the system ([`CellData::fixed_rows`]).
     pub fixed_rows: Vec<u32>,
 }
 
 impl<T: Scalar> GpuCells<T> {
+    /// Uploads `cd` with the reference tables of its degree and the
+    /// two-level colouring of `layout` in blocks of [`ELEMENT_BLOCK`] cells.
     pub fn upload(gpu: &CudaBackend, cd: &CellData<T>, layout: &Layout) -> Result<Self> {
         let tables = RefTables::<T>::new(cd.degree, quadrature_points(cd.degree));
         let packed: Vec<T> = [&tables.points, &tables.weights, &tables.value, &tables.deriv].iter().flat_map(|v| v.iter().copied()).collect();
@@ -107,7 +130,7 @@ impl<T: Scalar> GpuCells<T> {
             n_colours: s.clone_htod(&tl.block_n_colours)?,
             blocks: tl.block_colours.iter().map(|b| s.clone_htod(b)).collect::<std::result::Result<_, _>>()?,
         };
-        gpu.ensure_free(cd.map.len() * 4 + cd.verts.len() * T::BYTES)?;
+        gpu.ensure_free(cd.map.len() * 4 + (cd.verts.len() + cd.kappa.len()) * T::BYTES)?;
         Ok(Self {
             dim: cd.dim,
             degree: cd.degree,
@@ -118,6 +141,7 @@ impl<T: Scalar> GpuCells<T> {
             nq: tables.nq,
             map: s.clone_htod(&cd.map)?,
             verts: gpu.upload(&cd.verts)?,
+            kappa: gpu.upload(&cd.kappa)?,
             tab: gpu.upload(&packed)?,
             fixed_mask,
             colouring,
@@ -183,7 +207,7 @@ pub fn assemble_lma<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, sym: bool, va
             .arg(&c.np)
             .arg(&c.nq)
             .arg(&c.tab)
-            .arg(&c.verts)
+            .arg(&c.verts).arg(&c.kappa)
             .arg(&c.map)
             .arg(&mut vals)
             .arg(&mut load)
@@ -207,14 +231,14 @@ pub fn assemble_global<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, pos: &Cuda
         Scatter::Atomic => {
             let f = c.kernel(gpu, "assemble_global", "")?;
             unsafe {
-                s.launch_builder(&f).arg(&c.ne).arg(&c.np).arg(&c.nq).arg(&c.tab).arg(&c.verts).arg(&c.map).arg(pos).arg(val).arg(b).launch(c.cell_grid())
+                s.launch_builder(&f).arg(&c.ne).arg(&c.np).arg(&c.nq).arg(&c.tab).arg(&c.verts).arg(&c.kappa).arg(&c.map).arg(pos).arg(val).arg(b).launch(c.cell_grid())
             }?;
         }
         Scatter::Colour => {
             let mut scratch = gpu.zeros::<T>(c.nb * c.nb * c.ne)?;
             let mut load = gpu.zeros::<T>(c.nb * c.ne)?;
             let f = c.kernel(gpu, "assemble_global_colour", "")?;
-            launch_by_colour!(s, f, c; [&c.ne, &c.np, &c.nq, &c.tab, &c.verts]; [&c.map, pos, &mut scratch, &mut load, &mut *val, &mut *b]);
+            launch_by_colour!(s, f, c; [&c.ne, &c.np, &c.nq, &c.tab, &c.verts, &c.kappa]; [&c.map, pos, &mut scratch, &mut load, &mut *val, &mut *b]);
         }
     }
     Ok(())
@@ -222,14 +246,21 @@ pub fn assemble_global<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, pos: &Cuda
 
 /// LMA on the GPU.
 pub struct GpuLma<T: Scalar> {
+    /// The cells the element matrices belong to (shared between operators).
     pub cells: Arc<GpuCells<T>>,
+    /// Element matrices in the transposed layout of [`assemble_lma`].
     pub vals: CudaSlice<T>,
+    /// Whether `vals` holds packed upper triangles.
     pub symmetric: bool,
+    /// How products add into shared rows.
     pub scatter: Scatter,
+    /// The diagonal, summed from the element matrices at set-up.
     pub diag: CudaSlice<T>,
 }
 
 impl<T: Scalar> GpuLma<T> {
+    /// Wraps element matrices `vals` assembled for `cells`, taking the
+    /// diagonal once on the host.
     pub fn new(gpu: &CudaBackend, cells: Arc<GpuCells<T>>, vals: CudaSlice<T>, symmetric: bool, scatter: Scatter) -> Result<Self> {
         let diag = cells.diagonal_from(gpu, &gpu.download(&vals)?, symmetric)?;
         Ok(Self { cells, vals, symmetric, scatter, diag })
@@ -267,12 +298,17 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuLma<T> {
 
 /// The matrix-free operator on the GPU.
 pub struct GpuMatrixFree<T: Scalar> {
+    /// The cells whose element matrices every product recomputes.
     pub cells: Arc<GpuCells<T>>,
+    /// How products add into shared rows.
     pub scatter: Scatter,
+    /// The diagonal (for Jacobi), from one assembly at set-up.
     pub diag: CudaSlice<T>,
 }
 
 impl<T: Scalar> GpuMatrixFree<T> {
+    /// The operator on `cells`; assembles the element matrices once, only
+    /// to take the diagonal.
     pub fn new(gpu: &CudaBackend, cells: Arc<GpuCells<T>>, scatter: Scatter) -> Result<Self> {
         // The diagonal for Jacobi, from one assembly of the element matrices.
         let (vals, _) = assemble_lma(gpu, &cells, true, LocalVariant::Reuse)?;
@@ -296,12 +332,12 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuMatrixFree<T> {
             Scatter::Atomic => {
                 let f = c.kernel(gpu, "mf_spmv", "")?;
                 unsafe {
-                    s.launch_builder(&f).arg(&c.ne).arg(&c.np).arg(&c.nq).arg(&c.tab).arg(&c.verts).arg(&c.map).arg(x).arg(&mut *y).launch(c.cell_grid())
+                    s.launch_builder(&f).arg(&c.ne).arg(&c.np).arg(&c.nq).arg(&c.tab).arg(&c.verts).arg(&c.kappa).arg(&c.map).arg(x).arg(&mut *y).launch(c.cell_grid())
                 }?;
             }
             Scatter::Colour => {
                 let f = c.kernel(gpu, "mf_spmv_colour", "")?;
-                launch_by_colour!(s, f, c; [&c.ne, &c.np, &c.nq, &c.tab, &c.verts]; [&c.map, x, &mut *y]);
+                launch_by_colour!(s, f, c; [&c.ne, &c.np, &c.nq, &c.tab, &c.verts, &c.kappa]; [&c.map, x, &mut *y]);
             }
         }
         Ok(())
@@ -313,11 +349,18 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuMatrixFree<T> {
 
 /// CSR on the GPU, `tpr` threads per row.
 pub struct GpuCsr<T: Scalar> {
+    /// Number of rows.
     pub n_rows: usize,
+    /// Row offsets, as in [`Csr::row_ptr`].
     pub row_ptr: CudaSlice<u32>,
+    /// Column of every entry, ascending within a row.
     pub col: CudaSlice<u32>,
+    /// Value of every entry.
     pub val: CudaSlice<T>,
+    /// Threads that share one row in the product, one of [`THREADS_PER_ROW`].
     pub threads_per_row: usize,
+    /// Host-side position of every row's diagonal in `val` (`usize::MAX`
+    /// where it is not stored).
     pub diag_pos: Vec<usize>,
     /// The diagonal, taken once after assembly ([`GpuCsr::cache_diagonal`]).
     pub diag: Option<CudaSlice<T>>,
@@ -395,9 +438,13 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuCsr<T> {
 
 /// Transposed ELLPACK on the GPU (also the lazy variant).
 pub struct GpuEll<T: Scalar> {
+    /// Number of rows.
     pub n_rows: usize,
+    /// Slots per row.
     pub width: usize,
+    /// `col[k · n_rows + r]`: column of slot `k` of row `r`.
     pub col: CudaSlice<u32>,
+    /// `val[k · n_rows + r]`: value of slot `k` of row `r`.
     pub val: CudaSlice<T>,
     /// The diagonal, taken once after assembly ([`GpuEll::cache_diagonal`]).
     pub diag: Option<CudaSlice<T>>,
@@ -406,13 +453,19 @@ pub struct GpuEll<T: Scalar> {
 /// A lazy ELLPACK ready for assembly: padded arrays (fixed rows holding
 /// their unit diagonal) and row lengths on the device.
 pub struct LazyEllPrep<T: Scalar> {
+    /// Slots per row: the largest row capacity.
     pub width: usize,
+    /// Slot-major columns, every slot of row `r` preset to `r`.
     pub col: CudaSlice<u32>,
+    /// Slot-major values, zero except the unit diagonal of fixed rows.
     pub val: CudaSlice<T>,
+    /// Slots already filled in every row (1 for fixed rows, else 0); the
+    /// append kernels advance it.
     pub len: CudaSlice<u32>,
 }
 
 impl<T: Scalar> GpuEll<T> {
+    /// Uploads a host ELLPACK matrix (its diagonal not yet cached).
     pub fn upload(gpu: &CudaBackend, ell: &super::ell::Ell<T>) -> Result<Self> {
         gpu.ensure_free(ell.slots() * (4 + T::BYTES))?;
         Ok(Self { n_rows: ell.n_rows, width: ell.width, col: gpu.stream().clone_htod(&ell.col)?, val: gpu.upload(&ell.val)?, diag: None })

@@ -16,8 +16,11 @@ use rayon::prelude::*;
 /// Element matrices with the transposed element-to-row map.
 #[derive(Clone, Debug)]
 pub struct Lma<T> {
+    /// The cells: element-to-row map and fixed rows.
     pub cells: CellData<T>,
+    /// The stored element matrices (loads unused by the product).
     pub elems: ElementMatrices<T>,
+    /// Cell colouring that makes the CPU scatter race-free.
     pub colouring: Colouring,
 }
 
@@ -43,6 +46,8 @@ pub unsafe fn scatter<T: Scalar>(rows: &[u32], yl: &[T], y: Disjoint<T>) {
 }
 
 impl<T: Scalar> Lma<T> {
+    /// The operator of element matrices `elems` on `cells`, with the cells
+    /// of `layout` coloured.
     pub fn new(layout: &Layout, cells: CellData<T>, elems: ElementMatrices<T>) -> Self {
         Self { cells, elems, colouring: Colouring::cells(layout) }
     }
@@ -73,6 +78,7 @@ impl<T: Scalar> Lma<T> {
         .ok_or_else(|| unsupported(cd.dim, cd.degree))
     }
 
+    /// The diagonal, summed from the element matrices (1 on fixed rows).
     pub fn diag(&self) -> Vec<T> {
         super::elements::diagonal(&self.cells, &self.elems)
     }

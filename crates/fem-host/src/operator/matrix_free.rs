@@ -10,16 +10,20 @@ use super::tables::RefTables;
 use super::LinearOperator;
 use crate::space::Layout;
 use crate::{CpuBackend, Result, Scalar};
-use fem_core::poisson::SinePoisson;
+use fem_core::poisson::{Scaled, SinePoisson};
 use fem_kernels::cells::{matrix_free_product, vertices};
 use fem_kernels::sparse::gather;
 use fem_kernels::with_element;
 use rayon::prelude::*;
 
+/// The stiffness operator applied matrix-free on the CPU.
 #[derive(Clone, Debug)]
 pub struct MatrixFree<T> {
+    /// The cells whose element matrices every product recomputes.
     pub cells: CellData<T>,
+    /// Reference tables of the cells' degree, with `p + 2` quadrature points.
     pub tables: RefTables<T>,
+    /// Cell colouring that makes the scatter race-free.
     pub colouring: Colouring,
     /// The diagonal, computed once at set-up (from one recomputation of
     /// the element matrices) for Jacobi.
@@ -27,6 +31,8 @@ pub struct MatrixFree<T> {
 }
 
 impl<T: Scalar> MatrixFree<T> {
+    /// The operator on `cells` (the cells of `layout`); computes the element
+    /// matrices once, only for the diagonal.
     pub fn new(cpu: &CpuBackend, layout: &Layout, cells: CellData<T>) -> Result<Self> {
         let tables = RefTables::new(cells.degree, quadrature_points(cells.degree));
         let elems = super::elements::assemble(cpu, &cells, super::elements::LocalVariant::Reuse, true)?;
@@ -48,7 +54,7 @@ impl<T: Scalar> MatrixFree<T> {
                     unsafe {
                         let verts = vertices::<T, D>(e as usize, ne, cd.verts.as_ptr());
                         let (rows, xl) = gather::<T, NB>(e as usize, ne, cd.map.as_ptr(), x.as_ptr());
-                        let yl = matrix_free_product::<T, _, D, NB, QD>(&tab, &verts, &SinePoisson, &rows, &xl);
+                        let yl = matrix_free_product::<T, _, D, NB, QD>(&tab, &verts, &Scaled { factor: cd.kappa[e as usize], inner: &SinePoisson }, &rows, &xl);
                         scatter(&rows, &yl, out);
                     }
                 });

@@ -18,6 +18,7 @@ use crate::{Backend, Result, Scalar};
 
 /// A square linear operator applied on a backend.
 pub trait LinearOperator<B: Backend, T: Scalar> {
+    /// Rows (and columns) of `A`: the length of `x` and `y`.
     fn rows(&self) -> usize;
     /// `y ← A x`.
     fn apply(&self, backend: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()>;

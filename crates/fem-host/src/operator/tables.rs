@@ -8,11 +8,17 @@ use fem_core::Real;
 /// GLL basis nodes and an `nq`-point Gauss–Legendre rule, tabulated.
 #[derive(Clone, Debug)]
 pub struct RefTables<T> {
+    /// Basis nodes per direction, p + 1.
     pub np: usize,
+    /// Quadrature points per direction.
     pub nq: usize,
+    /// The `nq` Gauss–Legendre points ξ_q on [-1, 1].
     pub points: Vec<T>,
+    /// Their weights, summing to 2.
     pub weights: Vec<T>,
+    /// `value[i * nq + q] = ℓᵢ(ξ_q)`, the 1D GLL Lagrange basis at the points.
     pub value: Vec<T>,
+    /// `deriv[i * nq + q] = ℓᵢ'(ξ_q)`, same layout as `value`.
     pub deriv: Vec<T>,
 }
 
@@ -31,6 +37,7 @@ impl<T: Real> RefTables<T> {
         Self { np, nq, points: cast(points), weights: cast(weights), value: cast(value), deriv: cast(deriv) }
     }
 
+    /// The tables borrowed as the kernels' [`Tables`].
     pub fn view(&self) -> Tables<'_, T> {
         Tables { np: self.np, nq: self.nq, points: &self.points, weights: &self.weights, value: &self.value, deriv: &self.deriv }
     }

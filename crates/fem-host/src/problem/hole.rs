@@ -21,43 +21,77 @@ use fem_core::poisson::UnitLoad;
 use serde::Serialize;
 use std::time::Instant;
 
+/// The iterative method of the benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Solver {
+    /// Preconditioned conjugate gradients; needs a symmetric
+    /// preconditioner, so not SPAI.
     Cg,
+    /// Preconditioned BiCGStab, which also takes the nonsymmetric SPAI(1).
     Bicgstab,
+    /// Multigrid cycles as the solver; [`Precond`] then names the smoother
+    /// (Jacobi, SAINV, otherwise SPAI).
     Mg,
 }
 
+/// The preconditioner of CG or BiCGStab (the smoother of solver `mg`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Precond {
+    /// None: M = I.
     None,
+    /// The inverse diagonal, M = D⁻¹.
     Jacobi,
+    /// Multi-colour SSOR (symmetric Gauss–Seidel), each colour's rows in
+    /// parallel; not a multigrid smoother.
     Ssor,
+    /// SPAI(1), the sparse approximate inverse on the pattern of A; not
+    /// symmetric, so not with CG.
     Spai,
+    /// SAINV, the factored approximate inverse Z D⁻¹ Zᵀ (symmetric).
     Sainv,
+    /// One multigrid V-cycle with [`HoleOptions::smoother`]; not with
+    /// solver `mg`.
     Mg,
 }
 
+/// What to build and how to solve it.
 #[derive(Clone, Debug)]
 pub struct HoleOptions {
+    /// 2 (rectangle with a circular hole) or 3 (box with a spherical hole).
     pub dim: usize,
+    /// Degree p of the Q_p elements.
     pub degree: usize,
+    /// Levels of the hierarchy, the coarse mesh included: the finest mesh
+    /// is refined `levels − 1` times.
     pub levels: usize,
+    /// The iterative method.
     pub solver: Solver,
+    /// The preconditioner (for solver `mg`, the smoother).
     pub precond: Precond,
     /// Multigrid smoother (solver `mg`, or preconditioner `mg`).
     pub smoother: Smoother,
+    /// Multigrid cycle of solver `mg` (preconditioner `mg` always uses a
+    /// V-cycle).
     pub cycle: Cycle,
     /// Pre- and post-smoothing steps (default: the paper's 8 in 2D, 16 in 3D).
     pub smoothing_steps: Option<usize>,
+    /// Renumbering of the rows of every level (Geveler et al. §4): it
+    /// changes the matrices' bandwidth and memory access, and what the
+    /// order-dependent SAINV and SSOR compute.
     pub ordering: Ordering,
+    /// Stop at a relative residual ‖r‖/‖b‖ ≤ rtol.
     pub rtol: f64,
+    /// Iterations (or multigrid cycles) after which the solve stops
+    /// unconverged.
     pub max_iterations: usize,
 }
 
 impl HoleOptions {
+    /// Q_`degree` on `levels` levels in `dim` dimensions, solved by
+    /// multigrid F-cycles smoothed by SPAI(1) in the original ordering, to
+    /// rtol 10⁻⁸ in at most 20 000 cycles.
     pub fn new(dim: usize, degree: usize, levels: usize) -> Self {
         Self {
             dim,
@@ -84,39 +118,67 @@ impl HoleOptions {
     }
 }
 
+/// The outcome of one benchmark run, as written to the JSON reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct HoleReport {
+    /// Always `"hole"`: tags the record among other problems' reports.
     pub problem: &'static str,
+    /// Space dimension, 2 or 3.
     pub dim: usize,
+    /// Element degree p.
     pub degree: usize,
+    /// Levels of the hierarchy.
     pub levels: usize,
+    /// Cells of the finest mesh.
     pub cells: usize,
+    /// Free DOFs of the finest level (rows of the solved system).
     pub dofs: usize,
+    /// Stored nonzeros of the finest matrix.
     pub nnz: usize,
+    /// The iterative method.
     pub solver: Solver,
+    /// The preconditioner option as given.
     pub precond: Precond,
+    /// The multigrid smoother in use; `None` without multigrid.
     pub smoother: Option<Smoother>,
+    /// The multigrid cycle in use; `None` without multigrid.
     pub cycle: Option<Cycle>,
+    /// Pre- and post-smoothing steps; `None` without multigrid.
     pub smoothing_steps: Option<usize>,
+    /// Row ordering of the levels.
     pub ordering: Ordering,
+    /// The backend's name (CPU threads or GPU model).
     pub backend: String,
+    /// Precision of the solve, `f32` or `f64`.
     pub precision: &'static str,
+    /// Iterations (or multigrid cycles) performed.
     pub iterations: usize,
+    /// The solver's own final ‖r‖/‖b‖ (from x₀ = 0), in the working
+    /// precision.
     pub relative_residual: f64,
     /// ‖b − A x‖/‖b − A x₀‖ recomputed on the host in double precision.
     pub true_relative_residual: f64,
+    /// Whether `relative_residual` reached `rtol` within the iteration
+    /// limit.
     pub converged: bool,
     /// Hierarchy (meshes, assembly, transfers), orderings, smoother and
     /// preconditioner construction, uploads.
     pub setup_seconds: f64,
     /// Of which building smoothers and preconditioners (SPAI, colouring).
     pub smoother_setup_seconds: f64,
+    /// Wall time of the iterations, in seconds (synchronised with the
+    /// device).
     pub solve_seconds: f64,
+    /// Relative residual after every iteration, the start first.
     pub history: Vec<f64>,
     /// The solution on the free DOFs of the finest level, in the original
     /// (unpermuted) numbering.
     #[serde(skip)]
     pub solution: Vec<f64>,
+    /// u_h on the finest mesh, the hole's Dirichlet values included (for
+    /// output files).
+    #[serde(skip)]
+    pub field: Option<super::field::QpField>,
 }
 
 /// The right-hand side with the hole's Dirichlet values lifted:
@@ -136,9 +198,21 @@ fn lifted_rhs<T: Scalar>(cpu: &CpuBackend, d: &HoleDomain, h: &Hierarchy<T>, deg
     Ok(layout.row_dof.iter().map(|&i| f[i as usize] - ag[i as usize]).collect())
 }
 
+/// u_h on the finest level: the solution on the free rows, 1 on the
+/// hole's boundary and 0 on the outer one.
+fn fine_field<T: Scalar>(d: &HoleDomain, h: &Hierarchy<T>, solution: &[f64]) -> super::field::QpField {
+    let (mesh, space, layout) = &h.fine;
+    let x = space.dof_coords(mesh);
+    super::field::QpField::from_rows(mesh, space, layout, solution, |i| if space.boundary[i] && d.is_inner(x[i]) { 1.0 } else { 0.0 })
+}
+
 /// Per-backend pieces: how a matrix is stored, and the coloured SSOR.
 pub struct BackendParts<'a, B: Backend, T: Scalar> {
+    /// `upload(matrix, columns)`: a host CSR matrix of `columns` columns
+    /// in the backend's SpMV format (operators, transfers, SPAI, SAINV).
     pub upload: Box<dyn Fn(&Csr<T>, usize) -> Result<Matrix<B, T>> + 'a>,
+    /// The multi-colour SSOR preconditioner of a host matrix on the
+    /// backend.
     pub ssor: Box<dyn Fn(&Csr<T>) -> Result<Box<dyn Preconditioner<B, T>>> + 'a>,
 }
 
@@ -221,6 +295,10 @@ pub fn solve<B: Backend + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &Hole
     let res: Vec<f64> = ax.iter().zip(&b64).map(|(p, q)| q - p).collect();
     let true_relative_residual = norm(&res) / norm(&b64).max(f64::MIN_POSITIVE);
     let mg_smoothing = o.smoothing_steps.or(mg.as_ref().map(|m| m.opts.pre));
+    let solution = top.iter().enumerate().fold(vec![0.0; n], |mut u, (k, &r)| {
+        u[r as usize] = x64[k];
+        u
+    });
     Ok(HoleReport {
         problem: "hole",
         dim: o.dim,
@@ -245,9 +323,7 @@ pub fn solve<B: Backend + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &Hole
         smoother_setup_seconds,
         solve_seconds,
         history: report.history,
-        solution: top.iter().enumerate().fold(vec![0.0; n], |mut u, (k, &r)| {
-            u[r as usize] = x64[k];
-            u
-        }),
+        solution: solution.clone(),
+        field: Some(fine_field(&domain, &h0, &solution)),
     })
 }

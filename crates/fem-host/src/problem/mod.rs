@@ -2,5 +2,6 @@
 //! measurement against known solutions.
 
 pub mod cardiac;
+pub mod field;
 pub mod hole;
 pub mod poisson;

@@ -27,14 +27,23 @@ use std::time::Instant;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
+    /// Compressed sparse rows, assembled globally.
     Csr,
+    /// Transposed ELLPACK (rows padded to a common width, slot-major),
+    /// assembled globally.
     Ell,
+    /// Lazy ELLPACK: every element's entries appended to their rows,
+    /// repeated columns kept, so no pattern is built before assembly.
     LazyEll,
+    /// Local matrix approach: element matrices kept and applied as
+    /// gather, dense product, scatter per cell.
     Lma,
+    /// Nothing stored: element matrices recomputed in every product.
     MatrixFree,
 }
 
 impl Format {
+    /// Every format, in the order the reports list them.
     pub const ALL: [Format; 5] = [Self::Csr, Self::Ell, Self::LazyEll, Self::Lma, Self::MatrixFree];
 
     /// The name the command line and the reports use.
@@ -56,7 +65,9 @@ impl std::str::FromStr for Format {
     }
 }
 
-/// The operator of `layout` in `format`, and the load vector.
+/// The operator of `layout` in `format`, and the load vector; `kappa`:
+/// each cell's material factor on κ.
+#[allow(clippy::too_many_arguments)]
 pub fn build_operator<T: Scalar>(
     cpu: &CpuBackend,
     mesh: &Mesh,
@@ -65,8 +76,9 @@ pub fn build_operator<T: Scalar>(
     format: Format,
     variant: LocalVariant,
     symmetric: bool,
+    kappa: Option<&[f64]>,
 ) -> Result<(Box<dyn LinearOperator<CpuBackend, T>>, Vec<T>)> {
-    let cd = CellData::<T>::new(mesh, layout, degree);
+    let cd = with_regions(CellData::<T>::new(mesh, layout, degree), kappa)?;
     let elems = elements::assemble(cpu, &cd, variant, format == Format::Lma && symmetric)?;
     let b = elements::load_vector(&cd, &elems);
     let op: Box<dyn LinearOperator<CpuBackend, T>> = match format {
@@ -89,6 +101,7 @@ pub enum MeshSource {
 }
 
 impl MeshSource {
+    /// The mesh: generated anew, or a copy of the given one.
     pub fn build(&self) -> Result<Mesh> {
         match self {
             Self::Box(b) => b.build(),
@@ -97,13 +110,20 @@ impl MeshSource {
     }
 }
 
+/// What to solve and how.
 #[derive(Clone, Debug)]
 pub struct PoissonOptions {
+    /// The mesh of the solve.
     pub mesh: MeshSource,
+    /// Degree p of the Q_p elements.
     pub degree: usize,
+    /// Order in which the DOFs are numbered.
     pub numbering: Numbering,
+    /// How u = 0 on the Dirichlet boundary enters the system.
     pub dirichlet: DirichletMode,
+    /// Local assembly: per-point data reused, or recomputed per entry.
     pub variant: LocalVariant,
+    /// Storage of the stiffness matrix.
     pub format: Format,
     /// GPU: how element kernels avoid write races.
     pub scatter: Scatter,
@@ -113,13 +133,41 @@ pub struct PoissonOptions {
     pub symmetric: bool,
     /// GPU: also time one SpMV against the copy roofline.
     pub benchmark: bool,
+    /// Stopping rule and Jacobi preconditioning of CG.
     pub cg: CgOptions,
     /// Dirichlet conditions on these boundary facets only (facet keys of
     /// the mesh), natural conditions on the rest; `None`: everywhere.
     pub dirichlet_facets: Option<std::sync::Arc<std::collections::HashSet<[u32; 4]>>>,
+    /// Material regions: κ of every cell (mesh order), multiplying κ(x).
+    pub kappa: Option<Arc<Vec<f64>>>,
+    /// The exact solution the L2 error is measured against; `None`: the
+    /// sine solution, which holds only with κ = 1 and u = 0 on the whole
+    /// boundary of the unit square or cube (otherwise the error is NaN).
+    pub exact: Option<Exact>,
+}
+
+/// An exact solution u(x) (x padded to three coordinates).
+#[derive(Clone)]
+pub struct Exact(pub Arc<dyn Fn([f64; 3]) -> f64 + Send + Sync>);
+
+impl std::fmt::Debug for Exact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Exact(..)")
+    }
+}
+
+/// The cells with their regions' κ, if any.
+fn with_regions<T: Scalar>(cd: CellData<T>, kappa: Option<&[f64]>) -> Result<CellData<T>> {
+    match kappa {
+        Some(k) => cd.with_kappa(k),
+        None => Ok(cd),
+    }
 }
 
 impl PoissonOptions {
+    /// The problem on a generated box mesh; the defaults of
+    /// [`on`](Self::on): CSR, eliminated boundary DOFs, Jacobi-CG to a
+    /// relative residual of 10⁻¹².
     pub fn new(mesh: BoxMesh, degree: usize) -> Self {
         Self::on(MeshSource::Box(mesh), degree)
     }
@@ -140,27 +188,47 @@ impl PoissonOptions {
             benchmark: false,
             cg: CgOptions { rtol: 1e-12, jacobi: true, ..CgOptions::default() },
             dirichlet_facets: None,
+            kappa: None,
+            exact: None,
         }
     }
 }
 
+/// The outcome of one solve, as written to the JSON reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct PoissonReport {
+    /// Space dimension, 2 or 3.
     pub dim: usize,
+    /// Element degree p.
     pub degree: usize,
+    /// Cells of the mesh.
     pub cells: usize,
+    /// Global DOFs, boundary ones included.
     pub dofs: usize,
+    /// Rows of the solved system: the free DOFs when the boundary is
+    /// eliminated, all of them otherwise.
     pub rows: usize,
+    /// Storage of the stiffness matrix.
     pub format: Format,
+    /// How the GPU element kernels avoid write races (the option as given;
+    /// unused on the CPU).
     pub scatter: Scatter,
     /// GPU CSR: threads per row used (tuned in benchmarks).
     pub threads_per_row: Option<usize>,
+    /// The backend's name (CPU threads or GPU model).
     pub backend: String,
+    /// Precision of assembly and solve, `f32` or `f64`.
     pub precision: &'static str,
+    /// CG iterations performed.
     pub iterations: usize,
+    /// CG's final recursively updated ‖r‖/‖b‖.
     pub relative_residual: f64,
+    /// ‖u_h − u‖_{L2} against the exact solution; NaN where none is known.
     pub l2_error: f64,
+    /// Time of the assembly in seconds: wall time on the CPU, CUDA-event
+    /// time on the GPU (host set-up excluded).
     pub assembly_seconds: f64,
+    /// Time of the whole CG solve in seconds, measured the same way.
     pub solve_seconds: f64,
     /// Cells assembled per second (0 for matrix-free, which stores nothing).
     pub elements_per_second: f64,
@@ -169,16 +237,22 @@ pub struct PoissonReport {
     pub cg_iterations_per_second: f64,
     /// SpMV figures, when benchmarked.
     pub spmv: Option<SpmvBench>,
+    /// CG's full report, residual history included (not serialised).
     #[serde(skip)]
     pub cg: CgReport,
     /// u_h at the mesh's vertices (for output files).
     #[serde(skip)]
     pub vertex_values: Vec<f64>,
+    /// u_h with its mesh and space (for output files).
+    #[serde(skip)]
+    pub field: Option<super::field::QpField>,
 }
 
 /// One SpMV measured against the copy of the same bytes in the same run.
 #[derive(Clone, Debug, Serialize)]
 pub struct SpmvBench {
+    /// Median time of one product over 20 timed runs (after 3 warm-up
+    /// runs), in seconds.
     pub seconds: f64,
     /// Bytes the format must move at least: stored matrix and index data,
     /// x read once, y written once.
@@ -186,9 +260,12 @@ pub struct SpmvBench {
     /// The paper's model (eqs. 17 and 19 generalised to D dimensions and
     /// exact counts): x read once per stored entry, no cache reuse.
     pub model_bytes: usize,
+    /// Achieved bandwidth: `bytes` over `seconds`.
     pub bytes_per_second: f64,
     /// `bytes_per_second` over the device-to-device copy bandwidth.
     pub roofline_fraction: f64,
+    /// Bandwidth of a device-to-device copy of `bytes` bytes, measured in
+    /// the same run: the roofline.
     pub copy_bytes_per_second: f64,
 }
 
@@ -201,15 +278,15 @@ pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<P
     }
     let layout = Layout::new(&space, opts.dirichlet);
     let t0 = Instant::now();
-    let (op, b) = build_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant, opts.symmetric)?;
+    let (op, b) = build_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant, opts.symmetric, opts.kappa.as_deref().map(|k| k.as_slice()))?;
     let assembly_seconds = t0.elapsed().as_secs_f64();
     let mut x = vec![T::ZERO; layout.n_rows];
     let t1 = Instant::now();
     let report = cg(cpu, &op, &b, &mut x, opts.cg)?;
     let solve_seconds = t1.elapsed().as_secs_f64();
-    let l2_error = l2_error(cpu, &mesh, &space, &layout, &x);
+    let l2_error = opts_error(cpu, opts, &mesh, &space, &layout, &x);
     let mut r = PoissonReport::new::<T>(&mesh, &space, &layout, opts, cpu.name(), report, l2_error, assembly_seconds, solve_seconds);
-    r.vertex_values = vertex_values(&mesh, &space, &layout, &x);
+    r.attach_field(&mesh, &space, &layout, &x);
     Ok(r)
 }
 
@@ -223,7 +300,7 @@ pub fn build_gpu_operator<T: Scalar>(
     layout: &Layout,
     opts: &PoissonOptions,
 ) -> Result<(Box<dyn LinearOperator<CudaBackend, T>>, crate::backend::cuda::DeviceVec<T>, f64, Option<usize>)> {
-    let cd = CellData::<T>::new(mesh, layout, opts.degree);
+    let cd = with_regions(CellData::<T>::new(mesh, layout, opts.degree), opts.kappa.as_deref().map(|k| k.as_slice()))?;
     let cells = Arc::new(GpuCells::upload(gpu, &cd, layout)?);
     let mut b = gpu.zeros::<T>(layout.n_rows)?;
     // JIT-compile the assembly kernels before anything is timed.
@@ -374,11 +451,11 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
         None
     };
     let xh = gpu.download(&x)?;
-    let l2_error = l2_error(cpu, &mesh, &space, &layout, &xh);
+    let l2_error = opts_error(cpu, opts, &mesh, &space, &layout, &xh);
     let mut r = PoissonReport::new::<T>(&mesh, &space, &layout, opts, gpu.name(), report, l2_error, assembly_seconds, solve_seconds);
     r.threads_per_row = threads_per_row;
     r.spmv = bench;
-    r.vertex_values = vertex_values(&mesh, &space, &layout, &xh);
+    r.attach_field(&mesh, &space, &layout, &xh);
     Ok(r)
 }
 
@@ -410,8 +487,7 @@ impl PoissonReport {
             precision: T::NAME,
             iterations: cg.iterations,
             relative_residual: cg.relative_residual,
-            // The exact solution holds for Dirichlet conditions everywhere only.
-            l2_error: if opts.dirichlet_facets.is_some() { f64::NAN } else { l2_error },
+            l2_error,
             assembly_seconds,
             solve_seconds,
             elements_per_second: rate(mesh.n_cells(), assembly_seconds),
@@ -419,7 +495,28 @@ impl PoissonReport {
             spmv: None,
             cg,
             vertex_values: Vec::new(),
+            field: None,
         }
+    }
+}
+
+impl PoissonReport {
+    /// Keeps u_h (its vertex values and the whole field) for output files.
+    fn attach_field<T: Scalar>(&mut self, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T]) {
+        let field = super::field::QpField::from_rows(mesh, space, layout, x, |_| 0.0);
+        self.vertex_values = field.vertex_values();
+        self.field = Some(field);
+    }
+}
+
+/// The L2 error against the options' exact solution; NaN where none is
+/// known (natural conditions on part of the boundary, or material regions,
+/// without an exact solution given).
+fn opts_error<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T]) -> f64 {
+    match &opts.exact {
+        Some(Exact(u)) => l2_error_against(cpu, mesh, space, layout, x, u.as_ref()),
+        None if opts.dirichlet_facets.is_none() && opts.kappa.is_none() => l2_error(cpu, mesh, space, layout, x),
+        None => f64::NAN,
     }
 }
 
@@ -450,13 +547,19 @@ pub fn format_bytes(format: Format, t: usize, n: usize, ne: usize, nb: usize, nn
 
 /// ‖u_h − u‖_{L2} with a Gauss rule of p + 3 points per direction.
 pub fn l2_error<T: Scalar>(cpu: &CpuBackend, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T]) -> f64 {
+    l2_error_against(cpu, mesh, space, layout, x, &|x| if mesh.dim == 2 { SinePoisson::solution([x[0], x[1]]) } else { SinePoisson::solution(x) })
+}
+
+/// ‖u_h − u‖_{L2} for a given exact `u` (fixed rows and eliminated DOFs
+/// count as zero).
+pub fn l2_error_against<T: Scalar>(cpu: &CpuBackend, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T], u: &(dyn Fn([f64; 3]) -> f64 + Sync)) -> f64 {
     match mesh.dim {
-        2 => l2_error_dim::<T, 2>(cpu, mesh, space, layout, x),
-        _ => l2_error_dim::<T, 3>(cpu, mesh, space, layout, x),
+        2 => l2_error_dim::<T, 2>(cpu, mesh, space, layout, x, u),
+        _ => l2_error_dim::<T, 3>(cpu, mesh, space, layout, x, u),
     }
 }
 
-fn l2_error_dim<T: Scalar, const D: usize>(cpu: &CpuBackend, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T]) -> f64 {
+fn l2_error_dim<T: Scalar, const D: usize>(cpu: &CpuBackend, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T], exact: &(dyn Fn([f64; 3]) -> f64 + Sync)) -> f64 {
     let p = space.degree;
     let tables = RefTables::<f64>::new(p, p + 3);
     let tab = tables.view();
@@ -478,7 +581,9 @@ fn l2_error_dim<T: Scalar, const D: usize>(cpu: &CpuBackend, mesh: &Mesh, space:
                     let (xq, jac) = geometry(&verts, xi);
                     let (det, _) = det_inv(&jac);
                     let uh: f64 = (0..nb).map(|i| u[i] * tab.basis::<D>(i, q)).sum();
-                    let d = uh - SinePoisson::solution(xq);
+                    let mut x3 = [0.0; 3];
+                    x3[..D].copy_from_slice(&xq);
+                    let d = uh - exact(x3);
                     e += w * det * d * d;
                 }
                 e
@@ -525,6 +630,59 @@ mod tests {
         }
     }
 
+    /// u = g(x) Π_{a>0} sin πx_a for −∇·(κ∇u) = Π sin πx_a with κ₁ left
+    /// of x = ½ and κ₂ right of it: on each side g = sin πx /(κDπ²) plus
+    /// a solution of g'' = (D−1)π² g, chosen so that g(0) = g(1) = 0 and
+    /// g and the flux κg' are continuous at ½.
+    fn layered(dim: usize, k1: f64, k2: f64, x: [f64; 3]) -> f64 {
+        let pi = std::f64::consts::PI;
+        let (c, m) = (dim as f64 * pi * pi, pi * ((dim - 1) as f64).sqrt());
+        let b1 = (1.0 / k2 - 1.0 / k1) / (c * (m / 2.0).sinh() * (1.0 + k1 / k2));
+        let g = if x[0] <= 0.5 { (pi * x[0]).sin() / (k1 * c) + b1 * (m * x[0]).sinh() } else { (pi * x[0]).sin() / (k2 * c) - k1 / k2 * b1 * (m * (1.0 - x[0])).sinh() };
+        g * (1..dim).map(|a| (pi * x[a]).sin()).product::<f64>()
+    }
+
+    fn two_materials(dim: usize, n: usize, p: usize, format: Format, k1: f64, k2: f64) -> PoissonOptions {
+        let mesh = BoxMesh::structured(dim, n).build().unwrap();
+        let kappa = (0..mesh.n_cells()).map(|c| if mesh.centroid(c)[0] < 0.5 { k1 } else { k2 }).collect();
+        let mut o = PoissonOptions::on(MeshSource::Given(Arc::new(mesh)), p);
+        o.format = format;
+        o.kappa = Some(Arc::new(kappa));
+        o.exact = Some(Exact(Arc::new(move |x| layered(dim, k1, k2, x))));
+        o
+    }
+
+    /// Material regions: the layered solution is reached at order p + 1
+    /// (cells aligned with the interface), through every way κ enters
+    /// (element matrices for CSR/ELLPACK/LMA, the recomputed product of
+    /// matrix-free); without its exact solution the error is not reported.
+    #[test]
+    fn material_regions_converge_to_the_layered_solution() {
+        for (dim, p, levels, format) in [
+            (2, 1, vec![8, 16], Format::Csr),
+            (2, 2, vec![4, 8], Format::Lma),
+            (2, 3, vec![4, 8], Format::MatrixFree),
+            (3, 2, vec![2, 4], Format::Ell),
+        ] {
+            let (errs, order) = rate(|n| two_materials(dim, n, p, format, 1.0, 20.0), &levels);
+            eprintln!("two materials dim={dim} p={p} {format:?}: errors {errs:?}, order {order:.3}");
+            assert!((order - (p + 1) as f64).abs() < 0.25, "dim={dim} p={p}: errors {errs:?}, order {order:.3}");
+        }
+        // The jump matters: the solution differs from the one-material one
+        // by far more than the discretisation error.
+        let cpu = CpuBackend::new(None).unwrap();
+        let mut o = two_materials(2, 8, 2, Format::Csr, 1.0, 20.0);
+        let with = solve_cpu::<f64>(&cpu, &o).unwrap();
+        o.exact = Some(Exact(Arc::new(|x| layered(2, 1.0, 1.0, x))));
+        assert!(solve_cpu::<f64>(&cpu, &o).unwrap().l2_error > 100.0 * with.l2_error);
+        o.exact = None;
+        assert!(solve_cpu::<f64>(&cpu, &o).unwrap().l2_error.is_nan());
+        o.kappa = Some(Arc::new(vec![1.0; 3]));
+        assert!(solve_cpu::<f64>(&cpu, &o).unwrap_err().to_string().contains("3 material factors for 64 cells"));
+        o.kappa = Some(Arc::new(vec![-1.0; 64]));
+        assert!(solve_cpu::<f64>(&cpu, &o).unwrap_err().to_string().contains("positive"));
+    }
+
     /// Every format's product equals the CSR product (to rounding), on
     /// structured and unstructured meshes, in both Dirichlet modes.
     #[test]
@@ -538,7 +696,7 @@ mod tests {
                     let layout = Layout::new(&space, mode);
                     let x = crate::conformance::values::<f64>(layout.n_rows, 3);
                     let mut want = vec![0.0; layout.n_rows];
-                    let (csr, b0) = build_operator::<f64>(&cpu, &mesh, &layout, p, Format::Csr, LocalVariant::Reuse, false).unwrap();
+                    let (csr, b0) = build_operator::<f64>(&cpu, &mesh, &layout, p, Format::Csr, LocalVariant::Reuse, false, None).unwrap();
                     csr.apply(&cpu, &x, &mut want).unwrap();
                     let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
                     // Redundant compute costs nb²·nq^D geometry evaluations
@@ -546,7 +704,7 @@ mod tests {
                     let variants: &[LocalVariant] = if space.dofs_per_cell() > 64 { &[LocalVariant::Reuse] } else { &[LocalVariant::Reuse, LocalVariant::Redundant] };
                     for format in Format::ALL {
                         for &variant in variants {
-                            let (op, b) = build_operator::<f64>(&cpu, &mesh, &layout, p, format, variant, variant == LocalVariant::Redundant).unwrap();
+                            let (op, b) = build_operator::<f64>(&cpu, &mesh, &layout, p, format, variant, variant == LocalVariant::Redundant, None).unwrap();
                             let mut got = vec![0.0; layout.n_rows];
                             op.apply(&cpu, &x, &mut got).unwrap();
                             let err = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
@@ -573,7 +731,7 @@ mod tests {
         let layout = Layout::new(&space, DirichletMode::Eliminate);
         assert_eq!(layout.n_rows, 0);
         for format in Format::ALL {
-            let (op, b) = build_operator::<f64>(&cpu, &mesh, &layout, 1, format, LocalVariant::Reuse, false).unwrap();
+            let (op, b) = build_operator::<f64>(&cpu, &mesh, &layout, 1, format, LocalVariant::Reuse, false, None).unwrap();
             assert!(b.is_empty());
             op.apply(&cpu, &Vec::new(), &mut Vec::new()).unwrap();
             let err = op.apply(&cpu, &vec![1.0], &mut Vec::new()).unwrap_err();
@@ -666,21 +824,3 @@ pub fn csr_signature(dim: usize, degree: usize, cells: usize, precision: &str) -
     format!("poisson-csr/{dim}d/q{degree}/{precision}/rows={}", crate::tune::pow2_bucket(rows))
 }
 
-/// The solution at the mesh's vertices: each cell's corner nodes (local
-/// node Σ bit_a · p · (p + 1)^a of the tensor-ordered basis), zero on
-/// eliminated boundary DOFs.
-pub fn vertex_values<T: Scalar>(mesh: &Mesh, space: &Space, layout: &Layout, x: &[T]) -> Vec<f64> {
-    let mut by_dof = vec![0.0; space.n_dofs];
-    for (r, &d) in layout.row_dof.iter().enumerate() {
-        by_dof[d as usize] = x[r].to_f64();
-    }
-    let (p, np, nb) = (space.degree, space.degree + 1, space.dofs_per_cell());
-    let mut out = vec![0.0; mesh.n_vertices()];
-    for (c, cell) in mesh.cells.iter().enumerate() {
-        for (v, &vertex) in cell.iter().enumerate().take(mesh.vertices_per_cell()) {
-            let local: usize = (0..mesh.dim).map(|a| ((v >> a) & 1) * p * np.pow(a as u32)).sum();
-            out[vertex as usize] = by_dof[space.cell_dofs[c * nb + local] as usize];
-        }
-    }
-    out
-}

@@ -7,10 +7,13 @@ use crate::operator::LinearOperator;
 use crate::{Backend, Result, Scalar};
 use serde::Serialize;
 
+/// Stopping rule and preconditioning of [`cg`] (also taken by BiCGStab);
+/// by default rtol 10⁻¹⁰, at most 10 000 iterations, no Jacobi.
 #[derive(Clone, Copy, Debug)]
 pub struct CgOptions {
     /// Stop when ‖r‖ ≤ rtol ‖b‖.
     pub rtol: f64,
+    /// Iterations after which the solver stops unconverged.
     pub max_iterations: usize,
     /// Precondition with the inverse diagonal.
     pub jacobi: bool,
@@ -22,10 +25,14 @@ impl Default for CgOptions {
     }
 }
 
+/// Outcome of an iterative solve: CG, BiCGStab, or multigrid cycles.
 #[derive(Clone, Debug, Serialize)]
 pub struct CgReport {
+    /// Iterations performed (cycles for multigrid).
     pub iterations: usize,
+    /// The last entry of `history`: the final relative residual.
     pub relative_residual: f64,
+    /// Whether `relative_residual` ≤ rtol was reached within the iteration limit.
     pub converged: bool,
     /// ‖r_k‖/‖b‖ after every iteration (the first entry is the start).
     pub history: Vec<f64>,

@@ -28,11 +28,16 @@ use crate::{Backend, CpuBackend, Error, Result, Scalar};
 use serde::Serialize;
 use std::sync::Mutex;
 
+/// The `M` of the Richardson smoother on every level above the coarsest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Smoother {
+    /// `M = D⁻¹`, the inverse diagonal.
     Jacobi,
+    /// `M` = SPAI(1) on the pattern of `A`; post-smoothing applies `Mᵀ`.
     Spai,
+    /// `M = Z D⁻¹ Zᵀ` from SAINV with drop tolerance [`SAINV_DROP`]
+    /// (symmetric, so pre- and post-smoothing agree).
     Sainv,
 }
 
@@ -42,11 +47,15 @@ pub enum Smoother {
 /// twice `A` for one iteration more.
 pub const SAINV_DROP: f64 = 0.05;
 
+/// The recursion of a multigrid cycle (parsed from `v`, `w` or `f`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Cycle {
+    /// One coarse-grid correction per level.
     V,
+    /// Two recursive W-cycles on the next coarser level.
     W,
+    /// An F-cycle then a V-cycle on the next coarser level.
     F,
 }
 
@@ -62,11 +71,16 @@ impl std::str::FromStr for Cycle {
     }
 }
 
+/// Smoother, cycle and coarse solve of a [`Multigrid`].
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct MgOptions {
+    /// Preconditioner `M` of the Richardson smoothing.
     pub smoother: Smoother,
+    /// Cycle run on the finest level.
     pub cycle: Cycle,
+    /// Smoothing steps before the coarse-grid correction.
     pub pre: usize,
+    /// Smoothing steps after it (with `Mᵀ`).
     pub post: usize,
     /// Richardson damping ω.
     pub omega: f64,
@@ -85,6 +99,7 @@ impl MgOptions {
 
 /// The host side of a hierarchy, coarsest level first.
 pub struct Hierarchy<T> {
+    /// `a[l]`: the operator of level `l` (Dirichlet rows eliminated).
     pub a: Vec<Csr<T>>,
     /// `p[l]` prolongs level `l` to level `l + 1`.
     pub p: Vec<Csr<T>>,
@@ -133,6 +148,7 @@ impl<T: Scalar> Hierarchy<T> {
         Self { a, p, coords, fine: self.fine.clone() }
     }
 
+    /// Number of levels, the coarsest included.
     pub fn levels(&self) -> usize {
         self.a.len()
     }
@@ -201,6 +217,7 @@ struct Work<V> {
 /// A multigrid solver / preconditioner on backend `B`.
 pub struct Multigrid<B: Backend, T: Scalar> {
     levels: Vec<Level<B, T>>,
+    /// The options the cycles run with.
     pub opts: MgOptions,
     work: Mutex<Vec<Work<B::Vector<T>>>>,
     /// Host seconds spent building smoothers (SPAI).
@@ -266,6 +283,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         Ok(Self { levels, opts, work: Mutex::new(work), smoother_setup_seconds })
     }
 
+    /// Rows of the finest level, the size of the system solved.
     pub fn rows(&self) -> usize {
         self.levels.last().map_or(0, |l| l.n)
     }

@@ -12,15 +12,24 @@ use crate::Scalar;
 use serde::Serialize;
 use std::collections::VecDeque;
 
+/// How the rows of every multigrid level are renumbered (parsed from
+/// `original`, `2lv`, `hie`, `cm`, `xyz` or `stoch`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Ordering {
     /// The numbering the spaces produce (cells in mesh order).
     Original,
+    /// 2LV: rows inherited from the next coarser level first, in that level's
+    /// original order, then the new rows.
     TwoLevel,
+    /// Hie: rows inherited from the coarser level first, in that level's
+    /// (recursively) hierarchical order, so the coarsest rows lead.
     Hierarchical,
+    /// CM: Cuthill–McKee on the matrix graph of each level.
     CuthillMcKee,
+    /// XYZ: rows sorted by the z, then y, then x coordinate of their node.
     Xyz,
+    /// Stoch: a pseudo-random permutation per level, from a seed.
     Random,
 }
 

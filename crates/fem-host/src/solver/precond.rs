@@ -5,9 +5,12 @@
 use crate::operator::LinearOperator;
 use crate::{Backend, Error, Result, Scalar};
 
+/// A preconditioner `M ≈ A⁻¹` applied on backend `B`; for CG it must be
+/// symmetric positive definite.
 pub trait Preconditioner<B: Backend, T: Scalar> {
     /// `z ← M r`.
     fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()>;
+    /// Short label for reports and logs (`none`, `jacobi`, `spai`, …).
     fn name(&self) -> String;
 }
 
@@ -25,6 +28,7 @@ impl<B: Backend, T: Scalar> Preconditioner<B, T> for Identity {
 
 /// The inverse diagonal.
 pub struct Jacobi<B: Backend, T: Scalar> {
+    /// `1 / a_ii` for every row, on the backend.
     pub inv_diag: B::Vector<T>,
 }
 
@@ -35,6 +39,7 @@ impl<B: Backend, T: Scalar> Jacobi<B, T> {
         Self::from_diagonal(b, &d)
     }
 
+    /// From a host copy of the diagonal `d`; a zero (or NaN) entry is an error.
     pub fn from_diagonal(b: &B, d: &[T]) -> Result<Self> {
         if let Some(i) = d.iter().position(|v| !(v.abs() > T::ZERO)) {
             return Err(Error::InvalidArgument(format!("Jacobi: zero diagonal in row {i}")));
@@ -55,7 +60,9 @@ impl<B: Backend, T: Scalar> Preconditioner<B, T> for Jacobi<B, T> {
 /// A sparse approximate inverse `M ≈ A⁻¹` stored as an operator (any
 /// SpMV format), applied with one product.
 pub struct ApproximateInverse<O> {
+    /// The operator `M`.
     pub m: O,
+    /// What [`Preconditioner::name`] returns (`spai`, `sainv`).
     pub label: &'static str,
 }
 

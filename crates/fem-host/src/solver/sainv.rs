@@ -14,7 +14,9 @@ use std::collections::BinaryHeap;
 
 /// Sparse columns `(row, value)` of `Z` and the pivots `p_i`.
 pub struct Factors {
+    /// `z[i]`: the kept entries `(row, value)` of column `i` of `Z`.
     pub z: Vec<Vec<(u32, f64)>>,
+    /// `p[i] = z_iᵀ A z_i`, the diagonal of `D`.
     pub p: Vec<f64>,
 }
 

@@ -19,6 +19,7 @@ use rayon::prelude::*;
 /// A colouring of the matrix graph: rows of one colour share no entry.
 #[derive(Clone, Debug)]
 pub struct RowColouring {
+    /// Colour of every row, below 255.
     pub colour: Vec<u8>,
     /// Rows of each colour, ascending.
     pub rows: Vec<Vec<u32>>,
@@ -85,13 +86,17 @@ fn transpose_pattern<T: Scalar>(a: &Csr<T>) -> (Vec<usize>, Vec<u32>) {
 
 /// The storage an SSOR sweeps.
 pub enum SsorMatrix<T> {
+    /// Sweep the rows of a CSR matrix.
     Csr(Csr<T>),
+    /// Sweep the rows of a transposed (slot-major) ELLPACK matrix.
     Ell(Ell<T>),
 }
 
 /// Coloured SSOR on the CPU.
 pub struct CpuSsor<T> {
+    /// The matrix `A = L + D + Lᵀ` whose rows are swept.
     pub matrix: SsorMatrix<T>,
+    /// Row colours of `matrix`'s pattern; fixes the sweep order.
     pub colouring: RowColouring,
 }
 
@@ -141,20 +146,26 @@ impl<T: Scalar> Preconditioner<CpuBackend, T> for CpuSsor<T> {
 
 /// The matrix an SSOR sweeps on the GPU.
 pub enum GpuSsorMatrix<T: Scalar> {
+    /// Device CSR, swept by the `ssor_csr` kernels.
     Csr(GpuCsr<T>),
+    /// Device ELLPACK, swept by the `ssor_ell` kernels.
     Ell(GpuEll<T>),
 }
 
 /// Coloured SSOR on the GPU.
 pub struct GpuSsor<T: Scalar> {
+    /// The matrix whose rows are swept.
     pub matrix: GpuSsorMatrix<T>,
+    /// Colour of every row ([`RowColouring::colour`] on the device).
     pub colour: CudaSlice<u8>,
+    /// Rows of each colour, one launch per entry and direction.
     pub rows: Vec<CudaSlice<u32>>,
     /// The forward sweep's result.
     y: std::sync::Mutex<Option<CudaSlice<T>>>,
 }
 
 impl<T: Scalar> GpuSsor<T> {
+    /// Uploads `colouring` (which must be of `matrix`'s pattern) next to `matrix`.
     pub fn new(gpu: &CudaBackend, matrix: GpuSsorMatrix<T>, colouring: &RowColouring) -> Result<Self> {
         let s = gpu.stream();
         let rows = colouring.rows.iter().map(|r| s.clone_htod(r)).collect::<std::result::Result<_, _>>()?;

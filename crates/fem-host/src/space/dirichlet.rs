@@ -7,6 +7,8 @@ use super::Space;
 /// Marks a local entry that has no row in the system (an eliminated DOF).
 pub const NONE: u32 = u32::MAX;
 
+/// How the Dirichlet condition u = 0 enters the linear system (parsed from
+/// `eliminate` or `zero`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DirichletMode {
     /// Constrained DOFs are removed; the free ones keep their order.
@@ -30,8 +32,11 @@ impl std::str::FromStr for DirichletMode {
 /// How the local nodes of every cell map to rows of the linear system.
 #[derive(Clone, Debug)]
 pub struct Layout {
+    /// How the boundary DOFs were treated when the rows were laid out.
     pub mode: DirichletMode,
+    /// Rows of the system: the free DOFs (`Eliminate`) or all DOFs (`Zero`).
     pub n_rows: usize,
+    /// Local nodes per cell, `nb` = (p + 1)^dim.
     pub dofs_per_cell: usize,
     /// `cell_rows[c * nb + i]`: row of local node `i` of cell `c`, or
     /// [`NONE`] for an eliminated DOF.
@@ -43,6 +48,8 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// Rows of `space` under `mode`: free DOFs renumbered in order, or every
+    /// DOF with the boundary ones marked fixed.
     pub fn new(space: &Space, mode: DirichletMode) -> Self {
         let nb = space.dofs_per_cell();
         match mode {
@@ -69,6 +76,7 @@ impl Layout {
         }
     }
 
+    /// Number of mesh cells.
     pub fn n_cells(&self) -> usize {
         self.cell_rows.len() / self.dofs_per_cell
     }

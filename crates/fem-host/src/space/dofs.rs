@@ -56,8 +56,11 @@ type EntityKey = (u8, [u32; 4]);
 /// The Q_p space on a mesh.
 #[derive(Clone, Debug)]
 pub struct Space {
+    /// Spatial dimension of the mesh (2 or 3).
     pub dim: usize,
+    /// Polynomial degree p, in 1..=[`MAX_DEGREE`].
     pub degree: usize,
+    /// Global DOFs, boundary ones included.
     pub n_dofs: usize,
     /// `cell_dofs[c * nb + i]` is the global DOF of local node `i` of cell `c`.
     pub cell_dofs: Vec<u32>,
@@ -224,6 +227,7 @@ impl Space {
         pow(self.degree + 1, self.dim)
     }
 
+    /// Number of mesh cells.
     pub fn n_cells(&self) -> usize {
         self.cell_dofs.len() / self.dofs_per_cell()
     }

@@ -26,4 +26,5 @@ impl Hasher for IntHasher {
     }
 }
 
+/// A `HashMap` keyed by integers, hashed with `IntHasher`.
 pub type IntMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<IntHasher>>;

@@ -15,9 +15,13 @@ use crate::{Error, Result};
 use fem_core::shape::Shape;
 use rayon::prelude::*;
 
+/// A nodal Lagrange space (P1/P2 on simplices, Q_p on quadrilaterals and
+/// hexahedra) with the per-cell data the pointwise kernels read.
 #[derive(Clone, Debug)]
 pub struct NodalSpace {
+    /// Reference cell: triangle, tetrahedron, quadrilateral or hexahedron.
     pub shape: Shape,
+    /// Polynomial degree (1 or 2 on simplices, 1 to the tensor maximum otherwise).
     pub degree: usize,
     /// Scalar nodes (a field of `nc` components has `nc · n_dofs` values).
     pub n_dofs: usize,
@@ -25,6 +29,7 @@ pub struct NodalSpace {
     pub cell_dofs: Vec<u32>,
     /// Vertex coordinates per cell: `cell_coords[(c·nv + v)·d + a]`.
     pub cell_coords: Vec<f64>,
+    /// Physical position of every node, padded to three components in 2D.
     pub dof_coords: Vec<[f64; 3]>,
     /// Nodes on the boundary of the domain.
     pub boundary: Vec<bool>,
@@ -89,10 +94,12 @@ impl NodalSpace {
         })
     }
 
+    /// Number of mesh cells.
     pub fn n_cells(&self) -> usize {
         self.cell_dofs.len() / self.nb()
     }
 
+    /// Basis functions (nodes) per cell.
     pub fn nb(&self) -> usize {
         self.shape.n_basis(self.degree)
     }

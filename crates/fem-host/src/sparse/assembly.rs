@@ -120,18 +120,31 @@ impl<T: Scalar> AssemblyBySpmv<T> {
 /// element matrices on the device.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct AssemblyReport {
+    /// Spatial dimension of the structured box mesh (2 or 3).
     pub dim: usize,
+    /// Polynomial degree p of the Q_p elements.
     pub degree: usize,
+    /// Scalar type of the values, `f32` or `f64`.
     pub precision: &'static str,
+    /// Cells (elements) of the mesh.
     pub cells: usize,
+    /// Rows of the global matrix (free degrees of freedom; Dirichlet rows eliminated).
     pub rows: usize,
+    /// Nonzeros of the global CSR matrix.
     pub nnz: usize,
+    /// Entries of all element matrices together (the length of the LMA array).
     pub element_entries: usize,
     /// `k1` or `k2` (remapped, pattern form).
     pub kernel: String,
+    /// Median time of one matrix assembly by SpMV, in seconds.
     pub spmv_seconds: f64,
+    /// Median time of one matrix assembly by atomic scatter (zeroing the output
+    /// included), in seconds.
     pub atomic_seconds: f64,
+    /// Median time of one load-vector assembly by SpMV, in seconds.
     pub load_spmv_seconds: f64,
+    /// Median time of one load-vector assembly by atomic scatter (zeroing
+    /// included), in seconds.
     pub load_atomic_seconds: f64,
     /// Largest difference of either GPU assembly from the CPU CSR assembly.
     pub max_abs_diff: f64,

@@ -16,14 +16,23 @@ use crate::{Backend, CpuBackend, Result, Scalar};
 use serde::Serialize;
 use std::time::Instant;
 
+/// One format's measurement in the side-by-side SpMV benchmark (one row of
+/// the paper's §6 comparison).
 #[derive(Clone, Debug, Serialize)]
 pub struct SpmvReport {
+    /// Format name with its parameter (`csr-t8`, `ellt-t2`, `k2r`, ...).
     pub format: String,
+    /// Description of the backend it ran on (device name or CPU thread count).
     pub backend: String,
+    /// Scalar type, `f32` or `f64`.
     pub precision: &'static str,
+    /// Rows of the matrix.
     pub rows: usize,
+    /// Nonzeros of the CSR matrix (padding not counted).
     pub nnz: usize,
+    /// The parameters the format was built and launched with.
     pub params: SpmvParams,
+    /// Median time of one product `y = A x`, in seconds.
     pub seconds_per_spmv: f64,
     /// The paper's matrix bytes, `nnz · (2 · sizeof(T) + 4)`.
     pub paper_bytes: usize,
@@ -32,10 +41,15 @@ pub struct SpmvReport {
     pub bytes: usize,
     /// `bytes` per second, in GB/s.
     pub gbytes_per_second: f64,
+    /// `paper_bytes` per second, in GB/s: the paper's effective bandwidth.
     pub paper_gbytes_per_second: f64,
     /// `gbytes_per_second` over the copy bandwidth of `bytes`.
     pub roofline_fraction: f64,
+    /// `paper_gbytes_per_second` over the copy bandwidth of `bytes`; it can
+    /// exceed 1, since the paper counts an `x` read per nonzero that caches serve.
     pub paper_roofline_fraction: f64,
+    /// Bandwidth of the backend's own copy moving `bytes` (read plus written),
+    /// measured in the same run, in GB/s: the roofline both fractions divide by.
     pub copy_gbytes_per_second: f64,
     /// Largest |y − y_csr| against the CSR product in f64.
     pub max_abs_error_vs_csr: f64,
@@ -46,7 +60,8 @@ pub struct SpmvReport {
     pub reorder_seconds: f64,
     /// The same refill on the CPU backend, for a GPU run.
     pub reorder_seconds_cpu: Option<f64>,
-    /// Time per product over cuSPARSE's, when cuSPARSE ran.
+    /// cuSPARSE's time per product over this format's (above 1: faster
+    /// than cuSPARSE), when cuSPARSE ran.
     pub speedup_vs_cusparse: Option<f64>,
     /// Products after which reordering on this backend pays off against
     /// cuSPARSE (`None`: never, the format is not faster).

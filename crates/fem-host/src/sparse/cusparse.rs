@@ -14,11 +14,16 @@ pub struct CusparseCsr<T: Scalar> {
     mat: sys::cusparseSpMatDescr_t,
     vx: sys::cusparseDnVecDescr_t,
     vy: sys::cusparseDnVecDescr_t,
+    /// Rows of the matrix (the length of `y`).
     pub n_rows: usize,
+    /// Columns of the matrix (the length of `x`).
     pub n_cols: usize,
+    /// Stored nonzeros.
     pub nnz: usize,
     _row_ptr: CudaSlice<u32>,
     _col: CudaSlice<u32>,
+    /// The CSR values the descriptor points at; new values of the same pattern
+    /// are copied into it in place.
     pub val: CudaSlice<T>,
     buffer: CudaSlice<u8>,
 }
@@ -43,6 +48,8 @@ impl<T: Scalar> CusparseCsr<T> {
         unsafe { sys::is_culib_present() }
     }
 
+    /// The square matrix `csr` on the GPU, preprocessed for `cusparseSpMV`;
+    /// fails with [`Error::Cusparse`] when the library is missing or a call fails.
     pub fn new(gpu: &CudaBackend, csr: &Csr<T>) -> Result<Self> {
         Self::rectangular(gpu, csr, csr.n_rows)
     }

@@ -89,7 +89,10 @@ pub fn prepare_gpu<T: Scalar>(
 
 /// A format and its slot → CSR position map (for the reordering).
 pub struct WithSource<M, S> {
+    /// The matrix in its format (ELLPACK on the host or the GPU).
     pub m: M,
+    /// Slot → position in the CSR value array (`NONE` for padding), in the
+    /// same memory as `m`: new values of the same pattern are a gather through it.
     pub src: S,
 }
 
@@ -264,17 +267,26 @@ impl<T: Scalar> Spmv<CudaBackend, T> for CusparseCsr<T> {
 
 /// ELLR-T on the GPU.
 pub struct GpuEllT<T: Scalar> {
+    /// Rows of the matrix.
     pub n_rows: usize,
     read_slots: usize,
+    /// Threads per block of the launches.
     pub block: u32,
+    /// Threads that share a row; picks the kernel specialised for that count.
     pub threads_per_row: usize,
+    /// Stored entries of each row.
     pub len: CudaSlice<u32>,
+    /// Column of every slot, in the layout of [`EllT::col`].
     pub col: CudaSlice<u32>,
+    /// Value of every slot, laid out as `col`.
     pub val: CudaSlice<T>,
+    /// Slot → CSR position (`NONE` for padding), for the reordering of values.
     pub src: CudaSlice<u32>,
 }
 
 impl<T: Scalar> GpuEllT<T> {
+    /// Copies `m` to the GPU, to be launched in blocks of `block` threads; fails
+    /// with [`Error::OutOfDeviceMemory`] when its arrays do not fit.
     pub fn upload(gpu: &CudaBackend, m: &EllT<T>, block: u32) -> Result<Self> {
         gpu.ensure_free(m.slots() * (8 + T::BYTES) + m.n_rows * 4)?;
         let s = gpu.stream();
@@ -344,17 +356,29 @@ fn blocks_of(threads: usize, block: u32) -> LaunchConfig {
 
 /// ELL-WARP on the GPU.
 pub struct GpuEllWarp<T: Scalar> {
+    /// Format name (k1, k2r, ...), as [`EllWarp::name`].
     pub name: String,
+    /// Rows of the matrix (the length of `y`).
     pub n_rows: usize,
+    /// Columns of the matrix (the length of `x`).
     pub n_cols: usize,
+    /// Number of slices; the kernel runs one warp per slice.
     pub n_slices: usize,
+    /// Threads per block of the launches.
     pub block: u32,
+    /// Whether `y` is written through `perm` (K1, K2) rather than in the sorted
+    /// numbering (the renumbered variants).
     pub remap: bool,
     /// `Slice`s as four `u32` each.
     pub slices: CudaSlice<u32>,
+    /// Column of every slot, in the layout of [`EllWarp::col`].
     pub col: CudaSlice<u32>,
+    /// Value of every slot, laid out as `col`.
     pub val: CudaSlice<T>,
+    /// Sorted position → original row (a single 0 when the host matrix has none,
+    /// since the kernel reads it only when it remaps).
     pub perm: CudaSlice<u32>,
+    /// Slot → CSR position (`NONE` for padding), for the reordering of values.
     pub src: CudaSlice<u32>,
     /// The host copy of the permutation.
     pub host_perm: Vec<u32>,
@@ -362,6 +386,8 @@ pub struct GpuEllWarp<T: Scalar> {
 }
 
 impl<T: Scalar> GpuEllWarp<T> {
+    /// Copies `m` to the GPU, to be launched in blocks of `block` threads; fails
+    /// with [`Error::OutOfDeviceMemory`] when its arrays do not fit.
     pub fn upload(gpu: &CudaBackend, m: &EllWarp<T>, block: u32) -> Result<Self> {
         gpu.ensure_free(m.slots() * (8 + T::BYTES) + m.slices.len() * 16 + m.n_rows * 4)?;
         let s = gpu.stream();

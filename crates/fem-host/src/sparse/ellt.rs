@@ -10,14 +10,21 @@ use crate::{CpuBackend, Error, Result, Scalar};
 use fem_kernels::sparse::{ellt_part, NONE};
 use rayon::prelude::*;
 
+/// An ELLR-T matrix on the host.
 #[derive(Clone, Debug)]
 pub struct EllT<T> {
+    /// Rows of the matrix.
     pub n_rows: usize,
+    /// Threads (lanes) that share a row, `T`: one of [`ELLT_THREADS`].
     pub threads_per_row: usize,
     /// Slot groups per row (the longest row's).
     pub groups: usize,
+    /// Stored entries of each row, so each row stops after its own groups.
     pub len: Vec<u32>,
+    /// Column of every slot; group `k` of row `r` starts at slot `(k · n_rows + r) · T`.
+    /// Padding slots read the row's first column.
     pub col: Vec<u32>,
+    /// Value of every slot, laid out as `col` (zero for padding).
     pub val: Vec<T>,
     /// Slot → CSR position (`NONE` for padding).
     pub src: Vec<u32>,
@@ -46,6 +53,8 @@ pub fn padded_slots(rows: usize, per_row: usize, nnz: usize, what: &str) -> Resu
 }
 
 impl<T: Scalar> EllT<T> {
+    /// ELLR-T of `csr` with `threads_per_row` threads per row; fails when that is
+    /// not one of [`ELLT_THREADS`] or the padding exceeds [`padded_slots`]'s limits.
     pub fn new(cpu: &CpuBackend, csr: &Csr<T>, threads_per_row: usize) -> Result<Self> {
         if !ELLT_THREADS.contains(&threads_per_row) {
             return Err(Error::InvalidArgument(format!(
@@ -95,6 +104,7 @@ impl<T: Scalar> EllT<T> {
         Ok(m)
     }
 
+    /// Slots stored, padding included.
     pub fn slots(&self) -> usize {
         self.src.len()
     }
@@ -105,10 +115,12 @@ impl<T: Scalar> EllT<T> {
         read_slots(&self.len, self.threads_per_row)
     }
 
+    /// The values of a CSR matrix of the same pattern, gathered into the slots.
     pub fn refill(&mut self, cpu: &CpuBackend, csr_val: &[T]) {
         super::gather_into(cpu, &self.src, csr_val, &mut self.val);
     }
 
+    /// `y = A x` on the CPU through the same per-thread sums as the kernel.
     pub fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) {
         let t = self.threads_per_row;
         cpu.install(|| {

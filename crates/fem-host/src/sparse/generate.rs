@@ -16,18 +16,32 @@ use crate::{CpuBackend, Error, Result, Scalar};
 /// `powerlaw:rows=1000000,xmin=1,alpha=2.5,max=4700,seed=1`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MatrixSpec {
+    /// The stiffness matrix of −Δ on Q_p elements ([`fem_matrix`]).
     Fem {
+        /// Spatial dimension, 2 or 3 (default 2).
         dim: usize,
+        /// Polynomial degree p of the elements (default 1).
         degree: usize,
+        /// Approximate number of rows; the mesh is sized to it (default 10⁶).
         rows: usize,
+        /// Interleaved components per node, 1..=6 (default 1).
         components: usize,
+        /// Whether the mesh's vertices are perturbed (0.2 h) and its vertices
+        /// and cells renumbered randomly, for an irregular pattern (default false).
         unstructured: bool,
     },
+    /// A random matrix with Pareto-distributed row lengths ([`power_law`]).
     PowerLaw {
+        /// Number of rows (and columns); default 10⁶.
         rows: usize,
+        /// Smallest row length of the Pareto law, at least 1 (default 1).
         xmin: f64,
+        /// Exponent α > 1 of the length density ∝ x^(−α); smaller means a
+        /// heavier tail of long rows (default 2.5).
         alpha: f64,
+        /// Cap on the row length (default 4700).
         max: usize,
+        /// Seed of the generator, so a spec always gives the same matrix (default 1).
         seed: u64,
     },
 }
@@ -98,6 +112,7 @@ impl MatrixSpec {
         }
     }
 
+    /// Generates the matrix in CSR; fails on out-of-range parameters.
     pub fn build<T: Scalar>(&self, cpu: &CpuBackend) -> Result<Csr<T>> {
         match *self {
             Self::Fem {

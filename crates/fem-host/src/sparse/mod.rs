@@ -22,19 +22,31 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SpmvFormat {
+    /// CSR, with 1 (scalar) to 32 (vector) threads per row on the GPU.
     Csr,
+    /// Plain ELLPACK: every row padded to the longest.
     Ell,
+    /// ELLR-T: ELLPACK with `T` threads per row and the row lengths stored.
     EllT,
+    /// ELL-WARP, one lane per row, `y` written through the permutation.
     K1,
+    /// K1 in the sorted numbering (`x` and `y` renumbered).
     K1r,
+    /// K1r with each row's entries sorted by their new column.
     K1rs,
+    /// ELL-WARP with long rows split over 2..32 lanes, `y` written through
+    /// the permutation.
     K2,
+    /// K2 in the sorted numbering (`x` and `y` renumbered).
     K2r,
+    /// K2r with each row's entries sorted by their new column.
     K2rs,
+    /// cuSPARSE's CSR SpMV, the reference (CUDA backend only).
     Cusparse,
 }
 
 impl SpmvFormat {
+    /// Every format, in the order reports list them (`all` on the command line).
     pub const ALL: [Self; 10] = [
         Self::Csr,
         Self::Ell,
@@ -48,6 +60,7 @@ impl SpmvFormat {
         Self::Cusparse,
     ];
 
+    /// The format's name on the command line and in reports (`csr`, `k1rs`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Self::Csr => "csr",
@@ -161,7 +174,10 @@ pub fn unpermute<T: Copy + Default>(perm: &[u32], y: &[T]) -> Vec<T> {
 
 /// A square matrix in any SpMV format as a [`crate::operator::LinearOperator`].
 pub struct SpmvOperator<B: Backend, T: Scalar> {
+    /// The matrix in some SpMV format; products go to it unchanged, so `x` and
+    /// `y` are in its numbering ([`Spmv::numbering`]).
     pub m: Box<dyn Spmv<B, T>>,
+    /// Rows (and columns) of the matrix.
     pub n: usize,
     /// The diagonal (host copy).
     pub diag: Vec<T>,

@@ -19,6 +19,8 @@ use serde::Serialize;
 /// What the model needs of a backend.
 #[derive(Clone, Debug, Serialize)]
 pub struct Machine {
+    /// Which backend: selects the kernels' measured efficiencies; on the CPU
+    /// every lane counts as busy and there is no serial-latency bound.
     pub kind: BackendKind,
     /// Device-to-device copy bandwidth (read plus written bytes per second).
     pub bytes_per_second: f64,
@@ -56,21 +58,26 @@ impl Machine {
 /// Row lengths, longest first: all the model reads of a matrix.
 #[derive(Clone, Debug)]
 pub struct RowLengths {
+    /// Entries of every row, longest first.
     pub sorted: Vec<u32>,
+    /// Nonzeros of the matrix (the sum of `sorted`).
     pub nnz: usize,
 }
 
 impl RowLengths {
+    /// The row lengths of `csr`.
     pub fn of<T: Scalar>(csr: &Csr<T>) -> Self {
         let mut sorted: Vec<u32> = csr.row_ptr.windows(2).map(|w| w[1] - w[0]).collect();
         sorted.sort_unstable_by(|a, b| b.cmp(a));
         Self { sorted, nnz: csr.nnz() }
     }
 
+    /// Number of rows.
     pub fn rows(&self) -> usize {
         self.sorted.len()
     }
 
+    /// Length of the longest row (0 for an empty matrix).
     pub fn max(&self) -> usize {
         self.sorted.first().copied().unwrap_or(0) as usize
     }
@@ -79,11 +86,16 @@ impl RowLengths {
 /// The model's view of one format with one parameter set.
 #[derive(Clone, Debug, Serialize)]
 pub struct Prediction {
+    /// Bytes one product moves: the format's arrays as the kernel reads them
+    /// (padding and metadata included), `x` read once and `y` written once.
     pub bytes: usize,
     /// Threads with work: rows × threads per row, or warps × 32.
     pub lanes: usize,
     /// Fraction of the copy bandwidth the model expects.
     pub efficiency: f64,
+    /// Predicted time of one product, in seconds: the streaming time of `bytes`
+    /// at `efficiency` of the copy bandwidth, or on the GPU the longest lane's
+    /// serial loads when that is longer.
     pub seconds: f64,
     /// Seconds to build the format from CSR (and upload it on the GPU).
     pub conversion_seconds: f64,

@@ -7,6 +7,8 @@ use crate::operator::gpu::{GpuCsr, THREADS_PER_ROW};
 use crate::{Error, Result};
 use serde::Serialize;
 
+/// The tunable parameters of all SpMV formats together; each format reads
+/// the ones that concern it ([`Self::describe`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct SpmvParams {
     /// Threads per block of the ELL-WARP and ELLR-T launches (a multiple
@@ -49,6 +51,8 @@ impl SpmvParams {
         }
     }
 
+    /// Checks every parameter's range, whichever format will use it; returns
+    /// [`Error::InvalidArgument`] naming the first one out of range.
     pub fn validate(&self) -> Result<()> {
         if self.block % 32 != 0 || !(32..=1024).contains(&self.block) {
             return Err(Error::InvalidArgument(format!(

@@ -6,26 +6,37 @@ use crate::operator::csr::Csr;
 use crate::Scalar;
 use serde::Serialize;
 
+/// Row-length statistics of one matrix (a line of the paper's Table 2).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RowStats {
+    /// Rows of the matrix.
     pub rows: usize,
+    /// Stored nonzeros.
     pub nnz: usize,
     /// The paper's matrix bytes: value, column index and one `x` value per
     /// nonzero (20 bytes in double precision).
     pub bytes: usize,
+    /// Length of the shortest row.
     pub min_row: usize,
+    /// Length of the longest row (ELLPACK's width).
     pub max_row: usize,
+    /// Mean row length, `nnz / rows`.
     pub mean_row: f64,
+    /// Median row length (nearest rank).
     pub median_row: usize,
     /// 90th and 99th percentiles of the row length.
     pub p90_row: usize,
+    /// 99th percentile of the row length (nearest rank).
     pub p99_row: usize,
+    /// Rows with no stored entry.
     pub empty_rows: usize,
     /// Slots ELLPACK would store over nonzeros (its padding overhead).
     pub ell_fill: f64,
 }
 
 impl RowStats {
+    /// The statistics of `csr`; `bytes` counts values of `T`. All zero (and
+    /// `ell_fill` 1) for a matrix with no rows.
     pub fn of<T: Scalar>(csr: &Csr<T>) -> Self {
         let mut len: Vec<usize> = (0..csr.n_rows)
             .map(|r| (csr.row_ptr[r + 1] - csr.row_ptr[r]) as usize)
@@ -69,6 +80,7 @@ impl RowStats {
         "matrix\tnz\tnrows\tbytes\tminrow\tmaxrow\tnz/nrows\tmedian\tp99\tempty\tell_fill"
     }
 
+    /// This matrix's line of the table, under [`Self::table_header`], labelled `name`.
     pub fn table_row(&self, name: &str) -> String {
         format!(
             "{name}\t{}\t{}\t{}\t{}\t{}\t{:.1}\t{}\t{}\t{}\t{:.2}",

@@ -27,13 +27,18 @@ pub fn choice_signature(precision: &str, s: &RowStats, products: f64) -> String 
 /// Parameters the user fixed; they override everything else.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Overrides {
+    /// Threads per block of the ELL-WARP and ELLR-T launches (`--block`).
     pub block: Option<u32>,
+    /// K2's threshold on entries per lane (`--threshold`).
     pub threshold: Option<usize>,
+    /// ELLR-T threads per row (`--threads-per-row`).
     pub ellt_threads: Option<usize>,
+    /// CSR threads per row (`--csr-threads`).
     pub csr_threads: Option<usize>,
 }
 
 impl Overrides {
+    /// `p` with every parameter the user fixed replaced by the fixed value.
     pub fn apply(&self, mut p: SpmvParams) -> SpmvParams {
         p.block = self.block.unwrap_or(p.block);
         p.threshold = self.threshold.unwrap_or(p.threshold);
@@ -57,11 +62,17 @@ pub enum Origin {
 
 /// What an SpMV needs to know to pick parameters.
 pub struct Context<'a> {
+    /// Row-length statistics of the matrix: the rule of thumb and the signatures.
     pub stats: &'a RowStats,
+    /// Sorted row lengths, for the model.
     pub lengths: &'a RowLengths,
+    /// Scalar type of the product, `f32` or `f64` (part of the signatures).
     pub precision: &'static str,
+    /// Bytes of one matrix value (4 or 8), for the model's byte counts.
     pub value_bytes: usize,
+    /// The measured machine; without it the model is skipped and `choose` fails.
     pub machine: Option<&'a Machine>,
+    /// The device's tuning file, whose entries come before the model.
     pub tuning: Option<&'a Tuning>,
 }
 

@@ -18,15 +18,24 @@ use fem_kernels::sparse::{slice_lane_part, Slice, NONE, SLICE_LANES};
 use rayon::prelude::*;
 use serde::Serialize;
 
+/// How an ELL-WARP matrix addresses `x` and `y` after its rows are sorted
+/// longest first (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Numbering {
+    /// `x` and `y` in the original numbering; each row's result is written
+    /// through the permutation (K1, K2).
     Remap,
+    /// Columns renumbered by the row sort: `x` and `y` in the sorted
+    /// numbering, results written in order (K1r, K2r).
     Renumber,
+    /// As `Renumber`, with each row's entries then sorted by their new
+    /// column (K1rs, K2rs).
     RenumberSorted,
 }
 
 impl Numbering {
+    /// Suffix of the format name: "" for Remap, "r" for Renumber, "rs" for RenumberSorted.
     pub fn suffix(self) -> &'static str {
         match self {
             Self::Remap => "",
@@ -39,13 +48,21 @@ impl Numbering {
 /// An ELL-WARP matrix on the host.
 #[derive(Clone, Debug)]
 pub struct EllWarp<T> {
+    /// Rows of the matrix.
     pub n_rows: usize,
+    /// Columns of the matrix (one more than the original for a [`Self::pattern`] matrix).
     pub n_cols: usize,
+    /// How `x` and `y` are addressed.
     pub numbering: Numbering,
     /// K2's threshold on entries per lane; `None` for K1.
     pub threshold: Option<usize>,
+    /// One slice per warp of sorted rows, in order: its first row, lanes per row,
+    /// width and offset into `col` and `val`.
     pub slices: Vec<Slice>,
+    /// Column of every slot, slices one after another, column-major inside each
+    /// slice; in the sorted numbering unless `numbering` is Remap.
     pub col: Vec<u32>,
+    /// Value of every slot, laid out as `col` (zero for padding).
     pub val: Vec<T>,
     /// Sorted position → original row.
     pub perm: Vec<u32>,
@@ -187,6 +204,7 @@ impl<T: Scalar> EllWarp<T> {
         )
     }
 
+    /// Slots stored, padding included.
     pub fn slots(&self) -> usize {
         self.src.len()
     }
@@ -246,6 +264,8 @@ impl<T: Scalar> EllWarp<T> {
         });
     }
 
+    /// `y = A x` on the CPU (the CPU backend's product), `x` and `y` in the
+    /// format's numbering ([`Self::to_local`]).
     pub fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) {
         self.spmv_with::<false>(cpu, x, y)
     }

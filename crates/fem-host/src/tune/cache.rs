@@ -20,26 +20,32 @@ pub const VERSION: u32 = 1;
 pub struct Entry {
     /// The winning parameters, as the operation serialises them.
     pub params: serde_json::Value,
-    /// Median seconds of the winner and of the default it was compared with
-    /// (0 where the search does not report them).
+    /// Median seconds of the winner (0 where the search does not report it).
     pub seconds: f64,
+    /// Median seconds of the default parameters the winner was compared with
+    /// (0 where the search does not report them).
     pub default_seconds: f64,
     /// Candidates timed, and candidates the model ruled out untimed.
     pub timed: usize,
+    /// Candidates the model ruled out without timing them.
     pub pruned: usize,
 }
 
 /// The tuned parameters of one device.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TuningFile {
+    /// Always [`FORMAT_TAG`]; a file with another tag is not a tuning file.
     pub format: String,
+    /// [`VERSION`] of the code that wrote it; a file of another version is ignored.
     pub version: u32,
     /// The device the timings were taken on, as its backend names it.
     pub device: String,
+    /// The winner of every tuned signature, by signature.
     pub entries: BTreeMap<String, Entry>,
 }
 
 impl TuningFile {
+    /// A file for `device` with no entries.
     pub fn empty(device: &str) -> Self {
         Self {
             format: FORMAT_TAG.into(),
@@ -92,6 +98,8 @@ impl TuningFile {
         self.entries.get(key).and_then(|e| serde_json::from_value(e.params.clone()).ok())
     }
 
+    /// Stores `params` as the winner of signature `key`, replacing an earlier
+    /// entry, with the search figures of [`Entry`] (in memory; [`Self::save`] writes).
     pub fn insert<P: Serialize>(&mut self, key: &str, params: &P, seconds: f64, default_seconds: f64, timed: usize, pruned: usize) {
         let params = serde_json::to_value(params).expect("parameters serialise");
         self.entries.insert(key.into(), Entry { params, seconds, default_seconds, timed, pruned });

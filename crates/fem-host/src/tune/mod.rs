@@ -29,6 +29,7 @@ use std::path::PathBuf;
 pub struct Tuning {
     /// `None`: nowhere to keep it (no home folder); lookups find nothing.
     pub path: Option<PathBuf>,
+    /// The entries in memory: those read from `path`, plus any recorded since.
     pub file: TuningFile,
     /// Why the file on disk was ignored, if it was.
     pub warning: Option<String>,
@@ -59,6 +60,8 @@ impl Tuning {
         t
     }
 
+    /// The stored parameters of signature `key`, if there are any and they
+    /// parse as `P`.
     pub fn get<P: DeserializeOwned>(&self, key: &str) -> Option<P> {
         self.file.get(key)
     }
@@ -68,6 +71,8 @@ impl Tuning {
         self.file.insert(key, &o.best, o.seconds, o.default_seconds, o.timed.len(), o.pruned);
     }
 
+    /// Writes the file to `path`; fails when `path` is `None` or the write
+    /// fails.
     pub fn save(&self) -> Result<()> {
         match &self.path {
             Some(p) => self.file.save(p),

@@ -11,7 +11,9 @@ use serde::Serialize;
 /// never pruned).
 #[derive(Clone, Debug)]
 pub struct Candidate<P> {
+    /// The parameter set to try.
     pub params: P,
+    /// The model's predicted seconds, `None` where there is no model.
     pub predicted: Option<f64>,
 }
 
@@ -32,20 +34,29 @@ impl Default for SearchOptions {
 /// One timed candidate.
 #[derive(Clone, Debug, Serialize)]
 pub struct Timed<P> {
+    /// The parameter set timed.
     pub params: P,
+    /// The model's predicted seconds for it, if any.
     pub predicted: Option<f64>,
     /// Median seconds, or why the candidate could not run.
     pub seconds: Option<f64>,
+    /// Why the candidate could not run (the timing closure's error), when
+    /// `seconds` is `None`.
     pub error: Option<String>,
 }
 
 /// What the search found.
 #[derive(Clone, Debug, Serialize)]
 pub struct Outcome<P> {
+    /// The fastest parameters measured (the default when nothing beat it).
     pub best: P,
+    /// The winner's measured seconds.
     pub seconds: f64,
+    /// The default parameters, always timed.
     pub default: P,
+    /// The default's measured seconds.
     pub default_seconds: f64,
+    /// Every candidate on the shortlist, in the order timed, with its result.
     pub timed: Vec<Timed<P>>,
     /// Candidates the model ruled out.
     pub pruned: usize,

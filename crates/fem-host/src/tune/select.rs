@@ -10,7 +10,9 @@ use serde::Serialize;
 /// One storage as the model or a measurement prices it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Costed {
+    /// Name of the storage (`csr`, `k1r`, `lma`, ...).
     pub storage: String,
+    /// Seconds of one product in this storage, predicted or measured.
     pub product_seconds: f64,
     /// Building it from what the caller has (CSR, or the mesh).
     pub conversion_seconds: f64,
@@ -19,6 +21,7 @@ pub struct Costed {
 }
 
 impl Costed {
+    /// Seconds of the conversion plus `products` products.
     pub fn total(&self, products: f64) -> f64 {
         self.conversion_seconds + products * self.product_seconds
     }
@@ -27,9 +30,14 @@ impl Costed {
 /// The chosen storage and the ranking it came from, cheapest first.
 #[derive(Clone, Debug, Serialize)]
 pub struct Choice {
+    /// Name of the chosen storage.
     pub storage: String,
+    /// Expected number of products the costs were counted over.
     pub products: f64,
+    /// The chosen storage's conversion plus `products` products, in seconds.
     pub total_seconds: f64,
+    /// Every storage considered, available ones cheapest first, then the
+    /// unavailable ones with their reasons.
     pub ranking: Vec<Costed>,
 }
 

@@ -10,13 +10,15 @@
 //! block). Blocks are consecutive runs of `blockDim.x` cells.
 //!
 //! Reference tables arrive packed in one array: `points[nq]`,
-//! `weights[nq]`, `value[np·nq]`, `deriv[np·nq]`.
+//! `weights[nq]`, `value[np·nq]`, `deriv[np·nq]`. The kernels that compute
+//! element matrices take `kappa[e]`, each cell's material factor on κ
+//! (1 without material regions).
 
 use crate::cells::{self, couples, Strategy};
 use crate::device::*;
 use crate::sparse::{csr_row_part, ell_row, gather, is_free, lma_product, lma_row, row_of, NONE, SYM_WHOLE_NB};
 use fem_core::element::Tables;
-use fem_core::poisson::{self, SinePoisson};
+use fem_core::poisson::{self, Scaled, SinePoisson};
 use fem_core::{unroll, Real};
 use fem_macros::kernel;
 
@@ -154,6 +156,7 @@ pub unsafe fn mf_spmv<T: Real, const D: usize, const NB: usize, const QD: usize>
     nq: usize,
     tab: *const T,
     verts: *const T,
+    kappa: *const T,
     map: *const u32,
     x: *const T,
     y: *mut T,
@@ -163,7 +166,7 @@ pub unsafe fn mf_spmv<T: Real, const D: usize, const NB: usize, const QD: usize>
     while e < ne {
         let v = cells::vertices::<T, D>(e, ne, verts);
         let (rows, xl) = gather::<T, NB>(e, ne, map, x);
-        let yl = cells::matrix_free_product::<T, _, D, NB, QD>(&tab, &v, &SinePoisson, &rows, &xl);
+        let yl = cells::matrix_free_product::<T, _, D, NB, QD>(&tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows, &xl);
         scatter_atomic(&rows, &yl, y);
         e += grid_size_x();
     }
@@ -177,6 +180,7 @@ pub unsafe fn mf_spmv_colour<T: Real, const D: usize, const NB: usize, const QD:
     nq: usize,
     tab: *const T,
     verts: *const T,
+    kappa: *const T,
     blocks: *const u32,
     colour: *const u8,
     n_colours: *const u8,
@@ -189,7 +193,7 @@ pub unsafe fn mf_spmv_colour<T: Real, const D: usize, const NB: usize, const QD:
     let (rows, yl) = if e < ne {
         let v = cells::vertices::<T, D>(e, ne, verts);
         let (rows, xl) = gather::<T, NB>(e, ne, map, x);
-        (rows, cells::matrix_free_product::<T, _, D, NB, QD>(&tab, &v, &SinePoisson, &rows, &xl))
+        (rows, cells::matrix_free_product::<T, _, D, NB, QD>(&tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows, &xl))
     } else {
         ([NONE; NB], [T::ZERO; NB])
     };
@@ -206,6 +210,7 @@ pub unsafe fn assemble_lma<T: Real, const D: usize, const NB: usize, const QD: u
     nq: usize,
     tab: *const T,
     verts: *const T,
+    kappa: *const T,
     map: *const u32,
     vals: *mut T,
     load: *mut T,
@@ -216,7 +221,7 @@ pub unsafe fn assemble_lma<T: Real, const D: usize, const NB: usize, const QD: u
     while e < ne {
         let v = cells::vertices::<T, D>(e, ne, verts);
         let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
-        cells::assemble::<T, _, D, NB, QD, SYM>(e, ne, &tab, &v, &SinePoisson, &rows, strategy, vals, load);
+        cells::assemble::<T, _, D, NB, QD, SYM>(e, ne, &tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows, strategy, vals, load);
         e += grid_size_x();
     }
 }
@@ -231,6 +236,7 @@ pub unsafe fn assemble_global<T: Real, const D: usize, const NB: usize, const QD
     nq: usize,
     tab: *const T,
     verts: *const T,
+    kappa: *const T,
     map: *const u32,
     pos: *const u32,
     val: *mut T,
@@ -242,7 +248,7 @@ pub unsafe fn assemble_global<T: Real, const D: usize, const NB: usize, const QD
         let v = cells::vertices::<T, D>(e, ne, verts);
         let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
         let mut data = [T::ZERO; QD];
-        poisson::point_data(&tab, &v, &SinePoisson, &mut data);
+        poisson::point_data(&tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &mut data);
         for i in 0..NB {
             if rows[i] == NONE || !is_free(rows[i]) {
                 continue;
@@ -271,6 +277,7 @@ pub unsafe fn assemble_global_colour<T: Real, const D: usize, const NB: usize, c
     nq: usize,
     tab: *const T,
     verts: *const T,
+    kappa: *const T,
     blocks: *const u32,
     colour: *const u8,
     n_colours: *const u8,
@@ -287,7 +294,7 @@ pub unsafe fn assemble_global_colour<T: Real, const D: usize, const NB: usize, c
     if e < ne {
         let v = cells::vertices::<T, D>(e, ne, verts);
         rows = core::array::from_fn(|i| *map.add(i * ne + e));
-        cells::assemble::<T, _, D, NB, QD, false>(e, ne, &tab, &v, &SinePoisson, &rows, Strategy::Reuse, scratch, load);
+        cells::assemble::<T, _, D, NB, QD, false>(e, ne, &tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows, Strategy::Reuse, scratch, load);
     }
     colour_loop(ne, blocks, colour, n_colours, |e| {
         for i in 0..NB {

@@ -29,15 +29,22 @@ pub const GAMMA: f64 = 0.002;
 pub const B: f64 = 0.15;
 /// Excitation rate c.
 pub const C: f64 = 8.0;
+/// Recovery coefficient μ₁ of the φ-dependent recovery rate μ₁r/(μ₂ + φ).
 pub const MU1: f64 = 0.2;
+/// Recovery coefficient μ₂ of the φ-dependent recovery rate μ₁r/(μ₂ + φ).
 pub const MU2: f64 = 0.3;
 
 /// Auxiliary field indices (per cell).
 pub const PHI_N: usize = 0;
+/// Recovery variable rₙ at the point, previous time step.
 pub const R_N: usize = 1;
+/// Applied current I during the step.
 pub const STIMULUS: usize = 2;
+/// Time step Δt.
 pub const DT: usize = 3;
+/// Isotropic conductivity d_iso.
 pub const D_ISO: usize = 4;
+/// Extra conductivity d_ani along the fibre direction n.
 pub const D_ANI: usize = 5;
 /// First of the three fibre components (the first `D` are used).
 pub const FIBRE: usize = 6;
@@ -91,6 +98,7 @@ pub struct Recovery<T> {
     pub r: T,
     /// dr/dφ of the converged local solve (implicit function theorem).
     pub dr_dphi: T,
+    /// Newton steps taken, at most [`LOCAL_ITERATIONS`].
     pub iterations: usize,
 }
 
@@ -166,6 +174,8 @@ pub fn activation<T: Real>(prev: T, phi: T, t: T, dt: T, act: T) -> T {
     }
 }
 
+/// The monodomain residual in φ with the recovery variable eliminated by the
+/// local solve; P1 triangles and tetrahedra with one point per cell, `f64`.
 #[fem_kernel(
     physics = Monodomain,
     components = 1,
@@ -179,20 +189,24 @@ pub mod monodomain {
     use super::{diffusion, source, DT, PHI_N, STIMULUS};
     use fem_core::Real;
 
+    /// f0 = (φ − φₙ)/Δt − f^φ(φ, r(φ)) − I.
     pub fn f0<T: Real, const D: usize>(u: &[T; 1], _du: &[[T; D]; 1], a: &[T; 9], _da: &[[T; D]; 9], _x: &[T; D]) -> [T; 1] {
         let (f, _) = source(u[0], a);
         [(u[0] - a[PHI_N]) / a[DT] - f - a[STIMULUS]]
     }
 
+    /// f1 = D∇φ, the anisotropic diffusive flux.
     pub fn f1<T: Real, const D: usize>(_u: &[T; 1], du: &[[T; D]; 1], a: &[T; 9], _da: &[[T; D]; 9], _x: &[T; D]) -> [[T; D]; 1] {
         [diffusion(a, &du[0])]
     }
 
+    /// g0 = 1/Δt − d f^φ/dφ, the total derivative through the local solve.
     pub fn g0<T: Real, const D: usize>(u: &[T; 1], _du: &[[T; D]; 1], a: &[T; 9], _da: &[[T; D]; 9], _x: &[T; D]) -> [[T; 1]; 1] {
         let (_, df) = source(u[0], a);
         [[T::ONE / a[DT] - df]]
     }
 
+    /// g3 = D = d_iso I + d_ani n⊗n, symmetric and independent of φ.
     pub fn g3<T: Real, const D: usize>(_u: &[T; 1], _du: &[[T; D]; 1], a: &[T; 9], _da: &[[T; D]; 9], _x: &[T; D]) -> [[[[T; D]; D]; 1]; 1] {
         [[core::array::from_fn(|d| {
             let mut e = [T::ZERO; D];

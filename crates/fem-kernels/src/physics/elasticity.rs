@@ -5,6 +5,8 @@
 
 use fem_macros::fem_kernel;
 
+/// Isotropic linear elasticity, `D` displacement components, with cellwise
+/// Lamé parameters; P1/P2 simplices and Q1 tensor cells in `f32` and `f64`.
 #[fem_kernel(
     components = dim,
     aux = 2,
@@ -20,6 +22,7 @@ use fem_macros::fem_kernel;
 pub mod elasticity {
     use fem_core::Real;
 
+    /// The stress σ = λ tr(ε) I + 2μ ε, `f1[c][d]` = σ_cd.
     pub fn f1<T: Real, const D: usize>(_u: &[T; D], du: &[[T; D]; D], a: &[T; 2], _da: &[[T; D]; 2], _x: &[T; D]) -> [[T; D]; D] {
         let (lambda, mu) = (a[0], a[1]);
         let mut trace = T::ZERO;
@@ -35,6 +38,7 @@ pub mod elasticity {
         })
     }
 
+    /// The elasticity tensor ∂σ_cd/∂(∂_g u_e) = λ δ_cd δ_eg + μ (δ_ce δ_dg + δ_cg δ_de).
     pub fn g3<T: Real, const D: usize>(_u: &[T; D], _du: &[[T; D]; D], a: &[T; 2], _da: &[[T; D]; 2], _x: &[T; D]) -> [[[[T; D]; D]; D]; D] {
         let (lambda, mu) = (a[0], a[1]);
         let delta = |i: usize, j: usize| if i == j { T::ONE } else { T::ZERO };

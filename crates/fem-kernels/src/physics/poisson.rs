@@ -4,6 +4,8 @@
 
 use fem_macros::fem_kernel;
 
+/// The scalar Poisson problem with nodal κ and f; P1/P2 simplices and Q1/Q2
+/// tensor cells in `f32` and `f64`.
 #[fem_kernel(
     components = 1,
     aux = 2,
@@ -20,14 +22,17 @@ use fem_macros::fem_kernel;
 pub mod poisson {
     use fem_core::Real;
 
+    /// f0 = −f, the load `a[1]`.
     pub fn f0<T: Real, const D: usize>(_u: &[T; 1], _du: &[[T; D]; 1], a: &[T; 2], _da: &[[T; D]; 2], _x: &[T; D]) -> [T; 1] {
         [-a[1]]
     }
 
+    /// f1 = κ∇u with κ = `a[0]`.
     pub fn f1<T: Real, const D: usize>(_u: &[T; 1], du: &[[T; D]; 1], a: &[T; 2], _da: &[[T; D]; 2], _x: &[T; D]) -> [[T; D]; 1] {
         [core::array::from_fn(|k| a[0] * du[0][k])]
     }
 
+    /// g3 = κI: the problem is linear, so the tangent does not depend on u.
     pub fn g3<T: Real, const D: usize>(_u: &[T; 1], _du: &[[T; D]; 1], a: &[T; 2], _da: &[[T; D]; 2], _x: &[T; D]) -> [[[[T; D]; D]; 1]; 1] {
         [[core::array::from_fn(|d| core::array::from_fn(|g| if d == g { a[0] } else { T::ZERO }))]]
     }

@@ -82,13 +82,20 @@ pub const fn shared_len(v: &Variant, cells: usize, jacobian: bool) -> usize {
 /// it; the host finds PTX entries and CPU code through this table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Variant {
+    /// Reference cell.
     pub shape: Shape,
+    /// Polynomial degree p of the basis (P_p on simplices, Q_p on tensor cells).
     pub degree: usize,
     /// Quadrature points (a rule of [`Shape::rule`]).
     pub nq: usize,
+    /// Solution components per node (`NC`).
     pub nc: usize,
+    /// Auxiliary fields (`NA`).
     pub na: usize,
+    /// Whether the auxiliary fields are nodal (`na` values per basis node,
+    /// interpolated) rather than one value each per cell (P0).
     pub aux_nodal: bool,
+    /// Which of f0, f1, g0..g3 the physics defines.
     pub terms: Terms,
     /// Cells per cell block: LCM(N_q, N_b·N_comp).
     pub block: usize,
@@ -101,9 +108,11 @@ pub struct Variant {
 }
 
 impl Variant {
+    /// Spatial dimension of the shape.
     pub const fn dim(&self) -> usize {
         self.shape.dim()
     }
+    /// Scalar basis functions per cell.
     pub const fn n_basis(&self) -> usize {
         self.shape.n_basis(self.degree)
     }
@@ -111,6 +120,7 @@ impl Variant {
     pub const fn n_local(&self) -> usize {
         self.n_basis() * self.nc
     }
+    /// Auxiliary values stored per cell: `n_basis · na` when nodal, else `na`.
     pub const fn aux_per_cell(&self) -> usize {
         aux_len(self.n_basis(), self.na, self.aux_nodal)
     }
@@ -121,6 +131,7 @@ impl Variant {
 pub trait Kernels<T: Real> {
     /// Name used in entry points (`fem_residual_<NAME>_...`).
     const NAME: &'static str;
+    /// Every (shape, degree, rule) the attribute generated code for.
     const VARIANTS: &'static [Variant];
 
     /// Element residuals of cells `first..first + out.len() / n_local` on

@@ -92,6 +92,7 @@ impl CudaBackend {
         })
     }
 
+    /// Properties of the open device, read once when the backend was created.
     pub fn props(&self) -> &DeviceProps {
         &self.props
     }
@@ -101,10 +102,12 @@ impl CudaBackend {
         self.ptx_arch
     }
 
+    /// The single stream all of this backend's copies and launches are queued on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }
 
+    /// The CUDA context of the open device.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }

@@ -10,20 +10,29 @@ use std::sync::Arc;
 /// What performance work needs to know about a GPU.
 #[derive(Clone, Debug, Serialize)]
 pub struct DeviceProps {
+    /// CUDA device index, as passed to [`CudaBackend::new`](super::CudaBackend::new).
     pub ordinal: usize,
+    /// Product name reported by the driver (e.g. "NVIDIA H100 80GB HBM3").
     pub name: String,
+    /// Compute capability (major, minor), e.g. (9, 0) for Hopper; selects the embedded PTX.
     pub compute_capability: (u32, u32),
+    /// Number of streaming multiprocessors; grid-stride launches size their grids by it.
     pub sm_count: u32,
+    /// Largest block size a launch may use (threads).
     pub max_threads_per_block: u32,
     /// Shared memory a block gets without opting in (bytes).
     pub shared_mem_per_block: u32,
     /// Shared memory a block can get after opting in (bytes).
     pub shared_mem_per_block_optin: u32,
+    /// Shared memory of one SM, shared by its resident blocks (bytes).
     pub shared_mem_per_sm: u32,
+    /// L2 cache size (bytes).
     pub l2_cache_bytes: u32,
+    /// Total device memory (bytes).
     pub total_memory_bytes: usize,
     /// Peak memory clock (kHz) and bus width (bits), when the driver reports them.
     pub memory_clock_khz: Option<u32>,
+    /// Memory bus width (bits), when the driver reports it.
     pub memory_bus_width_bits: Option<u32>,
     /// 2 × clock × bus width (double data rate), bytes per second.
     pub theoretical_bandwidth: Option<f64>,
@@ -39,6 +48,8 @@ pub fn theoretical_bandwidth(memory_clock_khz: u32, bus_width_bits: u32) -> f64 
 }
 
 impl DeviceProps {
+    /// Queries the device of `ctx`; the memory clock and bus width are `None`
+    /// (and so is the bandwidth) when the driver reports them as missing or zero.
     pub fn read(ctx: &Arc<CudaContext>) -> Result<Self> {
         let (major, minor) = ctx.compute_capability()?;
         let nonzero = |v: Result<u32>| v.ok().filter(|&v| v > 0);

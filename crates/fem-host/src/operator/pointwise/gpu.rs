@@ -23,6 +23,7 @@ impl Transposition {
         Self { blocks: (128 / v.block).max(1), batches: 4 }
     }
 
+    /// Threads per thread block for variant `v`: N_bl · N_bs.
     pub fn threads(&self, v: &Variant) -> usize {
         self.blocks * v.block
     }
@@ -30,7 +31,9 @@ impl Transposition {
 
 /// The physics on the GPU: uploaded table and cell data, output buffers.
 pub struct GpuPointwise<T> {
+    /// The variant whose entry points are launched.
     pub variant: Variant,
+    /// Cells evaluated per launch.
     pub n_cells: usize,
     tab: CudaSlice<T>,
     x: CudaSlice<T>,
@@ -38,6 +41,8 @@ pub struct GpuPointwise<T> {
 }
 
 impl<T: Scalar> GpuPointwise<T> {
+    /// Uploads the table and cell data of `op`; an error when `K` has no
+    /// kernels in precision `T` or the device lacks the memory.
     pub fn new<K: Kernels<T>>(gpu: &CudaBackend, op: &Pointwise<T, K>) -> Result<Self> {
         let v = op.variant;
         if !v.precisions.contains(&T::NAME) {
@@ -109,6 +114,7 @@ impl<T: Scalar> GpuPointwise<T> {
         &mut self.a
     }
 
+    /// The auxiliary fields on the device (a single zero when there are none).
     pub fn aux(&self) -> &CudaSlice<T> {
         &self.a
     }

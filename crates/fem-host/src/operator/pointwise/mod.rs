@@ -78,8 +78,12 @@ type CellsFn<T> = fn(&Variant, &[T], usize, &[T], &[T], &[T], &mut [T]) -> bool;
 
 /// A physics `K` on a space: the variant, its table and the cell data.
 pub struct Pointwise<T, K> {
+    /// The generated variant of `K` for the space's shape, degree and rule.
     pub variant: Variant,
+    /// Cells of the space.
     pub n_cells: usize,
+    /// The variant's reference table ([`tabulate`]): per quadrature point,
+    /// the weight and the basis and geometry values and gradients.
     pub tab: Vec<T>,
     /// Vertex coordinates per cell.
     pub x: Vec<T>,

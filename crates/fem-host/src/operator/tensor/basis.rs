@@ -8,14 +8,19 @@ use fem_core::tensor::{differentiation_matrix, interpolation_matrix, MAX_DEGREE}
 /// GLL nodes, GL points, their weights and the matrices between them.
 #[derive(Clone, Debug)]
 pub struct Basis1d {
+    /// Polynomial degree N of the basis.
     pub degree: usize,
     /// GLL nodes per direction, N + 1.
     pub nq: usize,
     /// GL points per direction, N + 2.
     pub gq: usize,
+    /// The `nq` Gauss–Lobatto–Legendre nodes on [-1, 1], ascending.
     pub gll: Vec<f64>,
+    /// GLL quadrature weights, summing to 2.
     pub gll_weights: Vec<f64>,
+    /// The `gq` Gauss–Legendre points on [-1, 1], ascending.
     pub gl: Vec<f64>,
+    /// GL quadrature weights, summing to 2.
     pub gl_weights: Vec<f64>,
     /// I: GLL values → GL values, `gq × nq`.
     pub interp: Vec<f64>,
@@ -28,6 +33,7 @@ pub struct Basis1d {
 }
 
 impl Basis1d {
+    /// The tables of degree `degree`; an error outside 1..=`MAX_DEGREE`.
     pub fn new(degree: usize) -> Result<Self> {
         if !(1..=MAX_DEGREE).contains(&degree) {
             return Err(Error::InvalidArgument(format!("degree {degree} is outside 1..={MAX_DEGREE}")));

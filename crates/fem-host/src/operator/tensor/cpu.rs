@@ -10,6 +10,7 @@ use rayon::prelude::*;
 /// The 1D matrices and their transposes.
 #[derive(Clone, Debug)]
 pub struct CpuTables {
+    /// The 1D matrices themselves.
     pub basis: Basis1d,
     interp_t: Vec<f64>,
     diff_t: Vec<f64>,
@@ -17,6 +18,8 @@ pub struct CpuTables {
 }
 
 impl CpuTables {
+    /// Keeps `basis` with the transposes of its interpolation and
+    /// differentiation matrices.
     pub fn new(basis: Basis1d) -> Self {
         let (nq, gq) = (basis.nq, basis.gq);
         Self {

@@ -19,7 +19,9 @@ const TARGET_THREADS: usize = 256;
 /// An operator's device data and its launch shape.
 pub struct GpuTensor<'a> {
     gpu: &'a CudaBackend,
+    /// The host operator whose data were uploaded.
     pub op: &'a TensorOperator,
+    /// The kernel variant launched (see [`kernel_for`]).
     pub kernel: BpKernel,
     /// Elements per block (`blockDim.y`).
     pub elements_per_block: usize,
@@ -63,6 +65,10 @@ pub fn default_elements_per_block(kernel: BpKernel, degree: usize) -> usize {
 }
 
 impl<'a> GpuTensor<'a> {
+    /// Uploads `op`'s tables, geometric factors and map; `threads_3d` picks
+    /// the 3D thread structure for BP3.5, `elements_per_block` defaults to
+    /// [`default_elements_per_block`]. An error when the launch exceeds the
+    /// device's limits.
     pub fn new(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>) -> Result<Self> {
         let kernel = kernel_for(op.problem, threads_3d);
         let epb = elements_per_block.unwrap_or_else(|| default_elements_per_block(kernel, op.degree));

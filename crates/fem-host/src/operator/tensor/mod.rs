@@ -58,6 +58,7 @@ impl FromStr for Problem {
 }
 
 impl Problem {
+    /// The CEED name (`bp1`, `bp3.5`, `bp3.0`), as in reports and tuning keys.
     pub fn name(self) -> &'static str {
         match self {
             Self::Bp1 => "bp1",
@@ -107,12 +108,16 @@ impl Problem {
 /// scatter-add runs in parallel over nodes and deterministically.
 #[derive(Clone, Debug)]
 pub struct Restriction {
+    /// `map[e·np + n]`: global node of local node `n` of element `e`.
     pub map: Vec<u32>,
+    /// Node `g`'s element-node positions are `positions[offsets[g]..offsets[g + 1]]`.
     pub offsets: Vec<usize>,
+    /// E-vector positions grouped by global node, ascending within a node.
     pub positions: Vec<u32>,
 }
 
 impl Restriction {
+    /// Transposes the element-to-node `map` over `n_nodes` global nodes.
     pub fn new(map: &[u32], n_nodes: usize) -> Self {
         let mut offsets = vec![0usize; n_nodes + 1];
         map.iter().for_each(|&g| offsets[g as usize + 1] += 1);
@@ -126,6 +131,7 @@ impl Restriction {
         Self { map: map.to_vec(), offsets, positions }
     }
 
+    /// Global nodes: the length of an L-vector.
     pub fn nodes(&self) -> usize {
         self.offsets.len() - 1
     }
@@ -145,17 +151,26 @@ impl Restriction {
 /// tables, the geometric factors and the restriction.
 #[derive(Clone, Debug)]
 pub struct TensorOperator {
+    /// Which benchmark operator is applied.
     pub problem: Problem,
+    /// Polynomial degree N of the mesh's elements.
     pub degree: usize,
     /// The screening parameter λ (ignored by BP1).
     pub lambda: f64,
+    /// Hexahedral elements of the mesh.
     pub elements: usize,
+    /// The 1D matrices of the degree.
     pub tables: CpuTables,
+    /// Geometric factors at the problem's points, laid out as
+    /// [`geometry::geometric_factors`] returns them.
     pub factors: Vec<f64>,
+    /// The element-to-node map and its transpose (L-vector ↔ E-vector).
     pub restriction: Restriction,
 }
 
 impl TensorOperator {
+    /// Precomputes `problem` on `mesh` with screening λ = `lambda`; an error
+    /// for an unsupported degree or a degenerate element.
     pub fn new(problem: Problem, mesh: &SpectralBox, lambda: f64) -> Result<Self> {
         let basis = Basis1d::new(mesh.degree)?;
         let factors = geometry::geometric_factors(mesh, &basis, problem.points())?;

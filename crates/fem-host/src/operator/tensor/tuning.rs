@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 /// How a BP operator is launched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BpLaunch {
+    /// One thread per node (BP3.5 up to N = 7) instead of 2D thread slices.
     pub threads_3d: bool,
+    /// Elements per thread block (`blockDim.y`).
     pub elements_per_block: usize,
 }
 

@@ -40,20 +40,28 @@ pub struct Model {
     pub d_iso: f64,
     /// Extra conductivity along the fibres.
     pub d_ani: f64,
+    /// Backward-Euler time step Δt, in the model's time units (those of
+    /// the conductivities and the stimulus window).
     pub dt: f64,
 }
 
 /// A stimulus current `amplitude` in a ball, during a time window.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Stimulus {
+    /// Centre of the ball, in mesh coordinates.
     pub centre: [f64; 3],
+    /// Radius of the ball; cells whose centroid lies inside are stimulated.
     pub radius: f64,
+    /// Time the current switches on.
     pub start: f64,
+    /// How long it stays on.
     pub duration: f64,
+    /// Applied current I added to the right-hand side of the φ equation.
     pub amplitude: f64,
 }
 
 impl Stimulus {
+    /// Whether the current is on at time `t`: `start ≤ t < start + duration`.
     pub fn active(&self, t: f64) -> bool {
         t >= self.start && t < self.start + self.duration
     }
@@ -104,14 +112,21 @@ impl std::str::FromStr for Kernel {
 /// Solver settings.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Config {
+    /// How element residuals and matrices are assembled.
     pub assembly: Assembly,
+    /// SpMV kernel of the assembly and of CG.
     pub kernel: Kernel,
     /// Newton stops when ‖R‖₂ ≤ max(rtol ‖R₀‖₂, atol).
     pub newton_rtol: f64,
+    /// Absolute floor of the Newton tolerance, for steps that start near
+    /// convergence (at rest, ‖R₀‖₂ ≈ 0).
     pub newton_atol: f64,
+    /// Newton iterations per step before the step fails.
     pub max_newton: usize,
     /// CG stops at ‖r‖ ≤ cg_rtol ‖R‖.
     pub cg_rtol: f64,
+    /// Cap on CG iterations per Newton update; a capped solve is used as it
+    /// stands and Newton iterates on.
     pub max_cg: usize,
 }
 
@@ -124,13 +139,20 @@ impl Default for Config {
 /// A mesh with a fibre direction per cell.
 #[derive(Clone, Debug)]
 pub struct Tissue {
+    /// Triangles or tetrahedra of the tissue.
     pub mesh: SimplexMesh,
+    /// Unit fibre direction of each cell (the first `dim` components used),
+    /// along which [`Model::d_ani`] adds conductivity.
     pub fibres: Vec<[f64; 3]>,
 }
 
 /// Host data every backend starts from.
 pub struct Setup {
+    /// The P1 space of the potential φ on the tissue mesh.
     pub space: NodalSpace,
+    /// The Aliev–Panfilov physics on that space, one integration point per
+    /// cell, with the initial point data (history at rest, stimulus, Δt,
+    /// conductivities, fibre) as its per-cell auxiliary fields.
     pub physics: Pointwise<f64, Physics>,
     /// The matrix pattern (values zero).
     pub csr: Csr<f64>,
@@ -144,6 +166,10 @@ pub struct Setup {
 }
 
 impl Setup {
+    /// Builds the space, the point data and the matrix pattern on the CPU;
+    /// [`Error::InvalidArgument`] when the fibres do not match the cells,
+    /// Δt or d_iso is not positive, d_ani is negative, or the mesh has
+    /// inverted cells.
     pub fn new(cpu: &CpuBackend, tissue: &Tissue, model: &Model, stimulus: Option<&Stimulus>) -> Result<Self> {
         let mesh = &tissue.mesh;
         if tissue.fibres.len() != mesh.n_cells() {
@@ -184,6 +210,8 @@ impl Setup {
         Ok(Self { space, physics, csr, entry_pos, diag_pos, amp })
     }
 
+    /// Values per cell of an E-vector: the element's nodes (3 for a
+    /// triangle, 4 for a tetrahedron).
     pub fn n_local(&self) -> usize {
         self.physics.variant.n_local()
     }
@@ -193,6 +221,9 @@ impl Setup {
 pub trait Ops: Backend + Sized {
     /// Uploaded data and prepared kernels.
     type State;
+    /// Copies the setup to the backend and builds what `cfg` asks for: the
+    /// gather matrices of SpMV assembly (in the chosen kernel's format) or
+    /// the scatter maps of atomic assembly.
     fn prepare(&self, setup: &Setup, cfg: &Config) -> Result<Self::State>;
     /// The solution's E-vector from nodal values.
     fn gather(&self, s: &Self::State, phi: &Self::Vector<f64>, u: &mut Self::Vector<f64>) -> Result<()>;
@@ -232,6 +263,7 @@ pub struct Split {
 }
 
 impl Split {
+    /// Seconds of all four phases together.
     pub fn total(&self) -> f64 {
         self.element + self.assembly + self.solve + self.transfer
     }
@@ -247,12 +279,18 @@ impl Split {
 /// One time step.
 #[derive(Clone, Debug, Serialize)]
 pub struct StepReport {
+    /// Number of the step, counting from 1.
     pub step: usize,
+    /// Time at the end of the step, step · Δt.
     pub time: f64,
+    /// Newton updates the step took (0 when the residual was already
+    /// below tolerance).
     pub newton_iterations: usize,
+    /// CG iterations over all of the step's Newton updates.
     pub cg_iterations: usize,
     /// ‖R‖₂ before each Newton update and at convergence.
     pub residuals: Vec<f64>,
+    /// Seconds of the step per phase.
     pub split: Split,
 }
 
@@ -289,7 +327,9 @@ pub struct Monodomain<'b, B: Ops> {
     stimulus: Option<Stimulus>,
     dt: f64,
     n: usize,
+    /// Steps taken so far.
     pub step: usize,
+    /// Current time, step · Δt.
     pub time: f64,
     phi: B::Vector<f64>,
     /// φ at the start of the step.
@@ -341,6 +381,8 @@ impl<'b, B: Ops> Monodomain<'b, B> {
         Ok(me)
     }
 
+    /// A label of the backend's kernels and the matrix format CG runs on,
+    /// for reports.
     pub fn describe(&self) -> String {
         format!("{}, CG on {}", self.b.describe(&self.state), self.matrix.name())
     }
@@ -440,14 +482,21 @@ impl<'b, B: Ops> Monodomain<'b, B> {
 /// A run of many steps.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RunSummary {
+    /// Steps added.
     pub steps: usize,
+    /// Newton updates over all steps.
     pub newton_iterations: usize,
+    /// CG iterations over all steps.
     pub cg_iterations: usize,
+    /// Seconds per phase over all steps.
     pub split: Split,
+    /// Mean wall time of one step, in seconds (the split's total over the
+    /// steps).
     pub seconds_per_step: f64,
 }
 
 impl RunSummary {
+    /// Accumulates one step's report and updates the mean.
     pub fn add(&mut self, s: &StepReport) {
         self.steps += 1;
         self.newton_iterations += s.newton_iterations;

@@ -1,0 +1,81 @@
+//! A computed Q_p function with its mesh and space, and its `.vtu` output:
+//! linear cells at the vertices for p = 1, Lagrange cells of order p
+//! above, so what ParaView shows is the solution the solver computed.
+
+use crate::io::vtk::{self, Encoding, Field};
+use crate::io::vtk_lagrange::LagrangeGrid;
+use crate::mesh::Mesh;
+use crate::space::{Layout, Space};
+use crate::{Result, Scalar};
+use std::path::Path;
+
+/// u_h on a Q_p space.
+#[derive(Clone, Debug)]
+pub struct QpField {
+    /// The cells.
+    pub mesh: Mesh,
+    /// Its DOFs (numbering as solved).
+    pub space: Space,
+    /// u_h at every DOF, Dirichlet values included.
+    pub dofs: Vec<f64>,
+}
+
+impl QpField {
+    /// The field of a solution `x` on the rows of `layout`; DOFs without a
+    /// row (eliminated Dirichlet DOFs) take `fixed(dof)`.
+    pub fn from_rows<T: Scalar>(mesh: &Mesh, space: &Space, layout: &Layout, x: &[T], fixed: impl Fn(usize) -> f64) -> Self {
+        let mut dofs: Vec<f64> = (0..space.n_dofs).map(&fixed).collect();
+        for (r, &d) in layout.row_dof.iter().enumerate() {
+            if !layout.fixed[r] {
+                dofs[d as usize] = x[r].to_f64();
+            }
+        }
+        Self { mesh: mesh.clone(), space: space.clone(), dofs }
+    }
+
+    /// u_h at the mesh's vertices.
+    pub fn vertex_values(&self) -> Vec<f64> {
+        let (p, np, nb) = (self.space.degree, self.space.degree + 1, self.space.dofs_per_cell());
+        let mut out = vec![0.0; self.mesh.n_vertices()];
+        for (c, cell) in self.mesh.cells.iter().enumerate() {
+            for (v, &vertex) in cell.iter().enumerate().take(self.mesh.vertices_per_cell()) {
+                let local: usize = (0..self.mesh.dim).map(|a| ((v >> a) & 1) * p * np.pow(a as u32)).sum();
+                out[vertex as usize] = self.dofs[self.space.cell_dofs[c * nb + local] as usize];
+            }
+        }
+        out
+    }
+
+    /// The Lagrange grid of the cells and u_h at its points.
+    pub fn lagrange(&self) -> Result<(LagrangeGrid, Vec<f64>)> {
+        let x = self.space.dof_coords(&self.mesh);
+        let coords: Vec<[f64; 3]> = self.space.cell_dofs.iter().map(|&d| x[d as usize]).collect();
+        let values: Vec<f64> = self.space.cell_dofs.iter().map(|&d| self.dofs[d as usize]).collect();
+        let grid = LagrangeGrid::new(self.mesh.dim, &self.space.nodes_1d, &coords)?;
+        let u = grid.resample(&values)?;
+        Ok((grid, u))
+    }
+
+    /// Writes `name` = u_h and, given the exact solution, `u_exact` and
+    /// `error` = u_h − u at the same points, with per-cell fields `cells`,
+    /// whole or not at all.
+    pub fn write_vtk(&self, path: &Path, name: &str, exact: Option<&dyn Fn([f64; 3]) -> f64>, cells: &[Field], enc: Encoding) -> Result<()> {
+        let (points, u, grid) = if self.space.degree == 1 {
+            (self.mesh.coords.clone(), self.vertex_values(), None)
+        } else {
+            let (g, u) = self.lagrange()?;
+            (g.points.clone(), u, Some(g))
+        };
+        let ue: Vec<f64> = exact.map(|f| points.iter().map(|&x| f(x)).collect()).unwrap_or_default();
+        let err: Vec<f64> = u.iter().zip(&ue).map(|(a, b)| a - b).collect();
+        let mut fields = vec![Field { name, values: &u }];
+        if exact.is_some() {
+            fields.extend([Field { name: "u_exact", values: &ue }, Field { name: "error", values: &err }]);
+        }
+        match grid {
+            None => vtk::write_path(path, &self.mesh, &fields, cells, enc)?,
+            Some(g) => g.write(path, &fields, cells, enc)?,
+        }
+        Ok(())
+    }
+}
