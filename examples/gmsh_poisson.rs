@@ -1,5 +1,5 @@
 //! Solve −Δu = sin πx sin πy on a Gmsh mesh of the unit square with Q2
-//! elements and write the solution for ParaView.
+//! elements and write the solution for ParaView (Lagrange cells of order 2).
 //!
 //!     cargo run --release --example gmsh_poisson -- square.msh out.vtu
 //!
@@ -26,7 +26,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let report = solve_cpu::<f64>(&cpu, &PoissonOptions::on(MeshSource::Given(mesh.clone()), 2))?;
     println!("{} DOFs, {} CG iterations, L2 error {:.3e}", report.dofs, report.iterations, report.l2_error);
     let out = args.get(1).cloned().unwrap_or_else(|| std::env::temp_dir().join("fem-example-u.vtu").display().to_string());
-    vtk::write_path(out.as_ref(), &mesh, &[vtk::Field { name: "u", values: &report.vertex_values }], &[], vtk::Encoding::Binary)?;
+    // Q2 cells as VTK Lagrange quadrilaterals of order 2: ParaView shows the
+    // quadratic solution, not just its vertex values.
+    let field = report.field.as_ref().ok_or("the solve kept no solution")?;
+    field.write_vtk(out.as_ref(), "u", None, &[], vtk::Encoding::Binary)?;
     println!("wrote {out}");
     Ok(())
 }

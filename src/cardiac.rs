@@ -73,6 +73,9 @@ pub struct CardiacOptions {
     /// Fibre direction for a mesh read from a file (normalised here; the
     /// generated heart has its own fibres).
     pub fibre: [f64; 3],
+    /// For a mesh read from a file: conductivity factors of cell physical
+    /// groups (name or number, factor); other cells 1.
+    pub conductivity: Vec<(String, f64)>,
     /// Conductivities and time step Δt.
     pub model: Model,
     /// Where and when the current is applied.
@@ -129,12 +132,13 @@ pub struct CardiacReport {
 }
 
 /// The mesh, its fibres and a label.
-pub fn tissue(spec: &MeshSpec, fibre: [f64; 3]) -> Result<(Tissue, String)> {
+pub fn tissue(spec: &MeshSpec, fibre: [f64; 3], conductivity: &[(String, f64)]) -> Result<(Tissue, String)> {
     match spec {
+        MeshSpec::Generated(_) if !conductivity.is_empty() => Err(Error::InvalidArgument("conductivity regions need a .msh mesh with cell physical groups".into())),
         MeshSpec::Generated(n) => {
             let heart = Heart::with_nodes(*n);
             let h = heart.build()?;
-            Ok((Tissue { mesh: h.mesh, fibres: h.fibres }, format!("generated heart shell, lattice {}", heart.n)))
+            Ok((Tissue::new(h.mesh, h.fibres), format!("generated heart shell, lattice {}", heart.n)))
         }
         MeshSpec::File(path) => {
             let file = fem_host::io::gmsh::read_path(path).map_err(|e| Error::InvalidArgument(format!("{}: {e}", path.display())))?;
@@ -148,7 +152,11 @@ pub fn tissue(spec: &MeshSpec, fibre: [f64; 3]) -> Result<(Tissue, String)> {
             }
             let f = fibre.map(|v| v / norm);
             let fibres = vec![f; mesh.n_cells()];
-            Ok((Tissue { mesh, fibres }, path.display().to_string()))
+            let mut t = Tissue::new(mesh, fibres);
+            if !conductivity.is_empty() {
+                t.conductivity = file.region_values(conductivity, 1.0).map_err(|e| Error::InvalidArgument(format!("{}: {e}", path.display())))?;
+            }
+            Ok((t, path.display().to_string()))
         }
     }
 }
@@ -175,7 +183,7 @@ pub fn run(o: &CardiacOptions, any: &AnyBackend, progress: &mut dyn FnMut(&str, 
         }
     }
     progress("mesh", None);
-    let (tissue, label) = tissue(&o.mesh, o.fibre)?;
+    let (tissue, label) = tissue(&o.mesh, o.fibre, &o.conductivity)?;
     let stimulus = match o.stimulus {
         StimulusSpec::None => None,
         StimulusSpec::Default => Some(default_stimulus(&tissue)),
@@ -263,7 +271,10 @@ impl Series {
         let name = format!("{stem}_{:06}.vtu", m.step);
         let path = pvd.parent().unwrap_or(Path::new(".")).join(&name);
         let points = [Field { name: "phi", values: &phi }, Field { name: "activation_time", values: &act }];
-        let cells = [Field { name: "r", values: &r }, Field { name: "fibre", values: &fibres }];
+        let mut cells = vec![Field { name: "r", values: &r }, Field { name: "fibre", values: &fibres }];
+        if !t.conductivity.is_empty() {
+            cells.push(Field { name: "conductivity", values: &t.conductivity });
+        }
         write_simplex(&path, &t.mesh, &points, &cells, Encoding::Binary)?;
         self.pieces.push((m.time, name));
         Ok(())

@@ -25,6 +25,8 @@ enum Command {
     ///   fem solve --dim 3 --degree 2 --dofs 4000000 --format lma --scatter colour --backend cuda --json
     ///   fem solve --format matrix-free --precision f32 --unstructured --cells 32
     ///   fem solve --dim 3 --degree 2 --format auto --products 2000 --backend cuda
+    ///   fem solve --mesh part.msh --degree 3 --dirichlet-group outer --kappa core=20 --vtk u.vtu
+    ///   fem solve --problem hole --dim 2 --degree 2 --vtk hole.vtu
     Solve(Box<SolveArgs>),
     /// Multiply a sparse matrix by a vector in every SpMV format (ELL-WARP
     /// K1/K2 and variants, ELLR-T, ELLPACK, CSR, cuSPARSE), side by side.
@@ -41,7 +43,7 @@ enum Command {
     /// Examples:
     ///   fem bp --problem bp3.5 --degree 7 --elements 4096
     ///   fem bp --problem bp1 --degree 1-15 --dofs 10000000 --backend cuda --json
-    ///   fem bp --problem bp3.0 --degree 4 --elements 512 --deform curved --solve 1e-8
+    ///   fem bp --problem bp3.0 --degree 4 --elements 512 --deform curved --solve 1e-8 --vtk bp.vtu
     Bp(Box<BpArgs>),
     /// Evaluate the residual of a shipped pointwise physics (`#[fem_kernel]`)
     /// on a perturbed, shuffled simplex (or quad/hex) mesh of the unit
@@ -697,6 +699,11 @@ struct CardiacArgs {
     /// Fibre direction for meshes read from files (the generated heart has its own).
     #[arg(long, default_value = "1,0,0")]
     fibre: String,
+    /// With a .msh mesh: material regions, a positive factor on both
+    /// conductivities per cell physical group as GROUP=F pairs (names or
+    /// numbers, comma-separated; other cells 1), e.g. slow border zones.
+    #[arg(long, value_delimiter = ',', value_parser = parse_conductivity)]
+    conductivity: Vec<(String, f64)>,
     /// Assembly of residual and matrix: spmv (race-free, by gather-matrix SpMV) or atomic.
     #[arg(long, default_value = "spmv")]
     assembly: String,
@@ -729,6 +736,7 @@ fn cardiac(a: &CardiacArgs) -> CliResult {
     let o = CardiacOptions {
         mesh: a.mesh.parse::<MeshSpec>()?,
         fibre: [fibre[0], fibre[1], fibre[2]],
+        conductivity: a.conductivity.clone(),
         model: Model { d_iso: a.d_iso, d_ani: a.d_ani, dt: a.dt },
         stimulus: a.stimulus.parse::<StimulusSpec>()?,
         steps: a.steps,
@@ -1216,13 +1224,26 @@ fn write_solution_vtk(path: &std::path::Path, opts: &fem::host::problem::poisson
     Ok(())
 }
 
-fn parse_region_value(s: &str) -> Result<(String, f64), String> {
+/// `GROUP=VALUE` with a group name or number and a finite value.
+fn parse_group_value(s: &str) -> Result<(String, f64), String> {
     let (g, v) = s.split_once('=').ok_or_else(|| format!("`{s}`: expected GROUP=VALUE"))?;
     let v: f64 = v.parse().map_err(|_| format!("`{s}`: `{v}` is not a number"))?;
-    if g.is_empty() || !(v.is_finite() && v > 0.0) {
-        return Err(format!("`{s}`: a group name or number and a positive value"));
+    if g.is_empty() || !v.is_finite() {
+        return Err(format!("`{s}`: a group name or number and a finite value"));
     }
     Ok((g.to_string(), v))
+}
+
+/// A region's κ: positive.
+fn parse_region_value(s: &str) -> Result<(String, f64), String> {
+    let (g, v) = parse_group_value(s)?;
+    if v > 0.0 { Ok((g, v)) } else { Err(format!("`{s}`: κ must be positive")) }
+}
+
+/// A region's conductivity factor: positive.
+fn parse_conductivity(s: &str) -> Result<(String, f64), String> {
+    let (g, v) = parse_group_value(s)?;
+    if v > 0.0 { Ok((g, v)) } else { Err(format!("`{s}`: a conductivity factor must be positive")) }
 }
 
 fn mesh_gen(output: &std::path::Path, dim: usize, cells: usize, unstructured: bool, binary: bool) -> CliResult {

@@ -11,7 +11,7 @@ fn slab_tissue(h: f64, length: f64, width: f64) -> Tissue {
     let n = (length / h).round() as usize;
     let mesh = slab([length, width, width], [n, 1, 1]).unwrap();
     let fibres = vec![[1.0, 0.0, 0.0]; mesh.n_cells()];
-    Tissue { mesh, fibres }
+    Tissue::new(mesh, fibres)
 }
 
 /// Speed of the wave between x = 4 and x = 12 on a slab of spacing `h`.
@@ -55,7 +55,7 @@ fn planar_wave_speed_converges_under_refinement() {
 
 fn heart_tissue(n: usize) -> Tissue {
     let h = fem::host::mesh::heart::Heart::new(n).build().unwrap();
-    Tissue { mesh: h.mesh, fibres: h.fibres }
+    Tissue::new(h.mesh, h.fibres)
 }
 
 #[test]
@@ -122,4 +122,55 @@ fn a_stimulated_heart_activates_with_fast_newton_and_both_assemblies_agree() {
     assert!(r.iter().any(|&v| v > 0.01), "recovery never started");
     let diff = phi.iter().zip(&runs[1].0).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
     assert!(diff < 1e-9, "assembly by SpMV and by scatter differ by {diff}");
+}
+
+/// Activation times along a slab whose cells with centroid x in [6, 8]
+/// conduct with `factor` times the conductivity: (mean time at x = 4,
+/// at x = 12), `None` where a cross-section never activated.
+fn across_a_region(cpu: &CpuBackend, factor: f64) -> (Option<f64>, Option<f64>) {
+    let mut tissue = slab_tissue(0.25, 16.0, 0.25);
+    let m = &tissue.mesh;
+    tissue.conductivity = (0..m.n_cells())
+        .map(|c| {
+            let x = m.cells[c][..4].iter().map(|&v| m.coords[v as usize][0]).sum::<f64>() / 4.0;
+            if (6.0..=8.0).contains(&x) { factor } else { 1.0 }
+        })
+        .collect();
+    let model = Model { d_iso: 1.0, d_ani: 0.0, dt: 0.05 };
+    let stim = Stimulus { centre: [0.0, 0.125, 0.125], radius: 1.0, start: 0.0, duration: 1.0, amplitude: 1.0 };
+    let setup = Setup::new(cpu, &tissue, &model, Some(&stim)).unwrap();
+    let mut md = Monodomain::new(cpu, &setup, &model, Some(stim), Config::default()).unwrap();
+    for _ in 0..(16.0 / model.dt) as usize {
+        md.step().unwrap();
+    }
+    let act = md.activation_times().unwrap();
+    let at = |x: f64| {
+        let ts: Vec<f64> = setup.space.dof_coords.iter().zip(&act).filter(|(c, _)| (c[0] - x).abs() < 1e-9).map(|(_, &t)| t).collect();
+        (ts.iter().all(|&t| t >= 0.0)).then(|| ts.iter().sum::<f64>() / ts.len() as f64)
+    };
+    (at(4.0), at(12.0))
+}
+
+/// Material regions: a band of a quarter of the conductivity delays the
+/// wave (speed ∝ √D: about one time unit over the band), a sixteenth
+/// delays it more, and bad factors are refused.
+#[test]
+fn conductivity_regions_slow_the_wave() {
+    let cpu = CpuBackend::new(None).unwrap();
+    let (before, after) = across_a_region(&cpu, 1.0);
+    let (b_slow, a_slow) = across_a_region(&cpu, 0.25);
+    let (_, a_slower) = across_a_region(&cpu, 0.0625);
+    let (before, after, b_slow) = (before.unwrap(), after.unwrap(), b_slow.unwrap());
+    // upstream the front barely feels the band (only through the diffusion ahead of it)
+    assert!((b_slow - before).abs() < 0.05, "the band changed the wave before it: {before} vs {b_slow}");
+    let (delay, more) = (a_slow.unwrap() - after, a_slower.unwrap() - after);
+    eprintln!("activation at x = 4: {before:.3} ({b_slow:.3} with the band); at x = 12: {after:.3}, +{delay:.3} and +{more:.3} behind bands of ¼ and 1/16 the conductivity");
+    assert!(delay > 0.5 && delay < 2.0, "delay {delay} (uniform arrival {after})");
+    assert!(more > 1.5 * delay, "{more} vs {delay}");
+    let mut bad = slab_tissue(0.5, 4.0, 0.5);
+    bad.conductivity = vec![1.0; 3];
+    let model = Model { d_iso: 1.0, d_ani: 0.0, dt: 0.1 };
+    assert!(Setup::new(&cpu, &bad, &model, None).err().unwrap().to_string().contains("conductivity factors"));
+    bad.conductivity = vec![0.0; bad.mesh.n_cells()];
+    assert!(Setup::new(&cpu, &bad, &model, None).err().unwrap().to_string().contains("positive"));
 }

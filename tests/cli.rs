@@ -343,6 +343,56 @@ fn slab_msh(path: &std::path::Path) {
     std::fs::write(path, s).unwrap();
 }
 
+/// The slab of [`slab_msh`] in two volumes: physical group 1 `healthy`
+/// (x < 6) and 2 `border` (the rest).
+fn slab_regions_msh(path: &std::path::Path) {
+    let mesh = fem::host::mesh::heart::slab([12.0, 3.0, 3.0], [8, 2, 2]).unwrap();
+    let nn = mesh.coords.len();
+    let mut s = format!("$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$PhysicalNames\n2\n3 1 \"healthy\"\n3 2 \"border\"\n$EndPhysicalNames\n");
+    s += "$Entities\n0 0 0 2\n1 0 0 0 0 0 0 1 1 0\n2 0 0 0 0 0 0 1 2 0\n$EndEntities\n";
+    s += &format!("$Nodes\n1 {nn} 1 {nn}\n3 1 0 {nn}\n");
+    (1..=nn).for_each(|t| s += &format!("{t}\n"));
+    mesh.coords.iter().for_each(|x| s += &format!("{} {} {}\n", x[0], x[1], x[2]));
+    let side: Vec<usize> = mesh.cells.iter().map(|c| (c[..4].iter().map(|&v| mesh.coords[v as usize][0]).sum::<f64>() >= 24.0) as usize).collect();
+    let ne = mesh.n_cells();
+    s += &format!("$EndNodes\n$Elements\n2 {ne} 1 {ne}\n");
+    let mut tag = 1;
+    for r in 0..2 {
+        let cells: Vec<&[u32; 4]> = mesh.cells.iter().zip(&side).filter(|(_, &k)| k == r).map(|(c, _)| c).collect();
+        s += &format!("3 {} 4 {}\n", r + 1, cells.len());
+        for c in cells {
+            s += &format!("{tag} {} {} {} {}\n", c[0] + 1, c[1] + 1, c[2] + 1, c[3] + 1);
+            tag += 1;
+        }
+    }
+    s += "$EndElements\n";
+    std::fs::write(path, s).unwrap();
+}
+
+#[test]
+fn cardiac_conductivity_regions_from_physical_groups() {
+    let dir = std::env::temp_dir().join(format!("fem-cardiac-regions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (msh, pvd) = (dir.join("slab2.msh"), dir.join("slab.pvd"));
+    slab_regions_msh(&msh);
+    let out = fem(&["cardiac", "--mesh", msh.to_str().unwrap(), "--conductivity", "border=0.25", "--steps", "2", "--stimulus", "0,1.5,1.5,3", "--vtk", pvd.to_str().unwrap(), "--vtk-every", "2", "--backend", "cpu", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let fields = fem::host::io::vtk::read_fields(&std::fs::read_to_string(dir.join("slab_000002.vtu")).unwrap()).unwrap();
+    let c = &fields.iter().find(|f| f.0 == "conductivity").expect("conductivity written").1;
+    assert_eq!(c.len(), 192);
+    assert_eq!((c.iter().filter(|&&f| f == 1.0).count(), c.iter().filter(|&&f| f == 0.25).count()), (96, 96));
+    for (args, says) in [
+        (vec!["--mesh", msh.to_str().unwrap(), "--conductivity", "scar=0.5"], "no cell physical group `scar`"),
+        (vec!["--mesh", "generated:3000", "--conductivity", "1=0.5"], "need a .msh mesh"),
+    ] {
+        let out = fem(&[&["cardiac", "--steps", "1", "--backend", "cpu"], &args[..]].concat());
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(fem(&["cardiac", "--mesh", msh.to_str().unwrap(), "--conductivity", "border=0"]).status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn cardiac_json_vtk_series_and_gmsh_meshes() {
     let dir = std::env::temp_dir().join(format!("fem-cardiac-{}", std::process::id()));

@@ -14,7 +14,7 @@ fn gpu_runs_match_the_cpu_over_100_steps() {
     let Some(g) = gpu("gpu_runs_match_the_cpu_over_100_steps") else { return };
     let cpu = CpuBackend::new(None).unwrap();
     let h = Heart::new(12).build().unwrap();
-    let tissue = Tissue { mesh: h.mesh, fibres: h.fibres };
+    let tissue = Tissue::new(h.mesh, h.fibres);
     let model = Model { d_iso: 10.0, d_ani: 20.0, dt: 0.05 };
     let stim = Stimulus { centre: [0.0, 0.0, -30.0], radius: 10.0, start: 0.0, duration: 1.0, amplitude: 1.0 };
     let setup = Setup::new(&cpu, &tissue, &model, Some(&stim)).unwrap();

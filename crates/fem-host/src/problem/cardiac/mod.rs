@@ -144,6 +144,24 @@ pub struct Tissue {
     /// Unit fibre direction of each cell (the first `dim` components used),
     /// along which [`Model::d_ani`] adds conductivity.
     pub fibres: Vec<[f64; 3]>,
+    /// Material regions: each cell's positive factor on both
+    /// conductivities (slow-conducting border zones, fibrosis); empty for
+    /// 1 everywhere. Not for non-conducting scar: with one integration
+    /// point the reaction term couples a cell's nodes, so a cell without
+    /// diffusion still passes excitation on.
+    pub conductivity: Vec<f64>,
+}
+
+impl Tissue {
+    /// Uniform tissue: every cell conducts with the model's conductivities.
+    pub fn new(mesh: SimplexMesh, fibres: Vec<[f64; 3]>) -> Self {
+        Self { mesh, fibres, conductivity: Vec::new() }
+    }
+
+    /// Cell `c`'s conductivity factor.
+    fn factor(&self, c: usize) -> f64 {
+        self.conductivity.get(c).copied().unwrap_or(1.0)
+    }
 }
 
 /// Host data every backend starts from.
@@ -175,6 +193,12 @@ impl Setup {
         if tissue.fibres.len() != mesh.n_cells() {
             return Err(Error::InvalidArgument(format!("{} fibres for {} cells", tissue.fibres.len(), mesh.n_cells())));
         }
+        if !(tissue.conductivity.is_empty() || tissue.conductivity.len() == mesh.n_cells()) {
+            return Err(Error::InvalidArgument(format!("{} conductivity factors for {} cells", tissue.conductivity.len(), mesh.n_cells())));
+        }
+        if let Some(c) = tissue.conductivity.iter().position(|f| !(f.is_finite() && *f > 0.0)) {
+            return Err(Error::InvalidArgument(format!("cell {c} has conductivity factor {} (it must be positive and finite)", tissue.conductivity[c])));
+        }
         if !(model.dt > 0.0 && model.d_iso > 0.0 && model.d_ani >= 0.0) {
             return Err(Error::InvalidArgument(format!("need dt > 0, d_iso > 0 and d_ani ≥ 0, got {model:?}")));
         }
@@ -200,8 +224,8 @@ impl Setup {
         for (c, a) in aux.chunks_mut(ap::AUX).enumerate() {
             a[ap::STIMULUS] = if on { amp[c] } else { 0.0 };
             a[ap::DT] = model.dt;
-            a[ap::D_ISO] = model.d_iso;
-            a[ap::D_ANI] = model.d_ani;
+            a[ap::D_ISO] = model.d_iso * tissue.factor(c);
+            a[ap::D_ANI] = model.d_ani * tissue.factor(c);
             a[ap::FIBRE..ap::FIBRE + 3].copy_from_slice(&tissue.fibres[c]);
         }
         let physics = Pointwise::<f64, Physics>::new(&space, Some(1), Aux::Cell(&aux))?;
@@ -514,7 +538,7 @@ mod tests {
     fn tissue() -> Tissue {
         let mesh = slab([4.0, 1.0, 1.0], [4, 2, 2]).unwrap();
         let fibres = vec![[1.0, 0.0, 0.0]; mesh.n_cells()];
-        Tissue { mesh, fibres }
+        Tissue::new(mesh, fibres)
     }
 
     #[test]
