@@ -46,13 +46,37 @@ unsafe fn regions<'a, T>(tab_len: usize, cells: usize, sizes: [usize; 4]) -> Reg
     Regions { tab: take(tab_len), u: take(cells * sizes[0]), x: take(cells * sizes[1]), a: take(cells * sizes[2]), pts: take(cells * sizes[3]) }
 }
 
-/// Copies `n` values from `src` into `dst` with the whole block, coalesced.
+/// Loads per array each thread has in flight at once in [`load`].
+const IN_FLIGHT: usize = 2;
+
+/// Copies `n[s]` values from `src[s]` into `dst[s]` for each of the `S`
+/// arrays with the whole block, coalesced. Each thread issues up to
+/// S·[`IN_FLIGHT`] independent (predicated) loads before it stores any: a
+/// load-store pair per value would wait out the full memory latency every
+/// time, and the kernel is latency-bound. More in flight costs registers
+/// (and occupancy) faster than it hides latency: 2 measured best.
 #[inline(always)]
-unsafe fn load<T: Copy>(dst: &mut [T], src: *const T, n: usize) {
+unsafe fn load<T: Real, const S: usize>(mut dst: [&mut [T]; S], src: [*const T; S], n: [usize; S]) {
+    let bd = block_dim_x();
+    let m = n.into_iter().max().unwrap_or(0);
     let mut i = thread_idx_x();
-    while i < n {
-        *dst.get_unchecked_mut(i) = *src.add(i);
-        i += block_dim_x();
+    while i < m {
+        let mut v = [[T::ZERO; IN_FLIGHT]; S];
+        for k in 0..IN_FLIGHT {
+            for s in 0..S {
+                if i + k * bd < n[s] {
+                    v[s][k] = *src[s].add(i + k * bd);
+                }
+            }
+        }
+        for k in 0..IN_FLIGHT {
+            for s in 0..S {
+                if i + k * bd < n[s] {
+                    *dst[s].get_unchecked_mut(i + k * bd) = v[s][k];
+                }
+            }
+        }
+        i += IN_FLIGHT * bd;
     }
 }
 
@@ -79,7 +103,7 @@ unsafe fn batches<T: Real, const D: usize, const NC: usize, const NA: usize, con
     let bc = block_dim_x();
     let t = thread_idx_x();
     let mut r = regions::<T>(tab_len, bc, sizes);
-    load(r.tab, tab, tab_len);
+    load([&mut *r.tab], [tab], [tab_len]);
     for batch in 0..n_batches {
         let cell0 = (block_idx_x() * n_batches + batch) * bc;
         if cell0 >= n_cells {
@@ -88,9 +112,7 @@ unsafe fn batches<T: Real, const D: usize, const NC: usize, const NA: usize, con
         let n = (n_cells - cell0).min(bc);
         // The previous batch's basis phase must be done with shared memory.
         sync_threads();
-        for (k, (dst, src)) in [&mut *r.u, &mut *r.x, &mut *r.a].into_iter().zip(inputs).enumerate() {
-            load(dst, src.add(cell0 * sizes[k]), n * sizes[k]);
-        }
+        load([&mut *r.u, &mut *r.x, &mut *r.a], [0, 1, 2].map(|k| inputs[k].add(cell0 * sizes[k])), [0, 1, 2].map(|k| n * sizes[k]));
         sync_threads();
         for j in 0..NQ {
             let k = t + j * bc;
