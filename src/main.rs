@@ -976,7 +976,7 @@ fn solve(a: &SolveArgs) -> CliResult {
                 o.dirichlet_facets = Some(std::sync::Arc::new(file.group_facets(&a.dirichlet_group, &nodes)?));
             }
             if !a.kappa.is_empty() {
-                o.kappa = Some(std::sync::Arc::new(file.region_values(&a.kappa, 1.0)?));
+                o.kappa = Some(file.region_values(&a.kappa, 1.0)?.into());
             }
             regions = Some(file.cell_regions());
             (o, dim, cells)
@@ -1201,26 +1201,18 @@ fn matrix_stats(file: Option<PathBuf>, generate: Option<String>, json: bool) -> 
 /// u_h (Lagrange cells of its degree), and where the exact solution is
 /// known the exact one and the error; per cell κ and the Gmsh region.
 fn write_solution_vtk(path: &std::path::Path, opts: &fem::host::problem::poisson::PoissonOptions, r: &fem::host::problem::poisson::PoissonReport, regions: Option<&[i32]>, ascii: bool) -> Result<(), Box<dyn std::error::Error>> {
-    use fem::core::poisson::SinePoisson;
     use fem::host::io::vtk::{Encoding, Field};
-    let field = r.field.as_ref().ok_or("the solve kept no solution to write")?;
-    let dim = field.mesh.dim;
-    let exact = |x: [f64; 3]| match &opts.exact {
-        Some(e) => (e.0)(x),
-        None if dim == 2 => SinePoisson::solution([x[0], x[1]]),
-        None => SinePoisson::solution(x),
-    };
-    let known = r.l2_error.is_finite();
-    let kappa: Vec<f64> = opts.kappa.as_deref().cloned().unwrap_or_default();
+    let exact = opts.exact_solution(r.dim);
+    let kappa: &[f64] = opts.kappa.as_deref().unwrap_or_default();
     let region: Vec<f64> = regions.map(|g| g.iter().map(|&t| t as f64).collect()).unwrap_or_default();
     let mut cells = Vec::new();
     if !kappa.is_empty() {
-        cells.push(Field { name: "kappa", values: &kappa });
+        cells.push(Field { name: "kappa", values: kappa });
     }
     if !region.is_empty() {
         cells.push(Field { name: "region", values: &region });
     }
-    field.write_vtk(path, "u", known.then_some(&exact as &dyn Fn([f64; 3]) -> f64), &cells, if ascii { Encoding::Ascii } else { Encoding::Binary })?;
+    r.field.write_vtk(path, "u", exact.as_ref().map(|e| &*e.0 as &dyn Fn([f64; 3]) -> f64), &cells, if ascii { Encoding::Ascii } else { Encoding::Binary })?;
     Ok(())
 }
 
@@ -1346,8 +1338,8 @@ fn solve_hole(a: &SolveArgs) -> CliResult {
     let spinner = spinner(a.json, format!("hole benchmark, {dim}D Q{degree}, {levels} levels"));
     let report = fem::solve::run_hole(&any, &o, matches!(a.precision, Precision::F32))?;
     spinner.finish_and_clear();
-    if let (Some(path), Some(field)) = (&a.vtk, &report.field) {
-        field.write_vtk(path, "u", None, &[], if a.vtk_ascii { fem::host::io::vtk::Encoding::Ascii } else { fem::host::io::vtk::Encoding::Binary })?;
+    if let Some(path) = &a.vtk {
+        report.field.write_vtk(path, "u", None, &[], if a.vtk_ascii { fem::host::io::vtk::Encoding::Ascii } else { fem::host::io::vtk::Encoding::Binary })?;
     }
     print_report(a.json, &report, fem::solve::describe_hole)?;
     Ok(report.converged)

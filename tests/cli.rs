@@ -1,5 +1,7 @@
 //! The `fem` binary: output formats and exit codes (0 ok, 1 error, 2 usage).
 
+mod common;
+use common::scratch;
 use std::process::{Command, Output};
 
 fn fem(args: &[&str]) -> Output {
@@ -125,8 +127,7 @@ fn spmv_json_reports_the_fields_of_the_issue() {
 
 #[test]
 fn spmv_all_formats_side_by_side_from_a_written_file() {
-    let dir = std::env::temp_dir().join(format!("fem-cli-mm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("cli-mm");
     let path = dir.join("q2.mtx");
     let p = path.to_str().unwrap();
     let out = fem(&[
@@ -189,8 +190,7 @@ fn spmv_all_formats_side_by_side_from_a_written_file() {
 
 #[test]
 fn spmv_rejects_malformed_files_and_impossible_formats() {
-    let dir = std::env::temp_dir().join(format!("fem-cli-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("cli-bad");
     let bad = dir.join("bad.mtx");
     std::fs::write(
         &bad,
@@ -371,8 +371,7 @@ fn slab_regions_msh(path: &std::path::Path) {
 
 #[test]
 fn cardiac_conductivity_regions_from_physical_groups() {
-    let dir = std::env::temp_dir().join(format!("fem-cardiac-regions-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("cardiac-regions");
     let (msh, pvd) = (dir.join("slab2.msh"), dir.join("slab.pvd"));
     slab_regions_msh(&msh);
     let out = fem(&["cardiac", "--mesh", msh.to_str().unwrap(), "--conductivity", "border=0.25", "--steps", "2", "--stimulus", "0,1.5,1.5,3", "--vtk", pvd.to_str().unwrap(), "--vtk-every", "2", "--backend", "cpu", "--json"]);
@@ -395,8 +394,7 @@ fn cardiac_conductivity_regions_from_physical_groups() {
 
 #[test]
 fn cardiac_json_vtk_series_and_gmsh_meshes() {
-    let dir = std::env::temp_dir().join(format!("fem-cardiac-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("cardiac");
     let pvd = dir.join("heart.pvd");
     let out = fem(&["cardiac", "--mesh", "generated:3000", "--steps", "6", "--dt", "0.2", "--vtk", pvd.to_str().unwrap(), "--vtk-every", "3", "--backend", "cpu", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -437,8 +435,7 @@ fn cardiac_json_vtk_series_and_gmsh_meshes() {
 
 #[test]
 fn cardiac_rejects_bad_input() {
-    let dir = std::env::temp_dir().join(format!("fem-cardiac-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("cardiac-bad");
     let hexes = dir.join("hex.msh");
     fem::host::io::gmsh::write_path(&fem::host::mesh::BoxMesh::structured(3, 2).build().unwrap(), false, &hexes).unwrap();
     let pvd = dir.join("never.pvd");
@@ -472,8 +469,7 @@ fn cardiac_rejects_bad_input() {
 #[test]
 fn hole_and_bp_write_vtk_files() {
     use fem::host::io::vtk::read_fields;
-    let dir = std::env::temp_dir().join(format!("fem-cli-vtk-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("cli-vtk");
     let hole = dir.join("hole.vtu");
     let out = fem(&["solve", "--problem", "hole", "--dim", "2", "--degree", "2", "--levels", "3", "--backend", "cpu", "--json", "--vtk", hole.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));

@@ -2,6 +2,8 @@
 //! a file laid out as Gmsh writes it, the solve on an imported mesh, and
 //! every malformed or hostile input as a clean error.
 
+mod common;
+use common::scratch;
 use fem::host::io::gmsh::{self, ElementKind, GmshError};
 use fem::host::mesh::{BoxMesh, Mesh};
 use fem::host::problem::poisson::{solve_cpu, MeshSource, PoissonOptions};
@@ -118,8 +120,7 @@ fn malformed_and_hostile_files_are_clean_errors() {
 #[test]
 fn fem_solve_reads_a_gmsh_file() {
     use std::process::Command;
-    let dir = std::env::temp_dir().join(format!("fem-gmsh-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("gmsh");
     let file = dir.join("cube.msh");
     let fem = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(args).output().unwrap();
     let out = fem(&["mesh-gen", "--dim", "3", "--cells", "3", "--unstructured", "--binary", file.to_str().unwrap()]);
@@ -162,8 +163,7 @@ fn vtu_files_read_back_with_the_values_written() {
 #[test]
 fn fem_solve_writes_a_vtu_of_the_solution() {
     use std::process::Command;
-    let dir = std::env::temp_dir().join(format!("fem-vtk-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("vtk");
     for (ascii, name) in [(false, "u.vtu"), (true, "u-ascii.vtu")] {
         let path = dir.join(name);
         let mut args = vec!["solve", "--dim", "2", "--degree", "2", "--cells", "6", "--unstructured", "--backend", "cpu", "--vtk", path.to_str().unwrap()];
@@ -213,7 +213,7 @@ fn physical_groups_select_the_dirichlet_boundary() {
         let cpu = CpuBackend::new(Some(2)).unwrap();
         let direct = solve_cpu::<f64>(&cpu, &PoissonOptions::on(MeshSource::Given(Arc::new(mesh)), 2)).unwrap();
         assert_eq!(all.dofs, direct.dofs);
-        assert!(all.vertex_values.iter().zip(&direct.vertex_values).all(|(a, b)| (a - b).abs() < 1e-12));
+        assert!(all.field.vertex_values().iter().zip(&direct.field.vertex_values()).all(|(a, b)| (a - b).abs() < 1e-12));
         assert!(all.l2_error.is_nan(), "no exact solution is claimed for selected groups");
     }
     // u = 0 on x = 0 and x = 1 only: u = sin πx · g(y) with −g'' + π²g = sin πy, g'(0) = g'(1) = 0
@@ -224,7 +224,7 @@ fn physical_groups_select_the_dirichlet_boundary() {
     for cells in [4, 8] {
         let (mesh, r) = solve_with_groups(&BoxMesh::unstructured(2, cells, 4), &["xmin", "xmax"], 2);
         let top = mesh.coords.iter().map(|&x| exact(x).abs()).fold(0.0, f64::max);
-        let err = mesh.coords.iter().zip(&r.vertex_values).map(|(&x, u)| (u - exact(x)).abs()).fold(0.0, f64::max);
+        let err = mesh.coords.iter().zip(&r.field.vertex_values()).map(|(&x, u)| (u - exact(x)).abs()).fold(0.0, f64::max);
         assert!(err < 1e-2 * top, "{cells} cells: max vertex error {err:e} of {top:e}");
         errors.push(err);
     }
@@ -270,8 +270,7 @@ fn physical_groups_become_material_regions() {
 fn fem_solve_takes_kappa_per_region_and_writes_it() {
     use fem::host::problem::poisson::Format;
     use std::process::Command;
-    let dir = std::env::temp_dir().join(format!("fem-regions-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("regions");
     let (file, vtu) = (dir.join("two.msh"), dir.join("two.vtu"));
     std::fs::write(&file, two_region_file(2, 6)).unwrap();
     let fem = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(args).output().unwrap();
@@ -282,10 +281,10 @@ fn fem_solve_takes_kappa_per_region_and_writes_it() {
     // the file holds the library's solution with the same κ, point by point
     let g = gmsh::read(&std::fs::read(&file).unwrap()).unwrap();
     let mut o = PoissonOptions::on(MeshSource::Given(Arc::new(g.to_mesh().unwrap())), 3);
-    o.kappa = Some(Arc::new(g.region_values(&[("stiff".into(), 20.0)], 1.0).unwrap()));
+    o.kappa = Some(g.region_values(&[("stiff".into(), 20.0)], 1.0).unwrap().into());
     o.format = Format::Csr;
     let r = solve_cpu::<f64>(&CpuBackend::new(Some(2)).unwrap(), &o).unwrap();
-    let (_, u) = r.field.as_ref().unwrap().lagrange().unwrap();
+    let (_, u) = r.field.lagrange().unwrap();
     let fields = fem::host::io::vtk::read_fields(&std::fs::read_to_string(&vtu).unwrap()).unwrap();
     let get = |n: &str| fields.iter().find(|f| f.0 == n).unwrap_or_else(|| panic!("{n} missing")).1.clone();
     let written = get("u");

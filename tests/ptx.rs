@@ -2,6 +2,8 @@
 //! `ptxas` for sm_90 without register spills. With `CI=true` a missing PTX
 //! or a missing `ptxas` fails instead of skipping.
 
+mod common;
+use common::scratch;
 use std::path::PathBuf;
 
 /// Writes past the test harness's output capture, so a skip is visible in
@@ -109,8 +111,7 @@ fn ptxas_accepts_every_module_for_sm_90_without_spills() {
         skip_or_fail("ptxas not found (pip install nvidia-cuda-nvcc)");
         return;
     };
-    let dir = std::env::temp_dir().join(format!("fem-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("ptxas");
     for src in set.sources {
         let file = dir.join(format!("fem_kernels.{}.ptx", src.arch));
         std::fs::write(&file, src.ptx).unwrap();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{cases, rel_err};
+use common::{cases, rel_err, scratch};
 use fem::host::io::matrix_market::{self, Field, MatrixMarketError, Symmetry};
 use fem::host::operator::csr::Csr;
 use fem::host::sparse::bench::{alpha, apply_original, reference, test_vector};
@@ -263,8 +263,7 @@ fn malformed_matrix_market_files_name_the_line() {
 #[test]
 fn matrix_market_round_trips_general_and_symmetric() {
     let cpu = cpu();
-    let dir = std::env::temp_dir().join(format!("fem-mm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("mm");
     let a = fem::host::sparse::generate::fem_matrix::<f64>(&cpu, 2, 3, 2000, 1, true).unwrap();
     for sym in [false, true] {
         let p = dir.join(format!("a{sym}.mtx"));

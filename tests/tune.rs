@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::cases;
+use common::{cases, scratch};
 use fem::host::sparse::device::prepare_cpu;
 use fem::host::sparse::model::{best_params, predict, Machine, RowLengths};
 use fem::host::sparse::params::SpmvParams;
@@ -12,18 +12,10 @@ use fem::host::sparse::tuning::{signature, Context, Origin, Overrides};
 use fem::host::sparse::SpmvFormat;
 use fem::host::tune::{Tuning, TuningFile};
 use fem::host::{BackendKind, CpuBackend, Scalar};
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn cpu() -> CpuBackend {
     CpuBackend::new(Some(2)).unwrap()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fem-tune-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// An H200-like GPU and a CPU, as the model sees them.
@@ -37,7 +29,7 @@ fn cpu_machine() -> Machine {
 
 #[test]
 fn the_tuning_file_round_trips() {
-    let dir = scratch("roundtrip");
+    let dir = scratch("tune-roundtrip");
     let path = dir.join("t.json");
     let mut t = Tuning::at(Some(path.clone()), "NVIDIA H200");
     assert!(t.warning.is_none() && t.file.entries.is_empty());
@@ -55,7 +47,7 @@ fn the_tuning_file_round_trips() {
 
 #[test]
 fn corrupt_foreign_and_old_files_are_ignored_with_a_warning() {
-    let dir = scratch("bad");
+    let dir = scratch("tune-bad");
     let path = dir.join("t.json");
     let mut good = TuningFile::empty("NVIDIA H200");
     good.insert("k", &1u32, 1.0, 1.0, 1, 0);
@@ -211,7 +203,7 @@ fn json(out: &Output) -> serde_json::Value {
 
 #[test]
 fn fem_tune_writes_the_file_that_fem_spmv_then_reads() {
-    let dir = scratch("cli");
+    let dir = scratch("tune-cli");
     let m = ["--generate", "powerlaw:rows=20000,max=2000", "--backend", "cpu", "--repeats", "2"];
     let tuned = json(&fem_cli(&dir, &[&["tune", "spmv", "--format", "k2r", "--json"][..], &m].concat()));
     let best = tuned["tuned"][0]["outcome"]["best"].clone();
@@ -236,7 +228,7 @@ fn fem_tune_writes_the_file_that_fem_spmv_then_reads() {
 
 #[test]
 fn fem_spmv_auto_reports_its_choice_and_ranking() {
-    let dir = scratch("auto");
+    let dir = scratch("tune-auto");
     let out = fem_cli(&dir, &["spmv", "--generate", "fem:dim=2,degree=2,rows=20000", "--backend", "cpu", "--repeats", "2", "--json"]);
     let v = json(&out);
     let choice = &v["choice"];
@@ -249,7 +241,7 @@ fn fem_spmv_auto_reports_its_choice_and_ranking() {
 
 #[test]
 fn bp_tuning_needs_the_gpu_and_bad_options_are_errors() {
-    let dir = scratch("bp");
+    let dir = scratch("tune-bp");
     let out = fem_cli(&dir, &["tune", "bp", "--backend", "cpu", "--degree", "2", "--elements", "8"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("CUDA backend"));
@@ -282,7 +274,7 @@ fn poisson_auto_prices_every_storage_and_follows_the_h200_measurements() {
 
 #[test]
 fn fem_solve_auto_solves_in_the_chosen_format() {
-    let dir = scratch("solve");
+    let dir = scratch("tune-solve");
     let v = json(&fem_cli(&dir, &["solve", "--dim", "2", "--degree", "2", "--cells", "12", "--format", "auto", "--backend", "cpu", "--json"]));
     assert_eq!(v["format"], v["choice"]["storage"]);
     assert!(v["l2_error"].as_f64().unwrap() < 1e-3 && v["relative_residual"].as_f64().unwrap() < 1e-9);

@@ -1,4 +1,5 @@
-//! Matrices every SpMV format is checked on, shared by the CPU and GPU tests.
+//! Matrices every SpMV format is checked on, shared by the CPU and GPU
+//! tests, and the helpers the integration tests share.
 
 #![allow(dead_code)]
 
@@ -137,4 +138,13 @@ pub fn pointwise_space(v: &Variant, n: usize) -> NodalSpace {
     } else {
         NodalSpace::tensor(&BoxMesh::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
     }
+}
+
+/// An empty directory `fem-<name>-<pid>` in the system's temporary
+/// directory, for one test's files.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("fem-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
 }

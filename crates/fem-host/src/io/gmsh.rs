@@ -623,16 +623,8 @@ impl GmshMesh {
     /// name or a number.
     pub fn group_facets(&self, groups: &[String], nodes: &[u32]) -> GResult<std::collections::HashSet<[u32; 4]>> {
         let fdim = self.dim().saturating_sub(1);
-        let available: Vec<String> = self.physical_names.iter().filter(|n| n.0 == fdim).map(|n| format!("{} ({})", n.2, n.1)).collect();
-        let mut tags = Vec::new();
-        for g in groups {
-            let by_name = self.physical_names.iter().find(|n| n.0 == fdim && &n.2 == g).map(|n| n.1);
-            let tag = by_name.or_else(|| g.parse::<i32>().ok().filter(|t| self.blocks.iter().any(|b| b.kind.dim() == fdim && b.physical.contains(t))));
-            match tag {
-                Some(t) => tags.push(t),
-                None => return Err(GmshError::Invalid(format!("no boundary physical group `{g}` (the file has: {})", if available.is_empty() { "none".into() } else { available.join(", ") }))),
-            }
-        }
+        let present: Vec<i32> = self.blocks.iter().filter(|b| b.kind.dim() == fdim).flat_map(|b| b.physical.iter().copied()).collect();
+        let tags = groups.iter().map(|g| self.group_tag(fdim, g, &present, "boundary")).collect::<GResult<Vec<i32>>>()?;
         let mut out = std::collections::HashSet::new();
         for b in self.blocks.iter().filter(|b| b.kind.dim() == fdim && b.physical.iter().any(|t| tags.contains(t))) {
             for e in b.connectivity.chunks(b.kind.nodes()) {
@@ -665,24 +657,27 @@ impl GmshMesh {
         let dim = self.dim();
         let regions = self.cell_regions();
         let mut table = std::collections::HashMap::new();
+        let present: Vec<i32> = regions.iter().copied().filter(|&t| t != 0).collect();
         for (g, v) in pairs {
-            let by_name = self.physical_names.iter().find(|n| n.0 == dim && &n.2 == g).map(|n| n.1);
-            let tag = by_name.or_else(|| g.parse::<i32>().ok().filter(|t| *t != 0 && regions.contains(t)));
-            match tag {
-                Some(t) => table.insert(t, *v),
-                None => {
-                    let mut have: Vec<i32> = regions.iter().copied().filter(|&t| t != 0).collect();
-                    have.sort_unstable();
-                    have.dedup();
-                    let named: Vec<String> = have.iter().map(|t| match self.physical_names.iter().find(|n| n.0 == dim && n.1 == *t) {
-                        Some(n) => format!("{} ({t})", n.2),
-                        None => t.to_string(),
-                    }).collect();
-                    return Err(GmshError::Invalid(format!("no cell physical group `{g}` (the file has: {})", if named.is_empty() { "none".into() } else { named.join(", ") })));
-                }
-            };
+            table.insert(self.group_tag(dim, g, &present, "cell")?, *v);
         }
         Ok(regions.iter().map(|t| table.get(t).copied().unwrap_or(default)).collect())
+    }
+
+    /// The tag of physical group `g` of dimension `dim`, by name, or by
+    /// number when that number is among the tags `present`; an error
+    /// naming the `kind` of group and listing those present otherwise.
+    fn group_tag(&self, dim: usize, g: &str, present: &[i32], kind: &str) -> GResult<i32> {
+        let name_of = |t: i32| self.physical_names.iter().find(|n| n.0 == dim && n.1 == t).map(|n| n.2.as_str());
+        let by_name = self.physical_names.iter().find(|n| n.0 == dim && n.2 == g).map(|n| n.1);
+        if let Some(t) = by_name.or_else(|| g.parse::<i32>().ok().filter(|t| present.contains(t))) {
+            return Ok(t);
+        }
+        let mut have = present.to_vec();
+        have.sort_unstable();
+        have.dedup();
+        let listed: Vec<String> = have.iter().map(|&t| name_of(t).map_or(t.to_string(), |n| format!("{n} ({t})"))).collect();
+        Err(GmshError::Invalid(format!("no {kind} physical group `{g}` (the file has: {})", if listed.is_empty() { "none".into() } else { listed.join(", ") })))
     }
 
     /// Nodes no element of any dimension refers to (first few), which a

@@ -178,12 +178,12 @@ pub struct HoleReport {
     /// u_h on the finest mesh, the hole's Dirichlet values included (for
     /// output files).
     #[serde(skip)]
-    pub field: Option<super::field::QpField>,
+    pub field: super::field::QpField,
 }
 
 /// The right-hand side with the hole's Dirichlet values lifted:
 /// `b = f − A_{free, hole} · 1` on the free rows of `layout`.
-fn lifted_rhs<T: Scalar>(cpu: &CpuBackend, d: &HoleDomain, h: &Hierarchy<T>, degree: usize) -> Result<Vec<T>> {
+fn lifted_rhs<T: Scalar>(cpu: &CpuBackend, g: &[f64], h: &Hierarchy<T>, degree: usize) -> Result<Vec<T>> {
     let (mesh, space, layout) = &h.fine;
     let n = space.n_dofs;
     let full = Layout { mode: DirichletMode::Zero, n_rows: n, dofs_per_cell: layout.dofs_per_cell, cell_rows: space.cell_dofs.clone(), fixed: vec![false; n], row_dof: (0..n as u32).collect() };
@@ -191,19 +191,25 @@ fn lifted_rhs<T: Scalar>(cpu: &CpuBackend, d: &HoleDomain, h: &Hierarchy<T>, deg
     let elems = elements::assemble_with(cpu, &cd, LocalVariant::Reuse, false, &UnitLoad)?;
     let a_full = Csr::assemble(cpu, &full, &elems)?;
     let f = elements::load_vector(&cd, &elems);
-    let x = space.dof_coords(mesh);
-    let g: Vec<T> = (0..n).map(|i| if space.boundary[i] && d.is_inner(x[i]) { T::ONE } else { T::ZERO }).collect();
+    let g: Vec<T> = g.iter().map(|&v| T::from_f64(v)).collect();
     let mut ag = vec![T::ZERO; n];
     a_full.spmv(cpu, &g, &mut ag);
     Ok(layout.row_dof.iter().map(|&i| f[i as usize] - ag[i as usize]).collect())
 }
 
-/// u_h on the finest level: the solution on the free rows, 1 on the
-/// hole's boundary and 0 on the outer one.
-fn fine_field<T: Scalar>(d: &HoleDomain, h: &Hierarchy<T>, solution: &[f64]) -> super::field::QpField {
-    let (mesh, space, layout) = &h.fine;
+/// The Dirichlet values of every DOF of the finest level: 1 on the hole's
+/// boundary, 0 elsewhere (the outer boundary, and free DOFs).
+fn dirichlet_values<T: Scalar>(d: &HoleDomain, h: &Hierarchy<T>) -> Vec<f64> {
+    let (mesh, space, _) = &h.fine;
     let x = space.dof_coords(mesh);
-    super::field::QpField::from_rows(mesh, space, layout, solution, |i| if space.boundary[i] && d.is_inner(x[i]) { 1.0 } else { 0.0 })
+    (0..space.n_dofs).map(|i| if space.boundary[i] && d.is_inner(x[i]) { 1.0 } else { 0.0 }).collect()
+}
+
+/// u_h on the finest level: the solution on the free rows, the Dirichlet
+/// values elsewhere.
+fn fine_field<T: Scalar>(g: &[f64], h: &Hierarchy<T>, solution: &[f64]) -> super::field::QpField {
+    let (mesh, space, layout) = &h.fine;
+    super::field::QpField::from_rows(mesh, space, layout, solution, |i| g[i])
 }
 
 /// Per-backend pieces: how a matrix is stored, and the coloured SSOR.
@@ -228,7 +234,8 @@ pub fn solve<B: Backend + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &Hole
     let domain = HoleDomain::benchmark(o.dim);
     let coarse = domain.coarse()?;
     let h0 = Hierarchy::<T>::build(cpu, &coarse, o.degree, o.levels, |m| domain.refine(m))?;
-    let b0 = lifted_rhs(cpu, &domain, &h0, o.degree)?;
+    let g = dirichlet_values(&domain, &h0);
+    let b0 = lifted_rhs(cpu, &g, &h0, o.degree)?;
     let perms = permutations(&h0, o.ordering, 7);
     let h = h0.permuted(&perms);
     let top = perms.last().expect("at least one level");
@@ -323,7 +330,7 @@ pub fn solve<B: Backend + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &Hole
         smoother_setup_seconds,
         solve_seconds,
         history: report.history,
-        solution: solution.clone(),
-        field: Some(fine_field(&domain, &h0, &solution)),
+        field: fine_field(&g, &h0, &solution),
+        solution,
     })
 }

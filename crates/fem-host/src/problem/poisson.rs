@@ -139,7 +139,7 @@ pub struct PoissonOptions {
     /// the mesh), natural conditions on the rest; `None`: everywhere.
     pub dirichlet_facets: Option<std::sync::Arc<std::collections::HashSet<[u32; 4]>>>,
     /// Material regions: κ of every cell (mesh order), multiplying κ(x).
-    pub kappa: Option<Arc<Vec<f64>>>,
+    pub kappa: Option<Arc<[f64]>>,
     /// The exact solution the L2 error is measured against; `None`: the
     /// sine solution, which holds only with κ = 1 and u = 0 on the whole
     /// boundary of the unit square or cube (otherwise the error is NaN).
@@ -154,6 +154,24 @@ impl std::fmt::Debug for Exact {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Exact(..)")
     }
+}
+
+impl PoissonOptions {
+    /// The exact solution the L2 error and output files compare with: the
+    /// given one, else the sine solution where it holds (κ = 1, u = 0 on
+    /// the whole boundary), else none.
+    pub fn exact_solution(&self, dim: usize) -> Option<Exact> {
+        match &self.exact {
+            Some(e) => Some(e.clone()),
+            None if self.dirichlet_facets.is_none() && self.kappa.is_none() => Some(sine_solution(dim)),
+            None => None,
+        }
+    }
+}
+
+/// Π sin(π xₐ)/(Dπ²), the exact solution of the sine problem in `dim` dimensions.
+pub fn sine_solution(dim: usize) -> Exact {
+    Exact(Arc::new(move |x: [f64; 3]| if dim == 2 { SinePoisson::solution([x[0], x[1]]) } else { SinePoisson::solution(x) }))
 }
 
 /// The cells with their regions' κ, if any.
@@ -240,12 +258,9 @@ pub struct PoissonReport {
     /// CG's full report, residual history included (not serialised).
     #[serde(skip)]
     pub cg: CgReport,
-    /// u_h at the mesh's vertices (for output files).
-    #[serde(skip)]
-    pub vertex_values: Vec<f64>,
     /// u_h with its mesh and space (for output files).
     #[serde(skip)]
-    pub field: Option<super::field::QpField>,
+    pub field: super::field::QpField,
 }
 
 /// One SpMV measured against the copy of the same bytes in the same run.
@@ -278,16 +293,13 @@ pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<P
     }
     let layout = Layout::new(&space, opts.dirichlet);
     let t0 = Instant::now();
-    let (op, b) = build_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant, opts.symmetric, opts.kappa.as_deref().map(|k| k.as_slice()))?;
+    let (op, b) = build_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant, opts.symmetric, opts.kappa.as_deref())?;
     let assembly_seconds = t0.elapsed().as_secs_f64();
     let mut x = vec![T::ZERO; layout.n_rows];
     let t1 = Instant::now();
     let report = cg(cpu, &op, &b, &mut x, opts.cg)?;
     let solve_seconds = t1.elapsed().as_secs_f64();
-    let l2_error = opts_error(cpu, opts, &mesh, &space, &layout, &x);
-    let mut r = PoissonReport::new::<T>(&mesh, &space, &layout, opts, cpu.name(), report, l2_error, assembly_seconds, solve_seconds);
-    r.attach_field(&mesh, &space, &layout, &x);
-    Ok(r)
+    Ok(PoissonReport::new::<T>(cpu, &mesh, &space, &layout, opts, cpu.name(), report, &x, assembly_seconds, solve_seconds))
 }
 
 /// The operator of `layout` in `format` on the GPU, its load vector, and
@@ -300,7 +312,7 @@ pub fn build_gpu_operator<T: Scalar>(
     layout: &Layout,
     opts: &PoissonOptions,
 ) -> Result<(Box<dyn LinearOperator<CudaBackend, T>>, crate::backend::cuda::DeviceVec<T>, f64, Option<usize>)> {
-    let cd = with_regions(CellData::<T>::new(mesh, layout, opts.degree), opts.kappa.as_deref().map(|k| k.as_slice()))?;
+    let cd = with_regions(CellData::<T>::new(mesh, layout, opts.degree), opts.kappa.as_deref())?;
     let cells = Arc::new(GpuCells::upload(gpu, &cd, layout)?);
     let mut b = gpu.zeros::<T>(layout.n_rows)?;
     // JIT-compile the assembly kernels before anything is timed.
@@ -451,25 +463,25 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
         None
     };
     let xh = gpu.download(&x)?;
-    let l2_error = opts_error(cpu, opts, &mesh, &space, &layout, &xh);
-    let mut r = PoissonReport::new::<T>(&mesh, &space, &layout, opts, gpu.name(), report, l2_error, assembly_seconds, solve_seconds);
+    let mut r = PoissonReport::new::<T>(cpu, &mesh, &space, &layout, opts, gpu.name(), report, &xh, assembly_seconds, solve_seconds);
     r.threads_per_row = threads_per_row;
     r.spmv = bench;
-    r.attach_field(&mesh, &space, &layout, &xh);
     Ok(r)
 }
 
 impl PoissonReport {
-    /// The report of a solve, with the rates derived from the times.
+    /// The report of a solve with solution `x`: the rates derived from the
+    /// times, the L2 error (on `cpu`) and the field for output files.
     #[allow(clippy::too_many_arguments)]
     fn new<T: Scalar>(
+        cpu: &CpuBackend,
         mesh: &Mesh,
         space: &Space,
         layout: &Layout,
         opts: &PoissonOptions,
         backend: String,
         cg: CgReport,
-        l2_error: f64,
+        x: &[T],
         assembly_seconds: f64,
         solve_seconds: f64,
     ) -> Self {
@@ -487,36 +499,15 @@ impl PoissonReport {
             precision: T::NAME,
             iterations: cg.iterations,
             relative_residual: cg.relative_residual,
-            l2_error,
+            l2_error: opts.exact_solution(mesh.dim).map_or(f64::NAN, |u| l2_error_against(cpu, mesh, space, layout, x, u.0.as_ref())),
             assembly_seconds,
             solve_seconds,
             elements_per_second: rate(mesh.n_cells(), assembly_seconds),
             cg_iterations_per_second: rate(cg.iterations, cg.iteration_seconds),
             spmv: None,
             cg,
-            vertex_values: Vec::new(),
-            field: None,
+            field: super::field::QpField::from_rows(mesh, space, layout, x, |_| 0.0),
         }
-    }
-}
-
-impl PoissonReport {
-    /// Keeps u_h (its vertex values and the whole field) for output files.
-    fn attach_field<T: Scalar>(&mut self, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T]) {
-        let field = super::field::QpField::from_rows(mesh, space, layout, x, |_| 0.0);
-        self.vertex_values = field.vertex_values();
-        self.field = Some(field);
-    }
-}
-
-/// The L2 error against the options' exact solution; NaN where none is
-/// known (natural conditions on part of the boundary, or material regions,
-/// without an exact solution given).
-fn opts_error<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T]) -> f64 {
-    match &opts.exact {
-        Some(Exact(u)) => l2_error_against(cpu, mesh, space, layout, x, u.as_ref()),
-        None if opts.dirichlet_facets.is_none() && opts.kappa.is_none() => l2_error(cpu, mesh, space, layout, x),
-        None => f64::NAN,
     }
 }
 
@@ -547,7 +538,7 @@ pub fn format_bytes(format: Format, t: usize, n: usize, ne: usize, nb: usize, nn
 
 /// ‖u_h − u‖_{L2} with a Gauss rule of p + 3 points per direction.
 pub fn l2_error<T: Scalar>(cpu: &CpuBackend, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T]) -> f64 {
-    l2_error_against(cpu, mesh, space, layout, x, &|x| if mesh.dim == 2 { SinePoisson::solution([x[0], x[1]]) } else { SinePoisson::solution(x) })
+    l2_error_against(cpu, mesh, space, layout, x, sine_solution(mesh.dim).0.as_ref())
 }
 
 /// ‖u_h − u‖_{L2} for a given exact `u` (fixed rows and eliminated DOFs
@@ -644,10 +635,10 @@ mod tests {
 
     fn two_materials(dim: usize, n: usize, p: usize, format: Format, k1: f64, k2: f64) -> PoissonOptions {
         let mesh = BoxMesh::structured(dim, n).build().unwrap();
-        let kappa = (0..mesh.n_cells()).map(|c| if mesh.centroid(c)[0] < 0.5 { k1 } else { k2 }).collect();
+        let kappa: Arc<[f64]> = (0..mesh.n_cells()).map(|c| if mesh.centroid(c)[0] < 0.5 { k1 } else { k2 }).collect();
         let mut o = PoissonOptions::on(MeshSource::Given(Arc::new(mesh)), p);
         o.format = format;
-        o.kappa = Some(Arc::new(kappa));
+        o.kappa = Some(kappa);
         o.exact = Some(Exact(Arc::new(move |x| layered(dim, k1, k2, x))));
         o
     }
@@ -677,9 +668,9 @@ mod tests {
         assert!(solve_cpu::<f64>(&cpu, &o).unwrap().l2_error > 100.0 * with.l2_error);
         o.exact = None;
         assert!(solve_cpu::<f64>(&cpu, &o).unwrap().l2_error.is_nan());
-        o.kappa = Some(Arc::new(vec![1.0; 3]));
+        o.kappa = Some(vec![1.0; 3].into());
         assert!(solve_cpu::<f64>(&cpu, &o).unwrap_err().to_string().contains("3 material factors for 64 cells"));
-        o.kappa = Some(Arc::new(vec![-1.0; 64]));
+        o.kappa = Some(vec![-1.0; 64].into());
         assert!(solve_cpu::<f64>(&cpu, &o).unwrap_err().to_string().contains("positive"));
     }
 
