@@ -22,15 +22,16 @@ pub struct QpField {
 
 impl QpField {
     /// The field of a solution `x` on the rows of `layout`; DOFs without a
-    /// row (eliminated Dirichlet DOFs) take `fixed(dof)`.
-    pub fn from_rows<T: Scalar>(mesh: &Mesh, space: &Space, layout: &Layout, x: &[T], fixed: impl Fn(usize) -> f64) -> Self {
+    /// row (eliminated Dirichlet DOFs) take `fixed(dof)`. Takes the mesh
+    /// and space over from the solve, which is done with them.
+    pub fn from_rows<T: Scalar>(mesh: Mesh, space: Space, layout: &Layout, x: &[T], fixed: impl Fn(usize) -> f64) -> Self {
         let mut dofs: Vec<f64> = (0..space.n_dofs).map(&fixed).collect();
         for (r, &d) in layout.row_dof.iter().enumerate() {
             if !layout.fixed[r] {
                 dofs[d as usize] = x[r].to_f64();
             }
         }
-        Self { mesh: mesh.clone(), space: space.clone(), dofs }
+        Self { mesh, space, dofs }
     }
 
     /// u_h at the mesh's vertices.

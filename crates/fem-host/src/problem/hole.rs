@@ -207,9 +207,9 @@ fn dirichlet_values<T: Scalar>(d: &HoleDomain, h: &Hierarchy<T>) -> Vec<f64> {
 
 /// u_h on the finest level: the solution on the free rows, the Dirichlet
 /// values elsewhere.
-fn fine_field<T: Scalar>(g: &[f64], h: &Hierarchy<T>, solution: &[f64]) -> super::field::QpField {
-    let (mesh, space, layout) = &h.fine;
-    super::field::QpField::from_rows(mesh, space, layout, solution, |i| g[i])
+fn fine_field<T: Scalar>(g: &[f64], h: Hierarchy<T>, solution: &[f64]) -> super::field::QpField {
+    let (mesh, space, layout) = h.fine;
+    super::field::QpField::from_rows(mesh, space, &layout, solution, |i| g[i])
 }
 
 /// Per-backend pieces: how a matrix is stored, and the coloured SSOR.
@@ -330,7 +330,7 @@ pub fn solve<B: Backend + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &Hole
         smoother_setup_seconds,
         solve_seconds,
         history: report.history,
-        field: fine_field(&g, &h0, &solution),
+        field: fine_field(&g, h0, &solution),
         solution,
     })
 }

@@ -299,7 +299,7 @@ pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<P
     let t1 = Instant::now();
     let report = cg(cpu, &op, &b, &mut x, opts.cg)?;
     let solve_seconds = t1.elapsed().as_secs_f64();
-    Ok(PoissonReport::new::<T>(cpu, &mesh, &space, &layout, opts, cpu.name(), report, &x, assembly_seconds, solve_seconds))
+    Ok(PoissonReport::new::<T>(cpu, mesh, space, &layout, opts, cpu.name(), report, &x, assembly_seconds, solve_seconds))
 }
 
 /// The operator of `layout` in `format` on the GPU, its load vector, and
@@ -463,7 +463,7 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
         None
     };
     let xh = gpu.download(&x)?;
-    let mut r = PoissonReport::new::<T>(cpu, &mesh, &space, &layout, opts, gpu.name(), report, &xh, assembly_seconds, solve_seconds);
+    let mut r = PoissonReport::new::<T>(cpu, mesh, space, &layout, opts, gpu.name(), report, &xh, assembly_seconds, solve_seconds);
     r.threads_per_row = threads_per_row;
     r.spmv = bench;
     Ok(r)
@@ -475,8 +475,8 @@ impl PoissonReport {
     #[allow(clippy::too_many_arguments)]
     fn new<T: Scalar>(
         cpu: &CpuBackend,
-        mesh: &Mesh,
-        space: &Space,
+        mesh: Mesh,
+        space: Space,
         layout: &Layout,
         opts: &PoissonOptions,
         backend: String,
@@ -486,6 +486,7 @@ impl PoissonReport {
         solve_seconds: f64,
     ) -> Self {
         let rate = |count: usize, seconds: f64| if seconds > 0.0 { count as f64 / seconds } else { 0.0 };
+        let l2_error = opts.exact_solution(mesh.dim).map_or(f64::NAN, |u| l2_error_against(cpu, &mesh, &space, layout, x, u.0.as_ref()));
         Self {
             dim: mesh.dim,
             degree: opts.degree,
@@ -499,7 +500,7 @@ impl PoissonReport {
             precision: T::NAME,
             iterations: cg.iterations,
             relative_residual: cg.relative_residual,
-            l2_error: opts.exact_solution(mesh.dim).map_or(f64::NAN, |u| l2_error_against(cpu, mesh, space, layout, x, u.0.as_ref())),
+            l2_error,
             assembly_seconds,
             solve_seconds,
             elements_per_second: rate(mesh.n_cells(), assembly_seconds),
