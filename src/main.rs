@@ -1038,7 +1038,9 @@ fn solve(a: &SolveArgs) -> CliResult {
     let spinner = spinner(a.json, format!("solving on {cells}^{dim} cells of degree {degree}"));
     let report = fem::solve::run(&any, &opts, f32)?;
     spinner.finish_and_clear();
-    if let (Some(tuning), true, Some(t)) = (tuning.as_mut(), a.bench, report.threads_per_row) {
+    // The benchmark keeps what it found where there is a tuning file to
+    // keep it in (none with FEM_TUNING=off, or without a home folder).
+    if let (Some(tuning), true, Some(t)) = (tuning.as_mut().filter(|t| t.path.is_some()), a.bench, report.threads_per_row) {
         tuning.file.insert(&key, &t, 0.0, 0.0, fem::host::operator::gpu::THREADS_PER_ROW.len(), 0);
         save_tuning(tuning, a.json)?;
     }

@@ -4,7 +4,7 @@
 //! Bytes are counted read plus written (a copy of B bytes moves 2B), the
 //! convention of STREAM and of the papers' effective-bandwidth figures.
 
-use crate::timing::{measure, Timing};
+use crate::timing::{measure, measure_batched, Timing};
 use crate::{Backend, CudaBackend, Result};
 use serde::Serialize;
 
@@ -38,10 +38,16 @@ fn probe_len(bytes: usize) -> usize {
 /// Copy bandwidth of the backend's own copy (`cuMemcpyDtoDAsync` on the
 /// GPU, a rayon-parallel copy on the CPU).
 pub fn copy_bandwidth<B: Backend>(backend: &B, bytes: usize, repeats: usize) -> Result<CopyBandwidth> {
+    copy_bandwidth_batched(backend, bytes, repeats, 1)
+}
+
+/// As [`copy_bandwidth`], timed as [`measure_batched`] times: the reference
+/// for operations timed in batches.
+pub fn copy_bandwidth_batched<B: Backend>(backend: &B, bytes: usize, repeats: usize, batch: usize) -> Result<CopyBandwidth> {
     let n = probe_len(bytes);
     let src = backend.upload(&vec![1.0f64; n])?;
     let mut dst = backend.zeros::<f64>(n)?;
-    let timing = measure(backend, 2, repeats, || backend.copy(&src, &mut dst))?;
+    let timing = measure_batched(backend, 2, repeats, batch, || backend.copy(&src, &mut dst))?;
     Ok(CopyBandwidth::new("memcpy", n * 8, timing))
 }
 

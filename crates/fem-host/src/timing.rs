@@ -19,14 +19,24 @@ pub struct Timing {
 
 /// Runs `f` `warmup` times untimed, then `repeats` times timed by the
 /// backend, and summarises.
-pub fn measure<B: Backend>(backend: &B, warmup: usize, repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
+pub fn measure<B: Backend>(backend: &B, warmup: usize, repeats: usize, f: impl FnMut() -> Result<()>) -> Result<Timing> {
+    measure_batched(backend, warmup, repeats, 1, f)
+}
+
+/// As [`measure`], each timed repeat running `f` `batch` times back to
+/// back and counting the mean: launches then queue behind running work
+/// as they do inside a solver, so the time of an operation made of
+/// several launches no longer includes the host's latency before each.
+pub fn measure_batched<B: Backend>(backend: &B, warmup: usize, repeats: usize, batch: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
     for _ in 0..warmup {
         f()?;
     }
     backend.synchronize()?;
+    let batch = batch.max(1);
     let mut times = Vec::with_capacity(repeats.max(1));
     for _ in 0..repeats.max(1) {
-        times.push(backend.time(&mut f)?);
+        let t = backend.time(&mut || (0..batch).try_for_each(|_| f()))?;
+        times.push(t / batch as f64);
     }
     Ok(summarise(&mut times))
 }

@@ -16,7 +16,7 @@
 
 use crate::cells::{self, couples, Strategy};
 use crate::device::*;
-use crate::sparse::{csr_row_part, ell_row, gather, is_free, lma_product, lma_row, row_of, NONE, SYM_WHOLE_NB};
+use crate::sparse::{csr_row_part, ell_row, gather, is_free, lma_product, lma_row, lma_rows_batched, read_once, row_of, NONE, SYM_WHOLE_NB};
 use fem_core::element::Tables;
 use fem_core::poisson::{self, Scaled, SinePoisson};
 use fem_core::{unroll, Real};
@@ -107,14 +107,23 @@ pub unsafe fn ell_spmv<T: Real>(n_rows: usize, width: usize, col: *const u32, va
 /// whole, each stored value serving both triangles; otherwise row by row,
 /// each row's sum added as soon as it is complete, so only the gathered
 /// input stays live (symmetric storage then reads each off-diagonal value
-/// twice).
+/// twice). Cells of up to [`SYM_WHOLE_NB`] rows go in batches of rows
+/// ([`lma_rows_batched`]) to keep more loads in flight per thread, in 2D
+/// with streaming loads ([`read_once`]).
 #[kernel(f32, f64; elements; SYM = false, true)]
-pub unsafe fn lma_spmv<T: Real, const NB: usize, const SYM: bool>(ne: usize, map: *const u32, vals: *const T, x: *const T, y: *mut T) {
+pub unsafe fn lma_spmv<T: Real, const D: usize, const NB: usize, const SYM: bool>(ne: usize, map: *const u32, vals: *const T, x: *const T, y: *mut T) {
     let mut e = global_idx_x();
     while e < ne {
         let (rows, xl) = gather::<T, NB>(e, ne, map, x);
         if const { SYM && NB <= SYM_WHOLE_NB } {
             scatter_atomic(&rows, &lma_product::<T, NB, SYM>(e, ne, vals, &xl), y);
+        } else if const { NB <= SYM_WHOLE_NB } {
+            let tag = |i: usize| *map.add(i * ne + e);
+            if const { D == 2 } {
+                lma_rows_batched::<T, u32, NB, SYM>(e, ne, vals, &xl, |p| read_once(p), tag, |m, s| add_atomic(m, s, y));
+            } else {
+                lma_rows_batched::<T, u32, NB, SYM>(e, ne, vals, &xl, |p| *p, tag, |m, s| add_atomic(m, s, y));
+            }
         } else {
             for i in 0..NB {
                 let m = *map.add(i * ne + e);
