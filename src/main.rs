@@ -278,8 +278,10 @@ struct SolveArgs {
     /// Local assembly: per-point data reused, or recomputed per entry.
     #[arg(long, value_enum, default_value_t = LocalArg::Reuse)]
     local: LocalArg,
-    #[arg(long, default_value = "original")]
-    numbering: String,
+    /// DOF numbering: original, aligned, blocked or blocked-aligned
+    /// (default: aligned for LMA, original for the other formats).
+    #[arg(long)]
+    numbering: Option<String>,
     #[arg(long, default_value = "eliminate")]
     dirichlet: String,
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
@@ -987,7 +989,6 @@ fn solve(a: &SolveArgs) -> CliResult {
             (PoissonOptions::new(fem::solve::mesh(dim, cells, a.unstructured, 1), degree), dim, cells)
         }
     };
-    opts.numbering = a.numbering.parse()?;
     opts.dirichlet = a.dirichlet.parse()?;
     opts.format = match a.format {
         FormatArg::Csr => Format::Csr,
@@ -1027,6 +1028,10 @@ fn solve(a: &SolveArgs) -> CliResult {
             Some(c)
         }
         _ => None,
+    };
+    opts.numbering = match &a.numbering {
+        Some(n) => n.parse()?,
+        None => opts.format.default_numbering(),
     };
     // GPU CSR threads per row: explicit, else tuned (by --bench) earlier, else the default.
     let gpu_csr = matches!(any, AnyBackend::Cuda(_)) && opts.format == Format::Csr && a.threads_per_row.is_none();

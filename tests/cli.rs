@@ -495,3 +495,27 @@ fn hole_and_bp_write_vtk_files() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("one --degree"));
 }
+
+#[test]
+fn solve_numbering_defaults_to_what_serves_the_format() {
+    let solve = |extra: &[&str]| {
+        let mut args = vec!["solve", "--dim", "2", "--degree", "2", "--cells", "6", "--backend", "cpu", "--json"];
+        args.extend_from_slice(extra);
+        let out = fem(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v["numbering"].as_str().unwrap().to_string(), v["l2_error"].as_f64().unwrap())
+    };
+    let lma = solve(&["--format", "lma"]);
+    let csr = solve(&["--format", "csr"]);
+    let lma_original = solve(&["--format", "lma", "--numbering", "original"]);
+    let ell_blocked = solve(&["--format", "ell", "--numbering", "blocked-aligned"]);
+    assert_eq!([&lma.0, &csr.0, &lma_original.0, &ell_blocked.0], ["aligned", "original", "original", "blocked-aligned"]);
+    // The numbering orders the unknowns; the solution is the same.
+    for e in [lma.1, lma_original.1, ell_blocked.1] {
+        assert!((e - csr.1).abs() <= 1e-6 * csr.1, "{e} vs {}", csr.1);
+    }
+    let out = fem(&["solve", "--format", "lma", "--numbering", "zigzag", "--backend", "cpu"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("zigzag"));
+}

@@ -19,9 +19,9 @@ for p in ${DEGREES:-1 2 3 4}; do
     run --degree "$p" --format csr
     run --degree "$p" --format ell
     run --degree "$p" --format lazy-ell
-    run --degree "$p" --format lma
-    run --degree "$p" --format lma --symmetric
-    run --degree "$p" --format lma --scatter colour
+    run --degree "$p" --format lma --numbering original
+    run --degree "$p" --format lma --symmetric --numbering original
+    run --degree "$p" --format lma --scatter colour --numbering original
     run --degree "$p" --format lma --numbering aligned
     if [[ " ${MF_DEGREES:-$([[ $dim == 2 ]] && echo 1 2 3 4 || echo 1)} " == *" $p "* ]]; then
         run --degree "$p" --format matrix-free

@@ -56,6 +56,18 @@ impl Format {
             Self::MatrixFree => "matrix-free",
         }
     }
+
+    /// The DOF numbering that serves this format best when none is asked
+    /// for: aligned for LMA (a warp of cells then gathers and scatters
+    /// side-by-side DOFs: on an H200, 2D Q2 f64, 0.90 of the copy roofline
+    /// against 0.79 in first-encounter order), first-encounter order for
+    /// the global formats (ELLPACK 2D Q2 0.83 against 0.79 aligned).
+    pub fn default_numbering(self) -> Numbering {
+        match self {
+            Self::Lma => Numbering::Aligned,
+            _ => Numbering::Original,
+        }
+    }
 }
 
 impl std::str::FromStr for Format {
@@ -228,6 +240,8 @@ pub struct PoissonReport {
     pub rows: usize,
     /// Storage of the stiffness matrix.
     pub format: Format,
+    /// Order of the DOFs.
+    pub numbering: Numbering,
     /// How the GPU element kernels avoid write races (the option as given;
     /// unused on the CPU).
     pub scatter: Scatter,
@@ -501,6 +515,7 @@ impl PoissonReport {
             dofs: space.n_dofs,
             rows: layout.n_rows,
             format: opts.format,
+            numbering: opts.numbering,
             scatter: opts.scatter,
             threads_per_row: None,
             backend,

@@ -22,7 +22,8 @@ use fem_core::element::pow;
 pub const MAX_DEGREE: usize = 8;
 
 /// Order in which global numbers are given out (Reguly & Giles §10.4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Numbering {
     /// Cells in mesh order, entities numbered at first encounter.
     Original,
