@@ -10,6 +10,7 @@
 set -u
 FEM=${FEM:-target/release/fem}
 prec=${1:-f64}; dim=${2:-2}; out=${OUT:-.}/bench-$dim-$prec.jsonl
+mf_degrees=${MF_DEGREES:-$([[ $dim == 2 ]] && echo "1 2 3 4" || echo 1)}
 rm -rf ~/.nv/ComputeCache
 run() {
     timeout "${LIMIT:-120}" "$FEM" solve --dim "$dim" --dofs 4000000 --backend cuda --precision "$prec" --bench --rtol 1e-12 --max-iterations 200 --json "$@" \
@@ -23,7 +24,7 @@ for p in ${DEGREES:-1 2 3 4}; do
     run --degree "$p" --format lma --symmetric --numbering original
     run --degree "$p" --format lma --scatter colour --numbering original
     run --degree "$p" --format lma --numbering aligned
-    if [[ " ${MF_DEGREES:-$([[ $dim == 2 ]] && echo 1 2 3 4 || echo 1)} " == *" $p "* ]]; then
+    if [[ " $mf_degrees " == *" $p "* ]]; then
         run --degree "$p" --format matrix-free
     fi
 done
