@@ -37,12 +37,21 @@ fn check<T: Scalar, K: Kernels<T>>(g: &CudaBackend, v: &Variant, aux: impl Fn(&N
     let want = op.residual_cpu(&cpu, &u).unwrap().iter().map(|x| x.to_f64()).collect::<Vec<_>>();
     let jwant = op.jacobian_cpu(&cpu, &u).unwrap().iter().map(|x| x.to_f64()).collect::<Vec<_>>();
     let default = Transposition::default_for(v);
-    for t in [default, Transposition { blocks: 1, batches: 1 }, Transposition { blocks: 3, batches: 2 }] {
+    // Chunks of 2 and 3 batches prefetch into alternating buffers (an odd
+    // count ends on the second one).
+    for t in [default, Transposition { blocks: 1, batches: 1 }, Transposition { blocks: 3, batches: 2 }, Transposition { blocks: 2, batches: 3 }] {
         if t.threads(v) > 1024 {
             continue;
         }
         let what = format!("{} {} p{} q{} {} {t:?}", K::NAME, v.shape.name(), v.degree, v.nq, T::NAME);
-        let got: Vec<f64> = dev.evaluate_host(g, false, t, &u).unwrap().iter().map(|x| x.to_f64()).collect();
+        let got: Vec<f64> = match dev.evaluate_host(g, false, t, &u) {
+            Ok(r) => r.iter().map(|x| x.to_f64()).collect(),
+            // Two input buffers of the largest variants may not fit a
+            // block's shared memory: the refusal must say so, and the
+            // default must always fit.
+            Err(e) if t != default && t.batches > 1 && e.to_string().contains("shared memory") => continue,
+            Err(e) => panic!("{what}: {e}"),
+        };
         let err = rel(&got, &want);
         assert!(err < tol, "{what}: residual error {err:e}");
         match dev.evaluate_host(g, true, t, &u) {

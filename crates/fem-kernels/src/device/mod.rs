@@ -7,6 +7,7 @@
 //! | [`grid`] | the grid-stride loop |
 //! | [`stream`] | element-wise map and reduction with 16-byte vector loads |
 //! | [`shared`] | the block's dynamic shared memory |
+//! | [`copy_async`] | global-to-shared copies that need no register (`cp.async`) |
 //! | [`sync`] | block and warp barriers, memory fences |
 //! | [`warp`] | shuffles (down, xor) for 32- and 64-bit values, warp sums |
 //! | [`block`] | block-wide sum through shuffles and shared memory |
@@ -18,6 +19,7 @@
 
 pub mod atomic;
 pub mod block;
+pub mod copy_async;
 pub mod fast_math;
 pub mod grid;
 pub mod index;

@@ -12,72 +12,106 @@
 //!   values: no reduction across threads, and the element vector of the
 //!   batch is written by consecutive threads to consecutive addresses.
 //!
-//! The batch's coefficients, vertex coordinates and auxiliary fields are
-//! first loaded into shared memory by all threads with coalesced reads,
-//! and the reference table once per block. The last chunk may be partial
-//! (remainder cells are masked, not left to the host).
+//! The table is loaded into shared memory once per block. A batch's
+//! coefficients, vertex coordinates and auxiliary fields are copied into
+//! shared memory asynchronously (`cp.async`) one batch ahead: while the
+//! block computes on batch b, the copies of batch b + 1 are in flight into
+//! the other of two input buffers, so a block waits out the memory latency
+//! once per chunk rather than once per batch. A one-batch chunk needs only
+//! one buffer. The last chunk may be partial (remainder cells are masked,
+//! not left to the host).
 //!
-//! Shared memory (elements of T): `table_len + blockDim·(NB·NC + NV·D +
-//! aux + N_q·point_len)`; the host computes it with
+//! Shared memory (elements of T): `table_len + blockDim·(N_q·point_len +
+//! min(batches, 2)·(NB·NC + NV·D + aux))`; the host computes it with
 //! [`super::shared_len`].
 
 use super::*;
+use crate::device::copy_async::{commit, copy_async, wait_all_but};
 use crate::device::{block_dim_x, block_idx_x, dynamic_shared, sync_threads, thread_idx_x};
 
-/// The block's shared regions: table, coefficients, vertices, aux, point
-/// values.
+/// The block's shared regions: table, point values, then the two input
+/// buffers (coefficients, vertices, aux), the second only touched when
+/// the chunk has a second batch.
 struct Regions<'a, T> {
     tab: &'a mut [T],
-    u: &'a mut [T],
-    x: &'a mut [T],
-    a: &'a mut [T],
     pts: &'a mut [T],
+    inputs: Buffers<T>,
+}
+
+/// The two input buffers, `len` elements each.
+struct Buffers<T> {
+    first: *mut T,
+    len: usize,
+}
+
+impl<T> Clone for Buffers<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Buffers<T> {}
+
+impl<T> Buffers<T> {
+    /// The buffer of batch `b`. Computed, not picked from an array: an
+    /// array indexed at run time would live in local memory.
+    #[inline(always)]
+    unsafe fn of(self, b: usize) -> *mut T {
+        self.first.add((b & 1) * self.len)
+    }
 }
 
 #[inline(always)]
-unsafe fn regions<'a, T>(tab_len: usize, cells: usize, sizes: [usize; 4]) -> Regions<'a, T> {
+unsafe fn regions<'a, T>(tab_len: usize, pts_len: usize, input_len: usize) -> Regions<'a, T> {
     let base = dynamic_shared::<T>();
-    let mut off = 0;
-    let mut take = |len: usize| {
-        let s = core::slice::from_raw_parts_mut(base.add(off), len);
-        off += len;
-        s
-    };
-    Regions { tab: take(tab_len), u: take(cells * sizes[0]), x: take(cells * sizes[1]), a: take(cells * sizes[2]), pts: take(cells * sizes[3]) }
+    Regions {
+        tab: core::slice::from_raw_parts_mut(base, tab_len),
+        pts: core::slice::from_raw_parts_mut(base.add(tab_len), pts_len),
+        inputs: Buffers { first: base.add(tab_len + pts_len), len: input_len },
+    }
 }
 
 /// Loads per array each thread has in flight at once in [`load`].
 const IN_FLIGHT: usize = 2;
 
-/// Copies `n[s]` values from `src[s]` into `dst[s]` for each of the `S`
-/// arrays with the whole block, coalesced. Each thread issues up to
-/// S·[`IN_FLIGHT`] independent (predicated) loads before it stores any: a
+/// Copies `n` values from `src` into `dst` with the whole block, coalesced,
+/// [`IN_FLIGHT`] independent loads per thread before it stores any: a
 /// load-store pair per value would wait out the full memory latency every
-/// time, and the kernel is latency-bound. More in flight costs registers
-/// (and occupancy) faster than it hides latency: 2 measured best.
+/// time.
 #[inline(always)]
-unsafe fn load<T: Real, const S: usize>(mut dst: [&mut [T]; S], src: [*const T; S], n: [usize; S]) {
+unsafe fn load<T: Real>(dst: &mut [T], src: *const T, n: usize) {
     let bd = block_dim_x();
-    let m = n.into_iter().max().unwrap_or(0);
     let mut i = thread_idx_x();
-    while i < m {
-        let mut v = [[T::ZERO; IN_FLIGHT]; S];
-        for k in 0..IN_FLIGHT {
-            for s in 0..S {
-                if i + k * bd < n[s] {
-                    v[s][k] = *src[s].add(i + k * bd);
-                }
+    while i < n {
+        let mut v = [T::ZERO; IN_FLIGHT];
+        for (k, v) in v.iter_mut().enumerate() {
+            if i + k * bd < n {
+                *v = *src.add(i + k * bd);
             }
         }
-        for k in 0..IN_FLIGHT {
-            for s in 0..S {
-                if i + k * bd < n[s] {
-                    *dst[s].get_unchecked_mut(i + k * bd) = v[s][k];
-                }
+        for (k, v) in v.iter().enumerate() {
+            if i + k * bd < n {
+                *dst.get_unchecked_mut(i + k * bd) = *v;
             }
         }
         i += IN_FLIGHT * bd;
     }
+}
+
+/// Starts copying the `n[s]` values of each input `src[s]` into the
+/// shared buffer at `dst`, where input s begins at `off[s]`, with the
+/// whole block, coalesced, and commits them as one group (empty when
+/// every `n[s]` is 0).
+#[inline(always)]
+unsafe fn prefetch<T: Real>(dst: *mut T, off: [usize; 3], src: [*const T; 3], n: [usize; 3]) {
+    let (bd, t) = (block_dim_x(), thread_idx_x());
+    for s in 0..3 {
+        let mut i = t;
+        while i < n[s] {
+            copy_async(dst.add(off[s] + i), src[s].add(i));
+            i += bd;
+        }
+    }
+    commit();
 }
 
 /// The batch loop shared by the residual and the Jacobian, whose
@@ -102,33 +136,48 @@ unsafe fn batches<T: Real, const D: usize, const NC: usize, const NA: usize, con
     let tab_len = NQ * stride;
     let bc = block_dim_x();
     let t = thread_idx_x();
-    let mut r = regions::<T>(tab_len, bc, sizes);
-    load([&mut *r.tab], [tab], [tab_len]);
+    // Offsets of coefficients, vertices and aux in an input buffer.
+    let off = [0, bc * sizes[0], bc * (sizes[0] + sizes[1])];
+    let mut r = regions::<T>(tab_len, bc * sizes[3], bc * (sizes[0] + sizes[1] + sizes[2]));
+    let first = block_idx_x() * n_batches;
+    // Cells of batch b of this chunk (0 past the mesh's end).
+    let cells = |b: usize| n_cells.saturating_sub((first + b) * bc).min(bc);
+    let bufs = r.inputs;
+    let fetch = |b: usize| {
+        let (cell0, n) = ((first + b) * bc, if b < n_batches { cells(b) } else { 0 });
+        prefetch(bufs.of(b), off, [0, 1, 2].map(|k| inputs[k].wrapping_add(cell0 * sizes[k])), [0, 1, 2].map(|k| n * sizes[k]));
+    };
+    fetch(0);
+    load(&mut *r.tab, tab, tab_len);
     for batch in 0..n_batches {
-        let cell0 = (block_idx_x() * n_batches + batch) * bc;
-        if cell0 >= n_cells {
+        let n = cells(batch);
+        if n == 0 {
             break;
         }
-        let n = (n_cells - cell0).min(bc);
-        // The previous batch's basis phase must be done with shared memory.
+        fetch(batch + 1);
+        wait_all_but::<1>();
+        // Every thread's copies of this batch are in, and the previous
+        // batch's basis phase is done with the point values.
         sync_threads();
-        load([&mut *r.u, &mut *r.x, &mut *r.a], [0, 1, 2].map(|k| inputs[k].add(cell0 * sizes[k])), [0, 1, 2].map(|k| n * sizes[k]));
-        sync_threads();
+        let buf = bufs.of(batch);
         for j in 0..NQ {
             let k = t + j * bc;
             let (cell, q) = (k / NQ, k % NQ);
             if cell < n {
-                let (uo, xo, ao) = (cell * sizes[0], cell * sizes[1], cell * sizes[2]);
+                let (uo, xo, ao) = (off[0] + cell * sizes[0], off[1] + cell * sizes[1], off[2] + cell * sizes[2]);
                 quad(
                     r.tab.get_unchecked(q * stride..(q + 1) * stride),
-                    r.u.get_unchecked(uo..uo + sizes[0]),
-                    r.x.get_unchecked(xo..xo + sizes[1]),
-                    r.a.get_unchecked(ao..ao + sizes[2]),
+                    core::slice::from_raw_parts(buf.add(uo), sizes[0]),
+                    core::slice::from_raw_parts(buf.add(xo), sizes[1]),
+                    core::slice::from_raw_parts(buf.add(ao), sizes[2]),
                     r.pts.get_unchecked_mut(k * pl..(k + 1) * pl),
                 );
             }
         }
+        // The point values are complete, and the quadrature phase is done
+        // with this buffer, which the next iteration refills.
         sync_threads();
+        let cell0 = (first + batch) * bc;
         for j in 0..nl {
             let k = t + j * bc;
             let cell = k / nl;
@@ -137,6 +186,8 @@ unsafe fn batches<T: Real, const D: usize, const NC: usize, const NA: usize, con
             }
         }
     }
+    // No copy may outlive the block.
+    wait_all_but::<0>();
 }
 
 /// Element residuals of `n_cells` cells, `out[cell·NB·NC + b·NC + c]`.

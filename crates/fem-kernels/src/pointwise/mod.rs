@@ -70,12 +70,14 @@ pub const fn jacobian_point_len(d: usize, nc: usize) -> usize {
 }
 
 /// Shared-memory elements of a thread-transposition launch of `v` with
-/// `cells` threads (= cells per batch): table, the batch's E-vectors and
-/// the quadrature phase's values.
-pub const fn shared_len(v: &Variant, cells: usize, jacobian: bool) -> usize {
+/// `cells` threads (= cells per batch) and `batches` batches per chunk:
+/// table, the quadrature phase's values, and the batch's E-vectors, twice
+/// when a chunk has a next batch to fetch while it computes.
+pub const fn shared_len(v: &Variant, cells: usize, jacobian: bool, batches: usize) -> usize {
     let (d, nb, nv) = (v.dim(), v.n_basis(), v.shape.vertices());
     let point = if jacobian { jacobian_point_len(d, v.nc) } else { residual_point_len(d, v.nc) };
-    v.nq * row_len(d, nb, nv) + cells * (v.n_local() + nv * d + v.aux_per_cell() + v.nq * point)
+    let buffers = if batches > 1 { 2 } else { 1 };
+    v.nq * row_len(d, nb, nv) + cells * (v.nq * point + buffers * (v.n_local() + nv * d + v.aux_per_cell()))
 }
 
 /// One generated kernel variant, as the `#[fem_kernel]` attribute named

@@ -17,10 +17,15 @@ pub struct Transposition {
 }
 
 impl Transposition {
-    /// About 128 threads per block and 4 batches per chunk; the tuner
-    /// (`fem residual --tune`) searches the paper's grid around it.
+    /// About 128 threads per block and one batch per chunk: a batch's
+    /// inputs are all requested at once (asynchronous copies) and the
+    /// blocks resident on an SM hide each other's latency, which measured
+    /// best for most variants; longer chunks prefetch the next batch while
+    /// computing but need twice the shared memory for inputs, which the
+    /// largest variants do not have. The tuner (`fem residual --tune`)
+    /// searches the paper's grid around it.
     pub fn default_for(v: &Variant) -> Self {
-        Self { blocks: (128 / v.block).max(1), batches: 4 }
+        Self { blocks: (128 / v.block).max(1), batches: 1 }
     }
 
     /// Threads per thread block for variant `v`: N_bl · N_bs.
@@ -70,7 +75,7 @@ impl<T: Scalar> GpuPointwise<T> {
                 t.blocks, v.block, props.max_threads_per_block
             )));
         }
-        let shared = T::BYTES * shared_len(v, threads, jacobian);
+        let shared = T::BYTES * shared_len(v, threads, jacobian, t.batches);
         if shared > props.shared_mem_per_block_optin as usize {
             return Err(Error::InvalidArgument(format!("{} blocks per batch need {shared} bytes of shared memory (at most {})", t.blocks, props.shared_mem_per_block_optin)));
         }
