@@ -54,16 +54,34 @@ pub unsafe fn csr_row_part<T: Real>(lo: usize, hi: usize, lane: usize, step: usi
     s
 }
 
+/// Slots of an ELLPACK row whose loads [`ell_row`] issues together.
+pub const ELL_CHUNK: usize = 8;
+
 /// Row `r` of a transposed ELLPACK matrix of `rows` rows and `width` slots.
+/// The slots go in chunks of [`ELL_CHUNK`]: all their columns and values
+/// are loaded, then all their inputs, so a GPU thread waits two memory
+/// latencies per chunk (the inputs depend on the columns).
 ///
 /// # Safety
 /// `r < rows`; arrays hold `rows × width` entries.
 #[inline(always)]
 pub unsafe fn ell_row<T: Real>(r: usize, rows: usize, width: usize, col: *const u32, val: *const T, x: *const T) -> T {
     let mut s = T::ZERO;
-    for k in 0..width {
+    let mut k = 0;
+    while k + ELL_CHUNK <= width {
+        let (mut c, mut v, mut xs) = ([0u32; ELL_CHUNK], [T::ZERO; ELL_CHUNK], [T::ZERO; ELL_CHUNK]);
+        unroll::<ELL_CHUNK>(|q| {
+            let p = (k + q) * rows + r;
+            (c[q], v[q]) = (*col.add(p), *val.add(p));
+        });
+        unroll::<ELL_CHUNK>(|q| xs[q] = *x.add(c[q] as usize));
+        unroll::<ELL_CHUNK>(|q| s += v[q] * xs[q]);
+        k += ELL_CHUNK;
+    }
+    while k < width {
         let p = k * rows + r;
         s += *val.add(p) * *x.add(*col.add(p) as usize);
+        k += 1;
     }
     s
 }
@@ -263,6 +281,64 @@ pub unsafe fn lma_rows_batched<T: Real, M: Copy + Default, const NB: usize, cons
     }
 }
 
+/// Cells of more rows than this (3D Q4: 125) go by column blocks
+/// ([`lma_column_block`]): their gathered input alone would exceed the
+/// registers.
+pub const COLUMN_BLOCKS_ABOVE: usize = 64;
+
+/// Most columns of one column block.
+pub const GATHER_COLUMNS: usize = 32;
+
+/// Column blocks of an `nb`-row cell: 1 up to [`COLUMN_BLOCKS_ABOVE`] rows.
+pub const fn column_blocks(nb: usize) -> usize {
+    if nb <= COLUMN_BLOCKS_ABOVE {
+        1
+    } else {
+        nb.div_ceil(GATHER_COLUMNS)
+    }
+}
+
+/// Columns per block: the cell split into [`column_blocks`] equal blocks,
+/// the last one possibly shorter.
+pub const fn block_columns(nb: usize) -> usize {
+    nb.div_ceil(column_blocks(nb))
+}
+
+/// `row(m_i, Σ_{j ∈ J} K_ij x_j)` for column block `b` (columns J =
+/// b·c .. (b+1)·c, c = [`block_columns`]) of cell `e` and every row i,
+/// `m_i` its map entry: each row receives one partial sum per block, to be
+/// added atomically. Only that block's inputs are gathered.
+///
+/// # Safety
+/// As [`lma_product`], with `map` and `x` as for [`gather`]; `b <
+/// column_blocks(NB)`.
+#[inline(always)]
+pub unsafe fn lma_column_block<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, b: usize, map: *const u32, vals: *const T, x: *const T, mut row: impl FnMut(u32, T)) {
+    let cb = const { block_columns(NB) };
+    let c0 = b * cb;
+    let mut m = [NONE; COLUMN_BLOCKS_ABOVE];
+    unroll::<COLUMN_BLOCKS_ABOVE>(|k| {
+        if k < cb && c0 + k < NB {
+            m[k] = *map.add((c0 + k) * ne + e);
+        }
+    });
+    let mut xb = [T::ZERO; COLUMN_BLOCKS_ABOVE];
+    unroll::<COLUMN_BLOCKS_ABOVE>(|k| {
+        if k < cb {
+            xb[k] = input_at(m[k], x);
+        }
+    });
+    for i in 0..NB {
+        let mut s = T::ZERO;
+        unroll::<COLUMN_BLOCKS_ABOVE>(|k| {
+            if k < cb && c0 + k < NB {
+                s += lma_entry::<T, NB, SYM>(e, ne, vals, i, c0 + k, |p| *p) * xb[k];
+            }
+        });
+        row(*map.add(i * ne + e), s);
+    }
+}
+
 /// `xl[i]` for an index `i` known only at run time, without indexing the
 /// array (which would move it to local memory): one select per entry.
 #[inline(always)]
@@ -319,6 +395,8 @@ pub unsafe fn lma_product<T: Real, const NB: usize, const SYM: bool>(e: usize, n
 #[cfg(test)]
 mod tests {
     use super::*;
+    extern crate std;
+    use std::{vec, vec::Vec};
 
     #[test]
     fn symmetric_packing_is_a_bijection() {
@@ -333,6 +411,27 @@ mod tests {
                 }
             }
             assert!(seen.iter().all(|&s| s));
+        }
+    }
+
+    #[test]
+    fn ell_rows_in_chunks_are_the_plain_sums() {
+        // 3 rows, widths around the chunk size; row r's slot k has column
+        // (r + 2k) mod 5 and value k + 1 − r.
+        let rows = 3;
+        let x = [0.5f64, -1.0, 2.0, 3.5, -0.25];
+        for width in [0, 1, ELL_CHUNK - 1, ELL_CHUNK, ELL_CHUNK + 1, 2 * ELL_CHUNK + 3] {
+            let (mut col, mut val) = (vec![0u32; rows * width], vec![0.0f64; rows * width]);
+            for r in 0..rows {
+                for k in 0..width {
+                    (col[k * rows + r], val[k * rows + r]) = (((r + 2 * k) % 5) as u32, (k + 1) as f64 - r as f64);
+                }
+            }
+            for r in 0..rows {
+                let want: f64 = (0..width).map(|k| ((k + 1) as f64 - r as f64) * x[(r + 2 * k) % 5]).sum();
+                let got = unsafe { ell_row(r, rows, width, col.as_ptr(), val.as_ptr(), x.as_ptr()) };
+                assert!((got - want).abs() <= 1e-12 * want.abs().max(1.0), "width {width}, row {r}: {got} vs {want}");
+            }
         }
     }
 
@@ -368,6 +467,65 @@ mod tests {
             assert_eq!(rows, want);
             check_batches::<NB>(full.as_ptr(), sym.as_ptr(), &x, &want);
         }
+    }
+
+    /// Cell 1 of 3 of an `NB`-row cell by column blocks, every row
+    /// receiving one sum per block, against the dense product; the
+    /// map sends DOF i to row NB − 1 − i and leaves the last DOF without a
+    /// row.
+    fn check_column_blocks<const NB: usize>() {
+        const NE: usize = 3;
+        let val = |i: usize, j: usize| ((i.min(j) * 7 + i.max(j) * 13) % 11) as f64 - 5.0;
+        let mut map = vec![0u32; NB * NE];
+        for i in 0..NB {
+            map[i * NE + 1] = if i == NB - 1 { NONE } else { (NB - 2 - i) as u32 };
+        }
+        let x: Vec<f64> = (0..NB).map(|r| (r % 5) as f64 + 0.5).collect();
+        let xl = |j: usize| if j == NB - 1 { 0.0 } else { x[NB - 2 - j] };
+        let (mut full, mut sym) = (vec![0.0; NB * NB * NE], vec![0.0; NB * (NB + 1) / 2 * NE]);
+        let mut want = vec![0.0; NB];
+        for i in 0..NB {
+            for j in 0..NB {
+                full[(i * NB + j) * NE + 1] = val(i, j);
+                if j >= i {
+                    sym[sym_index(i, j, NB) * NE + 1] = val(i, j);
+                }
+                want[i] += val(i, j) * xl(j);
+            }
+        }
+        let blocks = column_blocks(NB);
+        for (vals, is_sym) in [(&full, false), (&sym, true)] {
+            let (mut got, mut calls) = (vec![0.0; NB], vec![0usize; NB]);
+            let mut add = |m: u32, s: f64| {
+                let i = if m == NONE { NB - 1 } else { NB - 2 - m as usize };
+                got[i] += s;
+                calls[i] += 1;
+            };
+            for b in 0..blocks {
+                unsafe {
+                    if is_sym {
+                        lma_column_block::<f64, NB, true>(1, NE, b, map.as_ptr(), vals.as_ptr(), x.as_ptr(), &mut add);
+                    } else {
+                        lma_column_block::<f64, NB, false>(1, NE, b, map.as_ptr(), vals.as_ptr(), x.as_ptr(), &mut add);
+                    }
+                }
+            }
+            assert!(calls.iter().all(|&c| c == blocks), "nb {NB}: every row once per block");
+            for i in 0..NB {
+                assert!((got[i] - want[i]).abs() <= 1e-12 * want[i].abs().max(1.0), "nb {NB}, symmetric {is_sym}, row {i}: {} vs {}", got[i], want[i]);
+            }
+        }
+    }
+
+    #[test]
+    fn column_blocks_are_the_dense_product() {
+        assert_eq!([64, 65, 125, 216].map(column_blocks), [1, 3, 4, 7]);
+        assert_eq!([64, 65, 125, 216].map(block_columns), [64, 22, 32, 31]);
+        check_column_blocks::<9>();
+        check_column_blocks::<64>();
+        check_column_blocks::<65>();
+        check_column_blocks::<125>();
+        check_column_blocks::<216>();
     }
 
     /// The batched rows give every row once, in order, with the dense sums.

@@ -44,12 +44,39 @@ impl<T: Scalar> Ell<T> {
         Self { n_rows, width, col, val }
     }
 
-    /// The ELLPACK form of a CSR matrix.
+    /// The ELLPACK form of a CSR matrix, slot columns filled in parallel
+    /// straight from the CSR arrays (a 3D Q4 matrix of 4M rows has 2.8e9
+    /// slots).
     pub fn from_csr(csr: &Csr<T>) -> Self {
-        let rows: Vec<Vec<(u32, T)>> = (0..csr.n_rows)
-            .map(|r| (csr.row_ptr[r] as usize..csr.row_ptr[r + 1] as usize).map(|k| (csr.col[k], csr.val[k])).collect())
-            .collect();
-        Self::from_rows(&rows)
+        let n_rows = csr.n_rows;
+        let len = |r: usize| (csr.row_ptr[r + 1] - csr.row_ptr[r]) as usize;
+        let width = (0..n_rows).into_par_iter().map(len).max().unwrap_or(0);
+        let mut col = vec![0u32; width * n_rows];
+        let mut val = vec![T::ZERO; width * n_rows];
+        if n_rows > 0 {
+            col.par_chunks_mut(n_rows).zip(val.par_chunks_mut(n_rows)).enumerate().for_each(|(k, (cs, vs))| {
+                for (r, (c, v)) in cs.iter_mut().zip(vs.iter_mut()).enumerate() {
+                    (*c, *v) = if k < len(r) { let p = csr.row_ptr[r] as usize + k; (csr.col[p], csr.val[p]) } else { (r as u32, T::ZERO) };
+                }
+            });
+        }
+        Self { n_rows, width, col, val }
+    }
+
+    /// Slot index `k · n_rows + r` of each CSR position `p` (row r, k-th
+    /// entry of the row) in [`Self::from_csr`]'s matrix; `u32::MAX` stays.
+    pub fn slots_of_csr_positions(csr: &Csr<T>, pos: &[u32]) -> Vec<u32> {
+        let n = csr.n_rows as u32;
+        pos.par_iter()
+            .map(|&p| {
+                if p == u32::MAX {
+                    return p;
+                }
+                // The row holding position p: the last row starting at or before it.
+                let r = csr.row_ptr.partition_point(|&s| s <= p) as u32 - 1;
+                (p - csr.row_ptr[r as usize]) * n + r
+            })
+            .collect()
     }
 
     /// Stored slots, padding included.
@@ -151,5 +178,39 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for LazyEll<T> {
     }
     fn diagonal(&self, cpu: &CpuBackend) -> Result<Vec<T>> {
         self.0.diagonal(cpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 3 × 4 CSR with an empty middle row: [[1, 0, 2, 0], [0, 0, 0, 0],
+    /// [5, 3, 0, 4]]: rows of 2, 0 and 3 entries.
+    fn csr() -> Csr<f64> {
+        Csr { n_rows: 3, row_ptr: vec![0, 2, 2, 5], col: vec![0, 2, 0, 1, 3], val: vec![1.0, 2.0, 5.0, 3.0, 4.0] }
+    }
+
+    #[test]
+    fn from_csr_pads_every_row_to_the_widest_with_its_own_column() {
+        let e = Ell::from_csr(&csr());
+        assert_eq!((e.n_rows, e.width), (3, 3));
+        // slot-major: slot k of row r at k·3 + r
+        assert_eq!(e.col, vec![0, 1, 0, 2, 1, 1, 0, 1, 3]);
+        assert_eq!(e.val, vec![1.0, 0.0, 5.0, 2.0, 0.0, 3.0, 0.0, 0.0, 4.0]);
+        let empty = Ell::<f64>::from_csr(&Csr { n_rows: 0, row_ptr: vec![0], col: vec![], val: vec![] });
+        assert_eq!((empty.width, empty.slots()), (0, 0));
+    }
+
+    #[test]
+    fn csr_positions_map_to_their_slots() {
+        let c = csr();
+        let e = Ell::from_csr(&c);
+        let pos: Vec<u32> = (0..5).chain([u32::MAX]).collect();
+        let slots = Ell::slots_of_csr_positions(&c, &pos);
+        assert_eq!(slots, vec![0, 3, 2, 5, 8, u32::MAX]);
+        for (p, s) in pos.iter().zip(&slots).take(5) {
+            assert_eq!((e.col[*s as usize], e.val[*s as usize]), (c.col[*p as usize], c.val[*p as usize]));
+        }
     }
 }

@@ -362,16 +362,15 @@ pub fn build_gpu_operator<T: Scalar>(
                 m.cache_diagonal(gpu)?;
                 (Box::new(m), t)
             } else {
+                let width = (0..csr.n_rows).map(|r| csr.row_ptr[r + 1] - csr.row_ptr[r]).max().unwrap_or(0) as usize;
+                if width * csr.n_rows > u32::MAX as usize {
+                    return Err(crate::Error::InvalidArgument(format!("ELLPACK of {} rows × {width} slots exceeds 32-bit slot indices; use --format csr or lma", csr.n_rows)));
+                }
                 let mut ell = Ell::from_csr(&csr);
                 for &r in &cd.fixed_rows {
                     ell.val[r as usize] = T::ONE; // slot 0 of a fixed row is its diagonal
                 }
-                let n = csr.n_rows;
-                let row_of_pos: Vec<u32> = (0..n).flat_map(|r| std::iter::repeat_n(r as u32, (csr.row_ptr[r + 1] - csr.row_ptr[r]) as usize)).collect();
-                let ell_pos: Vec<u32> = pos
-                    .iter()
-                    .map(|&p| if p == u32::MAX { p } else { let r = row_of_pos[p as usize]; (p - csr.row_ptr[r as usize]) * n as u32 + r })
-                    .collect();
+                let ell_pos = Ell::slots_of_csr_positions(&csr, &pos);
                 let mut m = GpuEll::upload(gpu, &ell)?;
                 let t = global(&mut m.val, ell_pos, &mut b)?;
                 m.cache_diagonal(gpu)?;
