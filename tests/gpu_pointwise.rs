@@ -15,9 +15,10 @@ use fem::kernels::physics::{Elasticity, Poisson};
 use fem::kernels::pointwise::{Kernels, Variant};
 
 fn space_for(v: &Variant) -> NodalSpace {
-    // 2·7² = 98 triangles, 6·3³ = 162 tetrahedra, 7², 3³ tensor cells:
-    // multiples of no cell block.
-    common::pointwise_space(v, if v.dim() == 2 { 7 } else { 3 })
+    // 2·7² = 98 triangles, 6·4³ = 384 tetrahedra, 7² and 4³ tensor cells:
+    // multiples of no cell block, and more cells than one batch of the
+    // multi-batch settings below, so their second buffer is filled.
+    common::pointwise_space(v, if v.dim() == 2 { 7 } else { 4 })
 }
 
 fn rel(a: &[f64], b: &[f64]) -> f64 {
@@ -37,9 +38,15 @@ fn check<T: Scalar, K: Kernels<T>>(g: &CudaBackend, v: &Variant, aux: impl Fn(&N
     let want = op.residual_cpu(&cpu, &u).unwrap().iter().map(|x| x.to_f64()).collect::<Vec<_>>();
     let jwant = op.jacobian_cpu(&cpu, &u).unwrap().iter().map(|x| x.to_f64()).collect::<Vec<_>>();
     let default = Transposition::default_for(v);
-    // Chunks of 2 and 3 batches prefetch into alternating buffers (an odd
-    // count ends on the second one).
-    for t in [default, Transposition { blocks: 1, batches: 1 }, Transposition { blocks: 3, batches: 2 }, Transposition { blocks: 2, batches: 3 }] {
+    // Chunks of 2, 3 and 4 batches prefetch into alternating buffers, the
+    // first one refilled from the third batch on; the last chunk is partial.
+    for t in [
+        default,
+        Transposition { blocks: 1, batches: 1 },
+        Transposition { blocks: 3, batches: 2 },
+        Transposition { blocks: 2, batches: 3 },
+        Transposition { blocks: 1, batches: 4 },
+    ] {
         if t.threads(v) > 1024 {
             continue;
         }

@@ -314,7 +314,10 @@ pub const fn block_columns(nb: usize) -> usize {
 /// column_blocks(NB)`.
 #[inline(always)]
 pub unsafe fn lma_column_block<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, b: usize, map: *const u32, vals: *const T, x: *const T, mut row: impl FnMut(u32, T)) {
-    let cb = const { block_columns(NB) };
+    let cb = const {
+        assert!(block_columns(NB) <= COLUMN_BLOCKS_ABOVE, "a column block must fit the gather arrays");
+        block_columns(NB)
+    };
     let c0 = b * cb;
     let mut m = [NONE; COLUMN_BLOCKS_ABOVE];
     unroll::<COLUMN_BLOCKS_ABOVE>(|k| {

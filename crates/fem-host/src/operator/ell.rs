@@ -45,8 +45,8 @@ impl<T: Scalar> Ell<T> {
     }
 
     /// The ELLPACK form of a CSR matrix, slot columns filled in parallel
-    /// straight from the CSR arrays (a 3D Q4 matrix of 4M rows has 2.8e9
-    /// slots).
+    /// straight from the CSR arrays (a 3D Q4 matrix of 4M rows has 2.7e9
+    /// slots), on the calling rayon pool ([`CpuBackend::install`] picks one).
     pub fn from_csr(csr: &Csr<T>) -> Self {
         let n_rows = csr.n_rows;
         let len = |r: usize| (csr.row_ptr[r + 1] - csr.row_ptr[r]) as usize;
@@ -65,18 +65,25 @@ impl<T: Scalar> Ell<T> {
 
     /// Slot index `k · n_rows + r` of each CSR position `p` (row r, k-th
     /// entry of the row) in [`Self::from_csr`]'s matrix; `u32::MAX` stays.
-    pub fn slots_of_csr_positions(csr: &Csr<T>, pos: &[u32]) -> Vec<u32> {
-        let n = csr.n_rows as u32;
-        pos.par_iter()
+    /// An error when the matrix has more slots than 32-bit indices address
+    /// (2³² − 1).
+    pub fn slots_of_csr_positions(csr: &Csr<T>, pos: &[u32]) -> Result<Vec<u32>> {
+        let n = csr.n_rows;
+        let width = (0..n).into_par_iter().map(|r| csr.row_ptr[r + 1] - csr.row_ptr[r]).max().unwrap_or(0) as usize;
+        if width * n > u32::MAX as usize {
+            return Err(crate::Error::InvalidArgument(format!("ELLPACK of {n} rows × {width} slots exceeds 32-bit slot indices (CSR and LMA store no padding)")));
+        }
+        Ok(pos
+            .par_iter()
             .map(|&p| {
                 if p == u32::MAX {
                     return p;
                 }
                 // The row holding position p: the last row starting at or before it.
                 let r = csr.row_ptr.partition_point(|&s| s <= p) as u32 - 1;
-                (p - csr.row_ptr[r as usize]) * n + r
+                (p - csr.row_ptr[r as usize]) * n as u32 + r
             })
-            .collect()
+            .collect())
     }
 
     /// Stored slots, padding included.
@@ -207,10 +214,15 @@ mod tests {
         let c = csr();
         let e = Ell::from_csr(&c);
         let pos: Vec<u32> = (0..5).chain([u32::MAX]).collect();
-        let slots = Ell::slots_of_csr_positions(&c, &pos);
+        let slots = Ell::slots_of_csr_positions(&c, &pos).unwrap();
         assert_eq!(slots, vec![0, 3, 2, 5, 8, u32::MAX]);
         for (p, s) in pos.iter().zip(&slots).take(5) {
             assert_eq!((e.col[*s as usize], e.val[*s as usize]), (c.col[*p as usize], c.val[*p as usize]));
         }
+        // 70 000 rows, the last of 70 000 entries: 4.9e9 slots.
+        let n = 70_000u32;
+        let wide = Csr::<f64> { n_rows: n as usize, row_ptr: (0..=n).map(|r| if r == n { 2 * n - 1 } else { r }).collect(), col: (0..2 * n - 1).map(|k| k % n).collect(), val: vec![1.0; 2 * n as usize - 1] };
+        let err = Ell::slots_of_csr_positions(&wide, &[0]).unwrap_err().to_string();
+        assert!(err.contains("32-bit"), "{err}");
     }
 }

@@ -95,7 +95,10 @@ pub fn build_operator<T: Scalar>(
     let b = elements::load_vector(&cd, &elems);
     let op: Box<dyn LinearOperator<CpuBackend, T>> = match format {
         Format::Csr => Box::new(Csr::assemble(cpu, layout, &elems)?),
-        Format::Ell => Box::new(Ell::from_csr(&Csr::assemble(cpu, layout, &elems)?)),
+        Format::Ell => {
+            let csr = Csr::assemble(cpu, layout, &elems)?;
+            Box::new(cpu.install(|| Ell::from_csr(&csr)))
+        }
         Format::LazyEll => Box::new(LazyEll::assemble(&cd, &elems)),
         Format::Lma => Box::new(Lma::new(layout, cd, elems)),
         Format::MatrixFree => Box::new(MatrixFree::new(cpu, layout, cd)?),
@@ -362,15 +365,12 @@ pub fn build_gpu_operator<T: Scalar>(
                 m.cache_diagonal(gpu)?;
                 (Box::new(m), t)
             } else {
-                let width = (0..csr.n_rows).map(|r| csr.row_ptr[r + 1] - csr.row_ptr[r]).max().unwrap_or(0) as usize;
-                if width * csr.n_rows > u32::MAX as usize {
-                    return Err(crate::Error::InvalidArgument(format!("ELLPACK of {} rows × {width} slots exceeds 32-bit slot indices; use --format csr or lma", csr.n_rows)));
-                }
-                let mut ell = Ell::from_csr(&csr);
+                // Checked before the slots are allocated.
+                let ell_pos = cpu.install(|| Ell::slots_of_csr_positions(&csr, &pos))?;
+                let mut ell = cpu.install(|| Ell::from_csr(&csr));
                 for &r in &cd.fixed_rows {
                     ell.val[r as usize] = T::ONE; // slot 0 of a fixed row is its diagonal
                 }
-                let ell_pos = Ell::slots_of_csr_positions(&csr, &pos);
                 let mut m = GpuEll::upload(gpu, &ell)?;
                 let t = global(&mut m.val, ell_pos, &mut b)?;
                 m.cache_diagonal(gpu)?;
