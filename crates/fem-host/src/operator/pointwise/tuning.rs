@@ -70,6 +70,28 @@ mod tests {
     use fem_kernels::physics::Poisson;
     use fem_kernels::pointwise::Kernels;
 
+    /// The residual's default launch of every shipped variant fits the
+    /// 227 KB of shared memory a block may have on an H100/H200, and only
+    /// chunks of several batches pay for the second input buffer.
+    #[test]
+    fn default_launches_fit_and_only_multi_batch_chunks_double_the_inputs() {
+        use fem_kernels::physics::Elasticity;
+        use fem_kernels::pointwise::{row_len, shared_len};
+        let variants = <Poisson as Kernels<f64>>::VARIANTS.iter().chain(<Elasticity as Kernels<f64>>::VARIANTS);
+        for v in variants {
+            let t = Transposition::default_for(v);
+            let cells = t.threads(v);
+            assert_eq!(t.batches, 1);
+            assert!(8 * shared_len(v, cells, false, t.batches) <= 232_448, "{v:?}");
+            let (d, nv) = (v.dim(), v.shape.vertices());
+            let inputs = v.n_local() + nv * d + v.aux_per_cell();
+            let one = v.nq * row_len(d, v.n_basis(), nv) + cells * (v.nq * v.nc * (1 + d) + inputs);
+            assert_eq!(shared_len(v, cells, false, 1), one, "{v:?}");
+            assert_eq!(shared_len(v, cells, false, 2), one + cells * inputs, "{v:?}");
+            assert_eq!(shared_len(v, cells, false, 16), one + cells * inputs, "{v:?}");
+        }
+    }
+
     #[test]
     fn explicit_settings_beat_the_file_which_beats_the_default() {
         let v = <Poisson as Kernels<f64>>::VARIANTS[0];
