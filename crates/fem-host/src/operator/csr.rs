@@ -71,6 +71,17 @@ impl<T: Scalar> Csr<T> {
         self.col.len()
     }
 
+    /// Entries stored in row `r`.
+    pub fn row_len(&self, r: usize) -> usize {
+        (self.row_ptr[r + 1] - self.row_ptr[r]) as usize
+    }
+
+    /// Entries of the longest row (0 without rows): the width of its
+    /// ELLPACK form.
+    pub fn max_row_len(&self) -> usize {
+        (0..self.n_rows).map(|r| self.row_len(r)).max().unwrap_or(0)
+    }
+
     /// Position in `col`/`val` of entry (r, c), if stored.
     pub fn position(&self, r: usize, c: u32) -> Option<usize> {
         let (lo, hi) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);

@@ -48,15 +48,13 @@ impl<T: Scalar> Ell<T> {
     /// straight from the CSR arrays (a 3D Q4 matrix of 4M rows has 2.7e9
     /// slots), on the calling rayon pool ([`CpuBackend::install`] picks one).
     pub fn from_csr(csr: &Csr<T>) -> Self {
-        let n_rows = csr.n_rows;
-        let len = |r: usize| (csr.row_ptr[r + 1] - csr.row_ptr[r]) as usize;
-        let width = (0..n_rows).into_par_iter().map(len).max().unwrap_or(0);
+        let (n_rows, width) = (csr.n_rows, csr.max_row_len());
         let mut col = vec![0u32; width * n_rows];
         let mut val = vec![T::ZERO; width * n_rows];
         if n_rows > 0 {
             col.par_chunks_mut(n_rows).zip(val.par_chunks_mut(n_rows)).enumerate().for_each(|(k, (cs, vs))| {
                 for (r, (c, v)) in cs.iter_mut().zip(vs.iter_mut()).enumerate() {
-                    (*c, *v) = if k < len(r) { let p = csr.row_ptr[r] as usize + k; (csr.col[p], csr.val[p]) } else { (r as u32, T::ZERO) };
+                    (*c, *v) = if k < csr.row_len(r) { let p = csr.row_ptr[r] as usize + k; (csr.col[p], csr.val[p]) } else { (r as u32, T::ZERO) };
                 }
             });
         }
@@ -68,8 +66,7 @@ impl<T: Scalar> Ell<T> {
     /// An error when the matrix has more slots than 32-bit indices address
     /// (2³² − 1).
     pub fn slots_of_csr_positions(csr: &Csr<T>, pos: &[u32]) -> Result<Vec<u32>> {
-        let n = csr.n_rows;
-        let width = (0..n).into_par_iter().map(|r| csr.row_ptr[r + 1] - csr.row_ptr[r]).max().unwrap_or(0) as usize;
+        let (n, width) = (csr.n_rows, csr.max_row_len());
         if width * n > u32::MAX as usize {
             return Err(crate::Error::InvalidArgument(format!("ELLPACK of {n} rows × {width} slots exceeds 32-bit slot indices (CSR and LMA store no padding)")));
         }

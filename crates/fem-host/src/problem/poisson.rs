@@ -415,8 +415,7 @@ fn opts_counts<T: Scalar>(cpu: &CpuBackend, layout: &Layout, opts: &PoissonOptio
     match opts.format {
         Format::Csr | Format::Ell => {
             let csr = Csr::<T>::pattern(cpu, layout)?;
-            let width = (0..csr.n_rows).map(|r| (csr.row_ptr[r + 1] - csr.row_ptr[r]) as usize).max().unwrap_or(0);
-            Ok((csr.nnz(), width * csr.n_rows))
+            Ok((csr.nnz(), csr.max_row_len() * csr.n_rows))
         }
         Format::LazyEll => {
             let cd = CellData::<T>::new(mesh, layout, opts.degree);

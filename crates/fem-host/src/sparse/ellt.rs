@@ -147,11 +147,7 @@ impl<T: Scalar> EllT<T> {
 
 /// Plain ELLPACK of `csr` and its slot → CSR position map.
 pub fn ell_with_source<T: Scalar>(csr: &Csr<T>) -> Result<(Ell<T>, Vec<u32>)> {
-    let n = csr.n_rows;
-    let width = (0..n)
-        .map(|r| (csr.row_ptr[r + 1] - csr.row_ptr[r]) as usize)
-        .max()
-        .unwrap_or(0);
+    let (n, width) = (csr.n_rows, csr.max_row_len());
     let slots = padded_slots(n, width, csr.nnz(), "ELLPACK")?;
     let mut src = vec![NONE; slots];
     for r in 0..n {
