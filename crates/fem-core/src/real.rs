@@ -50,6 +50,13 @@ pub trait Real:
     fn sqrt(self) -> Self;
     /// Fused multiply-add `self * a + b` with one rounding.
     fn mul_add(self, a: Self, b: Self) -> Self;
+    /// `self * a + b` for throughput rather than agreement: one fused
+    /// instruction on the GPU (the compiler never contracts a multiply and
+    /// an add by itself, and unfused the FP64 pipe does half the work per
+    /// instruction), a plain multiply and add on the host, where `libm`'s
+    /// software FMA would cost more than the contraction it serves. Results
+    /// differ between the two in the last bits.
+    fn mad(self, a: Self, b: Self) -> Self;
     /// Absolute value |x|.
     fn abs(self) -> Self;
     /// Sine and cosine (libm on every target, so results agree bit for bit).
@@ -106,6 +113,17 @@ macro_rules! impl_real {
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
                     libm::$fma_host(self, a, b)
+                }
+            }
+            #[inline(always)]
+            fn mad(self, a: Self, b: Self) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    core::intrinsics::$fma_dev(self, a, b)
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    self * a + b
                 }
             }
             #[inline(always)]

@@ -103,9 +103,9 @@ pub fn differentiation_matrix(nodes: &[f64], out: &mut [f64]) {
 /// to the reference gradient `(ur, us, ut)` and the mass term `λ·wJ·u`.
 #[inline(always)]
 pub fn apply_metric<T: Real>(g: &[T; NGEO], lambda: T, u: T, ur: T, us: T, ut: T) -> (T, T, T, T) {
-    let gr = g[G00] * ur + g[G01] * us + g[G02] * ut;
-    let gs = g[G01] * ur + g[G11] * us + g[G12] * ut;
-    let gt = g[G02] * ur + g[G12] * us + g[G22] * ut;
+    let gr = g[G00].mad(ur, g[G01].mad(us, g[G02] * ut));
+    let gs = g[G01].mad(ur, g[G11].mad(us, g[G12] * ut));
+    let gt = g[G02].mad(ur, g[G12].mad(us, g[G22] * ut));
     (gr, gs, gt, lambda * g[GWJ] * u)
 }
 

@@ -81,11 +81,11 @@ pub fn interp_column<T: Real, const N: usize, const G: usize>(i: impl Fn(usize, 
         if 2 * q + 1 < G {
             fem_core::unroll::<N>(|m| {
                 let v = i(q, m);
-                c[q] += v * r[m];
-                c[G - 1 - q] += v * r[N - 1 - m];
+                c[q] = v.mad(r[m], c[q]);
+                c[G - 1 - q] = v.mad(r[N - 1 - m], c[G - 1 - q]);
             });
         } else if 2 * q + 1 == G {
-            fem_core::unroll::<N>(|m| c[q] += i(q, m) * r[m]);
+            fem_core::unroll::<N>(|m| c[q] = i(q, m).mad(r[m], c[q]));
         }
     });
     c
@@ -99,11 +99,11 @@ pub fn project_column<T: Real, const N: usize, const G: usize>(i: impl Fn(usize,
         if 2 * q + 1 < G {
             fem_core::unroll::<N>(|m| {
                 let v = i(q, m);
-                r[m] += v * c[q];
-                r[N - 1 - m] += v * c[G - 1 - q];
+                r[m] = v.mad(c[q], r[m]);
+                r[N - 1 - m] = v.mad(c[G - 1 - q], r[N - 1 - m]);
             });
         } else if 2 * q + 1 == G {
-            fem_core::unroll::<N>(|m| r[m] += i(q, m) * c[q]);
+            fem_core::unroll::<N>(|m| r[m] = i(q, m).mad(c[q], r[m]));
         }
     });
     r

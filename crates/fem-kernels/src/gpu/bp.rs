@@ -111,7 +111,7 @@ unsafe fn interpolate<T: Real, const NQ: usize, const GQ: usize>(it: *const T, i
     if j < NQ {
         unroll::<NQ>(|k| {
             let mut s = T::ZERO;
-            unroll::<NQ>(|m| s += pick(&ri, it, GQ, i, cache, m) * *w.add(at(k, j, m)));
+            unroll::<NQ>(|m| s = pick(&ri, it, GQ, i, cache, m).mad(*w.add(at(k, j, m)), s));
             r[k] = s;
         });
     }
@@ -122,7 +122,7 @@ unsafe fn interpolate<T: Real, const NQ: usize, const GQ: usize>(it: *const T, i
     barrier();
     unroll::<NQ>(|k| {
         let mut s = T::ZERO;
-        unroll::<NQ>(|m| s += pick(&rj, it, GQ, j, cache, m) * *w.add(at(k, m, i)));
+        unroll::<NQ>(|m| s = pick(&rj, it, GQ, j, cache, m).mad(*w.add(at(k, m, i)), s));
         r[k] = s;
     });
     interp_column::<T, NQ, GQ>(|q, m| *im.add(q * NQ + m), &r)
@@ -144,7 +144,7 @@ unsafe fn project<T: Real, const NQ: usize, const GQ: usize>(im: *const T, w: *m
     if j < NQ {
         unroll::<NQ>(|k| {
             let mut s = T::ZERO;
-            unroll::<GQ>(|m| s += pick(&cj, im, NQ, j, cache, m) * *w.add(at(k, m, i)));
+            unroll::<GQ>(|m| s = pick(&cj, im, NQ, j, cache, m).mad(*w.add(at(k, m, i)), s));
             r[k] = s;
         });
     }
@@ -156,7 +156,7 @@ unsafe fn project<T: Real, const NQ: usize, const GQ: usize>(im: *const T, w: *m
     if live && i < NQ && j < NQ {
         unroll::<NQ>(|k| {
             let mut s = T::ZERO;
-            unroll::<GQ>(|m| s += pick(&ci, im, NQ, i, cache, m) * *w.add(at(k, j, m)));
+            unroll::<GQ>(|m| s = pick(&ci, im, NQ, i, cache, m).mad(*w.add(at(k, j, m)), s));
             out((k * NQ + j) * NQ + i, s);
         });
     }
@@ -189,8 +189,22 @@ pub unsafe fn bp1<T: Real, const NQ: usize, const GQ: usize>(ne: usize, tab: *co
     project::<T, NQ, GQ>(im, w, i, j, &c, live, |n, v| store(assembled, map, y, e * np + n, v));
 }
 
+/// The seven geometric factors of node (i, j, k) of an `N³` grid, read
+/// one slice ahead of their use so the loads wait behind a slice's work
+/// rather than in front of it (zero for a missing element).
+#[inline(always)]
+unsafe fn geo_at<T: Real, const N: usize>(g: *const T, (i, j, k): (usize, usize, usize), live: bool) -> [T; NGEO] {
+    let (np, n) = (N * N * N, (k * N + j) * N + i);
+    if live && k < N {
+        core::array::from_fn(|f| *g.add(f * np + n))
+    } else {
+        [T::ZERO; NGEO]
+    }
+}
+
 /// The screened Poisson operator on one slice `k` of an `n³` grid, for the
-/// thread (i, j) holding the column `col`: gradient from the shared slice
+/// thread (i, j) holding the column `col` and the node's factors `gk`:
+/// gradient from the shared slice
 /// `sq` (or the whole element, `sq` then points at slice k), metric, the
 /// z-part of the transpose into `acc`, x/y-parts through `gr`/`gs`.
 /// `d`/`dt` are the differentiation matrix and its transpose.
@@ -201,7 +215,7 @@ unsafe fn slice_metric<T: Real, const N: usize>(
     dt: *const T,
     sq: *const T,
     row: usize,
-    g: *const T,
+    gk: &[T; NGEO],
     lambda: T,
     (i, j, k): (usize, usize, usize),
     rows: &Rows<T, N>,
@@ -210,23 +224,20 @@ unsafe fn slice_metric<T: Real, const N: usize>(
     gr: *mut T,
     gs: *mut T,
 ) {
-    let np = N * N * N;
     let (mut qr, mut qs, mut qt) = (T::ZERO, T::ZERO, T::ZERO);
     // row k of D, read once and used for the gradient and its transpose
     let dk: [T; N] = core::array::from_fn(|m| *d.add(k * N + m));
     let c = rows.cache;
     unroll::<N>(|m| {
-        qr += pick(&rows.di, dt, N, i, c, m) * *sq.add(j * row + m);
-        qs += pick(&rows.dj, dt, N, j, c, m) * *sq.add(m * row + i);
-        qt += dk[m] * col[m];
+        qr = pick(&rows.di, dt, N, i, c, m).mad(*sq.add(j * row + m), qr);
+        qs = pick(&rows.dj, dt, N, j, c, m).mad(*sq.add(m * row + i), qs);
+        qt = dk[m].mad(col[m], qt);
     });
-    let n = (k * N + j) * N + i;
-    let gk: [T; NGEO] = core::array::from_fn(|f| *g.add(f * np + n));
-    let (vr, vs, vt, mass) = apply_metric(&gk, lambda, col[k], qr, qs, qt);
+    let (vr, vs, vt, mass) = apply_metric(gk, lambda, col[k], qr, qs, qt);
     *gr.add(j * row + i) = vr;
     *gs.add(j * row + i) = vs;
     acc[k] += mass;
-    unroll::<N>(|m| acc[m] += dk[m] * vt);
+    unroll::<N>(|m| acc[m] = dk[m].mad(vt, acc[m]));
 }
 
 /// The x/y-parts of the transposed gradient at (i, j) of a slice.
@@ -234,7 +245,7 @@ unsafe fn slice_metric<T: Real, const N: usize>(
 unsafe fn slice_transpose<T: Real, const N: usize>(d: *const T, row: usize, gr: *const T, gs: *const T, i: usize, j: usize, rows: &Rows<T, N>) -> T {
     let mut s = T::ZERO;
     let c = rows.cache;
-    unroll::<N>(|m| s += pick(&rows.ci, d, N, i, c, m) * *gr.add(j * row + m) + pick(&rows.cj, d, N, j, c, m) * *gs.add(m * row + i));
+    unroll::<N>(|m| s = pick(&rows.ci, d, N, i, c, m).mad(*gr.add(j * row + m), pick(&rows.cj, d, N, j, c, m).mad(*gs.add(m * row + i), s)));
     s
 }
 
@@ -276,11 +287,14 @@ pub unsafe fn bp35<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lambda:
     let g = geo.wrapping_add(e * NGEO * np);
     barrier();
     let rows = Rows::<T, NQ>::new(d, dt, i, j);
+    let mut next = geo_at::<T, NQ>(g, (i, j, 0), live);
     unroll::<NQ>(|k| {
+        let gk = next;
+        next = geo_at::<T, NQ>(g, (i, j, k + 1), live);
         *sq.add(j * p + i) = col[k];
         barrier();
         if live {
-            slice_metric::<T, NQ>(d, dt, sq, p, g, lambda, (i, j, k), &rows, &col, &mut acc, gr, gs);
+            slice_metric::<T, NQ>(d, dt, sq, p, &gk, lambda, (i, j, k), &rows, &col, &mut acc, gr, gs);
         }
         barrier();
         if live {
@@ -314,9 +328,9 @@ pub unsafe fn bp35_3d<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lamb
     if live {
         let (mut qr, mut qs, mut qt) = (T::ZERO, T::ZERO, T::ZERO);
         unroll::<NQ>(|m| {
-            qr += ri[m] * *sq.add(at(k, j, m));
-            qs += rj[m] * *sq.add(at(k, m, i));
-            qt += rk[m] * *sq.add(at(m, j, i));
+            qr = ri[m].mad(*sq.add(at(k, j, m)), qr);
+            qs = rj[m].mad(*sq.add(at(k, m, i)), qs);
+            qt = rk[m].mad(*sq.add(at(m, j, i)), qt);
         });
         let g = geo.add(e * NGEO * np + t);
         let gk: [T; NGEO] = core::array::from_fn(|f| *g.add(f * np));
@@ -330,7 +344,7 @@ pub unsafe fn bp35_3d<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lamb
     let (ci, cj, ck): ([T; NQ], [T; NQ], [T; NQ]) = (strided(d, NQ, i, true), strided(d, NQ, j, true), strided(d, NQ, k, true));
     if live {
         unroll::<NQ>(|m| {
-            out += ci[m] * *gr.add(at(k, j, m)) + cj[m] * *gs.add(at(k, m, i)) + ck[m] * *gt.add(at(m, j, i));
+            out = ci[m].mad(*gr.add(at(k, j, m)), cj[m].mad(*gs.add(at(k, m, i)), ck[m].mad(*gt.add(at(m, j, i)), out)));
         });
         store(assembled, map, y, e * np + t, out);
     }
@@ -355,9 +369,12 @@ pub unsafe fn bp30<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lambda:
     let g = geo.wrapping_add(e * NGEO * gp);
     let mut acc = [T::ZERO; GQ];
     let rows = Rows::<T, GQ>::new(d, dt, i, j);
+    let mut next = geo_at::<T, GQ>(g, (i, j, 0), live);
     unroll::<GQ>(|k| {
+        let gk = next;
+        next = geo_at::<T, GQ>(g, (i, j, k + 1), live);
         if live {
-            slice_metric::<T, GQ>(d, dt, w.add(k * GQ * p), p, g, lambda, (i, j, k), &rows, &col, &mut acc, gr, gs);
+            slice_metric::<T, GQ>(d, dt, w.add(k * GQ * p), p, &gk, lambda, (i, j, k), &rows, &col, &mut acc, gr, gs);
         }
         barrier();
         if live {
