@@ -178,6 +178,10 @@ mod tests {
         let x = T::ONE + T::EPSILON;
         let exact = T::EPSILON * T::EPSILON;
         assert_eq!(x.mul_add(x, -(T::ONE + two * T::EPSILON)), exact);
+        // on the host `mad` rounds the product first, as `a * b + c` does,
+        // so it keeps the CPU backend's results; the eps² is lost
+        assert_eq!(x.mad(x, -(T::ONE + two * T::EPSILON)), x * x - (T::ONE + two * T::EPSILON));
+        assert_eq!(x.mad(x, -(T::ONE + two * T::EPSILON)), T::ZERO);
         assert_eq!(T::from_bits_u64(T::from_f64(1.25).to_bits_u64()).to_f64(), 1.25);
     }
 

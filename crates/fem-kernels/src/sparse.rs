@@ -48,7 +48,7 @@ pub unsafe fn csr_row_part<T: Real>(lo: usize, hi: usize, lane: usize, step: usi
     let mut s = T::ZERO;
     let mut k = lo + lane;
     while k < hi {
-        s += *val.add(k) * *x.add(*col.add(k) as usize);
+        s = (*val.add(k)).mad(*x.add(*col.add(k) as usize), s);
         k += step;
     }
     s
@@ -75,12 +75,12 @@ pub unsafe fn ell_row<T: Real>(r: usize, rows: usize, width: usize, col: *const 
             (c[q], v[q]) = (*col.add(p), *val.add(p));
         });
         unroll::<ELL_CHUNK>(|q| xs[q] = *x.add(c[q] as usize));
-        unroll::<ELL_CHUNK>(|q| s += v[q] * xs[q]);
+        unroll::<ELL_CHUNK>(|q| s = v[q].mad(xs[q], s));
         k += ELL_CHUNK;
     }
     while k < width {
         let p = k * rows + r;
-        s += *val.add(p) * *x.add(*col.add(p) as usize);
+        s = (*val.add(p)).mad(*x.add(*col.add(p) as usize), s);
         k += 1;
     }
     s
@@ -207,7 +207,7 @@ pub unsafe fn lma_row<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: u
 #[inline(always)]
 pub unsafe fn lma_row_by<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, vals: *const T, i: usize, x: impl Fn(usize) -> T, load: impl Fn(*const T) -> T) -> T {
     let mut s = T::ZERO;
-    unroll::<NB>(|j| s += lma_entry::<T, NB, SYM>(e, ne, vals, i, j, &load) * x(j));
+    unroll::<NB>(|j| s = lma_entry::<T, NB, SYM>(e, ne, vals, i, j, &load).mad(x(j), s));
     s
 }
 
@@ -335,7 +335,7 @@ pub unsafe fn lma_column_block<T: Real, const NB: usize, const SYM: bool>(e: usi
         let mut s = T::ZERO;
         unroll::<COLUMN_BLOCKS_ABOVE>(|k| {
             if k < cb && c0 + k < NB {
-                s += lma_entry::<T, NB, SYM>(e, ne, vals, i, c0 + k, |p| *p) * xb[k];
+                s = lma_entry::<T, NB, SYM>(e, ne, vals, i, c0 + k, |p| *p).mad(xb[k], s);
             }
         });
         row(*map.add(i * ne + e), s);
@@ -383,8 +383,8 @@ pub unsafe fn lma_product<T: Real, const NB: usize, const SYM: bool>(e: usize, n
             let mut s = T::ZERO;
             unroll::<NB>(|j| {
                 let k = *vals.add((row + j.max(i)) * ne + e);
-                s += if j >= i { k } else { T::ZERO } * xl[j];
-                y[j] += if j > i { k } else { T::ZERO } * xi;
+                s = if j >= i { k } else { T::ZERO }.mad(xl[j], s);
+                y[j] = if j > i { k } else { T::ZERO }.mad(xi, y[j]);
             });
             s
         } else {
@@ -635,7 +635,7 @@ pub unsafe fn slice_lane_part<T: Real, const UNIT: bool>(
     let mut p = s.offset as usize + lane;
     for _ in 0..s.width {
         let xv = *x.add(*col.add(p) as usize);
-        acc += if UNIT { xv } else { *val.add(p) * xv };
+        acc = if UNIT { acc + xv } else { (*val.add(p)).mad(xv, acc) };
         p += SLICE_LANES;
     }
     acc
@@ -663,7 +663,7 @@ pub unsafe fn ellt_part<T: Real>(
     let mut acc = T::ZERO;
     for k in 0..len.div_ceil(tpr) {
         let p = (k * rows + r) * tpr + t;
-        acc += *val.add(p) * *x.add(*col.add(p) as usize);
+        acc = (*val.add(p)).mad(*x.add(*col.add(p) as usize), acc);
     }
     acc
 }
