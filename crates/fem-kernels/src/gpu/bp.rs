@@ -7,16 +7,20 @@
 //!   shared memory (six barriers), the z-contractions in registers.
 //! * `bp35`: 2D thread slice over the GLL grid, the column `q[·][j][i]` in
 //!   registers; per slice k the reference gradient is formed from one
-//!   shared slice, the metric applied, the z-part of the transposed
-//!   gradient accumulated in registers and the x/y-parts from two shared
-//!   slices (two barriers per slice).
+//!   shared slice, the metric applied (its seven factors loaded during
+//!   slice k − 1), the z-part of the transposed gradient accumulated in
+//!   registers and the x/y-parts from two shared slices (two barriers per
+//!   slice).
 //! * `bp35_3d`: one thread per node for N ≤ 7, whole element in shared
 //!   memory, two barriers.
 //! * `bp30`: `bp1`'s interpolation, `bp35`'s slices on the GL grid, `bp1`'s
 //!   projection.
 //!
 //! Barriers are [`barrier`]s: several follow branches on the thread's
-//! position, which the compiler may merge around them.
+//! position, which the compiler may merge around them. Every contraction
+//! accumulates with `Real::mad` (`fma.rn`): written as `s += a * b` the
+//! compiler keeps a multiply and an add, and BP3.5 lost up to a quarter
+//! of its speed to that.
 //!
 //! The input and output are E-vectors, or with `assembled` ≠ 0 the
 //! L-vectors read through `map` and added to atomically (the caller zeroes
@@ -204,9 +208,9 @@ unsafe fn geo_at<T: Real, const N: usize>(g: *const T, (i, j, k): (usize, usize,
 
 /// The screened Poisson operator on one slice `k` of an `n³` grid, for the
 /// thread (i, j) holding the column `col` and the node's factors `gk`:
-/// gradient from the shared slice
-/// `sq` (or the whole element, `sq` then points at slice k), metric, the
-/// z-part of the transpose into `acc`, x/y-parts through `gr`/`gs`.
+/// gradient from the shared slice `sq` (or the whole element, `sq` then
+/// points at slice k), metric, the z-part of the transpose into `acc`,
+/// x/y-parts through `gr`/`gs`.
 /// `d`/`dt` are the differentiation matrix and its transpose.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
