@@ -16,17 +16,10 @@ use fem_core::Real;
 /// valid for one `T`; `dst` is not read before the copy's group is waited.
 #[inline(always)]
 pub unsafe fn copy_async<T: Real>(dst: *mut T, src: *const T) {
-    if T::BYTES == 8 {
-        core::arch::asm!(
-            "{{ .reg .u64 s, g; cvta.to.shared.u64 s, {d}; cvta.to.global.u64 g, {p}; cp.async.ca.shared.global [s], [g], 8; }}",
-            d = in(reg64) dst, p = in(reg64) src, options(nostack)
-        );
-    } else {
-        core::arch::asm!(
-            "{{ .reg .u64 s, g; cvta.to.shared.u64 s, {d}; cvta.to.global.u64 g, {p}; cp.async.ca.shared.global [s], [g], 4; }}",
-            d = in(reg64) dst, p = in(reg64) src, options(nostack)
-        );
-    }
+    core::arch::asm!(
+        "{{ .reg .u64 s, g; cvta.to.shared.u64 s, {d}; cvta.to.global.u64 g, {p}; cp.async.ca.shared.global [s], [g], {n}; }}",
+        d = in(reg64) dst, p = in(reg64) src, n = const T::BYTES, options(nostack)
+    );
 }
 
 /// Closes this thread's copies issued since the last commit into a group

@@ -17,8 +17,9 @@
 //! shared memory asynchronously (`cp.async`) one batch ahead: while the
 //! block computes on batch b, the copies of batch b + 1 are in flight into
 //! the other of two input buffers, overlapping that batch's memory latency
-//! with this one's work. A one-batch chunk needs only one buffer. The last chunk may be partial (remainder cells are masked,
-//! not left to the host).
+//! with this one's work. A one-batch chunk needs only one buffer. The
+//! last chunk may be partial (remainder cells are masked, not left to the
+//! host).
 //!
 //! Shared memory (elements of T): `table_len + blockDim·(N_q·point_len +
 //! min(batches, 2)·(NB·NC + NV·D + aux))`; the host computes it with
