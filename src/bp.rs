@@ -36,6 +36,9 @@ pub struct BpOptions {
     /// Elements per thread block of the GPU kernel; `None`: from the
     /// tuning file, else the kernel's default.
     pub elements_per_block: Option<usize>,
+    /// Registers budgeted for this many resident warps per SM (0: the
+    /// compiler's choice); `None`: from the tuning file, else 0.
+    pub min_warps: Option<usize>,
     /// Timed applications; the median is reported.
     pub repeats: usize,
     /// Apply on L-vectors (gather and atomic scatter fused) rather than
@@ -86,6 +89,9 @@ pub struct BpReport {
     pub kernel: String,
     /// Elements per thread block of the launch (1 on the CPU).
     pub elements_per_block: usize,
+    /// The launch's register budget in resident warps per SM (0: the
+    /// compiler's choice, and on the CPU).
+    pub min_warps: usize,
     /// Median wall time of one operator application, in seconds.
     pub seconds_per_apply: f64,
     /// `dofs` processed per second, in 10⁹.
@@ -176,8 +182,11 @@ fn gpu_report(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, mesh: &Spec
     progress("CPU reference", None);
     cpu.install(|| op.apply_elements(x, &mut reference))?;
     let key = tuning::signature(o.problem, o.degree, op.elements, o.assembled);
-    let launch = tuning::resolve(o.problem, o.degree, op.elements, o.assembled, o.threads_3d, o.elements_per_block, tuning);
+    let launch = tuning::resolve(o.problem, o.degree, op.elements, o.assembled, o.threads_3d, o.elements_per_block, o.min_warps, tuning);
     let mut t = GpuTensor::new(gpu, op, launch.threads_3d, Some(launch.elements_per_block))?;
+    if launch.min_warps > 0 {
+        t.set_launch(launch.threads_3d, launch.elements_per_block, launch.min_warps)?;
+    }
     let tuned = if o.tune {
         let so = SearchOptions { prune: f64::INFINITY };
         let out = tuning::tune(gpu, &mut t, o.assembled, o.repeats.clamp(1, 10), &so, |i, n, _| progress("tuning the launch", Some((i, n))))?;
@@ -219,7 +228,9 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference
     } else {
         measure(gpu, 2, o.repeats, || t.apply_elements(&xd, &mut yd))?.median
     };
-    finish(o, gpu, op, seconds, err, kernel, t.elements_per_block)
+    let mut r = finish(o, gpu, op, seconds, err, kernel, t.elements_per_block)?;
+    r.min_warps = t.min_warps;
+    Ok(r)
 }
 
 fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64]) -> Result<BpReport> {
@@ -261,6 +272,7 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, e
         backend: b.name(),
         kernel,
         elements_per_block: epb,
+        min_warps: 0,
         seconds_per_apply: seconds,
         gdofs_per_second: dofs as f64 / seconds / 1e9,
         tflops: flops / seconds / 1e12,

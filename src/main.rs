@@ -525,6 +525,9 @@ struct BpArgs {
     /// Elements per thread block (default: enough to fill 256 threads).
     #[arg(long)]
     elements_per_block: Option<usize>,
+    /// Registers budgeted for at least this many resident warps per SM (0: the compiler's choice, the default)
+    #[arg(long)]
+    min_warps: Option<usize>,
     /// Apply on global nodes (gather and atomic scatter in the kernel) instead of element blocks.
     #[arg(long)]
     assembled: bool,
@@ -598,6 +601,7 @@ fn bp(a: &BpArgs) -> CliResult {
             lambda: a.lambda,
             threads_3d: a.threads_3d,
             elements_per_block: a.elements_per_block,
+            min_warps: a.min_warps,
             repeats: a.repeats as usize,
             assembled: a.assembled,
             cpu_time: a.cpu_time,
@@ -623,7 +627,7 @@ fn bp(a: &BpArgs) -> CliResult {
                     t += &format!(", {s:.1}× the CPU backend");
                 }
                 if let Some(o) = &r.tuned {
-                    let l = |b: &fem::host::operator::tensor::tuning::BpLaunch| format!("{} threads, {} elements per block", if b.threads_3d { "3D" } else { "2D slice" }, b.elements_per_block);
+                    let l = |b: &fem::host::operator::tensor::tuning::BpLaunch| format!("{} threads, {} elements per block, register budget {}", if b.threads_3d { "3D" } else { "2D slice" }, b.elements_per_block, if b.min_warps > 0 { format!("{} warps", b.min_warps) } else { "free".into() });
                     t += &format!("\ntuned launch: {} at {:.2} µs, {:.2}× the default {} at {:.2} µs ({} timed)", l(&o.best), o.seconds * 1e6, o.margin(), l(&o.default), o.default_seconds * 1e6, o.timed.len());
                 }
                 if let Some(s) = &r.solve {

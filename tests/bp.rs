@@ -199,6 +199,7 @@ fn jacobi_cg_converges_at_order_n_plus_1() {
                 lambda: 1.0,
                 threads_3d: false,
                 elements_per_block: None,
+                min_warps: None,
                 repeats: 1,
                 assembled: true,
                 cpu_time: false,

@@ -122,6 +122,18 @@ impl<'a> SplitPtx<'a> {
         let (_, text) = self.entries.iter().find(|(n, _)| *n == name)?;
         Some(format!("{}\n{}", self.common, text))
     }
+
+    /// [`Self::module`] with `.maxntid threads, 1, 1` on the entry, and
+    /// `.minnctapersm blocks` when `blocks` > 0: `ptxas` then keeps the
+    /// registers within what `blocks` blocks of `threads` may have, which a
+    /// kernel without the bound may exceed (it assumes up to 255 per
+    /// thread).
+    pub fn module_for_block(&self, name: &str, threads: u32, blocks: u32) -> Option<String> {
+        let (_, text) = self.entries.iter().find(|(n, _)| *n == name)?;
+        let body = text.find("\n{")?;
+        let min = if blocks > 0 { format!("\n.minnctapersm {blocks}") } else { String::new() };
+        Some(format!("{}\n{}\n.maxntid {threads}, 1, 1{min}{}", self.common, &text[..body], &text[body..]))
+    }
 }
 
 /// `.entry` names of a PTX text.
@@ -178,6 +190,16 @@ mod tests {
         assert!(set.best_for(7, 5).is_none());
         assert!(set.is_built());
         assert_eq!(set.archs(), vec!["sm_80", "sm_90"]);
+    }
+
+    #[test]
+    fn thread_bound_goes_between_parameters_and_body() {
+        let split = SplitPtx::new(PTX80);
+        let m = split.module_for_block("fem_a_f64", 289, 0).unwrap();
+        assert!(m.contains("\t.param .u64 p\n)\n.maxntid 289, 1, 1\n{\n}"), "{m}");
+        let m = split.module_for_block("fem_a_f64", 128, 3).unwrap();
+        assert!(m.contains("\t.param .u64 p\n)\n.maxntid 128, 1, 1\n.minnctapersm 3\n{\n}"), "{m}");
+        assert!(split.module_for_block("fem_missing", 32, 0).is_none());
     }
 
     #[test]

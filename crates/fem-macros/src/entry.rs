@@ -37,7 +37,9 @@ struct Spec {
 /// named const generic with its values.
 enum Axis {
     Elements,
-    /// Tensor-product degrees N (binds `NQ` = N + 1 and `GQ` = N + 2).
+    /// Tensor-product degrees N (binds `NQ` = N + 1, `GQ` = N + 2 and
+    /// `HQ` = ⌈GQ / 2⌉, the stored rows of a centro-symmetric `GQ × ·`
+    /// matrix).
     Degrees(Vec<usize>),
     Values(Ident, Vec<syn::Expr>),
 }
@@ -107,7 +109,12 @@ fn axis_bindings(axis: &Axis) -> Vec<Binding> {
             .iter()
             .map(|&n| {
                 let (nq, gq) = (n + 1, n + 2);
-                vec![("NQ".to_string(), quote!(#nq), format!("_n{n}")), ("GQ".to_string(), quote!(#gq), String::new())]
+                let hq = gq.div_ceil(2);
+                vec![
+                    ("NQ".to_string(), quote!(#nq), format!("_n{n}")),
+                    ("GQ".to_string(), quote!(#gq), String::new()),
+                    ("HQ".to_string(), quote!(#hq), String::new()),
+                ]
             })
             .collect(),
         Axis::Values(name, values) => values
@@ -183,6 +190,7 @@ fn expand_axes(mut func: ItemFn, types: &Punctuated<Ident, Token![,]>, axes: &[A
                 if let FnArg::Typed(t) = arg {
                     let mut ty_arg = (*t.ty).clone();
                     Substitute { param: &tp, concrete: ty }.visit_type_mut(&mut ty_arg);
+                    BindConsts { combo }.visit_type_mut(&mut ty_arg);
                     let pat = &t.pat;
                     args.push(quote!(#pat: #ty_arg));
                     idents.push(quote!(#pat));
@@ -323,6 +331,41 @@ impl VisitMut for Substitute<'_> {
     }
 }
 
+/// Replaces the axes' const parameters in a parameter type (`Tab<T, NQ>`,
+/// `[T; GQ]`) by their values, so that entry points may take arrays and
+/// structs sized by the degree by value.
+struct BindConsts<'a> {
+    combo: &'a Binding,
+}
+
+impl BindConsts<'_> {
+    fn value(&self, path: &syn::Path) -> Option<&TokenStream> {
+        let id = path.get_ident()?;
+        self.combo.iter().find(|(n, _, _)| id == n).map(|(_, v, _)| v)
+    }
+}
+
+impl VisitMut for BindConsts<'_> {
+    fn visit_generic_argument_mut(&mut self, arg: &mut syn::GenericArgument) {
+        if let syn::GenericArgument::Type(Type::Path(tp)) = arg {
+            if let Some(v) = tp.qself.is_none().then(|| self.value(&tp.path)).flatten() {
+                *arg = syn::parse_quote!({ #v });
+                return;
+            }
+        }
+        syn::visit_mut::visit_generic_argument_mut(self, arg);
+    }
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if let syn::Expr::Path(p) = e {
+            if let Some(v) = p.qself.is_none().then(|| self.value(&p.path)).flatten() {
+                *e = syn::parse_quote!({ #v });
+                return;
+            }
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+}
+
 fn entry_point(func: &ItemFn, param: Option<&Ident>, concrete: Option<&Ident>) -> syn::Result<TokenStream> {
     let name = &func.sig.ident;
     let entry_name = match concrete {
@@ -388,6 +431,8 @@ mod tests {
         assert_eq!(out.matches("extern \"ptx-kernel\"").count(), 20);
         let out = expanded(quote!(f32, f64; TPR = 1, 32), quote!(pub unsafe fn csr<T: Real, const TPR: usize>(n: usize) {}));
         assert!(out.contains("fn fem_csr_tpr32_f32") && out.contains("fn fem_csr_tpr1_f64"), "{out}");
+        let out = expanded(quote!(f64; degrees = 3..=3), quote!(pub unsafe fn bp<T: Real, const NQ: usize, const GQ: usize, const HQ: usize>(t: Tab<T, NQ, HQ>, c: [T; GQ]) {}));
+        assert!(out.contains("fn fem_bp_n3_f64 (t : Tab < f64 , { 4usize } , { 3usize } > , c : [f64 ; { 5usize }])"), "{out}");
         let err = expand(quote!(f64; TPR = 1), quote!(pub unsafe fn k<T, const TPR: usize, const X: usize>(n: usize) {})).unwrap_err();
         assert!(err.to_string().contains("`X` is not bound"));
     }

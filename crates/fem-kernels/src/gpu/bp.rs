@@ -1,10 +1,14 @@
 //! Tensor-product operators on hexahedra (Świrydowicz et al.), one element
 //! per `threads × 1` slab of a block whose `blockDim.y` elements share the
-//! 1D tables; the degree is a const parameter, so every loop is unrolled
-//! and every per-thread array lives in registers.
+//! block; the degree is a const parameter, so every loop is unrolled and
+//! every per-thread array lives in registers.
 //!
-//! * `bp1`: 2D thread slice (i, j) over the GL grid, the whole element in
-//!   shared memory (six barriers), the z-contractions in registers.
+//! * `bp1`, `bp30`: line contractions. A thread owns one line of the
+//!   element in shared memory at a time (x-line, y-line, then its z-column
+//!   in registers), reads it once and writes each result once; the 1D
+//!   matrices are launch parameters ([`Half`]), read by the whole warp at
+//!   the same fixed index.
+//! * `bp35_lines`: the same line contractions for BP3.5, N ≤ 7.
 //! * `bp35`: 2D thread slice over the GLL grid, the column `q[·][j][i]` in
 //!   registers; per slice k the reference gradient is formed from one
 //!   shared slice, the metric applied (its seven factors loaded during
@@ -13,8 +17,6 @@
 //!   slice).
 //! * `bp35_3d`: one thread per node for N ≤ 7, whole element in shared
 //!   memory, two barriers.
-//! * `bp30`: `bp1`'s interpolation, `bp35`'s slices on the GL grid, `bp1`'s
-//!   projection.
 //!
 //! Barriers are [`barrier`]s: several follow branches on the thread's
 //! position, which the compiler may merge around them. Every contraction
@@ -27,7 +29,7 @@
 //! `y`).
 
 use crate::device::*;
-use crate::tensor::{interp_column, project_column, BpKernel};
+use crate::tensor::{interp_column, project_column, BpKernel, Half};
 use fem_core::tensor::{apply_metric, padded, GWJ, NGEO};
 use fem_core::{unroll, Real};
 use fem_macros::kernel;
@@ -101,96 +103,151 @@ fn element(ne: usize) -> (usize, bool) {
     (e, e < ne)
 }
 
-/// Interpolation to the GL grid in shared memory: in `w` (slices of
-/// `gq × p`) the element's values on entry, and on return the thread's
-/// column `u[·][j][i]` at the GL points (x and y through `w`, z in
-/// registers). `it` is Iᵀ, `im` is I.
-#[inline(always)]
-unsafe fn interpolate<T: Real, const NQ: usize, const GQ: usize>(it: *const T, im: *const T, w: *mut T, i: usize, j: usize) -> [T; GQ] {
-    let p = padded(GQ);
-    let at = |k: usize, j: usize, i: usize| k * GQ * p + j * p + i;
-    let cache = GQ <= REG_MAX;
-    let (ri, rj) = (strided::<T, NQ>(it, GQ, i, cache), strided::<T, NQ>(it, GQ, j, cache));
-    let mut r = [T::ZERO; NQ];
-    if j < NQ {
-        unroll::<NQ>(|k| {
-            let mut s = T::ZERO;
-            unroll::<NQ>(|m| s = pick(&ri, it, GQ, i, cache, m).mad(*w.add(at(k, j, m)), s));
-            r[k] = s;
-        });
-    }
-    barrier();
-    if j < NQ {
-        unroll::<NQ>(|k| *w.add(at(k, j, i)) = r[k]);
-    }
-    barrier();
-    unroll::<NQ>(|k| {
-        let mut s = T::ZERO;
-        unroll::<NQ>(|m| s = pick(&rj, it, GQ, j, cache, m).mad(*w.add(at(k, m, i)), s));
-        r[k] = s;
-    });
-    interp_column::<T, NQ, GQ>(|q, m| *im.add(q * NQ + m), &r)
-}
-
-/// The transpose of [`interpolate`]: from the thread's GL column `c`, the
-/// element's result at the GLL nodes, stored to `y`.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-unsafe fn project<T: Real, const NQ: usize, const GQ: usize>(im: *const T, w: *mut T, i: usize, j: usize, c: &[T; GQ], live: bool, out: impl Fn(usize, T)) {
-    let p = padded(GQ);
-    let at = |k: usize, j: usize, i: usize| k * GQ * p + j * p + i;
-    let cache = GQ <= REG_MAX;
-    let (ci, cj) = (strided::<T, GQ>(im, NQ, i, cache && i < NQ), strided::<T, GQ>(im, NQ, j, cache && j < NQ));
-    let mut r = project_column::<T, NQ, GQ>(|q, m| *im.add(q * NQ + m), c);
-    barrier();
-    unroll::<NQ>(|k| *w.add(at(k, j, i)) = r[k]);
-    barrier();
-    if j < NQ {
-        unroll::<NQ>(|k| {
-            let mut s = T::ZERO;
-            unroll::<GQ>(|m| s = pick(&cj, im, NQ, j, cache, m).mad(*w.add(at(k, m, i)), s));
-            r[k] = s;
-        });
-    }
-    barrier();
-    if j < NQ {
-        unroll::<NQ>(|k| *w.add(at(k, j, i)) = r[k]);
-    }
-    barrier();
-    if live && i < NQ && j < NQ {
-        unroll::<NQ>(|k| {
-            let mut s = T::ZERO;
-            unroll::<GQ>(|m| s = pick(&ci, im, NQ, i, cache, m).mad(*w.add(at(k, j, m)), s));
-            out((k * NQ + j) * NQ + i, s);
-        });
-    }
-}
-
-/// Loads the element's GLL values into the GL-sized work array `w`.
+/// Loads the element's GLL values into the GL-sized work array `w`. All
+/// loads are issued before the first store: the work array is a generic
+/// pointer that may alias the input as far as the compilers know, so a
+/// load after a store would wait for the one before it.
 #[inline(always)]
 unsafe fn load_element<T: Real, const NQ: usize, const GQ: usize>(w: *mut T, i: usize, j: usize, live: bool, input: impl Fn(usize) -> T) {
     let p = padded(GQ);
     if live && i < NQ && j < NQ {
-        unroll::<NQ>(|k| *w.add(k * GQ * p + j * p + i) = input((k * NQ + j) * NQ + i));
+        let v: [T; NQ] = core::array::from_fn(|k| input((k * NQ + j) * NQ + i));
+        unroll::<NQ>(|k| *w.add(k * GQ * p + j * p + i) = v[k]);
     }
     barrier();
 }
 
-/// BP1.0: `y = Iᵀ W J I x` per element.
-#[kernel(f64; degrees)]
-pub unsafe fn bp1<T: Real, const NQ: usize, const GQ: usize>(ne: usize, tab: *const T, geo: *const T, assembled: u32, map: *const u32, x: *const T, y: *mut T) {
-    let (np, gp) = (NQ * NQ * NQ, GQ * GQ * GQ);
-    let (s, w) = shared_setup(BpKernel::Mass, NQ, GQ, tab);
-    let (im, it) = (s, s.add(GQ * NQ));
-    let (i, j) = (thread_idx_x() % GQ, thread_idx_x() / GQ);
-    let (e, live) = element(ne);
-    load_element::<T, NQ, GQ>(w, i, j, live, |n| load(assembled, map, x, e * np + n));
-    let mut c = interpolate::<T, NQ, GQ>(it, im, w, i, j);
-    if live {
-        let g = geo.add((e * NGEO + GWJ) * gp + j * GQ + i);
-        unroll::<GQ>(|k| c[k] *= *g.add(k * GQ * GQ));
+/// Applies `A` (`G × N`, rows `q < ⌈G/2⌉` in `a`) to the line of `N`
+/// values at `src + m·s` and writes the `G` results to `dst + q·s` (over
+/// the line when `dst` is `src`): the thread owns the line, reads each
+/// value once and writes each result once.
+#[inline(always)]
+unsafe fn line<T: Real, const N: usize, const G: usize, const ODD: bool>(src: *const T, dst: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
+    let r: [T; N] = core::array::from_fn(|m| *src.add(m * s));
+    let c = interp_column::<T, N, G, ODD>(a, &r);
+    unroll::<G>(|q| *dst.add(q * s) = c[q]);
+}
+
+/// The transpose of [`line`]: `G` values in, `N` results out.
+#[inline(always)]
+unsafe fn line_t<T: Real, const N: usize, const G: usize, const ODD: bool>(w: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
+    let c: [T; G] = core::array::from_fn(|q| *w.add(q * s));
+    let r = project_column::<T, N, G, ODD>(a, &c);
+    unroll::<N>(|m| *w.add(m * s) = r[m]);
+}
+
+/// Largest GL point count for which [`bp1`] loads its weights before the
+/// interpolation: at 17 points the early values cost 212 registers, more
+/// than a 289-thread block may have.
+const WJ_AHEAD_MAX: usize = 12;
+
+/// Interpolation in x and y of the element loaded in `w` (slices of
+/// `GQ × padded(GQ)`): thread `t` takes x-line (t mod N + 1, t div N + 1),
+/// then y-line (t mod G, t div G).
+#[inline(always)]
+unsafe fn interpolate_xy<T: Real, const NQ: usize, const GQ: usize>(w: *mut T, t: usize, a: impl Fn(usize, usize) -> T + Copy) {
+    let p = padded(GQ);
+    if t < NQ * NQ {
+        let x = w.add(((t / NQ) * GQ + t % NQ) * p);
+        line::<T, NQ, GQ, false>(x, x, 1, a);
     }
-    project::<T, NQ, GQ>(im, w, i, j, &c, live, |n, v| store(assembled, map, y, e * np + n, v));
+    barrier();
+    if t < GQ * NQ {
+        let y = w.add((t / GQ) * GQ * p + t % GQ);
+        line::<T, NQ, GQ, false>(y, y, p, a);
+    }
+    barrier();
+}
+
+/// The transpose of [`interpolate_xy`] (y-lines, then x-lines), then the
+/// element's `NQ³` results stored by thread (i, j).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn project_yx<T: Real, const NQ: usize, const GQ: usize>(w: *mut T, t: usize, a: impl Fn(usize, usize) -> T + Copy, live: bool, out: impl Fn(usize, T)) {
+    let p = padded(GQ);
+    if t < GQ * NQ {
+        line_t::<T, NQ, GQ, false>(w.add((t / GQ) * GQ * p + t % GQ), p, a);
+    }
+    barrier();
+    if t < NQ * NQ {
+        line_t::<T, NQ, GQ, false>(w.add(((t / NQ) * GQ + t % NQ) * p), 1, a);
+    }
+    barrier();
+    let (i, j) = (t % GQ, t / GQ);
+    if live && i < NQ && j < NQ {
+        unroll::<NQ>(|k| out((k * NQ + j) * NQ + i, *w.add((k * GQ + j) * p + i)));
+    }
+}
+
+/// The geometric factors of a thread's column, slice by slice, with the
+/// next slices' loads in flight: the metric loops are short, and their
+/// shared-memory stores keep the compilers from moving later loads ahead
+/// of them. Two slices ahead up to 12 points per direction, one above,
+/// where the registers of the second would spill.
+struct GeoAhead<T, const N: usize> {
+    ring: [[T; NGEO]; 2],
+    g: *const T,
+    node: (usize, usize),
+    live: bool,
+}
+
+impl<T: Real, const N: usize> GeoAhead<T, N> {
+    const DEPTH: usize = if N <= 12 { 2 } else { 1 };
+
+    /// Issues the loads of the first slices of column `node` of the
+    /// element whose factors start at `g`.
+    #[inline(always)]
+    unsafe fn new(g: *const T, node: (usize, usize), live: bool) -> Self {
+        let ring = core::array::from_fn(|k| if k < Self::DEPTH { geo_at::<T, N>(g, (node.0, node.1, k), live) } else { [T::ZERO; NGEO] });
+        Self { ring, g, node, live }
+    }
+
+    /// Slice `k`'s factors (`k` counts up from 0), issuing slice k + depth.
+    #[inline(always)]
+    unsafe fn take(&mut self, k: usize) -> [T; NGEO] {
+        let d = Self::DEPTH;
+        let gk = self.ring[k % d];
+        self.ring[k % d] = geo_at::<T, N>(self.g, (self.node.0, self.node.1, k + d), self.live);
+        gk
+    }
+}
+
+/// The element's work array (`nq` slices of `gq × padded(gq)`, the layout
+/// of [`load_element`]) for kernels without shared tables.
+#[inline(always)]
+unsafe fn work<T: Real>(kind: BpKernel, nq: usize, gq: usize) -> *mut T {
+    dynamic_shared::<T>().add(thread_idx_y() * kind.per_element(nq, gq))
+}
+
+/// BP1.0: `y = Iᵀ W J I x` per element, as six line contractions: x- and
+/// y-lines ([`interpolate_xy`]), the z-column (i, j) in registers where
+/// the weights are applied and the z-projection follows at once, then the
+/// y- and x-lines backwards ([`project_yx`]). I comes as a launch
+/// parameter.
+#[kernel(f64; degrees)]
+pub unsafe fn bp1<T: Real, const NQ: usize, const GQ: usize, const HQ: usize>(ne: usize, im: Half<T, NQ, HQ>, geo: *const T, assembled: u32, map: *const u32, x: *const T, y: *mut T) {
+    let (np, gp, p) = (NQ * NQ * NQ, GQ * GQ * GQ, padded(GQ));
+    let at = |k: usize, j: usize, i: usize| (k * GQ + j) * p + i;
+    let a = |q: usize, m: usize| im.at(q, m);
+    let w = work::<T>(BpKernel::Mass, NQ, GQ);
+    let t = thread_idx_x();
+    let (i, j) = (t % GQ, t / GQ);
+    let (e, live) = element(ne);
+    // the weights are needed after three barriers: their loads go first,
+    // unless holding them would leave too few registers for a launch
+    let g = geo.wrapping_add((e * NGEO + GWJ) * gp + j * GQ + i);
+    let wj = |k: usize| if live { *g.add(k * GQ * GQ) } else { T::ZERO };
+    let early = GQ <= WJ_AHEAD_MAX;
+    let wj_early: [T; GQ] = core::array::from_fn(|k| if early { wj(k) } else { T::ZERO });
+    load_element::<T, NQ, GQ>(w, i, j, live, |n| load(assembled, map, x, e * np + n));
+    interpolate_xy::<T, NQ, GQ>(w, t, a);
+    let r: [T; NQ] = core::array::from_fn(|k| *w.add(at(k, j, i)));
+    let mut c = interp_column::<T, NQ, GQ, false>(a, &r);
+    unroll::<GQ>(|k| c[k] *= if early { wj_early[k] } else { wj(k) });
+    let r = project_column::<T, NQ, GQ, false>(a, &c);
+    unroll::<NQ>(|k| *w.add(at(k, j, i)) = r[k]);
+    barrier();
+    project_yx::<T, NQ, GQ>(w, t, a, live, |n, v| store(assembled, map, y, e * np + n, v));
 }
 
 /// The seven geometric factors of node (i, j, k) of an `N³` grid, read
@@ -273,8 +330,9 @@ impl<T: Real, const N: usize> Rows<T, N> {
     }
 }
 
-/// BP3.5: `y = (Dᵀ G D + λ W J) x` per element with GLL collocation.
-#[kernel(f64; degrees)]
+/// BP3.5: `y = (Dᵀ G D + λ W J) x` per element with GLL collocation, in
+/// 2D thread slices (from N = 8; [`bp35_lines`] below).
+#[kernel(f64; degrees = 8..=15)]
 pub unsafe fn bp35<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lambda: T, tab: *const T, geo: *const T, assembled: u32, map: *const u32, x: *const T, y: *mut T) {
     let np = NQ * NQ * NQ;
     let p = padded(NQ);
@@ -307,6 +365,62 @@ pub unsafe fn bp35<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lambda:
     });
     if live {
         unroll::<NQ>(|k| store(assembled, map, y, e * np + (k * NQ + j) * NQ + i, acc[k]));
+    }
+}
+
+/// BP3.5 as [`bp30`]'s middle part on the GLL grid: the x- and
+/// y-derivatives as lines into `w` and `v`, the z-derivative, metric and
+/// z-transpose in the thread's column, the x/y-transposes as lines in
+/// place; four barriers. D comes as a launch parameter (its first `HQ` ≥
+/// ⌈NQ/2⌉ rows). Up to N = 7: beyond, its registers leave too few warps
+/// and [`bp35`]'s slices are faster.
+#[kernel(f64; degrees = 1..=7)]
+pub unsafe fn bp35_lines<T: Real, const NQ: usize, const GQ: usize, const HQ: usize>(
+    ne: usize,
+    lambda: T,
+    dm: Half<T, NQ, HQ>,
+    geo: *const T,
+    assembled: u32,
+    map: *const u32,
+    x: *const T,
+    y: *mut T,
+) {
+    let (np, p) = (NQ * NQ * NQ, padded(NQ));
+    let at = |k: usize, j: usize, i: usize| (k * NQ + j) * p + i;
+    let d = |q: usize, m: usize| dm.at(q, m);
+    let u = work::<T>(BpKernel::CollocatedLines, NQ, GQ);
+    let (v, w) = (u.add(NQ * NQ * p), u.add(2 * NQ * NQ * p));
+    let t = thread_idx_x();
+    let (i, j) = (t % NQ, t / NQ);
+    let (e, live) = element(ne);
+    let c: [T; NQ] = core::array::from_fn(|k| if live { load(assembled, map, x, e * np + (k * NQ + j) * NQ + i) } else { T::ZERO });
+    let g = geo.wrapping_add(e * NGEO * np);
+    let mut geo_k = GeoAhead::<T, NQ>::new(g, (i, j), live);
+    unroll::<NQ>(|k| *u.add(at(k, j, i)) = c[k]);
+    barrier();
+    let (yl, xl) = (at(j, 0, i), at(j, i, 0));
+    line::<T, NQ, NQ, true>(u.add(yl), v.add(yl), p, d);
+    line::<T, NQ, NQ, true>(u.add(xl), w.add(xl), 1, d);
+    barrier();
+    let mut vt = interp_column::<T, NQ, NQ, true>(d, &c);
+    let mut acc = [T::ZERO; NQ];
+    unroll::<NQ>(|k| {
+        let gk = geo_k.take(k);
+        let n = at(k, j, i);
+        let (vr, vs, vz, mass) = apply_metric(&gk, lambda, c[k], *w.add(n), *v.add(n), vt[k]);
+        *w.add(n) = vr;
+        *v.add(n) = vs;
+        vt[k] = vz;
+        acc[k] = mass;
+    });
+    let z = project_column::<T, NQ, NQ, true>(d, &vt);
+    unroll::<NQ>(|k| acc[k] += z[k]);
+    barrier();
+    line_t::<T, NQ, NQ, true>(w.add(xl), 1, d);
+    line_t::<T, NQ, NQ, true>(v.add(yl), p, d);
+    barrier();
+    if live {
+        unroll::<NQ>(|k| store(assembled, map, y, e * np + (k * NQ + j) * NQ + i, acc[k] + *w.add(at(k, j, i)) + *v.add(at(k, j, i))));
     }
 }
 
@@ -354,37 +468,68 @@ pub unsafe fn bp35_3d<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lamb
     }
 }
 
-/// BP3.0: `y = Iᵀ (glDᵀ G glD + λ W J) I x` per element with GL quadrature.
+/// BP3.0: `y = Iᵀ (glDᵀ G glD + λ W J) I x` per element with GL quadrature,
+/// as [`bp1`]'s line contractions: interpolation to the GL grid in `u`,
+/// the y- and x-derivatives as lines into `v` and `w`, the z-derivative,
+/// metric and z-transpose in the thread's column, the x/y-transposes as
+/// lines in place, then [`bp1`]'s projection. I and glD come as launch
+/// parameters.
 #[kernel(f64; degrees)]
-pub unsafe fn bp30<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lambda: T, tab: *const T, geo: *const T, assembled: u32, map: *const u32, x: *const T, y: *mut T) {
-    let (np, gp) = (NQ * NQ * NQ, GQ * GQ * GQ);
-    let p = padded(GQ);
-    let (s, w) = shared_setup(BpKernel::Quadrature, NQ, GQ, tab);
-    let (im, it) = (s, s.add(GQ * NQ));
-    let (d, dt) = (s.add(2 * GQ * NQ + 2 * NQ * NQ), s.add(2 * GQ * NQ + 2 * NQ * NQ + GQ * GQ));
-    let (gr, gs) = (w.add(GQ * GQ * p), w.add((GQ + 1) * GQ * p));
-    let (i, j) = (thread_idx_x() % GQ, thread_idx_x() / GQ);
+pub unsafe fn bp30<T: Real, const NQ: usize, const GQ: usize, const HQ: usize>(
+    ne: usize,
+    lambda: T,
+    im: Half<T, NQ, HQ>,
+    gd: Half<T, GQ, HQ>,
+    geo: *const T,
+    assembled: u32,
+    map: *const u32,
+    x: *const T,
+    y: *mut T,
+) {
+    let (np, gp, p) = (NQ * NQ * NQ, GQ * GQ * GQ, padded(GQ));
+    let at = |k: usize, j: usize, i: usize| (k * GQ + j) * p + i;
+    let (a, d) = (|q: usize, m: usize| im.at(q, m), |q: usize, m: usize| gd.at(q, m));
+    let u = work::<T>(BpKernel::Quadrature, NQ, GQ);
+    let (v, w) = (u.add(GQ * GQ * p), u.add(2 * GQ * GQ * p));
+    let t = thread_idx_x();
+    let (i, j) = (t % GQ, t / GQ);
     let (e, live) = element(ne);
-    load_element::<T, NQ, GQ>(w, i, j, live, |n| load(assembled, map, x, e * np + n));
-    let col = interpolate::<T, NQ, GQ>(it, im, w, i, j);
+    load_element::<T, NQ, GQ>(u, i, j, live, |n| load(assembled, map, x, e * np + n));
+    interpolate_xy::<T, NQ, GQ>(u, t, a);
+    let r: [T; NQ] = core::array::from_fn(|k| *u.add(at(k, j, i)));
+    let c = interp_column::<T, NQ, GQ, false>(a, &r);
+    unroll::<GQ>(|k| *u.add(at(k, j, i)) = c[k]);
     barrier();
-    unroll::<GQ>(|k| *w.add(k * GQ * p + j * p + i) = col[k]);
-    barrier();
+    // the first slices' factors are in flight through the derivatives
     let g = geo.wrapping_add(e * NGEO * gp);
+    let mut geo_k = GeoAhead::<T, GQ>::new(g, (i, j), live);
+    // y-derivative of line (t mod G, t div G) into v, x-derivative of line
+    // (t mod G, t div G) into w
+    let (yl, xl) = (at(t / GQ, 0, t % GQ), at(t / GQ, t % GQ, 0));
+    line::<T, GQ, GQ, true>(u.add(yl), v.add(yl), p, d);
+    line::<T, GQ, GQ, true>(u.add(xl), w.add(xl), 1, d);
+    barrier();
+    let c: [T; GQ] = core::array::from_fn(|k| *u.add(at(k, j, i)));
+    let mut vt = interp_column::<T, GQ, GQ, true>(d, &c);
     let mut acc = [T::ZERO; GQ];
-    let rows = Rows::<T, GQ>::new(d, dt, i, j);
-    let mut next = geo_at::<T, GQ>(g, (i, j, 0), live);
     unroll::<GQ>(|k| {
-        let gk = next;
-        next = geo_at::<T, GQ>(g, (i, j, k + 1), live);
-        if live {
-            slice_metric::<T, GQ>(d, dt, w.add(k * GQ * p), p, &gk, lambda, (i, j, k), &rows, &col, &mut acc, gr, gs);
-        }
-        barrier();
-        if live {
-            acc[k] += slice_transpose::<T, GQ>(d, p, gr, gs, i, j, &rows);
-        }
-        barrier();
+        let gk = geo_k.take(k);
+        let n = at(k, j, i);
+        let (vr, vs, vz, mass) = apply_metric(&gk, lambda, *u.add(n), *w.add(n), *v.add(n), vt[k]);
+        *w.add(n) = vr;
+        *v.add(n) = vs;
+        vt[k] = vz;
+        acc[k] = mass;
     });
-    project::<T, NQ, GQ>(im, w, i, j, &acc, live, |n, v| store(assembled, map, y, e * np + n, v));
+    let z = project_column::<T, GQ, GQ, true>(d, &vt);
+    unroll::<GQ>(|k| acc[k] += z[k]);
+    barrier();
+    line_t::<T, GQ, GQ, true>(w.add(xl), 1, d);
+    line_t::<T, GQ, GQ, true>(v.add(yl), p, d);
+    barrier();
+    let s: [T; GQ] = core::array::from_fn(|k| acc[k] + *w.add(at(k, j, i)) + *v.add(at(k, j, i)));
+    let r = project_column::<T, NQ, GQ, false>(a, &s);
+    unroll::<NQ>(|k| *u.add(at(k, j, i)) = r[k]);
+    barrier();
+    project_yx::<T, NQ, GQ>(u, t, a, live, |n, v| store(assembled, map, y, e * np + n, v));
 }

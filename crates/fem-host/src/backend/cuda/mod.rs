@@ -125,6 +125,24 @@ impl CudaBackend {
         Ok(f)
     }
 
+    /// [`Self::function`] compiled for blocks of at most `threads` threads
+    /// (`.maxntid`), with registers for `blocks` of them per SM when
+    /// `blocks` > 0 (`.minnctapersm`): for kernels whose register use would
+    /// otherwise leave such a block unlaunchable, or too few resident.
+    /// Cached per bound.
+    pub fn function_for_block(&self, name: &str, threads: u32, blocks: u32) -> Result<CudaFunction> {
+        let key = format!("{name}#{threads}#{blocks}");
+        let mut cache = self.functions.lock().expect("kernel cache poisoned");
+        if let Some((_, f)) = cache.get(&key) {
+            return Ok(f.clone());
+        }
+        let text = self.ptx.module_for_block(name, threads, blocks).ok_or_else(|| Error::MissingKernel(name.to_string()))?;
+        let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(text))?;
+        let f = module.load_function(name).map_err(|_| Error::MissingKernel(name.to_string()))?;
+        cache.insert(key, (module, f.clone()));
+        Ok(f)
+    }
+
     /// Kernels compiled and loaded so far.
     pub fn loaded_kernels(&self) -> usize {
         self.functions.lock().expect("kernel cache poisoned").len()

@@ -131,3 +131,36 @@ pub fn identity(n: usize) -> Vec<f64> {
     (0..n).for_each(|i| m[i * n + i] = 1.0);
     m
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The GPU kernels take only the first ⌈G/2⌉ rows of I, glD and D and
+    /// mirror the rest: I must be centro-symmetric, glD and D
+    /// centro-antisymmetric, to rounding, at every degree.
+    #[test]
+    fn interpolation_and_gl_differentiation_have_the_mirror_symmetries() {
+        for degree in 1..=15 {
+            let b = Basis1d::new(degree).unwrap();
+            let (nq, gq) = (b.nq, b.gq);
+            let scale = b.gl_diff.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            for q in 0..gq {
+                for m in 0..nq {
+                    let (v, w) = (b.interp[q * nq + m], b.interp[(gq - 1 - q) * nq + nq - 1 - m]);
+                    assert!((v - w).abs() <= 1e-14, "I, N = {degree}: ({q}, {m}) {v} vs {w}");
+                }
+                for m in 0..gq {
+                    let (v, w) = (b.gl_diff[q * gq + m], b.gl_diff[(gq - 1 - q) * gq + gq - 1 - m]);
+                    assert!((v + w).abs() <= 1e-13 * scale, "glD, N = {degree}: ({q}, {m}) {v} vs {w}");
+                }
+            }
+            for q in 0..nq {
+                for m in 0..nq {
+                    let (v, w) = (b.diff[q * nq + m], b.diff[(nq - 1 - q) * nq + nq - 1 - m]);
+                    assert!((v + w).abs() <= 1e-13 * scale, "D, N = {degree}: ({q}, {m}) {v} vs {w}");
+                }
+            }
+        }
+    }
+}

@@ -25,16 +25,29 @@ pub struct GpuTensor<'a> {
     pub kernel: BpKernel,
     /// Elements per block (`blockDim.y`).
     pub elements_per_block: usize,
+    /// Resident warps per SM the registers were budgeted for (0: the
+    /// compiler's choice).
+    pub min_warps: usize,
     f: CudaFunction,
     tab: CudaSlice<f64>,
+    /// The tables a kernel takes by value: I, glD and D (see [`param_tables`]).
+    params: [Box<ParamTables>; 3],
     geo: CudaSlice<f64>,
     map: CudaSlice<u32>,
 }
 
-/// The kernel for a problem: BP3.5 may take the 3D thread structure.
-pub fn kernel_for(problem: Problem, threads_3d: bool) -> BpKernel {
+/// Highest degree of the BP3.5 line-contraction kernel: beyond it the
+/// 2D slices are faster (H100, 1e7 DOFs: N = 8 0.80 of the copy against
+/// 0.69, N = 5 and 7 0.92 and 0.86 against 1.00 and 0.99).
+pub const MAX_DEGREE_LINES: usize = 7;
+
+/// The kernel for a problem and degree: BP3.5 may take the 3D thread
+/// structure, else line contractions up to [`MAX_DEGREE_LINES`] and 2D
+/// thread slices above.
+pub fn kernel_for(problem: Problem, degree: usize, threads_3d: bool) -> BpKernel {
     match (problem, threads_3d) {
         (Problem::Bp1, _) => BpKernel::Mass,
+        (Problem::Bp35, false) if degree <= MAX_DEGREE_LINES => BpKernel::CollocatedLines,
         (Problem::Bp35, false) => BpKernel::Collocated,
         (Problem::Bp35, true) => BpKernel::Collocated3d,
         (Problem::Bp30, _) => BpKernel::Quadrature,
@@ -47,6 +60,7 @@ fn kernel_name(kernel: BpKernel, degree: usize) -> String {
         BpKernel::Mass => "bp1",
         BpKernel::Collocated => "bp35",
         BpKernel::Collocated3d => "bp35_3d",
+        BpKernel::CollocatedLines => "bp35_lines",
         BpKernel::Quadrature => "bp30",
     };
     format!("fem_{base}_n{degree}_f64")
@@ -70,9 +84,9 @@ impl<'a> GpuTensor<'a> {
     /// [`default_elements_per_block`]. An error when the launch exceeds the
     /// device's limits.
     pub fn new(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>) -> Result<Self> {
-        let kernel = kernel_for(op.problem, threads_3d);
+        let kernel = kernel_for(op.problem, op.degree, threads_3d);
         let epb = elements_per_block.unwrap_or_else(|| default_elements_per_block(kernel, op.degree));
-        let f = launchable(gpu, op, kernel, epb)?;
+        let f = launchable(gpu, op, kernel, epb, 0)?;
         let b = &op.tables.basis;
         let packed = packed_tables(b);
         debug_assert_eq!(packed.len(), table_offsets(op.degree + 1, gl_points(op.degree))[6]);
@@ -82,19 +96,21 @@ impl<'a> GpuTensor<'a> {
             op,
             kernel,
             elements_per_block: epb,
+            min_warps: 0,
             f,
             tab: gpu.upload(&packed)?,
+            params: [param_tables(&b.interp, b.gq, b.nq), param_tables(&b.gl_diff, b.gq, b.gq), param_tables(&b.diff, b.nq, b.nq)],
             geo: gpu.upload(&op.factors)?,
             map: gpu.stream().clone_htod(&op.restriction.map)?,
         })
     }
 
-    /// Switches to another kernel variant or block shape (the tuner's
-    /// candidates), keeping the uploaded data.
-    pub fn set_launch(&mut self, threads_3d: bool, elements_per_block: usize) -> Result<()> {
-        let kernel = kernel_for(self.op.problem, threads_3d);
-        self.f = launchable(self.gpu, self.op, kernel, elements_per_block)?;
-        (self.kernel, self.elements_per_block) = (kernel, elements_per_block);
+    /// Switches to another kernel variant, block shape or register budget
+    /// (the tuner's candidates), keeping the uploaded data.
+    pub fn set_launch(&mut self, threads_3d: bool, elements_per_block: usize, min_warps: usize) -> Result<()> {
+        let kernel = kernel_for(self.op.problem, self.op.degree, threads_3d);
+        self.f = launchable(self.gpu, self.op, kernel, elements_per_block, min_warps)?;
+        (self.kernel, self.elements_per_block, self.min_warps) = (kernel, elements_per_block, min_warps);
         Ok(())
     }
 
@@ -116,7 +132,13 @@ impl<'a> GpuTensor<'a> {
         if self.op.problem != Problem::Bp1 {
             l.arg(&self.op.lambda);
         }
-        l.arg(&self.tab).arg(&self.geo).arg(&flag).arg(&self.map).arg(x).arg(y);
+        match self.kernel {
+            BpKernel::Mass => l.arg(&*self.params[0]),
+            BpKernel::Quadrature => l.arg(&*self.params[0]).arg(&*self.params[1]),
+            BpKernel::CollocatedLines => l.arg(&*self.params[2]),
+            BpKernel::Collocated | BpKernel::Collocated3d => l.arg(&self.tab),
+        };
+        l.arg(&self.geo).arg(&flag).arg(&self.map).arg(x).arg(y);
         unsafe { l.launch(self.config()) }?;
         Ok(())
     }
@@ -130,8 +152,9 @@ impl<'a> GpuTensor<'a> {
 }
 
 /// The kernel's function, checked against the degree, the block's thread
-/// and shared-memory limits, with large shared memory opted in.
-fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, epb: usize) -> Result<CudaFunction> {
+/// and shared-memory limits, with large shared memory opted in; compiled
+/// with registers for `min_warps` resident warps per SM when that is > 0.
+fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, epb: usize, min_warps: usize) -> Result<CudaFunction> {
     if kernel == BpKernel::Collocated3d && op.degree > MAX_DEGREE_3D {
         return Err(Error::InvalidArgument(format!("the 3D thread structure takes degrees up to {MAX_DEGREE_3D} ((N + 1)³ threads per element)")));
     }
@@ -145,7 +168,9 @@ fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, epb: usi
     if shared > props.shared_mem_per_block_optin as usize {
         return Err(Error::InvalidArgument(format!("{epb} elements per block need {shared} bytes of shared memory (at most {})", props.shared_mem_per_block_optin)));
     }
-    let f = gpu.function(&kernel_name(kernel, op.degree))?;
+    // bounded by the block, or the largest degrees' registers would not fit it
+    let blocks = min_warps.div_ceil(threads.div_ceil(32));
+    let f = gpu.function_for_block(&kernel_name(kernel, op.degree), threads as u32, blocks as u32)?;
     if shared > props.shared_mem_per_block as usize {
         f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
     }
@@ -165,6 +190,23 @@ pub fn packed_tables(b: &super::basis::Basis1d) -> Vec<f64> {
         transpose(&b.gl_diff, gq, gq),
     ]
     .concat()
+}
+
+/// Capacity of [`ParamTables`]: 4 KiB, the launch-parameter limit.
+const PARAM_VALUES: usize = 512;
+
+/// Launch-parameter tables: the driver copies as many bytes as the
+/// kernel's parameter declares (`fem_kernels::tensor::Half`), so one buffer
+/// of the largest size serves every degree.
+type ParamTables = [f64; PARAM_VALUES];
+
+/// The stored rows (the first `⌈rows / 2⌉`) of the row-major `rows × cols`
+/// matrix `m`, as `Half` lays them out; the rest of the buffer is zero.
+pub fn param_tables(m: &[f64], rows: usize, cols: usize) -> Box<ParamTables> {
+    let n = rows.div_ceil(2) * cols;
+    let mut t = Box::new([0.0; PARAM_VALUES]);
+    t[..n].copy_from_slice(&m[..n]);
+    t
 }
 
 /// The assembled operator `Rᵀ A_E R` on L-vectors: gather and atomic

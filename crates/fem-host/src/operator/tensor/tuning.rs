@@ -1,8 +1,14 @@
 //! The BP operators under the tuner: the launch (2D thread slices or, for
-//! BP3.5 up to N = 7, one thread per node; elements per block) is chosen
-//! per problem, degree and mesh size by timing every launch that fits the
-//! block's limits. There is no model to prune with: the candidates are
-//! few and each application is short.
+//! BP3.5 up to N = 7, one thread per node; elements per block; a register
+//! budget) is chosen per problem, degree and mesh size by timing every
+//! launch that fits the block's limits. There is no model to prune with:
+//! the candidates are few and each application is short.
+//!
+//! The register budget matters because the kernels are fully unrolled:
+//! `ptxas` may hold many loads in flight in registers or few, trading
+//! latency hiding in a warp against resident warps, and which wins varies
+//! with the degree (BP3.0 on an H100: N = 4, 5, 8 gain 15–30 % from a
+//! budget of 16–24 warps, N = 1–3 lose as much).
 
 use super::gpu::{default_elements_per_block, kernel_for, GpuTensor, MAX_DEGREE_3D};
 use super::Problem;
@@ -19,12 +25,19 @@ pub struct BpLaunch {
     pub threads_3d: bool,
     /// Elements per thread block (`blockDim.y`).
     pub elements_per_block: usize,
+    /// Registers budgeted for at least this many resident warps per SM
+    /// (`.minnctapersm`); 0 leaves the count to the compiler.
+    #[serde(default)]
+    pub min_warps: usize,
 }
+
+/// Register budgets the tuner tries, in resident warps per SM.
+pub const MIN_WARPS: [usize; 3] = [0, 16, 24];
 
 impl BpLaunch {
     /// The launch without tuning: 2D slices, enough elements to fill 256 threads.
     pub fn default_for(problem: Problem, degree: usize) -> Self {
-        Self { threads_3d: false, elements_per_block: default_elements_per_block(kernel_for(problem, false), degree) }
+        Self { threads_3d: false, elements_per_block: default_elements_per_block(kernel_for(problem, degree, false), degree), min_warps: 0 }
     }
 }
 
@@ -35,27 +48,29 @@ pub fn signature(problem: Problem, degree: usize, elements: usize, assembled: bo
 }
 
 /// The launch of a BP application: the user's, else the tuning file's,
-/// else the default. A user who names either the variant or the block
-/// shape takes the launch out of the tuner's hands.
-pub fn resolve(problem: Problem, degree: usize, elements: usize, assembled: bool, threads_3d: bool, elements_per_block: Option<usize>, tuning: &Tuning) -> BpLaunch {
-    if threads_3d || elements_per_block.is_some() {
-        let default = default_elements_per_block(kernel_for(problem, threads_3d), degree);
-        return BpLaunch { threads_3d, elements_per_block: elements_per_block.unwrap_or(default) };
+/// else the default. A user who names the variant, the block shape or the
+/// register budget takes the launch out of the tuner's hands.
+#[allow(clippy::too_many_arguments)]
+pub fn resolve(problem: Problem, degree: usize, elements: usize, assembled: bool, threads_3d: bool, elements_per_block: Option<usize>, min_warps: Option<usize>, tuning: &Tuning) -> BpLaunch {
+    if threads_3d || elements_per_block.is_some() || min_warps.is_some() {
+        let default = default_elements_per_block(kernel_for(problem, degree, threads_3d), degree);
+        return BpLaunch { threads_3d, elements_per_block: elements_per_block.unwrap_or(default), min_warps: min_warps.unwrap_or(0) };
     }
     tuning.get(&signature(problem, degree, elements, assembled)).unwrap_or_else(|| BpLaunch::default_for(problem, degree))
 }
 
 /// Every launch worth trying: 1, 2, 3, 4, 6, 8, ... elements per block
-/// (up to 1024 threads) for each variant the problem has.
+/// (up to 1024 threads) for each variant the problem has, each with every
+/// register budget of [`MIN_WARPS`].
 pub fn candidates(problem: Problem, degree: usize) -> Vec<BpLaunch> {
     let variants: &[bool] = if problem == Problem::Bp35 && degree <= MAX_DEGREE_3D { &[false, true] } else { &[false] };
     let mut out = Vec::new();
     for &threads_3d in variants {
-        let k = kernel_for(problem, threads_3d);
+        let k = kernel_for(problem, degree, threads_3d);
         let per = k.threads(degree + 1, fem_core::tensor::gl_points(degree));
         let mut epb = 1;
         while epb * per <= 1024 {
-            out.push(BpLaunch { threads_3d, elements_per_block: epb });
+            out.extend(MIN_WARPS.iter().map(|&min_warps| BpLaunch { threads_3d, elements_per_block: epb, min_warps }));
             epb = if epb < 4 { epb + 1 } else { epb + epb / 2 };
         }
     }
@@ -76,12 +91,12 @@ pub fn tune(gpu: &CudaBackend, t: &mut GpuTensor, assembled: bool, repeats: usiz
         &cands,
         so,
         |l| {
-            t.set_launch(l.threads_3d, l.elements_per_block)?;
+            t.set_launch(l.threads_3d, l.elements_per_block, l.min_warps)?;
             let apply = |y: &mut CudaSlice<f64>| if assembled { crate::operator::LinearOperator::apply(&*t, gpu, &x, y) } else { t.apply_elements(&x, y) };
             Ok(measure(gpu, 2, repeats, || apply(&mut y))?.median)
         },
         progress,
     )?;
-    t.set_launch(outcome.best.threads_3d, outcome.best.elements_per_block)?;
+    t.set_launch(outcome.best.threads_3d, outcome.best.elements_per_block, outcome.best.min_warps)?;
     Ok(outcome)
 }
