@@ -34,31 +34,11 @@ use fem_core::tensor::{apply_metric, padded, GWJ, NGEO};
 use fem_core::{unroll, Real};
 use fem_macros::kernel;
 
-/// Largest per-direction point count whose 1D matrix rows are kept in
-/// registers; above it they are read from shared memory. Caching halves the
-/// shared loads but costs 4·n registers per thread: on an H200 it pays up
-/// to n = 5 and lowers occupancy enough to lose from n = 6 on.
-const REG_MAX: usize = 5;
-
 /// Entries `k·N + idx` (k < N) of a shared `N × N` (or `N × ·`) matrix:
 /// row `idx` of the transpose, or column `idx` of the matrix.
 #[inline(always)]
-unsafe fn strided<T: Real, const N: usize>(m: *const T, stride: usize, idx: usize, cache: bool) -> [T; N] {
-    if cache {
-        core::array::from_fn(|k| *m.add(k * stride + idx))
-    } else {
-        [T::ZERO; N]
-    }
-}
-
-/// `a[k]` when cached, else the shared entry `m[k·stride + idx]`.
-#[inline(always)]
-unsafe fn pick<T: Real, const N: usize>(a: &[T; N], m: *const T, stride: usize, idx: usize, cache: bool, k: usize) -> T {
-    if cache {
-        a[k]
-    } else {
-        *m.add(k * stride + idx)
-    }
+unsafe fn strided<T: Real, const N: usize>(m: *const T, stride: usize, idx: usize) -> [T; N] {
+    core::array::from_fn(|k| *m.add(k * stride + idx))
 }
 
 /// The element's value at local position `pos` of the E-vector.
@@ -279,7 +259,6 @@ unsafe fn slice_metric<T: Real, const N: usize>(
     gk: &[T; NGEO],
     lambda: T,
     (i, j, k): (usize, usize, usize),
-    rows: &Rows<T, N>,
     col: &[T; N],
     acc: &mut [T; N],
     gr: *mut T,
@@ -288,10 +267,9 @@ unsafe fn slice_metric<T: Real, const N: usize>(
     let (mut qr, mut qs, mut qt) = (T::ZERO, T::ZERO, T::ZERO);
     // row k of D, read once and used for the gradient and its transpose
     let dk: [T; N] = core::array::from_fn(|m| *d.add(k * N + m));
-    let c = rows.cache;
     unroll::<N>(|m| {
-        qr = pick(&rows.di, dt, N, i, c, m).mad(*sq.add(j * row + m), qr);
-        qs = pick(&rows.dj, dt, N, j, c, m).mad(*sq.add(m * row + i), qs);
+        qr = (*dt.add(m * N + i)).mad(*sq.add(j * row + m), qr);
+        qs = (*dt.add(m * N + j)).mad(*sq.add(m * row + i), qs);
         qt = dk[m].mad(col[m], qt);
     });
     let (vr, vs, vt, mass) = apply_metric(gk, lambda, col[k], qr, qs, qt);
@@ -303,31 +281,10 @@ unsafe fn slice_metric<T: Real, const N: usize>(
 
 /// The x/y-parts of the transposed gradient at (i, j) of a slice.
 #[inline(always)]
-unsafe fn slice_transpose<T: Real, const N: usize>(d: *const T, row: usize, gr: *const T, gs: *const T, i: usize, j: usize, rows: &Rows<T, N>) -> T {
+unsafe fn slice_transpose<T: Real, const N: usize>(d: *const T, row: usize, gr: *const T, gs: *const T, i: usize, j: usize) -> T {
     let mut s = T::ZERO;
-    let c = rows.cache;
-    unroll::<N>(|m| s = pick(&rows.ci, d, N, i, c, m).mad(*gr.add(j * row + m), pick(&rows.cj, d, N, j, c, m).mad(*gs.add(m * row + i), s)));
+    unroll::<N>(|m| s = (*d.add(m * N + i)).mad(*gr.add(j * row + m), (*d.add(m * N + j)).mad(*gs.add(m * row + i), s)));
     s
-}
-
-/// Rows i, j (`di`, `dj`) and columns i, j (`ci`, `cj`) of the `N × N`
-/// differentiation matrix for thread (i, j): in registers when `cache`.
-struct Rows<T, const N: usize> {
-    cache: bool,
-    di: [T; N],
-    dj: [T; N],
-    ci: [T; N],
-    cj: [T; N],
-}
-
-impl<T: Real, const N: usize> Rows<T, N> {
-    /// From `d` and its transpose `dt` in shared memory (after the barrier
-    /// that follows their loading).
-    #[inline(always)]
-    unsafe fn new(d: *const T, dt: *const T, i: usize, j: usize) -> Self {
-        let cache = N <= REG_MAX;
-        Self { cache, di: strided(dt, N, i, cache), dj: strided(dt, N, j, cache), ci: strided(d, N, i, cache), cj: strided(d, N, j, cache) }
-    }
 }
 
 /// BP3.5: `y = (Dᵀ G D + λ W J) x` per element with GLL collocation, in
@@ -348,7 +305,6 @@ pub unsafe fn bp35<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lambda:
     }
     let g = geo.wrapping_add(e * NGEO * np);
     barrier();
-    let rows = Rows::<T, NQ>::new(d, dt, i, j);
     let mut next = geo_at::<T, NQ>(g, (i, j, 0), live);
     unroll::<NQ>(|k| {
         let gk = next;
@@ -356,11 +312,11 @@ pub unsafe fn bp35<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lambda:
         *sq.add(j * p + i) = col[k];
         barrier();
         if live {
-            slice_metric::<T, NQ>(d, dt, sq, p, &gk, lambda, (i, j, k), &rows, &col, &mut acc, gr, gs);
+            slice_metric::<T, NQ>(d, dt, sq, p, &gk, lambda, (i, j, k), &col, &mut acc, gr, gs);
         }
         barrier();
         if live {
-            acc[k] += slice_transpose::<T, NQ>(d, p, gr, gs, i, j, &rows);
+            acc[k] += slice_transpose::<T, NQ>(d, p, gr, gs, i, j);
         }
     });
     if live {
@@ -442,7 +398,7 @@ pub unsafe fn bp35_3d<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lamb
     *sq.add(at(k, j, i)) = u;
     barrier();
     let mut out = T::ZERO;
-    let (ri, rj, rk): ([T; NQ], [T; NQ], [T; NQ]) = (strided(dt, NQ, i, true), strided(dt, NQ, j, true), strided(dt, NQ, k, true));
+    let (ri, rj, rk): ([T; NQ], [T; NQ], [T; NQ]) = (strided(dt, NQ, i), strided(dt, NQ, j), strided(dt, NQ, k));
     if live {
         let (mut qr, mut qs, mut qt) = (T::ZERO, T::ZERO, T::ZERO);
         unroll::<NQ>(|m| {
@@ -459,7 +415,7 @@ pub unsafe fn bp35_3d<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lamb
         out = mass;
     }
     barrier();
-    let (ci, cj, ck): ([T; NQ], [T; NQ], [T; NQ]) = (strided(d, NQ, i, true), strided(d, NQ, j, true), strided(d, NQ, k, true));
+    let (ci, cj, ck): ([T; NQ], [T; NQ], [T; NQ]) = (strided(d, NQ, i), strided(d, NQ, j), strided(d, NQ, k));
     if live {
         unroll::<NQ>(|m| {
             out = ci[m].mad(*gr.add(at(k, j, m)), cj[m].mad(*gs.add(at(k, m, i)), ck[m].mad(*gt.add(at(m, j, i)), out)));
