@@ -1,11 +1,15 @@
 //! Layout shared by the tensor-product kernels and the host that launches
-//! them, and the in-register 1D contractions that use the centro-symmetry
-//! of the interpolation matrix (`I[g−1−q][n−1−m] = I[q][m]`): every entry
-//! read from shared memory serves two outputs, halving the loads.
+//! them, and the 1D contractions that use the centro-symmetry of the
+//! interpolation matrix (`I[g−1−q][n−1−m] = I[q][m]`) and the
+//! centro-antisymmetry of the differentiation matrices: every stored entry
+//! serves two outputs, and only the first ⌈g/2⌉ rows need storing.
 //!
-//! The host packs the 1D tables as `[I | Iᵀ | D | Dᵀ | glD | glDᵀ]`: a
-//! thread that needs row `r` of a matrix reads the transpose's column `r`,
-//! so the threads of a warp read consecutive words and never conflict.
+//! BP1, BP3.0 and BP3.5's line kernel take their matrices by value as
+//! [`Half`] launch parameters. The slice and one-thread-per-node BP3.5
+//! kernels read D from shared memory, packed by the host as
+//! `[I | Iᵀ | D | Dᵀ | glD | glDᵀ]`: a thread that needs row `r` of a
+//! matrix reads the transpose's column `r`, so the threads of a warp read
+//! consecutive words and never conflict.
 
 use fem_core::tensor::padded;
 use fem_core::Real;
