@@ -183,10 +183,7 @@ fn gpu_report(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, mesh: &Spec
     cpu.install(|| op.apply_elements(x, &mut reference))?;
     let key = tuning::signature(o.problem, o.degree, op.elements, o.assembled);
     let launch = tuning::resolve(o.problem, o.degree, op.elements, o.assembled, o.threads_3d, o.elements_per_block, o.min_warps, tuning);
-    let mut t = GpuTensor::new(gpu, op, launch.threads_3d, Some(launch.elements_per_block))?;
-    if launch.min_warps > 0 {
-        t.set_launch(launch.threads_3d, launch.elements_per_block, launch.min_warps)?;
-    }
+    let mut t = GpuTensor::with_budget(gpu, op, launch.threads_3d, Some(launch.elements_per_block), launch.min_warps)?;
     let tuned = if o.tune {
         let so = SearchOptions { prune: f64::INFINITY };
         let out = tuning::tune(gpu, &mut t, o.assembled, o.repeats.clamp(1, 10), &so, |i, n, _| progress("tuning the launch", Some((i, n))))?;

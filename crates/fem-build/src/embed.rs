@@ -117,10 +117,14 @@ impl<'a> SplitPtx<'a> {
         Self { common, entries }
     }
 
+    /// The text of entry `name`.
+    fn entry(&self, name: &str) -> Option<&'a str> {
+        self.entries.iter().find(|(n, _)| *n == name).map(|(_, text)| *text)
+    }
+
     /// A module holding the common part and the one entry `name`.
     pub fn module(&self, name: &str) -> Option<String> {
-        let (_, text) = self.entries.iter().find(|(n, _)| *n == name)?;
-        Some(format!("{}\n{}", self.common, text))
+        Some(format!("{}\n{}", self.common, self.entry(name)?))
     }
 
     /// [`Self::module`] with `.maxntid threads, 1, 1` on the entry, and
@@ -129,7 +133,7 @@ impl<'a> SplitPtx<'a> {
     /// kernel without the bound may exceed (it assumes up to 255 per
     /// thread).
     pub fn module_for_block(&self, name: &str, threads: u32, blocks: u32) -> Option<String> {
-        let (_, text) = self.entries.iter().find(|(n, _)| *n == name)?;
+        let text = self.entry(name)?;
         let body = text.find("\n{")?;
         let min = if blocks > 0 { format!("\n.minnctapersm {blocks}") } else { String::new() };
         Some(format!("{}\n{}\n.maxntid {threads}, 1, 1{min}{}", self.common, &text[..body], &text[body..]))

@@ -72,7 +72,14 @@ unsafe fn shared_setup<T: Real>(kind: BpKernel, nq: usize, gq: usize, tab: *cons
         *s.add(m) = *tab.add(off + m);
         m += nt;
     }
-    (s, s.add(len + thread_idx_y() * kind.per_element(nq, gq)))
+    (s, work_at(s, kind, nq, gq))
+}
+
+/// This thread's element work array in the shared memory starting at `s`:
+/// past the kernel's table, `per_element` values per element of the block.
+#[inline(always)]
+unsafe fn work_at<T: Real>(s: *mut T, kind: BpKernel, nq: usize, gq: usize) -> *mut T {
+    s.add(kind.table(nq, gq).1 + thread_idx_y() * kind.per_element(nq, gq))
 }
 
 /// This thread's element, and whether it exists (threads of a missing
@@ -192,11 +199,11 @@ impl<T: Real, const N: usize> GeoAhead<T, N> {
     }
 }
 
-/// The element's work array (`nq` slices of `gq × padded(gq)`, the layout
-/// of [`load_element`]) for kernels without shared tables.
+/// The element's work arrays ([`work_at`]) for the kernels without shared
+/// tables.
 #[inline(always)]
 unsafe fn work<T: Real>(kind: BpKernel, nq: usize, gq: usize) -> *mut T {
-    dynamic_shared::<T>().add(thread_idx_y() * kind.per_element(nq, gq))
+    work_at(dynamic_shared::<T>(), kind, nq, gq)
 }
 
 /// BP1.0: `y = Iᵀ W J I x` per element, as six line contractions: x- and

@@ -114,15 +114,7 @@ impl CudaBackend {
 
     /// A kernel by its PTX name, compiled and loaded on first use.
     pub fn function(&self, name: &str) -> Result<CudaFunction> {
-        let mut cache = self.functions.lock().expect("kernel cache poisoned");
-        if let Some((_, f)) = cache.get(name) {
-            return Ok(f.clone());
-        }
-        let text = self.ptx.module(name).ok_or_else(|| Error::MissingKernel(name.to_string()))?;
-        let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(text))?;
-        let f = module.load_function(name).map_err(|_| Error::MissingKernel(name.to_string()))?;
-        cache.insert(name.to_string(), (module, f.clone()));
-        Ok(f)
+        self.cached(name, name, || self.ptx.module(name))
     }
 
     /// [`Self::function`] compiled for blocks of at most `threads` threads
@@ -131,15 +123,20 @@ impl CudaBackend {
     /// otherwise leave such a block unlaunchable, or too few resident.
     /// Cached per bound.
     pub fn function_for_block(&self, name: &str, threads: u32, blocks: u32) -> Result<CudaFunction> {
-        let key = format!("{name}#{threads}#{blocks}");
+        self.cached(&format!("{name}#{threads}#{blocks}"), name, || self.ptx.module_for_block(name, threads, blocks))
+    }
+
+    /// Kernel `name` from the cache under `key`, else compiled from the
+    /// module text `module` gives and cached.
+    fn cached(&self, key: &str, name: &str, module: impl FnOnce() -> Option<String>) -> Result<CudaFunction> {
         let mut cache = self.functions.lock().expect("kernel cache poisoned");
-        if let Some((_, f)) = cache.get(&key) {
+        if let Some((_, f)) = cache.get(key) {
             return Ok(f.clone());
         }
-        let text = self.ptx.module_for_block(name, threads, blocks).ok_or_else(|| Error::MissingKernel(name.to_string()))?;
+        let text = module().ok_or_else(|| Error::MissingKernel(name.to_string()))?;
         let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(text))?;
         let f = module.load_function(name).map_err(|_| Error::MissingKernel(name.to_string()))?;
-        cache.insert(key, (module, f.clone()));
+        cache.insert(key.to_string(), (module, f.clone()));
         Ok(f)
     }
 

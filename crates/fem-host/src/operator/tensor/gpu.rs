@@ -84,9 +84,15 @@ impl<'a> GpuTensor<'a> {
     /// [`default_elements_per_block`]. An error when the launch exceeds the
     /// device's limits.
     pub fn new(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>) -> Result<Self> {
+        Self::with_budget(gpu, op, threads_3d, elements_per_block, 0)
+    }
+
+    /// [`Self::new`] with registers budgeted for `min_warps` resident warps
+    /// per SM (0: the compiler's choice).
+    pub fn with_budget(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>, min_warps: usize) -> Result<Self> {
         let kernel = kernel_for(op.problem, op.degree, threads_3d);
         let epb = elements_per_block.unwrap_or_else(|| default_elements_per_block(kernel, op.degree));
-        let f = launchable(gpu, op, kernel, epb, 0)?;
+        let f = launchable(gpu, op, kernel, epb, min_warps)?;
         let b = &op.tables.basis;
         let packed = packed_tables(b);
         debug_assert_eq!(packed.len(), table_offsets(op.degree + 1, gl_points(op.degree))[6]);
@@ -96,7 +102,7 @@ impl<'a> GpuTensor<'a> {
             op,
             kernel,
             elements_per_block: epb,
-            min_warps: 0,
+            min_warps,
             f,
             tab: gpu.upload(&packed)?,
             params: [param_tables(&b.interp, b.gq, b.nq), param_tables(&b.gl_diff, b.gq, b.gq), param_tables(&b.diff, b.nq, b.nq)],

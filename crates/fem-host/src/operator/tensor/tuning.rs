@@ -7,8 +7,9 @@
 //! The register budget matters because the kernels are fully unrolled:
 //! `ptxas` may hold many loads in flight in registers or few, trading
 //! latency hiding in a warp against resident warps, and which wins varies
-//! with the degree (BP3.0 on an H100: N = 4, 5, 8 gain 15–30 % from a
-//! budget of 16–24 warps, N = 1–3 lose as much).
+//! with the degree and the build (on an H100, 20 of the 45 tuned BP1,
+//! BP3.0 and BP3.5 launches at 1e7 DOFs carry a budget;
+//! `benches/gpu/results/bp`).
 
 use super::gpu::{default_elements_per_block, kernel_for, GpuTensor, MAX_DEGREE_3D};
 use super::Problem;
