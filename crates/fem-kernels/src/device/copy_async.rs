@@ -8,18 +8,43 @@
 
 use fem_core::Real;
 
-/// Starts copying `*src` (global) into `*dst` (shared), both given as
-/// generic pointers aligned to `T`.
+/// The address of `p` in the shared window (32 bits) and in the global
+/// window, converted once so a loop of [`copy_async_16_at`] only adds
+/// offsets.
+#[inline(always)]
+pub fn windows<T>(shared: *mut T, global: *const T) -> (u32, u64) {
+    let (s, g): (u32, u64);
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .u64 t; cvta.to.shared.u64 t, {d}; cvt.u32.u64 {s}, t; cvta.to.global.u64 {g}, {p}; }}",
+            d = in(reg64) shared, p = in(reg64) global, s = out(reg32) s, g = out(reg64) g, options(nostack, pure, nomem)
+        )
+    };
+    (s, g)
+}
+
+/// Starts copying 16 bytes from global address `g` into shared address
+/// `s` (both from [`windows`]), bypassing L1 (`.cg`): a quarter (f32) or
+/// half (f64) of the copy instructions of [`copy_async_at`] for the same
+/// bytes.
 ///
 /// # Safety
-/// `src` points into global memory and `dst` into shared memory, both
-/// valid for one `T`; `dst` is not read before the copy's group is waited.
+/// As [`copy_async_at`], with both addresses 16-byte aligned and valid for
+/// 16 bytes.
 #[inline(always)]
-pub unsafe fn copy_async<T: Real>(dst: *mut T, src: *const T) {
-    core::arch::asm!(
-        "{{ .reg .u64 s, g; cvta.to.shared.u64 s, {d}; cvta.to.global.u64 g, {p}; cp.async.ca.shared.global [s], [g], {n}; }}",
-        d = in(reg64) dst, p = in(reg64) src, n = const T::BYTES, options(nostack)
-    );
+pub unsafe fn copy_async_16_at(s: u32, g: u64) {
+    core::arch::asm!("cp.async.cg.shared.global [{s}], [{g}], 16;", s = in(reg32) s, g = in(reg64) g, options(nostack));
+}
+
+/// Starts copying one `T` from global address `g` into shared address
+/// `s` (both from [`windows`]), aligned to `T`.
+///
+/// # Safety
+/// `g` and `s` are valid for one `T`; `s` is not read before the copy's
+/// group is waited.
+#[inline(always)]
+pub unsafe fn copy_async_at<T: Real>(s: u32, g: u64) {
+    core::arch::asm!("cp.async.ca.shared.global [{s}], [{g}], {n};", s = in(reg32) s, g = in(reg64) g, n = const T::BYTES, options(nostack));
 }
 
 /// Closes this thread's copies issued since the last commit into a group

@@ -21,12 +21,13 @@
 //! last chunk may be partial (remainder cells are masked, not left to the
 //! host).
 //!
-//! Shared memory (elements of T): `table_len + blockDim·(N_q·point_len +
-//! min(batches, 2)·(NB·NC + NV·D + aux))`; the host computes it with
-//! [`super::shared_len`].
+//! Shared memory: table, point values (`blockDim·N_q·point_len`) and
+//! `min(batches, 2)` input buffers (`blockDim·(NB·NC + NV·D + aux)`), each
+//! region padded to 16 bytes ([`super::Layout`]); the host computes the
+//! total with [`super::shared_len`].
 
 use super::*;
-use crate::device::copy_async::{commit, copy_async, wait_all_but};
+use crate::device::copy_async::{commit, copy_async_16_at, copy_async_at, wait_all_but, windows};
 use crate::device::{block_dim_x, block_idx_x, dynamic_shared, sync_threads, thread_idx_x};
 
 /// The block's shared regions: table, point values, then the two input
@@ -61,12 +62,12 @@ impl<T> Buffers<T> {
 }
 
 #[inline(always)]
-unsafe fn regions<'a, T>(tab_len: usize, pts_len: usize, input_len: usize) -> Regions<'a, T> {
+unsafe fn regions<'a, T>(l: &Layout, pts_len: usize) -> Regions<'a, T> {
     let base = dynamic_shared::<T>();
     Regions {
-        tab: core::slice::from_raw_parts_mut(base, tab_len),
-        pts: core::slice::from_raw_parts_mut(base.add(tab_len), pts_len),
-        inputs: Buffers { first: base.add(tab_len + pts_len), len: input_len },
+        tab: core::slice::from_raw_parts_mut(base, l.tab_len),
+        pts: core::slice::from_raw_parts_mut(base.add(l.pts), pts_len),
+        inputs: Buffers { first: base.add(l.inputs), len: l.input_len },
     }
 }
 
@@ -100,15 +101,29 @@ unsafe fn load<T: Real>(dst: &mut [T], src: *const T, n: usize) {
 /// Starts copying the `n[s]` values of each input `src[s]` into the
 /// shared buffer at `dst`, where input s begins at `off[s]`, with the
 /// whole block, coalesced, and commits them as one group (empty when
-/// every `n[s]` is 0).
+/// every `n[s]` is 0). An input whose source and destination are both
+/// 16-byte aligned (the usual case: [`Layout`] aligns the destinations,
+/// and a batch of cells usually starts on 16 bytes) goes 16 bytes per
+/// copy, its remainder and any other input one value per copy.
 #[inline(always)]
 unsafe fn prefetch<T: Real>(dst: *mut T, off: [usize; 3], src: [*const T; 3], n: [usize; 3]) {
     let (bd, t) = (block_dim_x(), thread_idx_x());
+    let w = 16 / T::BYTES;
     for s in 0..3 {
-        let mut i = t;
-        while i < n[s] {
-            copy_async(dst.add(off[s] + i), src[s].add(i));
-            i += bd;
+        let (d, g) = (dst.add(off[s]), src[s]);
+        let wide = if (d as usize | g as usize) % 16 == 0 { n[s] / w } else { 0 };
+        // 32-bit offsets from addresses converted once: the loop is the
+        // copies, not 64-bit pointer arithmetic.
+        let (sa, ga) = windows(d, g);
+        let (mut i, step, wide32) = (t as u32, bd as u32, wide as u32);
+        while i < wide32 {
+            copy_async_16_at(sa + 16 * i, ga + 16 * i as u64);
+            i += step;
+        }
+        let (mut i, b) = ((wide * w) as u32 + t as u32, T::BYTES as u32);
+        while i < n[s] as u32 {
+            copy_async_at::<T>(sa + b * i, ga + (b * i) as u64);
+            i += step;
         }
     }
     commit();
@@ -118,27 +133,34 @@ unsafe fn prefetch<T: Real>(dst: *mut T, off: [usize; 3], src: [*const T; 3], n:
 /// quadrature phase writes `pl` values per (cell, point). Loads each batch,
 /// runs `quad(row, u, x, a, pts)` for every (cell, point) with that cell's
 /// shared E-vectors, the point's table row and its `pl` output slots, and
-/// `basis(cell, k, tab, pts)` for every item k < NB·NC of every cell
-/// (`cell` counted over the whole mesh, `pts` the cell's N_q·pl values).
+/// `basis(cell, k, &item(k, tab), tab, pts)` for every item k < NB·NC of
+/// every cell (`cell` counted over the whole mesh, `pts` the cell's
+/// N_q·pl values).
+///
+/// The block size is a multiple of both N_q and NB·NC, so a thread keeps
+/// the same point t mod N_q and the same item t mod NB·NC for all its
+/// cells: with `hoist`, `item` (what the item reads from the table) runs
+/// once per batch instead of once per cell.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn batches<T: Real, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+unsafe fn batches<T: Real, S, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
     n_cells: usize,
     n_batches: usize,
     tab: *const T,
     inputs: [*const T; 3],
     pl: usize,
     quad: impl Fn(&[T], &[T], &[T], &[T], &mut [T]),
-    basis: impl Fn(usize, usize, &[T], &[T]),
+    hoist: bool,
+    item: impl Fn(usize, &[T]) -> S,
+    basis: impl Fn(usize, usize, &S, &[T], &[T]),
 ) {
     let (nl, stride) = (NB * NC, row_len(D, NB, NV));
     let sizes = [nl, NV * D, aux_len(NB, NA, AUXN), NQ * pl];
-    let tab_len = NQ * stride;
     let bc = block_dim_x();
     let t = thread_idx_x();
-    // Offsets of coefficients, vertices and aux in an input buffer.
-    let off = [0, bc * sizes[0], bc * (sizes[0] + sizes[1])];
-    let mut r = regions::<T>(tab_len, bc * sizes[3], bc * (sizes[0] + sizes[1] + sizes[2]));
+    let l = Layout::new(D, NB, NV, NQ, bc, pl, [sizes[0], sizes[1], sizes[2]]);
+    let (tab_len, off) = (l.tab_len, l.off);
+    let mut r = regions::<T>(&l, bc * sizes[3]);
     let first = block_idx_x() * n_batches;
     // Cells of batch b of this chunk (0 past the mesh's end).
     let cells = |b: usize| n_cells.saturating_sub((first + b) * bc).min(bc);
@@ -160,9 +182,9 @@ unsafe fn batches<T: Real, const D: usize, const NC: usize, const NA: usize, con
         // batch's basis phase is done with the point values.
         sync_threads();
         let buf = bufs.of(batch);
+        let q = t % NQ;
         for j in 0..NQ {
-            let k = t + j * bc;
-            let (cell, q) = (k / NQ, k % NQ);
+            let cell = t / NQ + j * (bc / NQ);
             if cell < n {
                 let (uo, xo, ao) = (off[0] + cell * sizes[0], off[1] + cell * sizes[1], off[2] + cell * sizes[2]);
                 quad(
@@ -170,19 +192,30 @@ unsafe fn batches<T: Real, const D: usize, const NC: usize, const NA: usize, con
                     core::slice::from_raw_parts(buf.add(uo), sizes[0]),
                     core::slice::from_raw_parts(buf.add(xo), sizes[1]),
                     core::slice::from_raw_parts(buf.add(ao), sizes[2]),
-                    r.pts.get_unchecked_mut(k * pl..(k + 1) * pl),
+                    r.pts.get_unchecked_mut((cell * NQ + q) * pl..(cell * NQ + q + 1) * pl),
                 );
             }
         }
         // The point values are complete, and the quadrature phase is done
         // with this buffer, which the next iteration refills.
         sync_threads();
-        let cell0 = (first + batch) * bc;
-        for j in 0..nl {
-            let k = t + j * bc;
-            let cell = k / nl;
-            if cell < n {
-                basis(cell0 + cell, k % nl, r.tab, r.pts.get_unchecked(cell * sizes[3]..(cell + 1) * sizes[3]));
+        let (cell0, k) = ((first + batch) * bc, t % nl);
+        let pts = |cell: usize| r.pts.get_unchecked(cell * sizes[3]..(cell + 1) * sizes[3]);
+        let tab = &*r.tab;
+        if hoist {
+            let s = item(k, tab);
+            for j in 0..nl {
+                let cell = t / nl + j * (bc / nl);
+                if cell < n {
+                    basis(cell0 + cell, k, &s, tab, pts(cell));
+                }
+            }
+        } else {
+            for j in 0..nl {
+                let cell = t / nl + j * (bc / nl);
+                if cell < n {
+                    basis(cell0 + cell, k, &item(k, tab), tab, pts(cell));
+                }
             }
         }
     }
@@ -207,7 +240,7 @@ pub unsafe fn residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
     out: *mut T,
 ) {
     let pl = residual_point_len(D, NC);
-    batches::<T, D, NC, NA, NB, NV, NQ, AUXN>(
+    batches::<T, _, D, NC, NA, NB, NV, NQ, AUXN>(
         n_cells,
         n_batches,
         tab,
@@ -216,8 +249,13 @@ pub unsafe fn residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
         |row, us, xs, as_, pts| {
             residual_point::<T, P, D, NC, NA, NB, NV, AUXN>(row, |i| at(us, i), xs, |i| at(as_, i), |c, h, v| *pts.get_unchecked_mut(c * (1 + D) + h) = v)
         },
-        |cell, k, tab, pts| {
-            *out.add(cell * NB * NC + k) = residual_basis::<T, D, NC, NB, NV, NQ>(tab, P::TERMS, k, |q, c, h| at(pts, q * pl + c * (1 + D) + h));
+        // Up to 32 hoisted table values per thread (P2 tetrahedra: 16, Q1
+        // hexahedra: 32); Q2 hexahedra would hold 108 and read per cell.
+        NQ * (D + 1) <= 32,
+        |k, tab| BasisRow::<T, NQ>::new::<D, NC, NB, NV>(tab, P::TERMS, k),
+        |cell, k, row, _, pts| {
+            let c = k % NC;
+            *out.add(cell * NB * NC + k) = row.apply(|q, h| at(pts, q * pl + c * (1 + D) + h));
         },
     );
 }
@@ -239,14 +277,16 @@ pub unsafe fn jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
     out: *mut T,
 ) {
     let (nl, pl) = (NB * NC, jacobian_point_len(D, NC));
-    batches::<T, D, NC, NA, NB, NV, NQ, AUXN>(
+    batches::<T, _, D, NC, NA, NB, NV, NQ, AUXN>(
         n_cells,
         n_batches,
         tab,
         [u, x, a],
         pl,
         |row, us, xs, as_, pts| jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(row, |i| at(us, i), xs, |i| at(as_, i), |i, v| *pts.get_unchecked_mut(i) = v),
-        |cell, i, tab, pts| {
+        false,
+        |_, _| (),
+        |cell, i, _, tab, pts| {
             let row = out.add((cell * nl + i) * nl);
             for j in 0..nl {
                 *row.add(j) = jacobian_entry::<T, D, NC, NB, NV, NQ>(tab, i, j, |q, k| at(pts, q * pl + k));

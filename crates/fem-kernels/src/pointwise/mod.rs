@@ -76,8 +76,44 @@ pub const fn jacobian_point_len(d: usize, nc: usize) -> usize {
 pub const fn shared_len(v: &Variant, cells: usize, jacobian: bool, batches: usize) -> usize {
     let (d, nb, nv) = (v.dim(), v.n_basis(), v.shape.vertices());
     let point = if jacobian { jacobian_point_len(d, v.nc) } else { residual_point_len(d, v.nc) };
-    let buffers = if batches > 1 { 2 } else { 1 };
-    v.nq * row_len(d, nb, nv) + cells * (v.nq * point + buffers * (v.n_local() + nv * d + v.aux_per_cell()))
+    let l = Layout::new(d, nb, nv, v.nq, cells, point, [v.n_local(), nv * d, v.aux_per_cell()]);
+    l.inputs + if batches > 1 { 2 } else { 1 } * l.input_len
+}
+
+/// Rounds `n` elements up to whole 16-byte copies of either precision
+/// (4 values), so a region that starts aligned keeps the next aligned.
+pub const fn pad(n: usize) -> usize {
+    (n + 3) & !3
+}
+
+/// Where a thread-transposition block keeps what in its shared memory
+/// (offsets in elements): the table, the point values, then one or two
+/// input buffers holding the batch's coefficients, vertices and aux
+/// fields. Every region starts on 16 bytes, so `cp.async` can move the
+/// inputs 16 bytes at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Table elements (`N_q` rows).
+    pub tab_len: usize,
+    /// Offset of the point values.
+    pub pts: usize,
+    /// Offset of the first input buffer.
+    pub inputs: usize,
+    /// Offsets of coefficients, vertices and aux within an input buffer.
+    pub off: [usize; 3],
+    /// Elements of one input buffer.
+    pub input_len: usize,
+}
+
+impl Layout {
+    /// The layout for `cells` cells per batch with `point` values per
+    /// (cell, point) and `sizes` input values per cell.
+    pub const fn new(d: usize, nb: usize, nv: usize, nq: usize, cells: usize, point: usize, sizes: [usize; 3]) -> Self {
+        let tab_len = nq * row_len(d, nb, nv);
+        let pts = pad(tab_len);
+        let off = [0, pad(cells * sizes[0]), pad(cells * sizes[0]) + pad(cells * sizes[1])];
+        Layout { tab_len, pts, inputs: pts + pad(cells * nq * point), off, input_len: off[2] + pad(cells * sizes[2]) }
+    }
 }
 
 /// One generated kernel variant, as the `#[fem_kernel]` attribute named
@@ -262,17 +298,50 @@ pub fn residual_basis<T: Real, const D: usize, const NC: usize, const NB: usize,
     bc: usize,
     f: impl Fn(usize, usize, usize) -> T,
 ) -> T {
-    let (b, c) = (bc / NC, bc % NC);
-    let first = if terms.f0 { 0 } else { 1 };
-    let last = if terms.f1 { D + 1 } else { 1 };
-    let mut r = T::ZERO;
-    for q in 0..NQ {
-        let o = q * row_len(D, NB, NV) + 1 + b * (1 + D);
-        for h in first..last {
-            r = at(tab, o + h).mul_add(f(q, c, h), r);
+    let c = bc % NC;
+    BasisRow::<T, NQ>::new::<D, NC, NB, NV>(tab, terms, bc).apply(|q, h| f(q, c, h))
+}
+
+/// The table values one local function's residual contracts with:
+/// `Φ_q[b][h]` for every point q and term h (value, then reference
+/// derivatives). A GPU thread of the basis phase keeps the same local
+/// function for every cell of its batch (the batch size is a multiple of
+/// N_b·N_comp), so it reads these once instead of once per cell.
+#[derive(Clone, Copy)]
+pub struct BasisRow<T, const NQ: usize> {
+    phi: [[T; 4]; NQ],
+    first: usize,
+    last: usize,
+}
+
+impl<T: Real, const NQ: usize> BasisRow<T, NQ> {
+    /// The row of local function `bc` = b·NC + c; only the terms the
+    /// physics defines (`terms`) are read and summed.
+    #[inline(always)]
+    pub fn new<const D: usize, const NC: usize, const NB: usize, const NV: usize>(tab: &[T], terms: Terms, bc: usize) -> Self {
+        let b = bc / NC;
+        let (first, last) = (if terms.f0 { 0 } else { 1 }, if terms.f1 { D + 1 } else { 1 });
+        let mut phi = [[T::ZERO; 4]; NQ];
+        for (q, row) in phi.iter_mut().enumerate() {
+            let o = q * row_len(D, NB, NV) + 1 + b * (1 + D);
+            for h in first..last {
+                row[h] = at(tab, o + h);
+            }
         }
+        Self { phi, first, last }
     }
-    r
+
+    /// Σ_q Σ_h Φ_q[h]·f(q, h), summed in the same order on every backend.
+    #[inline(always)]
+    pub fn apply(&self, f: impl Fn(usize, usize) -> T) -> T {
+        let mut r = T::ZERO;
+        for q in 0..NQ {
+            for h in self.first..self.last {
+                r = self.phi[q][h].mul_add(f(q, h), r);
+            }
+        }
+        r
+    }
 }
 
 /// Quadrature phase of the element matrix: `G[c][e][h][k]` (see
