@@ -51,12 +51,13 @@ pub enum Strategy {
 /// seen (for the reuse strategy; +∞ otherwise).
 ///
 /// # Safety
-/// `vals` holds `ne × NB²` (or `ne × NB(NB+1)/2`) values, `load` `ne × NB`.
+/// `vals` holds `ld × NB²` (or `ld × NB(NB+1)/2`) values, `load` `ld × NB`,
+/// `ld` (the plane stride, at least the cell count) apart.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn assemble<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usize, const QD: usize, const SYM: bool>(
     e: usize,
-    ne: usize,
+    ld: usize,
     tab: &Tables<'_, T>,
     verts: &[[T; D]; MAX_VERTICES],
     coeff: &C,
@@ -79,7 +80,7 @@ pub unsafe fn assemble<T: Real, C: Coefficients<T, D>, const D: usize, const NB:
         } else {
             poisson::load_redundant(tab, verts, coeff, i)
         };
-        *load.add(i * ne + e) = l;
+        *load.add(i * ld + e) = l;
         for j in i..NB {
             let k = if !couples(rows, i, j) {
                 T::ZERO
@@ -89,10 +90,10 @@ pub unsafe fn assemble<T: Real, C: Coefficients<T, D>, const D: usize, const NB:
                 poisson::stiffness_redundant(tab, verts, coeff, i, j)
             };
             if SYM {
-                *vals.add(sym_index(i, j, NB) * ne + e) = k;
+                *vals.add(sym_index(i, j, NB) * ld + e) = k;
             } else {
-                *vals.add((i * NB + j) * ne + e) = k;
-                *vals.add((j * NB + i) * ne + e) = k;
+                *vals.add((i * NB + j) * ld + e) = k;
+                *vals.add((j * NB + i) * ld + e) = k;
             }
         }
     }

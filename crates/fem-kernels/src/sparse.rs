@@ -9,8 +9,12 @@
 //!   Dirichlet row kept in the system;
 //! * ELLPACK is transposed, `col[k * rows + r]`, padded with the row's own
 //!   index and a zero value;
-//! * LMA values are transposed, `vals[(i * nb + j) * ne + e]`, or in packed
-//!   symmetric storage `vals[sym(i, j) * ne + e]` for j ≥ i.
+//! * LMA values are transposed, `vals[(i * nb + j) * ld + e]`, or in packed
+//!   symmetric storage `vals[sym(i, j) * ld + e]` for j ≥ i, where the
+//!   plane stride `ld` is `ne` on the CPU and `ne` rounded up to 32 on the
+//!   GPU: a warp's 32 consecutive cells then read whole 32-byte sectors of
+//!   every plane (with `ld = ne` odd, each f64 warp access straddles one
+//!   sector more, an f32 one two).
 
 use fem_core::{unroll, Real};
 
@@ -182,13 +186,13 @@ pub unsafe fn read_once<T: Real>(p: *const T) -> T {
 /// Entry (i, j) of cell `e`'s stored matrix (`SYM`: packed upper triangle,
 /// so (i, j) and (j, i) share one value).
 #[inline(always)]
-unsafe fn lma_entry<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, vals: *const T, i: usize, j: usize, load: impl Fn(*const T) -> T) -> T {
+unsafe fn lma_entry<T: Real, const NB: usize, const SYM: bool>(e: usize, ld: usize, vals: *const T, i: usize, j: usize, load: impl Fn(*const T) -> T) -> T {
     let k = match (SYM, j >= i) {
         (false, _) => i * NB + j,
         (true, true) => sym_index(i, j, NB),
         (true, false) => sym_index(j, i, NB),
     };
-    load(vals.add(k * ne + e))
+    load(vals.add(k * ld + e))
 }
 
 /// Row `i` of cell `e`'s product, `Σ_j K_ij x(j)`, the columns written out.
@@ -196,8 +200,8 @@ unsafe fn lma_entry<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usi
 /// # Safety
 /// As [`lma_product`].
 #[inline(always)]
-pub unsafe fn lma_row<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, vals: *const T, i: usize, x: impl Fn(usize) -> T) -> T {
-    lma_row_by::<T, NB, SYM>(e, ne, vals, i, x, |p| *p)
+pub unsafe fn lma_row<T: Real, const NB: usize, const SYM: bool>(e: usize, ld: usize, vals: *const T, i: usize, x: impl Fn(usize) -> T) -> T {
+    lma_row_by::<T, NB, SYM>(e, ld, vals, i, x, |p| *p)
 }
 
 /// As [`lma_row`], the stored values read by `load` (say, [`read_once`]).
@@ -205,9 +209,43 @@ pub unsafe fn lma_row<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: u
 /// # Safety
 /// As [`lma_product`]; `load` reads its pointer.
 #[inline(always)]
-pub unsafe fn lma_row_by<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, vals: *const T, i: usize, x: impl Fn(usize) -> T, load: impl Fn(*const T) -> T) -> T {
+pub unsafe fn lma_row_by<T: Real, const NB: usize, const SYM: bool>(e: usize, ld: usize, vals: *const T, i: usize, x: impl Fn(usize) -> T, load: impl Fn(*const T) -> T) -> T {
     let mut s = T::ZERO;
-    unroll::<NB>(|j| s = lma_entry::<T, NB, SYM>(e, ne, vals, i, j, &load).mad(x(j), s));
+    unroll::<NB>(|j| s = lma_entry::<T, NB, SYM>(e, ld, vals, i, j, &load).mad(x(j), s));
+    s
+}
+
+/// As [`lma_row`], loading `CH` columns at a time: on the GPU the
+/// compiler may not start a chunk's loads before the previous chunk is
+/// summed, so a 125-column row needs registers for `CH` values rather
+/// than for all of them. The sum runs over j = 0.. in order, as in
+/// [`lma_row`].
+///
+/// # Safety
+/// As [`lma_product`].
+#[inline(always)]
+pub unsafe fn lma_row_chunked<T: Real, const NB: usize, const SYM: bool, const CH: usize>(e: usize, ld: usize, vals: *const T, i: usize, x: impl Fn(usize) -> T) -> T {
+    let mut s = T::ZERO;
+    let mut c0 = 0;
+    while c0 < NB {
+        let (mut a, mut b) = ([T::ZERO; CH], [T::ZERO; CH]);
+        unroll::<CH>(|k| {
+            if c0 + k < NB {
+                a[k] = lma_entry::<T, NB, SYM>(e, ld, vals, i, c0 + k, |p| *p);
+                b[k] = x(c0 + k);
+            }
+        });
+        unroll::<CH>(|k| {
+            if c0 + k < NB {
+                s = a[k].mad(b[k], s);
+            }
+        });
+        // An empty block the optimiser must assume reads and writes
+        // memory: no load of the next chunk moves above it.
+        #[cfg(target_arch = "nvptx64")]
+        core::arch::asm!("", options(nostack));
+        c0 += CH;
+    }
     s
 }
 
@@ -218,9 +256,9 @@ pub unsafe fn lma_row_by<T: Real, const NB: usize, const SYM: bool>(e: usize, ne
 /// # Safety
 /// As [`lma_product`].
 #[inline(always)]
-pub unsafe fn lma_rows<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, vals: *const T, xl: &[T; NB], mut row: impl FnMut(usize, T)) {
+pub unsafe fn lma_rows<T: Real, const NB: usize, const SYM: bool>(e: usize, ld: usize, vals: *const T, xl: &[T; NB], mut row: impl FnMut(usize, T)) {
     for i in 0..NB {
-        row(i, lma_row::<T, NB, SYM>(e, ne, vals, i, |j| xl[j]));
+        row(i, lma_row::<T, NB, SYM>(e, ld, vals, i, |j| xl[j]));
     }
 }
 
@@ -255,7 +293,7 @@ pub const fn batch_rows(nb: usize, bytes: usize) -> usize {
 #[inline(always)]
 pub unsafe fn lma_rows_batched<T: Real, M: Copy + Default, const NB: usize, const SYM: bool>(
     e: usize,
-    ne: usize,
+    ld: usize,
     vals: *const T,
     xl: &[T; NB],
     load: impl Fn(*const T) -> T,
@@ -269,7 +307,7 @@ pub unsafe fn lma_rows_batched<T: Real, M: Copy + Default, const NB: usize, cons
         unroll::<NB>(|k| {
             if k < r {
                 m[k] = tag(i0 + k);
-                s[k] = lma_row_by::<T, NB, SYM>(e, ne, vals, i0 + k, |j| xl[j], &load);
+                s[k] = lma_row_by::<T, NB, SYM>(e, ld, vals, i0 + k, |j| xl[j], &load);
             }
         });
         unroll::<NB>(|k| {
@@ -285,6 +323,15 @@ pub unsafe fn lma_rows_batched<T: Real, M: Copy + Default, const NB: usize, cons
 /// ([`lma_column_block`]): their gathered input alone would exceed the
 /// registers.
 pub const COLUMN_BLOCKS_ABOVE: usize = 64;
+
+/// Cells of more rows than this go through the shared-memory product
+/// (`lma_spmv_shared`, [`LMA_GROUPS`] warps per 32 cells) when scattered
+/// atomically.
+pub const SHARED_GATHER_ABOVE: usize = 64;
+
+/// Warps per block of the shared-memory LMA product: the threads that
+/// share a block's 32 cells, each warp a share of the rows.
+pub const LMA_GROUPS: usize = 8;
 
 /// Most columns of one column block.
 pub const GATHER_COLUMNS: usize = 32;
@@ -313,7 +360,7 @@ pub const fn block_columns(nb: usize) -> usize {
 /// As [`lma_product`], with `map` and `x` as for [`gather`]; `b <
 /// column_blocks(NB)`.
 #[inline(always)]
-pub unsafe fn lma_column_block<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, b: usize, map: *const u32, vals: *const T, x: *const T, mut row: impl FnMut(u32, T)) {
+pub unsafe fn lma_column_block<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, ld: usize, b: usize, map: *const u32, vals: *const T, x: *const T, mut row: impl FnMut(u32, T)) {
     let cb = const {
         assert!(block_columns(NB) <= COLUMN_BLOCKS_ABOVE, "a column block must fit the gather arrays");
         block_columns(NB)
@@ -335,7 +382,7 @@ pub unsafe fn lma_column_block<T: Real, const NB: usize, const SYM: bool>(e: usi
         let mut s = T::ZERO;
         unroll::<COLUMN_BLOCKS_ABOVE>(|k| {
             if k < cb && c0 + k < NB {
-                s = lma_entry::<T, NB, SYM>(e, ne, vals, i, c0 + k, |p| *p).mad(xb[k], s);
+                s = lma_entry::<T, NB, SYM>(e, ld, vals, i, c0 + k, |p| *p).mad(xb[k], s);
             }
         });
         row(*map.add(i * ne + e), s);
@@ -369,12 +416,12 @@ fn add_at<T: Real, const NB: usize>(y: &mut [T; NB], i: usize, s: T) {
 /// the cached diagonal), keeping the row straight-line code.
 ///
 /// # Safety
-/// `vals` holds the cell matrices of `ne` cells in the layout above.
+/// `vals` holds the cell matrices in the layout above, planes `ld` apart.
 #[inline(always)]
-pub unsafe fn lma_product<T: Real, const NB: usize, const SYM: bool>(e: usize, ne: usize, vals: *const T, xl: &[T; NB]) -> [T; NB] {
+pub unsafe fn lma_product<T: Real, const NB: usize, const SYM: bool>(e: usize, ld: usize, vals: *const T, xl: &[T; NB]) -> [T; NB] {
     let mut y = [T::ZERO; NB];
     if const { NB > REGISTER_NB } {
-        lma_rows::<T, NB, SYM>(e, ne, vals, xl, |i, s| y[i] = s);
+        lma_rows::<T, NB, SYM>(e, ld, vals, xl, |i, s| y[i] = s);
         return y;
     }
     for i in 0..NB {
@@ -382,13 +429,13 @@ pub unsafe fn lma_product<T: Real, const NB: usize, const SYM: bool>(e: usize, n
             let (xi, row) = (pick(xl, i), sym_index(i, 0, NB));
             let mut s = T::ZERO;
             unroll::<NB>(|j| {
-                let k = *vals.add((row + j.max(i)) * ne + e);
+                let k = *vals.add((row + j.max(i)) * ld + e);
                 s = if j >= i { k } else { T::ZERO }.mad(xl[j], s);
                 y[j] = if j > i { k } else { T::ZERO }.mad(xi, y[j]);
             });
             s
         } else {
-            lma_row::<T, NB, false>(e, ne, vals, i, |j| xl[j])
+            lma_row::<T, NB, false>(e, ld, vals, i, |j| xl[j])
         };
         add_at(&mut y, i, s);
     }
@@ -507,9 +554,9 @@ mod tests {
             for b in 0..blocks {
                 unsafe {
                     if is_sym {
-                        lma_column_block::<f64, NB, true>(1, NE, b, map.as_ptr(), vals.as_ptr(), x.as_ptr(), &mut add);
+                        lma_column_block::<f64, NB, true>(1, NE, NE, b, map.as_ptr(), vals.as_ptr(), x.as_ptr(), &mut add);
                     } else {
-                        lma_column_block::<f64, NB, false>(1, NE, b, map.as_ptr(), vals.as_ptr(), x.as_ptr(), &mut add);
+                        lma_column_block::<f64, NB, false>(1, NE, NE, b, map.as_ptr(), vals.as_ptr(), x.as_ptr(), &mut add);
                     }
                 }
             }

@@ -15,7 +15,8 @@ use super::LinearOperator;
 use crate::space::Layout;
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use fem_kernels::sparse::sym_index;
+use fem_kernels::launch::WARP;
+use fem_kernels::sparse::{sym_index, LMA_GROUPS, SHARED_GATHER_ABOVE};
 use std::sync::Arc;
 
 /// Launches the coloured kernel `$f` once per block colour of the cells
@@ -81,6 +82,10 @@ pub struct GpuCells<T: Scalar> {
     pub degree: usize,
     /// Cells.
     pub ne: usize,
+    /// Plane stride of the element matrices and loads (LMA layout):
+    /// `ne` rounded up to a warp, so every plane starts on a whole sector
+    /// for the warps reading 32 consecutive cells.
+    pub ld: usize,
     /// Basis functions per cell.
     pub nb: usize,
     /// Rows of the linear system.
@@ -135,6 +140,7 @@ impl<T: Scalar> GpuCells<T> {
             dim: cd.dim,
             degree: cd.degree,
             ne: cd.ne,
+            ld: cd.ne.next_multiple_of(WARP as usize),
             nb: cd.nb,
             n_rows: cd.n_rows,
             np: tables.np,
@@ -169,6 +175,14 @@ impl<T: Scalar> GpuCells<T> {
         LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (ELEMENT_BLOCK, 1, 1), shared_mem_bytes: 0 }
     }
 
+    /// One block of `LMA_GROUPS` warps per 32 cells, their gathered
+    /// inputs in shared memory (at most 32 KB: 125 rows of f64).
+    fn shared_lma_grid(&self) -> LaunchConfig {
+        let warp = WARP as usize;
+        let blocks = self.ne.div_ceil(warp).clamp(1, u32::MAX as usize) as u32;
+        LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: ((warp * LMA_GROUPS) as u32, 1, 1), shared_mem_bytes: (warp * self.nb * T::BYTES) as u32 }
+    }
+
     /// Launch of one block colour.
     fn colour_grid(&self, k: usize) -> LaunchConfig {
         LaunchConfig { grid_dim: (self.colouring.blocks[k].len() as u32, 1, 1), block_dim: (ELEMENT_BLOCK, 1, 1), shared_mem_bytes: 0 }
@@ -184,10 +198,10 @@ impl<T: Scalar> GpuCells<T> {
 
     /// The diagonal from element matrices downloaded as `vals` (full layout).
     fn diagonal_from(&self, gpu: &CudaBackend, vals: &[T], sym: bool) -> Result<CudaSlice<T>> {
-        let (ne, nb) = (self.ne, self.nb);
+        let (ne, ld, nb) = (self.ne, self.ld, self.nb);
         let d = sum_into_rows(&self.host_map, ne, self.n_rows, &self.fixed_rows, T::ONE, |e, i| {
             let k = if sym { sym_index(i, i, nb) } else { i * nb + i };
-            vals[k * ne + e]
+            vals[k * ld + e]
         });
         gpu.upload(&d)
     }
@@ -196,14 +210,15 @@ impl<T: Scalar> GpuCells<T> {
 /// Element matrices and loads assembled on the GPU (LMA layout).
 pub fn assemble_lma<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, sym: bool, variant: LocalVariant) -> Result<(CudaSlice<T>, CudaSlice<T>)> {
     let len = if sym { c.nb * (c.nb + 1) / 2 } else { c.nb * c.nb };
-    let mut vals = gpu.zeros::<T>(len * c.ne)?;
-    let mut load = gpu.zeros::<T>(c.nb * c.ne)?;
+    let mut vals = gpu.zeros::<T>(len * c.ld)?;
+    let mut load = gpu.zeros::<T>(c.nb * c.ld)?;
     let extra = format!("_sym{}_redundant{}", sym as u8, (variant == LocalVariant::Redundant) as u8);
     let f = c.kernel(gpu, "assemble_lma", &extra)?;
     unsafe {
         gpu.stream()
             .launch_builder(&f)
             .arg(&c.ne)
+            .arg(&c.ld)
             .arg(&c.np)
             .arg(&c.nq)
             .arg(&c.tab)
@@ -219,7 +234,7 @@ pub fn assemble_lma<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, sym: bool, va
 /// The load vector from element loads assembled on the GPU.
 pub fn load_vector<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, load: &CudaSlice<T>) -> Result<CudaSlice<T>> {
     let l = gpu.download(load)?;
-    gpu.upload(&sum_into_rows(&c.host_map, c.ne, c.n_rows, &c.fixed_rows, T::ZERO, |e, i| l[i * c.ne + e]))
+    gpu.upload(&sum_into_rows(&c.host_map, c.ne, c.n_rows, &c.fixed_rows, T::ZERO, |e, i| l[i * c.ld + e]))
 }
 
 /// Global assembly into `val` at the element entry positions `pos`
@@ -280,13 +295,17 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuLma<T> {
         c.init_output(gpu, x, y)?;
         let s = gpu.stream();
         match self.scatter {
+            Scatter::Atomic if c.nb > SHARED_GATHER_ABOVE => {
+                let f = c.kernel(gpu, "lma_spmv_shared", &extra)?;
+                unsafe { s.launch_builder(&f).arg(&c.ne).arg(&c.ld).arg(&c.map).arg(&self.vals).arg(x).arg(&mut *y).launch(c.shared_lma_grid()) }?;
+            }
             Scatter::Atomic => {
                 let f = c.kernel(gpu, "lma_spmv", &extra)?;
-                unsafe { s.launch_builder(&f).arg(&c.ne).arg(&c.map).arg(&self.vals).arg(x).arg(&mut *y).launch(c.cell_grid()) }?;
+                unsafe { s.launch_builder(&f).arg(&c.ne).arg(&c.ld).arg(&c.map).arg(&self.vals).arg(x).arg(&mut *y).launch(c.cell_grid()) }?;
             }
             Scatter::Colour => {
                 let f = c.kernel(gpu, "lma_spmv_colour", &extra)?;
-                launch_by_colour!(s, f, c; [&c.ne]; [&c.map, &self.vals, x, &mut *y]);
+                launch_by_colour!(s, f, c; [&c.ne, &c.ld]; [&c.map, &self.vals, x, &mut *y]);
             }
         }
         Ok(())
@@ -523,12 +542,12 @@ impl<T: Scalar> GpuEll<T> {
             Scatter::Atomic => {
                 let f = c.kernel(gpu, "lazy_ell_append", "")?;
                 unsafe {
-                    s.launch_builder(&f).arg(&ne).arg(&c.map).arg(&scratch).arg(&n).arg(&mut d_len).arg(&mut d_col).arg(&mut d_val).launch(c.cell_grid())
+                    s.launch_builder(&f).arg(&ne).arg(&c.ld).arg(&c.map).arg(&scratch).arg(&n).arg(&mut d_len).arg(&mut d_col).arg(&mut d_val).launch(c.cell_grid())
                 }?;
             }
             Scatter::Colour => {
                 let f = c.kernel(gpu, "lazy_ell_append_colour", "")?;
-                launch_by_colour!(s, f, c; [&ne]; [&c.map, &scratch, &n, &mut d_len, &mut d_col, &mut d_val]);
+                launch_by_colour!(s, f, c; [&ne, &c.ld]; [&c.map, &scratch, &n, &mut d_len, &mut d_col, &mut d_val]);
             }
         }
         Ok(Self { n_rows: n, width, col: d_col, val: d_val, diag: None })

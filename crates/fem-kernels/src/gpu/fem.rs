@@ -16,7 +16,8 @@
 
 use crate::cells::{self, couples, Strategy};
 use crate::device::*;
-use crate::sparse::{csr_row_part, ell_row, gather, is_free, column_blocks, lma_column_block, lma_product, lma_row, lma_rows_batched, read_once, row_of, NONE, SYM_WHOLE_NB};
+use crate::sparse::{csr_row_part, ell_row, gather, is_free, column_blocks, lma_column_block, lma_product, lma_row, lma_row_chunked, lma_rows_batched, input_at, read_once, row_of, LMA_GROUPS, NONE, SYM_WHOLE_NB};
+use crate::launch::WARP;
 use fem_core::element::Tables;
 use fem_core::poisson::{self, Scaled, SinePoisson};
 use fem_core::{unroll, Real};
@@ -114,15 +115,16 @@ pub unsafe fn ell_spmv<T: Real>(n_rows: usize, width: usize, col: *const u32, va
 /// another ([`lma_column_block`]). Measured on an H200 (3D Q4, f64, 4M
 /// DOFs, fraction of the copy roofline): four blocks of 32 columns 0.72,
 /// two of 63 0.51; one thread per (cell, block) instead of per cell 0.31
-/// and 0.16.
+/// and 0.16. The host runs such cells through [`lma_spmv_shared`] instead
+/// (0.875 on an H100), keeping this path for comparison.
 #[kernel(f32, f64; elements; SYM = false, true)]
-pub unsafe fn lma_spmv<T: Real, const D: usize, const NB: usize, const SYM: bool>(ne: usize, map: *const u32, vals: *const T, x: *const T, y: *mut T) {
+pub unsafe fn lma_spmv<T: Real, const D: usize, const NB: usize, const SYM: bool>(ne: usize, ld: usize, map: *const u32, vals: *const T, x: *const T, y: *mut T) {
     let blocks = const { column_blocks(NB) };
     if blocks > 1 {
         let mut e = global_idx_x();
         while e < ne {
             for b in 0..blocks {
-                lma_column_block::<T, NB, SYM>(e, ne, b, map, vals, x, |m, s| add_atomic(m, s, y));
+                lma_column_block::<T, NB, SYM>(e, ne, ld, b, map, vals, x, |m, s| add_atomic(m, s, y));
             }
             e += grid_size_x();
         }
@@ -132,21 +134,74 @@ pub unsafe fn lma_spmv<T: Real, const D: usize, const NB: usize, const SYM: bool
     while e < ne {
         let (rows, xl) = gather::<T, NB>(e, ne, map, x);
         if const { SYM && NB <= SYM_WHOLE_NB } {
-            scatter_atomic(&rows, &lma_product::<T, NB, SYM>(e, ne, vals, &xl), y);
+            scatter_atomic(&rows, &lma_product::<T, NB, SYM>(e, ld, vals, &xl), y);
         } else if const { NB <= SYM_WHOLE_NB } {
             let tag = |i: usize| *map.add(i * ne + e);
             if const { D == 2 } {
-                lma_rows_batched::<T, u32, NB, SYM>(e, ne, vals, &xl, |p| read_once(p), tag, |m, s| add_atomic(m, s, y));
+                lma_rows_batched::<T, u32, NB, SYM>(e, ld, vals, &xl, |p| read_once(p), tag, |m, s| add_atomic(m, s, y));
             } else {
-                lma_rows_batched::<T, u32, NB, SYM>(e, ne, vals, &xl, |p| *p, tag, |m, s| add_atomic(m, s, y));
+                lma_rows_batched::<T, u32, NB, SYM>(e, ld, vals, &xl, |p| *p, tag, |m, s| add_atomic(m, s, y));
             }
         } else {
             for i in 0..NB {
                 let m = *map.add(i * ne + e);
-                add_atomic(m, lma_row::<T, NB, SYM>(e, ne, vals, i, |j| xl[j]), y);
+                add_atomic(m, lma_row::<T, NB, SYM>(e, ld, vals, i, |j| xl[j]), y);
             }
         }
         e += grid_size_x();
+    }
+}
+
+/// LMA SpMV for large cells with the gathered input in shared memory: a
+/// block of [`LMA_GROUPS`] warps takes 32 cells, lane l of every warp
+/// cell l ([`crate::sparse::SHARED_GATHER_ABOVE`] says which cells). The warps first gather the cells' inputs together (each a
+/// share of the columns, all map and input loads in flight before any
+/// store), then warp g computes rows g, g + G, … of all 32 cells, reading
+/// the stored values coalesced across the cells and the inputs from shared
+/// memory (`xs[j·32 + l]`, one bank per lane), and adds each row's sum
+/// atomically. One thread per cell ([`lma_spmv`]) leaves a 3D Q4 mesh of
+/// 4M DOFs with 59 000 threads, too few to keep the memory busy, and
+/// cannot hold 125 inputs in registers; here every cell has G threads and
+/// no input is gathered twice.
+///
+/// Shared memory: `32·NB` values. Launch: `blockDim.x = 32·LMA_GROUPS`,
+/// one block per 32 cells.
+#[kernel(f32, f64; elements; SYM = false, true)]
+pub unsafe fn lma_spmv_shared<T: Real, const D: usize, const NB: usize, const SYM: bool>(ne: usize, ld: usize, map: *const u32, vals: *const T, x: *const T, y: *mut T) {
+    let w = WARP as usize;
+    let (lane, g) = (thread_idx_x() % w, thread_idx_x() / w);
+    let e = block_idx_x() * w + lane;
+    let xs = dynamic_shared::<T>();
+    let live = e < ne;
+    // Column j = g + k·G for k < ⌈NB/G⌉: the bound is known per k after
+    // unrolling, so only the first ⌈NB/G⌉ slots of the arrays exist.
+    let col = |k: usize| g + k * LMA_GROUPS;
+    let mut m = [NONE; NB];
+    unroll::<NB>(|k| {
+        if k * LMA_GROUPS < NB && col(k) < NB && live {
+            m[k] = *map.add(col(k) * ne + e);
+        }
+    });
+    let mut v = [T::ZERO; NB];
+    unroll::<NB>(|k| {
+        if k * LMA_GROUPS < NB {
+            v[k] = input_at(m[k], x);
+        }
+    });
+    unroll::<NB>(|k| {
+        if k * LMA_GROUPS < NB && col(k) < NB {
+            *xs.add(col(k) * w + lane) = v[k];
+        }
+    });
+    sync_threads();
+    if !live {
+        return;
+    }
+    let mut i = g;
+    while i < NB {
+        let mi = *map.add(i * ne + e);
+        add_atomic(mi, lma_row_chunked::<T, NB, SYM, 16>(e, ld, vals, i, |j| *xs.add(j * w + lane)), y);
+        i += LMA_GROUPS;
     }
 }
 
@@ -154,6 +209,7 @@ pub unsafe fn lma_spmv<T: Real, const D: usize, const NB: usize, const SYM: bool
 #[kernel(f32, f64; elements; SYM = false, true)]
 pub unsafe fn lma_spmv_colour<T: Real, const NB: usize, const SYM: bool>(
     ne: usize,
+    ld: usize,
     blocks: *const u32,
     colour: *const u8,
     n_colours: *const u8,
@@ -165,7 +221,7 @@ pub unsafe fn lma_spmv_colour<T: Real, const NB: usize, const SYM: bool>(
     let e = *blocks.add(block_idx_x()) as usize * block_dim_x() + thread_idx_x();
     let (rows, yl) = if e < ne {
         let (rows, xl) = gather::<T, NB>(e, ne, map, x);
-        (rows, lma_product::<T, NB, SYM>(e, ne, vals, &xl))
+        (rows, lma_product::<T, NB, SYM>(e, ld, vals, &xl))
     } else {
         ([NONE; NB], [T::ZERO; NB])
     };
@@ -231,6 +287,7 @@ pub unsafe fn mf_spmv_colour<T: Real, const D: usize, const NB: usize, const QD:
 #[kernel(f32, f64; elements; SYM = false, true; REDUNDANT = false, true)]
 pub unsafe fn assemble_lma<T: Real, const D: usize, const NB: usize, const QD: usize, const SYM: bool, const REDUNDANT: bool>(
     ne: usize,
+    ld: usize,
     np: usize,
     nq: usize,
     tab: *const T,
@@ -246,7 +303,7 @@ pub unsafe fn assemble_lma<T: Real, const D: usize, const NB: usize, const QD: u
     while e < ne {
         let v = cells::vertices::<T, D>(e, ne, verts);
         let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
-        cells::assemble::<T, _, D, NB, QD, SYM>(e, ne, &tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows, strategy, vals, load);
+        cells::assemble::<T, _, D, NB, QD, SYM>(e, ld, &tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows, strategy, vals, load);
         e += grid_size_x();
     }
 }
@@ -342,7 +399,7 @@ pub unsafe fn assemble_global_colour<T: Real, const D: usize, const NB: usize, c
 #[inline(always)]
 unsafe fn append_rows<T: Real, const NB: usize>(
     e: usize,
-    ne: usize,
+    ld: usize,
     rows: &[u32; NB],
     n_rows: usize,
     vals: *const T,
@@ -368,7 +425,7 @@ unsafe fn append_rows<T: Real, const NB: usize>(
         for j in 0..NB {
             if couples(rows, i, j) {
                 *col.add(k * n_rows + r) = row_of(rows[j]) as u32;
-                *val.add(k * n_rows + r) = *vals.add((i * NB + j) * ne + e);
+                *val.add(k * n_rows + r) = *vals.add((i * NB + j) * ld + e);
                 k += 1;
             }
         }
@@ -380,6 +437,7 @@ unsafe fn append_rows<T: Real, const NB: usize>(
 #[kernel(f32, f64; elements)]
 pub unsafe fn lazy_ell_append<T: Real, const NB: usize>(
     ne: usize,
+    ld: usize,
     map: *const u32,
     scratch: *const T,
     n_rows: usize,
@@ -390,7 +448,7 @@ pub unsafe fn lazy_ell_append<T: Real, const NB: usize>(
     let mut e = global_idx_x();
     while e < ne {
         let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
-        append_rows::<T, NB>(e, ne, &rows, n_rows, scratch, len, col, val, true);
+        append_rows::<T, NB>(e, ld, &rows, n_rows, scratch, len, col, val, true);
         e += grid_size_x();
     }
 }
@@ -399,6 +457,7 @@ pub unsafe fn lazy_ell_append<T: Real, const NB: usize>(
 #[kernel(f32, f64; elements)]
 pub unsafe fn lazy_ell_append_colour<T: Real, const NB: usize>(
     ne: usize,
+    ld: usize,
     blocks: *const u32,
     colour: *const u8,
     n_colours: *const u8,
@@ -411,6 +470,6 @@ pub unsafe fn lazy_ell_append_colour<T: Real, const NB: usize>(
 ) {
     colour_loop(ne, blocks, colour, n_colours, |e| {
         let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
-        append_rows::<T, NB>(e, ne, &rows, n_rows, scratch, len, col, val, false);
+        append_rows::<T, NB>(e, ld, &rows, n_rows, scratch, len, col, val, false);
     });
 }
