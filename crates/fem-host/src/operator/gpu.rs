@@ -459,14 +459,31 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuCsr<T> {
 pub struct GpuEll<T: Scalar> {
     /// Number of rows.
     pub n_rows: usize,
+    /// Slot-plane stride: `n_rows` rounded up to a warp for an uploaded
+    /// matrix, so the 32 rows of a warp read whole sectors of every slot
+    /// plane ([`GpuEll::upload`]); `n_rows` for a lazily assembled one.
+    pub ld: usize,
     /// Slots per row.
     pub width: usize,
-    /// `col[k · n_rows + r]`: column of slot `k` of row `r`.
+    /// `col[k · ld + r]`: column of slot `k` of row `r`.
     pub col: CudaSlice<u32>,
-    /// `val[k · n_rows + r]`: value of slot `k` of row `r`.
+    /// `val[k · ld + r]`: value of slot `k` of row `r`.
     pub val: CudaSlice<T>,
     /// The diagonal, taken once after assembly ([`GpuEll::cache_diagonal`]).
     pub diag: Option<CudaSlice<T>>,
+}
+
+/// Slot-major arrays of `n` rows re-laid with plane stride `ld ≥ n`, the
+/// rows past `n` filled with `fill`.
+pub fn restride<V: Copy>(a: &[V], n: usize, ld: usize, fill: V) -> Vec<V> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut out = vec![fill; a.len() / n * ld];
+    for (plane, src) in out.chunks_mut(ld).zip(a.chunks(n)) {
+        plane[..n].copy_from_slice(src);
+    }
+    out
 }
 
 /// A lazy ELLPACK ready for assembly: padded arrays (fixed rows holding
@@ -486,14 +503,27 @@ pub struct LazyEllPrep<T: Scalar> {
 impl<T: Scalar> GpuEll<T> {
     /// Uploads a host ELLPACK matrix (its diagonal not yet cached).
     pub fn upload(gpu: &CudaBackend, ell: &super::ell::Ell<T>) -> Result<Self> {
-        gpu.ensure_free(ell.slots() * (4 + T::BYTES))?;
-        Ok(Self { n_rows: ell.n_rows, width: ell.width, col: gpu.stream().clone_htod(&ell.col)?, val: gpu.upload(&ell.val)?, diag: None })
+        let (n, w) = (ell.n_rows, ell.width);
+        let ld = n.next_multiple_of(WARP as usize);
+        if ld * w > u32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("an ELLPACK of {ld} × {w} slots passes the 32-bit positions; use CSR or LMA")));
+        }
+        gpu.ensure_free(ld * w * (4 + T::BYTES))?;
+        let col = gpu.stream().clone_htod(&restride(&ell.col, n, ld, 0))?;
+        Ok(Self { n_rows: n, ld, width: w, col, val: gpu.upload(&restride(&ell.val, n, ld, T::ZERO))?, diag: None })
+    }
+
+    /// Positions `k · n_rows + r` of [`super::ell::Ell`]'s slots (or
+    /// `u32::MAX`, kept) as positions in the uploaded arrays.
+    pub fn slot_positions(&self, pos: &[u32]) -> Vec<u32> {
+        let n = self.n_rows as u32;
+        pos.iter().map(|&p| if p == u32::MAX { p } else { (p / n) * self.ld as u32 + p % n }).collect()
     }
 
     fn extract_diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
         let (c, v) = (gpu.stream().clone_dtoh(&self.col)?, gpu.download(&self.val)?);
-        let n = self.n_rows;
-        let d: Vec<T> = (0..n).map(|r| (0..self.width).map(|k| k * n + r).filter(|&p| c[p] == r as u32).fold(T::ZERO, |a, p| a + v[p])).collect();
+        let (n, ld) = (self.n_rows, self.ld);
+        let d: Vec<T> = (0..n).map(|r| (0..self.width).map(|k| k * ld + r).filter(|&p| c[p] == r as u32).fold(T::ZERO, |a, p| a + v[p])).collect();
         gpu.upload(&d)
     }
 
@@ -550,7 +580,7 @@ impl<T: Scalar> GpuEll<T> {
                 launch_by_colour!(s, f, c; [&ne, &c.ld]; [&c.map, &scratch, &n, &mut d_len, &mut d_col, &mut d_val]);
             }
         }
-        Ok(Self { n_rows: n, width, col: d_col, val: d_val, diag: None })
+        Ok(Self { n_rows: n, ld: n, width, col: d_col, val: d_val, diag: None })
     }
 }
 
@@ -564,7 +594,7 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuEll<T> {
         }
         let f = gpu.function(&format!("fem_ell_spmv_{}", T::NAME))?;
         let cfg = gpu.grid::<T>(self.n_rows * (16 / T::BYTES), 0);
-        unsafe { gpu.stream().launch_builder(&f).arg(&self.n_rows).arg(&self.width).arg(&self.col).arg(&self.val).arg(x).arg(y).launch(cfg) }?;
+        unsafe { gpu.stream().launch_builder(&f).arg(&self.n_rows).arg(&self.ld).arg(&self.width).arg(&self.col).arg(&self.val).arg(x).arg(y).launch(cfg) }?;
         Ok(())
     }
     fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {

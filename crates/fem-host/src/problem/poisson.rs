@@ -372,6 +372,7 @@ pub fn build_gpu_operator<T: Scalar>(
                     ell.val[r as usize] = T::ONE; // slot 0 of a fixed row is its diagonal
                 }
                 let mut m = GpuEll::upload(gpu, &ell)?;
+                let ell_pos = m.slot_positions(&ell_pos);
                 let t = global(&mut m.val, ell_pos, &mut b)?;
                 m.cache_diagonal(gpu)?;
                 (Box::new(m), t)

@@ -192,7 +192,7 @@ impl<T: Scalar> GpuSsor<T> {
                     s.launch_builder(&f)
                         .arg(&n)
                         .arg(rows)
-                        .arg(&a.n_rows)
+                        .arg(&a.ld)
                         .arg(&a.width)
                         .arg(&a.col)
                         .arg(&a.val)

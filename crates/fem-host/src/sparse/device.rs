@@ -9,10 +9,11 @@ use super::warp::EllWarp;
 use super::{Spmv, SpmvFormat};
 use crate::operator::csr::Csr;
 use crate::operator::ell::Ell;
-use crate::operator::gpu::{GpuCsr, GpuEll};
+use crate::operator::gpu::{restride, GpuCsr, GpuEll};
 use crate::operator::LinearOperator;
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use fem_kernels::sparse::NONE;
 
 /// The format `f` of `csr` on the CPU.
 pub fn prepare_cpu<T: Scalar>(
@@ -65,10 +66,9 @@ pub fn prepare_gpu<T: Scalar>(
         )?),
         SpmvFormat::Ell => {
             let (ell, src) = ell_with_source(csr)?;
-            Box::new(WithSource {
-                m: GpuEll::upload(gpu, &ell)?,
-                src: gpu.stream().clone_htod(&src)?,
-            })
+            let m = GpuEll::upload(gpu, &ell)?;
+            let src = gpu.stream().clone_htod(&restride(&src, ell.n_rows, m.ld, NONE))?;
+            Box::new(WithSource { m, src })
         }
         SpmvFormat::EllT => Box::new(GpuEllT::upload(
             gpu,
@@ -240,7 +240,7 @@ impl<T: Scalar> Spmv<CudaBackend, T> for WithSource<GpuEll<T>, CudaSlice<u32>> {
         LinearOperator::apply(&self.m, gpu, x, y)
     }
     fn matrix_bytes(&self) -> usize {
-        self.m.col.len() * (T::BYTES + 4)
+        self.m.n_rows * self.m.width * (T::BYTES + 4)
     }
     fn reorder(&mut self, gpu: &CudaBackend, csr_val: &CudaSlice<T>) -> Result<()> {
         gpu_gather(gpu, &self.src, csr_val, &mut self.m.val)

@@ -93,12 +93,12 @@ pub unsafe fn csr_spmv<T: Real, const TPR: usize>(n_rows: usize, row_ptr: *const
     }
 }
 
-/// Transposed ELLPACK SpMV, one thread per row.
+/// Transposed ELLPACK SpMV, one thread per row; slot planes `ld` apart.
 #[kernel(f32, f64)]
-pub unsafe fn ell_spmv<T: Real>(n_rows: usize, width: usize, col: *const u32, val: *const T, x: *const T, y: *mut T) {
+pub unsafe fn ell_spmv<T: Real>(n_rows: usize, ld: usize, width: usize, col: *const u32, val: *const T, x: *const T, y: *mut T) {
     let mut r = global_idx_x();
     while r < n_rows {
-        *y.add(r) = ell_row(r, n_rows, width, col, val, x);
+        *y.add(r) = ell_row(r, ld, width, col, val, x);
         r += grid_size_x();
     }
 }
