@@ -486,6 +486,18 @@ pub fn restride<V: Copy>(a: &[V], n: usize, ld: usize, fill: V) -> Vec<V> {
     out
 }
 
+/// Position `p = k·n + r` of a slot-major array of `n` rows in the same
+/// array re-laid by [`restride`] (`k·ld + r`); `u32::MAX` stays.
+pub fn restrided(p: u32, n: usize, ld: usize) -> u32 {
+    if p == u32::MAX {
+        p
+    } else {
+        let (k, r) = (p as usize / n, p as usize % n);
+        (k * ld + r) as u32
+    }
+}
+
+
 /// A lazy ELLPACK ready for assembly: padded arrays (fixed rows holding
 /// their unit diagonal) and row lengths on the device.
 pub struct LazyEllPrep<T: Scalar> {
@@ -516,8 +528,7 @@ impl<T: Scalar> GpuEll<T> {
     /// Positions `k · n_rows + r` of [`super::ell::Ell`]'s slots (or
     /// `u32::MAX`, kept) as positions in the uploaded arrays.
     pub fn slot_positions(&self, pos: &[u32]) -> Vec<u32> {
-        let n = self.n_rows as u32;
-        pos.iter().map(|&p| if p == u32::MAX { p } else { (p / n) * self.ld as u32 + p % n }).collect()
+        pos.iter().map(|&p| restrided(p, self.n_rows, self.ld)).collect()
     }
 
     fn extract_diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
@@ -602,5 +613,32 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuEll<T> {
             Some(d) => Ok(gpu.stream().clone_dtod(d)?),
             None => self.extract_diagonal(gpu),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every value lands at `k·ld + r`, the new rows hold the fill, and
+    /// a position maps to where its value went.
+    #[test]
+    fn restride_moves_each_plane_and_positions_follow() {
+        let (n, w, ld) = (5usize, 3usize, 8usize);
+        let a: Vec<u32> = (0..(n * w) as u32).map(|v| 100 + v).collect();
+        let b = restride(&a, n, ld, 7);
+        assert_eq!(b.len(), ld * w);
+        for k in 0..w {
+            for r in 0..ld {
+                let want = if r < n { a[k * n + r] } else { 7 };
+                assert_eq!(b[k * ld + r], want, "slot {k} row {r}");
+            }
+        }
+        for p in 0..(n * w) as u32 {
+            assert_eq!(b[restrided(p, n, ld) as usize], a[p as usize]);
+        }
+        assert_eq!(restrided(u32::MAX, n, ld), u32::MAX);
+        assert!(restride::<u32>(&[], 0, 32, 0).is_empty());
+        assert_eq!(restride(&a, n, n, 0), a);
     }
 }
