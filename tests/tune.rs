@@ -281,3 +281,50 @@ fn fem_solve_auto_solves_in_the_chosen_format() {
     let out = fem_cli(&dir, &["solve", "--format", "auto", "--backend", "cpu", "--products", "0"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Every shipped seed parses as this version's tuning file of its device,
+/// and its entries deserialise as the launches their signatures name.
+#[test]
+fn shipped_seeds_parse_as_the_launches_they_name() {
+    use fem::host::operator::pointwise::Transposition;
+    use fem::host::operator::tensor::tuning::BpLaunch;
+    use fem::host::tune::{seed_for, seeded_devices};
+    let mut devices = 0;
+    for device in seeded_devices() {
+        let seed = seed_for(device);
+        assert_eq!(seed.device, device);
+        assert!(!seed.entries.is_empty(), "{device}: no entries");
+        for key in seed.entries.keys() {
+            let ok = if key.starts_with("bp/") {
+                seed.get::<BpLaunch>(key).is_some()
+            } else if key.starts_with("residual/") {
+                seed.get::<Transposition>(key).is_some()
+            } else {
+                false
+            };
+            assert!(ok, "{device}: `{key}` is not a launch of its operation");
+        }
+        devices += 1;
+    }
+    assert!(devices >= 2);
+    assert!(seed_for("some other GPU").entries.is_empty());
+}
+
+/// Lookups: the user's file first, then the device's shipped entries; a
+/// tuning opened without a file (`at`) has no seed.
+#[test]
+fn the_users_file_wins_over_the_shipped_seed() {
+    use fem::host::operator::tensor::tuning::BpLaunch;
+    use fem::host::tune::seed_for;
+    let device = "NVIDIA H100 80GB HBM3";
+    let seed = seed_for(device);
+    let key = seed.entries.keys().find(|k| k.starts_with("bp/")).expect("an H100 BP seed").clone();
+    let seeded: BpLaunch = seed.get(&key).unwrap();
+    let mut t = Tuning::at(None, device);
+    assert!(t.get::<BpLaunch>(&key).is_none());
+    t.seed = seed;
+    assert_eq!(t.get::<BpLaunch>(&key), Some(seeded));
+    let mine = BpLaunch { threads_3d: false, elements_per_block: seeded.elements_per_block + 1, min_warps: 24 };
+    t.file.insert(&key, &mine, 1e-4, 2e-4, 3, 0);
+    assert_eq!(t.get::<BpLaunch>(&key), Some(mine));
+}

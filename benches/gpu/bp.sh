@@ -6,6 +6,9 @@
 # JSON lines into $OUT (default .), a Markdown table on stdout.
 #   FEM=path/to/fem bash benches/gpu/bp.sh
 set -u
+# The built-in defaults: neither a stored tuning file nor the launches
+# shipped for the device.
+export FEM_TUNING=off
 FEM=${FEM:-target/release/fem}
 out=${OUT:-.}
 DEGREES=${DEGREES:-1-15}
