@@ -519,6 +519,41 @@ mod tests {
         }
     }
 
+    /// Every row of cell 1 by `CH`-column chunks equals the unchunked row to
+    /// the last bit (same order of sums), with planes `ld` = 32 apart for
+    /// 3 cells (the GPU's padded stride) and the last chunk partial.
+    fn check_chunked_rows<const NB: usize, const CH: usize>() {
+        const LD: usize = 32;
+        let val = |i: usize, j: usize| ((i.min(j) * 7 + i.max(j) * 13) % 11) as f64 / 3.0 - 1.7;
+        let (mut full, mut sym) = (vec![f64::NAN; NB * NB * LD], vec![f64::NAN; NB * (NB + 1) / 2 * LD]);
+        for i in 0..NB {
+            for j in 0..NB {
+                full[(i * NB + j) * LD + 1] = val(i, j);
+                if j >= i {
+                    sym[sym_index(i, j, NB) * LD + 1] = val(i, j);
+                }
+            }
+        }
+        let x = |j: usize| (j % 7) as f64 * 0.3 - 0.9;
+        for i in 0..NB {
+            unsafe {
+                let (a, b) = (lma_row_chunked::<f64, NB, false, CH>(1, LD, full.as_ptr(), i, x), lma_row::<f64, NB, false>(1, LD, full.as_ptr(), i, x));
+                assert_eq!(a.to_bits(), b.to_bits(), "nb {NB}, row {i}");
+                let (a, b) = (lma_row_chunked::<f64, NB, true, CH>(1, LD, sym.as_ptr(), i, x), lma_row::<f64, NB, true>(1, LD, sym.as_ptr(), i, x));
+                assert_eq!(a.to_bits(), b.to_bits(), "nb {NB} symmetric, row {i}");
+                assert!(a.is_finite(), "nb {NB}: read outside cell 1");
+            }
+        }
+    }
+
+    #[test]
+    fn lma_rows_in_chunks_are_the_plain_rows() {
+        check_chunked_rows::<125, 16>();
+        check_chunked_rows::<27, 16>();
+        check_chunked_rows::<16, 16>();
+        check_chunked_rows::<8, 16>();
+    }
+
     /// Cell 1 of 3 of an `NB`-row cell by column blocks, every row
     /// receiving one sum per block, against the dense product; the
     /// map sends DOF i to row NB − 1 − i and leaves the last DOF without a

@@ -82,9 +82,8 @@ pub struct GpuCells<T: Scalar> {
     pub degree: usize,
     /// Cells.
     pub ne: usize,
-    /// Plane stride of the element matrices and loads (LMA layout):
-    /// `ne` rounded up to a warp, so every plane starts on a whole sector
-    /// for the warps reading 32 consecutive cells.
+    /// Plane stride of the element matrices and loads (LMA layout),
+    /// [`plane_stride`] of `ne`.
     pub ld: usize,
     /// Basis functions per cell.
     pub nb: usize,
@@ -140,7 +139,7 @@ impl<T: Scalar> GpuCells<T> {
             dim: cd.dim,
             degree: cd.degree,
             ne: cd.ne,
-            ld: cd.ne.next_multiple_of(WARP as usize),
+            ld: plane_stride(cd.ne),
             nb: cd.nb,
             n_rows: cd.n_rows,
             np: tables.np,
@@ -459,9 +458,8 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuCsr<T> {
 pub struct GpuEll<T: Scalar> {
     /// Number of rows.
     pub n_rows: usize,
-    /// Slot-plane stride: `n_rows` rounded up to a warp for an uploaded
-    /// matrix, so the 32 rows of a warp read whole sectors of every slot
-    /// plane ([`GpuEll::upload`]); `n_rows` for a lazily assembled one.
+    /// Slot-plane stride: [`plane_stride`] of `n_rows` for an uploaded
+    /// matrix ([`GpuEll::upload`]), `n_rows` for a lazily assembled one.
     pub ld: usize,
     /// Slots per row.
     pub width: usize,
@@ -471,6 +469,15 @@ pub struct GpuEll<T: Scalar> {
     pub val: CudaSlice<T>,
     /// The diagonal, taken once after assembly ([`GpuEll::cache_diagonal`]).
     pub diag: Option<CudaSlice<T>>,
+}
+
+/// Stride of the planes of a transposed layout of `n` cells or rows on
+/// the GPU: `n` rounded up to a warp, so each plane starts on a whole
+/// 32-byte sector for the 32 consecutive cells or rows a warp reads (with
+/// the stride `n` itself, an odd `n` costs every f64 warp access one
+/// sector more, every f32 one two).
+pub fn plane_stride(n: usize) -> usize {
+    n.next_multiple_of(WARP as usize)
 }
 
 /// Slot-major arrays of `n` rows re-laid with plane stride `ld ≥ n`, the
@@ -516,7 +523,7 @@ impl<T: Scalar> GpuEll<T> {
     /// Uploads a host ELLPACK matrix (its diagonal not yet cached).
     pub fn upload(gpu: &CudaBackend, ell: &super::ell::Ell<T>) -> Result<Self> {
         let (n, w) = (ell.n_rows, ell.width);
-        let ld = n.next_multiple_of(WARP as usize);
+        let ld = plane_stride(n);
         if ld * w > u32::MAX as usize {
             return Err(Error::InvalidArgument(format!("an ELLPACK of {ld} × {w} slots passes the 32-bit positions; use CSR or LMA")));
         }

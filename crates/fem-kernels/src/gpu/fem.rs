@@ -116,7 +116,9 @@ pub unsafe fn ell_spmv<T: Real>(n_rows: usize, ld: usize, width: usize, col: *co
 /// DOFs, fraction of the copy roofline): four blocks of 32 columns 0.72,
 /// two of 63 0.51; one thread per (cell, block) instead of per cell 0.31
 /// and 0.16. The host runs such cells through [`lma_spmv_shared`] instead
-/// (0.875 on an H100), keeping this path for comparison.
+/// (0.875 on an H100) and never launches this path; it stays because the
+/// elements axis instantiates this kernel for every cell size, and for
+/// 3D Q4 the column blocks are the variant that compiles without spills.
 #[kernel(f32, f64; elements; SYM = false, true)]
 pub unsafe fn lma_spmv<T: Real, const D: usize, const NB: usize, const SYM: bool>(ne: usize, ld: usize, map: *const u32, vals: *const T, x: *const T, y: *mut T) {
     let blocks = const { column_blocks(NB) };
