@@ -1,11 +1,14 @@
 //! Times the host set-up stages of a GPU solve (mesh, DOFs, layout, cell
-//! data, CSR pattern and positions, colourings) at a given size:
+//! data, CSR pattern and positions, ELLPACK planes and slot positions,
+//! colourings) at a given size:
 //! `cargo run --release --example setup_timing -- DIM DEGREE DOFS`.
 
 use fem::host::mesh::BoxMesh;
 use fem::host::operator::cell_data::CellData;
 use fem::host::operator::colouring::TwoLevel;
 use fem::host::operator::csr::Csr;
+use fem::host::operator::ell::Ell;
+use fem::host::operator::gpu::plane_stride;
 use fem::host::space::{DirichletMode, Layout, Numbering, Space};
 use fem::host::CpuBackend;
 use std::time::Instant;
@@ -31,8 +34,13 @@ fn main() {
     lap("cell data", &mut t0);
     let csr = Csr::<f64>::pattern(&cpu, &layout).unwrap();
     lap("csr pattern", &mut t0);
-    let _pos = csr.element_positions(&layout);
+    let pos = csr.element_positions(&layout);
     lap("element positions", &mut t0);
+    let ld = plane_stride(csr.n_rows);
+    let _slots = Ell::slots_of_csr_positions(&csr, &pos, ld).unwrap();
+    lap("ellpack slot positions", &mut t0);
+    let _planes = Ell::planes_of_csr(&csr, ld);
+    lap("ellpack planes", &mut t0);
     let _tl = TwoLevel::new(&layout, 128).unwrap();
     lap("two-level colouring", &mut t0);
     println!("{} DOFs, {} cells, total {:.3} s", space.n_dofs, mesh.n_cells(), t.elapsed().as_secs_f64());

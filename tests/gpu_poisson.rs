@@ -42,7 +42,8 @@ fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
                         opts.scatter = scatter;
                         opts.symmetric = symmetric;
                         opts.kappa = kappa.clone();
-                        let (op, b, _, _) = build_gpu_operator::<T>(g, &cpu, &mesh, &layout, &opts).unwrap();
+                        let built = build_gpu_operator::<T>(g, &cpu, &mesh, &layout, &opts).unwrap();
+                        let (op, b) = (built.op, built.load);
                         let dx = g.upload(&x).unwrap();
                         let mut dy = g.zeros::<T>(layout.n_rows).unwrap();
                         op.apply(g, &dx, &mut dy).unwrap();

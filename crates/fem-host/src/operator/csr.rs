@@ -94,27 +94,21 @@ impl<T: Scalar> Csr<T> {
     /// assembly (Reguly & Giles eq. 16).
     pub fn element_positions(&self, layout: &Layout) -> Vec<u32> {
         let (nb, ne) = (layout.dofs_per_cell, layout.n_cells());
-        let per_cell: Vec<Vec<u32>> = (0..ne)
-            .into_par_iter()
-            .map(|c| {
-                let mut p = vec![u32::MAX; nb * nb];
-                for i in 0..nb {
-                    for j in 0..nb {
-                        if layout.couples(c, i, j) {
-                            let (ri, rj) = (layout.cell_rows[c * nb + i], layout.cell_rows[c * nb + j]);
-                            p[i * nb + j] = self.position(ri as usize, rj).expect("pattern holds every coupling") as u32;
-                        }
-                    }
-                }
-                p
-            })
-            .collect();
         let mut pos = vec![u32::MAX; ne * nb * nb];
-        for (c, p) in per_cell.iter().enumerate() {
-            for (k, &v) in p.iter().enumerate() {
-                pos[k * ne + c] = v;
-            }
+        if ne == 0 {
+            return pos;
         }
+        // In parallel over the element row i: its nb planes are one
+        // contiguous block, and each cell's row ri is searched for all j.
+        pos.par_chunks_mut(nb * ne).enumerate().for_each(|(i, planes)| {
+            for c in 0..ne {
+                let ri = layout.cell_rows[c * nb + i];
+                for j in (0..nb).filter(|&j| layout.couples(c, i, j)) {
+                    let rj = layout.cell_rows[c * nb + j];
+                    planes[j * ne + c] = self.position(ri as usize, rj).expect("pattern holds every coupling") as u32;
+                }
+            }
+        });
         pos
     }
 

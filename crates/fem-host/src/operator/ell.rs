@@ -48,26 +48,38 @@ impl<T: Scalar> Ell<T> {
     /// straight from the CSR arrays (a 3D Q4 matrix of 4M rows has 2.7e9
     /// slots), on the calling rayon pool ([`CpuBackend::install`] picks one).
     pub fn from_csr(csr: &Csr<T>) -> Self {
+        let (col, val) = Self::planes_of_csr(csr, csr.n_rows);
+        Self { n_rows: csr.n_rows, width: csr.max_row_len(), col, val }
+    }
+
+    /// The slot planes (columns, values) of [`Self::from_csr`] laid
+    /// `ld ≥ n_rows` apart, slot `k` of row `r` at `k · ld + r`, rows past
+    /// `n_rows` holding column 0 and zero: the GPU's padded layout
+    /// ([`super::gpu::GpuEll::upload_planes`]) built in place, not copied
+    /// plane by plane from the unpadded one (tens of GB at 3D Q4).
+    pub fn planes_of_csr(csr: &Csr<T>, ld: usize) -> (Vec<u32>, Vec<T>) {
         let (n_rows, width) = (csr.n_rows, csr.max_row_len());
-        let mut col = vec![0u32; width * n_rows];
-        let mut val = vec![T::ZERO; width * n_rows];
+        assert!(ld >= n_rows, "plane stride {ld} below {n_rows} rows");
+        let mut col = vec![0u32; width * ld];
+        let mut val = vec![T::ZERO; width * ld];
         if n_rows > 0 {
-            col.par_chunks_mut(n_rows).zip(val.par_chunks_mut(n_rows)).enumerate().for_each(|(k, (cs, vs))| {
-                for (r, (c, v)) in cs.iter_mut().zip(vs.iter_mut()).enumerate() {
+            col.par_chunks_mut(ld).zip(val.par_chunks_mut(ld)).enumerate().for_each(|(k, (cs, vs))| {
+                for (r, (c, v)) in cs.iter_mut().zip(vs.iter_mut()).take(n_rows).enumerate() {
                     (*c, *v) = if k < csr.row_len(r) { let p = csr.row_ptr[r] as usize + k; (csr.col[p], csr.val[p]) } else { (r as u32, T::ZERO) };
                 }
             });
         }
-        Self { n_rows, width, col, val }
+        (col, val)
     }
 
-    /// Slot index `k · n_rows + r` of each CSR position `p` (row r, k-th
-    /// entry of the row) in [`Self::from_csr`]'s matrix; `u32::MAX` stays.
-    /// An error when the matrix has more slots than 32-bit indices address
+    /// Slot index `k · ld + r` of each CSR position `p` (row r, k-th entry
+    /// of the row) in [`Self::planes_of_csr`]'s planes `ld` apart
+    /// (`ld = n_rows` for [`Self::from_csr`]); `u32::MAX` stays. An error
+    /// when the planes hold more slots than 32-bit indices address
     /// (2³² − 1).
-    pub fn slots_of_csr_positions(csr: &Csr<T>, pos: &[u32]) -> Result<Vec<u32>> {
+    pub fn slots_of_csr_positions(csr: &Csr<T>, pos: &[u32], ld: usize) -> Result<Vec<u32>> {
         let (n, width) = (csr.n_rows, csr.max_row_len());
-        if width * n > u32::MAX as usize {
+        if width * ld.max(n) > u32::MAX as usize {
             return Err(crate::Error::InvalidArgument(format!("ELLPACK of {n} rows × {width} slots exceeds 32-bit slot indices (CSR and LMA store no padding)")));
         }
         Ok(pos
@@ -78,7 +90,7 @@ impl<T: Scalar> Ell<T> {
                 }
                 // The row holding position p: the last row starting at or before it.
                 let r = csr.row_ptr.partition_point(|&s| s <= p) as u32 - 1;
-                (p - csr.row_ptr[r as usize]) * n as u32 + r
+                (p - csr.row_ptr[r as usize]) * ld as u32 + r
             })
             .collect())
     }
@@ -211,7 +223,7 @@ mod tests {
         let c = csr();
         let e = Ell::from_csr(&c);
         let pos: Vec<u32> = (0..5).chain([u32::MAX]).collect();
-        let slots = Ell::slots_of_csr_positions(&c, &pos).unwrap();
+        let slots = Ell::slots_of_csr_positions(&c, &pos, c.n_rows).unwrap();
         assert_eq!(slots, vec![0, 3, 2, 5, 8, u32::MAX]);
         for (p, s) in pos.iter().zip(&slots).take(5) {
             assert_eq!((e.col[*s as usize], e.val[*s as usize]), (c.col[*p as usize], c.val[*p as usize]));
@@ -219,7 +231,29 @@ mod tests {
         // 70 000 rows, the last of 70 000 entries: 4.9e9 slots.
         let n = 70_000u32;
         let wide = Csr::<f64> { n_rows: n as usize, row_ptr: (0..=n).map(|r| if r == n { 2 * n - 1 } else { r }).collect(), col: (0..2 * n - 1).map(|k| k % n).collect(), val: vec![1.0; 2 * n as usize - 1] };
-        let err = Ell::slots_of_csr_positions(&wide, &[0]).unwrap_err().to_string();
+        let err = Ell::slots_of_csr_positions(&wide, &[0], n as usize).unwrap_err().to_string();
         assert!(err.contains("32-bit"), "{err}");
+    }
+
+    /// The padded planes hold the unpadded matrix's slots at `k·ld + r`,
+    /// padding rows column 0 and zero, and positions land on their entries.
+    #[test]
+    fn planes_at_a_padded_stride_hold_the_same_slots() {
+        let (c, ld) = (csr(), 5usize);
+        let e = Ell::from_csr(&c);
+        let (col, val) = Ell::planes_of_csr(&c, ld);
+        assert_eq!((col.len(), val.len()), (e.width * ld, e.width * ld));
+        for k in 0..e.width {
+            for r in 0..ld {
+                let want = if r < e.n_rows { (e.col[k * e.n_rows + r], e.val[k * e.n_rows + r]) } else { (0, 0.0) };
+                assert_eq!((col[k * ld + r], val[k * ld + r]), want, "slot {k} row {r}");
+            }
+        }
+        let pos: Vec<u32> = (0..5).chain([u32::MAX]).collect();
+        let slots = Ell::slots_of_csr_positions(&c, &pos, ld).unwrap();
+        assert_eq!(slots[5], u32::MAX);
+        for (p, s) in pos.iter().zip(&slots).take(5) {
+            assert_eq!((col[*s as usize], val[*s as usize]), (c.col[*p as usize], c.val[*p as usize]));
+        }
     }
 }

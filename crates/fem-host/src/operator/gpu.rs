@@ -17,6 +17,7 @@ use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use fem_kernels::launch::WARP;
 use fem_kernels::sparse::{sym_index, LMA_GROUPS, SHARED_GATHER_ABOVE};
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Launches the coloured kernel `$f` once per block colour of the cells
@@ -493,18 +494,6 @@ pub fn restride<V: Copy>(a: &[V], n: usize, ld: usize, fill: V) -> Vec<V> {
     out
 }
 
-/// Position `p = k·n + r` of a slot-major array of `n` rows in the same
-/// array re-laid by [`restride`] (`k·ld + r`); `u32::MAX` stays.
-pub fn restrided(p: u32, n: usize, ld: usize) -> u32 {
-    if p == u32::MAX {
-        p
-    } else {
-        let (k, r) = (p as usize / n, p as usize % n);
-        (k * ld + r) as u32
-    }
-}
-
-
 /// A lazy ELLPACK ready for assembly: padded arrays (fixed rows holding
 /// their unit diagonal) and row lengths on the device.
 pub struct LazyEllPrep<T: Scalar> {
@@ -520,28 +509,38 @@ pub struct LazyEllPrep<T: Scalar> {
 }
 
 impl<T: Scalar> GpuEll<T> {
-    /// Uploads a host ELLPACK matrix (its diagonal not yet cached).
+    /// Uploads a host ELLPACK matrix (its diagonal not yet cached),
+    /// re-laid at [`plane_stride`].
     pub fn upload(gpu: &CudaBackend, ell: &super::ell::Ell<T>) -> Result<Self> {
         let (n, w) = (ell.n_rows, ell.width);
         let ld = plane_stride(n);
-        if ld * w > u32::MAX as usize {
-            return Err(Error::InvalidArgument(format!("an ELLPACK of {ld} × {w} slots passes the 32-bit positions; use CSR or LMA")));
-        }
-        gpu.ensure_free(ld * w * (4 + T::BYTES))?;
-        let col = gpu.stream().clone_htod(&restride(&ell.col, n, ld, 0))?;
-        Ok(Self { n_rows: n, ld, width: w, col, val: gpu.upload(&restride(&ell.val, n, ld, T::ZERO))?, diag: None })
+        Self::check_fits(gpu, ld, w)?;
+        Self::upload_planes(gpu, n, w, ld, &restride(&ell.col, n, ld, 0), &restride(&ell.val, n, ld, T::ZERO))
     }
 
-    /// Positions `k · n_rows + r` of [`super::ell::Ell`]'s slots (or
-    /// `u32::MAX`, kept) as positions in the uploaded arrays.
-    pub fn slot_positions(&self, pos: &[u32]) -> Vec<u32> {
-        pos.iter().map(|&p| restrided(p, self.n_rows, self.ld)).collect()
+    /// Uploads slot planes already laid `ld` apart
+    /// ([`super::ell::Ell::planes_of_csr`]).
+    pub fn upload_planes(gpu: &CudaBackend, n_rows: usize, width: usize, ld: usize, col: &[u32], val: &[T]) -> Result<Self> {
+        Self::check_fits(gpu, ld, width)?;
+        if col.len() != ld * width || val.len() != ld * width || ld < n_rows {
+            return Err(Error::InvalidArgument(format!("ELLPACK planes of {} columns and {} values are not {width} slots × stride {ld} for {n_rows} rows", col.len(), val.len())));
+        }
+        Ok(Self { n_rows, ld, width, col: gpu.stream().clone_htod(col)?, val: gpu.upload(val)?, diag: None })
+    }
+
+    /// Refuses, before anything is allocated, planes that 32-bit positions
+    /// cannot address or the device cannot hold.
+    fn check_fits(gpu: &CudaBackend, ld: usize, width: usize) -> Result<()> {
+        if ld * width > u32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("an ELLPACK of {ld} × {width} slots passes the 32-bit positions; use CSR or LMA")));
+        }
+        gpu.ensure_free(ld * width * (4 + T::BYTES))
     }
 
     fn extract_diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
         let (c, v) = (gpu.stream().clone_dtoh(&self.col)?, gpu.download(&self.val)?);
         let (n, ld) = (self.n_rows, self.ld);
-        let d: Vec<T> = (0..n).map(|r| (0..self.width).map(|k| k * ld + r).filter(|&p| c[p] == r as u32).fold(T::ZERO, |a, p| a + v[p])).collect();
+        let d: Vec<T> = (0..n).into_par_iter().map(|r| (0..self.width).map(|k| k * ld + r).filter(|&p| c[p] == r as u32).fold(T::ZERO, |a, p| a + v[p])).collect();
         gpu.upload(&d)
     }
 
@@ -565,10 +564,8 @@ impl<T: Scalar> GpuEll<T> {
         let n = c.n_rows;
         let mut col = vec![0u32; width * n];
         let mut val = vec![T::ZERO; width * n];
-        for r in 0..n {
-            for k in 0..width {
-                col[k * n + r] = r as u32;
-            }
+        if n > 0 {
+            col.par_chunks_mut(n).for_each(|plane| plane.iter_mut().enumerate().for_each(|(r, c)| *c = r as u32));
         }
         for &r in &c.fixed_rows {
             val[r as usize] = T::ONE;
@@ -627,10 +624,9 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuEll<T> {
 mod tests {
     use super::*;
 
-    /// Every value lands at `k·ld + r`, the new rows hold the fill, and
-    /// a position maps to where its value went.
+    /// Every value lands at `k·ld + r` and the new rows hold the fill.
     #[test]
-    fn restride_moves_each_plane_and_positions_follow() {
+    fn restride_moves_each_plane() {
         let (n, w, ld) = (5usize, 3usize, 8usize);
         let a: Vec<u32> = (0..(n * w) as u32).map(|v| 100 + v).collect();
         let b = restride(&a, n, ld, 7);
@@ -641,10 +637,6 @@ mod tests {
                 assert_eq!(b[k * ld + r], want, "slot {k} row {r}");
             }
         }
-        for p in 0..(n * w) as u32 {
-            assert_eq!(b[restrided(p, n, ld) as usize], a[p as usize]);
-        }
-        assert_eq!(restrided(u32::MAX, n, ld), u32::MAX);
         assert!(restride::<u32>(&[], 0, 32, 0).is_empty());
         assert_eq!(restride(&a, n, n, 0), a);
     }

@@ -300,6 +300,10 @@ pub struct SpmvBench {
     /// plus written), measured in the same run and timed alike: the
     /// roofline.
     pub copy_bytes_per_second: f64,
+    /// Bytes the copy moved: `bytes`, or less where the device could not
+    /// hold a second copy of them beside the operator (the copy rate is
+    /// flat far below that size).
+    pub copy_bytes: usize,
 }
 
 /// Solves the problem on the CPU backend in precision `T`.
@@ -320,16 +324,30 @@ pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<P
     Ok(PoissonReport::new::<T>(cpu, mesh, space, &layout, opts, cpu.name(), report, &x, assembly_seconds, solve_seconds))
 }
 
-/// The operator of `layout` in `format` on the GPU, its load vector, and
-/// the device time of the assembly (CUDA events). Host set-up (pattern,
-/// positions, colourings) is not part of that time, as in the paper.
+/// An operator assembled on the GPU and what a benchmark reports of it.
+pub struct GpuOperator<T: Scalar> {
+    /// The operator.
+    pub op: Box<dyn LinearOperator<CudaBackend, T>>,
+    /// Its load vector.
+    pub load: crate::backend::cuda::DeviceVec<T>,
+    /// Device time of the assembly (CUDA events); host set-up (pattern,
+    /// positions, colourings) is not part of it, as in the paper.
+    pub assembly_seconds: f64,
+    /// CSR: the threads per row of the product.
+    pub threads_per_row: Option<usize>,
+    /// Stored entries of a global format for the bytes model: CSR
+    /// nonzeros and ELLPACK slots (padding included, lazy or not).
+    pub stored: (usize, usize),
+}
+
+/// The operator of `layout` in `format` on the GPU.
 pub fn build_gpu_operator<T: Scalar>(
     gpu: &CudaBackend,
     cpu: &CpuBackend,
     mesh: &Mesh,
     layout: &Layout,
     opts: &PoissonOptions,
-) -> Result<(Box<dyn LinearOperator<CudaBackend, T>>, crate::backend::cuda::DeviceVec<T>, f64, Option<usize>)> {
+) -> Result<GpuOperator<T>> {
     let cd = with_regions(CellData::<T>::new(mesh, layout, opts.degree), opts.kappa.as_deref())?;
     let cells = Arc::new(GpuCells::upload(gpu, &cd, layout)?);
     let mut b = gpu.zeros::<T>(layout.n_rows)?;
@@ -349,11 +367,12 @@ pub fn build_gpu_operator<T: Scalar>(
         let pos = gpu.stream().clone_htod(&pos)?;
         gpu.time(&mut || gpu_op::assemble_global(gpu, &cells, &pos, val, b, opts.scatter))
     };
-    let mut chosen_tpr = None;
+    let (mut chosen_tpr, mut stored) = (None, (0, 0));
     let (op, seconds): (Box<dyn LinearOperator<CudaBackend, T>>, f64) = match opts.format {
         Format::Csr | Format::Ell => {
             let csr = Csr::<T>::pattern(cpu, layout)?;
             let pos = csr.element_positions(layout);
+            stored = (csr.nnz(), csr.max_row_len() * csr.n_rows);
             if opts.format == Format::Csr {
                 let tpr = opts.threads_per_row.unwrap_or_else(|| GpuCsr::<T>::default_threads_per_row(csr.nnz(), csr.n_rows));
                 let mut m = GpuCsr::pattern(gpu, &csr, &cd.fixed_rows, tpr)?;
@@ -365,14 +384,17 @@ pub fn build_gpu_operator<T: Scalar>(
                 m.cache_diagonal(gpu)?;
                 (Box::new(m), t)
             } else {
-                // Checked before the slots are allocated.
-                let ell_pos = cpu.install(|| Ell::slots_of_csr_positions(&csr, &pos))?;
-                let mut ell = cpu.install(|| Ell::from_csr(&csr));
+                // Built straight at the GPU's plane stride; checked
+                // before the slots are allocated.
+                let ld = crate::operator::gpu::plane_stride(csr.n_rows);
+                let ell_pos = cpu.install(|| Ell::slots_of_csr_positions(&csr, &pos, ld))?;
+                drop(pos);
+                let (col, mut val) = cpu.install(|| Ell::planes_of_csr(&csr, ld));
                 for &r in &cd.fixed_rows {
-                    ell.val[r as usize] = T::ONE; // slot 0 of a fixed row is its diagonal
+                    val[r as usize] = T::ONE; // slot 0 of a fixed row is its diagonal
                 }
-                let mut m = GpuEll::upload(gpu, &ell)?;
-                let ell_pos = m.slot_positions(&ell_pos);
+                let mut m = GpuEll::upload_planes(gpu, csr.n_rows, csr.max_row_len(), ld, &col, &val)?;
+                drop((col, val));
                 let t = global(&mut m.val, ell_pos, &mut b)?;
                 m.cache_diagonal(gpu)?;
                 (Box::new(m), t)
@@ -386,6 +408,7 @@ pub fn build_gpu_operator<T: Scalar>(
                 Ok(())
             })?;
             let mut m = m.expect("assembled");
+            stored = (0, m.width * m.n_rows);
             m.cache_diagonal(gpu)?;
             let (_, load) = gpu_op::assemble_lma(gpu, &cells, true, opts.variant)?;
             b = gpu_op::load_vector(gpu, &cells, &load)?;
@@ -407,24 +430,7 @@ pub fn build_gpu_operator<T: Scalar>(
             (Box::new(GpuMatrixFree::new(gpu, cells.clone(), opts.scatter)?), 0.0)
         }
     };
-    Ok((op, b, seconds, chosen_tpr))
-}
-
-/// Stored entries of the global formats (CSR nonzeros, ELLPACK slots) for
-/// the bytes model.
-fn opts_counts<T: Scalar>(cpu: &CpuBackend, layout: &Layout, opts: &PoissonOptions, mesh: &Mesh) -> Result<(usize, usize)> {
-    match opts.format {
-        Format::Csr | Format::Ell => {
-            let csr = Csr::<T>::pattern(cpu, layout)?;
-            Ok((csr.nnz(), csr.max_row_len() * csr.n_rows))
-        }
-        Format::LazyEll => {
-            let cd = CellData::<T>::new(mesh, layout, opts.degree);
-            let cap = crate::operator::cell_data::lazy_row_capacity(&cd.map, cd.ne, cd.n_rows, &cd.fixed_rows);
-            Ok((0, cap.iter().max().copied().unwrap_or(0) as usize * layout.n_rows))
-        }
-        _ => Ok((0, 0)),
-    }
+    Ok(GpuOperator { op, load: b, assembly_seconds: seconds, threads_per_row: chosen_tpr, stored })
 }
 
 /// The threads per row whose CSR SpMV is fastest (median of 5 after a
@@ -455,7 +461,7 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
         space.restrict_boundary(&mesh, f);
     }
     let layout = Layout::new(&space, opts.dirichlet);
-    let (op, b, assembly_seconds, threads_per_row) = build_gpu_operator::<T>(gpu, cpu, &mesh, &layout, opts)?;
+    let GpuOperator { op, load: b, assembly_seconds, threads_per_row, stored: (nnz, slots) } = build_gpu_operator::<T>(gpu, cpu, &mesh, &layout, opts)?;
     // Benchmarks start CG from a random guess: the load is an eigenfunction
     // of the Laplacian, so from zero CG would stop after a few iterations.
     let mut x = if opts.benchmark { gpu.upload(&crate::conformance::values::<T>(layout.n_rows, 17))? } else { gpu.zeros::<T>(layout.n_rows)? };
@@ -469,16 +475,17 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
     })?;
     let report = report.expect("solved");
     let bench = if opts.benchmark {
-        let (nnz, slots) = opts_counts::<T>(cpu, &layout, opts, &mesh)?;
         let (bytes, model_bytes) = spmv_bytes::<T>(opts.format, &layout, nnz, slots, mesh.dim, opts.symmetric);
         let mut y = gpu.zeros::<T>(layout.n_rows)?;
         // Products are timed in batches, as CG issues them (the atomic
         // formats' zeroing launch and their kernel then queue behind the
         // previous product), against a copy of the same bytes timed alike.
         let t = crate::timing::measure_batched(gpu, 3, 20, SPMV_BATCH, || op.apply(gpu, &x, &mut y))?;
-        let copy = crate::roofline::copy_bandwidth_batched(gpu, (bytes / 2).max(8), 20, SPMV_BATCH)?.bytes_per_second;
+        let buffer = (bytes / 2).min(gpu.free_bytes()? * 2 / 5).max(8);
+        let copy = crate::roofline::copy_bandwidth_batched(gpu, buffer, 20, SPMV_BATCH)?;
         let bps = bytes as f64 / t.median;
-        Some(SpmvBench { seconds: t.median, bytes, model_bytes, bytes_per_second: bps, roofline_fraction: bps / copy, copy_bytes_per_second: copy })
+        let (copy_bytes_per_second, copy_bytes) = (copy.bytes_per_second, copy.bytes_moved);
+        Some(SpmvBench { seconds: t.median, bytes, model_bytes, bytes_per_second: bps, roofline_fraction: bps / copy_bytes_per_second, copy_bytes_per_second, copy_bytes })
     } else {
         None
     };

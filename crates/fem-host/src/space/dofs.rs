@@ -16,6 +16,7 @@ use super::hash::IntMap;
 use crate::mesh::Mesh;
 use crate::{Error, Result};
 use fem_core::element::pow;
+use rayon::prelude::*;
 
 /// Highest polynomial degree a space may have (tables and kernels are
 /// sized for it).
@@ -76,7 +77,13 @@ pub struct Space {
 /// Where local node `tensor` of a cell lives: entity key, entity dimension
 /// and the canonical index inside the entity.
 fn locate(p: usize, dim: usize, cell_id: usize, cell: &[u32], tensor: &[usize]) -> (EntityKey, usize) {
-    let inner: Vec<usize> = (0..dim).filter(|&a| tensor[a] > 0 && tensor[a] < p).collect();
+    let mut inner_axes = [0usize; 3];
+    let mut n_inner = 0;
+    for a in (0..dim).filter(|&a| tensor[a] > 0 && tensor[a] < p) {
+        inner_axes[n_inner] = a;
+        n_inner += 1;
+    }
+    let inner = &inner_axes[..n_inner];
     // local vertex with the node's end bits and the given bits on inner axes
     let corner = |bits: &[usize]| -> u32 {
         let mut v = 0;
@@ -173,25 +180,55 @@ impl Space {
         let np = p + 1;
         let nb = pow(np, dim);
         let n_cells = mesh.n_cells();
-        // Entity of every local node, with its canonical index.
+        // Entity of every local node, with its canonical index: located
+        // in parallel, then numbered in the order the cells are visited.
+        let order = cell_order(mesh, numbering);
+        let located: Vec<(EntityKey, u32)> = order
+            .par_iter()
+            .flat_map_iter(|&c| {
+                let cell = &mesh.cells[c as usize][..1 << dim];
+                (0..nb).map(move |i| {
+                    let mut tensor = [0usize; 3];
+                    for (a, t) in tensor.iter_mut().enumerate().take(dim) {
+                        *t = (i / pow(np, a)) % np;
+                    }
+                    let (key, idx) = locate(p, dim, c as usize, cell, &tensor[..dim]);
+                    (key, idx as u32)
+                })
+            })
+            .collect();
         let mut entity_of_node = vec![(0u32, 0u32); n_cells * nb];
+        // Vertices by id, cell interiors new each time, edges and faces
+        // through a map.
+        let mut vertex_entity = vec![u32::MAX; mesh.coords.len()];
         let mut entities: IntMap<EntityKey, u32> = IntMap::default();
         let mut entity_dim: Vec<u8> = Vec::new();
-        let mut first_seen: Vec<u32> = Vec::new();
-        let order = cell_order(mesh, numbering);
-        for &c in &order {
-            let c = c as usize;
-            let cell = &mesh.cells[c][..1 << dim];
-            for i in 0..nb {
-                let tensor: Vec<usize> = (0..dim).map(|a| (i / pow(np, a)) % np).collect();
-                let (key, idx) = locate(p, dim, c, cell, &tensor);
+        for (&c, nodes) in order.iter().zip(located.chunks(nb)) {
+            let mut interior = u32::MAX;
+            for (i, &(key, idx)) in nodes.iter().enumerate() {
                 let next = entity_dim.len() as u32;
-                let e = *entities.entry(key).or_insert_with(|| {
-                    entity_dim.push(if key.0 >= 10 { key.0 - 10 } else { key.0 });
-                    first_seen.push(next);
-                    next
-                });
-                entity_of_node[c * nb + i] = (e, idx as u32);
+                let e = match key.0 {
+                    0 => {
+                        let slot = &mut vertex_entity[key.1[0] as usize];
+                        if *slot == u32::MAX {
+                            *slot = next;
+                            entity_dim.push(0);
+                        }
+                        *slot
+                    }
+                    d if d >= 10 => {
+                        if interior == u32::MAX {
+                            interior = next;
+                            entity_dim.push(d - 10);
+                        }
+                        interior
+                    }
+                    d => *entities.entry(key).or_insert_with(|| {
+                        entity_dim.push(d);
+                        next
+                    }),
+                };
+                entity_of_node[c as usize * nb + i] = (e, idx);
             }
         }
         let dofs_of = |d: u8| pow(p - 1, d as usize);

@@ -158,10 +158,15 @@ impl CudaBackend {
         LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: shared }
     }
 
+    /// Device memory free now, in bytes.
+    pub fn free_bytes(&self) -> Result<usize> {
+        Ok(self.ctx.mem_get_info()?.0)
+    }
+
     /// Fails before allocating when the device lacks the memory, rather
     /// than leaving the driver to fail mid-computation.
     pub fn ensure_free(&self, bytes: usize) -> Result<()> {
-        let (free, _total) = self.ctx.mem_get_info()?;
+        let free = self.free_bytes()?;
         if bytes > free {
             return Err(Error::OutOfDeviceMemory { requested: bytes, free });
         }
