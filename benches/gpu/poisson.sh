@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Poisson benchmarks of Reguly & Giles on a GPU machine: every format at about
-# 4M DOFs, p = 1..4, one precision, JSON lines into $OUT (default .) and a
+# 4M DOFs, p = 1..4, one precision, JSON lines and a plot into $OUT (default .) and a
 # Markdown table on stdout.
 #   FEM=path/to/fem bash benches/gpu/poisson.sh f64 [DIM]
 # DEGREES="1 2" limits the degrees; MF_DEGREES the degrees that include the
@@ -28,4 +28,4 @@ for p in ${DEGREES:-1 2 3 4}; do
         run --degree "$p" --format matrix-free
     fi
 done
-python3 "$(dirname "$0")/summary.py" "$out"
+python3 "$(dirname "$0")/summary.py" "$out" "${out%.jsonl}.png"
