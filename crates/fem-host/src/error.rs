@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-/// The result of the host library's fallible calls, [`Error`] unless given.
+/// The result of the host library's fallible calls, [`enum@Error`] unless given.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can fail in the host library: device and kernel setup,

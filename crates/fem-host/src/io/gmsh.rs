@@ -693,7 +693,7 @@ impl GmshMesh {
     }
 }
 
-/// Names of the boundary groups [`write`] gives a box's sides.
+/// Names of the boundary groups [`write()`] gives a box's sides.
 pub const SIDES: [&str; 6] = ["xmin", "xmax", "ymin", "ymax", "zmin", "zmax"];
 
 /// The side of the unit box a boundary facet lies on (index into
@@ -718,7 +718,7 @@ pub fn write(mesh: &Mesh, binary: bool) -> Vec<u8> {
     write_regions(mesh, binary, &vec![0; mesh.cells.len()], &["domain"]).expect("one region, every cell in it")
 }
 
-/// [`write`] with cells in material regions: cell `c` in physical group
+/// [`write()`] with cells in material regions: cell `c` in physical group
 /// `1 + region[c]`, named `names[region[c]]`, one entity per region
 /// (cells are written region by region, so that is their order when read).
 pub fn write_regions(mesh: &Mesh, binary: bool, region: &[u32], names: &[&str]) -> GResult<Vec<u8>> {

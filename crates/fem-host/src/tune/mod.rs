@@ -3,7 +3,7 @@
 //! Every tunable operation names its problem by a *signature* (operation,
 //! format, precision and bucketed sizes: the figures the best parameters
 //! depend on) and offers candidate parameter sets, each with the
-//! prediction of an a-priori model. [`search`] times the hopeful ones with
+//! prediction of an a-priori model. [`search()`] times the hopeful ones with
 //! CUDA events (warm-up, repeats, median) and keeps the fastest; the
 //! winner goes into the device's tuning file ([`cache`]), which the host
 //! API reads by itself the next time the same signature comes by. An

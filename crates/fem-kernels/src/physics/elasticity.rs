@@ -1,7 +1,7 @@
 //! Linear elasticity: f1 = σ(ε(u)) = λ tr(ε) I + 2μ ε with ε the symmetric
 //! gradient, the Lamé parameters per cell (P0 auxiliary fields `a[0]` = λ,
 //! `a[1]` = μ) so materials can change from cell to cell. The Jacobian is
-//! g3[c][e][d][g] = λ δ_cd δ_eg + μ (δ_ce δ_dg + δ_cg δ_de).
+//! `g3[c][e][d][g] = λ δ_cd δ_eg + μ (δ_ce δ_dg + δ_cg δ_de)`.
 
 use fem_macros::fem_kernel;
 

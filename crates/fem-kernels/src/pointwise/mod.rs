@@ -11,7 +11,7 @@
 //!   plain contraction with the reference tabulation, needing no geometry.
 //!
 //! The CPU runs both phases per cell ([`cell_residual`]); the GPU
-//! ([`gpu`]) runs them over cell batches with a barrier between. Both call
+//! (`gpu`) runs them over cell batches with a barrier between. Both call
 //! the functions here, so they compute the same sums in the same order.
 //!
 //! Table layout (built by the host, one row per quadrature point):
@@ -289,7 +289,7 @@ pub fn residual_point<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
 }
 
 /// Basis phase of the residual for local function `bc` = b·NC + c:
-/// Σ_q Σ_h Φ_q[b][h]·F_q[c][h], with `f(q, c, h)` the quadrature phase's
+/// `Σ_q Σ_h Φ_q[b][h]·F_q[c][h]`, with `f(q, c, h)` the quadrature phase's
 /// values and `tab` the whole table.
 #[inline(always)]
 pub fn residual_basis<T: Real, const D: usize, const NC: usize, const NB: usize, const NV: usize, const NQ: usize>(
@@ -331,7 +331,7 @@ impl<T: Real, const NQ: usize> BasisRow<T, NQ> {
         Self { phi, first, last }
     }
 
-    /// Σ_q Σ_h Φ_q[h]·f(q, h), summed in the same order on every backend.
+    /// `Σ_q Σ_h Φ_q[h]·f(q, h)`, summed in the same order on every backend.
     #[inline(always)]
     pub fn apply(&self, f: impl Fn(usize, usize) -> T) -> T {
         let mut r = T::ZERO;

@@ -26,7 +26,7 @@ pub fn resolve(physics: &str, v: &Variant, precision: &str, cells: usize, blocks
     tuning.get(&signature(physics, v, precision, cells)).unwrap_or(default)
 }
 
-/// Blocks per batch 1, 2, 4, … up to 1024 threads, times [`BATCHES`].
+/// Blocks per batch 1, 2, 4, … up to 1024 threads, times `BATCHES`.
 pub fn candidates(v: &Variant) -> Vec<Transposition> {
     let mut out = Vec::new();
     let mut blocks = 1;

@@ -98,7 +98,7 @@ pub fn contract3(mx: (&[f64], usize), my: (&[f64], usize), mz: (&[f64], usize), 
     apply_axis(mz.0, mz.1, 2, [mx.1, my.1, n2], b, out);
 }
 
-/// `out` = the matrix `m` (rows × dims[axis]) applied along `axis` of the
+/// `out` = the matrix `m` (rows × dims\[axis\]) applied along `axis` of the
 /// 3D array `input` (x fastest); `out` has `rows` along that axis.
 pub fn apply_axis(m: &[f64], rows: usize, axis: usize, dims: [usize; 3], input: &[f64], out: &mut [f64]) {
     let n = dims[axis];
