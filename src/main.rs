@@ -1044,8 +1044,9 @@ fn solve(a: &SolveArgs) -> CliResult {
     if let (Some(t), false) = (&tuning, a.bench) {
         opts.threads_per_row = t.get::<usize>(&key);
     }
-    let spinner = spinner(a.json, format!("solving on {cells}^{dim} cells of degree {degree}"));
-    let report = fem::solve::run(&any, &opts, f32)?;
+    let what = format!("{cells}^{dim} cells of degree {degree}");
+    let spinner = spinner(a.json, what.clone());
+    let report = fem::solve::run_with(&any, &opts, f32, &|stage| spinner.set_message(format!("{what}: {stage}")))?;
     spinner.finish_and_clear();
     // The benchmark keeps what it found where there is a tuning file to
     // keep it in (none with FEM_TUNING=off, or without a home folder).

@@ -306,22 +306,41 @@ pub struct SpmvBench {
     pub copy_bytes: usize,
 }
 
+/// Receives the name of each stage of a solve as it starts, for a
+/// progress display: set-up alone takes a minute at 4M DOFs of 3D Q4.
+pub type Stages<'a> = &'a (dyn Fn(&str) + Sync);
+
 /// Solves the problem on the CPU backend in precision `T`.
 pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<PoissonReport> {
+    solve_cpu_with::<T>(cpu, opts, &|_| {})
+}
+
+/// [`solve_cpu`], naming its stages to `stage`.
+pub fn solve_cpu_with<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions, stage: Stages) -> Result<PoissonReport> {
+    let (mesh, space, layout) = discretise(opts, stage)?;
+    stage("assembly");
+    let t0 = Instant::now();
+    let (op, b) = build_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant, opts.symmetric, opts.kappa.as_deref())?;
+    let assembly_seconds = t0.elapsed().as_secs_f64();
+    let mut x = vec![T::ZERO; layout.n_rows];
+    stage("CG");
+    let t1 = Instant::now();
+    let report = cg(cpu, &op, &b, &mut x, opts.cg)?;
+    let solve_seconds = t1.elapsed().as_secs_f64();
+    stage("L2 error");
+    Ok(PoissonReport::new::<T>(cpu, mesh, space, &layout, opts, cpu.name(), report, &x, assembly_seconds, solve_seconds))
+}
+
+/// The mesh, its DOFs and the rows of the solve.
+fn discretise(opts: &PoissonOptions, stage: Stages) -> Result<(Mesh, Space, Layout)> {
+    stage("mesh and DOFs");
     let mesh = opts.mesh.build()?;
     let mut space = Space::new(&mesh, opts.degree, opts.numbering)?;
     if let Some(f) = &opts.dirichlet_facets {
         space.restrict_boundary(&mesh, f);
     }
     let layout = Layout::new(&space, opts.dirichlet);
-    let t0 = Instant::now();
-    let (op, b) = build_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant, opts.symmetric, opts.kappa.as_deref())?;
-    let assembly_seconds = t0.elapsed().as_secs_f64();
-    let mut x = vec![T::ZERO; layout.n_rows];
-    let t1 = Instant::now();
-    let report = cg(cpu, &op, &b, &mut x, opts.cg)?;
-    let solve_seconds = t1.elapsed().as_secs_f64();
-    Ok(PoissonReport::new::<T>(cpu, mesh, space, &layout, opts, cpu.name(), report, &x, assembly_seconds, solve_seconds))
+    Ok((mesh, space, layout))
 }
 
 /// An operator assembled on the GPU and what a benchmark reports of it.
@@ -455,12 +474,13 @@ const SPMV_BATCH: usize = 10;
 /// Solves the problem on the GPU in precision `T`; the CPU backend is used
 /// for set-up and the error measurement.
 pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions) -> Result<PoissonReport> {
-    let mesh = opts.mesh.build()?;
-    let mut space = Space::new(&mesh, opts.degree, opts.numbering)?;
-    if let Some(f) = &opts.dirichlet_facets {
-        space.restrict_boundary(&mesh, f);
-    }
-    let layout = Layout::new(&space, opts.dirichlet);
+    solve_cuda_with::<T>(gpu, cpu, opts, &|_| {})
+}
+
+/// [`solve_cuda`], naming its stages to `stage`.
+pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions, stage: Stages) -> Result<PoissonReport> {
+    let (mesh, space, layout) = discretise(opts, stage)?;
+    stage("set-up on the host, assembly on the GPU");
     let GpuOperator { op, load: b, assembly_seconds, threads_per_row, stored: (nnz, slots) } = build_gpu_operator::<T>(gpu, cpu, &mesh, &layout, opts)?;
     // Benchmarks start CG from a random guess: the load is an eigenfunction
     // of the Laplacian, so from zero CG would stop after a few iterations.
@@ -469,12 +489,14 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
     let mut warm = gpu.zeros::<T>(layout.n_rows)?;
     cg(gpu, &op, &b, &mut warm, CgOptions { max_iterations: 1, ..opts.cg })?;
     let mut report = None;
+    stage("CG");
     let solve_seconds = gpu.time(&mut || {
         report = Some(cg(gpu, &op, &b, &mut x, opts.cg)?);
         Ok(())
     })?;
     let report = report.expect("solved");
     let bench = if opts.benchmark {
+        stage("timing the product and the copy");
         let (bytes, model_bytes) = spmv_bytes::<T>(opts.format, &layout, nnz, slots, mesh.dim, opts.symmetric);
         let mut y = gpu.zeros::<T>(layout.n_rows)?;
         // Products are timed in batches, as CG issues them (the atomic
@@ -489,6 +511,7 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
     } else {
         None
     };
+    stage("L2 error");
     let xh = gpu.download(&x)?;
     let mut r = PoissonReport::new::<T>(cpu, mesh, space, &layout, opts, gpu.name(), report, &xh, assembly_seconds, solve_seconds);
     r.threads_per_row = threads_per_row;
