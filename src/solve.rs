@@ -52,6 +52,9 @@ pub fn describe(r: &PoissonReport) -> String {
                     "SpMV {:.1} µs, {:.1} GB/s = {:.3} of the copy roofline ({:.1} GB/s); bytes {} (paper model {})\n",
                     b.seconds * 1e6, b.bytes_per_second / 1e9, b.roofline_fraction, b.copy_bytes_per_second / 1e9, b.bytes, b.model_bytes
                 );
+        if (b.copy_bytes as f64) < 0.99 * b.bytes as f64 {
+            s += &format!("(the copy moved {} bytes: a copy of all the product's bytes does not fit beside the matrix)\n", b.copy_bytes);
+        }
     }
     s += &format!("L2 error {:.3e}", r.l2_error);
     s

@@ -300,9 +300,9 @@ pub struct SpmvBench {
     /// plus written), measured in the same run and timed alike: the
     /// roofline.
     pub copy_bytes_per_second: f64,
-    /// Bytes the copy moved: `bytes`, or less where the device could not
-    /// hold a second copy of them beside the operator (the copy rate is
-    /// flat far below that size).
+    /// Bytes the copy moved: `bytes` (rounded down to 16), or less where
+    /// the device could not hold a second copy of them beside the operator
+    /// (the copy rate is flat far below that size).
     pub copy_bytes: usize,
 }
 
