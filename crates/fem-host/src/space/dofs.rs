@@ -198,8 +198,8 @@ impl Space {
             })
             .collect();
         let mut entity_of_node = vec![(0u32, 0u32); n_cells * nb];
-        // Vertices by id, cell interiors new each time, edges and faces
-        // through a map.
+        // Vertices by id, a cell's interior once per cell (no lookup:
+        // no other cell has it), edges and faces through a map.
         let mut vertex_entity = vec![u32::MAX; mesh.coords.len()];
         let mut entities: IntMap<EntityKey, u32> = IntMap::default();
         let mut entity_dim: Vec<u8> = Vec::new();
