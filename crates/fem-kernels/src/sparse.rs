@@ -324,10 +324,13 @@ pub unsafe fn lma_rows_batched<T: Real, M: Copy + Default, const NB: usize, cons
 /// registers.
 pub const COLUMN_BLOCKS_ABOVE: usize = 64;
 
-/// Cells of more rows than this go through the shared-memory product
-/// (`lma_spmv_shared`, [`LMA_GROUPS`] warps per 32 cells) when scattered
-/// atomically.
-pub const SHARED_GATHER_ABOVE: usize = 64;
+/// Cells of more rows than this (3D Q2 and up, 2D Q5 and up) go through
+/// the shared-memory product (`lma_spmv_shared`, [`LMA_GROUPS`] warps per
+/// 32 cells) when scattered atomically: one thread per cell holds 27 or 64
+/// gathered inputs in registers and leaves too few threads in flight (H100,
+/// 4M DOFs, f32 3D Q2 / Q3: 0.80 / 0.52 of the copy per thread, 0.89 /
+/// 0.84 shared; f64 0.91 / 0.87 and 0.93 / 0.86).
+pub const SHARED_GATHER_ABOVE: usize = 26;
 
 /// Warps per block of the shared-memory LMA product: the threads that
 /// share a block's 32 cells, each warp a share of the rows.
