@@ -5,8 +5,8 @@
 //! the screened Poisson problem with the assembled matrix-free operator.
 
 use fem_host::mesh::spectral::{cells_for, cells_for_dofs, Deformation, SpectralBox};
-use fem_host::operator::tensor::gpu::GpuTensor;
-use fem_host::operator::tensor::tuning::{self, BpLaunch};
+use fem_host::operator::tensor::gpu::{Column, GpuTensor};
+use fem_host::operator::tensor::tuning::{self, BpLaunch, UserLaunch};
 use fem_host::tune::{Outcome, SearchOptions, Tuning};
 use fem_host::operator::tensor::{Problem, TensorOperator};
 use fem_host::operator::LinearOperator;
@@ -15,6 +15,7 @@ use fem_host::solver::cg::{cg, CgOptions};
 use fem_host::sparse::bench::test_vector;
 use fem_host::timing::measure;
 use fem_host::{AnyBackend, Backend, CpuBackend, CudaBackend, Error, Result};
+use fem_kernels::tensor::BpKernel;
 use serde::Serialize;
 use std::f64::consts::PI;
 
@@ -31,14 +32,10 @@ pub struct BpOptions {
     pub deformation: Deformation,
     /// The screening parameter λ of BP3.
     pub lambda: f64,
-    /// BP3.5 with one thread per node.
-    pub threads_3d: bool,
-    /// Elements per thread block of the GPU kernel; `None`: from the
-    /// tuning file, else the kernel's default.
-    pub elements_per_block: Option<usize>,
-    /// Registers budgeted for this many resident warps per SM (0: the
-    /// compiler's choice); `None`: from the tuning file, else 0.
-    pub min_warps: Option<usize>,
+    /// The parts of the GPU launch the user named (variant, elements per
+    /// block, register budget, column); the rest from the tuning file,
+    /// else the defaults.
+    pub launch: UserLaunch,
     /// Timed applications; the median is reported.
     pub repeats: usize,
     /// Apply on L-vectors (gather and atomic scatter fused) rather than
@@ -92,6 +89,10 @@ pub struct BpReport {
     /// The launch's register budget in resident warps per SM (0: the
     /// compiler's choice, and on the CPU).
     pub min_warps: usize,
+    /// Where BP3.5's line kernel kept a thread's column (absent for the
+    /// other kernels and on the CPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<Column>,
     /// Median wall time of one operator application, in seconds.
     pub seconds_per_apply: f64,
     /// `dofs` processed per second, in 10⁹.
@@ -182,8 +183,8 @@ fn gpu_report(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, mesh: &Spec
     progress("CPU reference", None);
     cpu.install(|| op.apply_elements(x, &mut reference))?;
     let key = tuning::signature(o.problem, o.degree, op.elements, o.assembled);
-    let launch = tuning::resolve(o.problem, o.degree, op.elements, o.assembled, o.threads_3d, o.elements_per_block, o.min_warps, tuning);
-    let mut t = GpuTensor::with_budget(gpu, op, launch.threads_3d, Some(launch.elements_per_block), launch.min_warps)?;
+    let launch = tuning::resolve(o.problem, o.degree, op.elements, o.assembled, &o.launch, tuning);
+    let mut t = GpuTensor::with_budget(gpu, op, launch.threads_3d, Some(launch.elements_per_block), launch.min_warps, launch.column)?;
     let tuned = if o.tune {
         let so = SearchOptions { prune: f64::INFINITY };
         let out = tuning::tune(gpu, &mut t, o.assembled, o.repeats.clamp(1, 10), &so, |i, n, _| progress("tuning the launch", Some((i, n))))?;
@@ -227,6 +228,7 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference
     };
     let mut r = finish(o, gpu, op, seconds, err, kernel, t.elements_per_block)?;
     r.min_warps = t.min_warps;
+    r.column = (t.kernel == BpKernel::CollocatedLines).then_some(t.column);
     Ok(r)
 }
 
@@ -270,6 +272,7 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, e
         kernel,
         elements_per_block: epb,
         min_warps: 0,
+        column: None,
         seconds_per_apply: seconds,
         gdofs_per_second: dofs as f64 / seconds / 1e9,
         tflops: flops / seconds / 1e12,

@@ -4,6 +4,8 @@
 //! 2 usage error.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use fem::host::operator::tensor::gpu::Column;
+use fem::host::operator::tensor::tuning::{BpLaunch, UserLaunch};
 use fem::host::{with_backend, AnyBackend, BackendChoice};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
@@ -519,7 +521,7 @@ struct BpArgs {
     /// Screening parameter λ of BP3.
     #[arg(long, default_value_t = 1.0)]
     lambda: f64,
-    /// BP3.5 with one thread per node (N ≤ 7) instead of 2D thread slices.
+    /// BP3.5 with one thread per node (N ≤ 7) instead of one per (i, j) column (lines or slices).
     #[arg(long)]
     threads_3d: bool,
     /// Elements per thread block (default: enough to fill 256 threads).
@@ -528,6 +530,9 @@ struct BpArgs {
     /// Registers budgeted for at least this many resident warps per SM (0: the compiler's choice, the default)
     #[arg(long)]
     min_warps: Option<usize>,
+    /// Where BP3.5's line kernel (N ≤ 8) keeps a thread's column (default: where more warps reside).
+    #[arg(long, value_enum)]
+    column: Option<ColumnArg>,
     /// Apply on global nodes (gather and atomic scatter in the kernel) instead of element blocks.
     #[arg(long)]
     assembled: bool,
@@ -552,6 +557,12 @@ struct BpArgs {
     repeats: u32,
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ColumnArg {
+    Registers,
+    Shared,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -599,9 +610,15 @@ fn bp(a: &BpArgs) -> CliResult {
             size,
             deformation,
             lambda: a.lambda,
-            threads_3d: a.threads_3d,
-            elements_per_block: a.elements_per_block,
-            min_warps: a.min_warps,
+            launch: UserLaunch {
+                threads_3d: a.threads_3d,
+                elements_per_block: a.elements_per_block,
+                min_warps: a.min_warps,
+                column: a.column.map(|c| match c {
+                    ColumnArg::Registers => Column::Registers,
+                    ColumnArg::Shared => Column::Shared,
+                }),
+            },
             repeats: a.repeats as usize,
             assembled: a.assembled,
             cpu_time: a.cpu_time,
@@ -627,7 +644,10 @@ fn bp(a: &BpArgs) -> CliResult {
                     t += &format!(", {s:.1}× the CPU backend");
                 }
                 if let Some(o) = &r.tuned {
-                    let l = |b: &fem::host::operator::tensor::tuning::BpLaunch| format!("{} threads, {} elements per block, register budget {}", if b.threads_3d { "3D" } else { "2D slice" }, b.elements_per_block, if b.min_warps > 0 { format!("{} warps", b.min_warps) } else { "free".into() });
+                    let l = |b: &BpLaunch| {
+                        let column = b.column.map(|c| format!(", column in {}", if c == Column::Shared { "shared memory" } else { "registers" })).unwrap_or_default();
+                        format!("{} threads, {} elements per block, register budget {}{column}", if b.threads_3d { "3D" } else { "2D" }, b.elements_per_block, if b.min_warps > 0 { format!("{} warps", b.min_warps) } else { "free".into() })
+                    };
                     t += &format!("\ntuned launch: {} at {:.2} µs, {:.2}× the default {} at {:.2} µs ({} timed)", l(&o.best), o.seconds * 1e6, o.margin(), l(&o.default), o.default_seconds * 1e6, o.timed.len());
                 }
                 if let Some(s) = &r.solve {

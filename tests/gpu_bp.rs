@@ -1,6 +1,7 @@
 //! The tensor-product kernels on the GPU against the CPU reference: every
-//! degree 1..=15 of BP1.0, BP3.5 (2D slices, and 3D threads up to N = 7)
-//! and BP3.0, on element blocks and assembled through the map, with
+//! degree 1..=15 of BP1.0, BP3.5 (lines up to N = 8 with the column in
+//! registers and in shared memory, 2D slices above, 3D threads up to
+//! N = 7) and BP3.0, on element blocks and assembled through the map, with
 //! element counts that leave partial blocks; and the GPU Jacobi-CG.
 //! Skipped without a device.
 
@@ -9,7 +10,7 @@ use common::{gpu, rel_err};
 use fem::host::sparse::bench::test_vector;
 
 use fem::host::mesh::spectral::{Deformation, SpectralBox};
-use fem::host::operator::tensor::gpu::{GpuTensor, MAX_DEGREE_3D};
+use fem::host::operator::tensor::gpu::{Column, GpuTensor, MAX_DEGREE_3D, MAX_DEGREE_LINES};
 use fem::host::operator::tensor::{Problem, TensorOperator};
 use fem::host::operator::LinearOperator;
 use fem::host::solver::cg::{cg, CgOptions};
@@ -17,9 +18,16 @@ use fem::host::{Backend, CpuBackend, CudaBackend};
 
 
 fn check(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Option<usize>) {
+    check_column(g, op, threads_3d, epb, None)
+}
+
+fn check_column(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Option<usize>, column: Option<Column>) {
     let cpu = CpuBackend::new(None).unwrap();
-    let t = GpuTensor::new(g, op, threads_3d, epb).unwrap();
-    let what = format!("{:?} N={} E={} {:?} epb={}", op.problem, op.degree, op.elements, t.kernel, t.elements_per_block);
+    let t = GpuTensor::with_budget(g, op, threads_3d, epb, 0, column).unwrap();
+    if let Some(c) = column {
+        assert_eq!(t.column, c, "the named column must be launched");
+    }
+    let what = format!("{:?} N={} E={} {:?} epb={} column {:?}", op.problem, op.degree, op.elements, t.kernel, t.elements_per_block, t.column);
     // element blocks
     let x = test_vector::<f64>(op.element_dofs(), 11);
     let mut want = vec![0.0; x.len()];
@@ -51,6 +59,12 @@ fn every_degree_matches_the_cpu() {
             let op = TensorOperator::new(problem, &mesh, 1.3).unwrap();
             check(&g, &op, false, None);
             check(&g, &op, false, Some(1));
+            if problem == Problem::Bp35 && degree <= MAX_DEGREE_LINES {
+                for column in [Column::Registers, Column::Shared] {
+                    check_column(&g, &op, false, None, Some(column));
+                    check_column(&g, &op, false, Some(1), Some(column));
+                }
+            }
             if problem == Problem::Bp35 && degree <= MAX_DEGREE_3D {
                 check(&g, &op, true, None);
                 check(&g, &op, true, Some(1));

@@ -36,9 +36,9 @@ fn expected_kernels() -> Vec<String> {
     for n in 1..=15 {
         names.extend(["bp1", "bp30"].map(|k| format!("fem_{k}_n{n}_f64")));
     }
-    names.extend((8..=15).map(|n| format!("fem_bp35_n{n}_f64")));
+    names.extend((9..=15).map(|n| format!("fem_bp35_n{n}_f64")));
     names.extend((1..=7).map(|n| format!("fem_bp35_3d_n{n}_f64")));
-    names.extend((1..=7).map(|n| format!("fem_bp35_lines_n{n}_f64")));
+    names.extend((1..=8).flat_map(|n| [0, 1].map(|c| format!("fem_bp35_lines_n{n}_shared_col{c}_f64"))));
     names
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CEED benchmark problems of Świrydowicz et al. on a GPU machine: BP1.0,
-# BP3.5 (2D thread slices, and 3D threads for N ≤ 7) and BP3.0 for
+# BP3.5 (lines to N = 8, slices above, and 3D threads for N ≤ 7) and BP3.0 for
 # N = 1..15 on 512 and 4096 trilinear elements and on ≥ 1e7 DOFs; the
 # CPU backend on ≥ 1e7 DOFs for N = 2, 4, 7; assembled BP3.5; Jacobi-CG.
 # JSON lines into $OUT (default .), a Markdown table on stdout.

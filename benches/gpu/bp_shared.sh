@@ -14,7 +14,7 @@ metrics=l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,sm__cycles_elapsed.avg,de
 for p in bp1 bp3.5 bp3.0; do
     k=$(echo "$p" | tr -d .)
     for n in ${DEGREES:-1 2 3 4 5 6 7 8}; do
-        ncu --csv --print-units base --metrics "$metrics" --kernel-name "regex:fem_${k}(_lines)?_n${n}_f64" --launch-skip 2 --launch-count 1 \
+        ncu --csv --print-units base --metrics "$metrics" --kernel-name "regex:fem_${k}(_lines)?_n${n}(_shared_col[01])?_f64" --launch-skip 2 --launch-count 1 \
             "$FEM" bp --problem "$p" --degree "$n" --dofs 10000000 --backend cuda --repeats 3 --json 2>/dev/null \
             | python3 "$(dirname "$0")/bp_shared.py" "$p" "$n" >> "$out" || echo "FAILED: $p $n"
     done

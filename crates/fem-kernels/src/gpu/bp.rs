@@ -8,7 +8,8 @@
 //!   in registers), reads it once and writes each result once; the 1D
 //!   matrices are launch parameters ([`Half`]), read by the whole warp at
 //!   the same fixed index.
-//! * `bp35_lines`: the same line contractions for BP3.5, N ≤ 7.
+//! * `bp35_lines`: the same line contractions for BP3.5, N ≤ 8, the
+//!   thread's z-column in registers or in shared memory (`SHARED_COL`).
 //! * `bp35`: 2D thread slice over the GLL grid, the column `q[·][j][i]` in
 //!   registers; per slice k the reference gradient is formed from one
 //!   shared slice, the metric applied (its seven factors loaded during
@@ -295,8 +296,8 @@ unsafe fn slice_transpose<T: Real, const N: usize>(d: *const T, row: usize, gr: 
 }
 
 /// BP3.5: `y = (Dᵀ G D + λ W J) x` per element with GLL collocation, in
-/// 2D thread slices (from N = 8; [`bp35_lines`] below).
-#[kernel(f64; degrees = 8..=15)]
+/// 2D thread slices (from N = 9; [`bp35_lines`] below).
+#[kernel(f64; degrees = 9..=15)]
 pub unsafe fn bp35<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lambda: T, tab: *const T, geo: *const T, assembled: u32, map: *const u32, x: *const T, y: *mut T) {
     let np = NQ * NQ * NQ;
     let p = padded(NQ);
@@ -335,10 +336,15 @@ pub unsafe fn bp35<T: Real, const NQ: usize, const GQ: usize>(ne: usize, lambda:
 /// y-derivatives as lines into `w` and `v`, the z-derivative, metric and
 /// z-transpose in the thread's column, the x/y-transposes as lines in
 /// place; four barriers. D comes as a launch parameter (its first `HQ` ≥
-/// ⌈NQ/2⌉ rows). Up to N = 7: beyond, its registers leave too few warps
-/// and [`bp35`]'s slices are faster.
-#[kernel(f64; degrees = 1..=7)]
-pub unsafe fn bp35_lines<T: Real, const NQ: usize, const GQ: usize, const HQ: usize>(
+/// ⌈NQ/2⌉ rows).
+///
+/// With `SHARED_COL` the thread's column (input, then mass and z-parts)
+/// lives in `u` between the passes rather than in registers: four more
+/// shared accesses per node for 30–60 fewer registers (N = 8: 199 → 138),
+/// which at N = 6 and 8 doubles the resident warps. Up to N = 8; the
+/// slices ([`bp35`]) take the higher degrees.
+#[kernel(f64; degrees = 1..=8; SHARED_COL = false, true)]
+pub unsafe fn bp35_lines<T: Real, const NQ: usize, const GQ: usize, const HQ: usize, const SHARED_COL: bool>(
     ne: usize,
     lambda: T,
     dm: Half<T, NQ, HQ>,
@@ -356,7 +362,7 @@ pub unsafe fn bp35_lines<T: Real, const NQ: usize, const GQ: usize, const HQ: us
     let t = thread_idx_x();
     let (i, j) = (t % NQ, t / NQ);
     let (e, live) = element(ne);
-    let c: [T; NQ] = core::array::from_fn(|k| if live { load(assembled, map, x, e * np + (k * NQ + j) * NQ + i) } else { T::ZERO });
+    let mut c: [T; NQ] = core::array::from_fn(|k| if live { load(assembled, map, x, e * np + (k * NQ + j) * NQ + i) } else { T::ZERO });
     let g = geo.wrapping_add(e * NGEO * np);
     let mut geo_k = GeoAhead::<T, NQ>::new(g, (i, j), live);
     unroll::<NQ>(|k| *u.add(at(k, j, i)) = c[k]);
@@ -365,25 +371,41 @@ pub unsafe fn bp35_lines<T: Real, const NQ: usize, const GQ: usize, const HQ: us
     line::<T, NQ, NQ, true>(u.add(yl), v.add(yl), p, d);
     line::<T, NQ, NQ, true>(u.add(xl), w.add(xl), 1, d);
     barrier();
+    if SHARED_COL {
+        unroll::<NQ>(|k| c[k] = *u.add(at(k, j, i)));
+    }
     let mut vt = interp_column::<T, NQ, NQ, true>(d, &c);
     let mut acc = [T::ZERO; NQ];
     unroll::<NQ>(|k| {
         let gk = geo_k.take(k);
         let n = at(k, j, i);
-        let (vr, vs, vz, mass) = apply_metric(&gk, lambda, c[k], *w.add(n), *v.add(n), vt[k]);
+        let ck = if SHARED_COL { *u.add(n) } else { c[k] };
+        let (vr, vs, vz, mass) = apply_metric(&gk, lambda, ck, *w.add(n), *v.add(n), vt[k]);
         *w.add(n) = vr;
         *v.add(n) = vs;
         vt[k] = vz;
-        acc[k] = mass;
+        if SHARED_COL {
+            *u.add(n) = mass;
+        } else {
+            acc[k] = mass;
+        }
     });
     let z = project_column::<T, NQ, NQ, true>(d, &vt);
-    unroll::<NQ>(|k| acc[k] += z[k]);
+    if SHARED_COL {
+        unroll::<NQ>(|k| *u.add(at(k, j, i)) += z[k]);
+    } else {
+        unroll::<NQ>(|k| acc[k] += z[k]);
+    }
     barrier();
     line_t::<T, NQ, NQ, true>(w.add(xl), 1, d);
     line_t::<T, NQ, NQ, true>(v.add(yl), p, d);
     barrier();
     if live {
-        unroll::<NQ>(|k| store(assembled, map, y, e * np + (k * NQ + j) * NQ + i, acc[k] + *w.add(at(k, j, i)) + *v.add(at(k, j, i))));
+        unroll::<NQ>(|k| {
+            let n = at(k, j, i);
+            let a = if SHARED_COL { *u.add(n) } else { acc[k] };
+            store(assembled, map, y, e * np + (k * NQ + j) * NQ + i, a + *w.add(n) + *v.add(n))
+        });
     }
 }
 

@@ -9,6 +9,7 @@ use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use fem_core::tensor::gl_points;
 use fem_kernels::tensor::{table_offsets, BpKernel};
+use serde::{Deserialize, Serialize};
 
 /// Highest degree of the one-thread-per-node BP3.5 kernel.
 pub const MAX_DEGREE_3D: usize = 7;
@@ -28,6 +29,9 @@ pub struct GpuTensor<'a> {
     /// Resident warps per SM the registers were budgeted for (0: the
     /// compiler's choice).
     pub min_warps: usize,
+    /// Where the line kernel keeps a thread's column ([`Column::Registers`]
+    /// for the other kernels).
+    pub column: Column,
     f: CudaFunction,
     tab: CudaSlice<f64>,
     /// The tables a kernel takes by value: I, glD and D (see [`param_tables`]).
@@ -36,10 +40,22 @@ pub struct GpuTensor<'a> {
     map: CudaSlice<u32>,
 }
 
-/// Highest degree of the BP3.5 line-contraction kernel: beyond it the
-/// 2D slices are faster (H100, 1e7 DOFs: N = 8 0.80 of the copy against
-/// 0.69, N = 5 and 7 0.92 and 0.86 against 1.00 and 0.99).
-pub const MAX_DEGREE_LINES: usize = 7;
+/// Highest degree of the BP3.5 line-contraction kernel; the 2D slices
+/// take the higher degrees (H100, 1e7 DOFs, N = 8: the lines with the
+/// column in shared memory 0.90 of the copy, the slices 0.82, both tuned).
+pub const MAX_DEGREE_LINES: usize = 8;
+
+/// Where the BP3.5 line kernel keeps a thread's z-column between its
+/// passes: registers cost no shared-memory traffic, shared memory frees
+/// 30–60 registers per thread and so may let twice the warps reside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Column {
+    /// In registers.
+    Registers,
+    /// In the element's shared work array.
+    Shared,
+}
 
 /// The kernel for a problem and degree: BP3.5 may take the 3D thread
 /// structure, else line contractions up to [`MAX_DEGREE_LINES`] and 2D
@@ -55,7 +71,7 @@ pub fn kernel_for(problem: Problem, degree: usize, threads_3d: bool) -> BpKernel
 }
 
 /// The kernel's PTX name.
-fn kernel_name(kernel: BpKernel, degree: usize) -> String {
+fn kernel_name(kernel: BpKernel, degree: usize, column: Column) -> String {
     let base = match kernel {
         BpKernel::Mass => "bp1",
         BpKernel::Collocated => "bp35",
@@ -63,8 +79,17 @@ fn kernel_name(kernel: BpKernel, degree: usize) -> String {
         BpKernel::CollocatedLines => "bp35_lines",
         BpKernel::Quadrature => "bp30",
     };
-    format!("fem_{base}_n{degree}_f64")
+    let col = if kernel == BpKernel::CollocatedLines { format!("_shared_col{}", (column == Column::Shared) as u8) } else { String::new() };
+    format!("fem_{base}_n{degree}{col}_f64")
 }
+
+/// Shared memory a default launch may take without opting in. Raising it
+/// to 96 KB (what every sm_80+ GPU allows) was measured on an H100 at 1e7
+/// DOFs and left: BP3.5 N = 8 0.76 → 0.90 of the copy, BP3.0 N = 6, 7
+/// 0.87 → 0.92 and 0.49 → 0.63, but BP3.5 N = 7 0.98 → 0.92 and BP3.0
+/// N = 8, 9 0.61 → 0.56 and 0.82 → 0.61; the tuner finds the larger
+/// blocks where they pay.
+const DEFAULT_SHARED_BYTES: usize = 48 * 1024;
 
 /// Elements per block: enough small elements to fill `TARGET_THREADS`,
 /// within the block's thread and shared-memory limits.
@@ -72,7 +97,7 @@ pub fn default_elements_per_block(kernel: BpKernel, degree: usize) -> usize {
     let (nq, gq) = (degree + 1, gl_points(degree));
     let threads = kernel.threads(nq, gq);
     let mut epb = (TARGET_THREADS / threads).max(1);
-    while epb > 1 && 8 * kernel.shared_len(nq, gq, epb) > 48 * 1024 {
+    while epb > 1 && 8 * kernel.shared_len(nq, gq, epb) > DEFAULT_SHARED_BYTES {
         epb -= 1;
     }
     epb
@@ -84,15 +109,16 @@ impl<'a> GpuTensor<'a> {
     /// [`default_elements_per_block`]. An error when the launch exceeds the
     /// device's limits.
     pub fn new(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>) -> Result<Self> {
-        Self::with_budget(gpu, op, threads_3d, elements_per_block, 0)
+        Self::with_budget(gpu, op, threads_3d, elements_per_block, 0, None)
     }
 
     /// [`Self::new`] with registers budgeted for `min_warps` resident warps
-    /// per SM (0: the compiler's choice).
-    pub fn with_budget(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>, min_warps: usize) -> Result<Self> {
+    /// per SM (0: the compiler's choice) and the line kernel's column where
+    /// `column` says (`None`: see [`choose_column`]).
+    pub fn with_budget(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>, min_warps: usize, column: Option<Column>) -> Result<Self> {
         let kernel = kernel_for(op.problem, op.degree, threads_3d);
         let epb = elements_per_block.unwrap_or_else(|| default_elements_per_block(kernel, op.degree));
-        let f = launchable(gpu, op, kernel, epb, min_warps)?;
+        let (f, column) = choose_column(gpu, op, kernel, epb, min_warps, column)?;
         let b = &op.tables.basis;
         let packed = packed_tables(b);
         debug_assert_eq!(packed.len(), table_offsets(op.degree + 1, gl_points(op.degree))[6]);
@@ -103,6 +129,7 @@ impl<'a> GpuTensor<'a> {
             kernel,
             elements_per_block: epb,
             min_warps,
+            column,
             f,
             tab: gpu.upload(&packed)?,
             params: [param_tables(&b.interp, b.gq, b.nq), param_tables(&b.gl_diff, b.gq, b.gq), param_tables(&b.diff, b.nq, b.nq)],
@@ -111,11 +138,11 @@ impl<'a> GpuTensor<'a> {
         })
     }
 
-    /// Switches to another kernel variant, block shape or register budget
-    /// (the tuner's candidates), keeping the uploaded data.
-    pub fn set_launch(&mut self, threads_3d: bool, elements_per_block: usize, min_warps: usize) -> Result<()> {
+    /// Switches to another kernel variant, block shape, register budget or
+    /// column (the tuner's candidates), keeping the uploaded data.
+    pub fn set_launch(&mut self, threads_3d: bool, elements_per_block: usize, min_warps: usize, column: Option<Column>) -> Result<()> {
         let kernel = kernel_for(self.op.problem, self.op.degree, threads_3d);
-        self.f = launchable(self.gpu, self.op, kernel, elements_per_block, min_warps)?;
+        (self.f, self.column) = choose_column(self.gpu, self.op, kernel, elements_per_block, min_warps, column)?;
         (self.kernel, self.elements_per_block, self.min_warps) = (kernel, elements_per_block, min_warps);
         Ok(())
     }
@@ -157,10 +184,30 @@ impl<'a> GpuTensor<'a> {
     }
 }
 
+/// The kernel's function and column: `column` where given, else for the
+/// line kernel the column that lets more warps reside in the launch
+/// (registers on a tie: no extra shared-memory traffic), which the
+/// driver's occupancy query knows from the compiled registers.
+fn choose_column(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, epb: usize, min_warps: usize, column: Option<Column>) -> Result<(CudaFunction, Column)> {
+    let load = |c: Column| launchable(gpu, op, kernel, epb, min_warps, c);
+    match (kernel, column) {
+        (BpKernel::CollocatedLines, Some(c)) => Ok((load(c)?, c)),
+        (BpKernel::CollocatedLines, None) => {
+            let (r, s) = (load(Column::Registers)?, load(Column::Shared)?);
+            let (nq, gq) = (op.degree + 1, gl_points(op.degree));
+            let shared = 8 * kernel.shared_len(nq, gq, epb);
+            let threads = (kernel.threads(nq, gq) * epb) as u32;
+            let blocks = |f: &CudaFunction| f.occupancy_max_active_blocks_per_multiprocessor(threads, shared, None);
+            Ok(if blocks(&s)? > blocks(&r)? { (s, Column::Shared) } else { (r, Column::Registers) })
+        }
+        _ => Ok((load(Column::Registers)?, Column::Registers)),
+    }
+}
+
 /// The kernel's function, checked against the degree, the block's thread
 /// and shared-memory limits, with large shared memory opted in; compiled
 /// with registers for `min_warps` resident warps per SM when that is > 0.
-fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, epb: usize, min_warps: usize) -> Result<CudaFunction> {
+fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, epb: usize, min_warps: usize, column: Column) -> Result<CudaFunction> {
     if kernel == BpKernel::Collocated3d && op.degree > MAX_DEGREE_3D {
         return Err(Error::InvalidArgument(format!("the 3D thread structure takes degrees up to {MAX_DEGREE_3D} ((N + 1)³ threads per element)")));
     }
@@ -176,7 +223,7 @@ fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, epb: usi
     }
     // bounded by the block, or the largest degrees' registers would not fit it
     let blocks = min_warps.div_ceil(threads.div_ceil(32));
-    let f = gpu.function_for_block(&kernel_name(kernel, op.degree), threads as u32, blocks as u32)?;
+    let f = gpu.function_for_block(&kernel_name(kernel, op.degree, column), threads as u32, blocks as u32)?;
     if shared > props.shared_mem_per_block as usize {
         f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
     }

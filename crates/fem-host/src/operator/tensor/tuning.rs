@@ -1,6 +1,7 @@
 //! The BP operators under the tuner: the launch (2D thread slices or, for
 //! BP3.5 up to N = 7, one thread per node; elements per block; a register
-//! budget) is chosen per problem, degree and mesh size by timing every
+//! budget; for BP3.5's line kernel, the column in registers or shared
+//! memory) is chosen per problem, degree and mesh size by timing every
 //! launch that fits the block's limits. There is no model to prune with:
 //! the candidates are few and each application is short.
 //!
@@ -11,8 +12,9 @@
 //! BP3.0 and BP3.5 launches at 1e7 DOFs carry a budget;
 //! `benches/gpu/results/bp`).
 
-use super::gpu::{default_elements_per_block, kernel_for, GpuTensor, MAX_DEGREE_3D};
+use super::gpu::{default_elements_per_block, kernel_for, Column, GpuTensor, MAX_DEGREE_3D};
 use super::Problem;
+use fem_kernels::tensor::BpKernel;
 use crate::timing::measure;
 use crate::tune::{pow2_bucket, search, Candidate, Outcome, SearchOptions, Tuning};
 use crate::{Backend, CudaBackend, Result};
@@ -30,6 +32,10 @@ pub struct BpLaunch {
     /// (`.minnctapersm`); 0 leaves the count to the compiler.
     #[serde(default)]
     pub min_warps: usize,
+    /// Where BP3.5's line kernel keeps a thread's column; `None`: where
+    /// more warps reside (`GpuTensor::with_budget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<Column>,
 }
 
 /// Register budgets the tuner tries, in resident warps per SM.
@@ -38,7 +44,7 @@ pub const MIN_WARPS: [usize; 3] = [0, 16, 24];
 impl BpLaunch {
     /// The launch without tuning: 2D slices, enough elements to fill 256 threads.
     pub fn default_for(problem: Problem, degree: usize) -> Self {
-        Self { threads_3d: false, elements_per_block: default_elements_per_block(kernel_for(problem, degree, false), degree), min_warps: 0 }
+        Self { threads_3d: false, elements_per_block: default_elements_per_block(kernel_for(problem, degree, false), degree), min_warps: 0, column: None }
     }
 }
 
@@ -49,30 +55,47 @@ pub fn signature(problem: Problem, degree: usize, elements: usize, assembled: bo
 }
 
 /// The launch of a BP application: the user's, else the tuning file's,
-/// else the default. A user who names the variant, the block shape or the
-/// register budget takes the launch out of the tuner's hands.
-#[allow(clippy::too_many_arguments)]
-pub fn resolve(problem: Problem, degree: usize, elements: usize, assembled: bool, threads_3d: bool, elements_per_block: Option<usize>, min_warps: Option<usize>, tuning: &Tuning) -> BpLaunch {
-    if threads_3d || elements_per_block.is_some() || min_warps.is_some() {
+/// else the default. A user who names the variant, the block shape, the
+/// register budget or the column takes the launch out of the tuner's hands.
+pub fn resolve(problem: Problem, degree: usize, elements: usize, assembled: bool, user: &UserLaunch, tuning: &Tuning) -> BpLaunch {
+    let UserLaunch { threads_3d, elements_per_block, min_warps, column } = *user;
+    if threads_3d || elements_per_block.is_some() || min_warps.is_some() || column.is_some() {
         let default = default_elements_per_block(kernel_for(problem, degree, threads_3d), degree);
-        return BpLaunch { threads_3d, elements_per_block: elements_per_block.unwrap_or(default), min_warps: min_warps.unwrap_or(0) };
+        return BpLaunch { threads_3d, elements_per_block: elements_per_block.unwrap_or(default), min_warps: min_warps.unwrap_or(0), column };
     }
     tuning.get(&signature(problem, degree, elements, assembled)).unwrap_or_else(|| BpLaunch::default_for(problem, degree))
 }
 
+/// The parts of a launch a user named (the rest from the tuning file or
+/// the defaults).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UserLaunch {
+    /// One thread per node (BP3.5 up to N = 7).
+    pub threads_3d: bool,
+    /// Elements per thread block.
+    pub elements_per_block: Option<usize>,
+    /// Register budget in resident warps per SM.
+    pub min_warps: Option<usize>,
+    /// Column of BP3.5's line kernel.
+    pub column: Option<Column>,
+}
+
 /// Every launch worth trying: 1, 2, 3, 4, 6, 8, ... elements per block
-/// (up to 1024 threads) for each variant the problem has, each with every
-/// register budget of [`MIN_WARPS`].
+/// (up to 1024 threads) for each variant the problem has (and each column
+/// of the line kernel), each with every register budget of [`MIN_WARPS`].
 pub fn candidates(problem: Problem, degree: usize) -> Vec<BpLaunch> {
     let variants: &[bool] = if problem == Problem::Bp35 && degree <= MAX_DEGREE_3D { &[false, true] } else { &[false] };
     let mut out = Vec::new();
     for &threads_3d in variants {
         let k = kernel_for(problem, degree, threads_3d);
+        let columns: &[Option<Column>] = if k == BpKernel::CollocatedLines { &[Some(Column::Registers), Some(Column::Shared)] } else { &[None] };
         let per = k.threads(degree + 1, fem_core::tensor::gl_points(degree));
-        let mut epb = 1;
-        while epb * per <= 1024 {
-            out.extend(MIN_WARPS.iter().map(|&min_warps| BpLaunch { threads_3d, elements_per_block: epb, min_warps }));
-            epb = if epb < 4 { epb + 1 } else { epb + epb / 2 };
+        for &column in columns {
+            let mut epb = 1;
+            while epb * per <= 1024 {
+                out.extend(MIN_WARPS.iter().map(|&min_warps| BpLaunch { threads_3d, elements_per_block: epb, min_warps, column }));
+                epb = if epb < 4 { epb + 1 } else { epb + epb / 2 };
+            }
         }
     }
     out
@@ -92,12 +115,50 @@ pub fn tune(gpu: &CudaBackend, t: &mut GpuTensor, assembled: bool, repeats: usiz
         &cands,
         so,
         |l| {
-            t.set_launch(l.threads_3d, l.elements_per_block, l.min_warps)?;
+            t.set_launch(l.threads_3d, l.elements_per_block, l.min_warps, l.column)?;
             let apply = |y: &mut CudaSlice<f64>| if assembled { crate::operator::LinearOperator::apply(&*t, gpu, &x, y) } else { t.apply_elements(&x, y) };
             Ok(measure(gpu, 2, repeats, || apply(&mut y))?.median)
         },
         progress,
     )?;
-    t.set_launch(outcome.best.threads_3d, outcome.best.elements_per_block, outcome.best.min_warps)?;
+    t.set_launch(outcome.best.threads_3d, outcome.best.elements_per_block, outcome.best.min_warps, outcome.best.column)?;
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::tensor::gpu::MAX_DEGREE_LINES;
+
+    #[test]
+    fn the_line_kernel_is_tried_with_both_columns_and_no_other_kernel_is() {
+        for degree in 1..=15 {
+            for problem in [Problem::Bp1, Problem::Bp35, Problem::Bp30] {
+                let c = candidates(problem, degree);
+                let lines: Vec<_> = c.iter().filter(|l| !l.threads_3d && problem == Problem::Bp35 && degree <= MAX_DEGREE_LINES).collect();
+                let shared = c.iter().filter(|l| l.column == Some(Column::Shared)).count();
+                let registers = c.iter().filter(|l| l.column == Some(Column::Registers)).count();
+                assert_eq!(shared + registers, lines.len(), "{problem:?} N={degree}: a column on every line launch and no other");
+                assert_eq!(shared, registers, "{problem:?} N={degree}: each line launch with both columns");
+            }
+        }
+        assert!(candidates(Problem::Bp35, MAX_DEGREE_LINES).iter().any(|l| l.column == Some(Column::Shared)));
+    }
+
+    #[test]
+    fn a_named_column_takes_the_launch_from_the_tuner() {
+        let tuning = Tuning::at(None, "test device");
+        let user = UserLaunch { column: Some(Column::Shared), ..Default::default() };
+        let l = resolve(Problem::Bp35, 8, 1000, false, &user, &tuning);
+        assert_eq!((l.column, l.elements_per_block), (Some(Column::Shared), default_elements_per_block(BpKernel::CollocatedLines, 8)));
+        assert_eq!(resolve(Problem::Bp35, 8, 1000, false, &UserLaunch::default(), &tuning).column, None);
+    }
+
+    #[test]
+    fn launches_without_a_column_read_as_before() {
+        let l: BpLaunch = serde_json::from_str(r#"{"threads_3d":false,"elements_per_block":3,"min_warps":16}"#).unwrap();
+        assert_eq!(l.column, None);
+        let s = serde_json::to_string(&BpLaunch { column: Some(Column::Registers), ..l }).unwrap();
+        assert!(s.contains(r#""column":"registers""#), "{s}");
+    }
 }
