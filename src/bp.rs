@@ -10,10 +10,10 @@ use fem_host::operator::tensor::tuning::{self, BpLaunch, UserLaunch};
 use fem_host::tune::{Outcome, SearchOptions, Tuning};
 use fem_host::operator::tensor::{Problem, TensorOperator};
 use fem_host::operator::LinearOperator;
-use fem_host::roofline::copy_bandwidth;
+use fem_host::roofline::copy_bandwidth_batched;
 use fem_host::solver::cg::{cg, CgOptions};
 use fem_host::sparse::bench::test_vector;
-use fem_host::timing::measure;
+use fem_host::timing::{batch_for, measure, measure_batched, warm_up, REFERENCE_WARMUP_SECONDS};
 use fem_host::{AnyBackend, Backend, CpuBackend, CudaBackend, Error, Result};
 use fem_kernels::tensor::BpKernel;
 use serde::Serialize;
@@ -93,8 +93,17 @@ pub struct BpReport {
     /// other kernels and on the CPU).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<Column>,
+    /// The tuning entry the launch came from (the user's file or the
+    /// device's shipped seed; maybe tuned for a nearby mesh size), absent
+    /// for the built-in default, a launch named on the command line, and
+    /// on the CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_tuned_for: Option<String>,
     /// Median wall time of one operator application, in seconds.
     pub seconds_per_apply: f64,
+    /// Applications timed back to back per repeat (each repeat lasts at
+    /// least a millisecond on the GPU); the copy reference is timed alike.
+    pub applications_per_repeat: usize,
     /// `dofs` processed per second, in 10⁹.
     pub gdofs_per_second: f64,
     /// Floating-point rate by the model's flop count, in TFLOP/s.
@@ -195,6 +204,7 @@ fn gpu_report(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, mesh: &Spec
     };
     let mut report = gpu_run(o, gpu, &t, x, &reference, &|m| progress(m, None))?;
     report.tuned = tuned;
+    report.launch_tuned_for = if o.tune || o.launch.names_any() { None } else { tuning::tuned_launch(o.problem, o.degree, op.elements, o.assembled, tuning).map(|(_, key)| key) };
     if o.cpu_time {
         progress("timing the CPU backend", None);
         let s = cpu_run(o, &cpu, op, x)?.seconds_per_apply;
@@ -218,18 +228,26 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference
     let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let err = y.iter().zip(reference).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / scale;
     let kernel = format!("{:?}", t.kernel);
-    let seconds = if o.assembled {
+    let (seconds, batch) = if o.assembled {
         let n = op.restriction.nodes();
         let xl = gpu.upload(&test_vector(n, 7))?;
         let mut yl = gpu.zeros::<f64>(n)?;
-        measure(gpu, 2, o.repeats, || t.apply(gpu, &xl, &mut yl))?.median
+        timed(gpu, o.repeats, || t.apply(gpu, &xl, &mut yl))?
     } else {
-        measure(gpu, 2, o.repeats, || t.apply_elements(&xd, &mut yd))?.median
+        timed(gpu, o.repeats, || t.apply_elements(&xd, &mut yd))?
     };
-    let mut r = finish(o, gpu, op, seconds, err, kernel, t.elements_per_block)?;
+    let mut r = finish(o, gpu, op, seconds, batch, err, kernel, t.elements_per_block)?;
     r.min_warps = t.min_warps;
     r.column = (t.kernel == BpKernel::CollocatedLines).then_some(t.column);
     Ok(r)
+}
+
+/// Median seconds of one application after a warm-up, timed in batches
+/// of at least a millisecond back to back (as a solver issues them), and
+/// the batch, which the copy reference is then timed with.
+fn timed(gpu: &CudaBackend, repeats: usize, mut apply: impl FnMut() -> Result<()>) -> Result<(f64, usize)> {
+    let batch = batch_for(warm_up(gpu, REFERENCE_WARMUP_SECONDS, &mut apply)?);
+    Ok((measure_batched(gpu, 2, repeats, batch, apply)?.median, batch))
 }
 
 fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64]) -> Result<BpReport> {
@@ -243,11 +261,12 @@ fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64]) -> R
     } else {
         measure(cpu, 1, repeats, || cpu.install(|| op.apply_elements(x, &mut y)))?.median
     };
-    finish(o, cpu, op, seconds, 0.0, "cpu-sum-factorised".into(), 1)
+    finish(o, cpu, op, seconds, 1, 0.0, "cpu-sum-factorised".into(), 1)
 }
 
-/// Bytes, rates and the copy roofline for a measured time.
-fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, err: f64, kernel: String, epb: usize) -> Result<BpReport> {
+/// Bytes, rates and the copy roofline for a time measured in `batch`es.
+#[allow(clippy::too_many_arguments)]
+fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, batch: usize, err: f64, kernel: String, epb: usize) -> Result<BpReport> {
     let e = op.elements;
     let n = op.restriction.nodes();
     let mut bytes = e * o.problem.bytes_per_element(op.degree);
@@ -258,7 +277,7 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, e
     } else {
         op.element_dofs()
     };
-    let copy = copy_bandwidth(b, bytes / 2, o.repeats.clamp(3, 20))?;
+    let copy = copy_bandwidth_batched(b, bytes / 2, o.repeats.clamp(3, 20), batch)?;
     let flops = e as f64 * o.problem.flops_per_element(op.degree);
     Ok(BpReport {
         problem: o.problem,
@@ -273,7 +292,9 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, e
         elements_per_block: epb,
         min_warps: 0,
         column: None,
+        launch_tuned_for: None,
         seconds_per_apply: seconds,
+        applications_per_repeat: batch,
         gdofs_per_second: dofs as f64 / seconds / 1e9,
         tflops: flops / seconds / 1e12,
         bytes_moved: bytes,

@@ -643,6 +643,9 @@ fn bp(a: &BpArgs) -> CliResult {
                 if let Some(s) = r.speedup_vs_cpu {
                     t += &format!(", {s:.1}× the CPU backend");
                 }
+                if let Some(k) = &r.launch_tuned_for {
+                    t += &format!("\nlaunch from the tuning entry {k}");
+                }
                 if let Some(o) = &r.tuned {
                     let l = |b: &BpLaunch| {
                         let column = b.column.map(|c| format!(", column in {}", if c == Column::Shared { "shared memory" } else { "registers" })).unwrap_or_default();

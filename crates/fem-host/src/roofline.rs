@@ -4,7 +4,7 @@
 //! Bytes are counted read plus written (a copy of B bytes moves 2B), the
 //! convention of STREAM and of the papers' effective-bandwidth figures.
 
-use crate::timing::{measure, measure_batched, Timing};
+use crate::timing::{measure, measure_batched, warm_up, Timing, REFERENCE_WARMUP_SECONDS};
 use crate::{Backend, CudaBackend, Result};
 use serde::Serialize;
 
@@ -47,6 +47,7 @@ pub fn copy_bandwidth_batched<B: Backend>(backend: &B, bytes: usize, repeats: us
     let n = probe_len(bytes);
     let src = backend.upload(&vec![1.0f64; n])?;
     let mut dst = backend.zeros::<f64>(n)?;
+    warm_up(backend, REFERENCE_WARMUP_SECONDS, || backend.copy(&src, &mut dst))?;
     let timing = measure_batched(backend, 2, repeats, batch, || backend.copy(&src, &mut dst))?;
     Ok(CopyBandwidth::new("memcpy", n * 8, timing))
 }
@@ -57,6 +58,7 @@ pub fn copy_kernel_bandwidth(gpu: &CudaBackend, bytes: usize, repeats: usize) ->
     let n = probe_len(bytes);
     let src = gpu.upload(&vec![1.0f64; n])?;
     let mut dst = gpu.zeros::<f64>(n)?;
+    warm_up(gpu, REFERENCE_WARMUP_SECONDS, || gpu.copy_kernel(&src, &mut dst))?;
     let timing = measure(gpu, 2, repeats, || gpu.copy_kernel(&src, &mut dst))?;
     Ok(CopyBandwidth::new("kernel", n * 8, timing))
 }

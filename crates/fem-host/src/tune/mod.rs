@@ -118,5 +118,10 @@ impl Tuning {
 /// `v` rounded to the nearest power of two, as `2^k`: sizes within a
 /// factor √2 share a signature.
 pub fn pow2_bucket(v: usize) -> String {
-    format!("2^{}", (v.max(1) as f64).log2().round() as u32)
+    format!("2^{}", pow2_exponent(v))
+}
+
+/// The `k` of [`pow2_bucket`].
+pub fn pow2_exponent(v: usize) -> u32 {
+    (v.max(1) as f64).log2().round() as u32
 }

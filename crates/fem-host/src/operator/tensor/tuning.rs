@@ -15,8 +15,8 @@
 use super::gpu::{default_elements_per_block, kernel_for, Column, GpuTensor, MAX_DEGREE_3D};
 use super::Problem;
 use fem_kernels::tensor::BpKernel;
-use crate::timing::measure;
-use crate::tune::{pow2_bucket, search, Candidate, Outcome, SearchOptions, Tuning};
+use crate::timing::{batch_for, measure_batched, warm_up};
+use crate::tune::{pow2_exponent, search, Candidate, Outcome, SearchOptions, Tuning};
 use crate::{Backend, CudaBackend, Result};
 use cudarc::driver::CudaSlice;
 use serde::{Deserialize, Serialize};
@@ -38,6 +38,11 @@ pub struct BpLaunch {
     pub column: Option<Column>,
 }
 
+/// Warm-up of each candidate before it is timed, in batches of at least
+/// a millisecond as `fem bp` times the winner (a candidate compiled a
+/// moment ago runs for the first time here).
+const CANDIDATE_WARMUP_SECONDS: f64 = 0.01;
+
 /// Register budgets the tuner tries, in resident warps per SM.
 pub const MIN_WARPS: [usize; 3] = [0, 16, 24];
 
@@ -50,20 +55,44 @@ impl BpLaunch {
 
 /// The signature of a BP application.
 pub fn signature(problem: Problem, degree: usize, elements: usize, assembled: bool) -> String {
-    let on = if assembled { "assembled" } else { "elements" };
-    format!("bp/{}/n{degree}/f64/elements={}/{on}", problem.name(), pow2_bucket(elements))
+    signature_at(problem, degree, pow2_exponent(elements), assembled)
 }
 
-/// The launch of a BP application: the user's, else the tuning file's,
-/// else the default. A user who names the variant, the block shape, the
+/// The signature for meshes of about 2^`bucket` elements.
+fn signature_at(problem: Problem, degree: usize, bucket: u32, assembled: bool) -> String {
+    let on = if assembled { "assembled" } else { "elements" };
+    format!("bp/{}/n{degree}/f64/elements=2^{bucket}/{on}", problem.name())
+}
+
+/// Doublings of the element count across which a launch tuned for one
+/// mesh stands in for an untuned size: the kernel, block shape and
+/// register budget that win depend on the degree far more than on the
+/// element count (H100: the launches tuned at 1e7 DOFs, on 4096 elements
+/// of N = 6..8, against the built-in ones; `benches/gpu/results/bp`).
+pub const NEAREST_BUCKETS: u32 = 3;
+
+/// The launch tuned for this signature, else for the nearest size within
+/// [`NEAREST_BUCKETS`] doublings (the larger mesh on a tie), with the
+/// signature it was stored under.
+pub fn tuned_launch(problem: Problem, degree: usize, elements: usize, assembled: bool, tuning: &Tuning) -> Option<(BpLaunch, String)> {
+    let k = pow2_exponent(elements);
+    (0..=NEAREST_BUCKETS)
+        .flat_map(|d| [Some(k + d), k.checked_sub(d)])
+        .flatten()
+        .map(|b| signature_at(problem, degree, b, assembled))
+        .find_map(|key| tuning.get(&key).map(|l| (l, key)))
+}
+
+/// The launch of a BP application: the user's, else the tuning file's
+/// (see [`tuned_launch`]), else the default. A user who names the variant, the block shape, the
 /// register budget or the column takes the launch out of the tuner's hands.
 pub fn resolve(problem: Problem, degree: usize, elements: usize, assembled: bool, user: &UserLaunch, tuning: &Tuning) -> BpLaunch {
     let UserLaunch { threads_3d, elements_per_block, min_warps, column } = *user;
-    if threads_3d || elements_per_block.is_some() || min_warps.is_some() || column.is_some() {
+    if user.names_any() {
         let default = default_elements_per_block(kernel_for(problem, degree, threads_3d), degree);
         return BpLaunch { threads_3d, elements_per_block: elements_per_block.unwrap_or(default), min_warps: min_warps.unwrap_or(0), column };
     }
-    tuning.get(&signature(problem, degree, elements, assembled)).unwrap_or_else(|| BpLaunch::default_for(problem, degree))
+    tuned_launch(problem, degree, elements, assembled, tuning).map_or_else(|| BpLaunch::default_for(problem, degree), |(l, _)| l)
 }
 
 /// The parts of a launch a user named (the rest from the tuning file or
@@ -78,6 +107,14 @@ pub struct UserLaunch {
     pub min_warps: Option<usize>,
     /// Column of BP3.5's line kernel.
     pub column: Option<Column>,
+}
+
+impl UserLaunch {
+    /// Whether the user named any part of the launch (and so all of it
+    /// is out of the tuner's hands).
+    pub fn names_any(&self) -> bool {
+        self.threads_3d || self.elements_per_block.is_some() || self.min_warps.is_some() || self.column.is_some()
+    }
 }
 
 /// Every launch worth trying: 1, 2, 3, 4, 6, 8, ... elements per block
@@ -117,7 +154,8 @@ pub fn tune(gpu: &CudaBackend, t: &mut GpuTensor, assembled: bool, repeats: usiz
         |l| {
             t.set_launch(l.threads_3d, l.elements_per_block, l.min_warps, l.column)?;
             let apply = |y: &mut CudaSlice<f64>| if assembled { crate::operator::LinearOperator::apply(&*t, gpu, &x, y) } else { t.apply_elements(&x, y) };
-            Ok(measure(gpu, 2, repeats, || apply(&mut y))?.median)
+            let batch = batch_for(warm_up(gpu, CANDIDATE_WARMUP_SECONDS, || apply(&mut y))?);
+            Ok(measure_batched(gpu, 2, repeats, batch, || apply(&mut y))?.median)
         },
         progress,
     )?;
@@ -152,6 +190,31 @@ mod tests {
         let l = resolve(Problem::Bp35, 8, 1000, false, &user, &tuning);
         assert_eq!((l.column, l.elements_per_block), (Some(Column::Shared), default_elements_per_block(BpKernel::CollocatedLines, 8)));
         assert_eq!(resolve(Problem::Bp35, 8, 1000, false, &UserLaunch::default(), &tuning).column, None);
+    }
+
+    #[test]
+    fn a_launch_tuned_for_a_nearby_size_stands_in() {
+        let mut tuning = Tuning::at(None, "test device");
+        let (p, n) = (Problem::Bp30, 7);
+        let near = BpLaunch { threads_3d: false, elements_per_block: 5, min_warps: 16, column: None };
+        let far = BpLaunch { elements_per_block: 7, ..near };
+        tuning.file.insert(&signature(p, n, 1 << 14, false), &near, 1e-4, 2e-4, 3, 0);
+        tuning.file.insert(&signature(p, n, 1 << 2, false), &far, 1e-4, 2e-4, 3, 0);
+        let at = |e: usize, tuning: &Tuning| resolve(p, n, e, false, &UserLaunch::default(), tuning);
+        assert_eq!(at(1 << 14, &tuning), near);
+        assert_eq!(at(4096, &tuning), near, "two doublings away");
+        assert_eq!(at(1 << 17, &tuning), near, "three doublings away");
+        assert_eq!(at(1 << 18, &tuning), BpLaunch::default_for(p, n), "four doublings away");
+        assert_eq!(at(1 << 8, &tuning), BpLaunch::default_for(p, n), "the nearest is six doublings away on both sides");
+        assert_eq!(at(1 << 5, &tuning), far);
+        assert_eq!(resolve(p, n, 4096, true, &UserLaunch::default(), &tuning), BpLaunch::default_for(p, n), "elements and assembled are tuned apart");
+        assert_eq!(resolve(p, 6, 4096, false, &UserLaunch::default(), &tuning), BpLaunch::default_for(p, 6), "degrees are tuned apart");
+        // a tie goes to the larger mesh, and the exact size wins over both
+        let small = BpLaunch { elements_per_block: 2, ..near };
+        tuning.file.insert(&signature(p, n, 1 << 10, false), &small, 1e-4, 2e-4, 3, 0);
+        assert_eq!(tuned_launch(p, n, 1 << 12, false, &tuning), Some((near, signature(p, n, 1 << 14, false))));
+        tuning.file.insert(&signature(p, n, 1 << 12, false), &small, 1e-4, 2e-4, 3, 0);
+        assert_eq!(at(1 << 12, &tuning), small);
     }
 
     #[test]
