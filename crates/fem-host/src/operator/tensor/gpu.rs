@@ -114,7 +114,8 @@ impl<'a> GpuTensor<'a> {
 
     /// [`Self::new`] with registers budgeted for `min_warps` resident warps
     /// per SM (0: the compiler's choice) and the line kernel's column where
-    /// `column` says (`None`: see [`choose_column`]).
+    /// `column` says (`None`: the column that lets more warps reside,
+    /// registers on a tie).
     pub fn with_budget(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>, min_warps: usize, column: Option<Column>) -> Result<Self> {
         let kernel = kernel_for(op.problem, op.degree, threads_3d);
         let epb = elements_per_block.unwrap_or_else(|| default_elements_per_block(kernel, op.degree));
