@@ -10,7 +10,7 @@ use fem_host::operator::tensor::tuning::{self, BpLaunch, UserLaunch};
 use fem_host::tune::{Outcome, SearchOptions, Tuning};
 use fem_host::operator::tensor::{Problem, TensorOperator};
 use fem_host::operator::LinearOperator;
-use fem_host::roofline::copy_bandwidth_batched;
+use fem_host::roofline::{best_copy_bandwidth_batched, copy_bandwidth, CopyBandwidth};
 use fem_host::solver::cg::{cg, CgOptions};
 use fem_host::sparse::bench::test_vector;
 use fem_host::timing::{batch_for, measure, measure_batched, warm_up, REFERENCE_WARMUP_SECONDS};
@@ -114,6 +114,10 @@ pub struct BpReport {
     pub gbytes_per_second: f64,
     /// Copy of the same bytes, measured in the same run.
     pub copy_gbytes_per_second: f64,
+    /// Which copy set the roofline: `memcpy` (the driver's) or `kernel`
+    /// (fem's copy kernel, faster for small buffers; the GPU takes the
+    /// faster of the two).
+    pub copy_method: &'static str,
     /// `gbytes_per_second` over `copy_gbytes_per_second` (1 = at the roofline).
     pub roofline_fraction: f64,
     /// Flops per byte of the model.
@@ -236,7 +240,9 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference
     } else {
         timed(gpu, o.repeats, || t.apply_elements(&xd, &mut yd))?
     };
-    let mut r = finish(o, gpu, op, seconds, batch, err, kernel, t.elements_per_block)?;
+    let repeats = o.repeats.clamp(3, 20);
+    let mut r = finish(o, gpu, op, seconds, &|b| best_copy_bandwidth_batched(gpu, b, repeats, batch), err, kernel, t.elements_per_block)?;
+    r.applications_per_repeat = batch;
     r.min_warps = t.min_warps;
     r.column = (t.kernel == BpKernel::CollocatedLines).then_some(t.column);
     Ok(r)
@@ -261,12 +267,13 @@ fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64]) -> R
     } else {
         measure(cpu, 1, repeats, || cpu.install(|| op.apply_elements(x, &mut y)))?.median
     };
-    finish(o, cpu, op, seconds, 1, 0.0, "cpu-sum-factorised".into(), 1)
+    finish(o, cpu, op, seconds, &|b| copy_bandwidth(cpu, b, o.repeats.clamp(3, 20)), 0.0, "cpu-sum-factorised".into(), 1)
 }
 
-/// Bytes, rates and the copy roofline for a time measured in `batch`es.
+/// Bytes, rates and the copy roofline (`copy` of a buffer of the given
+/// bytes) for a measured time.
 #[allow(clippy::too_many_arguments)]
-fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, batch: usize, err: f64, kernel: String, epb: usize) -> Result<BpReport> {
+fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, copy: &dyn Fn(usize) -> Result<CopyBandwidth>, err: f64, kernel: String, epb: usize) -> Result<BpReport> {
     let e = op.elements;
     let n = op.restriction.nodes();
     let mut bytes = e * o.problem.bytes_per_element(op.degree);
@@ -277,7 +284,7 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, b
     } else {
         op.element_dofs()
     };
-    let copy = copy_bandwidth_batched(b, bytes / 2, o.repeats.clamp(3, 20), batch)?;
+    let copy = copy(bytes / 2)?;
     let flops = e as f64 * o.problem.flops_per_element(op.degree);
     Ok(BpReport {
         problem: o.problem,
@@ -294,12 +301,13 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, b
         column: None,
         launch_tuned_for: None,
         seconds_per_apply: seconds,
-        applications_per_repeat: batch,
+        applications_per_repeat: 1,
         gdofs_per_second: dofs as f64 / seconds / 1e9,
         tflops: flops / seconds / 1e12,
         bytes_moved: bytes,
         gbytes_per_second: bytes as f64 / seconds / 1e9,
         copy_gbytes_per_second: copy.bytes_per_second / 1e9,
+        copy_method: copy.method,
         roofline_fraction: bytes as f64 / seconds / copy.bytes_per_second,
         arithmetic_intensity: flops / bytes as f64,
         max_rel_error_vs_cpu: err,
