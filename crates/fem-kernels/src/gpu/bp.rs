@@ -171,16 +171,26 @@ unsafe fn project_yx<T: Real, const NQ: usize, const GQ: usize>(w: *mut T, t: us
 /// next slices' loads in flight: the metric loops are short, and their
 /// shared-memory stores keep the compilers from moving later loads ahead
 /// of them. Two slices ahead up to 12 points per direction, one above,
-/// where the registers of the second would spill.
+/// where the registers of the second would spill; three at 9 points,
+/// where they were measured to pay in both kernels that use this (H100,
+/// fraction of the copy at 1e7 DOFs / 4096 elements: BP3.5 N = 8 0.899 →
+/// 0.936 / 0.833 → 0.870, BP3.0 N = 7 0.804 → 0.861 / 0.751 → 0.800; at
+/// 6, 7 and 10 points they lost 1–10 %).
 struct GeoAhead<T, const N: usize> {
-    ring: [[T; NGEO]; 2],
+    ring: [[T; NGEO]; 3],
     g: *const T,
     node: (usize, usize),
     live: bool,
 }
 
 impl<T: Real, const N: usize> GeoAhead<T, N> {
-    const DEPTH: usize = if N <= 12 { 2 } else { 1 };
+    const DEPTH: usize = if N == 9 {
+        3
+    } else if N <= 12 {
+        2
+    } else {
+        1
+    };
 
     /// Issues the loads of the first slices of column `node` of the
     /// element whose factors start at `g`.
