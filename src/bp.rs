@@ -240,8 +240,7 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference
     } else {
         timed(gpu, o.repeats, || t.apply_elements(&xd, &mut yd))?
     };
-    let repeats = o.repeats.clamp(3, 20);
-    let mut r = finish(o, gpu, op, seconds, &|b| best_copy_bandwidth_batched(gpu, b, repeats, batch), err, kernel, t.elements_per_block)?;
+    let mut r = finish(o, gpu, op, seconds, &|b, repeats| best_copy_bandwidth_batched(gpu, b, repeats, batch), err, kernel, t.elements_per_block)?;
     r.applications_per_repeat = batch;
     r.min_warps = t.min_warps;
     r.column = (t.kernel == BpKernel::CollocatedLines).then_some(t.column);
@@ -267,13 +266,13 @@ fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64]) -> R
     } else {
         measure(cpu, 1, repeats, || cpu.install(|| op.apply_elements(x, &mut y)))?.median
     };
-    finish(o, cpu, op, seconds, &|b| copy_bandwidth(cpu, b, o.repeats.clamp(3, 20)), 0.0, "cpu-sum-factorised".into(), 1)
+    finish(o, cpu, op, seconds, &|b, repeats| copy_bandwidth(cpu, b, repeats), 0.0, "cpu-sum-factorised".into(), 1)
 }
 
 /// Bytes, rates and the copy roofline (`copy` of a buffer of the given
-/// bytes) for a measured time.
+/// bytes, timed the given number of times) for a measured time.
 #[allow(clippy::too_many_arguments)]
-fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, copy: &dyn Fn(usize) -> Result<CopyBandwidth>, err: f64, kernel: String, epb: usize) -> Result<BpReport> {
+fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, copy: &dyn Fn(usize, usize) -> Result<CopyBandwidth>, err: f64, kernel: String, epb: usize) -> Result<BpReport> {
     let e = op.elements;
     let n = op.restriction.nodes();
     let mut bytes = e * o.problem.bytes_per_element(op.degree);
@@ -284,7 +283,7 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, c
     } else {
         op.element_dofs()
     };
-    let copy = copy(bytes / 2)?;
+    let copy = copy(bytes / 2, o.repeats.clamp(3, 20))?;
     let flops = e as f64 * o.problem.flops_per_element(op.degree);
     Ok(BpReport {
         problem: o.problem,

@@ -44,12 +44,18 @@ pub fn copy_bandwidth<B: Backend>(backend: &B, bytes: usize, repeats: usize) -> 
 /// As [`copy_bandwidth`], timed as [`measure_batched`] times: the reference
 /// for operations timed in batches.
 pub fn copy_bandwidth_batched<B: Backend>(backend: &B, bytes: usize, repeats: usize, batch: usize) -> Result<CopyBandwidth> {
+    probe(backend, "memcpy", bytes, repeats, batch, |src, dst| backend.copy(src, dst))
+}
+
+/// Times `copy` between two buffers covering `bytes`, warmed up first and
+/// measured as [`measure_batched`] measures.
+fn probe<B: Backend>(backend: &B, method: &'static str, bytes: usize, repeats: usize, batch: usize, copy: impl Fn(&B::Vector<f64>, &mut B::Vector<f64>) -> Result<()>) -> Result<CopyBandwidth> {
     let n = probe_len(bytes);
     let src = backend.upload(&vec![1.0f64; n])?;
     let mut dst = backend.zeros::<f64>(n)?;
-    warm_up(backend, REFERENCE_WARMUP_SECONDS, || backend.copy(&src, &mut dst))?;
-    let timing = measure_batched(backend, 2, repeats, batch, || backend.copy(&src, &mut dst))?;
-    Ok(CopyBandwidth::new("memcpy", n * 8, timing))
+    warm_up(backend, REFERENCE_WARMUP_SECONDS, || copy(&src, &mut dst))?;
+    let timing = measure_batched(backend, 2, repeats, batch, || copy(&src, &mut dst))?;
+    Ok(CopyBandwidth::new(method, n * 8, timing))
 }
 
 /// Copy bandwidth of fem's grid-stride copy kernel, the ceiling a simple
@@ -60,12 +66,7 @@ pub fn copy_kernel_bandwidth(gpu: &CudaBackend, bytes: usize, repeats: usize) ->
 
 /// As [`copy_kernel_bandwidth`], timed as [`measure_batched`] times.
 pub fn copy_kernel_bandwidth_batched(gpu: &CudaBackend, bytes: usize, repeats: usize, batch: usize) -> Result<CopyBandwidth> {
-    let n = probe_len(bytes);
-    let src = gpu.upload(&vec![1.0f64; n])?;
-    let mut dst = gpu.zeros::<f64>(n)?;
-    warm_up(gpu, REFERENCE_WARMUP_SECONDS, || gpu.copy_kernel(&src, &mut dst))?;
-    let timing = measure_batched(gpu, 2, repeats, batch, || gpu.copy_kernel(&src, &mut dst))?;
-    Ok(CopyBandwidth::new("kernel", n * 8, timing))
+    probe(gpu, "kernel", bytes, repeats, batch, |src, dst| gpu.copy_kernel(src, dst))
 }
 
 /// The faster of the driver's copy and the copy kernel, both timed as
