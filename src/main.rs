@@ -550,6 +550,11 @@ struct BpArgs {
     /// keep the fastest in the device's tuning file.
     #[arg(long)]
     tune: bool,
+    /// GPU timing: cold (the operator and the copy cycle through copies of
+    /// their data so each application reads DRAM, the paper's roofline) or
+    /// warm (the same data every time, which may sit in L2).
+    #[arg(long, value_enum, default_value_t = L2Arg::Cold)]
+    l2: L2Arg,
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
     /// Timed applications (the median is reported).
@@ -563,6 +568,12 @@ struct BpArgs {
 enum ColumnArg {
     Registers,
     Shared,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum L2Arg {
+    Cold,
+    Warm,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -624,6 +635,10 @@ fn bp(a: &BpArgs) -> CliResult {
             cpu_time: a.cpu_time,
             solve: a.solve,
             tune: a.tune,
+            l2: match a.l2 {
+                L2Arg::Cold => fem::bp::L2::Cold,
+                L2Arg::Warm => fem::bp::L2::Warm,
+            },
         };
         let r = fem::bp::run(&o, &any, &mut tuning, &|m, step| follow(&bar, &format!("N = {degree}: {m}"), step))?;
         if let (Some(path), Some(s)) = (&a.vtk, &r.solve) {

@@ -203,6 +203,7 @@ fn jacobi_cg_converges_at_order_n_plus_1() {
                 cpu_time: false,
                 solve: Some(1e-12),
                 tune: false,
+                l2: fem::bp::L2::Cold,
             };
             let mut tuning = fem::host::tune::Tuning::at(None, "cpu");
             let s = run(&o, &backend, &mut tuning, &|_, _| {}).unwrap().solve.unwrap();

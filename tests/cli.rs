@@ -269,6 +269,8 @@ fn bp_reports_throughput_and_solves() {
     }
     assert_eq!(v["max_rel_error_vs_cpu"], 0.0);
     assert!(v["solve"]["converged"].as_bool().unwrap());
+    // the L2 mode is the GPU's: the CPU's own data, once
+    assert_eq!((v.get("l2"), v["data_copies"].as_u64()), (None, Some(1)));
     // several degrees: one JSON object per line
     let out = fem(&["bp", "--problem", "bp1", "--degree", "1-3", "--elements", "2", "--backend", "cpu", "--repeats", "1", "--json"]);
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -283,6 +285,7 @@ fn bp_rejects_bad_input() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("error"), "{args:?}");
     }
     assert_eq!(fem(&["bp", "--degree", "x"]).status.code(), Some(1));
+    assert_eq!(fem(&["bp", "--l2", "lukewarm", "--backend", "cpu"]).status.code(), Some(2), "clap refuses an unknown L2 mode");
 }
 
 #[test]

@@ -76,6 +76,34 @@ fn gpu_copy_probe() {
 }
 
 #[test]
+fn gpu_cold_copy_reads_dram() {
+    let Some(g) = gpu("gpu_cold_copy_reads_dram") else { return };
+    let p = g.props();
+    let Some(theory) = p.theoretical_bandwidth else {
+        eprintln!("SKIPPED gpu_cold_copy_reads_dram: the driver reports no memory clock");
+        return;
+    };
+    // source and destination together a quarter of L2: held there when warm
+    let l2 = p.l2_cache_bytes as usize;
+    let buffer = l2 / 8;
+    let sets = roofline::cold_sets(2 * buffer, l2);
+    let cold = roofline::best_copy_bandwidth_cycled(&g, buffer, 10, 20, sets).unwrap();
+    let warm = roofline::best_copy_bandwidth_cycled(&g, buffer, 10, 20, 1).unwrap();
+    eprintln!(
+        "{}: copy of {} KB, {} sets cycled: {:.0} GB/s, one set: {:.0} GB/s; theoretical DRAM {:.0} GB/s",
+        p.name,
+        buffer >> 10,
+        sets,
+        cold.bytes_per_second / 1e9,
+        warm.bytes_per_second / 1e9,
+        theory / 1e9
+    );
+    assert!(sets >= 12, "three L2 sizes cycled: {sets} sets");
+    // from DRAM, so never above its peak (a copy from L2 may be)
+    assert!(cold.bytes_per_second < 1.05 * theory);
+}
+
+#[test]
 fn gpu_refuses_allocations_larger_than_free_memory() {
     let Some(g) = gpu("gpu_refuses_allocations_larger_than_free_memory") else { return };
     let too_many = g.props().total_memory_bytes / 8 + 1;

@@ -89,6 +89,35 @@ fn larger_mesh_and_bad_launches() {
 }
 
 #[test]
+fn a_replica_applies_the_same_operator() {
+    let Some(g) = gpu("a_replica_applies_the_same_operator") else { return };
+    let mesh = SpectralBox::new(5, [2, 3, 2], Deformation::Curved { amplitude: 0.05 }).unwrap();
+    for problem in [Problem::Bp1, Problem::Bp35, Problem::Bp30] {
+        let op = TensorOperator::new(problem, &mesh, 0.7).unwrap();
+        let t = GpuTensor::new(&g, &op, false, Some(2)).unwrap();
+        let r = t.replica().unwrap();
+        assert_eq!((r.kernel, r.elements_per_block, r.column), (t.kernel, t.elements_per_block, t.column));
+        let x = g.upload(&test_vector::<f64>(op.element_dofs(), 5)).unwrap();
+        let apply = |t: &GpuTensor| {
+            let mut y = g.upload(&vec![f64::NAN; op.element_dofs()]).unwrap();
+            t.apply_elements(&x, &mut y).unwrap();
+            g.download(&y).unwrap()
+        };
+        let (a, b) = (apply(&t), apply(&r));
+        assert!(a.iter().all(|v| v.is_finite()) && a.iter().any(|&v| v != 0.0), "{problem:?}: the original applies");
+        assert_eq!(a, b, "{problem:?}: the replica's data are the original's");
+        // through the map, whose atomic sums may differ in order
+        let n = op.restriction.nodes();
+        let xl = g.upload(&test_vector::<f64>(n, 6)).unwrap();
+        let (mut y1, mut y2) = (g.zeros::<f64>(n).unwrap(), g.zeros::<f64>(n).unwrap());
+        t.apply(&g, &xl, &mut y1).unwrap();
+        r.apply(&g, &xl, &mut y2).unwrap();
+        let err = rel_err(&g.download(&y2).unwrap(), &g.download(&y1).unwrap());
+        assert!(err < 1e-14, "{problem:?}: the replica's map is the original's ({err:e})");
+    }
+}
+
+#[test]
 fn jacobi_cg_on_the_gpu_matches_the_cpu() {
     let Some(g) = gpu("jacobi_cg_on_the_gpu_matches_the_cpu") else { return };
     let cpu = CpuBackend::new(None).unwrap();

@@ -44,17 +44,37 @@ pub fn copy_bandwidth<B: Backend>(backend: &B, bytes: usize, repeats: usize) -> 
 /// As [`copy_bandwidth`], timed as [`measure_batched`] times: the reference
 /// for operations timed in batches.
 pub fn copy_bandwidth_batched<B: Backend>(backend: &B, bytes: usize, repeats: usize, batch: usize) -> Result<CopyBandwidth> {
-    probe(backend, "memcpy", bytes, repeats, batch, |src, dst| backend.copy(src, dst))
+    probe(backend, "memcpy", bytes, repeats, batch, 1, |src, dst| backend.copy(src, dst))
+}
+
+/// How much more than the L2 cache a cycle of copies of a working set
+/// passes through before a copy comes round again: enough that none of
+/// it is still cached (H100, BP1 at N = 6: copies of 44 MB and more ran
+/// at the DRAM copy's rate, 20–39 MB at up to 1.4 times it).
+const COLD_L2_FACTOR: usize = 3;
+
+/// Copies of a working set of `bytes` to cycle through so that each use
+/// finds its data out of an L2 cache of `l2_bytes`: 1 once the set alone
+/// is three times the cache.
+pub fn cold_sets(bytes: usize, l2_bytes: usize) -> usize {
+    (COLD_L2_FACTOR * l2_bytes).div_ceil(bytes.max(1)).max(1)
 }
 
 /// Times `copy` between two buffers covering `bytes`, warmed up first and
-/// measured as [`measure_batched`] measures.
-fn probe<B: Backend>(backend: &B, method: &'static str, bytes: usize, repeats: usize, batch: usize, copy: impl Fn(&B::Vector<f64>, &mut B::Vector<f64>) -> Result<()>) -> Result<CopyBandwidth> {
+/// measured as [`measure_batched`] measures; with `sets` > 1 each copy
+/// takes the next of that many buffer pairs (see [`cold_sets`]).
+fn probe<B: Backend>(backend: &B, method: &'static str, bytes: usize, repeats: usize, batch: usize, sets: usize, copy: impl Fn(&B::Vector<f64>, &mut B::Vector<f64>) -> Result<()>) -> Result<CopyBandwidth> {
     let n = probe_len(bytes);
-    let src = backend.upload(&vec![1.0f64; n])?;
-    let mut dst = backend.zeros::<f64>(n)?;
-    warm_up(backend, REFERENCE_WARMUP_SECONDS, || copy(&src, &mut dst))?;
-    let timing = measure_batched(backend, 2, repeats, batch, || copy(&src, &mut dst))?;
+    let src = (0..sets).map(|_| backend.upload(&vec![1.0f64; n])).collect::<Result<Vec<_>>>()?;
+    let mut dst = (0..sets).map(|_| backend.zeros::<f64>(n)).collect::<Result<Vec<_>>>()?;
+    let mut next = 0;
+    let mut cycle = || {
+        let k = next % sets;
+        next += 1;
+        copy(&src[k], &mut dst[k])
+    };
+    warm_up(backend, REFERENCE_WARMUP_SECONDS, &mut cycle)?;
+    let timing = measure_batched(backend, 2, repeats, batch, cycle)?;
     Ok(CopyBandwidth::new(method, n * 8, timing))
 }
 
@@ -66,7 +86,7 @@ pub fn copy_kernel_bandwidth(gpu: &CudaBackend, bytes: usize, repeats: usize) ->
 
 /// As [`copy_kernel_bandwidth`], timed as [`measure_batched`] times.
 pub fn copy_kernel_bandwidth_batched(gpu: &CudaBackend, bytes: usize, repeats: usize, batch: usize) -> Result<CopyBandwidth> {
-    probe(gpu, "kernel", bytes, repeats, batch, |src, dst| gpu.copy_kernel(src, dst))
+    probe(gpu, "kernel", bytes, repeats, batch, 1, |src, dst| gpu.copy_kernel(src, dst))
 }
 
 /// The faster of the driver's copy and the copy kernel, both timed as
@@ -76,8 +96,17 @@ pub fn copy_kernel_bandwidth_batched(gpu: &CudaBackend, bytes: usize, repeats: u
 /// behind another does not, and a reference slower than the operator it
 /// measures says nothing about the operator.
 pub fn best_copy_bandwidth_batched(gpu: &CudaBackend, bytes: usize, repeats: usize, batch: usize) -> Result<CopyBandwidth> {
-    let memcpy = copy_bandwidth_batched(gpu, bytes, repeats, batch)?;
-    let kernel = copy_kernel_bandwidth_batched(gpu, bytes, repeats, batch)?;
+    best_copy_bandwidth_cycled(gpu, bytes, repeats, batch, 1)
+}
+
+/// [`best_copy_bandwidth_batched`] with each copy on the next of `sets`
+/// buffer pairs: with [`cold_sets`] of the bytes, the copy of a working
+/// set that would fit in L2 reads and writes DRAM, as it does in the
+/// paper's copy of the same bytes on a GPU whose L2 is a few MB.
+pub fn best_copy_bandwidth_cycled(gpu: &CudaBackend, bytes: usize, repeats: usize, batch: usize, sets: usize) -> Result<CopyBandwidth> {
+    gpu.ensure_free(2 * sets * bytes)?;
+    let memcpy = probe(gpu, "memcpy", bytes, repeats, batch, sets, |src, dst| gpu.copy(src, dst))?;
+    let kernel = probe(gpu, "kernel", bytes, repeats, batch, sets, |src, dst| gpu.copy_kernel(src, dst))?;
     Ok(if kernel.bytes_per_second > memcpy.bytes_per_second { kernel } else { memcpy })
 }
 
@@ -85,6 +114,33 @@ pub fn best_copy_bandwidth_batched(gpu: &CudaBackend, bytes: usize, repeats: usi
 mod tests {
     use super::*;
     use crate::CpuBackend;
+
+    #[test]
+    fn cold_sets_cycle_through_three_caches() {
+        let l2 = 50 << 20;
+        assert_eq!(cold_sets(39 << 20, l2), 4, "39 MB: 156 MB cycled");
+        assert_eq!(cold_sets(1, l2), 3 * l2);
+        assert_eq!(cold_sets(3 * l2, l2), 1);
+        assert_eq!(cold_sets(215 << 20, l2), 1);
+        assert_eq!(cold_sets(0, 0), 1);
+    }
+
+    #[test]
+    fn cycled_probe_times_every_set() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let used = std::cell::RefCell::new(Vec::new());
+        let bw = probe(&cpu, "memcpy", 1 << 12, 3, 2, 3, |src: &Vec<f64>, dst: &mut Vec<f64>| {
+            used.borrow_mut().push(dst.as_ptr() as usize);
+            dst.copy_from_slice(src);
+            Ok(())
+        })
+        .unwrap();
+        let used = used.into_inner();
+        assert_eq!(bw.buffer_bytes, 1 << 12);
+        let distinct: std::collections::BTreeSet<_> = used.iter().collect();
+        assert_eq!(distinct.len(), 3, "three destination buffers in turn");
+        assert!(used.windows(2).all(|w| w[0] != w[1]), "no buffer twice in a row");
+    }
 
     #[test]
     fn cpu_probe_counts_read_and_write() {

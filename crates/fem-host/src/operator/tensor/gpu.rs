@@ -139,6 +139,21 @@ impl<'a> GpuTensor<'a> {
         })
     }
 
+    /// Another copy of the operator's device data under the same launch: a
+    /// benchmark cycles through copies so that each application finds its
+    /// data out of L2 (`fem_host::roofline::cold_sets`).
+    pub fn replica(&self) -> Result<Self> {
+        self.gpu.ensure_free(8 * self.geo.len() + 4 * self.map.len() + 8 * self.tab.len())?;
+        Ok(Self {
+            tab: self.gpu.stream().clone_dtod(&self.tab)?,
+            params: self.params.clone(),
+            geo: self.gpu.stream().clone_dtod(&self.geo)?,
+            map: self.gpu.stream().clone_dtod(&self.map)?,
+            f: self.f.clone(),
+            ..*self
+        })
+    }
+
     /// Switches to another kernel variant, block shape, register budget or
     /// column (the tuner's candidates), keeping the uploaded data.
     pub fn set_launch(&mut self, threads_3d: bool, elements_per_block: usize, min_warps: usize, column: Option<Column>) -> Result<()> {
