@@ -115,6 +115,9 @@ pub struct BpReport {
     /// other kernels and on the CPU).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<Column>,
+    /// Slices ahead of the shared ring through which BP3.5's line kernel
+    /// read the geometric factors (0: through registers, and on the CPU).
+    pub ring: usize,
     /// The tuning entry the launch came from (the user's file or the
     /// device's shipped seed; maybe tuned for a nearby mesh size), absent
     /// for the built-in default, a launch named on the command line, and
@@ -226,7 +229,7 @@ fn gpu_report(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, mesh: &Spec
     cpu.install(|| op.apply_elements(x, &mut reference))?;
     let key = tuning::signature(o.problem, o.degree, op.elements, o.assembled);
     let launch = tuning::resolve(o.problem, o.degree, op.elements, o.assembled, &o.launch, tuning);
-    let mut t = GpuTensor::with_budget(gpu, op, launch.threads_3d, Some(launch.elements_per_block), launch.min_warps, launch.column)?;
+    let mut t = GpuTensor::with_launch(gpu, op, launch)?;
     let tuned = if o.tune {
         let so = SearchOptions { prune: f64::INFINITY };
         let out = tuning::tune(gpu, &mut t, o.assembled, o.repeats.clamp(1, 10), &so, |i, n, _| progress("tuning the launch", Some((i, n))))?;
@@ -287,6 +290,7 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference
     r.data_copies = sets;
     r.min_warps = t.min_warps;
     r.column = (t.kernel == BpKernel::CollocatedLines).then_some(t.column);
+    r.ring = t.ring;
     Ok(r)
 }
 
@@ -335,6 +339,7 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, c
         elements_per_block: epb,
         min_warps: 0,
         column: None,
+        ring: 0,
         launch_tuned_for: None,
         seconds_per_apply: seconds,
         applications_per_repeat: 1,

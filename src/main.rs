@@ -533,6 +533,9 @@ struct BpArgs {
     /// Where BP3.5's line kernel (N ≤ 8) keeps a thread's column (default: where more warps reside).
     #[arg(long, value_enum)]
     column: Option<ColumnArg>,
+    /// BP3.5's line kernel at N = 7, 8: the geometric factors through a shared ring this many slices ahead (2, 3, 4; 0: through registers; default: 2 at N = 8).
+    #[arg(long)]
+    ring: Option<usize>,
     /// Apply on global nodes (gather and atomic scatter in the kernel) instead of element blocks.
     #[arg(long)]
     assembled: bool,
@@ -629,6 +632,7 @@ fn bp(a: &BpArgs) -> CliResult {
                     ColumnArg::Registers => Column::Registers,
                     ColumnArg::Shared => Column::Shared,
                 }),
+                ring: a.ring,
             },
             repeats: a.repeats as usize,
             assembled: a.assembled,
@@ -663,7 +667,10 @@ fn bp(a: &BpArgs) -> CliResult {
                 }
                 if let Some(o) = &r.tuned {
                     let l = |b: &BpLaunch| {
-                        let column = b.column.map(|c| format!(", column in {}", if c == Column::Shared { "shared memory" } else { "registers" })).unwrap_or_default();
+                        let mut column = b.column.map(|c| format!(", column in {}", if c == Column::Shared { "shared memory" } else { "registers" })).unwrap_or_default();
+                        if b.ring > 0 {
+                            column += &format!(", factors through a shared ring {} slices ahead", b.ring);
+                        }
                         format!("{} threads, {} elements per block, register budget {}{column}", if b.threads_3d { "3D" } else { "2D" }, b.elements_per_block, if b.min_warps > 0 { format!("{} warps", b.min_warps) } else { "free".into() })
                     };
                     t += &format!("\ntuned launch: {} at {:.2} µs, {:.2}× the default {} at {:.2} µs ({} timed)", l(&o.best), o.seconds * 1e6, o.margin(), l(&o.default), o.default_seconds * 1e6, o.timed.len());

@@ -1,7 +1,8 @@
 //! The tensor-product kernels on the GPU against the CPU reference: every
 //! degree 1..=15 of BP1.0, BP3.5 (lines up to N = 8 with the column in
-//! registers and in shared memory, 2D slices above, 3D threads up to
-//! N = 7) and BP3.0, on element blocks and assembled through the map, with
+//! registers and in shared memory, and at N = 7 and 8 with the factors
+//! through a shared ring of every depth; 2D slices above, 3D threads up
+//! to N = 7) and BP3.0, on element blocks and assembled through the map, with
 //! element counts that leave partial blocks; and the GPU Jacobi-CG.
 //! Skipped without a device.
 
@@ -10,7 +11,8 @@ use common::{gpu, rel_err};
 use fem::host::sparse::bench::test_vector;
 
 use fem::host::mesh::spectral::{Deformation, SpectralBox};
-use fem::host::operator::tensor::gpu::{Column, GpuTensor, MAX_DEGREE_3D, MAX_DEGREE_LINES};
+use fem::host::operator::tensor::gpu::{Column, GpuTensor, MAX_DEGREE_3D, MAX_DEGREE_LINES, RING_AHEAD, RING_DEGREES};
+use fem::host::operator::tensor::tuning::BpLaunch;
 use fem::host::operator::tensor::{Problem, TensorOperator};
 use fem::host::operator::LinearOperator;
 use fem::host::solver::cg::{cg, CgOptions};
@@ -22,12 +24,19 @@ fn check(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Option<usi
 }
 
 fn check_column(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Option<usize>, column: Option<Column>) {
+    check_launch(g, op, threads_3d, epb, column, 0)
+}
+
+fn check_launch(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Option<usize>, column: Option<Column>, ring: usize) {
     let cpu = CpuBackend::new(None).unwrap();
-    let t = GpuTensor::with_budget(g, op, threads_3d, epb, 0, column).unwrap();
+    let builtin = BpLaunch::builtin(op.problem, op.degree, threads_3d);
+    let l = BpLaunch { elements_per_block: epb.unwrap_or(builtin.elements_per_block), column, ring, ..builtin };
+    let t = GpuTensor::with_launch(g, op, l).unwrap();
+    assert_eq!(t.ring, ring, "the named ring must be launched");
     if let Some(c) = column {
         assert_eq!(t.column, c, "the named column must be launched");
     }
-    let what = format!("{:?} N={} E={} {:?} epb={} column {:?}", op.problem, op.degree, op.elements, t.kernel, t.elements_per_block, t.column);
+    let what = format!("{:?} N={} E={} {:?} epb={} column {:?} ring {}", op.problem, op.degree, op.elements, t.kernel, t.elements_per_block, t.column, t.ring);
     // element blocks
     let x = test_vector::<f64>(op.element_dofs(), 11);
     let mut want = vec![0.0; x.len()];
@@ -65,6 +74,13 @@ fn every_degree_matches_the_cpu() {
                     check_column(&g, &op, false, Some(1), Some(column));
                 }
             }
+            if problem == Problem::Bp35 && RING_DEGREES.contains(&degree) {
+                for ring in RING_AHEAD {
+                    for epb in [None, Some(1), Some(3)] {
+                        check_launch(&g, &op, false, epb, Some(Column::Shared), ring);
+                    }
+                }
+            }
             if problem == Problem::Bp35 && degree <= MAX_DEGREE_3D {
                 check(&g, &op, true, None);
                 check(&g, &op, true, Some(1));
@@ -86,6 +102,14 @@ fn larger_mesh_and_bad_launches() {
     let high = SpectralBox::new(8, [1, 1, 1], Deformation::None).unwrap();
     let op = TensorOperator::new(Problem::Bp35, &high, 0.5).unwrap();
     assert!(GpuTensor::new(&g, &op, true, None).is_err(), "729 threads per element exceed the 3D variant");
+    let refused = |op: &TensorOperator, ring: usize, column: Option<Column>| GpuTensor::with_launch(&g, op, BpLaunch { column, ring, ..BpLaunch::builtin(op.problem, op.degree, false) }).is_err();
+    assert_eq!(GpuTensor::new(&g, &op, false, None).unwrap().ring, 2, "N = 8 takes its ring by default");
+    assert!(refused(&op, 5, None), "no ring five slices deep");
+    assert!(refused(&op, 2, Some(Column::Registers)), "the ring keeps its column in shared memory");
+    let low = TensorOperator::new(Problem::Bp35, &mesh, 0.5).unwrap();
+    assert!(refused(&low, 2, None), "no ring at N = 3");
+    let bp1 = TensorOperator::new(Problem::Bp1, &high, 0.5).unwrap();
+    assert!(refused(&bp1, 2, None), "no ring for BP1");
 }
 
 #[test]

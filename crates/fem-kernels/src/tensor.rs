@@ -77,6 +77,15 @@ impl BpKernel {
     pub const fn shared_len(self, nq: usize, gq: usize, epb: usize) -> usize {
         self.table(nq, gq).1 + epb * self.per_element(nq, gq)
     }
+
+    /// Shared-memory values of a block of `epb` elements whose geometric
+    /// factors pass through a ring `ahead` slices deep (BP3.5's line
+    /// kernel, `ahead` > 0), which follows the work arrays: `ahead` + 1
+    /// slots of the seven factors of each of the element's `nq²` threads.
+    pub const fn shared_len_with_ring(self, nq: usize, gq: usize, epb: usize, ahead: usize) -> usize {
+        let ring = if ahead > 0 { (ahead + 1) * fem_core::tensor::NGEO * nq * nq } else { 0 };
+        self.shared_len(nq, gq, epb) + epb * ring
+    }
 }
 
 /// The rows `q < HQ = ⌈G / 2⌉` of a `G × C` matrix that is centro-symmetric

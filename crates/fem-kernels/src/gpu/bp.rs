@@ -9,7 +9,9 @@
 //!   matrices are launch parameters ([`Half`]), read by the whole warp at
 //!   the same fixed index.
 //! * `bp35_lines`: the same line contractions for BP3.5, N ≤ 8, the
-//!   thread's z-column in registers or in shared memory (`SHARED_COL`).
+//!   thread's z-column in registers or in shared memory (`SHARED_COL`);
+//!   `bp35_lines_ring` (N = 7, 8) with the geometric factors copied into a
+//!   shared ring ahead of their use instead of loaded into registers.
 //! * `bp35`: 2D thread slice over the GLL grid, the column `q[·][j][i]` in
 //!   registers; per slice k the reference gradient is formed from one
 //!   shared slice, the metric applied (its seven factors loaded during
@@ -191,21 +193,97 @@ impl<T: Real, const N: usize> GeoAhead<T, N> {
     } else {
         1
     };
+}
 
-    /// Issues the loads of the first slices of column `node` of the
-    /// element whose factors start at `g`.
+/// A thread's geometric factors slice by slice, later slices in flight.
+trait SliceFactors<T>: Sized {
+    /// Issues the first slices of column `node` of the element whose
+    /// factors start at `g`.
+    unsafe fn start(g: *const T, node: (usize, usize), live: bool) -> Self;
+    /// Slice `k`'s factors (`k` counts up from 0), issuing a later one.
+    unsafe fn take(&mut self, k: usize) -> [T; NGEO];
+}
+
+impl<T: Real, const N: usize> SliceFactors<T> for GeoAhead<T, N> {
     #[inline(always)]
-    unsafe fn new(g: *const T, node: (usize, usize), live: bool) -> Self {
+    unsafe fn start(g: *const T, node: (usize, usize), live: bool) -> Self {
         let ring = core::array::from_fn(|k| if k < Self::DEPTH { geo_at::<T, N>(g, (node.0, node.1, k), live) } else { [T::ZERO; NGEO] });
         Self { ring, g, node, live }
     }
 
-    /// Slice `k`'s factors (`k` counts up from 0), issuing slice k + depth.
     #[inline(always)]
     unsafe fn take(&mut self, k: usize) -> [T; NGEO] {
         let d = Self::DEPTH;
         let gk = self.ring[k % d];
         self.ring[k % d] = geo_at::<T, N>(self.g, (self.node.0, self.node.1, k + d), self.live);
+        gk
+    }
+}
+
+/// The geometric factors of a thread's column through shared memory:
+/// slice k + `AHEAD` is copied (`cp.async`, no register waits for it)
+/// into a ring of `AHEAD` + 1 slots while slice k is used, so the loads in
+/// flight cost shared memory instead of [`GeoAhead`]'s 7 registers per
+/// slice. Each thread copies and reads only its own node's factors, so
+/// no barrier is needed; the slot a copy overwrites was read a slice
+/// earlier. The ring of element `threadIdx.y` follows the block's work
+/// arrays of [`BpKernel::CollocatedLines`].
+struct GeoRing<T, const N: usize, const AHEAD: usize> {
+    /// The thread's first slot (generic address, for reading).
+    slots: *const T,
+    /// The same in the shared window, and the thread's node (i, j, 0) in
+    /// the global window (for `cp.async`).
+    windows: (u32, u64),
+    live: bool,
+}
+
+impl<T: Real, const N: usize, const AHEAD: usize> GeoRing<T, N, AHEAD> {
+    const SLOTS: usize = AHEAD + 1;
+    /// [`SliceFactors::take`] waits with a literal count for each depth.
+    const DEPTH_OK: () = assert!(AHEAD >= 1 && AHEAD <= 4, "a factor ring 1 to 4 slices deep");
+
+    /// Shared values of one element's ring (as the host counts them).
+    const fn len() -> usize {
+        let k = BpKernel::CollocatedLines;
+        k.shared_len_with_ring(N, 0, 1, AHEAD) - k.shared_len(N, 0, 1)
+    }
+
+    /// Copies slice `k`, if the element has it, into its slot.
+    #[inline(always)]
+    unsafe fn issue(&self, k: usize) {
+        if self.live && k < N {
+            let (s, g) = self.windows;
+            let (nn, b) = (N * N, T::BYTES);
+            unroll::<NGEO>(|f| copy_async::copy_async_at::<T>(s + (((k % Self::SLOTS) * NGEO + f) * nn * b) as u32, g + ((f * nn * N + k * nn) * b) as u64));
+        }
+        copy_async::commit();
+    }
+}
+
+impl<T: Real, const N: usize, const AHEAD: usize> SliceFactors<T> for GeoRing<T, N, AHEAD> {
+    #[inline(always)]
+    unsafe fn start(g: *const T, (i, j): (usize, usize), live: bool) -> Self {
+        let per = BpKernel::CollocatedLines.per_element(N, 0);
+        let t = j * N + i;
+        let slots = dynamic_shared::<T>().add(block_dim_y() * per + thread_idx_y() * Self::len() + t);
+        let r = Self { slots, windows: copy_async::windows(slots, g.wrapping_add(t)), live };
+        unroll::<AHEAD>(|k| r.issue(k));
+        r
+    }
+
+    #[inline(always)]
+    unsafe fn take(&mut self, k: usize) -> [T; NGEO] {
+        let () = Self::DEPTH_OK;
+        match AHEAD {
+            1 => copy_async::wait_all_but::<0>(),
+            2 => copy_async::wait_all_but::<1>(),
+            3 => copy_async::wait_all_but::<2>(),
+            4 => copy_async::wait_all_but::<3>(),
+            _ => unreachable!(),
+        }
+        let slot = self.slots.add((k % Self::SLOTS) * NGEO * N * N);
+        let gk = core::array::from_fn(|f| *slot.add(f * N * N));
+        self.issue(k + AHEAD);
         gk
     }
 }
@@ -364,17 +442,52 @@ pub unsafe fn bp35_lines<T: Real, const NQ: usize, const GQ: usize, const HQ: us
     x: *const T,
     y: *mut T,
 ) {
+    bp35_lines_body::<T, NQ, HQ, SHARED_COL, GeoAhead<T, NQ>>(ne, lambda, dm, geo, assembled, map, x, y)
+}
+
+/// [`bp35_lines`] with the column in shared memory and the geometric
+/// factors copied into a shared ring `AHEAD` slices ahead of their use
+/// ([`GeoRing`]) instead of loaded into registers: at N = 8 (`ptxas`,
+/// sm_90) 96 registers instead of 136 for two slices ahead, 80 for four,
+/// so more elements reside and the copies in flight hold no register.
+/// For N = 7 and 8; below, [`bp35_lines`] was measured faster.
+#[kernel(f64; degrees = 7..=8; AHEAD = 2, 3, 4)]
+pub unsafe fn bp35_lines_ring<T: Real, const NQ: usize, const GQ: usize, const HQ: usize, const AHEAD: usize>(
+    ne: usize,
+    lambda: T,
+    dm: Half<T, NQ, HQ>,
+    geo: *const T,
+    assembled: u32,
+    map: *const u32,
+    x: *const T,
+    y: *mut T,
+) {
+    bp35_lines_body::<T, NQ, HQ, true, GeoRing<T, NQ, AHEAD>>(ne, lambda, dm, geo, assembled, map, x, y)
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn bp35_lines_body<T: Real, const NQ: usize, const HQ: usize, const SHARED_COL: bool, F: SliceFactors<T>>(
+    ne: usize,
+    lambda: T,
+    dm: Half<T, NQ, HQ>,
+    geo: *const T,
+    assembled: u32,
+    map: *const u32,
+    x: *const T,
+    y: *mut T,
+) {
     let (np, p) = (NQ * NQ * NQ, padded(NQ));
     let at = |k: usize, j: usize, i: usize| (k * NQ + j) * p + i;
     let d = |q: usize, m: usize| dm.at(q, m);
-    let u = work::<T>(BpKernel::CollocatedLines, NQ, GQ);
+    let u = work::<T>(BpKernel::CollocatedLines, NQ, 0);
     let (v, w) = (u.add(NQ * NQ * p), u.add(2 * NQ * NQ * p));
     let t = thread_idx_x();
     let (i, j) = (t % NQ, t / NQ);
     let (e, live) = element(ne);
     let mut c: [T; NQ] = core::array::from_fn(|k| if live { load(assembled, map, x, e * np + (k * NQ + j) * NQ + i) } else { T::ZERO });
     let g = geo.wrapping_add(e * NGEO * np);
-    let mut geo_k = GeoAhead::<T, NQ>::new(g, (i, j), live);
+    let mut geo_k = F::start(g, (i, j), live);
     unroll::<NQ>(|k| *u.add(at(k, j, i)) = c[k]);
     barrier();
     let (yl, xl) = (at(j, 0, i), at(j, i, 0));
@@ -497,7 +610,7 @@ pub unsafe fn bp30<T: Real, const NQ: usize, const GQ: usize, const HQ: usize>(
     barrier();
     // the first slices' factors are in flight through the derivatives
     let g = geo.wrapping_add(e * NGEO * gp);
-    let mut geo_k = GeoAhead::<T, GQ>::new(g, (i, j), live);
+    let mut geo_k = GeoAhead::<T, GQ>::start(g, (i, j), live);
     // y-derivative of line (t mod G, t div G) into v, x-derivative of line
     // (t mod G, t div G) into w
     let (yl, xl) = (at(t / GQ, 0, t % GQ), at(t / GQ, t % GQ, 0));

@@ -2,6 +2,7 @@
 //! factors and element-to-node map uploaded once; each application is one
 //! launch of the degree's specialised kernel (`fem_bp1_n<N>_f64`, ...).
 
+use super::tuning::BpLaunch;
 use super::{Problem, TensorOperator};
 use crate::operator::LinearOperator;
 use crate::{Backend, CudaBackend, Error, Result};
@@ -32,6 +33,9 @@ pub struct GpuTensor<'a> {
     /// Where the line kernel keeps a thread's column ([`Column::Registers`]
     /// for the other kernels).
     pub column: Column,
+    /// Slices ahead of the line kernel's shared factor ring (0: the
+    /// factors pass through registers).
+    pub ring: usize,
     f: CudaFunction,
     tab: CudaSlice<f64>,
     /// The tables a kernel takes by value: I, glD and D (see [`param_tables`]).
@@ -71,7 +75,7 @@ pub fn kernel_for(problem: Problem, degree: usize, threads_3d: bool) -> BpKernel
 }
 
 /// The kernel's PTX name.
-fn kernel_name(kernel: BpKernel, degree: usize, column: Column) -> String {
+fn kernel_name(kernel: BpKernel, degree: usize, column: Column, ring: usize) -> String {
     let base = match kernel {
         BpKernel::Mass => "bp1",
         BpKernel::Collocated => "bp35",
@@ -79,8 +83,39 @@ fn kernel_name(kernel: BpKernel, degree: usize, column: Column) -> String {
         BpKernel::CollocatedLines => "bp35_lines",
         BpKernel::Quadrature => "bp30",
     };
+    if ring > 0 {
+        return format!("fem_bp35_lines_ring_n{degree}_ahead{ring}_f64");
+    }
     let col = if kernel == BpKernel::CollocatedLines { format!("_shared_col{}", (column == Column::Shared) as u8) } else { String::new() };
     format!("fem_{base}_n{degree}{col}_f64")
+}
+
+/// Shared bytes of a launch of `epb` elements per block with the factor
+/// ring `ring` slices deep (0: none).
+fn shared_bytes(kernel: BpKernel, degree: usize, epb: usize, ring: usize) -> usize {
+    8 * kernel.shared_len_with_ring(degree + 1, gl_points(degree), epb, ring)
+}
+
+/// Degrees of BP3.5's line kernel with the geometric factors through a
+/// shared ring (`fem_bp35_lines_ring_n<N>_ahead<A>_f64`), and the depths
+/// it is compiled for.
+pub const RING_DEGREES: std::ops::RangeInclusive<usize> = 7..=8;
+/// See [`RING_DEGREES`].
+pub const RING_AHEAD: [usize; 3] = [2, 3, 4];
+
+/// The built-in ring depth: two slices ahead for BP3.5's line kernel at
+/// N = 8 (unless its column is to stay in registers), none elsewhere.
+/// H100, the 4096-element and 1e7-DOF meshes, one element per block: N = 8
+/// 0.881 → 0.926 and 0.932 → 0.981 of the copy against the column in
+/// shared memory with the factors in registers; N = 7 gains at 4096
+/// elements and loses at 1e7 DOFs, N = 5 and 6 lose 5–10 % (the tuner
+/// tries the ring at N = 7 and 8).
+pub fn default_ring(kernel: BpKernel, degree: usize, column: Option<Column>) -> usize {
+    if kernel == BpKernel::CollocatedLines && degree == 8 && column != Some(Column::Registers) {
+        2
+    } else {
+        0
+    }
 }
 
 /// Shared memory a default launch may take without opting in. Raising it
@@ -92,12 +127,12 @@ fn kernel_name(kernel: BpKernel, degree: usize, column: Column) -> String {
 const DEFAULT_SHARED_BYTES: usize = 48 * 1024;
 
 /// Elements per block: enough small elements to fill `TARGET_THREADS`,
-/// within the block's thread and shared-memory limits.
-pub fn default_elements_per_block(kernel: BpKernel, degree: usize) -> usize {
-    let (nq, gq) = (degree + 1, gl_points(degree));
-    let threads = kernel.threads(nq, gq);
+/// within the block's thread and shared-memory limits (with a factor
+/// ring `ring` slices deep).
+pub fn default_elements_per_block(kernel: BpKernel, degree: usize, ring: usize) -> usize {
+    let threads = kernel.threads(degree + 1, gl_points(degree));
     let mut epb = (TARGET_THREADS / threads).max(1);
-    while epb > 1 && 8 * kernel.shared_len(nq, gq, epb) > DEFAULT_SHARED_BYTES {
+    while epb > 1 && shared_bytes(kernel, degree, epb, ring) > DEFAULT_SHARED_BYTES {
         epb -= 1;
     }
     epb
@@ -106,20 +141,21 @@ pub fn default_elements_per_block(kernel: BpKernel, degree: usize) -> usize {
 impl<'a> GpuTensor<'a> {
     /// Uploads `op`'s tables, geometric factors and map; `threads_3d` picks
     /// the 3D thread structure for BP3.5, `elements_per_block` defaults to
-    /// [`default_elements_per_block`]. An error when the launch exceeds the
+    /// [`default_elements_per_block`], the rest of the launch is built in
+    /// ([`BpLaunch::builtin`]). An error when the launch exceeds the
     /// device's limits.
     pub fn new(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>) -> Result<Self> {
-        Self::with_budget(gpu, op, threads_3d, elements_per_block, 0, None)
+        let l = BpLaunch::builtin(op.problem, op.degree, threads_3d);
+        Self::with_launch(gpu, op, BpLaunch { elements_per_block: elements_per_block.unwrap_or(l.elements_per_block), ..l })
     }
 
-    /// [`Self::new`] with registers budgeted for `min_warps` resident warps
-    /// per SM (0: the compiler's choice) and the line kernel's column where
-    /// `column` says (`None`: the column that lets more warps reside,
-    /// registers on a tie).
-    pub fn with_budget(gpu: &'a CudaBackend, op: &'a TensorOperator, threads_3d: bool, elements_per_block: Option<usize>, min_warps: usize, column: Option<Column>) -> Result<Self> {
-        let kernel = kernel_for(op.problem, op.degree, threads_3d);
-        let epb = elements_per_block.unwrap_or_else(|| default_elements_per_block(kernel, op.degree));
-        let (f, column) = choose_column(gpu, op, kernel, epb, min_warps, column)?;
+    /// Uploads `op`'s data for launch `l`: its variant, elements per
+    /// block, registers budgeted for `min_warps` resident warps per SM (0:
+    /// the compiler's choice), the line kernel's column (`None`: the one
+    /// that lets more warps reside, registers on a tie) and factor ring.
+    pub fn with_launch(gpu: &'a CudaBackend, op: &'a TensorOperator, l: BpLaunch) -> Result<Self> {
+        let kernel = kernel_for(op.problem, op.degree, l.threads_3d);
+        let (f, column) = choose_column(gpu, op, kernel, &l)?;
         let b = &op.tables.basis;
         let packed = packed_tables(b);
         debug_assert_eq!(packed.len(), table_offsets(op.degree + 1, gl_points(op.degree))[6]);
@@ -128,9 +164,10 @@ impl<'a> GpuTensor<'a> {
             gpu,
             op,
             kernel,
-            elements_per_block: epb,
-            min_warps,
+            elements_per_block: l.elements_per_block,
+            min_warps: l.min_warps,
             column,
+            ring: l.ring,
             f,
             tab: gpu.upload(&packed)?,
             params: [param_tables(&b.interp, b.gq, b.nq), param_tables(&b.gl_diff, b.gq, b.gq), param_tables(&b.diff, b.nq, b.nq)],
@@ -154,12 +191,12 @@ impl<'a> GpuTensor<'a> {
         })
     }
 
-    /// Switches to another kernel variant, block shape, register budget or
-    /// column (the tuner's candidates), keeping the uploaded data.
-    pub fn set_launch(&mut self, threads_3d: bool, elements_per_block: usize, min_warps: usize, column: Option<Column>) -> Result<()> {
-        let kernel = kernel_for(self.op.problem, self.op.degree, threads_3d);
-        (self.f, self.column) = choose_column(self.gpu, self.op, kernel, elements_per_block, min_warps, column)?;
-        (self.kernel, self.elements_per_block, self.min_warps) = (kernel, elements_per_block, min_warps);
+    /// Switches to another launch (the tuner's candidates), keeping the
+    /// uploaded data.
+    pub fn set_launch(&mut self, l: BpLaunch) -> Result<()> {
+        let kernel = kernel_for(self.op.problem, self.op.degree, l.threads_3d);
+        (self.f, self.column) = choose_column(self.gpu, self.op, kernel, &l)?;
+        (self.kernel, self.elements_per_block, self.min_warps, self.ring) = (kernel, l.elements_per_block, l.min_warps, l.ring);
         Ok(())
     }
 
@@ -169,7 +206,7 @@ impl<'a> GpuTensor<'a> {
         LaunchConfig {
             grid_dim: (self.op.elements.div_ceil(epb) as u32, 1, 1),
             block_dim: (self.kernel.threads(nq, gq) as u32, epb as u32, 1),
-            shared_mem_bytes: (8 * self.kernel.shared_len(nq, gq, epb)) as u32,
+            shared_mem_bytes: shared_bytes(self.kernel, self.op.degree, epb, self.ring) as u32,
         }
     }
 
@@ -203,16 +240,18 @@ impl<'a> GpuTensor<'a> {
 /// The kernel's function and column: `column` where given, else for the
 /// line kernel the column that lets more warps reside in the launch
 /// (registers on a tie: no extra shared-memory traffic), which the
-/// driver's occupancy query knows from the compiled registers.
-fn choose_column(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, epb: usize, min_warps: usize, column: Option<Column>) -> Result<(CudaFunction, Column)> {
-    let load = |c: Column| launchable(gpu, op, kernel, epb, min_warps, c);
-    match (kernel, column) {
+/// driver's occupancy query knows from the compiled registers. The ring
+/// kernel keeps its column in shared memory.
+fn choose_column(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLaunch) -> Result<(CudaFunction, Column)> {
+    let load = |c: Column| launchable(gpu, op, kernel, l, c);
+    match (kernel, l.column) {
+        (_, _) if l.ring > 0 => Ok((load(Column::Shared)?, Column::Shared)),
         (BpKernel::CollocatedLines, Some(c)) => Ok((load(c)?, c)),
         (BpKernel::CollocatedLines, None) => {
             let (r, s) = (load(Column::Registers)?, load(Column::Shared)?);
             let (nq, gq) = (op.degree + 1, gl_points(op.degree));
-            let shared = 8 * kernel.shared_len(nq, gq, epb);
-            let threads = (kernel.threads(nq, gq) * epb) as u32;
+            let shared = shared_bytes(kernel, op.degree, l.elements_per_block, 0);
+            let threads = (kernel.threads(nq, gq) * l.elements_per_block) as u32;
             let blocks = |f: &CudaFunction| f.occupancy_max_active_blocks_per_multiprocessor(threads, shared, None);
             Ok(if blocks(&s)? > blocks(&r)? { (s, Column::Shared) } else { (r, Column::Registers) })
         }
@@ -221,25 +260,32 @@ fn choose_column(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, epb: 
 }
 
 /// The kernel's function, checked against the degree, the block's thread
-/// and shared-memory limits, with large shared memory opted in; compiled
-/// with registers for `min_warps` resident warps per SM when that is > 0.
-fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, epb: usize, min_warps: usize, column: Column) -> Result<CudaFunction> {
+/// and shared-memory limits and the ring's kernels, with large shared
+/// memory opted in; compiled with registers for `min_warps` resident
+/// warps per SM when that is > 0.
+fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLaunch, column: Column) -> Result<CudaFunction> {
     if kernel == BpKernel::Collocated3d && op.degree > MAX_DEGREE_3D {
         return Err(Error::InvalidArgument(format!("the 3D thread structure takes degrees up to {MAX_DEGREE_3D} ((N + 1)³ threads per element)")));
     }
-    let (nq, gq) = (op.degree + 1, gl_points(op.degree));
+    if l.ring > 0 && !(kernel == BpKernel::CollocatedLines && RING_DEGREES.contains(&op.degree) && RING_AHEAD.contains(&l.ring) && l.column != Some(Column::Registers)) {
+        return Err(Error::InvalidArgument(format!(
+            "a factor ring of {} slices: BP3.5's line kernel has one {RING_AHEAD:?} slices deep for N in {RING_DEGREES:?}, with its column in shared memory",
+            l.ring
+        )));
+    }
+    let (nq, gq, epb) = (op.degree + 1, gl_points(op.degree), l.elements_per_block);
     let threads = kernel.threads(nq, gq) * epb;
     let props = gpu.props();
     if epb == 0 || threads > props.max_threads_per_block as usize {
         return Err(Error::InvalidArgument(format!("{epb} elements per block need {threads} threads (at most {})", props.max_threads_per_block)));
     }
-    let shared = 8 * kernel.shared_len(nq, gq, epb);
+    let shared = shared_bytes(kernel, op.degree, epb, l.ring);
     if shared > props.shared_mem_per_block_optin as usize {
         return Err(Error::InvalidArgument(format!("{epb} elements per block need {shared} bytes of shared memory (at most {})", props.shared_mem_per_block_optin)));
     }
     // bounded by the block, or the largest degrees' registers would not fit it
-    let blocks = min_warps.div_ceil(threads.div_ceil(32));
-    let f = gpu.function_for_block(&kernel_name(kernel, op.degree, column), threads as u32, blocks as u32)?;
+    let blocks = l.min_warps.div_ceil(threads.div_ceil(32));
+    let f = gpu.function_for_block(&kernel_name(kernel, op.degree, column, l.ring), threads as u32, blocks as u32)?;
     if shared > props.shared_mem_per_block as usize {
         f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
     }

@@ -1,7 +1,7 @@
 //! The BP operators under the tuner: the launch (2D thread slices or, for
 //! BP3.5 up to N = 7, one thread per node; elements per block; a register
 //! budget; for BP3.5's line kernel, the column in registers or shared
-//! memory) is chosen per problem, degree and mesh size by timing every
+//! memory, and at N = 7, 8 the depth of its shared factor ring) is chosen per problem, degree and mesh size by timing every
 //! launch that fits the block's limits. There is no model to prune with:
 //! the candidates are few and each application is short.
 //!
@@ -12,7 +12,7 @@
 //! BP3.0 and BP3.5 launches at 1e7 DOFs carry a budget;
 //! `benches/gpu/results/bp`).
 
-use super::gpu::{default_elements_per_block, kernel_for, Column, GpuTensor, MAX_DEGREE_3D};
+use super::gpu::{default_elements_per_block, default_ring, kernel_for, Column, GpuTensor, MAX_DEGREE_3D, RING_AHEAD, RING_DEGREES};
 use super::Problem;
 use fem_kernels::tensor::BpKernel;
 use crate::timing::{batch_for, measure_batched, warm_up};
@@ -33,9 +33,18 @@ pub struct BpLaunch {
     #[serde(default)]
     pub min_warps: usize,
     /// Where BP3.5's line kernel keeps a thread's column; `None`: where
-    /// more warps reside (`GpuTensor::with_budget`).
+    /// more warps reside (`GpuTensor::with_launch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column: Option<Column>,
+    /// BP3.5's line kernel with the geometric factors copied into a shared
+    /// ring this many slices ahead (`gpu::RING_DEGREES`); 0: through
+    /// registers.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ring: usize,
+}
+
+fn is_zero(v: &usize) -> bool {
+    *v == 0
 }
 
 /// Warm-up of each candidate before it is timed, in batches of at least
@@ -49,7 +58,21 @@ pub const MIN_WARPS: [usize; 3] = [0, 16, 24];
 impl BpLaunch {
     /// The launch without tuning: 2D slices, enough elements to fill 256 threads.
     pub fn default_for(problem: Problem, degree: usize) -> Self {
-        Self { threads_3d: false, elements_per_block: default_elements_per_block(kernel_for(problem, degree, false), degree), min_warps: 0, column: None }
+        Self::builtin(problem, degree, false)
+    }
+
+    /// The built-in launch of the variant: its ring ([`default_ring`]),
+    /// enough elements to fill 256 threads, no register budget, the column
+    /// where more warps reside.
+    pub fn builtin(problem: Problem, degree: usize, threads_3d: bool) -> Self {
+        Self::builtin_with(problem, degree, threads_3d, None)
+    }
+
+    /// [`Self::builtin`] with the line kernel's column named.
+    fn builtin_with(problem: Problem, degree: usize, threads_3d: bool, column: Option<Column>) -> Self {
+        let kernel = kernel_for(problem, degree, threads_3d);
+        let ring = default_ring(kernel, degree, column);
+        Self { threads_3d, elements_per_block: default_elements_per_block(kernel, degree, ring), min_warps: 0, column, ring }
     }
 }
 
@@ -87,10 +110,12 @@ pub fn tuned_launch(problem: Problem, degree: usize, elements: usize, assembled:
 /// (see [`tuned_launch`]), else the default. A user who names the variant, the block shape, the
 /// register budget or the column takes the launch out of the tuner's hands.
 pub fn resolve(problem: Problem, degree: usize, elements: usize, assembled: bool, user: &UserLaunch, tuning: &Tuning) -> BpLaunch {
-    let UserLaunch { threads_3d, elements_per_block, min_warps, column } = *user;
+    let UserLaunch { threads_3d, elements_per_block, min_warps, column, ring } = *user;
     if user.names_any() {
-        let default = default_elements_per_block(kernel_for(problem, degree, threads_3d), degree);
-        return BpLaunch { threads_3d, elements_per_block: elements_per_block.unwrap_or(default), min_warps: min_warps.unwrap_or(0), column };
+        let builtin = BpLaunch::builtin_with(problem, degree, threads_3d, column);
+        let ring = ring.unwrap_or(builtin.ring);
+        let epb = elements_per_block.unwrap_or_else(|| default_elements_per_block(kernel_for(problem, degree, threads_3d), degree, ring));
+        return BpLaunch { threads_3d, elements_per_block: epb, min_warps: min_warps.unwrap_or(0), column, ring };
     }
     tuned_launch(problem, degree, elements, assembled, tuning).map_or_else(|| BpLaunch::default_for(problem, degree), |(l, _)| l)
 }
@@ -107,30 +132,39 @@ pub struct UserLaunch {
     pub min_warps: Option<usize>,
     /// Column of BP3.5's line kernel.
     pub column: Option<Column>,
+    /// Depth of BP3.5's line kernel's factor ring (0: none).
+    pub ring: Option<usize>,
 }
 
 impl UserLaunch {
     /// Whether the user named any part of the launch (and so all of it
     /// is out of the tuner's hands).
     pub fn names_any(&self) -> bool {
-        self.threads_3d || self.elements_per_block.is_some() || self.min_warps.is_some() || self.column.is_some()
+        self.threads_3d || self.elements_per_block.is_some() || self.min_warps.is_some() || self.column.is_some() || self.ring.is_some()
     }
 }
 
 /// Every launch worth trying: 1, 2, 3, 4, 6, 8, ... elements per block
-/// (up to 1024 threads) for each variant the problem has (and each column
-/// of the line kernel), each with every register budget of [`MIN_WARPS`].
+/// (up to 1024 threads) for each variant the problem has (each column of
+/// the line kernel, and with the column in shared memory each ring depth
+/// where it has a ring), each with every register budget of [`MIN_WARPS`].
 pub fn candidates(problem: Problem, degree: usize) -> Vec<BpLaunch> {
     let variants: &[bool] = if problem == Problem::Bp35 && degree <= MAX_DEGREE_3D { &[false, true] } else { &[false] };
     let mut out = Vec::new();
     for &threads_3d in variants {
         let k = kernel_for(problem, degree, threads_3d);
-        let columns: &[Option<Column>] = if k == BpKernel::CollocatedLines { &[Some(Column::Registers), Some(Column::Shared)] } else { &[None] };
+        let mut layouts = vec![(None, 0)];
+        if k == BpKernel::CollocatedLines {
+            layouts = vec![(Some(Column::Registers), 0), (Some(Column::Shared), 0)];
+            if RING_DEGREES.contains(&degree) {
+                layouts.extend(RING_AHEAD.iter().map(|&a| (Some(Column::Shared), a)));
+            }
+        }
         let per = k.threads(degree + 1, fem_core::tensor::gl_points(degree));
-        for &column in columns {
+        for &(column, ring) in &layouts {
             let mut epb = 1;
             while epb * per <= 1024 {
-                out.extend(MIN_WARPS.iter().map(|&min_warps| BpLaunch { threads_3d, elements_per_block: epb, min_warps, column }));
+                out.extend(MIN_WARPS.iter().map(|&min_warps| BpLaunch { threads_3d, elements_per_block: epb, min_warps, column, ring }));
                 epb = if epb < 4 { epb + 1 } else { epb + epb / 2 };
             }
         }
@@ -152,14 +186,14 @@ pub fn tune(gpu: &CudaBackend, t: &mut GpuTensor, assembled: bool, repeats: usiz
         &cands,
         so,
         |l| {
-            t.set_launch(l.threads_3d, l.elements_per_block, l.min_warps, l.column)?;
+            t.set_launch(*l)?;
             let apply = |y: &mut CudaSlice<f64>| if assembled { crate::operator::LinearOperator::apply(&*t, gpu, &x, y) } else { t.apply_elements(&x, y) };
             let batch = batch_for(warm_up(gpu, CANDIDATE_WARMUP_SECONDS, || apply(&mut y))?);
             Ok(measure_batched(gpu, 2, repeats, batch, || apply(&mut y))?.median)
         },
         progress,
     )?;
-    t.set_launch(outcome.best.threads_3d, outcome.best.elements_per_block, outcome.best.min_warps, outcome.best.column)?;
+    t.set_launch(outcome.best)?;
     Ok(outcome)
 }
 
@@ -174,10 +208,14 @@ mod tests {
             for problem in [Problem::Bp1, Problem::Bp35, Problem::Bp30] {
                 let c = candidates(problem, degree);
                 let lines: Vec<_> = c.iter().filter(|l| !l.threads_3d && problem == Problem::Bp35 && degree <= MAX_DEGREE_LINES).collect();
-                let shared = c.iter().filter(|l| l.column == Some(Column::Shared)).count();
+                let shared = c.iter().filter(|l| l.column == Some(Column::Shared) && l.ring == 0).count();
                 let registers = c.iter().filter(|l| l.column == Some(Column::Registers)).count();
-                assert_eq!(shared + registers, lines.len(), "{problem:?} N={degree}: a column on every line launch and no other");
+                let rings = c.iter().filter(|l| l.ring > 0).count();
+                assert_eq!(shared + registers + rings, lines.len(), "{problem:?} N={degree}: a column on every line launch and no other");
                 assert_eq!(shared, registers, "{problem:?} N={degree}: each line launch with both columns");
+                assert!(c.iter().all(|l| l.ring == 0 || l.column == Some(Column::Shared)), "{problem:?} N={degree}: the ring keeps its column in shared memory");
+                let ringed = problem == Problem::Bp35 && RING_DEGREES.contains(&degree);
+                assert_eq!(rings, if ringed { RING_AHEAD.len() * shared } else { 0 }, "{problem:?} N={degree}: every ring depth beside the shared column");
             }
         }
         assert!(candidates(Problem::Bp35, MAX_DEGREE_LINES).iter().any(|l| l.column == Some(Column::Shared)));
@@ -188,15 +226,23 @@ mod tests {
         let tuning = Tuning::at(None, "test device");
         let user = UserLaunch { column: Some(Column::Shared), ..Default::default() };
         let l = resolve(Problem::Bp35, 8, 1000, false, &user, &tuning);
-        assert_eq!((l.column, l.elements_per_block), (Some(Column::Shared), default_elements_per_block(BpKernel::CollocatedLines, 8)));
+        assert_eq!((l.column, l.ring), (Some(Column::Shared), 2), "N = 8 keeps its built-in ring");
+        assert_eq!(l.elements_per_block, default_elements_per_block(BpKernel::CollocatedLines, 8, 2));
         assert_eq!(resolve(Problem::Bp35, 8, 1000, false, &UserLaunch::default(), &tuning).column, None);
+        // a column in registers has no ring, and fits more elements per block
+        let user = UserLaunch { column: Some(Column::Registers), ..Default::default() };
+        let l = resolve(Problem::Bp35, 8, 1000, false, &user, &tuning);
+        assert_eq!((l.ring, l.elements_per_block), (0, default_elements_per_block(BpKernel::CollocatedLines, 8, 0)));
+        assert!(default_elements_per_block(BpKernel::CollocatedLines, 8, 2) < l.elements_per_block, "the ring's shared memory leaves room for fewer elements");
+        let user = UserLaunch { ring: Some(0), ..Default::default() };
+        assert_eq!(resolve(Problem::Bp35, 8, 1000, false, &user, &tuning).ring, 0, "a ring of 0 named turns it off");
     }
 
     #[test]
     fn a_launch_tuned_for_a_nearby_size_stands_in() {
         let mut tuning = Tuning::at(None, "test device");
         let (p, n) = (Problem::Bp30, 7);
-        let near = BpLaunch { threads_3d: false, elements_per_block: 5, min_warps: 16, column: None };
+        let near = BpLaunch { threads_3d: false, elements_per_block: 5, min_warps: 16, column: None, ring: 0 };
         let far = BpLaunch { elements_per_block: 7, ..near };
         tuning.file.insert(&signature(p, n, 1 << 14, false), &near, 1e-4, 2e-4, 3, 0);
         tuning.file.insert(&signature(p, n, 1 << 2, false), &far, 1e-4, 2e-4, 3, 0);
@@ -221,7 +267,11 @@ mod tests {
     fn launches_without_a_column_read_as_before() {
         let l: BpLaunch = serde_json::from_str(r#"{"threads_3d":false,"elements_per_block":3,"min_warps":16}"#).unwrap();
         assert_eq!(l.column, None);
+        assert_eq!(l.ring, 0, "launches stored before the ring have none");
         let s = serde_json::to_string(&BpLaunch { column: Some(Column::Registers), ..l }).unwrap();
         assert!(s.contains(r#""column":"registers""#), "{s}");
+        assert!(!s.contains("ring"), "no ring, nothing written: {s}");
+        let s = serde_json::to_string(&BpLaunch { column: Some(Column::Shared), ring: 3, ..l }).unwrap();
+        assert_eq!(serde_json::from_str::<BpLaunch>(&s).unwrap().ring, 3);
     }
 }
