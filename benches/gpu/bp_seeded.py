@@ -7,11 +7,19 @@ the meshes with a point of at least 1e6 DOFs, the targets dotted) beside
 the JSON lines.
 
     python3 benches/gpu/bp_seeded.py benches/gpu/results/bp/batched
+
+A second kind of rows and its label may replace the built-in ones, e.g.
+the seeded launches timed with a warm L2 (`warm_*.jsonl`) against the
+cold default:
+
+    python3 benches/gpu/bp_seeded.py benches/gpu/results/bp/cold warm "warm L2"
 """
 import json, pathlib, sys
 
 TARGET = {"bp1": 0.75, "bp3.0": 0.75, "bp3.5": 0.9}
 d = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+OTHER = sys.argv[2] if len(sys.argv) > 2 else "off"
+OTHER_LABEL = sys.argv[3] if len(sys.argv) > 3 else "built-in"
 
 
 def rows(kind):
@@ -24,13 +32,15 @@ def rows(kind):
     return out
 
 
-seeded, off = rows("seeded"), rows("off")
+seeded, off = rows("seeded"), rows(OTHER)
 degrees = sorted({n for v in seeded.values() for n in v})
 print("| problem | mesh | launches | " + " | ".join(f"N = {n}" for n in degrees) + " |")
 print("|---|---|---|" + "---|" * len(degrees))
 for key in sorted(seeded, key=lambda k: (k[0], str(k[1]))):
-    for name, src in [("seeded", seeded), ("built-in", off)]:
+    for name, src in [("seeded", seeded), (OTHER_LABEL, off)]:
         rs = src.get(key, {})
+        if not rs:
+            continue
         cells = [f'{rs[n]["roofline_fraction"]:.3f}' + ("" if rs[n]["dofs"] >= 1e6 else "*") if n in rs else "" for n in degrees]
         mesh = f"{key[1]} elements" if key[1] != "1e7 DOFs" else key[1]
         print(f"| {key[0]} | {mesh} | {name} | " + " | ".join(cells) + " |")
@@ -47,9 +57,11 @@ for ax, p in zip(axes, problems):
     big = [k for k in seeded if k[0] == p and any(r["dofs"] >= 1e6 for r in seeded[k].values())]
     for i, key in enumerate(sorted(big, key=lambda k: str(k[1]))):
         c = f"C{i}"
-        for src, style, name in [(seeded, "-", "seeded"), (off, "--", "built-in")]:
+        for src, style, name in [(seeded, "-", "seeded"), (off, "--", OTHER_LABEL)]:
             rs = src.get(key, {})
             ns = [n for n in degrees if n in rs]
+            if not ns:
+                continue
             mesh = f"{key[1]} el." if key[1] != "1e7 DOFs" else key[1]
             ax.plot(ns, [rs[n]["roofline_fraction"] for n in ns], style, color=c, marker="o", ms=3, label=f"{mesh}, {name}")
     ax.axhline(TARGET.get(p, 1.0), color="k", ls=":", lw=1)
