@@ -103,6 +103,12 @@ pub const RING_DEGREES: std::ops::RangeInclusive<usize> = 7..=8;
 /// See [`RING_DEGREES`].
 pub const RING_AHEAD: [usize; 3] = [2, 3, 4];
 
+/// Whether `kernel` at `degree` has a factor ring: BP3.5's line kernel at
+/// [`RING_DEGREES`].
+pub fn has_ring(kernel: BpKernel, degree: usize) -> bool {
+    kernel == BpKernel::CollocatedLines && RING_DEGREES.contains(&degree)
+}
+
 /// The built-in ring depth: two slices ahead for BP3.5's line kernel at
 /// N = 8 (unless its column is to stay in registers), none elsewhere.
 /// H100, the 4096-element and 1e7-DOF meshes, one element per block: N = 8
@@ -111,7 +117,7 @@ pub const RING_AHEAD: [usize; 3] = [2, 3, 4];
 /// elements and loses at 1e7 DOFs, N = 5 and 6 lose 5–10 % (the tuner
 /// tries the ring at N = 7 and 8).
 pub fn default_ring(kernel: BpKernel, degree: usize, column: Option<Column>) -> usize {
-    if kernel == BpKernel::CollocatedLines && degree == 8 && column != Some(Column::Registers) {
+    if has_ring(kernel, degree) && degree == 8 && column != Some(Column::Registers) {
         2
     } else {
         0
@@ -267,7 +273,7 @@ fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLa
     if kernel == BpKernel::Collocated3d && op.degree > MAX_DEGREE_3D {
         return Err(Error::InvalidArgument(format!("the 3D thread structure takes degrees up to {MAX_DEGREE_3D} ((N + 1)³ threads per element)")));
     }
-    if l.ring > 0 && !(kernel == BpKernel::CollocatedLines && RING_DEGREES.contains(&op.degree) && RING_AHEAD.contains(&l.ring) && l.column != Some(Column::Registers)) {
+    if l.ring > 0 && !(has_ring(kernel, op.degree) && RING_AHEAD.contains(&l.ring) && l.column != Some(Column::Registers)) {
         return Err(Error::InvalidArgument(format!(
             "a factor ring of {} slices: BP3.5's line kernel has one {RING_AHEAD:?} slices deep for N in {RING_DEGREES:?}, with its column in shared memory",
             l.ring

@@ -12,7 +12,7 @@
 //! BP3.0 and BP3.5 launches at 1e7 DOFs carry a budget;
 //! `benches/gpu/results/bp`).
 
-use super::gpu::{default_elements_per_block, default_ring, kernel_for, Column, GpuTensor, MAX_DEGREE_3D, RING_AHEAD, RING_DEGREES};
+use super::gpu::{default_elements_per_block, default_ring, has_ring, kernel_for, Column, GpuTensor, MAX_DEGREE_3D, RING_AHEAD};
 use super::Problem;
 use fem_kernels::tensor::BpKernel;
 use crate::timing::{batch_for, measure_batched, warm_up};
@@ -156,7 +156,7 @@ pub fn candidates(problem: Problem, degree: usize) -> Vec<BpLaunch> {
         let mut layouts = vec![(None, 0)];
         if k == BpKernel::CollocatedLines {
             layouts = vec![(Some(Column::Registers), 0), (Some(Column::Shared), 0)];
-            if RING_DEGREES.contains(&degree) {
+            if has_ring(k, degree) {
                 layouts.extend(RING_AHEAD.iter().map(|&a| (Some(Column::Shared), a)));
             }
         }
@@ -200,7 +200,7 @@ pub fn tune(gpu: &CudaBackend, t: &mut GpuTensor, assembled: bool, repeats: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operator::tensor::gpu::MAX_DEGREE_LINES;
+    use crate::operator::tensor::gpu::{MAX_DEGREE_LINES, RING_DEGREES};
 
     #[test]
     fn the_line_kernel_is_tried_with_both_columns_and_no_other_kernel_is() {
