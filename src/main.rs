@@ -153,6 +153,25 @@ enum Command {
         /// Binary instead of ASCII.
         #[arg(long)]
         binary: bool,
+        /// MSH format version.
+        #[arg(long, value_enum, default_value_t = MshVersion::V41)]
+        format: MshVersion,
+        /// Triangles or tetrahedra (each box cell split) instead of
+        /// quadrilaterals or hexahedra.
+        #[arg(long)]
+        simplex: bool,
+    },
+    /// Describe a Gmsh mesh file: format, nodes, elements per type,
+    /// physical groups, bounding box and cell quality (scaled Jacobian).
+    ///
+    /// Examples:
+    ///   fem mesh-info part.msh
+    ///   fem mesh-info part.msh --json
+    MeshInfo {
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Write a generated matrix as a Matrix Market file.
     ///
@@ -486,7 +505,8 @@ fn main() -> ExitCode {
         }
         Command::MatrixStats { file, generate, json } => matrix_stats(file, generate, json),
         Command::MatrixGen { spec, output, symmetric } => matrix_gen(&spec, &output, symmetric),
-        Command::MeshGen { output, dim, cells, unstructured, binary } => mesh_gen(&output, dim as usize, cells, unstructured, binary),
+        Command::MeshGen { output, dim, cells, unstructured, binary, format, simplex } => mesh_gen(&output, dim as usize, cells, unstructured, binary, format, simplex),
+        Command::MeshInfo { file, json } => mesh_info(&file, json),
         Command::SpmvAssembly { dim, degree, rows, threshold, precision, repeats, json } => {
             spmv_assembly(dim as usize, degree as usize, rows, threshold, precision, repeats, json)
         }
@@ -1295,10 +1315,49 @@ fn parse_conductivity(s: &str) -> Result<(String, f64), String> {
     if v > 0.0 { Ok((g, v)) } else { Err(format!("`{s}`: a conductivity factor must be positive")) }
 }
 
-fn mesh_gen(output: &std::path::Path, dim: usize, cells: usize, unstructured: bool, binary: bool) -> CliResult {
-    let mesh = fem::solve::mesh(dim, cells, unstructured, 1).build()?;
-    fem::host::io::gmsh::write_path(&mesh, binary, output)?;
-    eprintln!("wrote {} ({} cells, {} vertices)", output.display(), mesh.n_cells(), mesh.n_vertices());
+/// A Gmsh format version on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+enum MshVersion {
+    #[value(name = "2.2")]
+    V22,
+    #[value(name = "4.0")]
+    V40,
+    #[value(name = "4.1")]
+    V41,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mesh_gen(output: &std::path::Path, dim: usize, cells: usize, unstructured: bool, binary: bool, format: MshVersion, simplex: bool) -> CliResult {
+    use fem::host::io::gmsh::{self, FileFormat, GmshMesh, Version};
+    let version = match format {
+        MshVersion::V22 => Version::V2_2,
+        MshVersion::V40 => Version::V4_0,
+        MshVersion::V41 => Version::V4_1,
+    };
+    let file = if simplex {
+        use fem::host::mesh::simplex::SimplexBox;
+        let b = if unstructured { SimplexBox::unstructured(dim, cells, 1) } else { SimplexBox { dim, cells, perturb: 0.0, shuffle: false, seed: 1 } };
+        GmshMesh::from_simplex_mesh(&b.build()?)
+    } else {
+        let mesh = fem::solve::mesh(dim, cells, unstructured, 1).build()?;
+        GmshMesh::from_box_mesh(&mesh, &vec![0; mesh.n_cells()], &["domain"])?
+    };
+    let bytes = gmsh::write_to(&file, FileFormat { version, binary })?;
+    fem::host::io::atomic_write(output, &bytes).map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+    let cells = file.blocks.iter().filter(|b| b.kind.dim() == dim).map(|b| b.len()).sum::<usize>();
+    eprintln!("wrote {} (MSH {version}, {cells} cells, {} vertices)", output.display(), file.nodes.len());
+    Ok(true)
+}
+
+fn mesh_info(file: &std::path::Path, json: bool) -> CliResult {
+    let mesh = fem::host::io::gmsh::read_path(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let info = mesh.info();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+    } else {
+        println!("file: {}", file.display());
+        print!("{info}");
+    }
     Ok(true)
 }
 

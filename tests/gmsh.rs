@@ -1,4 +1,4 @@
-//! Gmsh 4.1 files: round trips through the writer in ASCII and binary,
+//! Gmsh files as the project writes them (4.1): round trips through the writer in ASCII and binary,
 //! a file laid out as Gmsh writes it, the solve on an imported mesh, and
 //! every malformed or hostile input as a clean error.
 
@@ -84,11 +84,11 @@ fn malformed_and_hostile_files_are_clean_errors() {
     let cases: Vec<(String, &str)> = vec![
         (String::new(), "empty"),
         ("garbage".into(), "must start with $MeshFormat"),
-        (good.replace("4.1 0 8", "2.2 0 8"), "version 2.2 is not supported"),
+        (good.replace("4.1 0 8", "3.0 0 8"), "version 3.0 is not supported"),
         (good.replace("4.1 0 8", "4.1 0 4"), "data size 4"),
-        (good.replace("2 1 3 2\n", "2 1 6 2\n"), "prism"),
-        (good.replace("2 1 3 2\n", "2 1 21 2\n"), "element type 21 is not supported"),
-        (good.replace("2 1 3 2\n", "2 1 2 2\n").replace("3 10 20 50 40", "3 10 20 50").replace("4 20 30 60 50", "4 20 30 60"), "simplex"),
+        (good.replace("2 1 3 2\n", "2 1 34 2\n"), "element type 34 is not supported"),
+        (good.replace("2 1 3 2\n", "2 1 99 2\n"), "element type 99 is not supported"),
+        (good.replace("2 1 3 2\n", "2 1 2 2\n").replace("3 10 20 50 40", "3 10 20 50").replace("4 20 30 60 50", "4 20 30 60"), "Triangle3 (2)"),
         (good.replace("1 6 10 60", "1 600000000000 10 60"), "declares 600000000000 nodes"),
         (good.replace("2 4 1 4", "2 99999999999999 1 4"), "declares 99999999999999 elements"),
         (good.replace("4 20 30 60 50", "4 20 30 60 70"), "node 70, which the file does not define"),
@@ -133,10 +133,10 @@ fn fem_solve_reads_a_gmsh_file() {
     let b = json(fem(&["solve", "--dim", "3", "--cells", "3", "--unstructured", "--degree", "2", "--backend", "cpu", "--json"]));
     assert_eq!(a["dofs"], b["dofs"]);
     assert!((a["l2_error"].as_f64().unwrap() - b["l2_error"].as_f64().unwrap()).abs() < 1e-12);
-    std::fs::write(&file, "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n").unwrap();
+    std::fs::write(&file, "$MeshFormat\n3.0 0 8\n$EndMeshFormat\n").unwrap();
     let out = fem(&["solve", "--mesh", file.to_str().unwrap(), "--backend", "cpu"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("version 2.2"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("version 3.0"));
 }
 
 #[test]
