@@ -445,7 +445,7 @@ fn cardiac_rejects_bad_input() {
     for (args, says) in [
         (vec!["cardiac", "--mesh", "generated:10"], "N ≥ 100"),
         (vec!["cardiac", "--mesh", "heart.stl"], "neither generated:N nor a .msh"),
-        (vec!["cardiac", "--mesh", hexes.to_str().unwrap()], "triangles or tetrahedra"),
+        (vec!["cardiac", "--mesh", hexes.to_str().unwrap()], "Hexahedron8 (8), which this solver cannot use: the simplex solvers take triangles and tetrahedra"),
         (vec!["cardiac", "--mesh", "generated:3000", "--dt", "0"], "dt > 0"),
         (vec!["cardiac", "--mesh", "generated:3000", "--stimulus", "1,2"], "x,y,z,radius"),
         (vec!["cardiac", "--mesh", "generated:3000", "--assembly", "colour"], "unknown assembly"),
