@@ -23,6 +23,7 @@ pub mod bp;
 pub mod cardiac;
 pub mod demo;
 pub mod info;
+pub mod picture;
 pub mod plot;
 pub mod residual;
 pub mod solve;

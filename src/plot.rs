@@ -19,7 +19,7 @@ type PlotResult = Result<(), Box<dyn std::error::Error>>;
 const FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 const SIZE: (u32, u32) = (1000, 640);
 
-fn register_font() {
+pub(crate) fn register_font() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // The bytes are a valid TrueType font, checked by the plot tests.

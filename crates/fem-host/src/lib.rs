@@ -26,6 +26,7 @@
 pub mod backend;
 pub mod conformance;
 pub mod error;
+pub mod interop;
 pub mod io;
 pub mod mesh;
 pub mod operator;

@@ -92,7 +92,7 @@ impl SimplexBox {
 
 /// Local vertex indices (tensor bits) of the simplices of one square or
 /// cube: monotone lattice paths from vertex 0 to vertex 2^d − 1.
-pub(crate) fn kuhn_paths(d: usize) -> Vec<Vec<usize>> {
+pub fn kuhn_paths(d: usize) -> Vec<Vec<usize>> {
     let perms: &[&[usize]] = if d == 2 { &[&[0, 1], &[1, 0]] } else { &[&[0, 1, 2], &[0, 2, 1], &[1, 0, 2], &[1, 2, 0], &[2, 0, 1], &[2, 1, 0]] };
     perms
         .iter()
