@@ -92,6 +92,10 @@ pub struct Point {
     pub gflops: Option<f64>,
     /// Flops per byte.
     pub intensity: Option<f64>,
+    /// The solve suite: CG's relative residual after every iteration (the
+    /// first entry is the start), drawn in the convergence chart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<f64>>,
 }
 
 /// The model's a-priori SpMV choice against the measured best.
@@ -181,7 +185,8 @@ fn spmv(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, prog
                 roofline_fraction: Some(x.roofline_fraction),
                 gflops: Some(flops / x.seconds_per_spmv / 1e9),
                 intensity: Some(flops / x.bytes as f64),
-            });
+            history: None,
+        });
         }
         r.a_priori.push(a_priori_check(&spec, &run, o.f32)?);
     }
@@ -229,6 +234,7 @@ fn bp(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, progre
             roofline_fraction: Some(x.roofline_fraction),
             gflops: Some(x.tflops * 1e3),
             intensity: Some(x.arithmetic_intensity),
+            history: None,
         });
     }
     Ok(())
@@ -266,6 +272,7 @@ fn residual(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, 
             roofline_fraction: Some(x.roofline_fraction),
             gflops: Some(x.gflops),
             intensity: Some(x.beta_measured),
+            history: None,
         });
     }
     Ok(())
@@ -309,6 +316,7 @@ fn poisson(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, p
             roofline_fraction: x.spmv.as_ref().map(|b| b.roofline_fraction),
             gflops: None,
             intensity: None,
+            history: solve.then(|| x.cg.history.clone()),
         });
     }
     Ok(())
@@ -348,13 +356,22 @@ pub fn write(r: &SuiteReport, dir: &Path) -> BenchResult<Vec<PathBuf>> {
     };
     put(format!("{name}.json"), &|p| Ok(std::fs::write(p, serde_json::to_string_pretty(r)?)?))?;
     put(format!("{name}.md"), &|p| Ok(std::fs::write(p, markdown(r))?))?;
-    let mut groups: Vec<&str> = r.points.iter().map(|p| p.group.as_str()).collect();
-    groups.dedup();
-    for g in groups {
+    for g in groups_of(r) {
         let series = lines(r.points.iter().filter(|p| p.group == g), |p| Some((p.degree as f64, p.throughput)));
         let file = if g.is_empty() { format!("{name}-throughput.png") } else { format!("{name}-throughput-{}.png", g.to_lowercase()) };
         let title = format!("fem bench {name} {g} on {} ({})", r.backend, r.precision);
         put(file, &|p| plot::throughput(p, &title, r.throughput_unit, &series))?;
+    }
+    for g in groups_of(r) {
+        let series: Vec<Series> = r.points.iter().filter(|p| p.group == g).filter_map(|p| {
+            let h = p.history.as_ref()?;
+            Some(Series { name: format!("{} Q{}", p.series, p.degree), points: h.iter().enumerate().map(|(i, &v)| (i as f64, v)).collect() })
+        }).collect();
+        if series.is_empty() {
+            continue;
+        }
+        let title = format!("fem bench {name} {g}: CG convergence on {} ({})", r.backend, r.precision);
+        put(format!("{name}-convergence-{}.png", g.to_lowercase()), &|p| plot::convergence(p, &title, &series))?;
     }
     let roof = lines(r.points.iter().map(|p| Point { group: String::new(), ..p.clone() }).collect::<Vec<_>>().iter(), |p| Some((p.intensity?, p.gflops?)));
     if !roof.is_empty() {
@@ -362,6 +379,13 @@ pub fn write(r: &SuiteReport, dir: &Path) -> BenchResult<Vec<PathBuf>> {
         put(format!("{name}-roofline.png"), &|p| plot::roofline(p, &title, r.copy_gbytes_per_second, &roof))?;
     }
     Ok(out)
+}
+
+/// The points' groups in order of appearance.
+fn groups_of(r: &SuiteReport) -> Vec<&str> {
+    let mut groups: Vec<&str> = r.points.iter().map(|p| p.group.as_str()).collect();
+    groups.dedup();
+    groups
 }
 
 /// Points grouped into one series per name, in order of appearance.

@@ -329,6 +329,9 @@ struct SolveArgs {
     /// The VTK file in ASCII instead of base64-encoded binary.
     #[arg(long)]
     vtk_ascii: bool,
+    /// A PNG picture of u_h (a 3D solution cut at mid z).
+    #[arg(long)]
+    png: Option<PathBuf>,
     /// --format auto: products the operator will serve (CG iterations).
     #[arg(long, default_value_t = 1000.0)]
     products: f64,
@@ -790,6 +793,9 @@ struct CardiacArgs {
     /// Steps between VTU files.
     #[arg(long, default_value_t = 10)]
     vtk_every: usize,
+    /// A PNG picture of the activation times at the end (3D: cut at mid z).
+    #[arg(long)]
+    png: Option<std::path::PathBuf>,
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
     /// JSON (with every step's report) on stdout instead of text.
@@ -814,6 +820,7 @@ fn cardiac(a: &CardiacArgs) -> CliResult {
         config: Config { assembly: a.assembly.parse()?, kernel: a.spmv.parse()?, cg_rtol: a.cg_rtol, ..Config::default() },
         vtk: a.vtk.clone().map(|p| (p, a.vtk_every)),
         per_step: a.json,
+        png: a.png.clone(),
     };
     let any = open_announced(a.backend, a.json)?;
     let bar = progress_bar(a.json, String::new());
@@ -1121,6 +1128,9 @@ fn solve(a: &SolveArgs) -> CliResult {
     }
     if let Some(path) = &a.vtk {
         write_solution_vtk(path, &opts, &report, regions.as_deref(), a.vtk_ascii)?;
+    }
+    if let Some(path) = &a.png {
+        fem::picture::qp_field_png(path, &format!("u_h, Q{degree}"), "u", &report.field).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if a.json {
         let mut v = serde_json::to_value(&report)?;
@@ -1456,6 +1466,9 @@ fn solve_hole(a: &SolveArgs) -> CliResult {
     spinner.finish_and_clear();
     if let Some(path) = &a.vtk {
         report.field.write_vtk(path, "u", None, &[], if a.vtk_ascii { fem::host::io::vtk::Encoding::Ascii } else { fem::host::io::vtk::Encoding::Binary })?;
+    }
+    if let Some(path) = &a.png {
+        fem::picture::qp_field_png(path, "hole benchmark, u_h", "u", &report.field).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     print_report(a.json, &report, fem::solve::describe_hole)?;
     Ok(report.converged)

@@ -28,10 +28,14 @@ pub struct Picture<'a> {
 const SIZE: (u32, u32) = (900, 760);
 const BAR: u32 = 130;
 
-/// Viridis at nine stops, linearly interpolated.
+/// Viridis at nine stops, linearly interpolated; grey where the value is
+/// not a number (no value there, as nodes never activated).
 fn viridis(t: f64) -> RGBColor {
+    if t.is_nan() {
+        return RGBColor(200, 200, 200);
+    }
     const STOPS: [(u8, u8, u8); 9] = [(68, 1, 84), (71, 44, 122), (59, 81, 139), (44, 113, 142), (33, 144, 141), (39, 173, 129), (92, 200, 99), (170, 220, 50), (253, 231, 37)];
-    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 } * (STOPS.len() - 1) as f64;
+    let t = t.clamp(0.0, 1.0) * (STOPS.len() - 1) as f64;
     let i = (t.floor() as usize).min(STOPS.len() - 2);
     let f = t - i as f64;
     let mix = |a: u8, b: u8| (a as f64 + f * (b as f64 - a as f64)).round() as u8;
@@ -98,8 +102,7 @@ pub fn field_png(path: &Path, title: &str, label: &str, p: &Picture) -> PlotResu
         let root = BitMapBackend::new(tmp, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
         let (left, right) = root.split_horizontally(SIZE.0 - BAR);
-        let pad = |a: f64, b: f64| if b > a { (a, b) } else { (a - 0.5, a + 0.5) };
-        let ((x0, x1), (y0, y1)) = (pad(lo[0], hi[0]), pad(lo[1], hi[1]));
+        let ((x0, x1), (y0, y1)) = equal_scales((lo[0], hi[0]), (lo[1], hi[1]));
         let mut chart = ChartBuilder::on(&left).caption(&title, ("sans-serif", 22)).margin(14).x_label_area_size(40).y_label_area_size(56).build_cartesian_2d(x0..x1, y0..y1)?;
         chart.configure_mesh().disable_mesh().x_desc("x").y_desc("y").label_style(("sans-serif", 14)).draw()?;
         let area = chart.plotting_area();
@@ -119,6 +122,21 @@ pub fn field_png(path: &Path, title: &str, label: &str, p: &Picture) -> PlotResu
         root.present()?;
         Ok(())
     })
+}
+
+/// The x and y ranges widened about their centres so that one unit is as
+/// many pixels along x as along y in the plotting area.
+fn equal_scales(x: (f64, f64), y: (f64, f64)) -> ((f64, f64), (f64, f64)) {
+    // plotting area: the image less the colour bar, margins, caption and labels
+    let (w, h) = ((SIZE.0 - BAR - 28 - 56) as f64, (SIZE.1 - 28 - 32 - 40) as f64);
+    let (mut dx, mut dy) = ((x.1 - x.0).max(1e-300), (y.1 - y.0).max(1e-300));
+    if dx / w > dy / h {
+        dy = dx * h / w;
+    } else {
+        dx = dy * w / h;
+    }
+    let (cx, cy) = (0.5 * (x.0 + x.1), 0.5 * (y.0 + y.1));
+    ((cx - 0.5 * dx, cx + 0.5 * dx), (cy - 0.5 * dy, cy + 0.5 * dy))
 }
 
 /// Calls `put(x, y, value)` for every pixel whose centre lies in the

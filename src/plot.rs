@@ -121,6 +121,35 @@ pub fn roofline(path: &Path, title: &str, copy_gbytes_per_second: f64, series: &
     Ok(())
 }
 
+/// Relative residual (log scale) against iteration, one line per series.
+pub fn convergence(path: &Path, title: &str, series: &[Series]) -> PlotResult {
+    register_font();
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (_, n) = bounds(series, |p| p.0);
+    let positive = |p: &(f64, f64)| if p.1 > 0.0 { p.1 } else { f64::NAN };
+    let (r0, r1) = bounds(series, positive);
+    let n = if n.is_finite() { n.max(1.0) } else { 1.0 };
+    let (r0, r1) = if r0.is_finite() { (r0 / 2.0, r1 * 2.0) } else { (1e-12, 1.0) };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..n, (r0..r1).log_scale())?;
+    chart.configure_mesh().x_desc("iteration").y_desc("relative residual").y_label_formatter(&|v| format!("{v:.0e}")).label_style(("sans-serif", 15)).draw()?;
+    for (i, s) in series.iter().enumerate() {
+        let c = colour(i);
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied().filter(|p| p.1 > 0.0), c.stroke_width(2)))?
+            .label(&s.name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    }
+    chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.85)).border_style(BLACK).label_font(("sans-serif", 13)).draw()?;
+    root.present()?;
+    Ok(())
+}
+
 /// A tick label with the digits that matter.
 fn compact(v: f64) -> String {
     match v.abs() {

@@ -59,6 +59,14 @@ fn bp_and_solve_suites_chart_against_degree() {
     assert!(points.iter().all(|p| p["throughput"].as_f64().unwrap() > 0.0));
     assert!(is_png(&dir.join("solve-throughput-2d.png")));
     assert!(!dir.join("solve-roofline.png").exists(), "no flop counts, no roofline chart");
+    // every solve keeps its residual history, falling to the tolerance, and is charted
+    for p in points {
+        let h: Vec<f64> = p["history"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        assert!(h.len() >= 2 && h[0] == 1.0 && *h.last().unwrap() <= 1e-8, "{h:?}");
+    }
+    assert!(is_png(&dir.join("solve-convergence-2d.png")) && is_png(&dir.join("solve-convergence-3d.png")));
+    let (dir, v) = run("bp", &["--size", "3000", "--degrees", "1"]);
+    assert!(v["points"][0].get("history").is_none() && !dir.join("bp-convergence.png").exists());
 }
 
 #[test]
