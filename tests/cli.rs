@@ -44,7 +44,7 @@ fn info_text_names_the_ptx_targets() {
 
 #[test]
 fn cpu_demo_passes_and_reports_bandwidth() {
-    let out = fem(&["demo", "--backend", "cpu", "--size", "100003", "--repeats", "3", "--json"]);
+    let out = fem(&["demo", "kernels", "--backend", "cpu", "--size", "100003", "--repeats", "3", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["passed"], true);
@@ -56,7 +56,7 @@ fn cpu_demo_passes_and_reports_bandwidth() {
 
 #[test]
 fn cpu_demo_text_in_single_precision() {
-    let out = fem(&["demo", "--backend", "cpu", "--size", "4097", "--repeats", "2", "--precision", "f32"]);
+    let out = fem(&["demo", "kernels", "--backend", "cpu", "--size", "4097", "--repeats", "2", "--precision", "f32"]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("f32 vectors of 4097 elements") && text.contains("all results agree"), "{text}");
@@ -65,18 +65,18 @@ fn cpu_demo_text_in_single_precision() {
 #[test]
 fn usage_errors_exit_2() {
     assert_eq!(fem(&["demo", "--backend", "opencl"]).status.code(), Some(2));
-    assert_eq!(fem(&["demo", "--repeats", "0"]).status.code(), Some(2));
+    assert_eq!(fem(&["demo", "kernels", "--repeats", "0"]).status.code(), Some(2));
     assert_eq!(fem(&["frobnicate"]).status.code(), Some(2));
     assert_eq!(fem(&[]).status.code(), Some(2));
 }
 
 #[test]
 fn errors_exit_1_with_a_message() {
-    let out = fem(&["demo", "--backend", "cpu", "--size", "0"]);
+    let out = fem(&["demo", "kernels", "--backend", "cpu", "--size", "0"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("error: invalid argument"));
     if !has_gpu() {
-        let out = fem(&["demo", "--backend", "cuda"]);
+        let out = fem(&["demo", "kernels", "--backend", "cuda"]);
         assert_eq!(out.status.code(), Some(1));
         assert!(String::from_utf8_lossy(&out.stderr).contains("CUDA is not available"));
     }
@@ -86,7 +86,9 @@ fn errors_exit_1_with_a_message() {
 fn help_has_examples() {
     let out = fem(&["demo", "--help"]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("fem demo --backend cpu"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fem demo --backend cpu --refine 2"));
+    let out = fem(&["demo", "kernels", "--help"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fem demo kernels --backend cpu"));
 }
 
 #[test]

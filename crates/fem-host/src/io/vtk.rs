@@ -8,6 +8,7 @@
 
 use crate::mesh::simplex::SimplexMesh;
 use crate::mesh::Mesh;
+use crate::space::NodalSpace;
 use base64::Engine;
 use std::path::Path;
 use thiserror::Error;
@@ -30,6 +31,9 @@ pub enum VtkError {
     /// them (unclosed tags, bad base64, unparsable numbers).
     #[error("not a VTK file fem can read back: {0}")]
     Parse(String),
+    /// Cells this writer has no VTK type for.
+    #[error("no VTK output for {0}")]
+    Unsupported(String),
     /// Writing the file (or renaming it into place) failed.
     #[error("cannot write {path}: {source}")]
     Io {
@@ -66,6 +70,8 @@ const VTK_TRIANGLE: u8 = 5;
 const VTK_TETRA: u8 = 10;
 const VTK_QUAD: u8 = 9;
 const VTK_HEXAHEDRON: u8 = 12;
+const VTK_QUADRATIC_TRIANGLE: u8 = 22;
+const VTK_QUADRATIC_TETRA: u8 = 24;
 
 /// The cells of a grid as VTK lists them.
 pub(crate) struct Grid<'a> {
@@ -120,6 +126,28 @@ pub(crate) fn grid_vtu(g: &Grid, points: &[Field], cells: &[Field], enc: Encodin
     s += &array("UInt8", "types", 1, &Values::U8(vec![g.kind; n_cells]), enc);
     s += "</Cells>\n</Piece>\n</UnstructuredGrid>\n</VTKFile>\n";
     Ok(s)
+}
+
+/// The `.vtu` text of a P1 or P2 simplex space with `points` fields per
+/// node: linear or quadratic triangles and tetrahedra, whose node order
+/// (corners, then the edge midpoints of [`fem_core::shape::Shape::edges`])
+/// is VTK's, so ParaView draws the quadratic field the solver computed.
+pub fn vtu_nodal(space: &NodalSpace, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
+    use fem_core::shape::Shape;
+    let kind = match (space.shape, space.degree) {
+        (Shape::Triangle, 1) => VTK_TRIANGLE,
+        (Shape::Tetrahedron, 1) => VTK_TETRA,
+        (Shape::Triangle, 2) => VTK_QUADRATIC_TRIANGLE,
+        (Shape::Tetrahedron, 2) => VTK_QUADRATIC_TETRA,
+        (s, p) => return Err(VtkError::Unsupported(format!("{} cells of degree {p} (P1/P2 simplex spaces are written)", s.name()))),
+    };
+    let conn = space.cell_dofs.iter().map(|&d| d as i64).collect();
+    grid_vtu(&Grid { coords: &space.dof_coords, conn, nv: space.nb(), kind }, points, cells, enc)
+}
+
+/// Writes [`vtu_nodal`] to `path` whole or not at all.
+pub fn write_nodal(path: &Path, space: &NodalSpace, points: &[Field], cells: &[Field], enc: Encoding) -> Result<(), VtkError> {
+    write_text(path, &vtu_nodal(space, points, cells, enc)?)
 }
 
 /// Writes [`vtu`] to `path` whole or not at all.

@@ -8,6 +8,7 @@ pub mod heart;
 pub mod hole;
 pub mod refine;
 pub mod simplex;
+pub mod simplex_refine;
 pub mod spectral;
 pub mod validate;
 

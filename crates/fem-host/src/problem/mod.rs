@@ -4,4 +4,6 @@
 pub mod cardiac;
 pub mod field;
 pub mod hole;
+pub mod nonlinear;
+pub mod phases;
 pub mod poisson;

@@ -4,8 +4,10 @@
 
 pub mod cardiac;
 pub mod elasticity;
+pub mod minimal_surface;
 pub mod poisson;
 
 pub use cardiac::Monodomain;
 pub use elasticity::Elasticity;
+pub use minimal_surface::MinimalSurface;
 pub use poisson::Poisson;

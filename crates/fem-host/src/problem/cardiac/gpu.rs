@@ -10,9 +10,6 @@ use crate::operator::pointwise::{GpuPointwise, Transposition};
 use crate::sparse::assembly::gather_matrix;
 use crate::sparse::cusparse::CusparseCsr;
 use crate::sparse::device::{gpu_gather, GpuEllWarp};
-use crate::sparse::params::SpmvParams;
-use crate::sparse::stats::RowStats;
-use crate::sparse::warp::{EllWarp, Numbering};
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, CudaBackend, Result};
 use cudarc::driver::{CudaSlice, PushKernelArg};
@@ -125,12 +122,7 @@ impl Ops for CudaBackend {
     fn matrix(&self, s: &GpuState, setup: &Setup, _: &Config) -> Result<Box<dyn Spmv<CudaBackend, f64>>> {
         Ok(match s.kernel {
             Kernel::Cusparse => Box::new(CusparseCsr::new(self, &setup.csr)?),
-            Kernel::Warp => {
-                let cpu = CpuBackend::new(None)?;
-                let p = SpmvParams::a_priori(&RowStats::of(&setup.csr));
-                let m = EllWarp::new(&cpu, &setup.csr, setup.csr.n_rows, Some(p.threshold), Numbering::Remap)?;
-                Box::new(GpuEllWarp::upload(self, &m, p.block)?)
-            }
+            Kernel::Warp => Box::new(crate::problem::nonlinear::gpu::warp_matrix(self, &setup.csr)?),
         })
     }
 

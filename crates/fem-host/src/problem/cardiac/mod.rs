@@ -24,11 +24,12 @@ mod gpu;
 use crate::mesh::simplex::SimplexMesh;
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{csr_pattern, Aux, Pointwise};
-use crate::operator::LinearOperator;
 use crate::solver::{pcg, CgOptions, Jacobi};
 use crate::space::NodalSpace;
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, Error, Result};
+pub use super::phases::Split;
+use super::phases::{timed, MatrixOp};
 use fem_kernels::physics::cardiac::{self as ap, Monodomain as Physics};
 use serde::Serialize;
 use std::time::Instant;
@@ -273,33 +274,6 @@ pub trait Ops: Backend + Sized {
     fn describe(&self, s: &Self::State) -> String;
 }
 
-/// Seconds per phase, the split of the paper's Figures 2–3.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct Split {
-    /// Gather, element residuals and matrices, point-history update.
-    pub element: f64,
-    /// Residual and matrix assembly, value reordering, Jacobi diagonal.
-    pub assembly: f64,
-    /// Jacobi-PCG.
-    pub solve: f64,
-    /// Device ↔ host copies (field output).
-    pub transfer: f64,
-}
-
-impl Split {
-    /// Seconds of all four phases together.
-    pub fn total(&self) -> f64 {
-        self.element + self.assembly + self.solve + self.transfer
-    }
-
-    fn add(&mut self, o: &Split) {
-        self.element += o.element;
-        self.assembly += o.assembly;
-        self.solve += o.solve;
-        self.transfer += o.transfer;
-    }
-}
-
 /// One time step.
 #[derive(Clone, Debug, Serialize)]
 pub struct StepReport {
@@ -316,30 +290,6 @@ pub struct StepReport {
     pub residuals: Vec<f64>,
     /// Seconds of the step per phase.
     pub split: Split,
-}
-
-/// `y = A x` through an SpMV format.
-struct MatrixOp<'a, B: Backend>(&'a dyn Spmv<B, f64>, usize);
-
-impl<B: Backend> LinearOperator<B, f64> for MatrixOp<'_, B> {
-    fn rows(&self) -> usize {
-        self.1
-    }
-    fn apply(&self, b: &B, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
-        self.0.apply(b, x, y)
-    }
-    fn diagonal(&self, _: &B) -> Result<B::Vector<f64>> {
-        Err(Error::InvalidArgument("the cardiac matrix keeps its inverse diagonal, not its diagonal".into()))
-    }
-}
-
-/// Runs `f` and adds its time, device work included, to `acc`.
-fn timed<B: Backend, R>(b: &B, acc: &mut f64, f: impl FnOnce() -> Result<R>) -> Result<R> {
-    let start = Instant::now();
-    let r = f()?;
-    b.synchronize()?;
-    *acc += start.elapsed().as_secs_f64();
-    Ok(r)
 }
 
 /// The monodomain solver on backend `B`.

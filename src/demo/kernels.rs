@@ -1,4 +1,4 @@
-//! The demo job: runs the BLAS-1 kernels on a backend, checks each result
+//! `fem demo kernels`: runs the BLAS-1 kernels on a backend, checks each result
 //! against the CPU backend, and measures bandwidth against the copy
 //! roofline of the same bytes in the same run.
 

@@ -1,0 +1,78 @@
+//! The Newton solver's operations on the CPU: the physics' generated CPU
+//! variants on rayon, assembly by the serial scatter through the position
+//! maps, CSR for CG.
+
+use super::{NewtonOps, Setup};
+use crate::operator::pointwise::{scatter_add, Pointwise};
+use crate::sparse::Spmv;
+use crate::{Backend, CpuBackend, Result};
+use fem_kernels::pointwise::Kernels;
+
+/// The CPU's copy of the set-up, with the physics type erased.
+pub struct CpuState {
+    residual: Box<dyn Fn(&CpuBackend, &[f64]) -> Result<Vec<f64>> + Send + Sync>,
+    jacobian: Box<dyn Fn(&CpuBackend, &[f64]) -> Result<Vec<f64>> + Send + Sync>,
+    gather: Vec<u32>,
+    pos: [Vec<u32>; 2],
+    base: Vec<f64>,
+    diag_pos: Vec<u32>,
+}
+
+fn erase<K: Kernels<f64> + 'static>(p: Pointwise<f64, K>, jacobian: bool) -> Box<dyn Fn(&CpuBackend, &[f64]) -> Result<Vec<f64>> + Send + Sync> {
+    Box::new(move |cpu, u| if jacobian { p.jacobian_cpu(cpu, u) } else { p.residual_cpu(cpu, u) })
+}
+
+impl NewtonOps for CpuBackend {
+    type State = CpuState;
+
+    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>) -> Result<CpuState> {
+        Ok(CpuState {
+            residual: erase(setup.physics.clone(), false),
+            jacobian: erase(setup.physics.clone(), true),
+            gather: setup.gather.clone(),
+            pos: [setup.residual_pos.clone(), setup.entry_pos.clone()],
+            base: setup.csr.val.clone(),
+            diag_pos: setup.diag_pos.clone(),
+        })
+    }
+
+    fn gather(&self, s: &CpuState, u: &Vec<f64>, ue: &mut Vec<f64>) -> Result<()> {
+        crate::error::same_len("gather values", s.gather.len(), ue.len())?;
+        for (e, &g) in ue.iter_mut().zip(&s.gather) {
+            *e = u[g as usize];
+        }
+        Ok(())
+    }
+
+    fn elements(&self, s: &CpuState, jacobian: bool, ue: &Vec<f64>, out: &mut Vec<f64>) -> Result<()> {
+        let v = if jacobian { (s.jacobian)(self, ue)? } else { (s.residual)(self, ue)? };
+        out[..v.len()].copy_from_slice(&v);
+        Ok(())
+    }
+
+    fn assemble(&self, s: &CpuState, matrix: bool, elem: &Vec<f64>, out: &mut Vec<f64>) -> Result<()> {
+        if matrix {
+            out.copy_from_slice(&s.base);
+        } else {
+            out.fill(0.0);
+        }
+        let pos = &s.pos[matrix as usize];
+        scatter_add(pos, &elem[..pos.len()], out);
+        Ok(())
+    }
+
+    fn inverse_diagonal(&self, s: &CpuState, kflat: &Vec<f64>, inv: &mut Vec<f64>) -> Result<()> {
+        for (i, &p) in inv.iter_mut().zip(&s.diag_pos) {
+            *i = 1.0 / kflat[p as usize];
+        }
+        Ok(())
+    }
+
+    fn matrix<K: Kernels<f64>>(&self, _: &CpuState, setup: &Setup<K>) -> Result<Box<dyn Spmv<CpuBackend, f64>>> {
+        Ok(Box::new(setup.csr.clone()))
+    }
+
+    fn describe(&self, _: &CpuState) -> String {
+        format!("{}, assembly by serial scatter, CG on CSR", self.name())
+    }
+}

@@ -1,0 +1,93 @@
+//! The Newton solver's operations on the GPU: everything stays on the
+//! device across iterations. Element residuals and tangents by thread
+//! transposition (the physics' generated entry points), assembly by atomic
+//! adds through the position maps (fixed rows and columns skipped), the
+//! tangent's values refilled into ELL-WARP for CG.
+
+use super::{NewtonOps, Setup};
+use crate::operator::csr::Csr;
+use crate::operator::pointwise::{GpuPointwise, Transposition};
+use crate::sparse::device::{gpu_gather, GpuEllWarp};
+use crate::sparse::params::SpmvParams;
+use crate::sparse::stats::RowStats;
+use crate::sparse::warp::{EllWarp, Numbering};
+use crate::sparse::Spmv;
+use crate::{Backend, CpuBackend, CudaBackend, Result};
+use cudarc::driver::{CudaSlice, PushKernelArg};
+use fem_kernels::pointwise::Kernels;
+
+/// The assembled matrix `csr` (values refilled later) as ELL-WARP K2 with
+/// the a-priori threshold and block, x and y in the original numbering.
+pub(crate) fn warp_matrix(gpu: &CudaBackend, csr: &Csr<f64>) -> Result<GpuEllWarp<f64>> {
+    let cpu = CpuBackend::new(None)?;
+    let p = SpmvParams::a_priori(&RowStats::of(csr));
+    let m = EllWarp::new(&cpu, csr, csr.n_rows, Some(p.threshold), Numbering::Remap)?;
+    GpuEllWarp::upload(gpu, &m, p.block)
+}
+
+/// What the device holds.
+pub struct GpuState {
+    physics: GpuPointwise<f64>,
+    launch: Transposition,
+    gather: CudaSlice<u32>,
+    /// Residual and tangent targets of the element values.
+    pos: [CudaSlice<u32>; 2],
+    /// What the tangent's values start from before the adds (1 on fixed diagonals).
+    base: CudaSlice<f64>,
+    diag_pos: CudaSlice<u32>,
+}
+
+impl NewtonOps for CudaBackend {
+    type State = GpuState;
+
+    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>) -> Result<GpuState> {
+        let s = self.stream();
+        let (ne, nl) = (setup.physics.n_cells, setup.physics.variant.n_local());
+        self.ensure_free(8 * (ne * nl * (nl + 3) + setup.csr.nnz() * 4 + setup.n_rows() * 12))?;
+        let physics = GpuPointwise::new(self, &setup.physics)?;
+        Ok(GpuState {
+            launch: Transposition::default_for(&physics.variant),
+            physics,
+            gather: s.clone_htod(&setup.gather)?,
+            pos: [s.clone_htod(&setup.residual_pos)?, s.clone_htod(&setup.entry_pos)?],
+            base: self.upload(&setup.csr.val)?,
+            diag_pos: s.clone_htod(&setup.diag_pos)?,
+        })
+    }
+
+    fn gather(&self, s: &GpuState, u: &CudaSlice<f64>, ue: &mut CudaSlice<f64>) -> Result<()> {
+        gpu_gather(self, &s.gather, u, ue)
+    }
+
+    fn elements(&self, s: &GpuState, jacobian: bool, ue: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
+        s.physics.evaluate(self, jacobian, s.launch, ue, out)
+    }
+
+    fn assemble(&self, s: &GpuState, matrix: bool, elem: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
+        if matrix {
+            self.copy(&s.base, out)?;
+        } else {
+            self.stream().memset_zeros(out)?;
+        }
+        let pos = &s.pos[matrix as usize];
+        let f = self.kernel::<f64>("scatter_add")?;
+        let n = pos.len();
+        unsafe { self.stream().launch_builder(&f).arg(&n).arg(pos).arg(elem).arg(out).launch(self.grid::<f64>(n, 0)) }?;
+        Ok(())
+    }
+
+    fn inverse_diagonal(&self, s: &GpuState, kflat: &CudaSlice<f64>, inv: &mut CudaSlice<f64>) -> Result<()> {
+        let f = self.kernel::<f64>("inverse_gathered")?;
+        let n = inv.len();
+        unsafe { self.stream().launch_builder(&f).arg(&n).arg(&s.diag_pos).arg(kflat).arg(inv).launch(self.grid::<f64>(n, 0)) }?;
+        Ok(())
+    }
+
+    fn matrix<K: Kernels<f64>>(&self, _: &GpuState, setup: &Setup<K>) -> Result<Box<dyn Spmv<CudaBackend, f64>>> {
+        Ok(Box::new(warp_matrix(self, &setup.csr)?))
+    }
+
+    fn describe(&self, s: &GpuState) -> String {
+        format!("{}, element kernels by thread transposition {} × {}, assembly by atomics, CG on ELL-WARP", self.name(), s.launch.blocks, s.launch.batches)
+    }
+}

@@ -1,0 +1,285 @@
+//! Newton's method for a `#[fem_kernel]` physics on a nodal space with
+//! Dirichlet values on the boundary, on either backend and resident there:
+//! per iteration the residual and tangent are evaluated and assembled on
+//! the backend, the update solved by Jacobi-PCG on the assembled tangent,
+//! and a backtracking line search halves the step until the residual norm
+//! falls; only norms come back to the host.
+//!
+//! Boundary rows are fixed: their residual entries and every tangent
+//! entry in a fixed row or column are skipped by the assembly (position
+//! `u32::MAX`), and fixed diagonals start at 1, so the update is zero
+//! there and u keeps its boundary values.
+
+pub mod cpu;
+pub mod gpu;
+
+use super::phases::{timed, MatrixOp, Split};
+use crate::operator::csr::Csr;
+use crate::operator::pointwise::{csr_pattern, Aux, Pointwise};
+use crate::solver::{pcg, CgOptions, Jacobi};
+use crate::space::NodalSpace;
+use crate::sparse::Spmv;
+use crate::{Backend, CpuBackend, Error, Result};
+use fem_kernels::pointwise::Kernels;
+use serde::Serialize;
+use std::time::Instant;
+
+/// Position that the assembly skips.
+const NONE: u32 = u32::MAX;
+
+/// The problem as the backends read it.
+pub struct Setup<K> {
+    /// The physics on the space.
+    pub physics: Pointwise<f64, K>,
+    /// Global index of every E-vector entry (`cell·nb·nc + b·nc + c` →
+    /// `dof·nc + c`).
+    pub gather: Vec<u32>,
+    /// Global row of every element-residual entry, `NONE` in fixed rows.
+    pub residual_pos: Vec<u32>,
+    /// CSR position of every element-tangent entry, `NONE` in fixed rows
+    /// and columns.
+    pub entry_pos: Vec<u32>,
+    /// The tangent's pattern; its values are what assembly starts from
+    /// (1 on fixed diagonals, 0 elsewhere).
+    pub csr: Csr<f64>,
+    /// CSR position of each row's diagonal.
+    pub diag_pos: Vec<u32>,
+    /// Rows held at their given values.
+    pub fixed: Vec<bool>,
+}
+
+impl<K: Kernels<f64>> Setup<K> {
+    /// The physics `K` on `space` (no auxiliary fields) with every
+    /// component of the boundary nodes fixed.
+    pub fn new(cpu: &CpuBackend, space: &NodalSpace) -> Result<Self> {
+        Self::with_aux(cpu, space, Aux::None)
+    }
+
+    /// [`Setup::new`] with auxiliary fields (coefficients, loads).
+    pub fn with_aux(cpu: &CpuBackend, space: &NodalSpace, aux: Aux<'_>) -> Result<Self> {
+        let physics = Pointwise::<f64, K>::new(space, None, aux)?;
+        let nc = physics.variant.nc;
+        let gather: Vec<u32> = space.cell_dofs.iter().flat_map(|&g| (0..nc as u32).map(move |c| g * nc as u32 + c)).collect();
+        let fixed: Vec<bool> = space.boundary.iter().flat_map(|&b| std::iter::repeat_n(b, nc)).collect();
+        let residual_pos = gather.iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
+        let (mut csr, pos) = csr_pattern::<f64>(cpu, space, nc)?;
+        let nl = space.nb() * nc;
+        let entry_pos = pos
+            .iter()
+            .enumerate()
+            .map(|(k, &p)| {
+                let (e, i, j) = (k / (nl * nl), k / nl % nl, k % nl);
+                let (r, c) = (gather[e * nl + i] as usize, gather[e * nl + j] as usize);
+                if fixed[r] || fixed[c] { NONE } else { p }
+            })
+            .collect();
+        let diag_pos: Vec<u32> = (0..csr.n_rows).map(|r| csr.position(r, r as u32).map(|p| p as u32).ok_or_else(|| Error::InvalidArgument(format!("row {r} has no diagonal")))).collect::<Result<_>>()?;
+        csr.val.fill(0.0);
+        for (r, &p) in diag_pos.iter().enumerate() {
+            if fixed[r] {
+                csr.val[p as usize] = 1.0;
+            }
+        }
+        Ok(Self { physics, gather, residual_pos, entry_pos, csr, diag_pos, fixed })
+    }
+
+    /// Rows of the global system (nodes × components).
+    pub fn n_rows(&self) -> usize {
+        self.fixed.len()
+    }
+}
+
+/// What differs between the backends.
+pub trait NewtonOps: Backend + Sized {
+    /// Uploaded data and prepared kernels.
+    type State;
+    /// Copies the set-up to the backend.
+    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>) -> Result<Self::State>;
+    /// E-vector `ue` of the global `u`.
+    fn gather(&self, s: &Self::State, u: &Self::Vector<f64>, ue: &mut Self::Vector<f64>) -> Result<()>;
+    /// Element residuals, or element tangents when `jacobian`.
+    fn elements(&self, s: &Self::State, jacobian: bool, ue: &Self::Vector<f64>, out: &mut Self::Vector<f64>) -> Result<()>;
+    /// The global residual, or the tangent's CSR values when `matrix`.
+    fn assemble(&self, s: &Self::State, matrix: bool, elem: &Self::Vector<f64>, out: &mut Self::Vector<f64>) -> Result<()>;
+    /// 1 / diagonal of the tangent's CSR values.
+    fn inverse_diagonal(&self, s: &Self::State, kflat: &Self::Vector<f64>, inv: &mut Self::Vector<f64>) -> Result<()>;
+    /// The format CG applies the tangent in (values refilled each iteration).
+    fn matrix<K: Kernels<f64>>(&self, s: &Self::State, setup: &Setup<K>) -> Result<Box<dyn Spmv<Self, f64>>>;
+    /// The backend and its kernels, for reports.
+    fn describe(&self, s: &Self::State) -> String;
+}
+
+/// When to stop.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct NewtonOptions {
+    /// Converged when ‖R‖ ≤ max(rtol · ‖R₀‖, atol).
+    pub rtol: f64,
+    /// Absolute floor of the residual norm.
+    pub atol: f64,
+    /// Newton updates at most.
+    pub max_iterations: usize,
+    /// Relative tolerance of CG on each update.
+    pub krylov_rtol: f64,
+    /// CG iterations per update at most.
+    pub max_krylov: usize,
+    /// Step halvings of the line search at most.
+    pub max_halvings: usize,
+}
+
+impl Default for NewtonOptions {
+    fn default() -> Self {
+        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10 }
+    }
+}
+
+/// One Newton update.
+#[derive(Clone, Debug, Serialize)]
+pub struct NewtonStep {
+    /// Number of the update, from 1.
+    pub iteration: usize,
+    /// ‖R‖ after it.
+    pub residual: f64,
+    /// CG iterations of its linear solve.
+    pub krylov_iterations: usize,
+    /// The step length the line search took (1 = the full Newton step).
+    pub step_length: f64,
+}
+
+/// The outcome of a solve.
+#[derive(Clone, Debug, Serialize)]
+pub struct NewtonReport {
+    /// The backend and its kernels.
+    pub kernels: String,
+    /// Rows of the system (nodes × components), fixed ones included.
+    pub rows: usize,
+    /// ‖R‖ at the start and after every update.
+    pub residuals: Vec<f64>,
+    /// Every update.
+    pub steps: Vec<NewtonStep>,
+    /// CG iterations over all updates.
+    pub krylov_iterations: usize,
+    /// Whether ‖R‖ reached the tolerance.
+    pub converged: bool,
+    /// Seconds of uploads and format set-up on the backend.
+    pub setup_seconds: f64,
+    /// Seconds per phase of the iterations (element evaluation, assembly,
+    /// CG and the line search's vector updates under `solve`).
+    pub split: Split,
+}
+
+/// Solves R(u) = 0 from `initial` (whose fixed rows hold the Dirichlet
+/// values, kept throughout) on backend `b`; `progress` sees every update.
+/// Returns u on the host and the report; an error when the tangent is not
+/// positive definite, the line search finds no decrease or the residual
+/// stops being finite.
+pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, initial: &[f64], o: &NewtonOptions, progress: &mut dyn FnMut(&NewtonStep)) -> Result<(Vec<f64>, NewtonReport)> {
+    let n = setup.n_rows();
+    crate::error::same_len("initial guess", initial.len(), n)?;
+    let start = Instant::now();
+    let state = b.prepare(setup)?;
+    let mut matrix = b.matrix(&state, setup)?;
+    let (ne, nl) = (setup.physics.n_cells, setup.physics.variant.n_local());
+    let mut u = b.upload(initial)?;
+    let mut trial = b.zeros(n)?;
+    let (mut ue, mut relem, mut kelem) = (b.zeros(ne * nl)?, b.zeros(ne * nl)?, b.zeros(ne * nl * nl)?);
+    let (mut r, mut kflat, mut delta) = (b.zeros(n)?, b.zeros(setup.csr.nnz())?, b.zeros(n)?);
+    let mut jacobi = Jacobi { inv_diag: b.zeros(n)? };
+    b.synchronize()?;
+    let setup_seconds = start.elapsed().as_secs_f64();
+    let mut split = Split::default();
+    let residual = |u: &B::Vector<f64>, ue: &mut B::Vector<f64>, relem: &mut B::Vector<f64>, r: &mut B::Vector<f64>, split: &mut Split| -> Result<f64> {
+        timed(b, &mut split.element, || {
+            b.gather(&state, u, ue)?;
+            b.elements(&state, false, ue, relem)
+        })?;
+        timed(b, &mut split.assembly, || b.assemble(&state, false, relem, r))?;
+        let norm = b.norm2(r)?;
+        if norm.is_finite() { Ok(norm) } else { Err(Error::InvalidArgument("the residual is not finite".into())) }
+    };
+    let mut residuals = vec![residual(&u, &mut ue, &mut relem, &mut r, &mut split)?];
+    let tol = (o.rtol * residuals[0]).max(o.atol);
+    let mut steps = Vec::new();
+    while *residuals.last().expect("one residual") > tol && steps.len() < o.max_iterations {
+        let now = *residuals.last().expect("one residual");
+        // `ue` holds the gather of u from its residual.
+        timed(b, &mut split.element, || b.elements(&state, true, &ue, &mut kelem))?;
+        timed(b, &mut split.assembly, || {
+            b.assemble(&state, true, &kelem, &mut kflat)?;
+            matrix.reorder(b, &kflat)?;
+            b.inverse_diagonal(&state, &kflat, &mut jacobi.inv_diag)
+        })?;
+        let opts = CgOptions { rtol: o.krylov_rtol, max_iterations: o.max_krylov, jacobi: false };
+        let cg = timed(b, &mut split.solve, || {
+            b.axpby(0.0, &r, 0.0, &mut delta)?;
+            pcg(b, &MatrixOp(&*matrix, n), &jacobi, &r, &mut delta, opts)
+        })
+        .map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
+        let mut alpha = 1.0;
+        let mut next;
+        loop {
+            timed(b, &mut split.solve, || {
+                b.copy(&u, &mut trial)?;
+                b.axpy(-alpha, &delta, &mut trial)
+            })?;
+            next = residual(&trial, &mut ue, &mut relem, &mut r, &mut split)?;
+            if next < (1.0 - 1e-4 * alpha) * now {
+                break;
+            }
+            if alpha <= 0.5f64.powi(o.max_halvings as i32) {
+                return Err(Error::InvalidArgument(format!("Newton update {}: no step length down to {alpha} lowers ‖R‖ = {now:.3e}; start closer to the solution", steps.len() + 1)));
+            }
+            alpha *= 0.5;
+        }
+        std::mem::swap(&mut u, &mut trial);
+        residuals.push(next);
+        let s = NewtonStep { iteration: steps.len() + 1, residual: next, krylov_iterations: cg.iterations, step_length: alpha };
+        progress(&s);
+        steps.push(s);
+    }
+    let converged = *residuals.last().expect("one residual") <= tol;
+    let report = NewtonReport { kernels: b.describe(&state), rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds, split };
+    Ok((b.download(&u)?, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::simplex::SimplexBox;
+    use fem_kernels::physics::Poisson;
+
+    /// −Δu = 0 with the boundary values of a linear function: P1 and P2
+    /// reproduce it, so the fixed rows and the skipped entries are right.
+    #[test]
+    fn dirichlet_rows_reproduce_a_linear_solution() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        for dim in [2, 3] {
+            let mesh = SimplexBox::unstructured(dim, 3, 4).build().unwrap();
+            for degree in [1, 2] {
+                let space = NodalSpace::simplex(&mesh, degree).unwrap();
+                let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
+                let setup = Setup::<Poisson>::with_aux(&cpu, &space, Aux::Nodal(&coefficients)).unwrap();
+                let exact = |x: &[f64; 3]| 1.0 + x[0] - 2.0 * x[1] + 0.5 * x[2];
+                // fixed rows skip every entry of theirs, and so do their columns
+                let nl = space.nb();
+                for (k, &p) in setup.entry_pos.iter().enumerate() {
+                    let (e, i, j) = (k / (nl * nl), k / nl % nl, k % nl);
+                    let (r, c) = (setup.gather[e * nl + i] as usize, setup.gather[e * nl + j] as usize);
+                    assert_eq!(p == NONE, setup.fixed[r] || setup.fixed[c]);
+                }
+                let start: Vec<f64> = space.dof_coords.iter().zip(&space.boundary).map(|(x, &b)| if b { exact(x) } else { 0.0 }).collect();
+                let (u, r) = solve(&cpu, &setup, &start, &NewtonOptions::default(), &mut |_| {}).unwrap();
+                assert!(r.converged && r.steps.len() == 1, "{dim}D P{degree}: {:?}", r.residuals);
+                let worst = u.iter().zip(&space.dof_coords).map(|(v, x)| (v - exact(x)).abs()).fold(0.0, f64::max);
+                assert!(worst < 1e-9, "{dim}D P{degree}: {worst:e}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_wrong_length_start_is_an_error() {
+        let cpu = CpuBackend::new(Some(1)).unwrap();
+        let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 1).unwrap();
+        let setup = Setup::<fem_kernels::physics::MinimalSurface>::new(&cpu, &space).unwrap();
+        assert!(solve(&cpu, &setup, &[0.0; 3], &NewtonOptions::default(), &mut |_| {}).is_err());
+    }
+}

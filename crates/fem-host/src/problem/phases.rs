@@ -1,0 +1,61 @@
+//! What the nonlinear solvers share: the time split by phase, a timer
+//! that includes the device's work, and an SpMV format as the linear
+//! operator of CG.
+
+use crate::operator::LinearOperator;
+use crate::sparse::Spmv;
+use crate::{Backend, Error, Result};
+use serde::Serialize;
+use std::time::Instant;
+
+/// Seconds per phase, the split of the paper's Figures 2–3.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Split {
+    /// Gather, element residuals and matrices, point-history update.
+    pub element: f64,
+    /// Residual and matrix assembly, value reordering, Jacobi diagonal.
+    pub assembly: f64,
+    /// Jacobi-PCG.
+    pub solve: f64,
+    /// Device ↔ host copies (field output).
+    pub transfer: f64,
+}
+
+impl Split {
+    /// Seconds of all four phases together.
+    pub fn total(&self) -> f64 {
+        self.element + self.assembly + self.solve + self.transfer
+    }
+
+    /// Adds another split phase by phase.
+    pub fn add(&mut self, o: &Split) {
+        self.element += o.element;
+        self.assembly += o.assembly;
+        self.solve += o.solve;
+        self.transfer += o.transfer;
+    }
+}
+
+/// `y = A x` through an SpMV format of `.1` rows.
+pub(crate) struct MatrixOp<'a, B: Backend>(pub &'a dyn Spmv<B, f64>, pub usize);
+
+impl<B: Backend> LinearOperator<B, f64> for MatrixOp<'_, B> {
+    fn rows(&self) -> usize {
+        self.1
+    }
+    fn apply(&self, b: &B, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
+        self.0.apply(b, x, y)
+    }
+    fn diagonal(&self, _: &B) -> Result<B::Vector<f64>> {
+        Err(Error::InvalidArgument("an assembled tangent keeps its inverse diagonal, not its diagonal".into()))
+    }
+}
+
+/// Runs `f` and adds its time, device work included, to `acc`.
+pub(crate) fn timed<B: Backend, R>(b: &B, acc: &mut f64, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    let start = Instant::now();
+    let r = f()?;
+    b.synchronize()?;
+    *acc += start.elapsed().as_secs_f64();
+    Ok(r)
+}
