@@ -1,8 +1,9 @@
 //! fem: finite-element computation on NVIDIA GPUs, with a CPU backend.
 //!
-//! This facade is the crate a user adds. It re-exports the workspace
-//! crates and embeds the PTX that the build script compiled from
-//! `fem-kernels`, so [`open_backend`] gives a ready GPU (or CPU) backend:
+//! This facade is the crate a user adds (published as `fem-gpu`, used as
+//! `fem`). It re-exports the workspace crates and embeds the PTX that the
+//! build script compiled from `fem-kernels`, so [`open_backend`] gives a
+//! ready GPU (or CPU) backend:
 //!
 //! ```
 //! use fem::host::{Backend, BackendChoice};
@@ -12,6 +13,31 @@
 //!     assert_eq!(b.norm2(&x).unwrap(), 5.0);
 //! });
 //! ```
+//!
+//! # Where to start
+//!
+//! - **See it run**: `cargo run --release -- demo` solves a nonlinear
+//!   problem on a Gmsh mesh on the GPU (or the CPU) and writes a `.vtu`
+//!   and a picture; [`demo`] is its source, about two hundred lines from
+//!   the file to the pictures, and the shape of a user's own program.
+//! - **Meshes**: [`host::io::gmsh`] reads Gmsh files of MSH 2.2, 4.0 and
+//!   4.1 (`fem mesh-info FILE` describes one), [`host::mesh`] generates
+//!   boxes and refines them; physical groups select boundaries and
+//!   material regions.
+//! - **Your physics**: write pointwise functions with
+//!   `#[fem_macros::fem_kernel]` (see [`kernels::physics`] for the shipped
+//!   ones, and `examples/user-physics` in the repository for a crate of a
+//!   user's own, compiled to PTX by `fem-build`), then solve with
+//!   [`host::problem::nonlinear::solve`] on either backend.
+//! - **Linear solvers and formats**: [`host::solver`] (CG, BiCGStab,
+//!   multigrid), [`host::sparse`] (CSR, ELL-WARP, cuSPARSE) and
+//!   [`host::operator`] (assembled, element-matrix and matrix-free
+//!   operators); `fem solve --help` lists what the command line reaches.
+//! - **Output**: [`host::io::vtk`] for ParaView, [`picture`] for PNG
+//!   pictures of fields, [`plot`] for charts.
+//! - **Other crates**: the cargo features `faer`, `sprs`,
+//!   `nalgebra-sparse` and `ndarray` convert matrices and fields
+//!   ([`host::interop`]).
 
 #![deny(missing_docs)]
 pub use fem_core as core;

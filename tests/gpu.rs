@@ -46,8 +46,8 @@ fn gpu_device_prelude() {
 fn gpu_demo_matches_cpu_in_both_precisions() {
     let Some(g) = gpu("gpu_demo_matches_cpu_in_both_precisions") else { return };
     for r in [
-        fem::demo::run::<_, f32>(&g, Some(&g), 3_000_017, 3, |_| {}).unwrap(),
-        fem::demo::run::<_, f64>(&g, Some(&g), 3_000_017, 3, |_| {}).unwrap(),
+        fem::demo::kernels::run::<_, f32>(&g, Some(&g), 3_000_017, 3, |_| {}).unwrap(),
+        fem::demo::kernels::run::<_, f64>(&g, Some(&g), 3_000_017, 3, |_| {}).unwrap(),
     ] {
         assert!(r.passed, "{r}");
     }

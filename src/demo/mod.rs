@@ -136,7 +136,7 @@ pub fn run(any: &AnyBackend, o: &DemoOptions, stage: &dyn Fn(&str), step: &mut d
     let setup = Setup::<MinimalSurface>::new(&cpu, &space)?;
     // −Δu = 0 (κ = 1, f = 0) for the harmonic lift of the boundary data
     let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
-    let laplace = Setup::<Poisson>::with_aux(&cpu, &space, Aux::Nodal(&coefficients))?;
+    let laplace = setup.with_physics::<Poisson>(&space, Aux::Nodal(&coefficients))?;
     let boundary: Vec<f64> = space.dof_coords.iter().zip(&space.boundary).map(|(x, &b)| if b { scherk(x) } else { 0.0 }).collect();
     stages.space = t.elapsed().as_secs_f64();
     stage("harmonic lift");

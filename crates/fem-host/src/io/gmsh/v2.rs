@@ -25,9 +25,31 @@ pub(super) fn read_nodes(c: &mut Cursor, binary: bool, mesh: &mut GmshMesh) -> G
 struct Grouper<'r> {
     raw: &'r mut Vec<RawBlock>,
     index: HashMap<(ElementKind, i32, i32), usize>,
+    tags: Vec<i32>,
+    nodes: Vec<u64>,
 }
 
 impl Grouper<'_> {
+    /// Reads one element's `nt` tags and its nodes and files it.
+    fn element(&mut self, c: &mut Cursor, kind: ElementKind, nt: i32) -> GResult<()> {
+        if nt < 0 {
+            return c.err(format!("an element with {nt} tags"));
+        }
+        let nt = c.check_fits(nt as u64, "tags", 1)?;
+        self.tags.clear();
+        for _ in 0..nt {
+            self.tags.push(c.int()?);
+        }
+        self.nodes.clear();
+        for _ in 0..kind.nodes() {
+            self.nodes.push(c.int_tag()?);
+        }
+        let (tags, nodes) = (std::mem::take(&mut self.tags), std::mem::take(&mut self.nodes));
+        self.push(kind, &tags, nodes.iter().copied());
+        (self.tags, self.nodes) = (tags, nodes);
+        Ok(())
+    }
+
     fn push(&mut self, kind: ElementKind, tags: &[i32], nodes: impl Iterator<Item = u64>) {
         let physical = tags.first().copied().unwrap_or(0);
         let entity = tags.get(1).copied().unwrap_or(0);
@@ -43,27 +65,19 @@ impl Grouper<'_> {
 
 pub(super) fn read_elements(c: &mut Cursor, binary: bool, raw: &mut Vec<RawBlock>) -> GResult<()> {
     let total = c.text_count("elements", 2)?;
-    let mut g = Grouper { raw, index: HashMap::new() };
-    let mut tags = Vec::new();
-    let mut nodes = Vec::new();
+    let mut g = Grouper { raw, index: HashMap::new(), tags: Vec::new(), nodes: Vec::new() };
     if !binary {
+        // number, type, tag count, tags, nodes: one line per element
         for _ in 0..total {
             c.int()?;
             let kind = ElementKind::from_gmsh(c.int()?)?;
             let nt = c.int()?;
-            let nt = c.check_fits(nt.max(0) as u64, "tags", 1)?;
-            tags.clear();
-            for _ in 0..nt {
-                tags.push(c.int()?);
-            }
-            nodes.clear();
-            for _ in 0..kind.nodes() {
-                nodes.push(c.int_tag()?);
-            }
-            g.push(kind, &tags, nodes.iter().copied());
+            g.element(c, kind, nt)?;
         }
         return Ok(());
     }
+    // runs of one type and tag count under a header; each element is its
+    // number, its tags and its nodes
     c.start_binary();
     let mut read = 0usize;
     while read < total {
@@ -71,20 +85,12 @@ pub(super) fn read_elements(c: &mut Cursor, binary: bool, raw: &mut Vec<RawBlock
         let n = c.int()?;
         let nt = c.int()?;
         if n <= 0 || nt < 0 || read + n as usize > total {
-            return c.err(format!("a run of {n} elements with {nt} tags, {} of {total} read", read));
+            return c.err(format!("a run of {n} elements with {nt} tags, {read} of {total} read"));
         }
         let n = c.check_fits(n as u64, "elements in a run", 1 + nt as usize + kind.nodes())?;
         for _ in 0..n {
             c.int()?;
-            tags.clear();
-            for _ in 0..nt {
-                tags.push(c.int()?);
-            }
-            nodes.clear();
-            for _ in 0..kind.nodes() {
-                nodes.push(c.int_tag()?);
-            }
-            g.push(kind, &tags, nodes.iter().copied());
+            g.element(c, kind, nt)?;
         }
         read += n;
     }

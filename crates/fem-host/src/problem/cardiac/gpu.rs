@@ -7,6 +7,7 @@
 use super::cpu::gather_matrices;
 use super::{Assembly, Config, Kernel, Ops, Setup};
 use crate::operator::pointwise::{GpuPointwise, Transposition};
+use crate::problem::nonlinear::gpu::{inverse_diagonal, scatter_add};
 use crate::sparse::assembly::gather_matrix;
 use crate::sparse::cusparse::CusparseCsr;
 use crate::sparse::device::{gpu_gather, GpuEllWarp};
@@ -85,19 +86,13 @@ impl Ops for CudaBackend {
             Assembler::Cusparse(g) => g[m].spmv(self, elem, out),
             Assembler::Atomic(pos) => {
                 self.stream().memset_zeros(out)?;
-                let f = self.kernel::<f64>("scatter_add")?;
-                let n = pos[m].len();
-                unsafe { self.stream().launch_builder(&f).arg(&n).arg(&pos[m]).arg(elem).arg(out).launch(self.grid::<f64>(n, 0)) }?;
-                Ok(())
+                scatter_add(self, &pos[m], elem, out)
             }
         }
     }
 
     fn inverse_diagonal(&self, s: &GpuState, kflat: &CudaSlice<f64>, inv: &mut CudaSlice<f64>) -> Result<()> {
-        let f = self.kernel::<f64>("inverse_gathered")?;
-        let n = inv.len();
-        unsafe { self.stream().launch_builder(&f).arg(&n).arg(&s.diag_pos).arg(kflat).arg(inv).launch(self.grid::<f64>(n, 0)) }?;
-        Ok(())
+        inverse_diagonal(self, &s.diag_pos, kflat, inv)
     }
 
     fn advance(&self, s: &mut GpuState, u: &CudaSlice<f64>, on: f64) -> Result<()> {

@@ -25,6 +25,23 @@ pub(crate) fn warp_matrix(gpu: &CudaBackend, csr: &Csr<f64>) -> Result<GpuEllWar
     GpuEllWarp::upload(gpu, &m, p.block)
 }
 
+/// `out[pos[k]] += elem[k]` by atomic adds, skipping `u32::MAX`
+/// (`out` as it was: zero it, or fill it with a base, first).
+pub(crate) fn scatter_add(gpu: &CudaBackend, pos: &CudaSlice<u32>, elem: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
+    let f = gpu.kernel::<f64>("scatter_add")?;
+    let n = pos.len();
+    unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(pos).arg(elem).arg(out).launch(gpu.grid::<f64>(n, 0)) }?;
+    Ok(())
+}
+
+/// 1 / the values at `diag_pos` of the CSR values `kflat`.
+pub(crate) fn inverse_diagonal(gpu: &CudaBackend, diag_pos: &CudaSlice<u32>, kflat: &CudaSlice<f64>, inv: &mut CudaSlice<f64>) -> Result<()> {
+    let f = gpu.kernel::<f64>("inverse_gathered")?;
+    let n = inv.len();
+    unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(diag_pos).arg(kflat).arg(inv).launch(gpu.grid::<f64>(n, 0)) }?;
+    Ok(())
+}
+
 /// What the device holds.
 pub struct GpuState {
     physics: GpuPointwise<f64>,
@@ -69,18 +86,11 @@ impl NewtonOps for CudaBackend {
         } else {
             self.stream().memset_zeros(out)?;
         }
-        let pos = &s.pos[matrix as usize];
-        let f = self.kernel::<f64>("scatter_add")?;
-        let n = pos.len();
-        unsafe { self.stream().launch_builder(&f).arg(&n).arg(pos).arg(elem).arg(out).launch(self.grid::<f64>(n, 0)) }?;
-        Ok(())
+        scatter_add(self, &s.pos[matrix as usize], elem, out)
     }
 
     fn inverse_diagonal(&self, s: &GpuState, kflat: &CudaSlice<f64>, inv: &mut CudaSlice<f64>) -> Result<()> {
-        let f = self.kernel::<f64>("inverse_gathered")?;
-        let n = inv.len();
-        unsafe { self.stream().launch_builder(&f).arg(&n).arg(&s.diag_pos).arg(kflat).arg(inv).launch(self.grid::<f64>(n, 0)) }?;
-        Ok(())
+        inverse_diagonal(self, &s.diag_pos, kflat, inv)
     }
 
     fn matrix<K: Kernels<f64>>(&self, _: &GpuState, setup: &Setup<K>) -> Result<Box<dyn Spmv<CudaBackend, f64>>> {

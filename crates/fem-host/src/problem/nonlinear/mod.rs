@@ -83,6 +83,16 @@ impl<K: Kernels<f64>> Setup<K> {
         Ok(Self { physics, gather, residual_pos, entry_pos, csr, diag_pos, fixed })
     }
 
+    /// Another physics of as many components on the same space, sharing
+    /// this set-up's maps and pattern instead of building them again.
+    pub fn with_physics<K2: Kernels<f64>>(&self, space: &NodalSpace, aux: Aux<'_>) -> Result<Setup<K2>> {
+        let physics = Pointwise::<f64, K2>::new(space, None, aux)?;
+        if physics.variant.nc != self.physics.variant.nc || physics.variant.n_local() != self.physics.variant.n_local() || physics.n_cells != self.physics.n_cells {
+            return Err(Error::InvalidArgument("the other physics has other components or cells than this set-up".into()));
+        }
+        Ok(Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone() })
+    }
+
     /// Rows of the global system (nodes × components).
     pub fn n_rows(&self) -> usize {
         self.fixed.len()
