@@ -35,7 +35,8 @@ pub mod diffusion {
 
 fn write_user_crate(dir: &Path, root: &Path, lib_rs: &str) {
     std::fs::create_dir_all(dir.join("src")).unwrap();
-    let dep = |c: &str| format!("{c} = {{ path = {:?} }}\n", root.join("crates").join(c).display().to_string());
+    // the package is published as fem-gpu-macros; its library is fem_macros
+    let dep = |c: &str| format!("{} = {{ path = {:?} }}\n", if c == "fem-macros" { "fem-gpu-macros" } else { c }, root.join("crates").join(c).display().to_string());
     let manifest = format!(
         "[package]\nname = \"user-kernels\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n{}{}{}\n[workspace]\n",
         dep("fem-core"),
