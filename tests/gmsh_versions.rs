@@ -6,7 +6,7 @@
 //! order, partitions, big-endian data) read; `fem mesh-info` describes
 //! them; mixed meshes say which cells no solver takes.
 
-use fem::host::io::gmsh::{self, info::scaled_jacobian, ElementKind, FileFormat, GmshMesh, Shape, Version};
+use fem::host::io::gmsh::{self, info::{scaled_jacobian, surface_jacobian}, ElementKind, FileFormat, GmshMesh, Shape, Version};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -274,6 +274,15 @@ fn the_scaled_jacobian_is_one_on_ideal_cells_and_negative_on_inverted_ones() {
     let prism = [eq[0], eq[1], eq[2], [0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.5, s3 / 2.0, 1.0]];
     assert!(close(scaled_jacobian(Shape::Prism, |k| prism[k]).unwrap(), 1.0));
     assert_eq!(scaled_jacobian(Shape::Pyramid, |_| [0.0; 3]), None);
+    // a square tilted out of the x-y plane is measured in its own plane
+    let tilted = [[0.0, 0.0, 0.0], [1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [0.0, 1.0, 0.0]];
+    assert!(close(surface_jacobian(Shape::Quadrilateral, |k| tilted[k]).unwrap(), 1.0));
+    let mut m = gmsh::read(HANDMADE_22.as_bytes()).unwrap();
+    let flat = m.quality().unwrap();
+    // rotated about the y axis: the same cells, no longer in a plane z = const
+    m.nodes.iter_mut().for_each(|x| (x[0], x[2]) = (0.6 * x[0], 0.8 * x[0]));
+    let lifted = m.quality().unwrap();
+    assert!(close(lifted.min, flat.min) && close(lifted.max, flat.max) && lifted.inverted == 0, "{flat:?} {lifted:?}");
     // a degenerate cell is 0, not NaN
     assert_eq!(scaled_jacobian(Shape::Triangle, |_| [0.0; 3]), Some(0.0));
 }

@@ -122,15 +122,18 @@ impl GmshMesh {
         }
     }
 
-    /// The scaled Jacobian range of the cells of the highest dimension
-    /// (2D cells in the x-y plane, their sign from the z component).
+    /// The scaled Jacobian range of the cells of the highest dimension.
+    /// 2D cells in a plane z = const take their sign from the z
+    /// component (inverted cells show); 2D cells of a surface in 3D are
+    /// measured in their own plane, unsigned.
     pub fn quality(&self) -> Option<Quality> {
         let dim = self.dim();
+        let flat = self.nodes.iter().all(|x| x[2] == self.nodes.first().map_or(0.0, |y| y[2]));
         let mut q = Quality { min: f64::INFINITY, max: f64::NEG_INFINITY, inverted: 0, cells: 0 };
         for b in self.blocks.iter().filter(|b| b.kind.dim() == dim && dim >= 2) {
             for e in b.connectivity.chunks(b.kind.nodes()) {
                 let x = |k: usize| self.nodes[e[k] as usize];
-                let Some(s) = scaled_jacobian(b.kind.shape(), x) else { continue };
+                let Some(s) = (if dim == 2 && !flat { surface_jacobian(b.kind.shape(), x) } else { scaled_jacobian(b.kind.shape(), x) }) else { continue };
                 q.min = q.min.min(s);
                 q.max = q.max.max(s);
                 q.inverted += (s <= 0.0) as usize;
@@ -159,6 +162,27 @@ fn norm(a: [f64; 3]) -> f64 {
 
 fn det3(a: [f64; 3], b: [f64; 3], c: [f64; 3]) -> f64 {
     a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0]) + a[2] * (b[0] * c[1] - b[1] * c[0])
+}
+
+/// [`scaled_jacobian`] of a triangle or quadrilateral anywhere in 3D,
+/// from the length of the cross product at each corner (so never
+/// negative).
+pub fn surface_jacobian(shape: Shape, x: impl Fn(usize) -> [f64; 3]) -> Option<f64> {
+    let (table, scale): (&[[usize; 2]], f64) = match shape {
+        Shape::Triangle => (&TRIANGLE, 2.0 / 3f64.sqrt()),
+        Shape::Quadrilateral => (&QUAD, 1.0),
+        _ => return None,
+    };
+    let s = table
+        .iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let (a, b) = (sub(x(t[0]), x(k)), sub(x(t[1]), x(k)));
+            let c = [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
+            scale * norm(c) / (norm(a) * norm(b))
+        })
+        .fold(f64::INFINITY, nan_min);
+    Some(if s.is_nan() { 0.0 } else { s.min(1.0 + 1e-12) })
 }
 
 /// The minimum, NaN if either is (a corner with a zero-length edge).
