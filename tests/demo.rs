@@ -123,8 +123,11 @@ fn fem_demo_writes_a_vtu_and_a_picture() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Newton:") && text.contains("error against Scherk's surface") && text.contains("wrote ./minimal-surface.png"), "{text}");
     assert!(dir.join("minimal-surface.vtu").exists());
-    // usage and bad output folders
+    // usage, a refinement that cannot fit, and bad output folders
     assert_eq!(fem_in(&dir, &["demo", "--degree", "3"]).status.code(), Some(2));
+    let out = fem_in(&dir, &["demo", "--backend", "cpu", "--refine", "9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GB of host memory"), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::write(dir.join("a-file"), "x").unwrap();
     let out = fem_in(&dir, &["demo", "--backend", "cpu", "--refine", "0", "--out", "a-file"]);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));

@@ -115,7 +115,32 @@ fn mesh(path: Option<&Path>, levels: usize) -> Result<(SimplexMesh, String)> {
     if let Some(x) = coarse.coords.iter().find(|x| x[0].abs() >= 1.5 || x[1].abs() >= 1.5) {
         return Err(Error::InvalidArgument(format!("{label}: node ({}, {}) lies outside |x|, |y| < 1.5, where Scherk's surface is defined", x[0], x[1])));
     }
+    let cells = coarse.n_cells() as f64 * 4f64.powi(levels as i32);
+    let need = cells * BYTES_PER_CELL;
+    if let Some(have) = available_memory() {
+        if need > have as f64 {
+            return Err(Error::InvalidArgument(format!(
+                "{levels} refinements make {cells:.3e} triangles, which need about {:.1} GB of host memory; {:.1} GB are available (try --refine {})",
+                need / 1e9,
+                have as f64 / 1e9,
+                (0..levels).rev().find(|&r| coarse.n_cells() as f64 * 4f64.powi(r as i32) * BYTES_PER_CELL <= have as f64).unwrap_or(0)
+            )));
+        }
+    }
     Ok((coarse.refined(levels)?, label))
+}
+
+/// Peak host bytes per P2 triangle of the job, as measured (about 1.2 KB
+/// per DOF, two DOFs per triangle), with some margin.
+const BYTES_PER_CELL: f64 = 3000.0;
+
+/// The host memory available now (`MemAvailable` of /proc/meminfo), where
+/// the system says.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Runs the job on `any`; `stage` names what runs, `step` sees every
