@@ -344,3 +344,41 @@ fn fem_mesh_gen_writes_every_version() {
     assert_eq!((boundary.kind, boundary.len()), (ElementKind::Triangle3, 48));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn groups_per_element_and_empty_blocks_survive_every_writer() {
+    // MSH 2.2 from another tool: two regions share elementary entity 1
+    let text = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$PhysicalNames\n2\n2 1 \"soft\"\n2 2 \"hard\"\n$EndPhysicalNames\n$Nodes\n4\n1 0 0 0\n2 1 0 0\n3 1 1 0\n4 0 1 0\n$EndNodes\n$Elements\n2\n1 2 2 1 1 1 2 3\n2 2 2 2 1 3 4 1\n$EndElements\n";
+    let mut m = gmsh::read(text.as_bytes()).unwrap();
+    assert_eq!(m.blocks.iter().map(|b| (b.entity_tag, b.physical.clone())).collect::<Vec<_>>(), vec![(1, vec![1]), (1, vec![2])]);
+    // an empty block as a 4.x file may hold one
+    m.blocks.push(gmsh::ElementBlock { kind: ElementKind::Line2, entity_dim: 1, entity_tag: 5, physical: vec![], connectivity: vec![] });
+    let groups = |m: &GmshMesh| -> Vec<(Vec<i32>, usize)> { m.blocks.iter().filter(|b| !b.is_empty()).map(|b| (b.physical.clone(), b.len())).collect() };
+    for version in Version::ALL {
+        for binary in [false, true] {
+            let back = gmsh::read(&gmsh::write_to(&m, FileFormat { version, binary }).unwrap()).unwrap_or_else(|e| panic!("{version} {binary}: {e}"));
+            assert_eq!(groups(&back), vec![(vec![1], 1), (vec![2], 1)], "{version} {binary}");
+        }
+    }
+    // a name's line is its own: an unquoted empty name does not take the next line
+    let named = text.replace("2 1 \"soft\"", "2 1");
+    assert_eq!(gmsh::read(named.as_bytes()).unwrap().physical_names[..2], [(2, 1, String::new()), (2, 2, "hard".to_string())]);
+}
+
+#[test]
+fn the_writer_refuses_what_a_file_cannot_hold() {
+    let m = gmsh::read(HANDMADE_22.as_bytes()).unwrap();
+    let format = FileFormat::default();
+    let mut short = m.clone();
+    short.node_tags.pop();
+    let mut beyond = m.clone();
+    beyond.blocks[0].connectivity[0] = 99;
+    let mut cut = m.clone();
+    cut.blocks[0].connectivity.pop();
+    let mut quoted = m.clone();
+    quoted.physical_names[0].2 = "a \"b\"".into();
+    for (bad, says) in [(short, "node tags"), (beyond, "node index 99"), (cut, "values of"), (quoted, "quote")] {
+        let e = gmsh::write_to(&bad, format).unwrap_err().to_string();
+        assert!(e.contains(says), "{says}: {e}");
+    }
+}

@@ -107,6 +107,12 @@ fn malformed_matrices_are_errors_in_every_direction() {
             assert!(e.to_string().contains(says), "{says}: {e}");
         }
     }
+    // offsets that run past the entries and come back
+    let mut back = a.clone();
+    back.row_ptr[1] = back.row_ptr[2] + 1;
+    for e in [back.clone().into_faer(n_cols).unwrap_err(), back.clone().into_sprs(n_cols).unwrap_err(), back.clone().into_nalgebra(n_cols).unwrap_err()] {
+        assert!(e.to_string().contains("decrease"), "{e}");
+    }
     // a column count too small for the entries
     assert!(a.clone().into_faer(5).is_err() && a.clone().into_sprs(5).is_err() && a.into_nalgebra(5).is_err());
 }

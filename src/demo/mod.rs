@@ -115,7 +115,7 @@ fn mesh(path: Option<&Path>, levels: usize) -> Result<(SimplexMesh, String)> {
     if let Some(x) = coarse.coords.iter().find(|x| x[0].abs() >= 1.5 || x[1].abs() >= 1.5) {
         return Err(Error::InvalidArgument(format!("{label}: node ({}, {}) lies outside |x|, |y| < 1.5, where Scherk's surface is defined", x[0], x[1])));
     }
-    let cells = coarse.n_cells() as f64 * 4f64.powi(levels as i32);
+    let cells = coarse.n_cells() as f64 * 4f64.powf(levels as f64);
     let need = cells * BYTES_PER_CELL;
     if let Some(have) = available_memory() {
         if need > have as f64 {
@@ -123,7 +123,7 @@ fn mesh(path: Option<&Path>, levels: usize) -> Result<(SimplexMesh, String)> {
                 "{levels} refinements make {cells:.3e} triangles, which need about {:.1} GB of host memory; {:.1} GB are available (try --refine {})",
                 need / 1e9,
                 have as f64 / 1e9,
-                (0..levels).rev().find(|&r| coarse.n_cells() as f64 * 4f64.powi(r as i32) * BYTES_PER_CELL <= have as f64).unwrap_or(0)
+                (0..levels.min(64)).rev().find(|&r| coarse.n_cells() as f64 * 4f64.powf(r as f64) * BYTES_PER_CELL <= have as f64).unwrap_or(0)
             )));
         }
     }
@@ -250,6 +250,10 @@ impl std::fmt::Display for DemoReport {
         let lengths: Vec<String> = n.steps.iter().map(|s| format!("{}", s.step_length)).collect();
         writeln!(f, "Newton: {} iterations{}, ‖R‖ {}", n.steps.len(), if n.converged { "" } else { " (not converged)" }, res.join(" → "))?;
         writeln!(f, "        from the harmonic lift of the boundary data ({} CG iterations); step lengths {}; {} CG iterations in all (Jacobi-PCG)", s.lift_krylov_iterations, lengths.join(", "), n.krylov_iterations)?;
+        let short = n.steps.iter().filter(|s| !s.krylov_converged).count();
+        if short > 0 {
+            writeln!(f, "        CG stopped at its iteration limit in {short} updates")?;
+        }
         writeln!(f, "error against Scherk's surface: L2 {:.3e}, max at a node {:.3e}", self.l2_error, self.max_nodal_error)?;
         let sp = &n.split;
         writeln!(f, "time: mesh {:.3} s, space {:.3} s, backend set-up {:.3} s, lift {:.3} s, Newton {:.3} s (elements {:.3}, assembly {:.3}, CG and updates {:.3}), error {:.3} s, output {:.3} s; total {:.3} s", s.mesh, s.space, s.backend_setup, s.lift, s.newton, sp.element, sp.assembly, sp.solve, s.error, s.output, s.total)?;

@@ -40,11 +40,11 @@ pub(crate) fn check_csr(n_rows: usize, n_cols: usize, row_ptr: &[u32], col: &[u3
     if row_ptr.len() != n_rows + 1 || row_ptr[0] != 0 || row_ptr[n_rows] as usize != col.len() || col.len() != values {
         return bad(format!("{} offsets for {n_rows} rows, first {:?}, last {:?}, {} columns, {values} values", row_ptr.len(), row_ptr.first(), row_ptr.last(), col.len()));
     }
+    if let Some(r) = (0..n_rows).find(|&r| row_ptr[r] > row_ptr[r + 1]) {
+        return bad(format!("row {r}'s offsets decrease"));
+    }
     for r in 0..n_rows {
         let (a, b) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
-        if a > b {
-            return bad(format!("row {r}'s offsets decrease"));
-        }
         let row = &col[a..b];
         if row.windows(2).any(|w| w[0] >= w[1]) {
             return bad(format!("row {r}'s columns are not strictly increasing"));

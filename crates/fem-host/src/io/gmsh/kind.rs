@@ -40,7 +40,19 @@ pub enum ElementKind {
     /// Any other type of the table (higher-order lines, triangles,
     /// quadrilaterals, tetrahedra, hexahedra, second-order prisms and
     /// pyramids), by its Gmsh number.
-    Other(u8),
+    Other(GmshType),
+}
+
+/// A Gmsh type number of the table that has no named [`ElementKind`];
+/// made only by [`ElementKind::from_gmsh`], so it is always valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GmshType(u8);
+
+impl GmshType {
+    /// Gmsh's number of the type.
+    pub fn number(self) -> i32 {
+        self.0 as i32
+    }
 }
 
 /// The shape of an element, which says where its corners are.
@@ -127,7 +139,7 @@ impl ElementKind {
             6 => Prism6,
             7 => Pyramid5,
             _ => match TABLE.iter().find(|e| e.0 as i32 == t) {
-                Some(e) => Other(e.0),
+                Some(e) => Other(GmshType(e.0)),
                 None => return Err(GmshError::Unsupported(format!("element type {t} is not supported (Lagrange points, lines, triangles, quadrilaterals, tetrahedra, hexahedra, prisms and pyramids of Gmsh's fixed-size types are)"))),
             },
         })
@@ -152,13 +164,15 @@ impl ElementKind {
             Hexahedron27 => 12,
             Prism6 => 6,
             Pyramid5 => 7,
-            Other(t) => t as i32,
+            Other(t) => t.number(),
         }
     }
 
     fn entry(self) -> &'static (u8, Shape, usize) {
         let t = self.gmsh_type();
-        TABLE.iter().find(|e| e.0 as i32 == t).expect("every kind is in the table")
+        // Every kind is made from the table (named kinds by their numbers,
+        // `Other` only by `from_gmsh`), so the lookup always finds it.
+        TABLE.iter().find(|e| e.0 as i32 == t).unwrap_or(&TABLE[0])
     }
 
     /// The element's shape.

@@ -316,8 +316,8 @@ fn read_physical_names(c: &mut Cursor, names: &mut Vec<(usize, i32, String)>) ->
             return c.err(format!("a physical name of dimension {dim}"));
         }
         let tag: i32 = c.parse("a tag")?;
-        c.skip_space();
-        let name = c.rest_of_line().trim_matches('"').to_string();
+        let line = c.rest_of_line();
+        let name = line.strip_prefix('"').and_then(|l| l.strip_suffix('"')).unwrap_or(&line).to_string();
         names.push((dim, tag, name));
     }
     c.expect_end("PhysicalNames")

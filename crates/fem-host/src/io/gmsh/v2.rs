@@ -99,14 +99,27 @@ pub(super) fn read_elements(c: &mut Cursor, binary: bool, raw: &mut Vec<RawBlock
 
 /// Merges the copies MSH 2.2 writes of an entity in several physical
 /// groups (the same elements once per group) into one block with every
-/// group; blocks of one entity whose elements differ stay apart.
+/// group; blocks of one entity whose elements differ stay apart. Blocks
+/// are found by a hash of their type, entity and nodes, so a file of many
+/// small blocks costs no more than a linear pass.
 pub(super) fn merge_copies(raw: Vec<RawBlock>) -> Vec<RawBlock> {
+    use std::hash::{Hash, Hasher};
+    let key = |b: &RawBlock| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (b.kind, b.entity, &b.node_tags).hash(&mut h);
+        h.finish()
+    };
     let mut out: Vec<RawBlock> = Vec::with_capacity(raw.len());
+    let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
     for b in raw {
-        let twin = out.iter_mut().find(|o| o.kind == b.kind && o.entity == b.entity && o.node_tags == b.node_tags && o.physical != b.physical);
+        let k = key(&b);
+        let twin = seen.get(&k).and_then(|c| c.iter().copied().find(|&i| out[i].kind == b.kind && out[i].entity == b.entity && out[i].node_tags == b.node_tags && out[i].physical != b.physical));
         match twin {
-            Some(o) => o.physical.get_or_insert_with(Vec::new).extend(b.physical.unwrap_or_default()),
-            None => out.push(b),
+            Some(i) => out[i].physical.get_or_insert_with(Vec::new).extend(b.physical.unwrap_or_default()),
+            None => {
+                seen.entry(k).or_default().push(out.len());
+                out.push(b);
+            }
         }
     }
     out

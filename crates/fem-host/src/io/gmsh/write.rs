@@ -126,18 +126,26 @@ struct Entity {
     hi: [f64; 3],
 }
 
-/// The entities of `g`'s blocks in order of first use (a block's physical
-/// groups are its entity's).
-fn entities(g: &GmshMesh) -> Vec<Entity> {
+/// The entities of `g`'s non-empty blocks in order of first use (a
+/// block's physical groups are its entity's), and the entity tag each
+/// block is written under: its own, or a new one where MSH 2.2 gave blocks
+/// of one elementary entity different physical groups, which MSH 4 keeps
+/// per entity.
+fn entities(g: &GmshMesh) -> (Vec<Entity>, Vec<i32>) {
     let mut out: Vec<Entity> = Vec::new();
+    let mut tags = Vec::with_capacity(g.blocks.len());
     for b in &g.blocks {
-        let i = match out.iter().position(|e| e.dim == b.entity_dim && e.tag == b.entity_tag) {
+        let same = |e: &Entity| e.dim == b.entity_dim && e.tag == b.entity_tag;
+        let i = match out.iter().position(|e| same(e) && e.physical == b.physical) {
             Some(i) => i,
             None => {
-                out.push(Entity { dim: b.entity_dim, tag: b.entity_tag, physical: b.physical.clone(), lo: [f64::INFINITY; 3], hi: [f64::NEG_INFINITY; 3] });
+                let taken = out.iter().any(same);
+                let tag = if taken { g.blocks.iter().filter(|o| o.entity_dim == b.entity_dim).map(|o| o.entity_tag).chain(out.iter().filter(|e| e.dim == b.entity_dim).map(|e| e.tag)).max().unwrap_or(0) + 1 } else { b.entity_tag };
+                out.push(Entity { dim: b.entity_dim, tag, physical: b.physical.clone(), lo: [f64::INFINITY; 3], hi: [f64::NEG_INFINITY; 3] });
                 out.len() - 1
             }
         };
+        tags.push(out[i].tag);
         for &n in &b.connectivity {
             let x = g.nodes[n as usize];
             for a in 0..3 {
@@ -146,7 +154,30 @@ fn entities(g: &GmshMesh) -> Vec<Entity> {
             }
         }
     }
-    out
+    (out, tags)
+}
+
+/// Refuses a mesh the file could not hold as it is: nodes and tags of
+/// different counts, elements on nodes that do not exist or cut short,
+/// blocks whose entity dimension is not their elements', names with a
+/// quote or a line break.
+fn check(g: &GmshMesh) -> GResult<()> {
+    let bad = |m: String| Err(GmshError::Invalid(m));
+    if g.nodes.len() != g.node_tags.len() {
+        return bad(format!("{} nodes and {} node tags", g.nodes.len(), g.node_tags.len()));
+    }
+    for b in &g.blocks {
+        if b.connectivity.len() % b.kind.nodes() != 0 || b.entity_dim != b.kind.dim() {
+            return bad(format!("a block of {} values of {} nodes per {} in an entity of dimension {}", b.connectivity.len(), b.kind.nodes(), b.kind.name(), b.entity_dim));
+        }
+        if let Some(n) = b.connectivity.iter().find(|&&n| n as usize >= g.nodes.len()) {
+            return bad(format!("an element refers to node index {n} of {}", g.nodes.len()));
+        }
+    }
+    if let Some(n) = g.physical_names.iter().find(|n| n.2.contains(['"', '\n'])) {
+        return bad(format!("the physical name {:?} holds a quote or a line break", n.2));
+    }
+    Ok(())
 }
 
 /// Writes `g` in `format`'s version and encoding. Node tags are kept;
@@ -156,9 +187,7 @@ fn entities(g: &GmshMesh) -> Vec<Entity> {
 /// group, as Gmsh does. Tags beyond an `int` are an error in 2.2 and 4.0.
 pub fn write_to(g: &GmshMesh, format: FileFormat) -> GResult<Vec<u8>> {
     let v = format.version;
-    if g.blocks.is_empty() {
-        return Err(GmshError::Invalid("a mesh with no elements cannot be written".into()));
-    }
+    check(g)?;
     if v != Version::V4_1 && g.node_tags.iter().any(|&t| t > i32::MAX as u64) {
         return Err(GmshError::Invalid(format!("node tags above {} cannot be written in MSH {v}", i32::MAX)));
     }
@@ -199,7 +228,7 @@ fn write_v2(w: &mut Writer, g: &GmshMesh) {
     let total: usize = g.blocks.iter().map(|b| b.len() * copies(b)).sum();
     w.text(&format!("$Elements\n{total}\n"));
     let mut number = 1;
-    for b in &g.blocks {
+    for b in g.blocks.iter().filter(|b| !b.is_empty()) {
         let physicals: Vec<i32> = if b.physical.is_empty() { vec![0] } else { b.physical.clone() };
         for p in physicals {
             if w.binary {
@@ -228,7 +257,7 @@ fn write_v2(w: &mut Writer, g: &GmshMesh) {
 
 fn write_v4(w: &mut Writer, g: &GmshMesh) {
     let v = w.version;
-    let ents = entities(g);
+    let (ents, entity_tags) = entities(g);
     w.text("$Entities\n");
     for d in 0..4 {
         w.size(ents.iter().filter(|e| e.dim == d).count() as u64);
@@ -253,6 +282,7 @@ fn write_v4(w: &mut Writer, g: &GmshMesh) {
     }
     w.end("Entities");
     let host = ents.iter().filter(|e| e.dim == g.dim()).map(|e| (e.dim as i32, e.tag)).next().unwrap_or((0, 0));
+    let n_blocks = g.blocks.iter().filter(|b| !b.is_empty()).count();
     let n = g.nodes.len() as u64;
     let (lo, hi) = (g.node_tags.iter().min().copied().unwrap_or(0), g.node_tags.iter().max().copied().unwrap_or(0));
     w.text("$Nodes\n");
@@ -279,10 +309,10 @@ fn write_v4(w: &mut Writer, g: &GmshMesh) {
     w.end("Nodes");
     let total: usize = g.blocks.iter().map(|b| b.len()).sum();
     w.text("$Elements\n");
-    w.counts(g.blocks.len() as u64, total as u64, 1, total as u64);
+    w.counts(n_blocks as u64, total as u64, 1, total as u64);
     let mut number = 1;
-    for b in &g.blocks {
-        w.entity(b.entity_dim as i32, b.entity_tag);
+    for (b, &tag) in g.blocks.iter().zip(&entity_tags).filter(|(b, _)| !b.is_empty()) {
+        w.entity(b.entity_dim as i32, tag);
         w.int(b.kind.gmsh_type());
         w.size(b.len() as u64);
         w.newline();

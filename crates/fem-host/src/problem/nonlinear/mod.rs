@@ -151,6 +151,9 @@ pub struct NewtonStep {
     pub residual: f64,
     /// CG iterations of its linear solve.
     pub krylov_iterations: usize,
+    /// Whether CG reached its tolerance within its iteration limit (an
+    /// update that did not is still taken: inexact Newton).
+    pub krylov_converged: bool,
     /// The step length the line search took (1 = the full Newton step).
     pub step_length: f64,
 }
@@ -203,10 +206,13 @@ pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, i
             b.elements(&state, false, ue, relem)
         })?;
         timed(b, &mut split.assembly, || b.assemble(&state, false, relem, r))?;
-        let norm = b.norm2(r)?;
-        if norm.is_finite() { Ok(norm) } else { Err(Error::InvalidArgument("the residual is not finite".into())) }
+        b.norm2(r)
     };
-    let mut residuals = vec![residual(&u, &mut ue, &mut relem, &mut r, &mut split)?];
+    let first = residual(&u, &mut ue, &mut relem, &mut r, &mut split)?;
+    if !first.is_finite() {
+        return Err(Error::InvalidArgument("the residual at the start is not finite".into()));
+    }
+    let mut residuals = vec![first];
     let tol = (o.rtol * residuals[0]).max(o.atol);
     let mut steps = Vec::new();
     while *residuals.last().expect("one residual") > tol && steps.len() < o.max_iterations {
@@ -231,6 +237,8 @@ pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, i
                 b.copy(&u, &mut trial)?;
                 b.axpy(-alpha, &delta, &mut trial)
             })?;
+            // a step to where the physics is undefined (a non-finite
+            // residual) counts as no decrease: the search shortens it
             next = residual(&trial, &mut ue, &mut relem, &mut r, &mut split)?;
             if next < (1.0 - 1e-4 * alpha) * now {
                 break;
@@ -242,7 +250,7 @@ pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, i
         }
         std::mem::swap(&mut u, &mut trial);
         residuals.push(next);
-        let s = NewtonStep { iteration: steps.len() + 1, residual: next, krylov_iterations: cg.iterations, step_length: alpha };
+        let s = NewtonStep { iteration: steps.len() + 1, residual: next, krylov_iterations: cg.iterations, krylov_converged: cg.converged, step_length: alpha };
         progress(&s);
         steps.push(s);
     }
