@@ -73,9 +73,7 @@ impl Ops for CpuBackend {
     }
 
     fn inverse_diagonal(&self, s: &CpuState, kflat: &Vec<f64>, inv: &mut Vec<f64>) -> Result<()> {
-        for (i, &p) in inv.iter_mut().zip(&s.diag_pos) {
-            *i = 1.0 / kflat[p as usize];
-        }
+        crate::problem::nonlinear::cpu::inverse_diagonal(&s.diag_pos, kflat, inv);
         Ok(())
     }
 

@@ -4,9 +4,16 @@
 
 use super::{NewtonOps, Setup};
 use crate::operator::pointwise::{scatter_add, Pointwise};
-use crate::sparse::Spmv;
+use crate::sparse::{gather_into, Spmv};
 use crate::{Backend, CpuBackend, Result};
 use fem_kernels::pointwise::Kernels;
+
+/// `inv[r] = 1 / kflat[diag_pos[r]]`: the inverse diagonal of CSR values.
+pub(crate) fn inverse_diagonal(diag_pos: &[u32], kflat: &[f64], inv: &mut [f64]) {
+    for (i, &p) in inv.iter_mut().zip(diag_pos) {
+        *i = 1.0 / kflat[p as usize];
+    }
+}
 
 /// The CPU's copy of the set-up, with the physics type erased.
 pub struct CpuState {
@@ -38,9 +45,7 @@ impl NewtonOps for CpuBackend {
 
     fn gather(&self, s: &CpuState, u: &Vec<f64>, ue: &mut Vec<f64>) -> Result<()> {
         crate::error::same_len("gather values", s.gather.len(), ue.len())?;
-        for (e, &g) in ue.iter_mut().zip(&s.gather) {
-            *e = u[g as usize];
-        }
+        gather_into(self, &s.gather, u, ue);
         Ok(())
     }
 
@@ -62,9 +67,7 @@ impl NewtonOps for CpuBackend {
     }
 
     fn inverse_diagonal(&self, s: &CpuState, kflat: &Vec<f64>, inv: &mut Vec<f64>) -> Result<()> {
-        for (i, &p) in inv.iter_mut().zip(&s.diag_pos) {
-            *i = 1.0 / kflat[p as usize];
-        }
+        inverse_diagonal(&s.diag_pos, kflat, inv);
         Ok(())
     }
 

@@ -15,7 +15,7 @@ pub mod gpu;
 
 use super::phases::{timed, MatrixOp, Split};
 use crate::operator::csr::Csr;
-use crate::operator::pointwise::{csr_pattern, Aux, Pointwise};
+use crate::operator::pointwise::{csr_pattern, field_rows, Aux, Pointwise};
 use crate::solver::{pcg, CgOptions, Jacobi};
 use crate::space::NodalSpace;
 use crate::sparse::Spmv;
@@ -59,7 +59,7 @@ impl<K: Kernels<f64>> Setup<K> {
     pub fn with_aux(cpu: &CpuBackend, space: &NodalSpace, aux: Aux<'_>) -> Result<Self> {
         let physics = Pointwise::<f64, K>::new(space, None, aux)?;
         let nc = physics.variant.nc;
-        let gather: Vec<u32> = space.cell_dofs.iter().flat_map(|&g| (0..nc as u32).map(move |c| g * nc as u32 + c)).collect();
+        let gather = field_rows(space, nc);
         let fixed: Vec<bool> = space.boundary.iter().flat_map(|&b| std::iter::repeat_n(b, nc)).collect();
         let residual_pos = gather.iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
         let (mut csr, pos) = csr_pattern::<f64>(cpu, space, nc)?;
