@@ -18,7 +18,7 @@
 //!
 //! - **See it run**: `cargo run --release -- demo` solves a nonlinear
 //!   problem on a Gmsh mesh on the GPU (or the CPU) and writes a `.vtu`
-//!   and a picture; [`demo`] is its source, about two hundred lines from
+//!   and a picture; [`demo`] is its source, one short module from
 //!   the file to the pictures, and the shape of a user's own program.
 //! - **Meshes**: [`host::io::gmsh`] reads Gmsh files of MSH 2.2, 4.0 and
 //!   4.1 (`fem mesh-info FILE` describes one), [`host::mesh`] generates
