@@ -128,10 +128,12 @@ pub(crate) fn grid_vtu(g: &Grid, points: &[Field], cells: &[Field], enc: Encodin
     Ok(s)
 }
 
-/// The `.vtu` text of a P1 or P2 simplex space with `points` fields per
-/// node: linear or quadratic triangles and tetrahedra, whose node order
-/// (corners, then the edge midpoints of [`fem_core::shape::Shape::edges`])
-/// is VTK's, so ParaView draws the quadratic field the solver computed.
+/// The `.vtu` text of a nodal space with `points` fields per node (one
+/// or three values each). P1/P2 simplices become linear or quadratic
+/// triangles and tetrahedra, whose node order (corners, then the edge
+/// midpoints of [`fem_core::shape::Shape::edges`]) is VTK's; Q_p cells
+/// become Lagrange cells of order p ([`super::vtk_lagrange`]), so ParaView
+/// draws the polynomial field the solver computed.
 pub fn vtu_nodal(space: &NodalSpace, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
     use fem_core::shape::Shape;
     let kind = match (space.shape, space.degree) {
@@ -139,10 +141,34 @@ pub fn vtu_nodal(space: &NodalSpace, points: &[Field], cells: &[Field], enc: Enc
         (Shape::Tetrahedron, 1) => VTK_TETRA,
         (Shape::Triangle, 2) => VTK_QUADRATIC_TRIANGLE,
         (Shape::Tetrahedron, 2) => VTK_QUADRATIC_TETRA,
-        (s, p) => return Err(VtkError::Unsupported(format!("{} cells of degree {p} (P1/P2 simplex spaces are written)", s.name()))),
+        (Shape::Quadrilateral | Shape::Hexahedron, p) => return tensor_vtu(space, p, points, cells, enc),
+        (s, p) => return Err(VtkError::Unsupported(format!("{} cells of degree {p}", s.name()))),
     };
     let conn = space.cell_dofs.iter().map(|&d| d as i64).collect();
     grid_vtu(&Grid { coords: &space.dof_coords, conn, nv: space.nb(), kind }, points, cells, enc)
+}
+
+/// A Q_p space's fields on Lagrange cells: every cell's nodes and values
+/// gathered (per component) and resampled to VTK's equispaced nodes.
+fn tensor_vtu(space: &NodalSpace, p: usize, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
+    let (mut gll, mut w) = (vec![0.0; p + 1], vec![0.0; p + 1]);
+    fem_core::quadrature::gauss_lobatto(&mut gll, &mut w);
+    let coords: Vec<[f64; 3]> = space.cell_dofs.iter().map(|&d| space.dof_coords[d as usize]).collect();
+    let grid = super::vtk_lagrange::LagrangeGrid::new(space.shape.dim(), &gll, &coords)?;
+    let mut resampled = Vec::with_capacity(points.len());
+    for f in points {
+        let nc = components(f, space.n_dofs)?;
+        let mut out = vec![0.0; coords.len() * nc];
+        for c in 0..nc {
+            let local: Vec<f64> = space.cell_dofs.iter().map(|&d| f.values[d as usize * nc + c]).collect();
+            for (k, v) in grid.resample(&local)?.into_iter().enumerate() {
+                out[k * nc + c] = v;
+            }
+        }
+        resampled.push(out);
+    }
+    let fields: Vec<Field> = points.iter().zip(&resampled).map(|(f, v)| Field { name: f.name, values: v }).collect();
+    grid.vtu(&fields, cells, enc)
 }
 
 /// Writes [`vtu_nodal`] to `path` whole or not at all.

@@ -3,7 +3,10 @@
 //! ([`dirichlet`]).
 
 pub mod dirichlet;
+pub mod constraints;
 pub mod dofs;
+pub mod facets;
+pub mod integrate;
 pub mod nodal;
 pub(crate) mod hash;
 
@@ -11,4 +14,5 @@ pub use hash::IntMap;
 
 pub use dirichlet::{DirichletMode, Layout};
 pub use dofs::{Numbering, Space};
+pub use constraints::{BoundaryPart, Constraints, Load};
 pub use nodal::NodalSpace;

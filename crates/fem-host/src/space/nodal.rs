@@ -7,6 +7,7 @@
 //! between global vectors of `nc`-component fields (DOF-major: `dof·nc +
 //! c`) and E-vectors (`cell·nb·nc + b·nc + c`).
 
+use super::facets::{facet_nodes, simplex_facets, tensor_facets, Facet};
 use super::hash::IntMap;
 use super::{Numbering, Space};
 use crate::mesh::simplex::SimplexMesh;
@@ -33,6 +34,9 @@ pub struct NodalSpace {
     pub dof_coords: Vec<[f64; 3]>,
     /// Nodes on the boundary of the domain.
     pub boundary: Vec<bool>,
+    /// Facets on the boundary of the domain, which boundary conditions
+    /// select from.
+    pub facets: Vec<Facet>,
 }
 
 impl NodalSpace {
@@ -69,9 +73,10 @@ impl NodalSpace {
         if n_dofs > u32::MAX as usize {
             return Err(Error::InvalidArgument(format!("{n_dofs} nodes exceed the u32 index range")));
         }
-        let boundary = simplex_boundary(mesh, shape, nb, &cell_dofs, n_dofs);
         let cell_coords = vertex_evector(&mesh.coords, &mesh.cells, nv, d);
-        Ok(Self { shape, degree, n_dofs, cell_dofs, cell_coords, dof_coords, boundary })
+        let mut space = Self { shape, degree, n_dofs, cell_dofs, cell_coords, dof_coords, boundary: Vec::new(), facets: simplex_facets(mesh) };
+        space.boundary = space.facet_mask(&space.facets);
+        Ok(space)
     }
 
     /// Q_p on a quadrilateral/hexahedral mesh.
@@ -91,7 +96,21 @@ impl NodalSpace {
             cell_dofs: space.cell_dofs,
             cell_coords,
             boundary: space.boundary,
+            facets: tensor_facets(mesh),
         })
+    }
+
+    /// Nodes on the boundary facets `facets`.
+    pub fn facet_mask<'f>(&self, facets: impl IntoIterator<Item = &'f Facet>) -> Vec<bool> {
+        let nb = self.nb();
+        let on: Vec<Vec<usize>> = (0..2 * self.shape.dim()).map(|l| if l <= self.shape.dim() || !self.shape.is_simplex() { facet_nodes(self.shape, self.degree, l) } else { Vec::new() }).collect();
+        let mut mask = vec![false; self.n_dofs];
+        for f in facets {
+            for &b in &on[f.local as usize] {
+                mask[self.cell_dofs[f.cell as usize * nb + b] as usize] = true;
+            }
+        }
+        mask
     }
 
     /// Number of mesh cells.
@@ -137,42 +156,6 @@ fn vertex_evector<const K: usize>(coords: &[[f64; 3]], cells: &[[u32; K]], nv: u
         }
     }
     out
-}
-
-/// Nodes on facets that belong to one cell only.
-fn simplex_boundary(mesh: &SimplexMesh, shape: Shape, nb: usize, cell_dofs: &[u32], n_dofs: usize) -> Vec<bool> {
-    let d = mesh.dim;
-    let key = |cell: &[u32; 4], skip: usize| {
-        let mut f = [u32::MAX; 3];
-        for (k, v) in (0..=d).filter(|&k| k != skip).map(|k| cell[k]).enumerate() {
-            f[k] = v;
-        }
-        f[..d].sort_unstable();
-        f
-    };
-    let mut count: IntMap<[u32; 3], u8> = IntMap::default();
-    for cell in &mesh.cells {
-        for skip in 0..=d {
-            *count.entry(key(cell, skip)).or_insert(0) += 1;
-        }
-    }
-    let mut boundary = vec![false; n_dofs];
-    for (c, cell) in mesh.cells.iter().enumerate() {
-        for skip in 0..=d {
-            if count[&key(cell, skip)] != 1 {
-                continue;
-            }
-            // The facet opposite local vertex `skip`: its vertices, and the
-            // edge nodes of edges not touching `skip`.
-            for b in 0..nb {
-                let on_facet = if b <= d { b != skip } else { !shape.edges()[b - d - 1].contains(&skip) };
-                if on_facet {
-                    boundary[cell_dofs[c * nb + b] as usize] = true;
-                }
-            }
-        }
-    }
-    boundary
 }
 
 #[cfg(test)]

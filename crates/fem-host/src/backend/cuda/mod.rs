@@ -35,7 +35,8 @@ const BLOCKS_PER_SM: u32 = 8;
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    ptx: SplitPtx<'static>,
+    /// The modules kernels are looked up in, the ones added last first.
+    ptx: Vec<SplitPtx<'static>>,
     functions: Mutex<HashMap<String, (Arc<CudaModule>, CudaFunction)>>,
     props: DeviceProps,
     ptx_arch: &'static str,
@@ -84,12 +85,26 @@ impl CudaBackend {
         Ok(Self {
             ctx,
             stream,
-            ptx: SplitPtx::new(src.ptx),
+            ptx: vec![SplitPtx::new(src.ptx)],
             functions: Mutex::new(HashMap::new()),
             props,
             ptx_arch: src.arch,
             scratch: Mutex::new(scratch),
         })
+    }
+
+    /// Adds the kernels of another PTX (a user's `#[fem_kernel]` crate
+    /// compiled by [`fem_build::PtxBuilder`]) to those of the library: a
+    /// kernel is looked up there first. Its best module for this device is
+    /// taken, as [`CudaBackend::new`] does.
+    pub fn with_kernels(mut self, ptx: &'static PtxSet) -> Result<Self> {
+        if !ptx.is_built() {
+            return Err(Error::PtxNotBuilt(ptx.unavailable.unwrap_or("no PTX embedded").to_string()));
+        }
+        let (major, minor) = self.props.compute_capability;
+        let src = ptx.best_for(major, minor).ok_or_else(|| Error::NoCompatiblePtx { major, minor, archs: ptx.archs().join(", ") })?;
+        self.ptx.insert(0, SplitPtx::new(src.ptx));
+        Ok(self)
     }
 
     /// Properties of the open device, read once when the backend was created.
@@ -114,7 +129,7 @@ impl CudaBackend {
 
     /// A kernel by its PTX name, compiled and loaded on first use.
     pub fn function(&self, name: &str) -> Result<CudaFunction> {
-        self.cached(name, name, || self.ptx.module(name))
+        self.cached(name, name, || self.ptx.iter().find_map(|p| p.module(name)))
     }
 
     /// [`Self::function`] compiled for blocks of at most `threads` threads
@@ -123,7 +138,7 @@ impl CudaBackend {
     /// otherwise leave such a block unlaunchable, or too few resident.
     /// Cached per bound.
     pub fn function_for_block(&self, name: &str, threads: u32, blocks: u32) -> Result<CudaFunction> {
-        self.cached(&format!("{name}#{threads}#{blocks}"), name, || self.ptx.module_for_block(name, threads, blocks))
+        self.cached(&format!("{name}#{threads}#{blocks}"), name, || self.ptx.iter().find_map(|p| p.module_for_block(name, threads, blocks)))
     }
 
     /// Kernel `name` from the cache under `key`, else compiled from the

@@ -3,6 +3,7 @@
 
 use super::{ElementBlock, ElementKind, GResult, GmshError, GmshMesh};
 use crate::mesh::Mesh;
+use crate::space::{BoundaryPart, NodalSpace};
 
 impl GmshMesh {
     /// The highest dimension of any element.
@@ -40,12 +41,18 @@ impl GmshMesh {
     /// dropped), each cell oriented positively. Degenerate cells and nodes
     /// of no element are errors.
     pub fn to_simplex_mesh(&self) -> GResult<crate::mesh::simplex::SimplexMesh> {
+        Ok(self.to_simplex_mesh_and_nodes()?.0)
+    }
+
+    /// [`GmshMesh::to_simplex_mesh`] and, per file node, its mesh vertex
+    /// (`u32::MAX` for nodes no cell uses).
+    pub fn to_simplex_mesh_and_nodes(&self) -> GResult<(crate::mesh::simplex::SimplexMesh, Vec<u32>)> {
         let dim = self.dim();
         if dim < 2 {
             return Err(GmshError::Invalid("the file has no 2D or 3D elements".into()));
         }
         let top = self.top_cells(|k| k.solver_cell() && k.is_simplex(), "the simplex solvers take triangles and tetrahedra of order 1 and 2 (quadrilaterals and hexahedra go to the Q_p solvers)")?;
-        let (coords, cells, _) = self.corner_cells::<4>(&top, &[0, 1, 2, 3][..=dim], u32::MAX)?;
+        let (coords, cells, used) = self.corner_cells::<4>(&top, &[0, 1, 2, 3][..=dim], u32::MAX)?;
         let mut mesh = crate::mesh::simplex::SimplexMesh { dim, coords, cells };
         for c in 0..mesh.n_cells() {
             if mesh.signed_volume(c) < 0.0 {
@@ -53,7 +60,43 @@ impl GmshMesh {
             }
         }
         mesh.validate().map_err(|e| GmshError::Invalid(e.to_string()))?;
-        Ok(mesh)
+        Ok((mesh, used))
+    }
+
+    /// Whether the cells of the highest dimension are triangles or
+    /// tetrahedra (else quadrilaterals or hexahedra, or a mix the
+    /// conversions refuse).
+    pub fn is_simplex(&self) -> bool {
+        let dim = self.dim();
+        self.blocks.iter().filter(|b| b.kind.dim() == dim).all(|b| b.kind.is_simplex())
+    }
+
+    /// The nodal space of degree `degree` on the file's cells (P1/P2 on
+    /// triangles and tetrahedra, Q_p on quadrilaterals and hexahedra) and,
+    /// per file node, its mesh vertex, which [`GmshMesh::boundary`] takes.
+    pub fn nodal_space(&self, degree: usize) -> crate::Result<(NodalSpace, Vec<u32>)> {
+        let dim = self.dim();
+        let top = || self.blocks.iter().filter(|b| b.kind.dim() == dim);
+        if top().any(|b| b.kind.is_simplex()) && top().any(|b| !b.kind.is_simplex()) {
+            let kinds: std::collections::BTreeSet<String> = top().map(|b| b.kind.name()).collect();
+            return Err(GmshError::Unsupported(format!("the mesh's {dim}D cells mix {}: a space takes one kind of cell (triangles, quadrilaterals, tetrahedra or hexahedra, first or second order)", kinds.into_iter().collect::<Vec<_>>().join(", "))).into());
+        }
+        if self.is_simplex() {
+            let (mesh, nodes) = self.to_simplex_mesh_and_nodes()?;
+            Ok((NodalSpace::simplex(&mesh, degree)?, nodes))
+        } else {
+            let (mesh, nodes) = self.to_mesh_and_nodes()?;
+            Ok((NodalSpace::tensor(&mesh, degree)?, nodes))
+        }
+    }
+
+    /// The boundary part made of physical groups `groups` (names or
+    /// numbers) of the facet dimension, for boundary conditions on the
+    /// space of [`GmshMesh::nodal_space`] (`nodes` its node map). A group
+    /// the file lacks, or one of another dimension, is an error listing
+    /// the boundary groups the file has.
+    pub fn boundary(&self, groups: &[String], nodes: &[u32]) -> GResult<BoundaryPart> {
+        Ok(BoundaryPart::Facets { name: groups.join(","), keys: self.group_facets(groups, nodes)? })
     }
 
     /// The blocks of the highest dimension, or an error naming every

@@ -28,6 +28,23 @@ impl Transposition {
         Self { blocks: (128 / v.block).max(1), batches: 1 }
     }
 
+    /// [`Self::default_for`] with as many fewer cell blocks as it takes for
+    /// the residual's (or, when `jacobian`, the tangent's) shared memory of
+    /// `bytes`-byte values to fit `limit` bytes: the tangents of the large
+    /// variants (vector Q1 hexahedra, Q2) need several times the
+    /// residual's. An error when one block does not fit.
+    pub fn fitting(v: &Variant, jacobian: bool, bytes: usize, limit: usize) -> Result<Self> {
+        let mut t = Self::default_for(v);
+        while t.blocks > 1 && bytes * shared_len(v, t.threads(v), jacobian, t.batches) > limit {
+            t.blocks -= 1;
+        }
+        let need = bytes * shared_len(v, t.threads(v), jacobian, t.batches);
+        if need > limit {
+            return Err(Error::InvalidArgument(format!("the {} of this variant need {need} bytes of shared memory for one block of {} cells (at most {limit})", if jacobian { "element matrices" } else { "element residuals" }, v.block)));
+        }
+        Ok(t)
+    }
+
     /// Threads per thread block for variant `v`: N_bl · N_bs.
     pub fn threads(&self, v: &Variant) -> usize {
         self.blocks * v.block

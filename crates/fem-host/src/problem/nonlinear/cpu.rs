@@ -21,7 +21,8 @@ pub struct CpuState {
     jacobian: Box<dyn Fn(&CpuBackend, &[f64]) -> Result<Vec<f64>> + Send + Sync>,
     gather: Vec<u32>,
     pos: [Vec<u32>; 2],
-    base: Vec<f64>,
+    /// What the residual's and the tangent's values start from.
+    base: [Vec<f64>; 2],
     diag_pos: Vec<u32>,
 }
 
@@ -38,7 +39,7 @@ impl NewtonOps for CpuBackend {
             jacobian: erase(setup.physics.clone(), true),
             gather: setup.gather.clone(),
             pos: [setup.residual_pos.clone(), setup.entry_pos.clone()],
-            base: setup.csr.val.clone(),
+            base: [setup.residual_base.clone(), setup.csr.val.clone()],
             diag_pos: setup.diag_pos.clone(),
         })
     }
@@ -56,11 +57,7 @@ impl NewtonOps for CpuBackend {
     }
 
     fn assemble(&self, s: &CpuState, matrix: bool, elem: &Vec<f64>, out: &mut Vec<f64>) -> Result<()> {
-        if matrix {
-            out.copy_from_slice(&s.base);
-        } else {
-            out.fill(0.0);
-        }
+        out.copy_from_slice(&s.base[matrix as usize]);
         let pos = &s.pos[matrix as usize];
         scatter_add(pos, &elem[..pos.len()], out);
         Ok(())

@@ -45,12 +45,14 @@ pub(crate) fn inverse_diagonal(gpu: &CudaBackend, diag_pos: &CudaSlice<u32>, kfl
 /// What the device holds.
 pub struct GpuState {
     physics: GpuPointwise<f64>,
-    launch: Transposition,
+    /// Launches of the residual and the tangent.
+    launch: [Transposition; 2],
     gather: CudaSlice<u32>,
     /// Residual and tangent targets of the element values.
     pos: [CudaSlice<u32>; 2],
-    /// What the tangent's values start from before the adds (1 on fixed diagonals).
-    base: CudaSlice<f64>,
+    /// What the residual's and the tangent's values start from before the
+    /// adds (minus the load; 1 on fixed diagonals).
+    base: [CudaSlice<f64>; 2],
     diag_pos: CudaSlice<u32>,
 }
 
@@ -62,12 +64,13 @@ impl NewtonOps for CudaBackend {
         let (ne, nl) = (setup.physics.n_cells, setup.physics.variant.n_local());
         self.ensure_free(8 * (ne * nl * (nl + 3) + setup.csr.nnz() * 4 + setup.n_rows() * 12))?;
         let physics = GpuPointwise::new(self, &setup.physics)?;
+        let shared = self.props().shared_mem_per_block_optin as usize;
         Ok(GpuState {
-            launch: Transposition::default_for(&physics.variant),
+            launch: [Transposition::fitting(&physics.variant, false, 8, shared)?, Transposition::fitting(&physics.variant, true, 8, shared)?],
             physics,
             gather: s.clone_htod(&setup.gather)?,
             pos: [s.clone_htod(&setup.residual_pos)?, s.clone_htod(&setup.entry_pos)?],
-            base: self.upload(&setup.csr.val)?,
+            base: [self.upload(&setup.residual_base)?, self.upload(&setup.csr.val)?],
             diag_pos: s.clone_htod(&setup.diag_pos)?,
         })
     }
@@ -77,15 +80,11 @@ impl NewtonOps for CudaBackend {
     }
 
     fn elements(&self, s: &GpuState, jacobian: bool, ue: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
-        s.physics.evaluate(self, jacobian, s.launch, ue, out)
+        s.physics.evaluate(self, jacobian, s.launch[jacobian as usize], ue, out)
     }
 
     fn assemble(&self, s: &GpuState, matrix: bool, elem: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
-        if matrix {
-            self.copy(&s.base, out)?;
-        } else {
-            self.stream().memset_zeros(out)?;
-        }
+        self.copy(&s.base[matrix as usize], out)?;
         scatter_add(self, &s.pos[matrix as usize], elem, out)
     }
 
@@ -98,6 +97,6 @@ impl NewtonOps for CudaBackend {
     }
 
     fn describe(&self, s: &GpuState) -> String {
-        format!("{}, element kernels by thread transposition {} × {}, assembly by atomics, CG on ELL-WARP", self.name(), s.launch.blocks, s.launch.batches)
+        format!("{}, element kernels by thread transposition ({} and {} cell blocks per batch), assembly by atomics, CG on ELL-WARP", self.name(), s.launch[0].blocks, s.launch[1].blocks)
     }
 }

@@ -17,11 +17,12 @@ use super::phases::{timed, MatrixOp, Split};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{csr_pattern, field_rows, Aux, Pointwise};
 use crate::solver::{pcg, CgOptions, Jacobi};
-use crate::space::NodalSpace;
+use crate::space::{Constraints, Load, NodalSpace};
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
 use serde::Serialize;
+use rayon::prelude::*;
 use std::time::Instant;
 
 /// Position that the assembly skips.
@@ -46,6 +47,9 @@ pub struct Setup<K> {
     pub diag_pos: Vec<u32>,
     /// Rows held at their given values.
     pub fixed: Vec<bool>,
+    /// What the residual's assembly starts from: minus the load in free
+    /// rows, zero in fixed ones (R(u) = A(u) − F).
+    pub residual_base: Vec<f64>,
 }
 
 impl<K: Kernels<f64>> Setup<K> {
@@ -59,13 +63,32 @@ impl<K: Kernels<f64>> Setup<K> {
     pub fn with_aux(cpu: &CpuBackend, space: &NodalSpace, aux: Aux<'_>) -> Result<Self> {
         let physics = Pointwise::<f64, K>::new(space, None, aux)?;
         let nc = physics.variant.nc;
+        let fixed = space.boundary.iter().flat_map(|&b| std::iter::repeat_n(b, nc)).collect();
+        Self::build(cpu, space, physics, fixed, None)
+    }
+
+    /// The physics `K` on `space` with auxiliary fields `aux`, the rows
+    /// `constraints` holds fixed, and the residual less `load` (if any).
+    pub fn constrained(cpu: &CpuBackend, space: &NodalSpace, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
+        let physics = Pointwise::<f64, K>::new(space, None, aux)?;
+        let nc = physics.variant.nc;
+        if constraints.nc != nc || load.is_some_and(|l| l.nc != nc) {
+            return Err(Error::InvalidArgument(format!("the physics has {nc} components, its boundary conditions or load another number")));
+        }
+        crate::error::same_len("constrained rows", constraints.fixed.len(), space.n_dofs * nc)?;
+        Self::build(cpu, space, physics, constraints.fixed.clone(), load.map(|l| l.values.as_slice()))
+    }
+
+    /// The maps and the pattern (in parallel: they are per entry of every
+    /// element matrix).
+    fn build(cpu: &CpuBackend, space: &NodalSpace, physics: Pointwise<f64, K>, fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
+        let nc = physics.variant.nc;
         let gather = field_rows(space, nc);
-        let fixed: Vec<bool> = space.boundary.iter().flat_map(|&b| std::iter::repeat_n(b, nc)).collect();
-        let residual_pos = gather.iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
+        let residual_pos = gather.par_iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
         let (mut csr, pos) = csr_pattern::<f64>(cpu, space, nc)?;
         let nl = space.nb() * nc;
         let entry_pos = pos
-            .iter()
+            .par_iter()
             .enumerate()
             .map(|(k, &p)| {
                 let (e, i, j) = (k / (nl * nl), k / nl % nl, k % nl);
@@ -73,14 +96,18 @@ impl<K: Kernels<f64>> Setup<K> {
                 if fixed[r] || fixed[c] { NONE } else { p }
             })
             .collect();
-        let diag_pos: Vec<u32> = (0..csr.n_rows).map(|r| csr.position(r, r as u32).map(|p| p as u32).ok_or_else(|| Error::InvalidArgument(format!("row {r} has no diagonal")))).collect::<Result<_>>()?;
+        let diag_pos: Vec<u32> = (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map(|p| p as u32).ok_or_else(|| Error::InvalidArgument(format!("row {r} has no diagonal")))).collect::<Result<_>>()?;
         csr.val.fill(0.0);
         for (r, &p) in diag_pos.iter().enumerate() {
             if fixed[r] {
                 csr.val[p as usize] = 1.0;
             }
         }
-        Ok(Self { physics, gather, residual_pos, entry_pos, csr, diag_pos, fixed })
+        let residual_base = match load {
+            Some(f) => f.iter().zip(&fixed).map(|(v, &x)| if x { 0.0 } else { -v }).collect(),
+            None => vec![0.0; fixed.len()],
+        };
+        Ok(Self { physics, gather, residual_pos, entry_pos, csr, diag_pos, fixed, residual_base })
     }
 
     /// Another physics of as many components on the same space, sharing
@@ -90,7 +117,7 @@ impl<K: Kernels<f64>> Setup<K> {
         if physics.variant.nc != self.physics.variant.nc || physics.variant.n_local() != self.physics.variant.n_local() || physics.n_cells != self.physics.n_cells {
             return Err(Error::InvalidArgument("the other physics has other components or cells than this set-up".into()));
         }
-        Ok(Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone() })
+        Ok(Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone() })
     }
 
     /// Rows of the global system (nodes × components).

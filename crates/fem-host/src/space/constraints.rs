@@ -1,0 +1,232 @@
+//! Boundary conditions on any nodal space, independent of how the
+//! operator is assembled or which backend applies it: Dirichlet values on
+//! parts of the boundary (rows held fixed), and the loads that do not
+//! depend on the solution (sources ∫ f·φ and Neumann tractions ∫_Γ g·φ),
+//! which the residual subtracts.
+//!
+//! A part of the boundary is every boundary facet, the facets of Gmsh
+//! physical groups (their vertex keys), or those whose centre a predicate
+//! accepts.
+
+use super::facets::Facet;
+use super::integrate::{cell_evector, facet_centre, facet_points};
+use super::NodalSpace;
+use crate::{Error, Result};
+use std::collections::HashSet;
+
+/// A part of the domain's boundary.
+pub enum BoundaryPart {
+    /// The whole boundary.
+    All,
+    /// The facets with these keys, e.g. a Gmsh physical group's.
+    Facets {
+        /// What messages call it.
+        name: String,
+        /// Sorted corner vertices padded with `u32::MAX`, as
+        /// [`crate::io::gmsh::GmshMesh::group_facets`] gives them.
+        keys: HashSet<[u32; 4]>,
+    },
+    /// The facets whose centre a predicate accepts.
+    Where {
+        /// What messages call it.
+        name: String,
+        /// The predicate on the facet's centre.
+        accept: Box<dyn Fn(&[f64; 3]) -> bool + Sync>,
+    },
+}
+
+impl BoundaryPart {
+    /// Facets whose centre satisfies `accept` (e.g. `|x| x[0] < 1e-12` for x = 0).
+    pub fn at(name: &str, accept: impl Fn(&[f64; 3]) -> bool + Sync + 'static) -> Self {
+        Self::Where {
+            name: name.to_string(),
+            accept: Box::new(accept),
+        }
+    }
+
+    /// The boundary facets of `space` in this part; an error when there
+    /// are none (a group that names no facet of the boundary, a predicate
+    /// that accepts none).
+    pub fn facets<'s>(&self, space: &'s NodalSpace) -> Result<Vec<&'s Facet>> {
+        let out: Vec<&Facet> = match self {
+            Self::All => space.facets.iter().collect(),
+            Self::Facets { keys, .. } => space
+                .facets
+                .iter()
+                .filter(|f| keys.contains(&f.key))
+                .collect(),
+            Self::Where { accept, .. } => space
+                .facets
+                .iter()
+                .filter(|f| accept(&facet_centre(space, f)))
+                .collect(),
+        };
+        if out.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "the boundary part {} has no facet on the boundary of the mesh",
+                self.name()
+            )));
+        }
+        Ok(out)
+    }
+
+    /// How messages name it.
+    pub fn name(&self) -> String {
+        match self {
+            Self::All => "(the whole boundary)".into(),
+            Self::Facets { name, .. } | Self::Where { name, .. } => format!("`{name}`"),
+        }
+    }
+}
+
+/// Dirichlet rows of an `nc`-component field: which are held, and at what.
+#[derive(Clone, Debug)]
+pub struct Constraints {
+    /// Components per node.
+    pub nc: usize,
+    /// Rows (`node·nc + component`) held at their values.
+    pub fixed: Vec<bool>,
+    /// The held values (zero in free rows).
+    pub values: Vec<f64>,
+}
+
+impl Constraints {
+    /// No row held: natural conditions on the whole boundary.
+    pub fn none(space: &NodalSpace, nc: usize) -> Self {
+        Self {
+            nc,
+            fixed: vec![false; space.n_dofs * nc],
+            values: vec![0.0; space.n_dofs * nc],
+        }
+    }
+
+    /// Every component held at `value(x)` on the nodes of `part`.
+    pub fn dirichlet(
+        self,
+        space: &NodalSpace,
+        part: &BoundaryPart,
+        value: impl Fn(&[f64; 3], &mut [f64]),
+    ) -> Result<Self> {
+        let all: Vec<usize> = (0..self.nc).collect();
+        self.dirichlet_components(space, part, &all, value)
+    }
+
+    /// The listed components held at the matching entries of `value(x)`
+    /// (which fills all `nc`) on the nodes of `part`; the others stay free
+    /// (a roller, a symmetry plane).
+    pub fn dirichlet_components(
+        mut self,
+        space: &NodalSpace,
+        part: &BoundaryPart,
+        components: &[usize],
+        value: impl Fn(&[f64; 3], &mut [f64]),
+    ) -> Result<Self> {
+        if let Some(c) = components.iter().find(|&&c| c >= self.nc) {
+            return Err(Error::InvalidArgument(format!(
+                "component {c} of a field with {} components",
+                self.nc
+            )));
+        }
+        let facets = part.facets(space)?;
+        let mask = space.facet_mask(facets);
+        let mut v = vec![0.0; self.nc];
+        for (node, _) in mask.iter().enumerate().filter(|m| *m.1) {
+            value(&space.dof_coords[node], &mut v);
+            for &c in components {
+                self.fixed[node * self.nc + c] = true;
+                self.values[node * self.nc + c] = v[c];
+            }
+        }
+        Ok(self)
+    }
+
+    /// A start for Newton: the held values, zero elsewhere.
+    pub fn initial(&self) -> Vec<f64> {
+        self.values.clone()
+    }
+
+    /// Rows held.
+    pub fn n_fixed(&self) -> usize {
+        self.fixed.iter().filter(|&&f| f).count()
+    }
+}
+
+/// A load vector ∫ f·φ + ∫_Γ g·φ of an `nc`-component field, which the
+/// residual of a form subtracts.
+#[derive(Clone, Debug)]
+pub struct Load {
+    /// Components per node.
+    pub nc: usize,
+    /// The assembled vector, `node·nc + component`.
+    pub values: Vec<f64>,
+}
+
+impl Load {
+    /// No load.
+    pub fn zero(space: &NodalSpace, nc: usize) -> Self {
+        Self {
+            nc,
+            values: vec![0.0; space.n_dofs * nc],
+        }
+    }
+
+    /// Adds the source ∫_Ω f(x)·φ.
+    pub fn source(mut self, space: &NodalSpace, f: impl Fn(&[f64; 3], &mut [f64]) + Sync) -> Self {
+        let e = cell_evector(space, self.nc, |p, v| f(&p.x, v));
+        self.add_evector(space, &e);
+        self
+    }
+
+    /// Adds the source ∫_Ω f_h·φ of the finite-element function with node
+    /// values `nodal` (`node·nc + component`): a load of any roughness,
+    /// e.g. random node values, that still converges under refinement.
+    pub fn nodal_source(mut self, space: &NodalSpace, nodal: &[f64]) -> Result<Self> {
+        crate::error::same_len("nodal source", nodal.len(), self.values.len())?;
+        let (nc, nb) = (self.nc, space.nb());
+        let e = cell_evector(space, nc, |p, v| {
+            let dofs = &space.cell_dofs[p.cell * nb..][..nb];
+            for (c, vc) in v.iter_mut().enumerate() {
+                *vc = p
+                    .phi
+                    .iter()
+                    .zip(dofs)
+                    .map(|(phi, &g)| phi * nodal[g as usize * nc + c])
+                    .sum();
+            }
+        });
+        self.add_evector(space, &e);
+        Ok(self)
+    }
+
+    /// Sums an E-vector into the load.
+    fn add_evector(&mut self, space: &NodalSpace, e: &[f64]) {
+        self.values
+            .iter_mut()
+            .zip(space.scatter_add(self.nc, e))
+            .for_each(|(v, a)| *v += a);
+    }
+
+    /// Adds the Neumann traction ∫_Γ g(x, n)·φ on `part` (n the outward
+    /// unit normal): a flux for a scalar field (∂u/∂n = g for −Δu), a
+    /// traction σ·n = g for elasticity.
+    pub fn neumann(
+        mut self,
+        space: &NodalSpace,
+        part: &BoundaryPart,
+        g: impl Fn(&[f64; 3], &[f64; 3], &mut [f64]),
+    ) -> Result<Self> {
+        let facets = part.facets(space)?;
+        let (nc, nb) = (self.nc, space.nb());
+        let mut v = vec![0.0; nc];
+        facet_points(space, facets, |p| {
+            g(&p.x, &p.normal, &mut v);
+            for (b, phi) in p.phi.iter().enumerate() {
+                let row = space.cell_dofs[p.cell * nb + b] as usize * nc;
+                for c in 0..nc {
+                    self.values[row + c] += p.weight * phi * v[c];
+                }
+            }
+        });
+        Ok(self)
+    }
+}

@@ -1,0 +1,340 @@
+//! Quadrature over the cells and boundary facets of a nodal space, on the
+//! host: what loads that do not depend on the solution (sources, Neumann
+//! tractions) and error norms need, once per solve. Every point comes
+//! with its physical position, weight × measure, the basis values of its
+//! cell and, on facets, the outward unit normal.
+
+use super::facets::{facet_map, Facet};
+use super::NodalSpace;
+use fem_core::quadrature::gauss_legendre;
+use fem_core::shape::Shape;
+use rayon::prelude::*;
+
+/// Polynomial degree the load rules integrate exactly: the basis squared
+/// (a load of a field in the space is exact on affine cells), one more on
+/// tensor cells, whose geometry is not affine.
+fn rule_order(space: &NodalSpace) -> usize {
+    2 * space.degree + usize::from(!space.shape.is_simplex())
+}
+
+/// Degrees more for error norms, whose integrand is not a polynomial and
+/// whose lowest rules sit on points where the error is superconvergent.
+const ERROR_EXTRA: usize = 2;
+
+/// A quadrature point as the visitor sees it.
+pub struct Point<'a> {
+    /// Cell it lies in.
+    pub cell: usize,
+    /// Physical position (padded with zeros to three components).
+    pub x: [f64; 3],
+    /// Quadrature weight × the cell's (or facet's) measure there.
+    pub weight: f64,
+    /// The cell's basis functions there.
+    pub phi: &'a [f64],
+    /// Outward unit normal (facets only; zero in cells).
+    pub normal: [f64; 3],
+}
+
+/// A rule on `shape` of at least degree `order`: points `[q·d + a]`, weights.
+fn shape_rule(shape: Shape, order: usize) -> (Vec<f64>, Vec<f64>) {
+    let n = shape
+        .rule_sizes()
+        .iter()
+        .copied()
+        .find(|&n| shape.rule_degree(n).is_some_and(|k| k >= order))
+        .unwrap_or(*shape.rule_sizes().last().expect("rules"));
+    let (mut p, mut w) = (vec![0.0; n * shape.dim()], vec![0.0; n]);
+    shape.rule(n, &mut p, &mut w);
+    (p, w)
+}
+
+/// A rule on the segment [−1, 1] (`simplex`: on \[0, 1\]) of at least degree `order`.
+fn segment_rule(order: usize, simplex: bool) -> (Vec<f64>, Vec<f64>) {
+    let n = order / 2 + 1;
+    let (mut p, mut w) = (vec![0.0; n], vec![0.0; n]);
+    gauss_legendre(&mut p, &mut w);
+    if simplex {
+        p.iter_mut().for_each(|s| *s = 0.5 * (*s + 1.0));
+        w.iter_mut().for_each(|v| *v *= 0.5);
+    }
+    (p, w)
+}
+
+/// Geometry of cell `c` at reference point `xi`: position and Jacobian
+/// `jac[a][k] = ∂x_a/∂ξ_k`.
+fn geometry(space: &NodalSpace, c: usize, xi: &[f64]) -> ([f64; 3], [[f64; 3]; 3]) {
+    let (d, nv) = (space.shape.dim(), space.shape.vertices());
+    let (mut val, mut grad) = ([0.0; 8], [0.0; 24]);
+    space
+        .shape
+        .geometry_basis(xi, &mut val[..nv], &mut grad[..nv * d]);
+    let (mut x, mut jac) = ([0.0; 3], [[0.0; 3]; 3]);
+    for v in 0..nv {
+        let xv = &space.cell_coords[(c * nv + v) * d..][..d];
+        for a in 0..d {
+            x[a] += val[v] * xv[a];
+            for k in 0..d {
+                jac[a][k] += grad[v * d + k] * xv[a];
+            }
+        }
+    }
+    (x, jac)
+}
+
+fn det(j: &[[f64; 3]; 3], d: usize) -> f64 {
+    if d == 2 {
+        j[0][0] * j[1][1] - j[0][1] * j[1][0]
+    } else {
+        j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1])
+            - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0])
+            + j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0])
+    }
+}
+
+/// A cell rule with its basis table: points `[q·d + a]`, weights, `φ[q·nb + b]`.
+struct CellRule {
+    pts: Vec<f64>,
+    wts: Vec<f64>,
+    phi: Vec<f64>,
+}
+
+impl CellRule {
+    fn new(space: &NodalSpace, extra: usize) -> Self {
+        let (shape, d, nb) = (space.shape, space.shape.dim(), space.nb());
+        let (pts, wts) = shape_rule(shape, rule_order(space) + extra);
+        let mut phi = vec![0.0; wts.len() * nb];
+        let mut grad = vec![0.0; nb * d];
+        for (q, chunk) in phi.chunks_mut(nb).enumerate() {
+            shape.basis(space.degree, &pts[q * d..][..d], chunk, &mut grad);
+        }
+        Self { pts, wts, phi }
+    }
+
+    /// Visits the points of cell `c`.
+    fn visit(&self, space: &NodalSpace, c: usize, visit: &mut impl FnMut(&Point)) {
+        let (d, nb) = (space.shape.dim(), space.nb());
+        for (q, w) in self.wts.iter().enumerate() {
+            let (x, jac) = geometry(space, c, &self.pts[q * d..][..d]);
+            visit(&Point {
+                cell: c,
+                x,
+                weight: w * det(&jac, d).abs(),
+                phi: &self.phi[q * nb..][..nb],
+                normal: [0.0; 3],
+            });
+        }
+    }
+}
+
+/// Visits every quadrature point of every cell, in order.
+pub fn cell_points(space: &NodalSpace, mut visit: impl FnMut(&Point)) {
+    let rule = CellRule::new(space, 0);
+    for c in 0..space.n_cells() {
+        rule.visit(space, c, &mut visit);
+    }
+}
+
+/// The E-vector of ∫ φ_b f_c over each cell (`cell·nb·nc + b·nc + c`),
+/// the cells in parallel; `f` fills the `nc` integrand values at a point.
+pub fn cell_evector(
+    space: &NodalSpace,
+    nc: usize,
+    f: impl Fn(&Point, &mut [f64]) + Sync,
+) -> Vec<f64> {
+    let rule = CellRule::new(space, 0);
+    let nl = space.nb() * nc;
+    let mut out = vec![0.0; space.n_cells() * nl];
+    out.par_chunks_mut(nl).enumerate().for_each_init(
+        || vec![0.0; nc],
+        |v, (c, elem)| {
+            rule.visit(space, c, &mut |p: &Point| {
+                f(p, v);
+                for (b, phi) in p.phi.iter().enumerate() {
+                    for (k, vk) in v.iter().enumerate() {
+                        elem[b * nc + k] += p.weight * phi * vk;
+                    }
+                }
+            })
+        },
+    );
+    out
+}
+
+/// Visits every quadrature point of the boundary facets `facets`.
+pub fn facet_points<'f>(
+    space: &NodalSpace,
+    facets: impl IntoIterator<Item = &'f Facet>,
+    mut visit: impl FnMut(&Point),
+) {
+    let (shape, d, nb) = (space.shape, space.shape.dim(), space.nb());
+    let order = rule_order(space);
+    let (mut phi, mut grad) = (vec![0.0; nb], vec![0.0; nb * d]);
+    for f in facets {
+        let (c, map) = (f.cell as usize, facet_map(shape, f.local as usize));
+        let (pts, wts) = match (d, map.simplex) {
+            (2, s) => segment_rule(order, s),
+            (_, true) => shape_rule(Shape::Triangle, order),
+            _ => shape_rule(Shape::Quadrilateral, order),
+        };
+        let centre = geometry(space, c, &centroid(shape)[..d]).0;
+        for (q, w) in wts.iter().enumerate() {
+            let xi = map.point(&pts[q * (d - 1)..][..d - 1]);
+            let (x, jac) = geometry(space, c, &xi[..d]);
+            let tangent = |j: usize| -> [f64; 3] {
+                std::array::from_fn(|a| (0..d).map(|k| jac[a][k] * map.axes[j][k]).sum())
+            };
+            let t0 = tangent(0);
+            let mut n = if d == 2 {
+                [t0[1], -t0[0], 0.0]
+            } else {
+                let t1 = tangent(1);
+                [
+                    t0[1] * t1[2] - t0[2] * t1[1],
+                    t0[2] * t1[0] - t0[0] * t1[2],
+                    t0[0] * t1[1] - t0[1] * t1[0],
+                ]
+            };
+            let measure = n.iter().map(|v| v * v).sum::<f64>().sqrt();
+            // outward: away from the cell's centre
+            let sign = if (0..d).map(|a| n[a] * (x[a] - centre[a])).sum::<f64>() < 0.0 {
+                -1.0
+            } else {
+                1.0
+            };
+            n.iter_mut().for_each(|v| *v *= sign / measure);
+            shape.basis(space.degree, &xi[..d], &mut phi, &mut grad);
+            visit(&Point {
+                cell: c,
+                x,
+                weight: w * measure,
+                phi: &phi,
+                normal: n,
+            });
+        }
+    }
+}
+
+/// Reference centroid of `shape`.
+fn centroid(shape: Shape) -> [f64; 3] {
+    if shape.is_simplex() {
+        [1.0 / (shape.dim() as f64 + 1.0); 3]
+    } else {
+        [0.0; 3]
+    }
+}
+
+/// The physical centroid of a boundary facet (its reference centre mapped).
+pub fn facet_centre(space: &NodalSpace, f: &Facet) -> [f64; 3] {
+    let d = space.shape.dim();
+    let map = facet_map(space.shape, f.local as usize);
+    let s = if map.simplex {
+        [1.0 / d as f64; 2]
+    } else {
+        [0.0; 2]
+    };
+    geometry(space, f.cell as usize, &map.point(&s[..d - 1])[..d]).0
+}
+
+/// ‖u_h − u‖_L2 of an `nc`-component field `u` against `exact`, the
+/// cells in parallel.
+pub fn l2_error(
+    space: &NodalSpace,
+    nc: usize,
+    u: &[f64],
+    exact: impl Fn(&[f64; 3], &mut [f64]) + Sync,
+) -> f64 {
+    let nb = space.nb();
+    let rule = CellRule::new(space, ERROR_EXTRA);
+    let sum: f64 = (0..space.n_cells())
+        .into_par_iter()
+        .map_init(
+            || vec![0.0; nc],
+            |want, c| {
+                let mut sum = 0.0;
+                rule.visit(space, c, &mut |p: &Point| {
+                    exact(&p.x, want);
+                    for (k, w) in want.iter().enumerate() {
+                        let uh: f64 = p
+                            .phi
+                            .iter()
+                            .enumerate()
+                            .map(|(b, f)| f * u[space.cell_dofs[c * nb + b] as usize * nc + k])
+                            .sum();
+                        sum += p.weight * (uh - w) * (uh - w);
+                    }
+                });
+                sum
+            },
+        )
+        .sum();
+    sum.sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::simplex::SimplexBox;
+    use crate::mesh::BoxMesh;
+
+    fn spaces() -> Vec<NodalSpace> {
+        let mut out = Vec::new();
+        for dim in [2, 3] {
+            let simplex = SimplexBox::unstructured(dim, 3, 5).build().unwrap();
+            let tensor = BoxMesh {
+                dim,
+                cells: 3,
+                perturb: 0.15,
+                shuffle: true,
+                seed: 5,
+            }
+            .build()
+            .unwrap();
+            out.push(NodalSpace::simplex(&simplex, 2).unwrap());
+            out.push(NodalSpace::tensor(&tensor, 2).unwrap());
+        }
+        out
+    }
+
+    /// The cells measure the unit square/cube, the boundary measures its
+    /// surface, ∫ x_a over the cells is 1/2, and the divergence theorem
+    /// holds for x: ∫_Γ x·n = d · |Ω|, which needs outward normals.
+    #[test]
+    fn measures_moments_and_normals_of_the_unit_box() {
+        for s in spaces() {
+            let d = s.shape.dim();
+            let (mut vol, mut moment) = (0.0, 0.0);
+            cell_points(&s, |p| {
+                vol += p.weight;
+                moment += p.weight * p.x[0];
+            });
+            let (mut area, mut flux) = (0.0, 0.0);
+            facet_points(&s, &s.facets, |p| {
+                area += p.weight;
+                flux += p.weight * (0..d).map(|a| p.x[a] * p.normal[a]).sum::<f64>();
+            });
+            assert!(
+                (vol - 1.0).abs() < 1e-12 && (moment - 0.5).abs() < 1e-12,
+                "{:?}: {vol} {moment}",
+                s.shape
+            );
+            assert!(
+                (area - 2.0 * d as f64).abs() < 1e-12 && (flux - d as f64).abs() < 1e-12,
+                "{:?}: {area} {flux}",
+                s.shape
+            );
+        }
+    }
+
+    /// The interpolant of a quadratic is exact in P2/Q2, so its L2 error is
+    /// rounding; a wrong value is seen.
+    #[test]
+    fn l2_error_of_an_exact_interpolant_is_zero() {
+        for s in spaces() {
+            let f = |x: &[f64; 3], o: &mut [f64]| o[0] = 1.0 + x[0] * x[1] - x[1] * x[1];
+            let mut u = s.interpolate(1, f);
+            assert!(l2_error(&s, 1, &u, f) < 1e-12);
+            u.iter_mut().for_each(|v| *v += 1.0);
+            assert!((l2_error(&s, 1, &u, f) - 1.0).abs() < 1e-12);
+        }
+    }
+}
