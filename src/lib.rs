@@ -16,6 +16,7 @@
 //!
 //! # Where to start
 //!
+//! - **Your own physics on the GPU, step by step**: [`guide`].
 //! - **See it run**: `cargo run --release -- demo` solves a nonlinear
 //!   problem on a Gmsh mesh on the GPU (or the CPU) and writes a `.vtu`
 //!   and a picture; [`demo`] is its source, one short module from
@@ -27,8 +28,11 @@
 //! - **Your physics**: write pointwise functions with
 //!   `#[fem_macros::fem_kernel]` (see [`kernels::physics`] for the shipped
 //!   ones, and `examples/user-physics` in the repository for a crate of a
-//!   user's own, compiled to PTX by `fem-build`), then solve with
-//!   [`host::problem::nonlinear::solve`] on either backend.
+//!   user's own, compiled to PTX by `fem-build`), put boundary conditions
+//!   on a [`host::space::NodalSpace`] with [`host::space::Constraints`] and
+//!   [`host::space::Load`], then solve with
+//!   [`host::problem::nonlinear::solve`] on either backend; or run
+//!   `fem solve --mesh FILE --physics {poisson,elasticity}` ([`mesh_solve`]).
 //! - **Linear solvers and formats**: [`host::solver`] (CG, BiCGStab,
 //!   multigrid), [`host::sparse`] (CSR, ELL-WARP, cuSPARSE) and
 //!   [`host::operator`] (assembled, element-matrix and matrix-free
@@ -48,7 +52,9 @@ pub mod bench;
 pub mod bp;
 pub mod cardiac;
 pub mod demo;
+pub mod guide;
 pub mod info;
+pub mod mesh_solve;
 pub mod picture;
 pub mod plot;
 pub mod residual;

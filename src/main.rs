@@ -11,6 +11,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli {
+    pub mod mesh_solve;
+}
+use cli::mesh_solve::{LoadArg, PhysicsArg};
+
 #[derive(Parser)]
 #[command(name = "fem", version, about = "Finite-element computation on NVIDIA GPUs, with a CPU backend")]
 struct Cli {
@@ -253,11 +258,34 @@ struct SolveArgs {
     /// Cells per direction (default: about --dofs DOFs).
     #[arg(long)]
     cells: Option<usize>,
-    /// Solve on the quadrilaterals or hexahedra of a Gmsh file (format 4.1,
-    /// ASCII or binary) covering the unit square or cube, instead of a
-    /// generated box.
+    /// Solve on the cells of a Gmsh file (MSH 2.2, 4.0 or 4.1, ASCII or
+    /// binary) instead of a generated box. Triangles and tetrahedra, and
+    /// any mesh with --physics, go through the general pipeline;
+    /// quadrilaterals and hexahedra without --physics through the Q_p
+    /// Poisson formats (the sine load then assumes the unit square or cube).
     #[arg(long, conflicts_with_all = ["cells", "unstructured"])]
     mesh: Option<PathBuf>,
+    /// With --mesh: the physics, solved by Newton and Jacobi-CG on the
+    /// chosen backend, on triangles, quadrilaterals, tetrahedra or
+    /// hexahedra of any degree the physics has kernels for.
+    #[arg(long, value_enum, requires = "mesh")]
+    physics: Option<PhysicsArg>,
+    /// With --mesh: Neumann conditions, GROUP=VALUE (a flux ∂u/∂n; for
+    /// elasticity a traction VALUE·n) or GROUP=tx:ty[:tz] (a traction
+    /// vector), comma-separated. Without --dirichlet-group, u = 0 holds on
+    /// the rest of the boundary.
+    #[arg(long, requires = "mesh", value_delimiter = ',', value_parser = cli::mesh_solve::parse_neumann)]
+    neumann_group: Vec<(String, Vec<f64>)>,
+    /// With --mesh through the pipeline: the volume load (random excites
+    /// every mode: use it, not sine, to time solvers).
+    #[arg(long, value_enum, default_value_t = LoadArg::Sine)]
+    load: LoadArg,
+    /// Elasticity: Young's modulus.
+    #[arg(long, default_value_t = 1.0)]
+    young: f64,
+    /// Elasticity: Poisson's ratio.
+    #[arg(long, default_value_t = 0.3)]
+    poisson_ratio: f64,
     /// With --mesh: u = 0 only on these boundary physical groups (names or
     /// numbers, comma-separated), natural conditions elsewhere; the L2 error
     /// is then not reported (no exact solution).
@@ -1089,7 +1117,10 @@ fn solve(a: &SolveArgs) -> CliResult {
     let mut regions = None;
     let (mut opts, dim, cells) = match &a.mesh {
         Some(path) => {
-            let file = fem::host::io::gmsh::read_path(path)?;
+            let file = fem::host::io::gmsh::read_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if a.physics.is_some() || file.is_simplex() || !a.neumann_group.is_empty() {
+                return cli::mesh_solve::solve(a, &file);
+            }
             let (mesh, nodes) = file.to_mesh_and_nodes()?;
             let (dim, n) = (mesh.dim, mesh.n_cells());
             let cells = (n as f64).powf(1.0 / dim as f64).round().max(1.0) as usize;

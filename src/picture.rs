@@ -7,6 +7,7 @@
 
 use crate::host::mesh::Mesh;
 use crate::host::problem::field::QpField;
+use crate::host::space::NodalSpace;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -190,16 +191,18 @@ pub fn mesh_simplices(mesh: &Mesh) -> Vec<[u32; 4]> {
 /// p^dim sub-cells of neighbouring nodes), so the picture shows the
 /// computed polynomial at its nodes, not only at the vertices.
 pub fn qp_picture(field: &QpField) -> (Vec<[f64; 3]>, Vec<[u32; 4]>) {
-    let (dim, p) = (field.mesh.dim, field.space.degree);
+    (field.space.dof_coords(&field.mesh), tensor_simplices(field.mesh.dim, field.space.degree, &field.space.cell_dofs))
+}
+
+/// Simplices through the nodes of Q_p cells whose DOFs (lexicographic,
+/// x fastest) are `cell_dofs`: p^dim sub-cells per cell, each split.
+fn tensor_simplices(dim: usize, p: usize, cell_dofs: &[u32]) -> Vec<[u32; 4]> {
     let np = p + 1;
-    let nb = field.space.dofs_per_cell();
-    let coords = field.space.dof_coords(&field.mesh);
+    let nb = np.pow(dim as u32);
     let mut simplices = Vec::new();
     let mut corners = [0u32; 8];
-    for c in 0..field.mesh.n_cells() {
-        let dofs = &field.space.cell_dofs[c * nb..(c + 1) * nb];
-        let subs = p.pow(dim as u32);
-        for s in 0..subs {
+    for dofs in cell_dofs.chunks(nb) {
+        for s in 0..p.pow(dim as u32) {
             let origin: Vec<usize> = (0..dim).map(|a| (s / p.pow(a as u32)) % p).collect();
             for (w, corner) in corners.iter_mut().enumerate().take(1 << dim) {
                 let local: usize = (0..dim).map(|a| (origin[a] + ((w >> a) & 1)) * np.pow(a as u32)).sum();
@@ -208,7 +211,28 @@ pub fn qp_picture(field: &QpField) -> (Vec<[f64; 3]>, Vec<[u32; 4]>) {
             split_tensor_cell(dim, &corners[..1 << dim], &mut simplices);
         }
     }
-    (coords, simplices)
+    simplices
+}
+
+/// Simplices through the nodes of a nodal space: a P2 triangle as its
+/// four sub-triangles, other simplices by their corners, Q_p cells as in
+/// [`qp_picture`].
+pub fn nodal_simplices(space: &NodalSpace) -> Vec<[u32; 4]> {
+    let (nb, d) = (space.nb(), space.shape.dim());
+    if !space.shape.is_simplex() {
+        return tensor_simplices(d, space.degree, &space.cell_dofs);
+    }
+    let children: &[[usize; 4]] = match (d, space.degree) {
+        (2, 2) => &[[0, 3, 5, 9], [3, 1, 4, 9], [5, 4, 2, 9], [3, 4, 5, 9]],
+        _ => &[[0, 1, 2, 3]],
+    };
+    space.cell_dofs.chunks(nb).flat_map(|dofs| children.iter().map(move |c| std::array::from_fn(|k| if k <= d { dofs[c[k]] } else { u32::MAX }))).collect()
+}
+
+/// Writes the picture of the scalar field `values` on a nodal space.
+pub fn nodal_png(path: &Path, title: &str, label: &str, space: &NodalSpace, values: &[f64]) -> PlotResult {
+    let simplices = nodal_simplices(space);
+    field_png(path, title, label, &Picture { dim: space.shape.dim(), coords: &space.dof_coords, simplices: &simplices, values })
 }
 
 /// Writes the picture of a Q_p field.

@@ -13,12 +13,12 @@
 
 pub mod kernels;
 
-use crate::picture::{field_png, Picture};
-use fem_core::shape::Shape;
+use crate::picture::nodal_png;
 use fem_host::io::gmsh;
 use fem_host::io::vtk::{write_nodal, Encoding, Field};
 use fem_host::mesh::simplex::SimplexMesh;
 use fem_host::problem::nonlinear::{self, NewtonOptions, NewtonReport, NewtonStep, Setup};
+use fem_host::space::integrate::l2_error;
 use fem_host::space::NodalSpace;
 use fem_host::{with_backend, AnyBackend, CpuBackend, Error, Result};
 use fem_host::operator::pointwise::Aux;
@@ -178,7 +178,7 @@ pub fn run(any: &AnyBackend, o: &DemoOptions, stage: &dyn Fn(&str), step: &mut d
     let t = Instant::now();
     let exact: Vec<f64> = space.dof_coords.iter().map(scherk).collect();
     let max_nodal_error = u.iter().zip(&exact).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-    let l2_error = l2_error(&space, &u, scherk);
+    let l2_error = l2_error(&space, 1, &u, |x, e| e[0] = scherk(x));
     stages.error = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let mut files = Vec::new();
@@ -191,32 +191,6 @@ pub fn run(any: &AnyBackend, o: &DemoOptions, stage: &dyn Fn(&str), step: &mut d
     Ok(DemoReport { backend: any.name(), mesh: label, refinements: o.refine, cells: m.n_cells(), degree: o.degree, dofs: space.n_dofs, newton, l2_error, max_nodal_error, stages, files })
 }
 
-/// ‖u_h − u‖ in L2 on triangles, u_h of the space's degree on affine cells.
-pub fn l2_error(space: &NodalSpace, u: &[f64], exact: impl Fn(&[f64; 3]) -> f64) -> f64 {
-    let (s, p, nb) = (Shape::Triangle, space.degree, space.nb());
-    let nq = 16;
-    let (mut pts, mut w) = (vec![0.0; 2 * nq], vec![0.0; nq]);
-    if !s.rule(nq, &mut pts, &mut w) {
-        return f64::NAN;
-    }
-    let (mut val, mut grad) = (vec![0.0; nb], vec![0.0; 2 * nb]);
-    let mut sum = 0.0;
-    for c in 0..space.n_cells() {
-        let dofs = &space.cell_dofs[c * nb..(c + 1) * nb];
-        let x: Vec<[f64; 3]> = dofs[..3].iter().map(|&d| space.dof_coords[d as usize]).collect();
-        let (e1, e2) = ([x[1][0] - x[0][0], x[1][1] - x[0][1]], [x[2][0] - x[0][0], x[2][1] - x[0][1]]);
-        let det = (e1[0] * e2[1] - e1[1] * e2[0]).abs();
-        for q in 0..nq {
-            let xi = &pts[2 * q..2 * q + 2];
-            s.basis(p, xi, &mut val, &mut grad);
-            let uh: f64 = dofs.iter().zip(&val).map(|(&d, v)| u[d as usize] * v).sum();
-            let xq = [x[0][0] + e1[0] * xi[0] + e2[0] * xi[1], x[0][1] + e1[1] * xi[0] + e2[1] * xi[1], 0.0];
-            sum += w[q] * det * (uh - exact(&xq)).powi(2);
-        }
-    }
-    sum.sqrt()
-}
-
 /// `minimal-surface.vtu` (u, the exact surface and the error on the
 /// space's cells) and `minimal-surface.png` (u_h drawn through its nodes).
 fn write_outputs(dir: &Path, space: &NodalSpace, u: &[f64], exact: &[f64]) -> Result<Vec<String>> {
@@ -225,18 +199,8 @@ fn write_outputs(dir: &Path, space: &NodalSpace, u: &[f64], exact: &[f64]) -> Re
     let fields = [Field { name: "u", values: u }, Field { name: "u_exact", values: exact }, Field { name: "error", values: &error }];
     write_nodal(&vtu, space, &fields, &[], Encoding::Binary)?;
     let png = dir.join("minimal-surface.png");
-    let simplices = node_triangles(space);
-    let picture = Picture { dim: 2, coords: &space.dof_coords, simplices: &simplices, values: u };
-    field_png(&png, "minimal surface u_h (Scherk's surface on a disk)", "u", &picture).map_err(|e| Error::InvalidArgument(format!("cannot write {}: {e}", png.display())))?;
+    nodal_png(&png, "minimal surface u_h (Scherk's surface on a disk)", "u", space, u).map_err(|e| Error::InvalidArgument(format!("cannot write {}: {e}", png.display())))?;
     Ok(vec![vtu.display().to_string(), png.display().to_string()])
-}
-
-/// Linear triangles through the space's nodes: the cells themselves for
-/// P1, four per cell through the edge midpoints for P2.
-pub fn node_triangles(space: &NodalSpace) -> Vec<[u32; 4]> {
-    let nb = space.nb();
-    let children: &[[usize; 3]] = if space.degree == 2 { &[[0, 3, 5], [3, 1, 4], [5, 4, 2], [3, 4, 5]] } else { &[[0, 1, 2]] };
-    space.cell_dofs.chunks(nb).flat_map(|d| children.iter().map(move |c| [d[c[0]], d[c[1]], d[c[2]], u32::MAX])).collect()
 }
 
 impl std::fmt::Display for DemoReport {

@@ -1,0 +1,170 @@
+//! `fem solve --mesh FILE --physics ...`: the command-line side of
+//! [`fem::mesh_solve`] (arguments, progress, output files).
+
+use crate::{open_announced, spinner, CliResult, FormatArg, SolveArgs};
+use clap::ValueEnum;
+use fem::host::io::gmsh::GmshMesh;
+use fem::host::io::vtk::{write_nodal, Encoding, Field};
+use fem::host::problem::nonlinear::NewtonOptions;
+use fem::mesh_solve::{describe, run, LoadKind, MeshSolveOptions, Neumann, Physics};
+
+/// `--physics`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PhysicsArg {
+    /// −Δu = f.
+    Poisson,
+    /// Isotropic linear elasticity, −∇·σ(u) = f.
+    Elasticity,
+}
+
+/// `--load`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadArg {
+    /// f = d π² Π sin(π xₐ): the manufactured load (nearly an eigenvector on uniform grids).
+    Sine,
+    /// f = 1 (elasticity: weight (0, …, −1)).
+    One,
+    /// Random node values in [−1, 1] (fixed seed): for solver benchmarks.
+    Random,
+}
+
+/// A Neumann group: GROUP=VALUE or GROUP=v1:v2[:v3].
+pub fn parse_neumann(s: &str) -> Result<(String, Vec<f64>), String> {
+    let (g, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: expected GROUP=VALUE or GROUP=v1:v2[:v3]"))?;
+    let values = v
+        .split(':')
+        .map(|x| x.parse::<f64>().ok().filter(|x| x.is_finite()))
+        .collect::<Option<Vec<f64>>>()
+        .ok_or_else(|| format!("`{s}`: `{v}` is not one number or numbers separated by `:`"))?;
+    if g.is_empty() || values.is_empty() || values.len() > 3 {
+        return Err(format!(
+            "`{s}`: a group name or number and one to three values"
+        ));
+    }
+    Ok((g.to_string(), values))
+}
+
+/// Options of the Q_p Poisson path that this one does not take.
+fn refuse_other_options(a: &SolveArgs) -> Result<(), String> {
+    let mut given = Vec::new();
+    if !matches!(a.format, FormatArg::Csr) {
+        given.push("--format");
+    }
+    if !a.kappa.is_empty() {
+        given.push("--kappa");
+    }
+    if a.bench {
+        given.push("--bench");
+    }
+    if a.symmetric {
+        given.push("--symmetric");
+    }
+    if a.no_jacobi {
+        given.push("--no-jacobi");
+    }
+    if given.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} apply to the Q_p Poisson formats of quadrilateral and hexahedral meshes, not to --physics (which assembles CSR, ELL-WARP on the GPU, with Jacobi-CG)", given.join(", ")))
+    }
+}
+
+/// Solves `a` on `file` (read from `--mesh`).
+pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
+    refuse_other_options(a)?;
+    let physics = match a.physics.unwrap_or(PhysicsArg::Poisson) {
+        PhysicsArg::Poisson => Physics::Poisson,
+        PhysicsArg::Elasticity => Physics::Elasticity,
+    };
+    let load = match a.load {
+        LoadArg::Sine => LoadKind::Sine,
+        LoadArg::One => LoadKind::One,
+        LoadArg::Random => LoadKind::Random,
+    };
+    let rtol = a.rtol.unwrap_or(1e-10);
+    let newton = NewtonOptions {
+        rtol,
+        krylov_rtol: 0.5 * rtol,
+        max_krylov: a.max_iterations,
+        max_iterations: 5,
+        ..Default::default()
+    };
+    let o = MeshSolveOptions {
+        physics,
+        degree: a.degree as usize,
+        dirichlet: a.dirichlet_group.clone(),
+        neumann: a
+            .neumann_group
+            .iter()
+            .map(|(g, v)| Neumann {
+                group: g.clone(),
+                value: v.clone(),
+            })
+            .collect(),
+        load,
+        young: a.young,
+        poisson_ratio: a.poisson_ratio,
+        newton,
+    };
+    let any = open_announced(a.backend, a.json)?;
+    let what = format!(
+        "{physics:?} on {}",
+        a.mesh
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
+    let bar = spinner(a.json, what.clone());
+    let (space, u, report) = run(&any, file, &o, &|stage| {
+        bar.set_message(format!("{what}: {stage}"))
+    })?;
+    bar.finish_and_clear();
+    let nc = report.rows / space.n_dofs.max(1);
+    // ParaView reads vectors of three components
+    let shown: Vec<f64> = if nc == 1 {
+        u.clone()
+    } else {
+        u.chunks(nc)
+            .flat_map(|c| (0..3).map(move |k| c.get(k).copied().unwrap_or(0.0)))
+            .collect()
+    };
+    if let Some(path) = &a.vtk {
+        let enc = if a.vtk_ascii {
+            Encoding::Ascii
+        } else {
+            Encoding::Binary
+        };
+        write_nodal(
+            path,
+            &space,
+            &[Field {
+                name: "u",
+                values: &shown,
+            }],
+            &[],
+            enc,
+        )
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &a.png {
+        let magnitude: Vec<f64> = u
+            .chunks(nc)
+            .map(|c| c.iter().map(|v| v * v).sum::<f64>().sqrt())
+            .collect();
+        let (title, label) = if nc == 1 {
+            (format!("u_h, {}", report.element), "u")
+        } else {
+            (format!("|u_h|, {}", report.element), "|u|")
+        };
+        fem::picture::nodal_png(path, &title, label, &space, &magnitude)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}", describe(&report));
+    }
+    Ok(report.newton.converged)
+}

@@ -1,0 +1,134 @@
+//! From `cargo new` to a GPU solve of your own physics.
+//!
+//! This walks the path `examples/user-physics` in the repository takes: a
+//! kernel crate with the physics, a host crate that compiles it to PTX and
+//! solves with the library's Newton on either backend.
+//!
+//! # 1. Two crates
+//!
+//! ```text
+//! cargo new --bin my-solver
+//! cargo new --lib my-solver/kernels
+//! ```
+//!
+//! `my-solver/kernels/Cargo.toml` (the physics, compiled for the host and,
+//! by the host crate's build script, to PTX):
+//!
+//! ```toml
+//! [lib]
+//! crate-type = ["rlib"]
+//!
+//! [dependencies]
+//! fem-core = "0.1"
+//! fem-kernels = "0.1"
+//! fem-gpu-macros = "0.1"
+//! ```
+//!
+//! `my-solver/Cargo.toml`:
+//!
+//! ```toml
+//! [dependencies]
+//! fem = { package = "fem-gpu", version = "0.1" }
+//! fem-build = "0.1"
+//! kernels = { path = "kernels" }
+//!
+//! [build-dependencies]
+//! fem-build = "0.1"
+//! ```
+//!
+//! # 2. The physics, pointwise
+//!
+//! The weak form is ∫ φ·f0(u, ∇u, a, x) + ∇φ : f1(u, ∇u, a, x) = 0; the
+//! tangent is g0..g3 (∂f0/∂u, ∂f0/∂∇u, ∂f1/∂u, ∂f1/∂∇u; absent ones are
+//! zero). Write them once, generic over the precision and the dimension;
+//! `#[fem_kernel]` makes the CPU variants and the GPU entry points for the
+//! elements listed (`kernels/src/lib.rs`):
+//!
+//! ```ignore
+//! #![no_std]
+//! #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
+//! use fem_kernels as _; // the device prelude and panic handler of the PTX build
+//!
+//! /// −Δu + u³ = 1.
+//! #[fem_macros::fem_kernel(components = 1, elements(tri(p = 2, q = 6), tet(p = 2, q = 4)), precision(f64))]
+//! pub mod reaction {
+//!     use fem_core::Real;
+//!     pub fn f0<T: Real, const D: usize>(u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D]) -> [T; 1] {
+//!         [u[0] * u[0] * u[0] - T::ONE]
+//!     }
+//!     pub fn f1<T: Real, const D: usize>(_u: &[T; 1], du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D]) -> [[T; D]; 1] {
+//!         [du[0]]
+//!     }
+//!     pub fn g0<T: Real, const D: usize>(u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D]) -> [[T; 1]; 1] {
+//!         [[T::from_f64(3.0) * u[0] * u[0]]]
+//!     }
+//!     pub fn g3<T: Real, const D: usize>(_u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D]) -> [[[[T; D]; D]; 1]; 1] {
+//!         [[core::array::from_fn(|d| core::array::from_fn(|g| if d == g { T::ONE } else { T::ZERO }))]]
+//!     }
+//! }
+//! pub use reaction::Reaction;
+//! ```
+//!
+//! # 3. PTX at build time
+//!
+//! `my-solver/build.rs` compiles the kernel crate with rustc's NVPTX
+//! backend (see `fem-build`; without the device toolchain the table is
+//! empty and the program runs on the CPU):
+//!
+//! ```ignore
+//! fn main() {
+//!     let root = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+//!     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+//!     fem_build::PtxBuilder::new(root.join("kernels"))
+//!         .build_or_warn()
+//!         .write_embedding(&out.join("user_kernels_ptx.rs"), "USER_PTX")
+//!         .unwrap();
+//! }
+//! ```
+//!
+//! # 4. Mesh, space, conditions, solve
+//!
+//! A mesh is generated or read ([`crate::host::io::gmsh::read_path`], any
+//! MSH version); [`crate::host::space::NodalSpace`] puts P1/P2 or Q_p on
+//! it; [`crate::host::space::Constraints`] holds Dirichlet values on a
+//! [`crate::host::space::BoundaryPart`] (the whole boundary, Gmsh physical
+//! groups via [`crate::host::io::gmsh::GmshMesh::boundary`], or a
+//! predicate), and [`crate::host::space::Load`] the sources and Neumann
+//! tractions. [`crate::host::problem::nonlinear::solve`] runs Newton with
+//! a backtracking line search and Jacobi-CG on the backend it is given,
+//! everything resident there:
+//!
+//! ```ignore
+//! use fem::host::operator::pointwise::Aux;
+//! use fem::host::problem::nonlinear::{solve, NewtonOptions, Setup};
+//! use fem::host::space::{BoundaryPart, Constraints, NodalSpace};
+//! include!(concat!(env!("OUT_DIR"), "/user_kernels_ptx.rs"));
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let file = fem::host::io::gmsh::read_path("part.msh")?;
+//!     let (space, nodes) = file.nodal_space(2)?;
+//!     let clamp = file.boundary(&["clamp".into()], &nodes)?;
+//!     let bcs = Constraints::none(&space, 1).dirichlet(&space, &clamp, |_x, u| u[0] = 0.0)?;
+//!     let cpu = fem::host::CpuBackend::new(None)?;
+//!     let setup = Setup::<kernels::Reaction>::constrained(&cpu, &space, Aux::None, &bcs, None)?;
+//!     // the library's kernels and the physics' entry points on one GPU
+//!     let gpu = fem::cuda(0)?.with_kernels(&USER_PTX)?;
+//!     let (u, report) = solve(&gpu, &setup, &bcs.initial(), &NewtonOptions::default(), &mut |s| println!("{s:?}"))?;
+//!     println!("Newton residuals {:?}", report.residuals);
+//!     fem::host::io::vtk::write_nodal("u.vtu".as_ref(), &space, &[fem::host::io::vtk::Field { name: "u", values: &u }], &[], fem::host::io::vtk::Encoding::Binary)?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! Pass `&cpu` instead of `&gpu` to run the same solve on the CPU backend;
+//! the tests of `examples/user-physics` check that both give the same
+//! solution to 1e-10.
+//!
+//! # 5. Without writing code
+//!
+//! The shipped physics solve from the command line on any Gmsh file:
+//!
+//! ```text
+//! fem solve --mesh bracket.msh --physics elasticity --degree 2 \
+//!     --dirichlet-group clamp --neumann-group load=0:0:-1 --load one --vtk u.vtu
+//! ```

@@ -1,0 +1,315 @@
+//! `fem solve --mesh FILE --physics {poisson,elasticity}`: a `#[fem_kernel]`
+//! physics on the cells of a Gmsh file (triangles, quadrilaterals,
+//! tetrahedra or hexahedra, first or second order), with Dirichlet and
+//! Neumann conditions by physical group and a chosen load, solved by the
+//! library's Newton (one update for these linear physics) with Jacobi-CG,
+//! resident on either backend.
+
+use fem_host::io::gmsh::GmshMesh;
+use fem_host::operator::pointwise::Aux;
+use fem_host::problem::nonlinear::{self, NewtonOptions, NewtonReport, Setup};
+use fem_host::rng::SplitMix64;
+use fem_host::space::integrate::l2_error;
+use fem_host::space::{BoundaryPart, Constraints, Load, NodalSpace};
+use fem_host::{with_backend, AnyBackend, CpuBackend, Error, Result};
+use fem_kernels::physics::{Elasticity, Poisson};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::f64::consts::PI;
+use std::time::Instant;
+
+/// The physics a mesh is solved for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Physics {
+    /// −Δu = f.
+    Poisson,
+    /// −∇·σ(u) = f, isotropic linear elasticity.
+    Elasticity,
+}
+
+/// The volume load f.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum LoadKind {
+    /// f = d π² Π sin(π xₐ) (every component): −Δu = f has u = Π sin(π xₐ)
+    /// on the unit box. Nearly an eigenvector on uniform grids, so CG
+    /// converges in a few iterations: for error checks, not solver speed.
+    Sine,
+    /// f = 1 (Poisson), f = (0, …, −1) (elasticity: weight).
+    One,
+    /// The finite-element function of random node values in \[−1, 1\]
+    /// (fixed seed): every mode excited, for solver benchmarks.
+    Random,
+}
+
+/// A Neumann condition: a physical group and the flux (Poisson) or the
+/// traction (elasticity: one value = pressure-like v·n, or d components).
+#[derive(Clone, Debug)]
+pub struct Neumann {
+    /// Physical group name or number.
+    pub group: String,
+    /// One value, or one per space dimension.
+    pub value: Vec<f64>,
+}
+
+/// What to solve.
+#[derive(Clone, Debug)]
+pub struct MeshSolveOptions {
+    /// The physics.
+    pub physics: Physics,
+    /// Polynomial degree (P1/P2 on simplices, Q_p on tensor cells as far as
+    /// the physics has kernels).
+    pub degree: usize,
+    /// u = 0 on these boundary groups; empty: on every boundary facet not
+    /// in a Neumann group.
+    pub dirichlet: Vec<String>,
+    /// Neumann conditions.
+    pub neumann: Vec<Neumann>,
+    /// The volume load.
+    pub load: LoadKind,
+    /// Young's modulus and Poisson's ratio (elasticity).
+    pub young: f64,
+    /// Poisson's ratio, in (−1, 0.5).
+    pub poisson_ratio: f64,
+    /// Newton and CG tolerances.
+    pub newton: NewtonOptions,
+}
+
+/// What a solve did.
+#[derive(Clone, Debug, Serialize)]
+pub struct MeshSolveReport {
+    /// The physics.
+    pub physics: Physics,
+    /// Cell shape and degree, e.g. `tetrahedron P2`.
+    pub element: String,
+    /// Cells of the mesh.
+    pub cells: usize,
+    /// Rows of the system (nodes × components).
+    pub rows: usize,
+    /// Rows held by Dirichlet conditions.
+    pub fixed_rows: usize,
+    /// The load.
+    pub load: LoadKind,
+    /// ‖u_h − u‖_L2 where the exact solution is known (Poisson, sine
+    /// load, u = 0 on the whole boundary of the unit square or cube).
+    pub l2_error: Option<f64>,
+    /// Seconds to read nothing but build the space, conditions, load and
+    /// the tangent's pattern on the host.
+    pub host_setup_seconds: f64,
+    /// The Newton solve (its own set-up on the backend, then the phases).
+    pub newton: NewtonReport,
+    /// Seconds from the mesh in memory to the solution on the host.
+    pub total_seconds: f64,
+}
+
+/// Solves `o` on the cells of `file` with backend `any`; the space, the
+/// solution (`node·nc + component`) and the report.
+pub fn run(
+    any: &AnyBackend,
+    file: &GmshMesh,
+    o: &MeshSolveOptions,
+    stage: &dyn Fn(&str),
+) -> Result<(NodalSpace, Vec<f64>, MeshSolveReport)> {
+    let start = Instant::now();
+    stage("space");
+    let (space, nodes) = file.nodal_space(o.degree)?;
+    let d = space.shape.dim();
+    let nc = if o.physics == Physics::Poisson { 1 } else { d };
+    stage("boundary conditions and load");
+    let mut neumann_keys = HashSet::new();
+    let mut load = Load::zero(&space, nc);
+    for n in &o.neumann {
+        let part = file.boundary(std::slice::from_ref(&n.group), &nodes)?;
+        if let BoundaryPart::Facets { keys, .. } = &part {
+            neumann_keys.extend(keys.iter().copied());
+        }
+        let v = n.value.clone();
+        if !(v.len() == 1 || (v.len() == d && nc == d)) {
+            return Err(Error::InvalidArgument(format!(
+                "Neumann group `{}`: {} values; give one{}",
+                n.group,
+                v.len(),
+                if nc == d {
+                    format!(" or {d}")
+                } else {
+                    String::new()
+                }
+            )));
+        }
+        load = load.neumann(&space, &part, |_, normal, g| {
+            for (c, gc) in g.iter_mut().enumerate() {
+                *gc = if v.len() == 1 && nc > 1 {
+                    v[0] * normal[c]
+                } else {
+                    v[c.min(v.len() - 1)]
+                };
+            }
+        })?;
+    }
+    let dirichlet = if o.dirichlet.is_empty() {
+        let keys: HashSet<[u32; 4]> = space
+            .facets
+            .iter()
+            .map(|f| f.key)
+            .filter(|k| !neumann_keys.contains(k))
+            .collect();
+        BoundaryPart::Facets {
+            name: "boundary outside the Neumann groups".into(),
+            keys,
+        }
+    } else {
+        file.boundary(&o.dirichlet, &nodes)?
+    };
+    let constraints =
+        Constraints::none(&space, nc).dirichlet(&space, &dirichlet, |_, u| u.fill(0.0))?;
+    load = volume_load(&space, nc, o.load, load)?;
+    stage("pattern");
+    let cpu = CpuBackend::new(None)?;
+    let lame = lame(o.young, o.poisson_ratio)?;
+    let (u, newton, host) = match o.physics {
+        Physics::Poisson => {
+            let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
+            let setup = Setup::<Poisson>::constrained(
+                &cpu,
+                &space,
+                Aux::Nodal(&coefficients),
+                &constraints,
+                Some(&load),
+            )?;
+            let host = start.elapsed().as_secs_f64();
+            stage("solve");
+            let (u, r) = with_backend!(any, |b| nonlinear::solve(
+                b,
+                &setup,
+                &constraints.initial(),
+                &o.newton,
+                &mut |_| {}
+            ))?;
+            (u, r, host)
+        }
+        Physics::Elasticity => {
+            let cells: Vec<f64> = (0..space.n_cells()).flat_map(|_| lame).collect();
+            let setup = Setup::<Elasticity>::constrained(
+                &cpu,
+                &space,
+                Aux::Cell(&cells),
+                &constraints,
+                Some(&load),
+            )?;
+            let host = start.elapsed().as_secs_f64();
+            stage("solve");
+            let (u, r) = with_backend!(any, |b| nonlinear::solve(
+                b,
+                &setup,
+                &constraints.initial(),
+                &o.newton,
+                &mut |_| {}
+            ))?;
+            (u, r, host)
+        }
+    };
+    stage("error");
+    let unit_box = space
+        .dof_coords
+        .iter()
+        .all(|x| x[..d].iter().all(|&v| (-1e-12..=1.0 + 1e-12).contains(&v)))
+        && space
+            .dof_coords
+            .iter()
+            .any(|x| x[..d].iter().all(|&v| v > 1.0 - 1e-12));
+    let exact_known = o.physics == Physics::Poisson
+        && o.load == LoadKind::Sine
+        && o.neumann.is_empty()
+        && o.dirichlet.is_empty()
+        && unit_box;
+    let l2 = exact_known.then(|| l2_error(&space, 1, &u, |x, e| e[0] = sine(x, d)));
+    let element = format!(
+        "{} {}{}",
+        space.shape.name(),
+        if space.shape.is_simplex() { "P" } else { "Q" },
+        space.degree
+    );
+    let report = MeshSolveReport {
+        physics: o.physics,
+        element,
+        cells: space.n_cells(),
+        rows: space.n_dofs * nc,
+        fixed_rows: constraints.n_fixed(),
+        load: o.load,
+        l2_error: l2,
+        host_setup_seconds: host,
+        newton,
+        total_seconds: start.elapsed().as_secs_f64(),
+    };
+    Ok((space, u, report))
+}
+
+/// Π sin(π xₐ) over the first `d` coordinates.
+fn sine(x: &[f64; 3], d: usize) -> f64 {
+    x[..d].iter().map(|&v| (PI * v).sin()).product()
+}
+
+/// `load` plus the volume load of `kind`.
+fn volume_load(space: &NodalSpace, nc: usize, kind: LoadKind, load: Load) -> Result<Load> {
+    let d = space.shape.dim();
+    Ok(match kind {
+        LoadKind::Sine => load.source(space, |x, f| f.fill(d as f64 * PI * PI * sine(x, d))),
+        LoadKind::One if nc == 1 => load.source(space, |_, f| f[0] = 1.0),
+        LoadKind::One => load.source(space, |_, f| {
+            f.fill(0.0);
+            f[nc - 1] = -1.0;
+        }),
+        LoadKind::Random => {
+            let mut rng = SplitMix64::new(2024);
+            let nodal: Vec<f64> = (0..space.n_dofs * nc)
+                .map(|_| 2.0 * rng.next_f64() - 1.0)
+                .collect();
+            load.nodal_source(space, &nodal)?
+        }
+    })
+}
+
+/// Lamé's λ and μ of Young's modulus and Poisson's ratio.
+fn lame(young: f64, nu: f64) -> Result<[f64; 2]> {
+    if !(young > 0.0 && young.is_finite() && nu > -1.0 && nu < 0.5) {
+        return Err(Error::InvalidArgument(format!(
+            "Young's modulus {young} must be positive and Poisson's ratio {nu} in (−1, 0.5)"
+        )));
+    }
+    Ok([
+        young * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
+        young / (2.0 * (1.0 + nu)),
+    ])
+}
+
+/// Text form of a report.
+pub fn describe(r: &MeshSolveReport) -> String {
+    let n = &r.newton;
+    let mut s = format!(
+        "{:?} on {} {} cells: {} rows ({} fixed), load {:?}\n",
+        r.physics, r.cells, r.element, r.rows, r.fixed_rows, r.load
+    );
+    s += &format!("{}\n", n.kernels);
+    s += &format!(
+        "host set-up {:.3} s, backend set-up {:.3} s, solve {:.3} s ({} Newton update{}, {} CG iterations), total {:.3} s\n",
+        r.host_setup_seconds,
+        n.setup_seconds,
+        n.split.total(),
+        n.steps.len(),
+        if n.steps.len() == 1 { "" } else { "s" },
+        n.krylov_iterations,
+        r.total_seconds
+    );
+    let (first, last) = (
+        n.residuals.first().copied().unwrap_or(0.0),
+        n.residuals.last().copied().unwrap_or(0.0),
+    );
+    let relative = if first > 0.0 { last / first } else { 0.0 };
+    s += &format!(
+        "residual ‖R‖ {first:.2e} → {last:.2e}, relative {relative:.2e}{}",
+        if n.converged { "" } else { " (not converged)" }
+    );
+    if let Some(e) = r.l2_error {
+        s += &format!("\nL2 error {e:.3e}");
+    }
+    s
+}

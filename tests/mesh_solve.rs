@@ -1,0 +1,205 @@
+//! `fem solve --mesh FILE --physics ...` on every kind of Gmsh file the
+//! reader accepts, and its refusals of bad input.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn fem(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fem"))
+        .env("FEM_TUNING", "off")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/gmsh")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// Runs a solve with `--json` and returns the report.
+fn solve_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["solve", "--backend", "cpu", "--json"];
+    all.extend_from_slice(args);
+    let out = fem(&all);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Triangles, quadrilaterals and tetrahedra written by `fem mesh-gen` in
+/// ASCII and binary, and Gmsh's own tet10 and hex27 files, all solve; on
+/// the unit box the error of the sine load is small.
+#[test]
+fn every_kind_of_mesh_file_solves() {
+    let dir = common::scratch("mesh-solve-kinds");
+    let mut files = Vec::new();
+    for (name, args) in [
+        ("tri.msh", vec!["--dim", "2", "--cells", "8", "--simplex"]),
+        ("quad.msh", vec!["--dim", "2", "--cells", "8", "--binary"]),
+        (
+            "tet.msh",
+            vec!["--dim", "3", "--cells", "3", "--simplex", "--binary"],
+        ),
+        ("hex.msh", vec!["--dim", "3", "--cells", "3"]),
+    ] {
+        let path = dir.join(name).display().to_string();
+        let mut all = vec!["mesh-gen"];
+        all.extend_from_slice(&args);
+        all.push(&path);
+        assert!(fem(&all).status.success());
+        files.push((path, true));
+    }
+    for f in [
+        "tet10-v41.msh",
+        "tet10-v22-bin.msh",
+        "hex27-v41-bin.msh",
+        "hex27-v40.msh",
+        "disk-v41.msh",
+    ] {
+        files.push((fixture(f), false));
+    }
+    for (path, unit_box) in &files {
+        let mut errors = Vec::new();
+        for degree in ["1", "2"] {
+            let r = solve_json(&["--mesh", path, "--physics", "poisson", "--degree", degree]);
+            assert_eq!(
+                r["newton"]["converged"], true,
+                "{path} degree {degree}: {r}"
+            );
+            errors.push(r["l2_error"].as_f64());
+        }
+        if *unit_box {
+            // ‖u‖ is 2^(−d/2); the second degree gains much on these coarse meshes
+            let (e1, e2) = (errors[0].unwrap(), errors[1].unwrap());
+            assert!(
+                e1 < 0.2 && e2 < e1 / 4.0,
+                "{path}: L2 errors {e1:e}, {e2:e}"
+            );
+        } else {
+            assert_eq!(
+                errors,
+                [None, None],
+                "{path}: no exact solution off the unit box"
+            );
+        }
+        let r = solve_json(&[
+            "--mesh",
+            path,
+            "--physics",
+            "elasticity",
+            "--degree",
+            "1",
+            "--load",
+            "random",
+        ]);
+        assert_eq!(r["newton"]["converged"], true, "{path} elasticity: {r}");
+    }
+}
+
+/// A clamped beam of Gmsh hexahedra under its weight and a traction on
+/// the clamped group's opposite end bends down, and writes its VTU.
+#[test]
+fn groups_name_dirichlet_and_neumann_parts_and_the_vtu_is_written() {
+    let dir = common::scratch("mesh-solve-groups");
+    let vtu = dir.join("beam.vtu").display().to_string();
+    let r = solve_json(&[
+        "--mesh",
+        &fixture("hex27-v41.msh"),
+        "--physics",
+        "elasticity",
+        "--degree",
+        "1",
+        "--dirichlet-group",
+        "clamped",
+        "--load",
+        "one",
+        "--vtk",
+        &vtu,
+    ]);
+    assert_eq!(r["newton"]["converged"], true);
+    assert_eq!(
+        r["fixed_rows"],
+        3 * 9,
+        "the clamped face's 3 × 3 nodes, three components each: {r}"
+    );
+    let text = std::fs::read_to_string(&vtu).unwrap();
+    assert!(text.contains("UnstructuredGrid") && text.contains("\"u\""));
+}
+
+/// Unknown groups, groups of the wrong dimension and physics/element
+/// pairs without kernels are errors: exit 1, a message, no output file.
+#[test]
+fn bad_input_is_a_clear_error_and_writes_nothing() {
+    let dir = common::scratch("mesh-solve-bad");
+    let vtu = dir.join("u.vtu").display().to_string();
+    let hex = fixture("hex27-v41.msh");
+    let tet = fixture("tet10-v41.msh");
+    for (args, says) in [
+        (
+            vec![
+                "--mesh",
+                &hex,
+                "--physics",
+                "poisson",
+                "--dirichlet-group",
+                "nowhere",
+            ],
+            "no boundary physical group `nowhere`",
+        ),
+        (
+            vec![
+                "--mesh",
+                &hex,
+                "--physics",
+                "poisson",
+                "--dirichlet-group",
+                "beam",
+            ],
+            "no boundary physical group `beam`",
+        ),
+        (
+            vec![
+                "--mesh",
+                &hex,
+                "--physics",
+                "poisson",
+                "--neumann-group",
+                "nowhere=1",
+            ],
+            "no boundary physical group `nowhere`",
+        ),
+        (
+            vec!["--mesh", &hex, "--physics", "elasticity", "--degree", "2"],
+            "no hex P2 variant",
+        ),
+        (
+            vec!["--mesh", &tet, "--physics", "poisson", "--degree", "3"],
+            "degree",
+        ),
+        (
+            vec!["--mesh", &fixture("mixed-v41.msh"), "--physics", "poisson"],
+            "mix",
+        ),
+        (
+            vec!["--mesh", &hex, "--physics", "poisson", "--format", "ell"],
+            "--format",
+        ),
+    ] {
+        let mut all = vec!["solve", "--backend", "cpu", "--vtk", &vtu];
+        all.extend_from_slice(&args);
+        let out = fem(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!Path::new(&vtu).exists(), "{args:?} wrote {vtu}");
+    }
+}
