@@ -105,7 +105,7 @@
 //! include!(concat!(env!("OUT_DIR"), "/user_kernels_ptx.rs"));
 //!
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let file = fem::host::io::gmsh::read_path("part.msh")?;
+//!     let file = fem::host::io::gmsh::read_path("part.msh".as_ref())?;
 //!     let (space, nodes) = file.nodal_space(2)?;
 //!     let clamp = file.boundary(&["clamp".into()], &nodes)?;
 //!     let bcs = Constraints::none(&space, 1).dirichlet(&space, &clamp, |_x, u| u[0] = 0.0)?;

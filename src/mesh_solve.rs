@@ -269,7 +269,7 @@ fn volume_load(space: &NodalSpace, nc: usize, kind: LoadKind, load: Load) -> Res
 }
 
 /// Lamé's λ and μ of Young's modulus and Poisson's ratio.
-fn lame(young: f64, nu: f64) -> Result<[f64; 2]> {
+pub fn lame(young: f64, nu: f64) -> Result<[f64; 2]> {
     if !(young > 0.0 && young.is_finite() && nu > -1.0 && nu < 0.5) {
         return Err(Error::InvalidArgument(format!(
             "Young's modulus {young} must be positive and Poisson's ratio {nu} in (−1, 0.5)"

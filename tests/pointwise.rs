@@ -371,3 +371,35 @@ fn assembled_poisson_jacobian_is_the_p1_stiffness_matrix() {
     let energy: f64 = kx.iter().zip(&x).map(|(a, b)| a * b).sum();
     assert!((energy - 1.0).abs() < 1e-12, "{energy}");
 }
+
+/// A nonlinear physics' element matrices are the derivative of its
+/// residual (central differences at a random state) and, for a
+/// hyperelastic energy, symmetric.
+#[test]
+fn neo_hookean_element_matrices_are_the_derivative_of_the_residual() {
+    use fem::kernels::physics::NeoHookean;
+    let cpu = cpu();
+    for v in <NeoHookean as Kernels<f64>>::VARIANTS {
+        let space = space_for(v, 2);
+        let params = lame(space.n_cells());
+        let op = Pointwise::<f64, NeoHookean>::new(&space, Some(v.nq), Aux::Cell(&params)).unwrap();
+        let nl = v.n_local();
+        let ue: Vec<f64> = space.gather(v.nc, &random(space.n_dofs * v.nc, 5)).iter().map(|x| 0.05 * x).collect();
+        let dir: Vec<f64> = space.gather(v.nc, &random(space.n_dofs * v.nc, 6));
+        let eps = 1e-6;
+        let shifted = |s: f64| op.residual_cpu(&cpu, &ue.iter().zip(&dir).map(|(u, d)| u + s * eps * d).collect::<Vec<_>>()).unwrap();
+        let (rp, rm) = (shifted(1.0), shifted(-1.0));
+        let jac = op.jacobian_cpu(&cpu, &ue).unwrap();
+        for c in 0..space.n_cells() {
+            let a = &jac[c * nl * nl..(c + 1) * nl * nl];
+            for i in 0..nl {
+                let jd: f64 = (0..nl).map(|j| a[i * nl + j] * dir[c * nl + j]).sum();
+                let fd = (rp[c * nl + i] - rm[c * nl + i]) / (2.0 * eps);
+                assert!((jd - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{} p{} cell {c} row {i}: {jd} vs {fd}", v.shape.name(), v.degree);
+                for j in 0..i {
+                    assert!((a[i * nl + j] - a[j * nl + i]).abs() < 1e-9 * (1.0 + a[i * nl + j].abs()));
+                }
+            }
+        }
+    }
+}

@@ -141,12 +141,13 @@ fn ptxas_accepts_every_module_for_sm_90_without_spills() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// Per-element kernels (`..._<d>d_p<p>_...`, and the tensor-product
+/// Per-element kernels (`..._<d>d_p<p>_...`, the tensor-product
 /// operators `fem_bp*`, whose threads hold element columns of up to 17
-/// values) keep element-sized arrays per thread; their spills are
-/// reported. The streaming and sparse kernels must never spill.
+/// values, and the one-cell-per-thread element matrices `..._cell_<T>`)
+/// keep element-sized arrays per thread; their spills are reported. The
+/// streaming and sparse kernels must never spill.
 fn is_element_kernel(name: &str) -> bool {
-    name.starts_with("fem_bp") || name.split('_').any(|part| part.len() == 2 && part.ends_with('d') && part.starts_with(['2', '3']))
+    name.starts_with("fem_bp") || name.contains("_cell_") || name.split('_').any(|part| part.len() == 2 && part.ends_with('d') && part.starts_with(['2', '3']))
 }
 
 #[test]

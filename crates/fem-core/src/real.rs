@@ -65,6 +65,8 @@ pub trait Real:
     fn cos(self) -> Self;
     /// Exponential eˣ, through libm on every target.
     fn exp(self) -> Self;
+    /// Natural logarithm ln x, through libm on every target.
+    fn ln(self) -> Self;
     /// The smaller of the two by `<`; `other` when either is NaN.
     fn min(self, other: Self) -> Self;
     /// The larger of the two by `>`; `other` when either is NaN.
@@ -77,7 +79,7 @@ pub trait Real:
 }
 
 macro_rules! impl_real {
-    ($t:ident, $bits:ty, $sqrt_dev:ident, $fma_dev:ident, $sqrt_host:ident, $fma_host:ident, $sin:ident, $cos:ident, $exp:ident) => {
+    ($t:ident, $bits:ty, $sqrt_dev:ident, $fma_dev:ident, $sqrt_host:ident, $fma_host:ident, $sin:ident, $cos:ident, $exp:ident, $ln:ident) => {
         impl Real for $t {
             const NAME: &'static str = stringify!($t);
             const BYTES: usize = core::mem::size_of::<$t>();
@@ -143,6 +145,10 @@ macro_rules! impl_real {
                 libm::$exp(self)
             }
             #[inline(always)]
+            fn ln(self) -> Self {
+                libm::$ln(self)
+            }
+            #[inline(always)]
             fn min(self, other: Self) -> Self {
                 if self < other { self } else { other }
             }
@@ -162,8 +168,8 @@ macro_rules! impl_real {
     };
 }
 
-impl_real!(f32, u32, sqrtf32, fmaf32, sqrtf, fmaf, sinf, cosf, expf);
-impl_real!(f64, u64, sqrtf64, fmaf64, sqrt, fma, sin, cos, exp);
+impl_real!(f32, u32, sqrtf32, fmaf32, sqrtf, fmaf, sinf, cosf, expf, logf);
+impl_real!(f64, u64, sqrtf64, fmaf64, sqrt, fma, sin, cos, exp, log);
 
 #[cfg(test)]
 mod tests {
@@ -183,6 +189,8 @@ mod tests {
         assert_eq!(x.mad(x, -(T::ONE + two * T::EPSILON)), x * x - (T::ONE + two * T::EPSILON));
         assert_eq!(x.mad(x, -(T::ONE + two * T::EPSILON)), T::ZERO);
         assert_eq!(T::from_bits_u64(T::from_f64(1.25).to_bits_u64()).to_f64(), 1.25);
+        assert_eq!(T::ONE.ln(), T::ZERO);
+        assert!((two.exp().ln() - two).abs() <= T::EPSILON * two);
     }
 
     #[test]

@@ -273,8 +273,10 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 6], has_j
         };
         for prec in &spec.precisions {
             let mut kinds = vec![("residual", &base)];
+            let jcell = format!("{jbase}_cell");
             if has_jacobian {
                 kinds.push(("jacobian", &jbase));
+                kinds.push(("jacobian_cells", &jcell));
             }
             for (kind, b) in kinds {
                 let entry = format_ident!("{b}_{prec}");

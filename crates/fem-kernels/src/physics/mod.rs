@@ -5,9 +5,11 @@
 pub mod cardiac;
 pub mod elasticity;
 pub mod minimal_surface;
+pub mod neo_hookean;
 pub mod poisson;
 
 pub use cardiac::Monodomain;
 pub use elasticity::Elasticity;
 pub use minimal_surface::MinimalSurface;
+pub use neo_hookean::NeoHookean;
 pub use poisson::Poisson;

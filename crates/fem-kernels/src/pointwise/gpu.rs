@@ -294,3 +294,37 @@ pub unsafe fn jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
         },
     );
 }
+
+/// Element matrices with one thread per cell, everything read from global
+/// memory and the point values kept per thread ([`cell_jacobian`], the
+/// CPU's sums): the fallback for variants whose point values for one block
+/// of cells exceed shared memory (vector Q1 hexahedra, vector P2
+/// tetrahedra). `_batches` is unused; the launch is any 1D grid.
+///
+/// # Safety
+/// As [`jacobian`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn jacobian_cells<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+    n_cells: usize,
+    _batches: usize,
+    tab: *const T,
+    u: *const T,
+    x: *const T,
+    a: *const T,
+    out: *mut T,
+) {
+    let (nl, nx, na) = (NB * NC, NV * D, aux_len(NB, NA, AUXN));
+    let tab = core::slice::from_raw_parts(tab, NQ * row_len(D, NB, NV));
+    let mut cell = crate::device::global_idx_x();
+    while cell < n_cells {
+        cell_jacobian::<T, P, D, NC, NA, NB, NV, NQ, AUXN>(
+            tab,
+            core::slice::from_raw_parts(u.add(cell * nl), nl),
+            core::slice::from_raw_parts(x.add(cell * nx), nx),
+            core::slice::from_raw_parts(a.add(cell * na), na),
+            core::slice::from_raw_parts_mut(out.add(cell * nl * nl), nl * nl),
+        );
+        cell += crate::device::grid_size_x();
+    }
+}

@@ -109,6 +109,22 @@ impl<T: Scalar> GpuPointwise<T> {
         Ok((f, LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: (threads as u32, 1, 1), shared_mem_bytes: shared as u32 }))
     }
 
+    /// Element matrices with one thread per cell from global memory (the
+    /// `_cell` entry point): for variants whose thread-transposition launch
+    /// does not fit shared memory ([`Transposition::fitting`] says so).
+    pub fn jacobian_cells(&self, gpu: &CudaBackend, u: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
+        let nl = self.variant.n_local();
+        if u.len() != self.n_cells * nl || out.len() < self.out_len(true) {
+            return Err(Error::InvalidArgument(format!("E-vectors of {} and {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
+        }
+        let base = self.variant.jacobian.ok_or_else(|| Error::InvalidArgument("this physics defines no g0..g3".into()))?;
+        let f = gpu.function(&format!("{base}_cell_{}", T::NAME))?;
+        let (n, batches) = (self.n_cells, 1usize);
+        let cfg = LaunchConfig { grid_dim: (n.div_ceil(128).clamp(1, i32::MAX as usize) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&batches).arg(&self.tab).arg(u).arg(&self.x).arg(&self.a).arg(out).launch(cfg) }?;
+        Ok(())
+    }
+
     /// Output length of a residual (`false`) or Jacobian (`true`).
     pub fn out_len(&self, jacobian: bool) -> usize {
         let nl = self.variant.n_local();

@@ -45,8 +45,9 @@ pub(crate) fn inverse_diagonal(gpu: &CudaBackend, diag_pos: &CudaSlice<u32>, kfl
 /// What the device holds.
 pub struct GpuState {
     physics: GpuPointwise<f64>,
-    /// Launches of the residual and the tangent.
-    launch: [Transposition; 2],
+    /// Launches of the residual and the tangent (`None`: one thread per
+    /// cell, for tangents too large for shared memory).
+    launch: (Transposition, Option<Transposition>),
     gather: CudaSlice<u32>,
     /// Residual and tangent targets of the element values.
     pos: [CudaSlice<u32>; 2],
@@ -66,7 +67,7 @@ impl NewtonOps for CudaBackend {
         let physics = GpuPointwise::new(self, &setup.physics)?;
         let shared = self.props().shared_mem_per_block_optin as usize;
         Ok(GpuState {
-            launch: [Transposition::fitting(&physics.variant, false, 8, shared)?, Transposition::fitting(&physics.variant, true, 8, shared)?],
+            launch: (Transposition::fitting(&physics.variant, false, 8, shared)?, Transposition::fitting(&physics.variant, true, 8, shared).ok()),
             physics,
             gather: s.clone_htod(&setup.gather)?,
             pos: [s.clone_htod(&setup.residual_pos)?, s.clone_htod(&setup.entry_pos)?],
@@ -80,7 +81,11 @@ impl NewtonOps for CudaBackend {
     }
 
     fn elements(&self, s: &GpuState, jacobian: bool, ue: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
-        s.physics.evaluate(self, jacobian, s.launch[jacobian as usize], ue, out)
+        match (jacobian, s.launch.1) {
+            (false, _) => s.physics.evaluate(self, false, s.launch.0, ue, out),
+            (true, Some(t)) => s.physics.evaluate(self, true, t, ue, out),
+            (true, None) => s.physics.jacobian_cells(self, ue, out),
+        }
     }
 
     fn assemble(&self, s: &GpuState, matrix: bool, elem: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
@@ -97,6 +102,7 @@ impl NewtonOps for CudaBackend {
     }
 
     fn describe(&self, s: &GpuState) -> String {
-        format!("{}, element kernels by thread transposition ({} and {} cell blocks per batch), assembly by atomics, CG on ELL-WARP", self.name(), s.launch[0].blocks, s.launch[1].blocks)
+        let tangent = s.launch.1.map_or("one thread per cell".to_string(), |t| format!("{} cell blocks per batch", t.blocks));
+        format!("{}, element kernels by thread transposition (residual {} cell blocks per batch, tangent {tangent}), assembly by atomics, CG on ELL-WARP", self.name(), s.launch.0.blocks)
     }
 }

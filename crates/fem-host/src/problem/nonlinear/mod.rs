@@ -161,11 +161,26 @@ pub struct NewtonOptions {
     pub max_krylov: usize,
     /// Step halvings of the line search at most.
     pub max_halvings: usize,
+    /// How a step length is accepted.
+    pub line_search: LineSearch,
+}
+
+/// How Newton's step length is accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum LineSearch {
+    /// Halve the step until ‖R‖ falls (Armijo on the residual norm, as
+    /// PETSc's `bt`): robust far from the solution.
+    Backtracking,
+    /// Take the full step unless the residual there is not finite (PETSc's
+    /// `basic`): for problems where ‖R‖ is a poor merit function, such as
+    /// slender hyperelastic structures, whose internal forces dwarf the
+    /// load, so that a good step may raise ‖R‖ on the way.
+    Full,
 }
 
 impl Default for NewtonOptions {
     fn default() -> Self {
-        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10 }
+        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking }
     }
 }
 
@@ -267,7 +282,11 @@ pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, i
             // a step to where the physics is undefined (a non-finite
             // residual) counts as no decrease: the search shortens it
             next = residual(&trial, &mut ue, &mut relem, &mut r, &mut split)?;
-            if next < (1.0 - 1e-4 * alpha) * now {
+            let accept = match o.line_search {
+                LineSearch::Backtracking => next < (1.0 - 1e-4 * alpha) * now,
+                LineSearch::Full => next.is_finite(),
+            };
+            if accept {
                 break;
             }
             if alpha <= 0.5f64.powi(o.max_halvings as i32) {
