@@ -14,7 +14,7 @@ use std::process::ExitCode;
 mod cli {
     pub mod mesh_solve;
 }
-use cli::mesh_solve::{LoadArg, PhysicsArg};
+use cli::mesh_solve::{KrylovArg, LoadArg, PhysicsArg};
 
 #[derive(Parser)]
 #[command(name = "fem", version, about = "Finite-element computation on NVIDIA GPUs, with a CPU backend")]
@@ -265,8 +265,8 @@ struct SolveArgs {
     /// Poisson formats (the sine load then assumes the unit square or cube).
     #[arg(long, conflicts_with_all = ["cells", "unstructured"])]
     mesh: Option<PathBuf>,
-    /// With --mesh: the physics, solved by Newton and Jacobi-CG on the
-    /// chosen backend, on triangles, quadrilaterals, tetrahedra or
+    /// With --mesh: the physics, solved by Newton and a Jacobi-preconditioned
+    /// Krylov method (--krylov) on the chosen backend, on triangles, quadrilaterals, tetrahedra or
     /// hexahedra of any degree the physics has kernels for.
     #[arg(long, value_enum, requires = "mesh")]
     physics: Option<PhysicsArg>,
@@ -280,6 +280,12 @@ struct SolveArgs {
     /// every mode: use it, not sine, to time solvers).
     #[arg(long, value_enum, default_value_t = LoadArg::Sine)]
     load: LoadArg,
+    /// With --physics: the Krylov method of Newton's updates, Jacobi-preconditioned.
+    #[arg(long, value_enum, default_value_t = KrylovArg::Cg)]
+    krylov: KrylovArg,
+    /// --krylov gmres: basis vectors kept before a restart.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    restart: u32,
     /// Elasticity: Young's modulus.
     #[arg(long, default_value_t = 1.0)]
     young: f64,

@@ -290,13 +290,14 @@ pub fn describe(r: &MeshSolveReport) -> String {
     );
     s += &format!("{}\n", n.kernels);
     s += &format!(
-        "host set-up {:.3} s, backend set-up {:.3} s, solve {:.3} s ({} Newton update{}, {} CG iterations), total {:.3} s\n",
+        "host set-up {:.3} s, backend set-up {:.3} s, solve {:.3} s ({} Newton update{}, {} {} iterations, Jacobi-preconditioned), total {:.3} s\n",
         r.host_setup_seconds,
         n.setup_seconds,
         n.split.total(),
         n.steps.len(),
         if n.steps.len() == 1 { "" } else { "s" },
         n.krylov_iterations,
+        n.krylov,
         r.total_seconds
     );
     let (first, last) = (

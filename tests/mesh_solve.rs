@@ -102,6 +102,12 @@ fn every_kind_of_mesh_file_solves() {
             "random",
         ]);
         assert_eq!(r["newton"]["converged"], true, "{path} elasticity: {r}");
+        // the methods for unsymmetric tangents reach the tolerance too
+        for krylov in ["bicgstab", "gmres"] {
+            let r = solve_json(&["--mesh", path, "--physics", "elasticity", "--degree", "1", "--load", "random", "--krylov", krylov, "--restart", "30"]);
+            assert_eq!(r["newton"]["converged"], true, "{path} {krylov}: {r}");
+            assert!(r["newton"]["steps"].as_array().unwrap().len() <= 1, "{path} {krylov}: {r}");
+        }
     }
 }
 

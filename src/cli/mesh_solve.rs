@@ -5,7 +5,7 @@ use crate::{open_announced, spinner, CliResult, FormatArg, SolveArgs};
 use clap::ValueEnum;
 use fem::host::io::gmsh::GmshMesh;
 use fem::host::io::vtk::{write_nodal, Encoding, Field};
-use fem::host::problem::nonlinear::NewtonOptions;
+use fem::host::problem::nonlinear::{Krylov, NewtonOptions};
 use fem::mesh_solve::{describe, run, LoadKind, MeshSolveOptions, Neumann, Physics};
 
 /// `--physics`.
@@ -15,6 +15,17 @@ pub enum PhysicsArg {
     Poisson,
     /// Isotropic linear elasticity, −∇·σ(u) = f.
     Elasticity,
+}
+
+/// `--krylov`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KrylovArg {
+    /// Conjugate gradients (symmetric positive definite tangents).
+    Cg,
+    /// BiCGStab.
+    Bicgstab,
+    /// GMRES(m), m = --restart.
+    Gmres,
 }
 
 /// `--load`.
@@ -67,7 +78,7 @@ fn refuse_other_options(a: &SolveArgs) -> Result<(), String> {
     if given.is_empty() {
         Ok(())
     } else {
-        Err(format!("{} apply to the Q_p Poisson formats of quadrilateral and hexahedral meshes, not to --physics (which assembles CSR, ELL-WARP on the GPU, with Jacobi-CG)", given.join(", ")))
+        Err(format!("{} apply to the Q_p Poisson formats of quadrilateral and hexahedral meshes, not to --physics (which assembles CSR, ELL-WARP on the GPU, and preconditions with Jacobi)", given.join(", ")))
     }
 }
 
@@ -89,6 +100,11 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
         krylov_rtol: 0.5 * rtol,
         max_krylov: a.max_iterations,
         max_iterations: 5,
+        krylov: match a.krylov {
+            KrylovArg::Cg => Krylov::Cg,
+            KrylovArg::Bicgstab => Krylov::BiCgStab,
+            KrylovArg::Gmres => Krylov::Gmres { restart: a.restart as usize },
+        },
         ..Default::default()
     };
     let o = MeshSolveOptions {

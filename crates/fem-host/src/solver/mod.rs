@@ -4,6 +4,7 @@
 
 pub mod bicgstab;
 pub mod cg;
+pub mod gmres;
 pub mod multigrid;
 pub mod ordering;
 pub mod precond;
@@ -14,4 +15,5 @@ pub mod transfer;
 
 pub use bicgstab::bicgstab;
 pub use cg::{cg, pcg, CgOptions, CgReport};
+pub use gmres::gmres;
 pub use precond::{ApproximateInverse, Identity, Jacobi, Preconditioner};

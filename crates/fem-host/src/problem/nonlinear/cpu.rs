@@ -73,6 +73,6 @@ impl NewtonOps for CpuBackend {
     }
 
     fn describe(&self, _: &CpuState) -> String {
-        format!("{}, assembly by serial scatter, CG on CSR", self.name())
+        format!("{}, assembly by serial scatter, the tangent in CSR", self.name())
     }
 }

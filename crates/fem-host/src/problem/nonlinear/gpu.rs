@@ -103,6 +103,6 @@ impl NewtonOps for CudaBackend {
 
     fn describe(&self, s: &GpuState) -> String {
         let tangent = s.launch.1.map_or("one thread per cell".to_string(), |t| format!("{} cell blocks per batch", t.blocks));
-        format!("{}, element kernels by thread transposition (residual {} cell blocks per batch, tangent {tangent}), assembly by atomics, CG on ELL-WARP", self.name(), s.launch.0.blocks)
+        format!("{}, element kernels by thread transposition (residual {} cell blocks per batch, tangent {tangent}), assembly by atomics, the tangent in ELL-WARP", self.name(), s.launch.0.blocks)
     }
 }

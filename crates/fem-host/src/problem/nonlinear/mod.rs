@@ -1,7 +1,8 @@
 //! Newton's method for a `#[fem_kernel]` physics on a nodal space with
 //! Dirichlet values on the boundary, on either backend and resident there:
 //! per iteration the residual and tangent are evaluated and assembled on
-//! the backend, the update solved by Jacobi-PCG on the assembled tangent,
+//! the backend, the update solved by a Jacobi-preconditioned Krylov method
+//! (CG, BiCGStab or GMRES) on the assembled tangent,
 //! and a backtracking line search halves the step until the residual norm
 //! falls; only norms come back to the host.
 //!
@@ -16,7 +17,7 @@ pub mod gpu;
 use super::phases::{timed, MatrixOp, Split};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{csr_pattern, field_rows, Aux, Pointwise};
-use crate::solver::{pcg, CgOptions, Jacobi};
+use crate::solver::{bicgstab, gmres, pcg, CgOptions, Jacobi};
 use crate::space::{Constraints, Load, NodalSpace};
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, Error, Result};
@@ -155,7 +156,7 @@ pub struct NewtonOptions {
     pub atol: f64,
     /// Newton updates at most.
     pub max_iterations: usize,
-    /// Relative tolerance of CG on each update.
+    /// Relative tolerance of the Krylov method on each update.
     pub krylov_rtol: f64,
     /// CG iterations per update at most.
     pub max_krylov: usize,
@@ -163,6 +164,33 @@ pub struct NewtonOptions {
     pub max_halvings: usize,
     /// How a step length is accepted.
     pub line_search: LineSearch,
+    /// The Krylov method of the updates, Jacobi-preconditioned.
+    pub krylov: Krylov,
+}
+
+/// The Krylov method that solves Newton's linear systems.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Krylov {
+    /// Conjugate gradients: symmetric positive definite tangents.
+    Cg,
+    /// BiCGStab: unsymmetric tangents, short recurrences.
+    BiCgStab,
+    /// GMRES restarted every `restart` iterations: unsymmetric tangents,
+    /// monotone residuals.
+    Gmres {
+        /// Basis vectors kept before a restart.
+        restart: usize,
+    },
+}
+
+impl std::fmt::Display for Krylov {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Krylov::Cg => write!(f, "CG"),
+            Krylov::BiCgStab => write!(f, "BiCGStab"),
+            Krylov::Gmres { restart } => write!(f, "GMRES({restart})"),
+        }
+    }
 }
 
 /// How Newton's step length is accepted.
@@ -180,7 +208,7 @@ pub enum LineSearch {
 
 impl Default for NewtonOptions {
     fn default() -> Self {
-        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking }
+        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking, krylov: Krylov::Cg }
     }
 }
 
@@ -205,6 +233,8 @@ pub struct NewtonStep {
 pub struct NewtonReport {
     /// The backend and its kernels.
     pub kernels: String,
+    /// The Krylov method of the updates (Jacobi-preconditioned).
+    pub krylov: Krylov,
     /// Rows of the system (nodes × components), fixed ones included.
     pub rows: usize,
     /// ‖R‖ at the start and after every update.
@@ -269,7 +299,12 @@ pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, i
         let opts = CgOptions { rtol: o.krylov_rtol, max_iterations: o.max_krylov, jacobi: false };
         let cg = timed(b, &mut split.solve, || {
             b.axpby(0.0, &r, 0.0, &mut delta)?;
-            pcg(b, &MatrixOp(&*matrix, n), &jacobi, &r, &mut delta, opts)
+            let a = MatrixOp(&*matrix, n);
+            match o.krylov {
+                Krylov::Cg => pcg(b, &a, &jacobi, &r, &mut delta, opts),
+                Krylov::BiCgStab => bicgstab(b, &a, &jacobi, &r, &mut delta, opts),
+                Krylov::Gmres { restart } => gmres(b, &a, &jacobi, &r, &mut delta, restart, opts),
+            }
         })
         .map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
         let mut alpha = 1.0;
@@ -301,7 +336,7 @@ pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, i
         steps.push(s);
     }
     let converged = *residuals.last().expect("one residual") <= tol;
-    let report = NewtonReport { kernels: b.describe(&state), rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds, split };
+    let report = NewtonReport { kernels: b.describe(&state), krylov: o.krylov, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds, split };
     Ok((b.download(&u)?, report))
 }
 
@@ -336,6 +371,27 @@ mod tests {
                 let worst = u.iter().zip(&space.dof_coords).map(|(v, x)| (v - exact(x)).abs()).fold(0.0, f64::max);
                 assert!(worst < 1e-9, "{dim}D P{degree}: {worst:e}");
             }
+        }
+    }
+
+    /// CG, BiCGStab and GMRES solve the same updates to the same solution.
+    #[test]
+    fn every_krylov_method_gives_the_same_solution() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let mesh = SimplexBox::unstructured(2, 6, 2).build().unwrap();
+        let space = NodalSpace::simplex(&mesh, 2).unwrap();
+        let setup = Setup::<fem_kernels::physics::MinimalSurface>::new(&cpu, &space).unwrap();
+        let start: Vec<f64> = space.dof_coords.iter().zip(&space.boundary).map(|(x, &b)| if b { x[0] * x[1] } else { 0.0 }).collect();
+        let mut solutions = Vec::new();
+        for krylov in [Krylov::Cg, Krylov::BiCgStab, Krylov::Gmres { restart: 20 }] {
+            let o = NewtonOptions { krylov, ..Default::default() };
+            let (u, r) = solve(&cpu, &setup, &start, &o, &mut |_| {}).unwrap();
+            assert!(r.converged && r.steps.iter().all(|s| s.krylov_converged), "{krylov:?}: {:?}", r.residuals);
+            solutions.push(u);
+        }
+        for u in &solutions[1..] {
+            let diff = u.iter().zip(&solutions[0]).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(diff < 1e-9, "{diff:e}");
         }
     }
 
