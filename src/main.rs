@@ -14,7 +14,7 @@ use std::process::ExitCode;
 mod cli {
     pub mod mesh_solve;
 }
-use cli::mesh_solve::{KrylovArg, LoadArg, PhysicsArg};
+use cli::mesh_solve::{KrylovArg, LoadArg, PhysicsArg, SchemeArg};
 
 #[derive(Parser)]
 #[command(name = "fem", version, about = "Finite-element computation on NVIDIA GPUs, with a CPU backend")]
@@ -286,6 +286,20 @@ struct SolveArgs {
     /// --krylov gmres: basis vectors kept before a restart.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     restart: u32,
+    /// With --physics: time steps of M u̇ + R(u) = 0 from u = 0 (for
+    /// Poisson the heat equation u̇ − Δu = f) instead of the stationary
+    /// solve; with --vtk OUT.pvd every --vtk-every-th step is written.
+    #[arg(long, default_value_t = 0, requires = "physics")]
+    time_steps: usize,
+    /// With --time-steps: the time step.
+    #[arg(long, default_value_t = 0.01)]
+    dt: f64,
+    /// With --time-steps: the scheme.
+    #[arg(long, value_enum, default_value_t = SchemeArg::Bdf2)]
+    scheme: SchemeArg,
+    /// With --time-steps and --vtk OUT.pvd: write every this many steps.
+    #[arg(long, default_value_t = 1)]
+    vtk_every: usize,
     /// Elasticity: Young's modulus.
     #[arg(long, default_value_t = 1.0)]
     young: f64,

@@ -7,11 +7,13 @@
 
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::operator::pointwise::Aux;
+use fem_host::problem::nonlinear::time::{integrate, Scheme, TimeOptions, TimeReport};
 use fem_host::problem::nonlinear::{self, NewtonOptions, NewtonReport, Setup};
+use fem_kernels::pointwise::Kernels;
 use fem_host::rng::SplitMix64;
 use fem_host::space::integrate::l2_error;
 use fem_host::space::{BoundaryPart, Constraints, Load, NodalSpace};
-use fem_host::{with_backend, AnyBackend, CpuBackend, Error, Result};
+use fem_host::{with_backend, AnyBackend, Backend, CpuBackend, Error, Result};
 use fem_kernels::physics::{Elasticity, Poisson};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -70,8 +72,24 @@ pub struct MeshSolveOptions {
     pub young: f64,
     /// Poisson's ratio, in (−1, 0.5).
     pub poisson_ratio: f64,
-    /// Newton and CG tolerances.
+    /// Newton and Krylov tolerances.
     pub newton: NewtonOptions,
+    /// Time stepping of M u̇ + R(u) = 0 from u = 0 (for Poisson the heat
+    /// equation) instead of the stationary solve.
+    pub time: Option<Transient>,
+}
+
+/// Time stepping.
+#[derive(Clone, Copy, Debug)]
+pub struct Transient {
+    /// The time step.
+    pub dt: f64,
+    /// Steps to take.
+    pub steps: usize,
+    /// θ-method or BDF2.
+    pub scheme: Scheme,
+    /// Hand every this many steps' solution to the callback (0: none).
+    pub every: usize,
 }
 
 /// What a solve did.
@@ -95,19 +113,24 @@ pub struct MeshSolveReport {
     /// Seconds to read nothing but build the space, conditions, load and
     /// the tangent's pattern on the host.
     pub host_setup_seconds: f64,
-    /// The Newton solve (its own set-up on the backend, then the phases).
+    /// The Newton solve (its own set-up on the backend, then the phases);
+    /// of the last step when time stepping.
     pub newton: NewtonReport,
+    /// The time steps, when time stepping.
+    pub time: Option<TimeReport>,
     /// Seconds from the mesh in memory to the solution on the host.
     pub total_seconds: f64,
 }
 
 /// Solves `o` on the cells of `file` with backend `any`; the space, the
-/// solution (`node·nc + component`) and the report.
+/// solution (`node·nc + component`) and the report. When time stepping,
+/// `each(space, step, t, u)` sees every `o.time.every`-th step's solution.
 pub fn run(
     any: &AnyBackend,
     file: &GmshMesh,
     o: &MeshSolveOptions,
     stage: &dyn Fn(&str),
+    each: &mut dyn FnMut(&NodalSpace, usize, f64, &[f64]) -> Result<()>,
 ) -> Result<(NodalSpace, Vec<f64>, MeshSolveReport)> {
     let start = Instant::now();
     stage("space");
@@ -165,46 +188,22 @@ pub fn run(
     stage("pattern");
     let cpu = CpuBackend::new(None)?;
     let lame = lame(o.young, o.poisson_ratio)?;
-    let (u, newton, host) = match o.physics {
+    let (u, newton, time, host) = match o.physics {
         Physics::Poisson => {
             let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
-            let setup = Setup::<Poisson>::constrained(
-                &cpu,
-                &space,
-                Aux::Nodal(&coefficients),
-                &constraints,
-                Some(&load),
-            )?;
+            let setup = Setup::<Poisson>::constrained(&cpu, &space, Aux::Nodal(&coefficients), &constraints, Some(&load))?;
             let host = start.elapsed().as_secs_f64();
             stage("solve");
-            let (u, r) = with_backend!(any, |b| nonlinear::solve(
-                b,
-                &setup,
-                &constraints.initial(),
-                &o.newton,
-                &mut |_| {}
-            ))?;
-            (u, r, host)
+            let (u, n, t) = solve_on(any, &setup, &space, &constraints, o, each)?;
+            (u, n, t, host)
         }
         Physics::Elasticity => {
             let cells: Vec<f64> = (0..space.n_cells()).flat_map(|_| lame).collect();
-            let setup = Setup::<Elasticity>::constrained(
-                &cpu,
-                &space,
-                Aux::Cell(&cells),
-                &constraints,
-                Some(&load),
-            )?;
+            let setup = Setup::<Elasticity>::constrained(&cpu, &space, Aux::Cell(&cells), &constraints, Some(&load))?;
             let host = start.elapsed().as_secs_f64();
             stage("solve");
-            let (u, r) = with_backend!(any, |b| nonlinear::solve(
-                b,
-                &setup,
-                &constraints.initial(),
-                &o.newton,
-                &mut |_| {}
-            ))?;
-            (u, r, host)
+            let (u, n, t) = solve_on(any, &setup, &space, &constraints, o, each)?;
+            (u, n, t, host)
         }
     };
     stage("error");
@@ -238,9 +237,30 @@ pub fn run(
         l2_error: l2,
         host_setup_seconds: host,
         newton,
+        time,
         total_seconds: start.elapsed().as_secs_f64(),
     };
     Ok((space, u, report))
+}
+
+/// The stationary solve, or the time steps, of `setup` on `any`.
+fn solve_on<K: Kernels<f64> + 'static>(
+    any: &AnyBackend,
+    setup: &Setup<K>,
+    space: &NodalSpace,
+    constraints: &Constraints,
+    o: &MeshSolveOptions,
+    each: &mut dyn FnMut(&NodalSpace, usize, f64, &[f64]) -> Result<()>,
+) -> Result<(Vec<f64>, NewtonReport, Option<TimeReport>)> {
+    let Some(t) = o.time else {
+        let (u, r) = with_backend!(any, |b| nonlinear::solve(b, setup, &constraints.initial(), &o.newton, &mut |_| {}))?;
+        return Ok((u, r, None));
+    };
+    let opts = TimeOptions { dt: t.dt, steps: t.steps, scheme: t.scheme, newton: o.newton };
+    let (u, report) = with_backend!(any, |b| integrate(b, setup, space, &constraints.initial(), &opts, &mut |k, time, v| if t.every > 0 && k % t.every == 0 { each(space, k, time, &b.download(v)?) } else { Ok(()) }))?;
+    let mut last = report.steps.last().cloned().ok_or_else(|| Error::InvalidArgument("no time steps".into()))?;
+    last.setup_seconds = report.setup_seconds;
+    Ok((u, last, Some(report)))
 }
 
 /// Π sin(π xₐ) over the first `d` coordinates.
@@ -309,6 +329,10 @@ pub fn describe(r: &MeshSolveReport) -> String {
         "residual ‖R‖ {first:.2e} → {last:.2e}, relative {relative:.2e}{}",
         if n.converged { "" } else { " (not converged)" }
     );
+    if let Some(t) = &r.time {
+        let its: usize = t.steps.iter().map(|s| s.krylov_iterations).sum();
+        s += &format!("\n{} time steps in {:.3} s ({its} Krylov iterations), the last step's residual above", t.steps.len(), t.step_seconds);
+    }
     if let Some(e) = r.l2_error {
         s += &format!("\nL2 error {e:.3e}");
     }

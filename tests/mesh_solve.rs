@@ -209,3 +209,32 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
         assert!(!Path::new(&vtu).exists(), "{args:?} wrote {vtu}");
     }
 }
+
+/// Time steps write a `.pvd` series of every k-th step; the heat
+/// equation's solution grows towards the stationary one, which it does not
+/// pass; a bad time step is an error.
+#[test]
+fn time_steps_write_a_pvd_series() {
+    let dir = common::scratch("mesh-solve-time");
+    let pvd = dir.join("heat.pvd").display().to_string();
+    let disk = fixture("disk-v41.msh");
+    let steady = solve_json(&["--mesh", &disk, "--physics", "poisson", "--degree", "2", "--load", "one", "--vtk", &dir.join("steady.vtu").display().to_string()]);
+    assert_eq!(steady["newton"]["converged"], true);
+    let r = solve_json(&["--mesh", &disk, "--physics", "poisson", "--degree", "2", "--load", "one", "--time-steps", "12", "--dt", "0.02", "--scheme", "crank-nicolson", "--vtk", &pvd, "--vtk-every", "4"]);
+    assert_eq!(r["time"]["steps"].as_array().unwrap().len(), 12, "{r}");
+    let text = std::fs::read_to_string(&pvd).unwrap();
+    for k in [4, 8, 12] {
+        let piece = format!("heat-{k:05}.vtu");
+        assert!(text.contains(&piece) && dir.join(&piece).exists(), "{piece}: {text}");
+    }
+    assert!(!dir.join("heat-00002.vtu").exists());
+    let max_of = |file: &str| {
+        let fields = fem::host::io::vtk::read_fields(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
+        fields.iter().find(|f| f.0 == "u").unwrap().1.iter().fold(0.0f64, |m, v| m.max(*v))
+    };
+    let (early, late, limit) = (max_of("heat-00004.vtu"), max_of("heat-00012.vtu"), max_of("steady.vtu"));
+    assert!(0.0 < early && early < late && late < limit * 1.001, "{early} {late} {limit}");
+    let out = fem(&["solve", "--backend", "cpu", "--mesh", &disk, "--physics", "poisson", "--time-steps", "2", "--dt=0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("time step"));
+}

@@ -4,9 +4,11 @@
 use crate::{open_announced, spinner, CliResult, FormatArg, SolveArgs};
 use clap::ValueEnum;
 use fem::host::io::gmsh::GmshMesh;
-use fem::host::io::vtk::{write_nodal, Encoding, Field};
+use fem::host::io::vtk::{write_collection, write_nodal, Encoding, Field};
+use fem::host::problem::nonlinear::time::Scheme;
+use fem::host::space::NodalSpace;
 use fem::host::problem::nonlinear::{Krylov, NewtonOptions};
-use fem::mesh_solve::{describe, run, LoadKind, MeshSolveOptions, Neumann, Physics};
+use fem::mesh_solve::{describe, run, LoadKind, MeshSolveOptions, Neumann, Physics, Transient};
 
 /// `--physics`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -55,6 +57,27 @@ pub fn parse_neumann(s: &str) -> Result<(String, Vec<f64>), String> {
         ));
     }
     Ok((g.to_string(), values))
+}
+
+/// Node values as ParaView reads them: scalars, or vectors of three
+/// components (2D vectors padded with zero).
+fn vtk_values(u: &[f64], nc: usize) -> Vec<f64> {
+    if nc == 1 {
+        u.to_vec()
+    } else {
+        u.chunks(nc).flat_map(|c| (0..3).map(move |k| c.get(k).copied().unwrap_or(0.0))).collect()
+    }
+}
+
+/// `--scheme`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemeArg {
+    /// θ = 1.
+    BackwardEuler,
+    /// θ = ½.
+    CrankNicolson,
+    /// Second-order backward differences.
+    Bdf2,
 }
 
 /// Options of the Q_p Poisson path that this one does not take.
@@ -123,6 +146,19 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
         young: a.young,
         poisson_ratio: a.poisson_ratio,
         newton,
+        time: match a.time_steps {
+            0 => None,
+            steps => Some(Transient {
+                dt: a.dt,
+                steps,
+                scheme: match a.scheme {
+                    SchemeArg::BackwardEuler => Scheme::Theta(1.0),
+                    SchemeArg::CrankNicolson => Scheme::Theta(0.5),
+                    SchemeArg::Bdf2 => Scheme::Bdf2,
+                },
+                every: if a.vtk.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "pvd")) { a.vtk_every.max(1) } else { 0 },
+            }),
+        },
     };
     let any = open_announced(a.backend, a.json)?;
     let what = format!(
@@ -133,36 +169,24 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
             .unwrap_or_default()
     );
     let bar = spinner(a.json, what.clone());
-    let (space, u, report) = run(&any, file, &o, &|stage| {
-        bar.set_message(format!("{what}: {stage}"))
-    })?;
+    let enc = if a.vtk_ascii { Encoding::Ascii } else { Encoding::Binary };
+    let mut series = Vec::new();
+    let mut snapshot = |space: &NodalSpace, step: usize, t: f64, u: &[f64]| -> fem::host::Result<()> {
+        let pvd = a.vtk.as_ref().expect("a series has a .pvd path");
+        let name = format!("{}-{step:05}.vtu", pvd.file_stem().and_then(|s| s.to_str()).unwrap_or("u"));
+        let path = pvd.with_file_name(&name);
+        let nc = u.len() / space.n_dofs.max(1);
+        write_nodal(&path, space, &[Field { name: "u", values: &vtk_values(u, nc) }], &[], enc).map_err(|e| fem::host::Error::InvalidArgument(format!("cannot write {}: {e}", path.display())))?;
+        series.push((t, name));
+        Ok(())
+    };
+    let (space, u, report) = run(&any, file, &o, &|stage| bar.set_message(format!("{what}: {stage}")), &mut snapshot)?;
     bar.finish_and_clear();
     let nc = report.rows / space.n_dofs.max(1);
-    // ParaView reads vectors of three components
-    let shown: Vec<f64> = if nc == 1 {
-        u.clone()
-    } else {
-        u.chunks(nc)
-            .flat_map(|c| (0..3).map(move |k| c.get(k).copied().unwrap_or(0.0)))
-            .collect()
-    };
-    if let Some(path) = &a.vtk {
-        let enc = if a.vtk_ascii {
-            Encoding::Ascii
-        } else {
-            Encoding::Binary
-        };
-        write_nodal(
-            path,
-            &space,
-            &[Field {
-                name: "u",
-                values: &shown,
-            }],
-            &[],
-            enc,
-        )
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    match &a.vtk {
+        Some(path) if o.time.is_some_and(|t| t.every > 0) => write_collection(path, &series).map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        Some(path) => write_nodal(path, &space, &[Field { name: "u", values: &vtk_values(&u, nc) }], &[], enc).map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        None => {}
     }
     if let Some(path) = &a.png {
         let magnitude: Vec<f64> = u

@@ -160,6 +160,28 @@ pub fn cell_evector(
     out
 }
 
+/// The element mass matrices of an `nc`-component field,
+/// `cell·nl² + i·nl + j` with local index `b·nc + c` (nl = nb·nc): ∫ φ_b φ_b'
+/// where the components agree, the cells in parallel.
+pub fn mass_ematrices(space: &NodalSpace, nc: usize) -> Vec<f64> {
+    let rule = CellRule::new(space, 0);
+    let (nb, nl) = (space.nb(), space.nb() * nc);
+    let mut out = vec![0.0; space.n_cells() * nl * nl];
+    out.par_chunks_mut(nl * nl).enumerate().for_each(|(c, m)| {
+        rule.visit(space, c, &mut |p: &Point| {
+            for i in 0..nb {
+                for j in 0..nb {
+                    let v = p.weight * p.phi[i] * p.phi[j];
+                    for k in 0..nc {
+                        m[(i * nc + k) * nl + j * nc + k] += v;
+                    }
+                }
+            }
+        })
+    });
+    out
+}
+
 /// Visits every quadrature point of the boundary facets `facets`.
 pub fn facet_points<'f>(
     space: &NodalSpace,

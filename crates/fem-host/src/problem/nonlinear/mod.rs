@@ -13,6 +13,7 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod time;
 
 use super::phases::{timed, MatrixOp, Split};
 use crate::operator::csr::Csr;
@@ -258,86 +259,179 @@ pub struct NewtonReport {
 /// positive definite, the line search finds no decrease or the residual
 /// stops being finite.
 pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, initial: &[f64], o: &NewtonOptions, progress: &mut dyn FnMut(&NewtonStep)) -> Result<(Vec<f64>, NewtonReport)> {
-    let n = setup.n_rows();
-    crate::error::same_len("initial guess", initial.len(), n)?;
-    let start = Instant::now();
-    let state = b.prepare(setup)?;
-    let mut matrix = b.matrix(&state, setup)?;
-    let (ne, nl) = (setup.physics.n_cells, setup.physics.variant.n_local());
+    crate::error::same_len("initial guess", initial.len(), setup.n_rows())?;
+    let mut w = Workspace::new(b, setup)?;
     let mut u = b.upload(initial)?;
-    let mut trial = b.zeros(n)?;
-    let (mut ue, mut relem, mut kelem) = (b.zeros(ne * nl)?, b.zeros(ne * nl)?, b.zeros(ne * nl * nl)?);
-    let (mut r, mut kflat, mut delta) = (b.zeros(n)?, b.zeros(setup.csr.nnz())?, b.zeros(n)?);
-    let mut jacobi = Jacobi { inv_diag: b.zeros(n)? };
-    b.synchronize()?;
-    let setup_seconds = start.elapsed().as_secs_f64();
-    let mut split = Split::default();
-    let residual = |u: &B::Vector<f64>, ue: &mut B::Vector<f64>, relem: &mut B::Vector<f64>, r: &mut B::Vector<f64>, split: &mut Split| -> Result<f64> {
-        timed(b, &mut split.element, || {
-            b.gather(&state, u, ue)?;
-            b.elements(&state, false, ue, relem)
-        })?;
-        timed(b, &mut split.assembly, || b.assemble(&state, false, relem, r))?;
-        b.norm2(r)
-    };
-    let first = residual(&u, &mut ue, &mut relem, &mut r, &mut split)?;
-    if !first.is_finite() {
-        return Err(Error::InvalidArgument("the residual at the start is not finite".into()));
-    }
-    let mut residuals = vec![first];
-    let tol = (o.rtol * residuals[0]).max(o.atol);
-    let mut steps = Vec::new();
-    while *residuals.last().expect("one residual") > tol && steps.len() < o.max_iterations {
-        let now = *residuals.last().expect("one residual");
-        // `ue` holds the gather of u from its residual.
-        timed(b, &mut split.element, || b.elements(&state, true, &ue, &mut kelem))?;
-        timed(b, &mut split.assembly, || {
-            b.assemble(&state, true, &kelem, &mut kflat)?;
-            matrix.reorder(b, &kflat)?;
-            b.inverse_diagonal(&state, &kflat, &mut jacobi.inv_diag)
-        })?;
-        let opts = CgOptions { rtol: o.krylov_rtol, max_iterations: o.max_krylov, jacobi: false };
-        let cg = timed(b, &mut split.solve, || {
-            b.axpby(0.0, &r, 0.0, &mut delta)?;
-            let a = MatrixOp(&*matrix, n);
-            match o.krylov {
-                Krylov::Cg => pcg(b, &a, &jacobi, &r, &mut delta, opts),
-                Krylov::BiCgStab => bicgstab(b, &a, &jacobi, &r, &mut delta, opts),
-                Krylov::Gmres { restart } => gmres(b, &a, &jacobi, &r, &mut delta, restart, opts),
-            }
-        })
-        .map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
-        let mut alpha = 1.0;
-        let mut next;
-        loop {
-            timed(b, &mut split.solve, || {
-                b.copy(&u, &mut trial)?;
-                b.axpy(-alpha, &delta, &mut trial)
-            })?;
-            // a step to where the physics is undefined (a non-finite
-            // residual) counts as no decrease: the search shortens it
-            next = residual(&trial, &mut ue, &mut relem, &mut r, &mut split)?;
-            let accept = match o.line_search {
-                LineSearch::Backtracking => next < (1.0 - 1e-4 * alpha) * now,
-                LineSearch::Full => next.is_finite(),
-            };
-            if accept {
-                break;
-            }
-            if alpha <= 0.5f64.powi(o.max_halvings as i32) {
-                return Err(Error::InvalidArgument(format!("Newton update {}: no step length down to {alpha} lowers ‖R‖ = {now:.3e}; start closer to the solution", steps.len() + 1)));
-            }
-            alpha *= 0.5;
-        }
-        std::mem::swap(&mut u, &mut trial);
-        residuals.push(next);
-        let s = NewtonStep { iteration: steps.len() + 1, residual: next, krylov_iterations: cg.iterations, krylov_converged: cg.converged, step_length: alpha };
-        progress(&s);
-        steps.push(s);
-    }
-    let converged = *residuals.last().expect("one residual") <= tol;
-    let report = NewtonReport { kernels: b.describe(&state), krylov: o.krylov, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds, split };
+    let report = w.newton(b, &mut u, o, None, progress)?;
     Ok((b.download(&u)?, report))
+}
+
+/// Linear terms a time step adds to the residual: the residual becomes
+/// `weight · R(u) + c · M u − rhs` and the tangent `weight · K + c · M`.
+pub struct Extra<'a, B: Backend> {
+    /// Factor on R and its tangent.
+    pub weight: f64,
+    /// Factor on the mass matrix.
+    pub c: f64,
+    /// M in the tangent's format.
+    pub mass: &'a dyn Spmv<B, f64>,
+    /// M's CSR values (zero in fixed rows and columns).
+    pub mass_values: &'a B::Vector<f64>,
+    /// The known part.
+    pub rhs: &'a B::Vector<f64>,
+}
+
+/// What a Newton solve keeps on the backend: the prepared physics, the
+/// tangent's format and the work vectors, reused by every solve of a
+/// time-dependent problem.
+pub struct Workspace<B: NewtonOps> {
+    state: B::State,
+    matrix: Box<dyn Spmv<B, f64>>,
+    trial: B::Vector<f64>,
+    ue: B::Vector<f64>,
+    relem: B::Vector<f64>,
+    kelem: B::Vector<f64>,
+    r: B::Vector<f64>,
+    kflat: B::Vector<f64>,
+    delta: B::Vector<f64>,
+    mu: B::Vector<f64>,
+    jacobi: Jacobi<B, f64>,
+    n: usize,
+    setup_seconds: f64,
+}
+
+impl<B: NewtonOps> Workspace<B> {
+    /// Uploads `setup` and allocates the work vectors.
+    pub fn new<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>) -> Result<Self> {
+        let start = Instant::now();
+        let n = setup.n_rows();
+        let state = b.prepare(setup)?;
+        let matrix = b.matrix(&state, setup)?;
+        let (ne, nl) = (setup.physics.n_cells, setup.physics.variant.n_local());
+        let w = Self {
+            matrix,
+            trial: b.zeros(n)?,
+            ue: b.zeros(ne * nl)?,
+            relem: b.zeros(ne * nl)?,
+            kelem: b.zeros(ne * nl * nl)?,
+            r: b.zeros(n)?,
+            kflat: b.zeros(setup.csr.nnz())?,
+            delta: b.zeros(n)?,
+            mu: b.zeros(n)?,
+            jacobi: Jacobi { inv_diag: b.zeros(n)? },
+            n,
+            setup_seconds: 0.0,
+            state,
+        };
+        b.synchronize()?;
+        Ok(Self { setup_seconds: start.elapsed().as_secs_f64(), ..w })
+    }
+
+    /// Another matrix in the tangent's format, its values `values` (CSR
+    /// values of the set-up's pattern, on the backend): the mass matrix of
+    /// a time-dependent problem.
+    pub fn matrix_like<K: Kernels<f64>>(&self, b: &B, setup: &Setup<K>, values: &B::Vector<f64>) -> Result<Box<dyn Spmv<B, f64>>> {
+        let mut m = b.matrix(&self.state, setup)?;
+        m.reorder(b, values)?;
+        Ok(m)
+    }
+
+    /// R(u) (no extra terms) into `out`.
+    pub fn residual_into(&mut self, b: &B, u: &B::Vector<f64>, out: &mut B::Vector<f64>) -> Result<()> {
+        let mut split = Split::default();
+        Self::residual(b, &self.state, u, &mut self.ue, &mut self.relem, out, &mut self.mu, None, &mut split)?;
+        Ok(())
+    }
+
+    /// ‖·‖ of the residual at `at` (with `extra`'s terms), left in `r`,
+    /// with the E-vector of `at` left in `ue`.
+    #[allow(clippy::too_many_arguments)]
+    fn residual(b: &B, state: &B::State, at: &B::Vector<f64>, ue: &mut B::Vector<f64>, relem: &mut B::Vector<f64>, r: &mut B::Vector<f64>, mu: &mut B::Vector<f64>, extra: Option<&Extra<B>>, split: &mut Split) -> Result<f64> {
+        timed(b, &mut split.element, || {
+            b.gather(state, at, ue)?;
+            b.elements(state, false, ue, relem)
+        })?;
+        timed(b, &mut split.assembly, || b.assemble(state, false, relem, r))?;
+        if let Some(e) = extra {
+            timed(b, &mut split.solve, || {
+                e.mass.apply(b, at, mu)?;
+                b.axpby(e.c, mu, e.weight, r)?;
+                b.axpy(-1.0, e.rhs, r)
+            })?;
+        }
+        b.norm2(r)
+    }
+
+    /// Newton from `u` (updated in place), with `extra`'s terms if any.
+    pub fn newton(&mut self, b: &B, u: &mut B::Vector<f64>, o: &NewtonOptions, extra: Option<&Extra<B>>, progress: &mut dyn FnMut(&NewtonStep)) -> Result<NewtonReport> {
+        let n = self.n;
+        let mut split = Split::default();
+        let first = Self::residual(b, &self.state, u, &mut self.ue, &mut self.relem, &mut self.r, &mut self.mu, extra, &mut split)?;
+        if !first.is_finite() {
+            return Err(Error::InvalidArgument("the residual at the start is not finite".into()));
+        }
+        let mut residuals = vec![first];
+        let tol = (o.rtol * residuals[0]).max(o.atol);
+        let mut steps = Vec::new();
+        while *residuals.last().expect("one residual") > tol && steps.len() < o.max_iterations {
+            let now = *residuals.last().expect("one residual");
+            // `ue` holds the gather of u from its residual.
+            let (state, ue, kelem, kflat) = (&self.state, &self.ue, &mut self.kelem, &mut self.kflat);
+            timed(b, &mut split.element, || b.elements(state, true, ue, kelem))?;
+            let (matrix, jacobi) = (&mut self.matrix, &mut self.jacobi);
+            timed(b, &mut split.assembly, || {
+                b.assemble(state, true, kelem, kflat)?;
+                if let Some(e) = extra {
+                    b.axpby(e.c, e.mass_values, e.weight, kflat)?;
+                }
+                matrix.reorder(b, kflat)?;
+                b.inverse_diagonal(state, kflat, &mut jacobi.inv_diag)
+            })?;
+            let opts = CgOptions { rtol: o.krylov_rtol, max_iterations: o.max_krylov, jacobi: false };
+            let (r, delta) = (&self.r, &mut self.delta);
+            let cg = timed(b, &mut split.solve, || {
+                b.axpby(0.0, r, 0.0, delta)?;
+                let a = MatrixOp(&**matrix, n);
+                match o.krylov {
+                    Krylov::Cg => pcg(b, &a, &*jacobi, r, delta, opts),
+                    Krylov::BiCgStab => bicgstab(b, &a, &*jacobi, r, delta, opts),
+                    Krylov::Gmres { restart } => gmres(b, &a, &*jacobi, r, delta, restart, opts),
+                }
+            })
+            .map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
+            let mut alpha = 1.0;
+            let mut next;
+            loop {
+                let (trial, delta) = (&mut self.trial, &self.delta);
+                timed(b, &mut split.solve, || {
+                    b.copy(u, trial)?;
+                    b.axpy(-alpha, delta, trial)
+                })?;
+                // a step to where the physics is undefined (a non-finite
+                // residual) counts as no decrease: the search shortens it
+                next = Self::residual(b, &self.state, &self.trial, &mut self.ue, &mut self.relem, &mut self.r, &mut self.mu, extra, &mut split)?;
+                let accept = match o.line_search {
+                    LineSearch::Backtracking => next < (1.0 - 1e-4 * alpha) * now,
+                    LineSearch::Full => next.is_finite(),
+                };
+                if accept {
+                    break;
+                }
+                if alpha <= 0.5f64.powi(o.max_halvings as i32) {
+                    return Err(Error::InvalidArgument(format!("Newton update {}: no step length down to {alpha} lowers ‖R‖ = {now:.3e}; start closer to the solution", steps.len() + 1)));
+                }
+                alpha *= 0.5;
+            }
+            std::mem::swap(u, &mut self.trial);
+            residuals.push(next);
+            let s = NewtonStep { iteration: steps.len() + 1, residual: next, krylov_iterations: cg.iterations, krylov_converged: cg.converged, step_length: alpha };
+            progress(&s);
+            steps.push(s);
+        }
+        let converged = *residuals.last().expect("one residual") <= tol;
+        let setup_seconds = std::mem::take(&mut self.setup_seconds);
+        Ok(NewtonReport { kernels: b.describe(&self.state), krylov: o.krylov, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds, split })
+    }
 }
 
 #[cfg(test)]
