@@ -26,23 +26,7 @@ pub mod neo_hookean {
     /// point) gives ln J = NaN, which Newton's line search rejects.
     pub fn kinematics<T: Real, const D: usize>(du: &[[T; D]; D]) -> ([[T; D]; D], T) {
         let f: [[T; D]; D] = core::array::from_fn(|i| core::array::from_fn(|j| if i == j { T::ONE + du[i][j] } else { du[i][j] }));
-        let mut inv = [[T::ZERO; D]; D];
-        let det;
-        if D == 2 {
-            det = f[0][0] * f[1][1] - f[0][1] * f[1][0];
-            inv[0][0] = f[1][1] / det;
-            inv[0][1] = -f[0][1] / det;
-            inv[1][0] = -f[1][0] / det;
-            inv[1][1] = f[0][0] / det;
-        } else {
-            let cof = |i: usize, j: usize| f[(i + 1) % D][(j + 1) % D] * f[(i + 2) % D][(j + 2) % D] - f[(i + 1) % D][(j + 2) % D] * f[(i + 2) % D][(j + 1) % D];
-            det = f[0][0] * cof(0, 0) + f[0][1] * cof(0, 1) + f[0][2 % D] * cof(0, 2 % D);
-            for i in 0..D {
-                for j in 0..D {
-                    inv[j][i] = cof(i, j) / det;
-                }
-            }
-        }
+        let (det, inv) = fem_core::element::det_inv(&f);
         let ln_j = if det > T::ZERO { det.ln() } else { T::from_f64(f64::NAN) };
         (inv, ln_j)
     }
