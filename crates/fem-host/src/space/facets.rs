@@ -9,9 +9,8 @@
 //! on a tensor cell, facet `2·axis + side` is where reference coordinate
 //! `axis` is −1 (`side` 0) or +1 (`side` 1).
 
-use super::hash::IntMap;
 use crate::mesh::simplex::SimplexMesh;
-use crate::mesh::Mesh;
+use crate::mesh::{single_facets, Mesh};
 use fem_core::shape::Shape;
 
 /// A facet on the boundary of the domain.
@@ -26,38 +25,18 @@ pub struct Facet {
     pub key: [u32; 4],
 }
 
-/// Boundary facets of a simplex mesh, found by sorting every facet by its
-/// key (those that occur once are on the boundary).
+/// Boundary facets of a simplex mesh.
 pub fn simplex_facets(mesh: &SimplexMesh) -> Vec<Facet> {
     let d = mesh.dim;
-    let key = |cell: &[u32; 4], skip: usize| {
+    let key = |c: usize, skip: usize| {
         let mut f = [u32::MAX; 4];
-        for (k, v) in (0..=d).filter(|&k| k != skip).map(|k| cell[k]).enumerate() {
+        for (k, v) in (0..=d).filter(|&k| k != skip).map(|k| mesh.cells[c][k]).enumerate() {
             f[k] = v;
         }
         f[..d].sort_unstable();
         f
     };
-    let mut count: IntMap<[u32; 4], u8> = IntMap::default();
-    for cell in &mesh.cells {
-        for skip in 0..=d {
-            *count.entry(key(cell, skip)).or_insert(0) += 1;
-        }
-    }
-    let mut out = Vec::new();
-    for (c, cell) in mesh.cells.iter().enumerate() {
-        for skip in 0..=d {
-            let k = key(cell, skip);
-            if count[&k] == 1 {
-                out.push(Facet {
-                    cell: c as u32,
-                    local: skip as u8,
-                    key: k,
-                });
-            }
-        }
-    }
-    out
+    single_facets(mesh.n_cells(), d + 1, key).into_iter().map(|(c, skip)| Facet { cell: c as u32, local: skip as u8, key: key(c, skip) }).collect()
 }
 
 /// Boundary facets of a quadrilateral or hexahedral mesh.
@@ -70,6 +49,15 @@ pub fn tensor_facets(mesh: &Mesh) -> Vec<Facet> {
             key: crate::mesh::facet_key(mesh, c, axis, side),
         })
         .collect()
+}
+
+/// Local facets of a cell of `shape`: d + 1 on a simplex, 2d on a tensor cell.
+pub fn local_facets(shape: Shape) -> usize {
+    if shape.is_simplex() {
+        shape.dim() + 1
+    } else {
+        2 * shape.dim()
+    }
 }
 
 /// Reference vertices of `shape` (simplex: 0 and the unit vectors; tensor:
@@ -183,7 +171,7 @@ mod tests {
         for shape in Shape::ALL {
             let d = shape.dim();
             for p in (1..=4).filter(|&p| shape.supports_degree(p)) {
-                for local in 0..if shape.is_simplex() { d + 1 } else { 2 * d } {
+                for local in 0..local_facets(shape) {
                     let nodes = facet_nodes(shape, p, local);
                     let want = match (shape.is_simplex(), d) {
                         (_, 2) => p + 1,
