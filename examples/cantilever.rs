@@ -37,7 +37,8 @@ fn cantilever<K: fem::kernels::pointwise::Kernels<f64> + 'static, B: NewtonOps>(
         t.fill(0.0);
         t[d - 1] = -traction;
     })?;
-    let cells: Vec<f64> = (0..space.n_cells()).flat_map(|_| fem::mesh_solve::lame(YOUNG, NU).expect("valid material")).collect();
+    let lame = fem::mesh_solve::lame(YOUNG, NU)?;
+    let cells: Vec<f64> = (0..space.n_cells()).flat_map(|_| lame).collect();
     let mut setup = Setup::<K>::constrained(&CpuBackend::new(None)?, &space, Aux::Cell(&cells), &bcs, Some(&load))?;
     let on_tip = space.facet_mask(tip.facets(&space)?);
     let full = setup.residual_base.clone();

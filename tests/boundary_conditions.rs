@@ -11,6 +11,7 @@ use fem::host::space::integrate::l2_error;
 use fem::host::space::{BoundaryPart, Constraints, Load, NodalSpace};
 use fem::host::CpuBackend;
 use fem::kernels::physics::{Elasticity, Poisson};
+use fem::kernels::pointwise::Kernels;
 
 /// The space of `kind` ("simplex"/"tensor") of degree `p` on `n` cells per side, perturbed and shuffled.
 fn space(kind: &str, dim: usize, n: usize, p: usize) -> NodalSpace {
@@ -19,6 +20,13 @@ fn space(kind: &str, dim: usize, n: usize, p: usize) -> NodalSpace {
     } else {
         NodalSpace::tensor(&BoxMesh::unstructured(dim, n, 11).build().unwrap(), p).unwrap()
     }
+}
+
+/// Newton on the CPU from the held values of `bcs`, which must converge.
+fn solved<K: Kernels<f64> + 'static>(cpu: &CpuBackend, setup: &Setup<K>, bcs: &Constraints) -> Vec<f64> {
+    let (u, r) = solve(cpu, setup, &bcs.initial(), &NewtonOptions::default(), &mut |_| {}).unwrap();
+    assert!(r.converged, "{:?}", r.residuals);
+    u
 }
 
 /// Neumann on x = 1 and y = 0, Dirichlet on the rest.
@@ -48,15 +56,7 @@ fn harmonic(s: &NodalSpace) -> f64 {
     let setup =
         Setup::<Poisson>::constrained(&cpu, s, Aux::Nodal(&coefficients), &bcs, Some(&load))
             .unwrap();
-    let (u, r) = solve(
-        &cpu,
-        &setup,
-        &bcs.initial(),
-        &NewtonOptions::default(),
-        &mut |_| {},
-    )
-    .unwrap();
-    assert!(r.converged);
+    let u = solved(&cpu, &setup, &bcs);
     l2_error(s, 1, &u, |x, e| e[0] = exact(x))
 }
 
@@ -141,15 +141,7 @@ fn p2_elasticity_reproduces_a_quadratic_displacement_with_traction_and_body_forc
         let setup =
             Setup::<Elasticity>::constrained(&cpu, &s, Aux::Cell(&cells), &bcs, Some(&load))
                 .unwrap();
-        let (uh, r) = solve(
-            &cpu,
-            &setup,
-            &bcs.initial(),
-            &NewtonOptions::default(),
-            &mut |_| {},
-        )
-        .unwrap();
-        assert!(r.converged);
+        let uh = solved(&cpu, &setup, &bcs);
         let want = s.interpolate(dim, u);
         let worst = uh
             .iter()
