@@ -95,7 +95,8 @@
 //! groups via [`crate::host::io::gmsh::GmshMesh::boundary`], or a
 //! predicate), and [`crate::host::space::Load`] the sources and Neumann
 //! tractions. [`crate::host::problem::nonlinear::solve`] runs Newton with
-//! a backtracking line search and Jacobi-CG on the backend it is given,
+//! a backtracking line search and a preconditioned Krylov method (Jacobi-CG
+//! by default) on the backend it is given,
 //! everything resident there:
 //!
 //! ```ignore
@@ -123,6 +124,22 @@
 //! Pass `&cpu` instead of `&gpu` to run the same solve on the CPU backend;
 //! the tests of `examples/user-physics` check that both give the same
 //! solution to 1e-10.
+//!
+//! For large meshes Jacobi-CG needs more iterations at every refinement.
+//! Multigrid keeps them flat: build the space on the file's mesh refined
+//! uniformly, let the set-up rediscretise your physics on every level, and
+//! ask Newton for it:
+//!
+//! ```ignore
+//! use fem::host::problem::nonlinear::Precond;
+//! use fem::host::space::NestedSpaces;
+//! let (cells, nodes) = file.cell_mesh()?;
+//! let nested = NestedSpaces::new(cells, 2, 4)?; // the file's mesh and 3 refinements
+//! let space = nested.finest();
+//! // ... constraints and set-up on `space` as above, then:
+//! let setup = setup.with_multigrid(&cpu, &nested)?;
+//! let o = NewtonOptions { precond: Precond::multigrid(), ..Default::default() };
+//! ```
 //!
 //! # 5. Without writing code
 //!

@@ -280,9 +280,13 @@ struct SolveArgs {
     /// every mode: use it, not sine, to time solvers).
     #[arg(long, value_enum, default_value_t = LoadArg::Sine)]
     load: LoadArg,
-    /// With --physics: the Krylov method of Newton's updates, Jacobi-preconditioned.
+    /// With --physics: the Krylov method of Newton's updates (preconditioned by --precond).
     #[arg(long, value_enum, default_value_t = KrylovArg::Cg)]
     krylov: KrylovArg,
+    /// With --mesh: refine the file's mesh uniformly this many times and
+    /// solve on the finest; --precond mg uses every level.
+    #[arg(long, default_value_t = 0, requires = "mesh")]
+    refine: usize,
     /// --krylov gmres: basis vectors kept before a restart.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     restart: u32,
@@ -375,16 +379,19 @@ struct SolveArgs {
     /// Hole problem: the solver.
     #[arg(long, value_enum, default_value_t = SolverArg::Mg)]
     solver: SolverArg,
-    /// Hole problem: the preconditioner (for --solver mg: the smoother).
-    #[arg(long, value_enum, default_value_t = PrecondArg::Spai)]
-    precond: PrecondArg,
+    /// The preconditioner. Hole problem (default spai; for --solver mg:
+    /// the smoother); --physics: jacobi (default), ssor, or mg (multigrid
+    /// by rediscretisation on the levels of --refine).
+    #[arg(long, value_enum)]
+    precond: Option<PrecondArg>,
     /// Hole problem: the smoother of a multigrid preconditioner.
     #[arg(long, value_enum, default_value_t = SmootherArg::Spai)]
     smoother: SmootherArg,
-    /// Hole problem: the multigrid cycle.
-    #[arg(long, value_enum, default_value_t = CycleArg::F)]
-    cycle: CycleArg,
-    /// Hole problem: pre- and post-smoothing steps (default 8 in 2D, 16 in 3D).
+    /// The multigrid cycle (default f for the hole problem, v for --physics).
+    #[arg(long, value_enum)]
+    cycle: Option<CycleArg>,
+    /// Multigrid's pre- and post-smoothing steps (hole problem: default 8
+    /// in 2D, 16 in 3D; --physics: 2).
     #[arg(long)]
     smoothing_steps: Option<usize>,
     /// Hole problem: multigrid levels (default 7 in 2D Q1, 6 in 2D Q2, 4 in 3D Q1, 3 in 3D Q2: about 0.5M / 0.1M DOFs).
@@ -486,6 +493,16 @@ enum CycleArg {
     V,
     W,
     F,
+}
+
+impl From<CycleArg> for fem::host::solver::multigrid::Cycle {
+    fn from(c: CycleArg) -> Self {
+        match c {
+            CycleArg::V => Self::V,
+            CycleArg::W => Self::W,
+            CycleArg::F => Self::F,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -1532,7 +1549,7 @@ fn spmv_assembly(
 
 fn solve_hole(a: &SolveArgs) -> CliResult {
     use fem::host::problem::hole::{HoleOptions, Precond, Solver};
-    use fem::host::solver::multigrid::{Cycle, Smoother};
+    use fem::host::solver::multigrid::Smoother;
     let (dim, degree) = (a.dim as usize, a.degree as usize);
     if degree > 2 {
         return Err("the hole benchmark uses Q1 or Q2 (--degree 1 or 2)".into());
@@ -1552,7 +1569,7 @@ fn solve_hole(a: &SolveArgs) -> CliResult {
         SolverArg::Bicgstab => Solver::Bicgstab,
         SolverArg::Mg => Solver::Mg,
     };
-    o.precond = match a.precond {
+    o.precond = match a.precond.unwrap_or(PrecondArg::Spai) {
         PrecondArg::None => Precond::None,
         PrecondArg::Jacobi => Precond::Jacobi,
         PrecondArg::Ssor => Precond::Ssor,
@@ -1565,11 +1582,7 @@ fn solve_hole(a: &SolveArgs) -> CliResult {
         SmootherArg::Spai => Smoother::Spai,
         SmootherArg::Sainv => Smoother::Sainv,
     };
-    o.cycle = match a.cycle {
-        CycleArg::V => Cycle::V,
-        CycleArg::W => Cycle::W,
-        CycleArg::F => Cycle::F,
-    };
+    o.cycle = a.cycle.unwrap_or(CycleArg::F).into();
     o.smoothing_steps = a.smoothing_steps;
     o.ordering = a.ordering.parse()?;
     o.rtol = a.rtol.unwrap_or(1e-8);

@@ -1,9 +1,10 @@
 //! `fem solve --mesh FILE --physics {poisson,elasticity}`: a `#[fem_kernel]`
 //! physics on the cells of a Gmsh file (triangles, quadrilaterals,
 //! tetrahedra or hexahedra, first or second order), with Dirichlet and
-//! Neumann conditions by physical group and a chosen load, solved by the
-//! library's Newton (one update for these linear physics) with Jacobi-CG,
-//! resident on either backend.
+//! Neumann conditions by physical group and a chosen load, on the file's
+//! mesh or its uniform refinements, solved by the library's Newton (one
+//! update for these linear physics) with a Krylov method preconditioned
+//! by Jacobi, SSOR or multigrid, resident on either backend.
 
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::operator::pointwise::Aux;
@@ -12,7 +13,8 @@ use fem_host::problem::nonlinear::{self, NewtonOptions, NewtonReport, Setup};
 use fem_kernels::pointwise::Kernels;
 use fem_host::rng::SplitMix64;
 use fem_host::space::integrate::l2_error;
-use fem_host::space::{BoundaryPart, Constraints, Load, NodalSpace};
+use fem_host::space::{BoundaryPart, Constraints, Load, NestedSpaces, NodalSpace};
+use fem_host::problem::nonlinear::Precond;
 use fem_host::{with_backend, AnyBackend, Backend, CpuBackend, Error, Result};
 use fem_kernels::physics::{Elasticity, Poisson};
 use serde::Serialize;
@@ -61,6 +63,9 @@ pub struct MeshSolveOptions {
     /// Polynomial degree (P1/P2 on simplices, Q_p on tensor cells as far as
     /// the physics has kernels).
     pub degree: usize,
+    /// Uniform refinements of the file's mesh before solving; multigrid
+    /// ([`Precond::Multigrid`] in `newton`) uses every level.
+    pub refine: usize,
     /// u = 0 on these boundary groups; empty: on every boundary facet not
     /// in a Neumann group.
     pub dirichlet: Vec<String>,
@@ -134,7 +139,9 @@ pub fn run(
 ) -> Result<(NodalSpace, Vec<f64>, MeshSolveReport)> {
     let start = Instant::now();
     stage("space");
-    let (space, nodes) = file.nodal_space(o.degree)?;
+    let (cells, nodes) = file.cell_mesh()?;
+    let mut nested = NestedSpaces::new(cells, o.degree, o.refine + 1)?;
+    let space = nested.finest();
     let d = space.shape.dim();
     let nc = if o.physics == Physics::Poisson { 1 } else { d };
     stage("boundary conditions and load");
@@ -191,7 +198,7 @@ pub fn run(
     let (u, newton, time, host) = match o.physics {
         Physics::Poisson => {
             let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
-            let setup = Setup::<Poisson>::constrained(&cpu, &space, Aux::Nodal(&coefficients), &constraints, Some(&load))?;
+            let setup = levels(Setup::<Poisson>::constrained(&cpu, space, Aux::Nodal(&coefficients), &constraints, Some(&load))?, &cpu, &nested, o)?;
             let host = start.elapsed().as_secs_f64();
             stage("solve");
             let (u, n, t) = solve_on(any, &setup, &space, &constraints, o, each)?;
@@ -199,7 +206,7 @@ pub fn run(
         }
         Physics::Elasticity => {
             let cells: Vec<f64> = (0..space.n_cells()).flat_map(|_| lame).collect();
-            let setup = Setup::<Elasticity>::constrained(&cpu, &space, Aux::Cell(&cells), &constraints, Some(&load))?;
+            let setup = levels(Setup::<Elasticity>::constrained(&cpu, space, Aux::Cell(&cells), &constraints, Some(&load))?, &cpu, &nested, o)?;
             let host = start.elapsed().as_secs_f64();
             stage("solve");
             let (u, n, t) = solve_on(any, &setup, &space, &constraints, o, each)?;
@@ -240,7 +247,17 @@ pub fn run(
         time,
         total_seconds: start.elapsed().as_secs_f64(),
     };
+    let space = nested.spaces.pop().expect("the finest level");
     Ok((space, u, report))
+}
+
+/// The set-up with the coarser levels of `nested` when multigrid
+/// preconditions.
+fn levels<K: Kernels<f64>>(setup: Setup<K>, cpu: &CpuBackend, nested: &NestedSpaces, o: &MeshSolveOptions) -> Result<Setup<K>> {
+    match o.newton.precond {
+        Precond::Multigrid(_) => setup.with_multigrid(cpu, nested),
+        _ => Ok(setup),
+    }
 }
 
 /// The stationary solve, or the time steps, of `setup` on `any`.
@@ -310,7 +327,7 @@ pub fn describe(r: &MeshSolveReport) -> String {
     );
     s += &format!("{}\n", n.kernels);
     s += &format!(
-        "host set-up {:.3} s, backend set-up {:.3} s, solve {:.3} s ({} Newton update{}, {} {} iterations, Jacobi-preconditioned), total {:.3} s\n",
+        "host set-up {:.3} s, backend set-up {:.3} s, solve {:.3} s ({} Newton update{}, {} {} iterations, {}-preconditioned), total {:.3} s\n",
         r.host_setup_seconds,
         n.setup_seconds,
         n.split.total(),
@@ -318,6 +335,7 @@ pub fn describe(r: &MeshSolveReport) -> String {
         if n.steps.len() == 1 { "" } else { "s" },
         n.krylov_iterations,
         n.krylov,
+        n.precond,
         r.total_seconds
     );
     let (first, last) = (

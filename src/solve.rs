@@ -3,7 +3,7 @@
 
 use fem_host::mesh::BoxMesh;
 use fem_host::problem::poisson::{solve_cpu_with, solve_cuda_with, PoissonOptions, PoissonReport, Stages};
-use fem_host::{AnyBackend, CpuBackend, Result};
+use fem_host::{with_backend, AnyBackend, CpuBackend, Result};
 
 /// Runs the solve on the backend `any` in `f32` or `f64`.
 pub fn run(any: &AnyBackend, opts: &PoissonOptions, f32: bool) -> Result<PoissonReport> {
@@ -63,38 +63,12 @@ pub fn describe(r: &PoissonReport) -> String {
 /// Runs the hole benchmark on the backend `any` in `f32` or `f64`.
 pub fn run_hole(any: &AnyBackend, opts: &fem_host::problem::hole::HoleOptions, f32: bool) -> Result<fem_host::problem::hole::HoleReport> {
     let cpu = CpuBackend::new(None)?;
-    match (any, f32) {
-        (AnyBackend::Cpu(c), false) => hole_cpu::<f64>(c, &cpu, opts),
-        (AnyBackend::Cpu(c), true) => hole_cpu::<f32>(c, &cpu, opts),
-        (AnyBackend::Cuda(g), false) => hole_cuda::<f64>(g, &cpu, opts),
-        (AnyBackend::Cuda(g), true) => hole_cuda::<f32>(g, &cpu, opts),
+    use fem_host::problem::hole::solve;
+    if f32 {
+        with_backend!(any, |b| solve::<_, f32>(b, &cpu, opts))
+    } else {
+        with_backend!(any, |b| solve::<_, f64>(b, &cpu, opts))
     }
-}
-
-fn hole_cpu<T: fem_host::Scalar>(c: &CpuBackend, cpu: &CpuBackend, opts: &fem_host::problem::hole::HoleOptions) -> Result<fem_host::problem::hole::HoleReport> {
-    use fem_host::problem::hole::{solve, BackendParts};
-    use fem_host::solver::ssor::{CpuSsor, RowColouring, SsorMatrix};
-    let parts = BackendParts {
-        upload: Box::new(fem_host::solver::multigrid::cpu_matrix::<T>(c)),
-        ssor: Box::new(|a: &fem_host::operator::csr::Csr<T>| {
-            Ok(Box::new(CpuSsor { matrix: SsorMatrix::Csr(a.clone()), colouring: RowColouring::new(a)? }) as Box<dyn fem_host::solver::Preconditioner<CpuBackend, T>>)
-        }),
-    };
-    solve(c, cpu, opts, parts)
-}
-
-fn hole_cuda<T: fem_host::Scalar>(g: &fem_host::CudaBackend, cpu: &CpuBackend, opts: &fem_host::problem::hole::HoleOptions) -> Result<fem_host::problem::hole::HoleReport> {
-    use fem_host::operator::gpu::GpuCsr;
-    use fem_host::problem::hole::{solve, BackendParts};
-    use fem_host::solver::ssor::{GpuSsor, GpuSsorMatrix, RowColouring};
-    let parts = BackendParts {
-        upload: Box::new(fem_host::solver::multigrid::gpu_matrix::<T>(g, cpu)),
-        ssor: Box::new(|a: &fem_host::operator::csr::Csr<T>| {
-            let m = GpuSsorMatrix::Csr(GpuCsr::from_csr(g, a, GpuCsr::<T>::default_threads_per_row(a.nnz(), a.n_rows))?);
-            Ok(Box::new(GpuSsor::new(g, m, &RowColouring::new(a)?)?) as Box<dyn fem_host::solver::Preconditioner<fem_host::CudaBackend, T>>)
-        }),
-    };
-    solve(g, cpu, opts, parts)
 }
 
 /// Text form of a hole report.

@@ -17,6 +17,7 @@ fn options(physics: Physics, degree: usize) -> MeshSolveOptions {
     MeshSolveOptions {
         physics,
         degree,
+        refine: 0,
         dirichlet: Vec::new(),
         neumann: Vec::new(),
         load: LoadKind::Random,
@@ -80,6 +81,36 @@ fn gpu_solutions_equal_the_cpus_on_every_cell_kind() {
                         assert!(report.newton.converged && diff <= 1e-9 * scale, "{dim}D {kind} {krylov}: {diff:e} of {scale:e}");
                     }
                 }
+            }
+        }
+    }
+}
+
+/// SSOR and multigrid by rediscretisation on the GPU give the CPU's
+/// solution, multigrid in as many iterations, on refined tetrahedra and
+/// hexahedra (Poisson P2, elasticity P1).
+#[test]
+fn gpu_preconditioners_equal_the_cpus() {
+    use fem::host::problem::nonlinear::Precond;
+    let Some(gpu) = common::gpu("gpu_preconditioners_equal_the_cpus") else { return };
+    let (gpu, cpu) = (AnyBackend::Cuda(gpu), AnyBackend::Cpu(CpuBackend::new(None).unwrap()));
+    let simplex = GmshMesh::from_simplex_mesh(&SimplexBox::unstructured(3, 2, 3).build().unwrap());
+    let tensor_mesh = BoxMesh::unstructured(3, 2, 3).build().unwrap();
+    let tensor = GmshMesh::from_box_mesh(&tensor_mesh, &vec![0; tensor_mesh.n_cells()], &["domain"]).unwrap();
+    for file in [&simplex, &tensor] {
+        for (physics, degree) in [(Physics::Poisson, 2), (Physics::Elasticity, 1)] {
+            let mut o = options(physics, degree);
+            o.refine = 2;
+            let (_, want, _) = run(&cpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+            let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            for precond in [Precond::Ssor, Precond::multigrid()] {
+                o.newton.precond = precond;
+                let (_, got, report) = run(&gpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+                let (_, _, on_cpu) = run(&cpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+                let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                let label = format!("{} {physics:?} p = {degree} {precond}", report.element);
+                assert!(report.newton.converged && diff <= 1e-9 * scale, "{label}: {diff:e} of {scale:e}");
+                assert!(report.newton.krylov_iterations.abs_diff(on_cpu.newton.krylov_iterations) <= 1, "{label}: GPU {} CPU {}", report.newton.krylov_iterations, on_cpu.newton.krylov_iterations);
             }
         }
     }

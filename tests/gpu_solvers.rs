@@ -7,7 +7,8 @@ use common::gpu;
 use fem::host::mesh::BoxMesh;
 use fem::host::operator::ell::Ell;
 use fem::host::operator::gpu::{GpuCsr, GpuEll};
-use fem::host::solver::multigrid::{cpu_matrix, gpu_matrix, Hierarchy, MgOptions, Multigrid, Smoother};
+use fem::host::solver::PrecondOps;
+use fem::host::solver::multigrid::{Hierarchy, MgOptions, Multigrid, Smoother};
 use fem::host::solver::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
 use fem::host::solver::{bicgstab, pcg, CgOptions, Jacobi, Preconditioner};
 use fem::host::sparse::generate::{fem_matrix, power_law};
@@ -81,8 +82,8 @@ fn gpu_multigrid_matches_cpu_multigrid() {
         let h = Hierarchy::<f64>::poisson(&cpu, &coarse, degree, levels).unwrap();
         for smoother in [Smoother::Jacobi, Smoother::Spai, Smoother::Sainv] {
             let opts = MgOptions::paper(dim, smoother);
-            let mg_cpu = Multigrid::new(&cpu, &cpu, &h, opts, cpu_matrix(&cpu)).unwrap();
-            let mg_gpu = Multigrid::new(&g, &cpu, &h, opts, gpu_matrix(&g, &cpu)).unwrap();
+            let mg_cpu = Multigrid::new(&cpu, &cpu, &h, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+            let mg_gpu = Multigrid::new(&g, &cpu, &h, opts, |m: &_, n| g.store_matrix(m, n)).unwrap();
             let b = rhs(mg_cpu.rows());
             let mut xc = vec![0.0; b.len()];
             let rc = mg_cpu.solve(&cpu, &b, &mut xc, 1e-8, 50).unwrap();

@@ -199,6 +199,22 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
             vec!["--mesh", &hex, "--physics", "poisson", "--format", "ell"],
             "--format",
         ),
+        (
+            vec!["--mesh", &hex, "--physics", "poisson", "--precond", "mg"],
+            "--refine",
+        ),
+        (
+            vec!["--mesh", &hex, "--physics", "poisson", "--precond", "spai"],
+            "jacobi, ssor or mg",
+        ),
+        (
+            vec!["--mesh", &hex, "--physics", "poisson", "--cycle", "w"],
+            "--precond mg",
+        ),
+        (
+            vec!["--mesh", &hex, "--physics", "poisson", "--degree", "3", "--refine", "1", "--precond", "mg"],
+            "no hex P3 variant",
+        ),
     ] {
         let mut all = vec!["solve", "--backend", "cpu", "--vtk", &vtu];
         all.extend_from_slice(&args);
@@ -208,6 +224,39 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!Path::new(&vtu).exists(), "{args:?} wrote {vtu}");
     }
+    // a .pvd series without time steps
+    let pvd = dir.join("u.pvd").display().to_string();
+    let out = fem(&["solve", "--backend", "cpu", "--mesh", &hex, "--physics", "poisson", "--vtk", &pvd]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--time-steps") && !Path::new(&pvd).exists());
+}
+
+/// `--refine` solves on the refined mesh of a Gmsh file with its groups:
+/// the clamped face holds (2^r + 1)² nodes and the error of the sine load
+/// falls at order p + 1; Jacobi, SSOR and multigrid converge, multigrid in
+/// a handful of iterations (the library tests compare their solutions).
+#[test]
+fn refined_meshes_keep_their_groups_and_every_preconditioner_agrees() {
+    let hex = fixture("hex27-v41.msh");
+    let mut jacobi = 0;
+    for (precond, refine) in [("jacobi", "2"), ("ssor", "2"), ("mg", "2"), ("mg", "1")] {
+        let r = solve_json(&["--mesh", &hex, "--physics", "elasticity", "--degree", "1", "--dirichlet-group", "clamped", "--load", "random", "--refine", refine, "--precond", precond, "--rtol", "1e-11"]);
+        assert_eq!(r["newton"]["converged"], true, "{precond}: {r}");
+        let nodes = if refine == "2" { 9 * 9 } else { 5 * 5 };
+        assert_eq!(r["fixed_rows"], 3 * nodes, "{precond}, refine {refine}: {r}");
+        let its = r["newton"]["krylov_iterations"].as_u64().unwrap();
+        if precond == "jacobi" {
+            jacobi = its;
+        } else if precond == "mg" {
+            assert!(3 * its < jacobi, "multigrid {its} against Jacobi {jacobi} iterations");
+        }
+    }
+    let dir = common::scratch("mesh-solve-refine");
+    let tri = dir.join("tri.msh").display().to_string();
+    assert!(fem(&["mesh-gen", "--dim", "2", "--cells", "2", "--simplex", &tri]).status.success());
+    let errors: Vec<f64> = ["2", "3"].iter().map(|r| solve_json(&["--mesh", &tri, "--physics", "poisson", "--degree", "2", "--refine", r, "--precond", "mg"])["l2_error"].as_f64().unwrap()).collect();
+    let rate = (errors[0] / errors[1]).log2();
+    assert!((rate - 3.0).abs() < 0.3, "P2 on refined triangles: {errors:?}, order {rate}");
 }
 
 /// Time steps write a `.pvd` series of every k-th step; the heat

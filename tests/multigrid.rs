@@ -4,7 +4,8 @@
 
 use fem::host::mesh::refine::refine;
 use fem::host::mesh::BoxMesh;
-use fem::host::solver::multigrid::{cpu_matrix, Cycle, Hierarchy, MgOptions, Multigrid, Smoother};
+use fem::host::solver::PrecondOps;
+use fem::host::solver::multigrid::{Cycle, Hierarchy, MgOptions, Multigrid, Smoother};
 use fem::host::solver::transfer::prolongation;
 use fem::host::solver::{pcg, CgOptions, Jacobi};
 use fem::host::space::{DirichletMode, Layout, Numbering, Space};
@@ -46,7 +47,7 @@ fn mg_iterations(dim: usize, degree: usize, cells: usize, levels: usize, opts: M
     let cpu = cpu();
     let coarse = BoxMesh::unstructured(dim, cells, 11).build().unwrap();
     let h = Hierarchy::<f64>::poisson(&cpu, &coarse, degree, levels).unwrap();
-    let mg = Multigrid::new(&cpu, &cpu, &h, opts, cpu_matrix(&cpu)).unwrap();
+    let mg = Multigrid::new(&cpu, &cpu, &h, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
     let b = rhs(mg.rows());
     let mut x = vec![0.0; mg.rows()];
     let r = mg.solve(&cpu, &b, &mut x, 1e-8, 100).unwrap();
@@ -96,7 +97,7 @@ fn multigrid_preconditions_cg() {
     let mut x = vec![0.0; a.n_rows];
     let jac = pcg(&cpu, a, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap(), &b, &mut x, opts).unwrap();
     for smoother in [Smoother::Jacobi, Smoother::Spai] {
-        let mg = Multigrid::new(&cpu, &cpu, &h, MgOptions { cycle: Cycle::V, pre: 2, post: 2, ..MgOptions::paper(2, smoother) }, cpu_matrix(&cpu)).unwrap();
+        let mg = Multigrid::new(&cpu, &cpu, &h, MgOptions { cycle: Cycle::V, pre: 2, post: 2, ..MgOptions::paper(2, smoother) }, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
         let mut y = vec![0.0; a.n_rows];
         let r = pcg(&cpu, a, &mg, &b, &mut y, opts).unwrap();
         assert!(r.converged && r.iterations * 4 < jac.iterations, "{smoother:?}: MG-PCG {} vs Jacobi-PCG {}", r.iterations, jac.iterations);

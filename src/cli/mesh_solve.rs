@@ -1,13 +1,13 @@
 //! `fem solve --mesh FILE --physics ...`: the command-line side of
 //! [`fem::mesh_solve`] (arguments, progress, output files).
 
-use crate::{open_announced, spinner, CliResult, FormatArg, SolveArgs};
+use crate::{open_announced, spinner, CliResult, CycleArg, FormatArg, PrecondArg, SolveArgs};
 use clap::ValueEnum;
 use fem::host::io::gmsh::GmshMesh;
 use fem::host::io::vtk::{write_collection, write_nodal, Encoding, Field};
 use fem::host::problem::nonlinear::time::Scheme;
 use fem::host::space::NodalSpace;
-use fem::host::problem::nonlinear::{Krylov, NewtonOptions};
+use fem::host::problem::nonlinear::{Krylov, NewtonOptions, Precond};
 use fem::mesh_solve::{describe, run, LoadKind, MeshSolveOptions, Neumann, Physics, Transient};
 
 /// `--physics`.
@@ -101,13 +101,38 @@ fn refuse_other_options(a: &SolveArgs) -> Result<(), String> {
     if given.is_empty() {
         Ok(())
     } else {
-        Err(format!("{} apply to the Q_p Poisson formats of quadrilateral and hexahedral meshes, not to --physics (which assembles CSR, ELL-WARP on the GPU, and preconditions with Jacobi)", given.join(", ")))
+        Err(format!("{} apply to the Q_p Poisson formats of quadrilateral and hexahedral meshes, not to --physics (which assembles CSR, ELL-WARP on the GPU, and preconditions with Jacobi, SSOR or multigrid)", given.join(", ")))
     }
+}
+
+/// `--precond`, `--cycle` and `--smoothing-steps` as Newton's preconditioner.
+fn precond(a: &SolveArgs) -> Result<Precond, String> {
+    let p = match a.precond.unwrap_or(PrecondArg::Jacobi) {
+        PrecondArg::Jacobi => Precond::Jacobi,
+        PrecondArg::Ssor => Precond::Ssor,
+        PrecondArg::Mg if a.refine == 0 => return Err("--precond mg needs --refine 1 or more: its levels are the file's mesh and its uniform refinements".into()),
+        PrecondArg::Mg => match Precond::multigrid() {
+            Precond::Multigrid(o) => {
+                let steps = a.smoothing_steps.unwrap_or(o.pre);
+                Precond::Multigrid(fem::host::solver::multigrid::MgOptions { cycle: a.cycle.unwrap_or(CycleArg::V).into(), pre: steps, post: steps, ..o })
+            }
+            other => other,
+        },
+        PrecondArg::None | PrecondArg::Spai | PrecondArg::Sainv => return Err("--physics preconditions with jacobi, ssor or mg".into()),
+    };
+    if !matches!(p, Precond::Multigrid(_)) && (a.cycle.is_some() || a.smoothing_steps.is_some()) {
+        return Err("--cycle and --smoothing-steps configure --precond mg".into());
+    }
+    Ok(p)
 }
 
 /// Solves `a` on `file` (read from `--mesh`).
 pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
     refuse_other_options(a)?;
+    let precond = precond(a)?;
+    if a.time_steps == 0 && a.vtk.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "pvd")) {
+        return Err("a .pvd series is written by --time-steps; name a .vtu file for one solution".into());
+    }
     let physics = match a.physics.unwrap_or(PhysicsArg::Poisson) {
         PhysicsArg::Poisson => Physics::Poisson,
         PhysicsArg::Elasticity => Physics::Elasticity,
@@ -128,11 +153,13 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
             KrylovArg::Bicgstab => Krylov::BiCgStab,
             KrylovArg::Gmres => Krylov::Gmres { restart: a.restart as usize },
         },
+        precond,
         ..Default::default()
     };
     let o = MeshSolveOptions {
         physics,
         degree: a.degree as usize,
+        refine: a.refine,
         dirichlet: a.dirichlet_group.clone(),
         neumann: a
             .neumann_group

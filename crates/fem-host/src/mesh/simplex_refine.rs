@@ -31,7 +31,9 @@ impl SimplexMesh {
         Ok(m)
     }
 
-    fn refine_once(&self) -> Result<SimplexMesh> {
+    /// The mesh refined once: the children of cell `c` are cells
+    /// `k·c .. k·c + k` (k = 4 triangles, 8 tetrahedra).
+    pub fn refine_once(&self) -> Result<SimplexMesh> {
         let d = self.dim;
         let (edges, children): (&[[usize; 2]], usize) = if d == 2 { (&EDGES2, 4) } else { (&EDGES3, 8) };
         let cells = self.cells.len().checked_mul(children).filter(|&n| n <= u32::MAX as usize);

@@ -10,13 +10,14 @@ use crate::operator::cell_data::CellData;
 use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
 use crate::operator::elements::{self, LocalVariant};
-use crate::solver::multigrid::{Cycle, Hierarchy, Matrix, MgOptions, Multigrid, Smoother, SAINV_DROP};
+use crate::solver::multigrid::{Cycle, Hierarchy, MgOptions, Multigrid, Smoother, SAINV_DROP};
 use crate::solver::sainv::FactoredInverse;
 use crate::solver::ordering::{permutations, Ordering};
-use crate::solver::{bicgstab, pcg, spai::spai1, ApproximateInverse, CgOptions, CgReport, Identity, Jacobi, Preconditioner};
+use crate::solver::ssor::RowColouring;
+use crate::solver::{bicgstab, pcg, spai::spai1, ApproximateInverse, CgOptions, CgReport, Identity, Jacobi, PrecondOps, Preconditioner};
 use crate::space::{DirichletMode, Layout};
 use crate::sparse::SpmvOperator;
-use crate::{Backend, CpuBackend, Error, Result, Scalar};
+use crate::{CpuBackend, Error, Result, Scalar};
 use fem_core::poisson::UnitLoad;
 use serde::Serialize;
 use std::time::Instant;
@@ -212,18 +213,9 @@ fn fine_field<T: Scalar>(g: &[f64], h: Hierarchy<T>, solution: &[f64]) -> super:
     super::field::QpField::from_rows(mesh, space, &layout, solution, |i| g[i])
 }
 
-/// Per-backend pieces: how a matrix is stored, and the coloured SSOR.
-pub struct BackendParts<'a, B: Backend, T: Scalar> {
-    /// `upload(matrix, columns)`: a host CSR matrix of `columns` columns
-    /// in the backend's SpMV format (operators, transfers, SPAI, SAINV).
-    pub upload: Box<dyn Fn(&Csr<T>, usize) -> Result<Matrix<B, T>> + 'a>,
-    /// The multi-colour SSOR preconditioner of a host matrix on the
-    /// backend.
-    pub ssor: Box<dyn Fn(&Csr<T>) -> Result<Box<dyn Preconditioner<B, T>>> + 'a>,
-}
-
 /// Builds and solves the benchmark on backend `bk`.
-pub fn solve<B: Backend + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &HoleOptions, parts: BackendParts<'_, B, T>) -> Result<HoleReport> {
+pub fn solve<B: PrecondOps, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &HoleOptions) -> Result<HoleReport> {
+    let upload = |m: &Csr<T>, n: usize| bk.store_matrix(m, n);
     if o.solver == Solver::Mg && matches!(o.precond, Precond::Ssor | Precond::Mg) {
         return Err(Error::InvalidArgument("multigrid smooths with jacobi, spai or sainv (--precond names the smoother)".into()));
     }
@@ -250,21 +242,21 @@ pub fn solve<B: Backend + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &Hole
                 Precond::Sainv => Smoother::Sainv,
                 _ => Smoother::Spai,
             };
-            (Some(Multigrid::new(bk, cpu, &h, o.mg_options(s), &parts.upload)?), Some(s))
+            (Some(Multigrid::new(bk, cpu, &h, o.mg_options(s), &upload)?), Some(s))
         }
-        (_, Precond::Mg) => (Some(Multigrid::new(bk, cpu, &h, MgOptions { cycle: Cycle::V, ..o.mg_options(o.smoother) }, &parts.upload)?), Some(o.smoother)),
+        (_, Precond::Mg) => (Some(Multigrid::new(bk, cpu, &h, MgOptions { cycle: Cycle::V, ..o.mg_options(o.smoother) }, &upload)?), Some(o.smoother)),
         _ => (None, None),
     };
     let pre: Box<dyn Preconditioner<B, T>> = match o.precond {
         Precond::None => Box::new(Identity),
         Precond::Jacobi => Box::new(Jacobi::from_diagonal(bk, &a_host.diag())?),
-        Precond::Ssor => (parts.ssor)(a_host)?,
-        Precond::Spai => Box::new(ApproximateInverse { m: SpmvOperator { m: (parts.upload)(&spai1(cpu, a_host)?, n)?, n, diag: vec![] }, label: "spai" }),
-        Precond::Sainv => Box::new(ApproximateInverse { m: SpmvOperator { m: Box::new(FactoredInverse::new(bk, a_host, SAINV_DROP, &parts.upload)?), n, diag: vec![] }, label: "sainv" }),
+        Precond::Ssor => Box::new(bk.ssor(a_host, &RowColouring::new(a_host)?)?),
+        Precond::Spai => Box::new(ApproximateInverse { m: SpmvOperator { m: upload(&spai1(cpu, a_host)?, n)?, n, diag: vec![] }, label: "spai" }),
+        Precond::Sainv => Box::new(ApproximateInverse { m: SpmvOperator { m: Box::new(FactoredInverse::new(bk, a_host, SAINV_DROP, &upload)?), n, diag: vec![] }, label: "sainv" }),
         Precond::Mg => Box::new(Identity), // the multigrid itself, below
     };
     let smoother_setup_seconds = t_smoother.elapsed().as_secs_f64();
-    let a = SpmvOperator { m: (parts.upload)(a_host, n)?, n, diag: a_host.diag() };
+    let a = SpmvOperator { m: upload(a_host, n)?, n, diag: a_host.diag() };
     let b = bk.upload(&b_host)?;
     let mut x = bk.zeros::<T>(n)?;
     // One untimed application of everything the solve runs, so kernels a

@@ -14,6 +14,7 @@
 use super::bicgstab::bicgstab;
 use super::cg::{CgOptions, CgReport};
 use super::precond::{Jacobi, Preconditioner};
+use super::PrecondOps;
 use super::spai::spai1;
 use super::transfer::{prolongation, transpose};
 use crate::mesh::refine::refine;
@@ -72,7 +73,7 @@ impl std::str::FromStr for Cycle {
 }
 
 /// Smoother, cycle and coarse solve of a [`Multigrid`].
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct MgOptions {
     /// Preconditioner `M` of the Richardson smoothing.
     pub smoother: Smoother,
@@ -86,6 +87,10 @@ pub struct MgOptions {
     pub omega: f64,
     /// Relative residual the coarse BiCGStab reaches.
     pub coarse_rtol: f64,
+    /// A coarsest level of at most this many rows is solved exactly, by
+    /// its inverse applied as a dense product, when its operator is
+    /// refreshed ([`Multigrid::refresh`]); 0: always BiCGStab.
+    pub dense_coarse: usize,
 }
 
 impl MgOptions {
@@ -93,7 +98,7 @@ impl MgOptions {
     /// post-smoothing steps, ω = 0.5 for Jacobi and SAINV, 1 for SPAI.
     pub fn paper(dim: usize, smoother: Smoother) -> Self {
         let steps = if dim == 3 { 16 } else { 8 };
-        Self { smoother, cycle: Cycle::F, pre: steps, post: steps, omega: if smoother == Smoother::Spai { 1.0 } else { 0.5 }, coarse_rtol: 1e-2 }
+        Self { smoother, cycle: Cycle::F, pre: steps, post: steps, omega: if smoother == Smoother::Spai { 1.0 } else { 0.5 }, coarse_rtol: 1e-2, dense_coarse: 0 }
     }
 }
 
@@ -192,6 +197,12 @@ fn assemble<T: Scalar>(cpu: &CpuBackend, mesh: &Mesh, layout: &Layout, degree: u
     Csr::assemble(cpu, layout, &elems)
 }
 
+/// The matrices of a hierarchy, coarsest first.
+struct Levels<'a, T> {
+    a: &'a [Csr<T>],
+    p: &'a [Csr<T>],
+}
+
 /// A matrix of the backend.
 pub type Matrix<B, T> = Box<dyn Spmv<B, T>>;
 
@@ -222,6 +233,10 @@ pub struct Multigrid<B: Backend, T: Scalar> {
     work: Mutex<Vec<Work<B::Vector<T>>>>,
     /// Host seconds spent building smoothers (SPAI).
     pub smoother_setup_seconds: f64,
+    /// The coarsest operator's pattern, for its dense inverse.
+    coarse_pattern: Csr<T>,
+    /// The coarsest operator's inverse, when small enough.
+    coarse_inverse: Option<Matrix<B, T>>,
 }
 
 /// Level `l`'s operator as a square [`LinearOperator`] (for BiCGStab).
@@ -247,7 +262,20 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     where
         B: 'static,
     {
-        let mut levels = Vec::with_capacity(h.levels());
+        Self::from_matrices(bk, cpu, &h.a, &h.p, opts, upload)
+    }
+
+    /// Uploads the operators `a` (coarsest first) and the prolongations
+    /// `p` (`p[l]` from level `l` to `l + 1`) of any hierarchy.
+    pub fn from_matrices(bk: &B, cpu: &CpuBackend, a: &[Csr<T>], p: &[Csr<T>], opts: MgOptions, upload: impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Self>
+    where
+        B: 'static,
+    {
+        if a.is_empty() || p.len() + 1 != a.len() || p.iter().enumerate().any(|(l, m)| m.n_rows != a[l + 1].n_rows || m.col.iter().any(|&c| c as usize >= a[l].n_rows)) {
+            return Err(Error::InvalidArgument(format!("multigrid: {} operators and {} prolongations of other sizes do not make a hierarchy", a.len(), p.len())));
+        }
+        let h = Levels { a, p };
+        let mut levels = Vec::with_capacity(h.a.len());
         let mut smoother_setup_seconds = 0.0;
         for (l, a) in h.a.iter().enumerate() {
             let n = a.n_rows;
@@ -280,7 +308,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             .iter()
             .map(|l| Ok(Work { b: bk.zeros::<T>(l.n)?, x: bk.zeros::<T>(l.n)?, r: bk.zeros::<T>(l.n)?, z: bk.zeros::<T>(l.n)? }))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { levels, opts, work: Mutex::new(work), smoother_setup_seconds })
+        Ok(Self { levels, opts, work: Mutex::new(work), smoother_setup_seconds, coarse_pattern: h.a[0].clone(), coarse_inverse: None })
     }
 
     /// Rows of the finest level, the size of the system solved.
@@ -315,6 +343,9 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     fn cycle(&self, bk: &B, l: usize, work: &mut [Work<B::Vector<T>>], kind: Cycle) -> Result<()> {
         if l == 0 {
             let w = &mut work[0];
+            if let Some(inverse) = &self.coarse_inverse {
+                return inverse.apply(bk, &w.b, &mut w.x);
+            }
             let lv = &self.levels[0];
             let opts = CgOptions { rtol: self.opts.coarse_rtol, max_iterations: 10 * lv.n.max(10), jacobi: false };
             bicgstab(bk, &LevelOp(lv), &lv.jacobi, &w.b, &mut w.x, opts)?;
@@ -388,16 +419,26 @@ impl<B: Backend, T: Scalar> Preconditioner<B, T> for Multigrid<B, T> {
     }
 }
 
-/// Stores a matrix for the CPU backend (ELL-WARP K1, rectangular allowed).
-pub fn cpu_matrix<T: Scalar>(cpu: &CpuBackend) -> impl Fn(&Csr<T>, usize) -> Result<Matrix<CpuBackend, T>> + '_ {
-    move |m, n_cols| Ok(Box::new(crate::sparse::warp::EllWarp::new(cpu, m, n_cols, None, crate::sparse::warp::Numbering::Remap)?) as Matrix<CpuBackend, T>)
-}
-
-/// Stores a matrix for the GPU backend (ELL-WARP K1, the fastest format
-/// that keeps the original numbering, rectangular allowed).
-pub fn gpu_matrix<'a, T: Scalar>(gpu: &'a crate::CudaBackend, cpu: &'a CpuBackend) -> impl Fn(&Csr<T>, usize) -> Result<Matrix<crate::CudaBackend, T>> + 'a {
-    move |m, n_cols| {
-        let host = crate::sparse::warp::EllWarp::new(cpu, m, n_cols, None, crate::sparse::warp::Numbering::Remap)?;
-        Ok(Box::new(crate::sparse::device::GpuEllWarp::upload(gpu, &host, 128)?) as Matrix<crate::CudaBackend, T>)
+impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
+    /// Level `l`'s operator refilled from values `csr_val` of the pattern
+    /// it was built with, already on the backend, and its inverse diagonal
+    /// `inv_diag`: for operators that change between solves, such as
+    /// Newton's tangents. Jacobi smoothing only (the other smoothers are
+    /// built on the host from the values). A coarsest level within
+    /// [`MgOptions::dense_coarse`] rows is inverted on the host (its values
+    /// come back once per refresh) and solved by a dense product.
+    pub fn refresh(&mut self, bk: &B, l: usize, csr_val: &B::Vector<T>, inv_diag: &B::Vector<T>) -> Result<()> {
+        if self.opts.smoother != Smoother::Jacobi {
+            return Err(Error::InvalidArgument(format!("a multigrid whose operators change smooths with Jacobi, not {:?}", self.opts.smoother)));
+        }
+        let level = self.levels.get_mut(l).ok_or_else(|| Error::InvalidArgument(format!("multigrid has no level {l}")))?;
+        level.a.reorder(bk, csr_val)?;
+        bk.copy(inv_diag, &mut level.jacobi.inv_diag)?;
+        if l == 0 && level.n <= self.opts.dense_coarse {
+            let a = Csr { val: bk.download(csr_val)?, ..self.coarse_pattern.clone() };
+            let inverse = super::dense::inverse(&a)?;
+            self.coarse_inverse = Some(bk.store_matrix(&inverse, level.n)?);
+        }
+        Ok(())
     }
 }

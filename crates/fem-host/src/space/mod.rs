@@ -7,6 +7,7 @@ pub mod constraints;
 pub mod dofs;
 pub mod facets;
 pub mod integrate;
+pub mod nested;
 pub mod nodal;
 pub(crate) mod hash;
 
@@ -15,4 +16,5 @@ pub use hash::IntMap;
 pub use dirichlet::{DirichletMode, Layout};
 pub use dofs::{Numbering, Space};
 pub use constraints::{BoundaryPart, Constraints, Load};
+pub use nested::{CellMesh, NestedSpaces};
 pub use nodal::NodalSpace;

@@ -3,7 +3,7 @@
 
 use super::{ElementBlock, ElementKind, GResult, GmshError, GmshMesh};
 use crate::mesh::Mesh;
-use crate::space::{BoundaryPart, NodalSpace};
+use crate::space::{BoundaryPart, CellMesh, NodalSpace};
 
 impl GmshMesh {
     /// The highest dimension of any element.
@@ -71,10 +71,10 @@ impl GmshMesh {
         self.blocks.iter().filter(|b| b.kind.dim() == dim).all(|b| b.kind.is_simplex())
     }
 
-    /// The nodal space of degree `degree` on the file's cells (P1/P2 on
-    /// triangles and tetrahedra, Q_p on quadrilaterals and hexahedra) and,
-    /// per file node, its mesh vertex, which [`GmshMesh::boundary`] takes.
-    pub fn nodal_space(&self, degree: usize) -> crate::Result<(NodalSpace, Vec<u32>)> {
+    /// The file's cells of the highest dimension as the mesh a nodal space
+    /// is built on and, per file node, its mesh vertex (which
+    /// [`GmshMesh::boundary`] takes); meshes that mix cell kinds are refused.
+    pub fn cell_mesh(&self) -> crate::Result<(CellMesh, Vec<u32>)> {
         let dim = self.dim();
         let top = || self.blocks.iter().filter(|b| b.kind.dim() == dim);
         if top().any(|b| b.kind.is_simplex()) && top().any(|b| !b.kind.is_simplex()) {
@@ -83,11 +83,19 @@ impl GmshMesh {
         }
         if self.is_simplex() {
             let (mesh, nodes) = self.to_simplex_mesh_and_nodes()?;
-            Ok((NodalSpace::simplex(&mesh, degree)?, nodes))
+            Ok((CellMesh::Simplex(mesh), nodes))
         } else {
             let (mesh, nodes) = self.to_mesh_and_nodes()?;
-            Ok((NodalSpace::tensor(&mesh, degree)?, nodes))
+            Ok((CellMesh::Tensor(mesh), nodes))
         }
+    }
+
+    /// The nodal space of degree `degree` on the file's cells (P1/P2 on
+    /// triangles and tetrahedra, Q_p on quadrilaterals and hexahedra) and,
+    /// per file node, its mesh vertex, which [`GmshMesh::boundary`] takes.
+    pub fn nodal_space(&self, degree: usize) -> crate::Result<(NodalSpace, Vec<u32>)> {
+        let (mesh, nodes) = self.cell_mesh()?;
+        Ok((mesh.space(degree)?, nodes))
     }
 
     /// The boundary part made of physical groups `groups` (names or

@@ -1,8 +1,9 @@
 //! Newton's method for a `#[fem_kernel]` physics on a nodal space with
 //! Dirichlet values on the boundary, on either backend and resident there:
 //! per iteration the residual and tangent are evaluated and assembled on
-//! the backend, the update solved by a Jacobi-preconditioned Krylov method
-//! (CG, BiCGStab or GMRES) on the assembled tangent,
+//! the backend, the update solved by a Krylov method (CG, BiCGStab or
+//! GMRES) on the assembled tangent, preconditioned by Jacobi, SSOR or
+//! multigrid by rediscretisation ([`precond`]),
 //! and a backtracking line search halves the step until the residual norm
 //! falls; only norms come back to the host.
 //!
@@ -13,12 +14,15 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod precond;
 pub mod time;
+
+pub use precond::{Levels, Precond};
 
 use super::phases::{timed, MatrixOp, Split};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{csr_pattern, field_rows, Aux, Pointwise};
-use crate::solver::{bicgstab, gmres, pcg, CgOptions, Jacobi};
+use crate::solver::{bicgstab, gmres, pcg, CgOptions, Jacobi, PrecondOps};
 use crate::space::{Constraints, Load, NodalSpace};
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, Error, Result};
@@ -52,6 +56,8 @@ pub struct Setup<K> {
     /// What the residual's assembly starts from: minus the load in free
     /// rows, zero in fixed ones (R(u) = A(u) − F).
     pub residual_base: Vec<f64>,
+    /// The coarser levels of [`Setup::with_multigrid`], if built.
+    pub levels: Option<Box<Levels<K>>>,
 }
 
 impl<K: Kernels<f64>> Setup<K> {
@@ -109,7 +115,7 @@ impl<K: Kernels<f64>> Setup<K> {
             Some(f) => f.iter().zip(&fixed).map(|(v, &x)| if x { 0.0 } else { -v }).collect(),
             None => vec![0.0; fixed.len()],
         };
-        Ok(Self { physics, gather, residual_pos, entry_pos, csr, diag_pos, fixed, residual_base })
+        Ok(Self { physics, gather, residual_pos, entry_pos, csr, diag_pos, fixed, residual_base, levels: None })
     }
 
     /// Another physics of as many components on the same space, sharing
@@ -119,7 +125,7 @@ impl<K: Kernels<f64>> Setup<K> {
         if physics.variant.nc != self.physics.variant.nc || physics.variant.n_local() != self.physics.variant.n_local() || physics.n_cells != self.physics.n_cells {
             return Err(Error::InvalidArgument("the other physics has other components or cells than this set-up".into()));
         }
-        Ok(Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone() })
+        Ok(Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None })
     }
 
     /// Rows of the global system (nodes × components).
@@ -129,7 +135,7 @@ impl<K: Kernels<f64>> Setup<K> {
 }
 
 /// What differs between the backends.
-pub trait NewtonOps: Backend + Sized {
+pub trait NewtonOps: PrecondOps {
     /// Uploaded data and prepared kernels.
     type State;
     /// Copies the set-up to the backend.
@@ -165,8 +171,10 @@ pub struct NewtonOptions {
     pub max_halvings: usize,
     /// How a step length is accepted.
     pub line_search: LineSearch,
-    /// The Krylov method of the updates, Jacobi-preconditioned.
+    /// The Krylov method of the updates.
     pub krylov: Krylov,
+    /// Its preconditioner.
+    pub precond: Precond,
 }
 
 /// The Krylov method that solves Newton's linear systems.
@@ -209,7 +217,7 @@ pub enum LineSearch {
 
 impl Default for NewtonOptions {
     fn default() -> Self {
-        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking, krylov: Krylov::Cg }
+        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking, krylov: Krylov::Cg, precond: Precond::Jacobi }
     }
 }
 
@@ -234,8 +242,10 @@ pub struct NewtonStep {
 pub struct NewtonReport {
     /// The backend and its kernels.
     pub kernels: String,
-    /// The Krylov method of the updates (Jacobi-preconditioned).
+    /// The Krylov method of the updates.
     pub krylov: Krylov,
+    /// Its preconditioner.
+    pub precond: Precond,
     /// Rows of the system (nodes × components), fixed ones included.
     pub rows: usize,
     /// ‖R‖ at the start and after every update.
@@ -260,7 +270,7 @@ pub struct NewtonReport {
 /// stops being finite.
 pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, initial: &[f64], o: &NewtonOptions, progress: &mut dyn FnMut(&NewtonStep)) -> Result<(Vec<f64>, NewtonReport)> {
     crate::error::same_len("initial guess", initial.len(), setup.n_rows())?;
-    let mut w = Workspace::new(b, setup)?;
+    let mut w = Workspace::new(b, setup, o.precond)?;
     let mut u = b.upload(initial)?;
     let report = NewtonReport { setup_seconds: w.setup_seconds, ..w.newton(b, &mut u, o, None, progress)? };
     Ok((b.download(&u)?, report))
@@ -296,14 +306,16 @@ pub struct Workspace<B: NewtonOps> {
     delta: B::Vector<f64>,
     mu: B::Vector<f64>,
     jacobi: Jacobi<B, f64>,
+    precond: precond::Prepared<B>,
     n: usize,
     /// Seconds of [`Workspace::new`]: uploads and format set-up.
     pub setup_seconds: f64,
 }
 
 impl<B: NewtonOps> Workspace<B> {
-    /// Uploads `setup` and allocates the work vectors.
-    pub fn new<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>) -> Result<Self> {
+    /// Uploads `setup`, builds the preconditioner `precond` and allocates
+    /// the work vectors.
+    pub fn new<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, precond: Precond) -> Result<Self> {
         let start = Instant::now();
         let n = setup.n_rows();
         let state = b.prepare(setup)?;
@@ -320,6 +332,7 @@ impl<B: NewtonOps> Workspace<B> {
             delta: b.zeros(n)?,
             mu: b.zeros(n)?,
             jacobi: Jacobi { inv_diag: b.zeros(n)? },
+            precond: precond::Prepared::new(b, setup, precond)?,
             n,
             setup_seconds: 0.0,
             state,
@@ -381,24 +394,26 @@ impl<B: NewtonOps> Workspace<B> {
             // `ue` holds the gather of u from its residual.
             let (state, ue, kelem, kflat) = (&self.state, &self.ue, &mut self.kelem, &mut self.kflat);
             timed(b, &mut split.element, || b.elements(state, true, ue, kelem))?;
-            let (matrix, jacobi) = (&mut self.matrix, &mut self.jacobi);
+            let (matrix, jacobi, pc) = (&mut self.matrix, &mut self.jacobi, &mut self.precond);
             timed(b, &mut split.assembly, || {
                 b.assemble(state, true, kelem, kflat)?;
                 if let Some(e) = extra {
                     b.axpby(e.c, e.mass_values, e.weight, kflat)?;
                 }
                 matrix.reorder(b, kflat)?;
-                b.inverse_diagonal(state, kflat, &mut jacobi.inv_diag)
+                b.inverse_diagonal(state, kflat, &mut jacobi.inv_diag)?;
+                pc.update(b, u, kflat, &jacobi.inv_diag, extra)
             })?;
             let opts = CgOptions { rtol: o.krylov_rtol, max_iterations: o.max_krylov, jacobi: false };
             let (r, delta) = (&self.r, &mut self.delta);
             let cg = timed(b, &mut split.solve, || {
                 b.axpby(0.0, r, 0.0, delta)?;
                 let a = MatrixOp(&**matrix, n);
+                let m = pc.get(jacobi);
                 match o.krylov {
-                    Krylov::Cg => pcg(b, &a, &*jacobi, r, delta, opts),
-                    Krylov::BiCgStab => bicgstab(b, &a, &*jacobi, r, delta, opts),
-                    Krylov::Gmres { restart } => gmres(b, &a, &*jacobi, r, delta, restart, opts),
+                    Krylov::Cg => pcg(b, &a, m, r, delta, opts),
+                    Krylov::BiCgStab => bicgstab(b, &a, m, r, delta, opts),
+                    Krylov::Gmres { restart } => gmres(b, &a, m, r, delta, restart, opts),
                 }
             })
             .map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
@@ -432,7 +447,7 @@ impl<B: NewtonOps> Workspace<B> {
             steps.push(s);
         }
         let converged = *residuals.last().expect("one residual") <= tol;
-        Ok(NewtonReport { kernels: b.describe(&self.state), krylov: o.krylov, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds: 0.0, split })
+        Ok(NewtonReport { kernels: b.describe(&self.state), krylov: o.krylov, precond: o.precond, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds: 0.0, split })
     }
 }
 

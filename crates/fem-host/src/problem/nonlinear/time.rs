@@ -88,7 +88,7 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
         }
     }
     let start = Instant::now();
-    let mut w = Workspace::new(b, setup)?;
+    let mut w = Workspace::new(b, setup, o.newton.precond)?;
     let mass_values = b.upload(&mass_values(setup, space))?;
     let mass = w.matrix_like(b, setup, &mass_values)?;
     let n = setup.n_rows();

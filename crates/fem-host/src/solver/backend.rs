@@ -1,0 +1,68 @@
+//! What the preconditioners need of a backend beyond its vector
+//! operations: storing a hierarchy's matrices in an SpMV format and
+//! building the coloured SSOR, so that generic code (the hole benchmark,
+//! Newton's linear systems) builds either on any backend.
+
+use super::multigrid::Matrix;
+use super::precond::Preconditioner;
+use super::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
+use crate::operator::csr::Csr;
+use crate::operator::gpu::GpuCsr;
+use crate::sparse::device::GpuEllWarp;
+use crate::sparse::warp::{EllWarp, Numbering};
+use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
+
+/// Matrix storage and coloured SSOR of a backend.
+pub trait PrecondOps: Backend + Sized + 'static {
+    /// The coloured SSOR of this backend.
+    type Ssor<T: Scalar>: Preconditioner<Self, T>;
+    /// A host CSR matrix of `n_cols` columns (rectangular allowed) in the
+    /// backend's SpMV format for hierarchies: ELL-WARP K1, which keeps the
+    /// original numbering.
+    fn store_matrix<T: Scalar>(&self, m: &Csr<T>, n_cols: usize) -> Result<Matrix<Self, T>>;
+    /// SSOR sweeping `a` in the order of `colouring` (of `a`'s pattern).
+    fn ssor<T: Scalar>(&self, a: &Csr<T>, colouring: &RowColouring) -> Result<Self::Ssor<T>>;
+    /// Refills the SSOR's matrix from CSR values of its pattern on the
+    /// backend (a Newton tangent's values at every update).
+    fn ssor_values<T: Scalar>(&self, s: &mut Self::Ssor<T>, csr_val: &Self::Vector<T>) -> Result<()>;
+}
+
+impl PrecondOps for CpuBackend {
+    type Ssor<T: Scalar> = CpuSsor<T>;
+
+    fn store_matrix<T: Scalar>(&self, m: &Csr<T>, n_cols: usize) -> Result<Matrix<Self, T>> {
+        Ok(Box::new(EllWarp::new(self, m, n_cols, None, Numbering::Remap)?))
+    }
+
+    fn ssor<T: Scalar>(&self, a: &Csr<T>, colouring: &RowColouring) -> Result<CpuSsor<T>> {
+        Ok(CpuSsor { matrix: SsorMatrix::Csr(a.clone()), colouring: colouring.clone() })
+    }
+
+    fn ssor_values<T: Scalar>(&self, s: &mut CpuSsor<T>, csr_val: &Vec<T>) -> Result<()> {
+        match &mut s.matrix {
+            SsorMatrix::Csr(a) if a.val.len() == csr_val.len() => Ok(a.val.copy_from_slice(csr_val)),
+            _ => Err(Error::InvalidArgument("SSOR values: not the CSR pattern the sweep was built on".into())),
+        }
+    }
+}
+
+impl PrecondOps for CudaBackend {
+    type Ssor<T: Scalar> = GpuSsor<T>;
+
+    fn store_matrix<T: Scalar>(&self, m: &Csr<T>, n_cols: usize) -> Result<Matrix<Self, T>> {
+        let host = EllWarp::new(&CpuBackend::new(None)?, m, n_cols, None, Numbering::Remap)?;
+        Ok(Box::new(GpuEllWarp::upload(self, &host, 128)?))
+    }
+
+    fn ssor<T: Scalar>(&self, a: &Csr<T>, colouring: &RowColouring) -> Result<GpuSsor<T>> {
+        let m = GpuSsorMatrix::Csr(GpuCsr::from_csr(self, a, GpuCsr::<T>::default_threads_per_row(a.nnz(), a.n_rows))?);
+        GpuSsor::new(self, m, colouring)
+    }
+
+    fn ssor_values<T: Scalar>(&self, s: &mut GpuSsor<T>, csr_val: &cudarc::driver::CudaSlice<T>) -> Result<()> {
+        match &mut s.matrix {
+            GpuSsorMatrix::Csr(a) if a.val.len() == csr_val.len() => Ok(self.stream().memcpy_dtod(csr_val, &mut a.val)?),
+            _ => Err(Error::InvalidArgument("SSOR values: not the CSR pattern the sweep was built on".into())),
+        }
+    }
+}

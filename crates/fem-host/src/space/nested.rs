@@ -1,0 +1,378 @@
+//! Nested nodal spaces: a mesh and its uniform refinements, the space of
+//! one degree on each, and the transfers between consecutive levels that
+//! multigrid by rediscretisation needs, for every cell kind a nodal space
+//! takes.
+//!
+//! The prolongation is the coarse basis evaluated at the fine nodes,
+//! `P_ij = φ_j(ξ_i)`, with `ξ_i` the fine node's position in the reference
+//! cell of the coarse cell that contains it, found by Newton's method on
+//! the cell's geometry map (exact for simplices and for the multilinear
+//! children of tensor refinement). It is computed once per pair of
+//! levels on scalar nodes and then expanded to fields of `nc` components
+//! under any Dirichlet rows.
+//!
+//! Boundary facets of a refined level keep the key of the coarse facet
+//! they lie in, so boundary parts named on the coarse mesh (Gmsh physical
+//! groups) select the same boundary on every level.
+
+use super::facets::{local_facets, Facet};
+use super::NodalSpace;
+use crate::mesh::refine::refine;
+use crate::mesh::simplex::SimplexMesh;
+use crate::mesh::Mesh;
+use crate::operator::csr::Csr;
+use crate::{Error, Result};
+use fem_core::element::det_inv;
+use fem_core::shape::Shape;
+use rayon::prelude::*;
+use std::collections::HashMap;
+
+/// Prolongation entries below this are zeros up to round-off.
+const DROP: f64 = 1e-10;
+
+/// The cells a nodal space is built on.
+#[derive(Clone, Debug)]
+pub enum CellMesh {
+    /// Triangles or tetrahedra.
+    Simplex(SimplexMesh),
+    /// Quadrilaterals or hexahedra.
+    Tensor(Mesh),
+}
+
+impl CellMesh {
+    /// The space of degree `degree` on these cells.
+    pub fn space(&self, degree: usize) -> Result<NodalSpace> {
+        match self {
+            Self::Simplex(m) => NodalSpace::simplex(m, degree),
+            Self::Tensor(m) => NodalSpace::tensor(m, degree),
+        }
+    }
+
+    /// The mesh refined once uniformly, and the coarse cell that contains
+    /// each fine cell.
+    pub fn refine(&self) -> Result<(Self, Vec<u32>)> {
+        match self {
+            Self::Simplex(m) => {
+                let children = if m.dim == 2 { 4 } else { 8 };
+                let fine = m.refine_once()?;
+                let parent = (0..fine.n_cells()).map(|f| (f / children) as u32).collect();
+                Ok((Self::Simplex(fine), parent))
+            }
+            Self::Tensor(m) => {
+                if m.n_cells() << m.dim > u32::MAX as usize {
+                    return Err(Error::InvalidArgument(format!("refining {} cells would pass the u32 index range", m.n_cells())));
+                }
+                let r = refine(m);
+                Ok((Self::Tensor(r.fine), r.parent))
+            }
+        }
+    }
+
+    /// Number of cells.
+    pub fn n_cells(&self) -> usize {
+        match self {
+            Self::Simplex(m) => m.n_cells(),
+            Self::Tensor(m) => m.n_cells(),
+        }
+    }
+}
+
+/// Spaces of one degree on a mesh and its uniform refinements.
+pub struct NestedSpaces {
+    /// Coarsest first; the last is the one a problem is solved on.
+    pub spaces: Vec<NodalSpace>,
+    /// `parents[l][f]`: the cell of level `l` containing cell `f` of level `l + 1`.
+    pub parents: Vec<Vec<u32>>,
+}
+
+impl NestedSpaces {
+    /// `levels` spaces of degree `degree`: on `coarse` and on its
+    /// `levels − 1` successive uniform refinements.
+    pub fn new(coarse: CellMesh, degree: usize, levels: usize) -> Result<Self> {
+        if levels == 0 {
+            return Err(Error::InvalidArgument("a hierarchy needs at least one level".into()));
+        }
+        let mut spaces = vec![coarse.space(degree)?];
+        let (mut mesh, mut parents) = (coarse, Vec::new());
+        for _ in 1..levels {
+            let (fine, parent) = mesh.refine()?;
+            let mut space = fine.space(degree)?;
+            let coarse_space = spaces.last().expect("one level");
+            space.facets = inherited_facets(coarse_space, &space, &parent)?;
+            spaces.push(space);
+            parents.push(parent);
+            mesh = fine;
+        }
+        Ok(Self { spaces, parents })
+    }
+
+    /// The space solved on.
+    pub fn finest(&self) -> &NodalSpace {
+        self.spaces.last().expect("at least one level")
+    }
+
+    /// Number of levels.
+    pub fn levels(&self) -> usize {
+        self.spaces.len()
+    }
+
+    /// The scalar prolongation from level `l` to level `l + 1`: row `i`
+    /// holds `φ_j(ξ_i)` for the coarse nodes `j` of the cell containing
+    /// fine node `i` (values below 1e-10 dropped: the round-off of the
+    /// zeros, never a true value at nested nodes).
+    pub fn interpolation(&self, l: usize) -> Result<Csr<f64>> {
+        let (coarse, fine, parent) = (&self.spaces[l], &self.spaces[l + 1], &self.parents[l]);
+        let (nbf, nbc, d) = (fine.nb(), coarse.nb(), fine.shape.dim());
+        // one cell per fine node to locate it from
+        let mut owner = vec![u32::MAX; fine.n_dofs];
+        for (k, &g) in fine.cell_dofs.iter().enumerate() {
+            if owner[g as usize] == u32::MAX {
+                owner[g as usize] = (k / nbf) as u32;
+            }
+        }
+        let rows: Vec<Vec<(u32, f64)>> = owner
+            .par_iter()
+            .enumerate()
+            .map(|(i, &f)| {
+                let c = parent[f as usize] as usize;
+                let xi = reference_point(coarse, c, &fine.dof_coords[i])?;
+                let (mut val, mut grad) = (vec![0.0; nbc], vec![0.0; nbc * d]);
+                coarse.shape.basis(coarse.degree, &xi[..d], &mut val, &mut grad);
+                let mut row: Vec<(u32, f64)> = (0..nbc).filter(|&j| val[j].abs() > DROP).map(|j| (coarse.cell_dofs[c * nbc + j], val[j])).collect();
+                row.sort_unstable_by_key(|e| e.0);
+                Ok(row)
+            })
+            .collect::<Result<_>>()?;
+        Ok(from_rows(rows))
+    }
+}
+
+/// The CSR matrix of sorted rows.
+fn from_rows(rows: Vec<Vec<(u32, f64)>>) -> Csr<f64> {
+    let mut row_ptr = Vec::with_capacity(rows.len() + 1);
+    row_ptr.push(0u32);
+    let (mut col, mut val) = (Vec::new(), Vec::new());
+    for r in &rows {
+        for &(c, v) in r {
+            col.push(c);
+            val.push(v);
+        }
+        row_ptr.push(col.len() as u32);
+    }
+    Csr { n_rows: rows.len(), row_ptr, col, val }
+}
+
+/// The prolongation of `nc`-component fields (`dof·nc + c`) from the
+/// scalar one `p`: fixed rows of the fine level and fixed columns of the
+/// coarse one are left out, so a correction never moves a held value.
+pub fn field_prolongation(p: &Csr<f64>, nc: usize, fixed_coarse: &[bool], fixed_fine: &[bool]) -> Result<Csr<f64>> {
+    crate::error::same_len("fixed fine rows", fixed_fine.len(), p.n_rows * nc)?;
+    let rows = (0..p.n_rows * nc)
+        .map(|r| {
+            let (i, c) = (r / nc, r % nc);
+            if fixed_fine[r] {
+                return Vec::new();
+            }
+            (p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize)
+                .map(|k| (p.col[k] * nc as u32 + c as u32, p.val[k]))
+                .filter(|&(j, _)| !fixed_coarse[j as usize])
+                .collect()
+        })
+        .collect();
+    Ok(from_rows(rows))
+}
+
+/// For every coarse node, the fine node at the same point (the rows of
+/// `p` that are a single 1): the injection of a field to the coarse
+/// level. An error when some coarse node is not a fine one (nodes that do
+/// not nest, as the Gauss–Lobatto nodes of Q3 and above).
+pub fn injection(p: &Csr<f64>, n_coarse: usize) -> Result<Vec<u32>> {
+    let mut inj = vec![u32::MAX; n_coarse];
+    for i in 0..p.n_rows {
+        let (a, b) = (p.row_ptr[i] as usize, p.row_ptr[i + 1] as usize);
+        if b == a + 1 && (p.val[a] - 1.0).abs() < 1e-10 {
+            inj[p.col[a] as usize] = i as u32;
+        }
+    }
+    if let Some(j) = inj.iter().position(|&v| v == u32::MAX) {
+        return Err(Error::InvalidArgument(format!("coarse node {j} is no node of the refined space: the nodes of this degree do not nest (multigrid by rediscretisation takes degrees 1 and 2)")));
+    }
+    Ok(inj)
+}
+
+/// Reference coordinates in cell `c` of `space` of the physical point `x`
+/// (Newton's method on the P1/Q1 geometry map, from the cell's centre).
+pub fn reference_point(space: &NodalSpace, c: usize, x: &[f64; 3]) -> Result<[f64; 3]> {
+    let (shape, d) = (space.shape, space.shape.dim());
+    let nv = shape.vertices();
+    let verts = &space.cell_coords[c * nv * d..(c + 1) * nv * d];
+    let mut xi = [0.0; 3];
+    if shape.is_simplex() {
+        xi[..d].fill(1.0 / (d + 1) as f64);
+    }
+    let (mut val, mut grad) = (vec![0.0; nv], vec![0.0; nv * d]);
+    for _ in 0..30 {
+        shape.geometry_basis(&xi[..d], &mut val, &mut grad);
+        let mut r = [0.0; 3];
+        let mut jac = [[0.0; 3]; 3];
+        for v in 0..nv {
+            for a in 0..d {
+                r[a] += verts[v * d + a] * val[v];
+                for b in 0..d {
+                    jac[a][b] += verts[v * d + a] * grad[v * d + b];
+                }
+            }
+        }
+        let step = solve(d, &jac, std::array::from_fn(|a| x[a] - r[a]));
+        for a in 0..d {
+            xi[a] += step[a];
+        }
+        // quadratic convergence: after a step of 1e-10 the error is at
+        // round-off, which a tighter test would not see through (ξ carries
+        // the round-off of x amplified by 1/h)
+        if step[..d].iter().map(|s| s.abs()).fold(0.0, f64::max) < 1e-10 {
+            return Ok(xi);
+        }
+    }
+    Err(Error::InvalidArgument(format!("the point {x:?} could not be located in cell {c}: the cell is degenerate or the point outside it")))
+}
+
+/// `J⁻¹ r` for the leading d×d block.
+fn solve(d: usize, jac: &[[f64; 3]; 3], r: [f64; 3]) -> [f64; 3] {
+    let mut out = [0.0; 3];
+    if d == 2 {
+        let (_, inv) = det_inv(&[[jac[0][0], jac[0][1]], [jac[1][0], jac[1][1]]]);
+        for a in 0..2 {
+            out[a] = inv[a][0] * r[0] + inv[a][1] * r[1];
+        }
+    } else {
+        let (_, inv) = det_inv(jac);
+        for a in 0..3 {
+            out[a] = (0..3).map(|b| inv[a][b] * r[b]).sum();
+        }
+    }
+    out
+}
+
+/// Whether the reference point lies on local facet `local` (to round-off).
+fn near_facet(shape: Shape, local: usize, xi: &[f64; 3]) -> bool {
+    const TOL: f64 = 1e-9;
+    if shape.is_simplex() {
+        let lambda = if local == 0 { 1.0 - xi[..shape.dim()].iter().sum::<f64>() } else { xi[local - 1] };
+        lambda.abs() < TOL
+    } else {
+        let (axis, side) = (local / 2, local % 2);
+        (xi[axis] - if side == 1 { 1.0 } else { -1.0 }).abs() < TOL
+    }
+}
+
+/// The boundary facets of `fine` with the key of the `coarse` facet each
+/// lies in.
+fn inherited_facets(coarse: &NodalSpace, fine: &NodalSpace, parent: &[u32]) -> Result<Vec<Facet>> {
+    let keys: HashMap<(u32, u8), [u32; 4]> = coarse.facets.iter().map(|f| ((f.cell, f.local), f.key)).collect();
+    let (shape, d) = (fine.shape, fine.shape.dim());
+    let nv = shape.vertices();
+    fine.facets
+        .par_iter()
+        .map(|f| {
+            let c = parent[f.cell as usize];
+            // the facet's vertices in the parent's reference cell
+            let corners: Vec<[f64; 3]> = (0..nv)
+                .filter(|&v| on_local_facet(shape, f.local as usize, v))
+                .map(|v| {
+                    let p = &fine.cell_coords[(f.cell as usize * nv + v) * d..][..d];
+                    let mut x = [0.0; 3];
+                    x[..d].copy_from_slice(p);
+                    reference_point(coarse, c as usize, &x)
+                })
+                .collect::<Result<_>>()?;
+            let local = (0..local_facets(shape)).find(|&l| corners.iter().all(|xi| near_facet(shape, l, xi)));
+            let key = local.and_then(|l| keys.get(&(c, l as u8)));
+            let key = key.ok_or_else(|| Error::InvalidArgument(format!("boundary facet {} of refined cell {} lies on no boundary facet of its parent cell {c}", f.local, f.cell)))?;
+            Ok(Facet { key: *key, ..*f })
+        })
+        .collect()
+}
+
+/// Whether vertex `v` of a cell of `shape` is on its local facet `local`.
+fn on_local_facet(shape: Shape, local: usize, v: usize) -> bool {
+    if shape.is_simplex() {
+        v != local
+    } else {
+        (v >> (local / 2)) & 1 == local % 2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::simplex::SimplexBox;
+    use crate::mesh::BoxMesh;
+
+    fn meshes() -> Vec<CellMesh> {
+        let mut out = Vec::new();
+        for dim in [2, 3] {
+            out.push(CellMesh::Simplex(SimplexBox::unstructured(dim, 2, 7).build().unwrap()));
+            out.push(CellMesh::Tensor(BoxMesh::unstructured(dim, 2, 7).build().unwrap()));
+        }
+        // small cells far from the origin: ξ carries x's round-off times 1/h
+        let mut far = BoxMesh::unstructured(3, 2, 7).build().unwrap();
+        far.coords.iter_mut().for_each(|x| x.iter_mut().for_each(|v| *v = 1.0 + 1e-3 * *v));
+        out.push(CellMesh::Tensor(far));
+        out
+    }
+
+    /// P reproduces every polynomial of the degree: prolonging the coarse
+    /// interpolant gives the fine one; injection picks the node at the
+    /// same point.
+    #[test]
+    fn prolongation_is_exact_on_the_coarse_space() {
+        let cpu = crate::CpuBackend::new(Some(2)).unwrap();
+        for mesh in meshes() {
+            for degree in [1, 2] {
+                let h = NestedSpaces::new(mesh.clone(), degree, 3).unwrap();
+                for l in 0..2 {
+                    let (c, f) = (&h.spaces[l], &h.spaces[l + 1]);
+                    let poly = |x: &[f64; 3]| if degree == 1 { 1.0 + x[0] - 2.0 * x[1] + 0.5 * x[2] } else { x[0] * x[1] - x[2] * x[2] + 2.0 * x[0] };
+                    let p = h.interpolation(l).unwrap();
+                    let uc: Vec<f64> = c.dof_coords.iter().map(poly).collect();
+                    let mut uf = vec![0.0; f.n_dofs];
+                    p.spmv(&cpu, &uc, &mut uf);
+                    let worst = uf.iter().zip(&f.dof_coords).map(|(v, x)| (v - poly(x)).abs()).fold(0.0, f64::max);
+                    assert!(worst < 1e-10, "{:?} p{degree} level {l}: {worst:e}", c.shape);
+                    let inj = injection(&p, c.n_dofs).unwrap();
+                    for (j, &i) in inj.iter().enumerate() {
+                        let (a, b) = (c.dof_coords[j], f.dof_coords[i as usize]);
+                        assert!((0..3).all(|k| (a[k] - b[k]).abs() < 1e-12));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every refined boundary facet keeps a coarse key, and the facets of
+    /// one key cover as much boundary on every level (their count grows by
+    /// 2^(d−1) per level).
+    #[test]
+    fn refined_facets_keep_the_coarse_keys() {
+        for mesh in meshes() {
+            let h = NestedSpaces::new(mesh, 1, 3).unwrap();
+            let d = h.spaces[0].shape.dim();
+            let coarse_keys: std::collections::HashSet<[u32; 4]> = h.spaces[0].facets.iter().map(|f| f.key).collect();
+            for (l, s) in h.spaces.iter().enumerate() {
+                for key in &coarse_keys {
+                    let n = s.facets.iter().filter(|f| f.key == *key).count();
+                    assert_eq!(n, 1 << ((d - 1) * l), "level {l}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn q3_nodes_do_not_nest() {
+        let mesh = CellMesh::Tensor(BoxMesh::unstructured(2, 2, 1).build().unwrap());
+        let h = NestedSpaces::new(mesh, 3, 2).unwrap();
+        let p = h.interpolation(0).unwrap();
+        assert!(injection(&p, h.spaces[0].n_dofs).is_err());
+    }
+}
