@@ -47,16 +47,7 @@ pub fn prolongation<T: Scalar>(coarse: &Space, lc: &Layout, fine: &Space, lf: &L
             rows[row as usize] = Some(entries);
         }
     }
-    let mut row_ptr = vec![0u32];
-    let (mut col, mut val) = (Vec::new(), Vec::new());
-    for r in rows {
-        for (c, v) in r.unwrap_or_default() {
-            col.push(c);
-            val.push(v);
-        }
-        row_ptr.push(col.len() as u32);
-    }
-    Ok(Csr { n_rows: lf.n_rows, row_ptr, col, val })
+    Ok(crate::space::nested::from_rows(rows.into_iter().map(Option::unwrap_or_default).collect()))
 }
 
 /// `Aᵀ` of an `a.n_rows × n_cols` CSR matrix, columns sorted.

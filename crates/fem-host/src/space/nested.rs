@@ -147,8 +147,8 @@ impl NestedSpaces {
     }
 }
 
-/// The CSR matrix of sorted rows.
-fn from_rows(rows: Vec<Vec<(u32, f64)>>) -> Csr<f64> {
+/// The CSR matrix of sorted rows (also the Q_p transfers').
+pub(crate) fn from_rows<T: Copy>(rows: Vec<Vec<(u32, T)>>) -> Csr<T> {
     let mut row_ptr = Vec::with_capacity(rows.len() + 1);
     row_ptr.push(0u32);
     let (mut col, mut val) = (Vec::new(), Vec::new());

@@ -291,6 +291,17 @@ pub struct Extra<'a, B: Backend> {
     pub rhs: &'a B::Vector<f64>,
 }
 
+/// The tangent's CSR values `kflat` from the element tangents `kelem`,
+/// as `weight · K + c · M` with `M`'s values when a time step's terms are
+/// given: every level of a solve assembles its tangent through this.
+pub(super) fn tangent_values<B: NewtonOps>(b: &B, state: &B::State, kelem: &B::Vector<f64>, kflat: &mut B::Vector<f64>, step: Option<(&Extra<B>, &B::Vector<f64>)>) -> Result<()> {
+    b.assemble(state, true, kelem, kflat)?;
+    match step {
+        Some((e, mass)) => b.axpby(e.c, mass, e.weight, kflat),
+        None => Ok(()),
+    }
+}
+
 /// What a Newton solve keeps on the backend: the prepared physics, the
 /// tangent's format and the work vectors, reused by every solve of a
 /// time-dependent problem.
@@ -396,10 +407,7 @@ impl<B: NewtonOps> Workspace<B> {
             timed(b, &mut split.element, || b.elements(state, true, ue, kelem))?;
             let (matrix, jacobi, pc) = (&mut self.matrix, &mut self.jacobi, &mut self.precond);
             timed(b, &mut split.assembly, || {
-                b.assemble(state, true, kelem, kflat)?;
-                if let Some(e) = extra {
-                    b.axpby(e.c, e.mass_values, e.weight, kflat)?;
-                }
+                tangent_values(b, state, kelem, kflat, extra.map(|e| (e, e.mass_values)))?;
                 matrix.reorder(b, kflat)?;
                 b.inverse_diagonal(state, kflat, &mut jacobi.inv_diag)?;
                 pc.update(b, u, kflat, &jacobi.inv_diag, extra)

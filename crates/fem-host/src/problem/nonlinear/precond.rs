@@ -12,7 +12,7 @@
 //! solve's scalars.
 
 use super::time::mass_values;
-use super::{Extra, NewtonOps, Setup};
+use super::{tangent_values, Extra, NewtonOps, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{Aux, Pointwise};
 use crate::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
@@ -234,10 +234,7 @@ impl<B: NewtonOps> Prepared<B> {
                     lv.inject.apply(b, above, &mut lv.u)?;
                     b.gather(&lv.state, &lv.u, &mut lv.ue)?;
                     b.elements(&lv.state, true, &lv.ue, &mut lv.kelem)?;
-                    b.assemble(&lv.state, true, &lv.kelem, &mut lv.kflat)?;
-                    if let Some(e) = extra {
-                        b.axpby(e.c, &lv.mass, e.weight, &mut lv.kflat)?;
-                    }
+                    tangent_values(b, &lv.state, &lv.kelem, &mut lv.kflat, extra.map(|e| (e, &lv.mass)))?;
                     b.inverse_diagonal(&lv.state, &lv.kflat, &mut lv.inv)?;
                     mg.refresh(b, l, &lv.kflat, &lv.inv)?;
                 }
