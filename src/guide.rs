@@ -141,7 +141,36 @@
 //! let o = NewtonOptions { precond: Precond::multigrid(), ..Default::default() };
 //! ```
 //!
-//! # 5. Without writing code
+//! # 5. Neumann and Robin conditions as physics
+//!
+//! A condition that depends on the solution (a convective or radiative
+//! boundary, a spring support, a follower load) is a boundary term of the
+//! weak form, ∫_Γ φ·bf0(u, ∇u, a, x, n), written in the same module as the
+//! rest, with its linearisation bg0 = ∂bf0/∂u and bg1 = ∂bf0/∂∇u (n is the
+//! outward unit normal; ∇u is the cell's gradient at the boundary):
+//!
+//! ```ignore
+//! /// ∂u/∂n + u³ = 0 on the boundary the set-up names.
+//! pub fn bf0<T: Real, const D: usize>(u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D], _n: &[T; D]) -> [T; 1] {
+//!     [u[0] * u[0] * u[0]]
+//! }
+//! pub fn bg0<T: Real, const D: usize>(u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D], _n: &[T; D]) -> [[T; 1]; 1] {
+//!     [[T::from_f64(3.0) * u[0] * u[0]]]
+//! }
+//! ```
+//!
+//! The set-up says where it acts (before `with_multigrid`, which carries it
+//! to every level); Newton then evaluates it on the chosen facets of either
+//! backend, one more element after the cells:
+//!
+//! ```ignore
+//! let cooled = file.boundary(&["skin".into()], &nodes)?;
+//! let setup = setup.with_boundary_term(&space, &cooled)?;
+//! ```
+//!
+//! The shipped [`crate::kernels::physics::Radiation`] is such a physics.
+//!
+//! # 6. Without writing code
 //!
 //! The shipped physics solve from the command line on any Gmsh file:
 //!

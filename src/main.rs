@@ -276,6 +276,11 @@ struct SolveArgs {
     /// the rest of the boundary.
     #[arg(long, requires = "mesh", value_delimiter = ',', value_parser = cli::mesh_solve::parse_neumann)]
     neumann_group: Vec<(String, Vec<f64>)>,
+    /// With --physics radiation: cooling groups, GROUP=g (∂u/∂n + u + u|u|³ = g
+    /// there), comma-separated. Without --dirichlet-group, u = 0 holds on
+    /// the rest of the boundary.
+    #[arg(long, requires = "mesh", value_delimiter = ',', value_parser = cli::mesh_solve::parse_neumann)]
+    robin_group: Vec<(String, Vec<f64>)>,
     /// With --mesh through the pipeline: the volume load (random excites
     /// every mode: use it, not sine, to time solvers).
     #[arg(long, value_enum, default_value_t = LoadArg::Sine)]
@@ -1155,7 +1160,7 @@ fn solve(a: &SolveArgs) -> CliResult {
     let (mut opts, dim, cells) = match &a.mesh {
         Some(path) => {
             let file = fem::host::io::gmsh::read_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            if a.physics.is_some() || file.is_simplex() || !a.neumann_group.is_empty() {
+            if a.physics.is_some() || file.is_simplex() || !a.neumann_group.is_empty() || !a.robin_group.is_empty() {
                 return cli::mesh_solve::solve(a, &file);
             }
             let (mesh, nodes) = file.to_mesh_and_nodes()?;

@@ -1,10 +1,11 @@
-//! `fem solve --mesh FILE --physics {poisson,elasticity}`: a `#[fem_kernel]`
-//! physics on the cells of a Gmsh file (triangles, quadrilaterals,
-//! tetrahedra or hexahedra, first or second order), with Dirichlet and
-//! Neumann conditions by physical group and a chosen load, on the file's
-//! mesh or its uniform refinements, solved by the library's Newton (one
-//! update for these linear physics) with a Krylov method preconditioned
-//! by Jacobi, SSOR or multigrid, resident on either backend.
+//! `fem solve --mesh FILE --physics {poisson,elasticity,radiation}`: a
+//! `#[fem_kernel]` physics on the cells of a Gmsh file (triangles,
+//! quadrilaterals, tetrahedra or hexahedra, first or second order), with
+//! Dirichlet, Neumann and (radiation) nonlinear Robin conditions by
+//! physical group and a chosen load, on the file's mesh or its uniform
+//! refinements, solved by the library's Newton (one update for the linear
+//! physics) with a Krylov method preconditioned by Jacobi, SSOR or
+//! multigrid, resident on either backend.
 
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::operator::pointwise::Aux;
@@ -16,7 +17,7 @@ use fem_host::space::integrate::l2_error;
 use fem_host::space::{BoundaryPart, Constraints, Load, NestedSpaces, NodalSpace};
 use fem_host::problem::nonlinear::Precond;
 use fem_host::{with_backend, AnyBackend, Backend, CpuBackend, Error, Result};
-use fem_kernels::physics::{Elasticity, Poisson};
+use fem_kernels::physics::{Elasticity, Poisson, Radiation};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::f64::consts::PI;
@@ -29,6 +30,9 @@ pub enum Physics {
     Poisson,
     /// −∇·σ(u) = f, isotropic linear elasticity.
     Elasticity,
+    /// −Δu = f with the cooling condition ∂u/∂n + u + u|u|³ = g on the
+    /// Robin groups (the boundary term of [`Radiation`]): nonlinear.
+    Radiation,
 }
 
 /// The volume load f.
@@ -71,6 +75,8 @@ pub struct MeshSolveOptions {
     pub dirichlet: Vec<String>,
     /// Neumann conditions.
     pub neumann: Vec<Neumann>,
+    /// Robin conditions of [`Physics::Radiation`]: each group's g (one value).
+    pub robin: Vec<Neumann>,
     /// The volume load.
     pub load: LoadKind,
     /// Young's modulus and Poisson's ratio (elasticity).
@@ -143,9 +149,10 @@ pub fn run(
     let mut nested = NestedSpaces::new(cells, o.degree, o.refine + 1)?;
     let space = nested.finest();
     let d = space.shape.dim();
-    let nc = if o.physics == Physics::Poisson { 1 } else { d };
+    let nc = if o.physics == Physics::Elasticity { d } else { 1 };
     stage("boundary conditions and load");
     let mut neumann_keys = HashSet::new();
+    let robin = robin_data(file, &nodes, space, o, &mut neumann_keys)?;
     let mut load = Load::zero(&space, nc);
     for n in &o.neumann {
         let part = file.boundary(std::slice::from_ref(&n.group), &nodes)?;
@@ -183,14 +190,19 @@ pub fn run(
             .filter(|k| !neumann_keys.contains(k))
             .collect();
         BoundaryPart::Facets {
-            name: "boundary outside the Neumann groups".into(),
+            name: "boundary outside the Neumann and Robin groups".into(),
             keys,
         }
     } else {
         file.boundary(&o.dirichlet, &nodes)?
     };
-    let constraints =
-        Constraints::none(&space, nc).dirichlet(&space, &dirichlet, |_, u| u.fill(0.0))?;
+    // a boundary cooled all round needs no Dirichlet part
+    let cooled_all_round = o.dirichlet.is_empty() && robin.is_some() && matches!(&dirichlet, BoundaryPart::Facets { keys, .. } if keys.is_empty());
+    let constraints = if cooled_all_round {
+        Constraints::none(space, nc)
+    } else {
+        Constraints::none(space, nc).dirichlet(space, &dirichlet, |_, u| u.fill(0.0))?
+    };
     load = volume_load(&space, nc, o.load, load)?;
     stage("pattern");
     let cpu = CpuBackend::new(None)?;
@@ -199,6 +211,16 @@ pub fn run(
         Physics::Poisson => {
             let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
             let setup = levels(Setup::<Poisson>::constrained(&cpu, space, Aux::Nodal(&coefficients), &constraints, Some(&load))?, &cpu, &nested, o)?;
+            let host = start.elapsed().as_secs_f64();
+            stage("solve");
+            let (u, n, t) = solve_on(any, &setup, &space, &constraints, o, each)?;
+            (u, n, t, host)
+        }
+        Physics::Radiation => {
+            let (part, g) = robin.ok_or_else(|| Error::InvalidArgument("radiation needs Robin groups".into()))?;
+            let aux: Vec<f64> = g.iter().flat_map(|&g| [0.0, g]).collect();
+            let setup = Setup::<Radiation>::constrained(&cpu, space, Aux::Nodal(&aux), &constraints, Some(&load))?.with_boundary_term(space, &part)?;
+            let setup = levels(setup, &cpu, &nested, o)?;
             let host = start.elapsed().as_secs_f64();
             stage("solve");
             let (u, n, t) = solve_on(any, &setup, &space, &constraints, o, each)?;
@@ -249,6 +271,33 @@ pub fn run(
     };
     let space = nested.spaces.pop().expect("the finest level");
     Ok((space, u, report))
+}
+
+/// The Robin groups of `o` as one boundary part and the nodal g (each
+/// group's value on its nodes), their facet keys added to `taken`; `None`
+/// without Robin groups. An error when the physics has no Robin term or
+/// needs one, or a group has other than one value.
+fn robin_data(file: &GmshMesh, nodes: &[u32], space: &NodalSpace, o: &MeshSolveOptions, taken: &mut HashSet<[u32; 4]>) -> Result<Option<(BoundaryPart, Vec<f64>)>> {
+    match (o.physics == Physics::Radiation, o.robin.is_empty()) {
+        (false, true) => return Ok(None),
+        (false, false) => return Err(Error::InvalidArgument(format!("Robin groups are the boundary term of radiation, not of {:?}", o.physics))),
+        (true, true) => return Err(Error::InvalidArgument("radiation cools through Robin groups: name at least one (GROUP=g)".into())),
+        (true, false) => {}
+    }
+    let (mut keys, mut g) = (HashSet::new(), vec![0.0; space.n_dofs]);
+    for r in &o.robin {
+        let [v] = r.value[..] else {
+            return Err(Error::InvalidArgument(format!("Robin group `{}`: one value g, not {}", r.group, r.value.len())));
+        };
+        let part = file.boundary(std::slice::from_ref(&r.group), nodes)?;
+        let facets = part.facets(space)?;
+        keys.extend(facets.iter().map(|f| f.key));
+        for (node, _) in space.facet_mask(facets).iter().enumerate().filter(|m| *m.1) {
+            g[node] = v;
+        }
+    }
+    taken.extend(keys.iter().copied());
+    Ok(Some((BoundaryPart::Facets { name: "the Robin groups".into(), keys }, g)))
 }
 
 /// The set-up with the coarser levels of `nested` when multigrid

@@ -20,6 +20,7 @@ fn options(physics: Physics, degree: usize) -> MeshSolveOptions {
         refine: 0,
         dirichlet: Vec::new(),
         neumann: Vec::new(),
+        robin: Vec::new(),
         load: LoadKind::Random,
         young: 1.0,
         poisson_ratio: 0.3,

@@ -287,3 +287,45 @@ fn time_steps_write_a_pvd_series() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("time step"));
 }
+
+/// `--physics radiation` cools through Robin groups: a nonlinear boundary
+/// term, so Newton takes several updates (quadratically convergent at the
+/// end) with every preconditioner; Robin groups without that physics, or
+/// that physics without them, are errors.
+#[test]
+fn radiation_cools_through_robin_groups() {
+    let dir = common::scratch("mesh-solve-robin");
+    let hex = dir.join("hex.msh").display().to_string();
+    assert!(fem(&["mesh-gen", "--dim", "3", "--cells", "2", &hex]).status.success());
+    let mut jacobi = 0;
+    for precond in ["jacobi", "mg"] {
+        let r = solve_json(&["--mesh", &hex, "--physics", "radiation", "--degree", "2", "--robin-group", "xmax=4,ymin=-2", "--load", "one", "--refine", "1", "--precond", precond]);
+        let n = &r["newton"];
+        assert_eq!(n["converged"], true, "{precond}: {r}");
+        let res: Vec<f64> = n["residuals"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        assert!(res.len() > 3, "a nonlinear condition takes several updates: {res:?}");
+        let rel: Vec<f64> = res.iter().map(|v| v / res[0]).collect();
+        assert!(rel.windows(2).filter(|w| w[0] < 1e-2 && w[1] > 1e-11).all(|w| w[1] < 10.0 * w[0] * w[0]), "{precond}: {rel:?}");
+        let its = n["krylov_iterations"].as_u64().unwrap();
+        if precond == "jacobi" {
+            jacobi = its;
+        } else {
+            assert!(2 * its < jacobi, "multigrid {its} against Jacobi {jacobi} iterations");
+        }
+    }
+    for (args, want) in [
+        (vec!["--physics", "poisson", "--robin-group", "xmax=1"], "boundary term of radiation"),
+        (vec!["--physics", "radiation"], "name at least one"),
+        (vec!["--physics", "radiation", "--robin-group", "xmax=1:2"], "one value"),
+        (vec!["--physics", "radiation", "--robin-group", "nowhere=1"], "nowhere"),
+    ] {
+        let vtu = dir.join("no.vtu");
+        let mut all = vec!["solve", "--backend", "cpu", "--mesh", &hex, "--vtk", vtu.to_str().unwrap()];
+        all.extend_from_slice(&args);
+        let out = fem(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!vtu.exists(), "{args:?} wrote output");
+    }
+}

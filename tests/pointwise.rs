@@ -320,7 +320,7 @@ fn element_matrices_are_the_derivative_of_the_residual() {
 fn variant_tables_describe_the_generated_code() {
     let v = <Poisson as Kernels<f32>>::VARIANTS;
     assert!(v.iter().all(|v| v.precisions == ["f32", "f64"] && v.jacobian.is_some() && v.nc == 1 && v.na == 2 && v.aux_nodal));
-    assert_eq!(v[0].terms, Terms { f0: true, f1: true, g: [false, false, false, true] });
+    assert_eq!(v[0].terms, Terms { f0: true, f1: true, g: [false, false, false, true], bf0: false, bg: [false, false] });
     assert_eq!(v[0].residual, "fem_residual_poisson_tri_p1_q1");
     // LCM(N_q, N_b·N_comp): P1 triangles with one point, P2 tetrahedra with
     // four points and three components.

@@ -17,11 +17,9 @@ mkdir -p "$out"
 "$FEM" mesh-gen --dim 3 --cells 5 "$tmp/hex5.msh" > /dev/null
 "$FEM" mesh-gen --dim 3 --cells 6 "$tmp/hex6.msh" > /dev/null
 python3 "$(dirname "$0")/../../assets/meshes/make_beam.py" 16 4 4 "$tmp/beam.msh" 4 1 > /dev/null
+source "$(dirname "$0")/common.sh"
 run() {
-    local name=$1
-    shift
-    /usr/bin/time -f "$name: wall %e s, max RSS %M KB" -o "$tmp/$name.time" "$FEM" solve "$@" --load random --rtol 1e-8 --json > "$out/$name.json" 2> "$tmp/$name.err" || { echo "FAILED: $name $*"; tail -3 "$tmp/$name.err"; }
-    cat "$tmp/$name.time"
+    timed "$@"
 }
 for backend in cuda cpu; do
     for p in mg jacobi ssor; do

@@ -17,6 +17,8 @@ pub enum PhysicsArg {
     Poisson,
     /// Isotropic linear elasticity, −∇·σ(u) = f.
     Elasticity,
+    /// −Δu = f cooled through --robin-group: ∂u/∂n + u + u|u|³ = g (nonlinear).
+    Radiation,
 }
 
 /// `--krylov`.
@@ -136,6 +138,7 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
     let physics = match a.physics.unwrap_or(PhysicsArg::Poisson) {
         PhysicsArg::Poisson => Physics::Poisson,
         PhysicsArg::Elasticity => Physics::Elasticity,
+        PhysicsArg::Radiation => Physics::Radiation,
     };
     let load = match a.load {
         LoadArg::Sine => LoadKind::Sine,
@@ -147,7 +150,8 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
         rtol,
         krylov_rtol: 0.5 * rtol,
         max_krylov: a.max_iterations,
-        max_iterations: 5,
+        // one update solves the linear physics
+        max_iterations: if physics == Physics::Radiation { 30 } else { 5 },
         krylov: match a.krylov {
             KrylovArg::Cg => Krylov::Cg,
             KrylovArg::Bicgstab => Krylov::BiCgStab,
@@ -169,6 +173,7 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
                 value: v.clone(),
             })
             .collect(),
+        robin: a.robin_group.iter().map(|(g, v)| Neumann { group: g.clone(), value: v.clone() }).collect(),
         load,
         young: a.young,
         poisson_ratio: a.poisson_ratio,

@@ -2,6 +2,10 @@
 //! ∫ φ·f0(u, ∇u, a, ∇a, x) + ∇φ : f1(u, ∇u, a, ∇a, x) = 0
 //! given by its integrands at one point, and its linearisation g0..g3.
 //!
+//! A boundary term ∫_Γ φ·bf0(u, ∇u, a, ∇a, x, n) on chosen boundary facets
+//! (n the outward unit normal) carries Neumann and Robin conditions, with
+//! its linearisation bg0, bg1.
+//!
 //! Users implement it through `#[fem_kernel]` (crate `fem-macros`), which
 //! writes the impls from plain functions and generates the kernels. The
 //! kernels need nothing else: quadrature, bases, geometry and assembly are
@@ -48,6 +52,19 @@ pub trait Physics<T: Real, const D: usize, const NC: usize, const NA: usize> {
     fn g2(p: &Point<T, D, NC, NA>) -> [[[T; D]; NC]; NC];
     /// ∂f1/∂∇u: `g3[c][e][d][g]` = ∂f1_{c,d}/∂(∂_g u_e).
     fn g3(p: &Point<T, D, NC, NA>) -> [[[[T; D]; D]; NC]; NC];
+    /// The boundary integrand tested against φ at outward unit normal `n`:
+    /// `bf0[c]`; zero where the physics has none.
+    fn bf0(_p: &Point<T, D, NC, NA>, _n: &[T; D]) -> [T; NC] {
+        [T::ZERO; NC]
+    }
+    /// ∂bf0/∂u: `bg0[c][e]` = ∂bf0_c/∂u_e.
+    fn bg0(_p: &Point<T, D, NC, NA>, _n: &[T; D]) -> [[T; NC]; NC] {
+        [[T::ZERO; NC]; NC]
+    }
+    /// ∂bf0/∂∇u: `bg1[c][e][g]` = ∂bf0_c/∂(∂_g u_e).
+    fn bg1(_p: &Point<T, D, NC, NA>, _n: &[T; D]) -> [[[T; D]; NC]; NC] {
+        [[[T::ZERO; D]; NC]; NC]
+    }
 }
 
 /// The terms a physics provides (an absent term is identically zero).
@@ -60,6 +77,10 @@ pub struct Terms {
     /// Whether `g0`, `g1`, `g2`, `g3` (in that order) are present in the
     /// Jacobian.
     pub g: [bool; 4],
+    /// Whether the boundary term `bf0` is present.
+    pub bf0: bool,
+    /// Whether `bg0`, `bg1` are present in the boundary term's Jacobian.
+    pub bg: [bool; 2],
 }
 
 /// The zero of any array shape a pointwise function returns.

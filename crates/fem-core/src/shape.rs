@@ -215,6 +215,57 @@ impl Shape {
     }
 }
 
+impl Shape {
+    /// Points of the facet rule of degree-`p` cells: exact for the
+    /// product of two degree-p bases on affine facets (one degree more on
+    /// tensor facets, whose geometry is not affine), as boundary terms
+    /// need it. A segment's Gauss rule of p + 1 points, the smallest
+    /// triangle rule of degree 2p, or the (p + 1)² Gauss square.
+    pub fn facet_rule_size(self, p: usize) -> usize {
+        match self {
+            Shape::Triangle | Shape::Quadrilateral => p + 1,
+            Shape::Tetrahedron => {
+                let t = Shape::Triangle;
+                *t.rule_sizes().iter().find(|&&n| t.rule_degree(n).is_some_and(|k| k >= 2 * p)).unwrap_or(&36)
+            }
+            Shape::Hexahedron => (p + 1) * (p + 1),
+        }
+    }
+
+    /// The facet rule of [`Self::facet_rule_size`] in the facet's own
+    /// reference coordinates (d − 1 per point: \[0, 1\] or the unit
+    /// triangle for simplices, [−1, 1]^(d−1) for tensor cells).
+    pub fn facet_rule(self, p: usize, points: &mut [f64], weights: &mut [f64]) {
+        let n = self.facet_rule_size(p);
+        match self {
+            Shape::Triangle | Shape::Quadrilateral => {
+                gauss_legendre(&mut points[..n], &mut weights[..n]);
+                if self.is_simplex() {
+                    points[..n].iter_mut().for_each(|s| *s = 0.5 * (*s + 1.0));
+                    weights[..n].iter_mut().for_each(|w| *w *= 0.5);
+                }
+            }
+            Shape::Tetrahedron => {
+                Shape::Triangle.rule(n, points, weights);
+            }
+            Shape::Hexahedron => {
+                Shape::Quadrilateral.rule(n, points, weights);
+            }
+        }
+    }
+
+    /// Local facets of a cell: d + 1 on a simplex (facet k opposite vertex
+    /// k), 2d on a tensor cell (facet 2·axis + side where coordinate
+    /// `axis` is −1 or +1).
+    pub const fn local_facets(self) -> usize {
+        if self.is_simplex() {
+            self.dim() + 1
+        } else {
+            2 * self.dim()
+        }
+    }
+}
+
 /// Gauss points per direction of the `n`-point rule of `shape`.
 fn side(shape: Shape, n: usize) -> Option<usize> {
     if !shape.rule_sizes().contains(&n) {

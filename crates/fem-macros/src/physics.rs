@@ -9,8 +9,15 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{GenericParam, Ident, Item, ItemFn, ItemMod, LitInt};
 
-/// The pointwise functions a physics module may define, in `Terms` order.
-const FUNCTIONS: [&str; 6] = ["f0", "f1", "g0", "g1", "g2", "g3"];
+/// The pointwise functions a physics module may define, in `Terms` order:
+/// the cell terms, then the boundary term and its linearisation.
+const FUNCTIONS: [&str; 9] = ["f0", "f1", "g0", "g1", "g2", "g3", "bf0", "bg0", "bg1"];
+
+/// Whether `FUNCTIONS[k]` is a boundary function, which also takes the
+/// outward normal.
+const fn boundary(k: usize) -> bool {
+    k >= 6
+}
 
 /// One element the attribute names.
 struct ElementSpec {
@@ -139,16 +146,18 @@ impl Spec {
 }
 
 /// Checks a pointwise function's shape: `<T: Real, const D: usize>` and
-/// five arguments (u, ∇u, a, ∇a, x) with a return type.
-fn check_function(f: &ItemFn) -> syn::Result<()> {
+/// five arguments (u, ∇u, a, ∇a, x), six with the normal n on the
+/// boundary, with a return type.
+fn check_function(f: &ItemFn, on_boundary: bool) -> syn::Result<()> {
     let params: Vec<&GenericParam> = f.sig.generics.params.iter().collect();
     let ok = matches!(params.as_slice(), [GenericParam::Type(_), GenericParam::Const(c)] if c.ident == "D");
     if !ok {
         let span = if params.is_empty() { f.sig.ident.span() } else { f.sig.generics.span() };
         return Err(syn::Error::new(span, format!("`{}` must be generic as `<T: Real, const D: usize>`", f.sig.ident)));
     }
-    if f.sig.inputs.len() != 5 {
-        return Err(syn::Error::new(f.sig.inputs.span(), format!("`{}` takes five arguments: (u, du, a, da, x)", f.sig.ident)));
+    let (n, args) = if on_boundary { (6, "six arguments: (u, du, a, da, x, n)") } else { (5, "five arguments: (u, du, a, da, x)") };
+    if f.sig.inputs.len() != n {
+        return Err(syn::Error::new(f.sig.inputs.span(), format!("`{}` takes {args}", f.sig.ident)));
     }
     if matches!(f.sig.output, syn::ReturnType::Default) {
         return Err(syn::Error::new(f.sig.ident.span(), format!("`{}` must return its values", f.sig.ident)));
@@ -171,11 +180,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let Some((_, items)) = module.content.as_mut() else {
         return Err(syn::Error::new(module.ident.span(), "#[fem_kernel] goes on an inline module: `mod name { fn f1 ... }`"));
     };
-    let mut spans: [Option<Span>; 6] = [None; 6];
+    let mut spans: [Option<Span>; 9] = [None; 9];
     for it in items.iter() {
         if let Item::Fn(f) = it {
             if let Some(k) = FUNCTIONS.iter().position(|n| f.sig.ident == n) {
-                check_function(f)?;
+                check_function(f, boundary(k))?;
                 spans[k] = Some(f.sig.ident.span());
             }
         }
@@ -184,7 +193,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     if !present[0] && !present[1] {
         return Err(syn::Error::new(module.ident.span(), "a physics defines `f0`, `f1` or both"));
     }
-    let has_jacobian = present[2..].iter().any(|&p| p);
+    if !present[6] && (present[7] || present[8]) {
+        let span = spans[7].or(spans[8]).unwrap_or_else(|| module.ident.span());
+        return Err(syn::Error::new(span, "`bg0` and `bg1` linearise the boundary term: define `bf0` too"));
+    }
+    let has_jacobian = present[2..6].iter().any(|&p| p);
     let name = module.ident.to_string();
     let ty = spec.physics.clone().unwrap_or_else(|| format_ident!("{}", camel(&name)));
     let generated = generate(&spec, &ty, &name, spans, has_jacobian);
@@ -192,7 +205,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     Ok(quote!(#module))
 }
 
-fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 6], has_jacobian: bool) -> TokenStream {
+fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_jacobian: bool) -> TokenStream {
     let present = spans.map(|s| s.is_some());
     let core = quote!(::fem_kernels::fem_core);
     let na = spec.aux;
@@ -201,29 +214,32 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 6], has_j
     let mut dims: Vec<usize> = spec.elements.iter().map(|e| e.shape.dim()).collect();
     dims.sort_unstable();
     dims.dedup();
-    let [f0, f1, g0, g1, g2, g3] = present;
-    let terms = quote!(#core::physics::Terms { f0: #f0, f1: #f1, g: [#g0, #g1, #g2, #g3] });
+    let [f0, f1, g0, g1, g2, g3, bf0, bg0, bg1] = present;
+    let terms = quote!(#core::physics::Terms { f0: #f0, f1: #f1, g: [#g0, #g1, #g2, #g3], bf0: #bf0, bg: [#bg0, #bg1] });
+    let facet_jacobian = bg0 || bg1;
 
     let impls = dims.iter().map(|&d| {
         let nc = nc_of(d);
         let pt = quote!(#core::physics::Point<T, #d, #nc, #na>);
-        let methods = FUNCTIONS.iter().zip(spans).map(|(f, span)| {
+        // Absent boundary functions keep the trait's zero defaults.
+        let methods = FUNCTIONS.iter().zip(spans).enumerate().filter(|(k, (_, span))| !boundary(*k) || span.is_some()).map(|(k, (f, span))| {
             let fi = format_ident!("{f}");
             let out = match *f {
-                "f0" => quote!([T; #nc]),
+                "f0" | "bf0" => quote!([T; #nc]),
                 "f1" => quote!([[T; #d]; #nc]),
-                "g0" => quote!([[T; #nc]; #nc]),
-                "g1" | "g2" => quote!([[[T; #d]; #nc]; #nc]),
+                "g0" | "bg0" => quote!([[T; #nc]; #nc]),
+                "g1" | "g2" | "bg1" => quote!([[[T; #d]; #nc]; #nc]),
                 _ => quote!([[[[T; #d]; #d]; #nc]; #nc]),
             };
-            let body = if let Some(span) = span {
-                quote_spanned!(span=> #fi::<T, #d>(&p.u, &p.du, &p.a, &p.da, &p.x))
-            } else {
-                quote!(<#out as #core::physics::Zero>::zero())
+            let body = match span {
+                Some(span) if boundary(k) => quote_spanned!(span=> #fi::<T, #d>(&p.u, &p.du, &p.a, &p.da, &p.x, n)),
+                Some(span) => quote_spanned!(span=> #fi::<T, #d>(&p.u, &p.du, &p.a, &p.da, &p.x)),
+                None => quote!(<#out as #core::physics::Zero>::zero()),
             };
+            let args = if boundary(k) { quote!(p: &#pt, n: &[T; #d]) } else { quote!(p: &#pt) };
             quote! {
                 #[inline(always)]
-                fn #fi(p: &#pt) -> #out { #body }
+                fn #fi(#args) -> #out { #body }
             }
         });
         quote! {
@@ -238,6 +254,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 6], has_j
     let mut table = Vec::new();
     let mut residual_arms = Vec::new();
     let mut jacobian_arms = Vec::new();
+    let mut facet_arms = [Vec::new(), Vec::new()];
     let mut entries = Vec::new();
     for e in &spec.elements {
         let (d, p, nq) = (e.shape.dim(), e.degree, e.nq);
@@ -247,14 +264,54 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 6], has_j
         let base = format!("fem_residual_{name}_{}_p{p}_q{nq}", e.shape.name());
         let jbase = format!("fem_jacobian_{name}_{}_p{p}_q{nq}", e.shape.name());
         let jac = if has_jacobian { quote!(Some(#jbase)) } else { quote!(None) };
+        let (nqf, nf) = (e.shape.facet_rule_size(p), e.shape.local_facets());
+        let fbase = [format!("fem_facet_residual_{name}_{}_p{p}_q{nq}", e.shape.name()), format!("fem_facet_jacobian_{name}_{}_p{p}_q{nq}", e.shape.name())];
+        let fentry = |k: usize, on: bool| {
+            let b = &fbase[k];
+            if on { quote!(Some(#b)) } else { quote!(None) }
+        };
+        let (fres, fjac) = (fentry(0, bf0), fentry(1, facet_jacobian));
         let shape = shape_path(e.shape);
         table.push(quote_spanned! {e.span=>
             ::fem_kernels::pointwise::Variant {
                 shape: #shape, degree: #p, nq: #nq, nc: #nc, na: #na, aux_nodal: #nodal,
                 terms: #terms, block: ::fem_kernels::pointwise::lcm(#nq, #nl), residual: #base, jacobian: #jac, precisions: &[#(#precisions),*],
+                nqf: #nqf, facet_residual: #fres, facet_jacobian: #fjac,
             }
         });
         let generics = quote!(#d, #nc, #na, #nb, #nv, #nq, #nodal);
+        let fgenerics = quote!(#d, #nc, #na, #nb, #nv, #nqf, #nf, #nodal);
+        for (k, (func, per)) in [(quote!(facet_residual), quote!(#nl)), (quote!(facet_jacobian), quote!(#nl * #nl))].into_iter().enumerate() {
+            let fsizes = quote!([#nl, #nv * #d, #aux, #per]);
+            facet_arms[k].push(quote! {
+                (#shape, #p, #nq) => ::fem_kernels::pointwise::facet::for_facets(first, #fsizes, local, u, x, a, out, |l, u, x, a, o| {
+                    ::fem_kernels::pointwise::facet::#func::<T, Self, #fgenerics>(tab, l, u, x, a, o)
+                }),
+            });
+            if (k == 0 && !bf0) || (k == 1 && !facet_jacobian) {
+                continue;
+            }
+            let gate = match &spec.gpu_cfg {
+                Some(c) => quote!(#[cfg(all(target_arch = "nvptx64", #c))]),
+                None => quote!(#[cfg(target_arch = "nvptx64")]),
+            };
+            let tab_len = quote!(::fem_kernels::pointwise::facet::facet_table_len(#d, #nb, #nv, #nf, #nqf));
+            for prec in &spec.precisions {
+                let entry = format_ident!("{}_{prec}", fbase[k]);
+                entries.push(quote! {
+                    #gate
+                    #[no_mangle]
+                    pub unsafe extern "ptx-kernel" fn #entry(
+                        n: usize, tab: *const #prec, local: *const u32, u: *const #prec,
+                        x: *const #prec, a: *const #prec, out: *mut #prec,
+                    ) {
+                        ::fem_kernels::pointwise::facet::on_gpu::<#prec>(n, #tab_len, #fsizes, tab, local, u, x, a, out, |tab, l, u, x, a, o| {
+                            ::fem_kernels::pointwise::facet::#func::<#prec, #ty, #fgenerics>(tab, l, u, x, a, o)
+                        })
+                    }
+                });
+            }
+        }
         let sizes = quote!([#nl, #nv * #d, #aux, #nl]);
         residual_arms.push(quote! {
             (#shape, #p, #nq) => ::fem_kernels::pointwise::for_cells(first, #sizes, u, x, a, out, |u, x, a, o| {
@@ -305,6 +362,47 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 6], has_j
     } else {
         quote!({ let _ = (v, tab, first, u, x, a, out); false })
     };
+    let facet_body = |k: usize, on: bool| {
+        let arms = &facet_arms[k];
+        if on {
+            quote! {
+                match (v.shape, v.degree, v.nq) {
+                    #(#arms)*
+                    _ => return false,
+                }
+                true
+            }
+        } else {
+            quote!({ let _ = (v, tab, first, local, u, x, a, out); false })
+        }
+    };
+    let (facet_residual_body, facet_jacobian_body) = (facet_body(0, bf0), facet_body(1, facet_jacobian));
+    let kernel_impls = ["f32", "f64"].map(|p| {
+        let t = format_ident!("{p}");
+        quote! {
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl ::fem_kernels::pointwise::Kernels<#t> for #ty {
+                const NAME: &'static str = #name;
+                const VARIANTS: &'static [::fem_kernels::pointwise::Variant] = Self::__VARIANTS;
+
+                fn residual_cells(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, u: &[#t], x: &[#t], a: &[#t], out: &mut [#t]) -> bool {
+                    Self::__residual_cells(v, tab, first, u, x, a, out)
+                }
+
+                fn jacobian_cells(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, u: &[#t], x: &[#t], a: &[#t], out: &mut [#t]) -> bool {
+                    Self::__jacobian_cells(v, tab, first, u, x, a, out)
+                }
+
+                fn facet_residuals(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, local: &[u32], u: &[#t], x: &[#t], a: &[#t], out: &mut [#t]) -> bool {
+                    Self::__facet_residuals(v, tab, first, local, u, x, a, out)
+                }
+
+                fn facet_jacobians(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, local: &[u32], u: &[#t], x: &[#t], a: &[#t], out: &mut [#t]) -> bool {
+                    Self::__facet_jacobians(v, tab, first, local, u, x, a, out)
+                }
+            }
+        }
+    });
     let doc = format!("The `{name}` physics: pointwise functions of this module, kernels generated by `#[fem_kernel]`.");
     quote! {
         #[doc = #doc]
@@ -313,11 +411,15 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 6], has_j
 
         #(#impls)*
 
-        impl<T: #core::Real> ::fem_kernels::pointwise::Kernels<T> for #ty {
-            const NAME: &'static str = #name;
-            const VARIANTS: &'static [::fem_kernels::pointwise::Variant] = &[#(#table),*];
+        // The CPU code is generic over the scalar but instantiated here,
+        // once per precision, by non-generic impls: every crate that runs
+        // the physics links this code instead of compiling its own copy.
+        #[doc(hidden)]
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl #ty {
+            const __VARIANTS: &'static [::fem_kernels::pointwise::Variant] = &[#(#table),*];
 
-            fn residual_cells(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
+            fn __residual_cells<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
                 match (v.shape, v.degree, v.nq) {
                     #(#residual_arms)*
                     _ => return false,
@@ -325,10 +427,22 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 6], has_j
                 true
             }
 
-            fn jacobian_cells(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
+            fn __jacobian_cells<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
                 #jacobian_body
             }
+
+            #[allow(clippy::too_many_arguments)]
+            fn __facet_residuals<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
+                #facet_residual_body
+            }
+
+            #[allow(clippy::too_many_arguments)]
+            fn __facet_jacobians<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
+                #facet_jacobian_body
+            }
         }
+
+        #(#kernel_impls)*
 
         #(#entries)*
     }

@@ -51,15 +51,6 @@ pub fn tensor_facets(mesh: &Mesh) -> Vec<Facet> {
         .collect()
 }
 
-/// Local facets of a cell of `shape`: d + 1 on a simplex, 2d on a tensor cell.
-pub fn local_facets(shape: Shape) -> usize {
-    if shape.is_simplex() {
-        shape.dim() + 1
-    } else {
-        2 * shape.dim()
-    }
-}
-
 /// Reference vertices of `shape` (simplex: 0 and the unit vectors; tensor:
 /// the corners of [−1, 1]^d, vertex v at the corner whose bits are v's).
 fn reference_vertex(shape: Shape, v: usize) -> [f64; 3] {
@@ -171,7 +162,7 @@ mod tests {
         for shape in Shape::ALL {
             let d = shape.dim();
             for p in (1..=4).filter(|&p| shape.supports_degree(p)) {
-                for local in 0..local_facets(shape) {
+                for local in 0..shape.local_facets() {
                     let nodes = facet_nodes(shape, p, local);
                     let want = match (shape.is_simplex(), d) {
                         (_, 2) => p + 1,

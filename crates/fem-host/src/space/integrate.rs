@@ -6,7 +6,6 @@
 
 use super::facets::{facet_map, Facet};
 use super::NodalSpace;
-use fem_core::quadrature::gauss_legendre;
 use fem_core::shape::Shape;
 use rayon::prelude::*;
 
@@ -45,18 +44,6 @@ fn shape_rule(shape: Shape, order: usize) -> (Vec<f64>, Vec<f64>) {
         .unwrap_or(*shape.rule_sizes().last().expect("rules"));
     let (mut p, mut w) = (vec![0.0; n * shape.dim()], vec![0.0; n]);
     shape.rule(n, &mut p, &mut w);
-    (p, w)
-}
-
-/// A rule on the segment [−1, 1] (`simplex`: on \[0, 1\]) of at least degree `order`.
-fn segment_rule(order: usize, simplex: bool) -> (Vec<f64>, Vec<f64>) {
-    let n = order / 2 + 1;
-    let (mut p, mut w) = (vec![0.0; n], vec![0.0; n]);
-    gauss_legendre(&mut p, &mut w);
-    if simplex {
-        p.iter_mut().for_each(|s| *s = 0.5 * (*s + 1.0));
-        w.iter_mut().for_each(|v| *v *= 0.5);
-    }
     (p, w)
 }
 
@@ -189,15 +176,13 @@ pub fn facet_points<'f>(
     mut visit: impl FnMut(&Point),
 ) {
     let (shape, d, nb) = (space.shape, space.shape.dim(), space.nb());
-    let order = rule_order(space);
+    // the boundary terms' rule of the pointwise kernels
+    let n = shape.facet_rule_size(space.degree);
+    let (mut pts, mut wts) = (vec![0.0; n * (d - 1)], vec![0.0; n]);
+    shape.facet_rule(space.degree, &mut pts, &mut wts);
     let (mut phi, mut grad) = (vec![0.0; nb], vec![0.0; nb * d]);
     for f in facets {
         let (c, map) = (f.cell as usize, facet_map(shape, f.local as usize));
-        let (pts, wts) = match (d, map.simplex) {
-            (2, s) => segment_rule(order, s),
-            (_, true) => shape_rule(Shape::Triangle, order),
-            _ => shape_rule(Shape::Quadrilateral, order),
-        };
         let centre = geometry(space, c, &centroid(shape)[..d]).0;
         for (q, w) in wts.iter().enumerate() {
             let xi = map.point(&pts[q * (d - 1)..][..d - 1]);

@@ -15,7 +15,7 @@
 //! they lie in, so boundary parts named on the coarse mesh (Gmsh physical
 //! groups) select the same boundary on every level.
 
-use super::facets::{local_facets, Facet};
+use super::facets::Facet;
 use super::NodalSpace;
 use crate::mesh::refine::refine;
 use crate::mesh::simplex::SimplexMesh;
@@ -286,7 +286,7 @@ fn inherited_facets(coarse: &NodalSpace, fine: &NodalSpace, parent: &[u32]) -> R
                     reference_point(coarse, c as usize, &x)
                 })
                 .collect::<Result<_>>()?;
-            let local = (0..local_facets(shape)).find(|&l| corners.iter().all(|xi| near_facet(shape, l, xi)));
+            let local = (0..shape.local_facets()).find(|&l| corners.iter().all(|xi| near_facet(shape, l, xi)));
             let key = local.and_then(|l| keys.get(&(c, l as u8)));
             let key = key.ok_or_else(|| Error::InvalidArgument(format!("boundary facet {} of refined cell {} lies on no boundary facet of its parent cell {c}", f.local, f.cell)))?;
             Ok(Facet { key: *key, ..*f })

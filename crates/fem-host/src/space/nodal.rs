@@ -7,7 +7,7 @@
 //! between global vectors of `nc`-component fields (DOF-major: `dof·nc +
 //! c`) and E-vectors (`cell·nb·nc + b·nc + c`).
 
-use super::facets::{facet_nodes, local_facets, simplex_facets, tensor_facets, Facet};
+use super::facets::{facet_nodes, simplex_facets, tensor_facets, Facet};
 use super::hash::IntMap;
 use super::{Numbering, Space};
 use crate::mesh::simplex::SimplexMesh;
@@ -103,7 +103,7 @@ impl NodalSpace {
     /// Nodes on the boundary facets `facets`.
     pub fn facet_mask<'f>(&self, facets: impl IntoIterator<Item = &'f Facet>) -> Vec<bool> {
         let nb = self.nb();
-        let on: Vec<Vec<usize>> = (0..local_facets(self.shape)).map(|l| facet_nodes(self.shape, self.degree, l)).collect();
+        let on: Vec<Vec<usize>> = (0..self.shape.local_facets()).map(|l| facet_nodes(self.shape, self.degree, l)).collect();
         let mut mask = vec![false; self.n_dofs];
         for f in facets {
             for &b in &on[f.local as usize] {

@@ -7,9 +7,11 @@ pub mod elasticity;
 pub mod minimal_surface;
 pub mod neo_hookean;
 pub mod poisson;
+pub mod radiation;
 
 pub use cardiac::Monodomain;
 pub use elasticity::Elasticity;
 pub use minimal_surface::MinimalSurface;
 pub use neo_hookean::NeoHookean;
 pub use poisson::Poisson;
+pub use radiation::Radiation;

@@ -21,6 +21,7 @@
 //! vertex coordinates `x[v·D + a]`, auxiliary fields `a[b·NA + k]` (in the
 //! solution's space) or `a[k]` (P0).
 
+pub mod facet;
 #[cfg(target_arch = "nvptx64")]
 pub mod gpu;
 
@@ -143,6 +144,13 @@ pub struct Variant {
     pub jacobian: Option<&'static str>,
     /// Precisions with PTX entries.
     pub precisions: &'static [&'static str],
+    /// Points of the facet rule of boundary terms
+    /// ([`Shape::facet_rule_size`]).
+    pub nqf: usize,
+    /// PTX entry of the boundary residual, if the physics has bf0.
+    pub facet_residual: Option<&'static str>,
+    /// PTX entry of the boundary element matrices, if it has bg0 or bg1.
+    pub facet_jacobian: Option<&'static str>,
 }
 
 impl Variant {
@@ -179,6 +187,18 @@ pub trait Kernels<T: Real> {
     /// Element matrices (row-major, n_local² per cell) likewise; `false`
     /// if `v` is not a variant or the physics has no Jacobian.
     fn jacobian_cells(v: &Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool;
+
+    /// Boundary residuals ([`facet::facet_residual`]) of facets
+    /// `first..first + out.len() / n_local`, `local` their local numbers
+    /// and `u`, `x`, `a` their cells' E-vectors, from the facet table
+    /// `tab`; `false` if `v` is not a variant or the physics has no bf0.
+    #[allow(clippy::too_many_arguments)]
+    fn facet_residuals(v: &Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool;
+
+    /// Boundary element matrices likewise (n_local² per facet); `false`
+    /// without bg0 and bg1.
+    #[allow(clippy::too_many_arguments)]
+    fn facet_jacobians(v: &Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool;
 }
 
 /// Position, |J|·w and J⁻¹ (`inv[e][a]` = ∂ξ_e/∂x_a) at the point of `row`.
@@ -253,7 +273,7 @@ pub fn point<T: Real, const D: usize, const NC: usize, const NA: usize, const NB
 
 /// Pulls a physical direction index back: Σ_a v[a]·inv[e][a].
 #[inline(always)]
-fn pull<T: Real, const D: usize>(v: &[T; D], inv: &[[T; D]; D], e: usize) -> T {
+pub(crate) fn pull<T: Real, const D: usize>(v: &[T; D], inv: &[[T; D]; D], e: usize) -> T {
     let mut s = T::ZERO;
     for a in 0..D {
         s = v[a].mul_add(inv[e][a], s);

@@ -114,7 +114,7 @@ impl<T: Scalar> GpuPointwise<T> {
     /// does not fit shared memory ([`Transposition::fitting`] says so).
     pub fn jacobian_cells(&self, gpu: &CudaBackend, u: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
         let nl = self.variant.n_local();
-        if u.len() != self.n_cells * nl || out.len() < self.out_len(true) {
+        if u.len() < self.n_cells * nl || out.len() < self.out_len(true) {
             return Err(Error::InvalidArgument(format!("E-vectors of {} and {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
         }
         let base = self.variant.jacobian.ok_or_else(|| Error::InvalidArgument("this physics defines no g0..g3".into()))?;
@@ -132,11 +132,12 @@ impl<T: Scalar> GpuPointwise<T> {
     }
 
     /// Evaluates into `out` (E-vector layout) from the solution E-vector
-    /// `u` already on the device. A longer `out` keeps its tail (assembly
-    /// by SpMV reads a zero after the element values).
+    /// `u` already on the device. Longer `u` and `out` keep their tails
+    /// (assembly by SpMV reads a zero after the element values; a boundary
+    /// term's facets follow the cells).
     pub fn evaluate(&self, gpu: &CudaBackend, jacobian: bool, t: Transposition, u: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
         let nl = self.variant.n_local();
-        if u.len() != self.n_cells * nl || out.len() < self.out_len(jacobian) {
+        if u.len() < self.n_cells * nl || out.len() < self.out_len(jacobian) {
             return Err(Error::InvalidArgument(format!("E-vectors of {} and {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
         }
         let (f, cfg) = self.prepare(gpu, jacobian, t)?;

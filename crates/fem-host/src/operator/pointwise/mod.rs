@@ -12,9 +12,11 @@ use fem_kernels::pointwise::{row_len, Kernels, Variant};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 
+pub mod facet;
 mod gpu;
 pub mod tuning;
 
+pub use facet::{FacetTerm, GpuFacetTerm};
 pub use gpu::{GpuPointwise, Transposition};
 
 /// Cells per rayon task on the CPU.
@@ -33,29 +35,35 @@ pub enum Aux<'a> {
 
 /// The reference table of `v` (layout of `fem_kernels::pointwise`).
 pub fn tabulate(v: &Variant) -> Vec<f64> {
-    let (s, d, nb, nv) = (v.shape, v.dim(), v.n_basis(), v.shape.vertices());
+    let (s, d) = (v.shape, v.dim());
     let (mut pts, mut w) = (vec![0.0; v.nq * d], vec![0.0; v.nq]);
     assert!(s.rule(v.nq, &mut pts, &mut w), "variant tables name existing rules");
-    let stride = row_len(d, nb, nv);
+    let stride = row_len(d, v.n_basis(), s.vertices());
     let mut tab = vec![0.0; v.nq * stride];
-    let (mut val, mut grad) = (vec![0.0; nb.max(nv)], vec![0.0; nb.max(nv) * d]);
     for q in 0..v.nq {
-        let row = &mut tab[q * stride..(q + 1) * stride];
-        row[0] = w[q];
-        let xi = &pts[q * d..(q + 1) * d];
-        for (offset, n, geometry) in [(1, nb, false), (1 + nb * (1 + d), nv, true)] {
-            if geometry {
-                s.geometry_basis(xi, &mut val, &mut grad);
-            } else {
-                s.basis(v.degree, xi, &mut val, &mut grad);
-            }
-            for b in 0..n {
-                row[offset + b * (1 + d)] = val[b];
-                row[offset + b * (1 + d) + 1..offset + (b + 1) * (1 + d)].copy_from_slice(&grad[b * d..(b + 1) * d]);
-            }
-        }
+        fill_row(v, &pts[q * d..(q + 1) * d], w[q], &mut tab[q * stride..(q + 1) * stride]);
     }
     tab
+}
+
+/// One table row at reference point `xi` with weight `w`: the basis and
+/// geometry values and reference gradients there (cell and facet tables
+/// share it).
+pub(crate) fn fill_row(v: &Variant, xi: &[f64], w: f64, row: &mut [f64]) {
+    let (s, d, nb, nv) = (v.shape, v.dim(), v.n_basis(), v.shape.vertices());
+    let (mut val, mut grad) = (vec![0.0; nb.max(nv)], vec![0.0; nb.max(nv) * d]);
+    row[0] = w;
+    for (offset, n, geometry) in [(1, nb, false), (1 + nb * (1 + d), nv, true)] {
+        if geometry {
+            s.geometry_basis(xi, &mut val, &mut grad);
+        } else {
+            s.basis(v.degree, xi, &mut val, &mut grad);
+        }
+        for b in 0..n {
+            row[offset + b * (1 + d)] = val[b];
+            row[offset + b * (1 + d) + 1..offset + (b + 1) * (1 + d)].copy_from_slice(&grad[b * d..(b + 1) * d]);
+        }
+    }
 }
 
 /// The paper's flop count per cell (Knepley, Rupp & Terrel eq. 7 divided

@@ -1,6 +1,6 @@
 //! The Newton solver's operations on the CPU: the physics' generated CPU
 //! variants on rayon, assembly by the serial scatter through the position
-//! maps, CSR for CG.
+//! maps (the boundary term's facets after the cells), CSR for CG.
 
 use super::{NewtonOps, Setup};
 use crate::operator::pointwise::{scatter_add, Pointwise};
@@ -15,10 +15,16 @@ pub(crate) fn inverse_diagonal(diag_pos: &[u32], kflat: &[f64], inv: &mut [f64])
     }
 }
 
+/// Element values of a part (cells or facets) from its E-vector, the
+/// physics type erased.
+type Evaluate = Box<dyn Fn(&CpuBackend, bool, &[f64]) -> Result<Vec<f64>> + Send + Sync>;
+
 /// The CPU's copy of the set-up, with the physics type erased.
 pub struct CpuState {
-    residual: Box<dyn Fn(&CpuBackend, &[f64]) -> Result<Vec<f64>> + Send + Sync>,
-    jacobian: Box<dyn Fn(&CpuBackend, &[f64]) -> Result<Vec<f64>> + Send + Sync>,
+    cells: Evaluate,
+    facets: Option<Evaluate>,
+    /// E-vector values of the cells (the facets' follow).
+    cell_len: usize,
     gather: Vec<u32>,
     pos: [Vec<u32>; 2],
     /// What the residual's and the tangent's values start from.
@@ -26,8 +32,8 @@ pub struct CpuState {
     diag_pos: Vec<u32>,
 }
 
-fn erase<K: Kernels<f64> + 'static>(p: Pointwise<f64, K>, jacobian: bool) -> Box<dyn Fn(&CpuBackend, &[f64]) -> Result<Vec<f64>> + Send + Sync> {
-    Box::new(move |cpu, u| if jacobian { p.jacobian_cpu(cpu, u) } else { p.residual_cpu(cpu, u) })
+fn erase<K: Kernels<f64> + 'static>(p: Pointwise<f64, K>) -> Evaluate {
+    Box::new(move |cpu, jacobian, u| if jacobian { p.jacobian_cpu(cpu, u) } else { p.residual_cpu(cpu, u) })
 }
 
 impl NewtonOps for CpuBackend {
@@ -35,8 +41,9 @@ impl NewtonOps for CpuBackend {
 
     fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>) -> Result<CpuState> {
         Ok(CpuState {
-            residual: erase(setup.physics.clone(), false),
-            jacobian: erase(setup.physics.clone(), true),
+            cells: erase(setup.physics.clone()),
+            facets: setup.facets.clone().map(|t| -> Evaluate { Box::new(move |cpu, jacobian, u| t.evaluate_cpu(cpu, jacobian, u)) }),
+            cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
             gather: setup.gather.clone(),
             pos: [setup.residual_pos.clone(), setup.entry_pos.clone()],
             base: [setup.residual_base.clone(), setup.csr.val.clone()],
@@ -51,8 +58,12 @@ impl NewtonOps for CpuBackend {
     }
 
     fn elements(&self, s: &CpuState, jacobian: bool, ue: &Vec<f64>, out: &mut Vec<f64>) -> Result<()> {
-        let v = if jacobian { (s.jacobian)(self, ue)? } else { (s.residual)(self, ue)? };
+        let v = (s.cells)(self, jacobian, &ue[..s.cell_len])?;
         out[..v.len()].copy_from_slice(&v);
+        if let Some(f) = &s.facets {
+            let w = f(self, jacobian, &ue[s.cell_len..])?;
+            out[v.len()..v.len() + w.len()].copy_from_slice(&w);
+        }
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 
 use super::{NewtonOps, Setup};
 use crate::operator::csr::Csr;
-use crate::operator::pointwise::{GpuPointwise, Transposition};
+use crate::operator::pointwise::{GpuFacetTerm, GpuPointwise, Transposition};
 use crate::sparse::device::{gpu_gather, GpuEllWarp};
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
@@ -45,6 +45,8 @@ pub(crate) fn inverse_diagonal(gpu: &CudaBackend, diag_pos: &CudaSlice<u32>, kfl
 /// What the device holds.
 pub struct GpuState {
     physics: GpuPointwise<f64>,
+    /// The boundary term, whose facets follow the cells in the E-vectors.
+    facets: Option<GpuFacetTerm<f64>>,
     /// Launches of the residual and the tangent (`None`: one thread per
     /// cell, for tangents too large for shared memory).
     launch: (Transposition, Option<Transposition>),
@@ -63,12 +65,14 @@ impl NewtonOps for CudaBackend {
     fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>) -> Result<GpuState> {
         let s = self.stream();
         let (ne, nl) = (setup.physics.n_cells, setup.physics.variant.n_local());
-        self.ensure_free(8 * (ne * nl * (nl + 3) + setup.csr.nnz() * 4 + setup.n_rows() * 12))?;
+        let nf = setup.facets.as_ref().map_or(0, |t| t.len());
+        self.ensure_free(8 * ((ne + nf) * nl * (nl + 3) + setup.csr.nnz() * 4 + setup.n_rows() * 12))?;
         let physics = GpuPointwise::new(self, &setup.physics)?;
         let shared = self.props().shared_mem_per_block_optin as usize;
         Ok(GpuState {
             launch: (Transposition::fitting(&physics.variant, false, 8, shared)?, Transposition::fitting(&physics.variant, true, 8, shared).ok()),
             physics,
+            facets: setup.facets.as_ref().map(|t| GpuFacetTerm::new(self, t)).transpose()?,
             gather: s.clone_htod(&setup.gather)?,
             pos: [s.clone_htod(&setup.residual_pos)?, s.clone_htod(&setup.entry_pos)?],
             base: [self.upload(&setup.residual_base)?, self.upload(&setup.csr.val)?],
@@ -82,9 +86,16 @@ impl NewtonOps for CudaBackend {
 
     fn elements(&self, s: &GpuState, jacobian: bool, ue: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
         match (jacobian, s.launch.1) {
-            (false, _) => s.physics.evaluate(self, false, s.launch.0, ue, out),
-            (true, Some(t)) => s.physics.evaluate(self, true, t, ue, out),
-            (true, None) => s.physics.jacobian_cells(self, ue, out),
+            (false, _) => s.physics.evaluate(self, false, s.launch.0, ue, out)?,
+            (true, Some(t)) => s.physics.evaluate(self, true, t, ue, out)?,
+            (true, None) => s.physics.jacobian_cells(self, ue, out)?,
+        }
+        match &s.facets {
+            Some(f) => {
+                let (cells, done) = (s.physics.n_cells * s.physics.variant.n_local(), s.physics.out_len(jacobian));
+                f.evaluate(self, jacobian, &ue.slice(cells..), &mut out.slice_mut(done..))
+            }
+            None => Ok(()),
         }
     }
 

@@ -7,6 +7,11 @@
 //! and a backtracking line search halves the step until the residual norm
 //! falls; only norms come back to the host.
 //!
+//! A physics' boundary term (`bf0`: Neumann and Robin conditions) acts on
+//! the facets [`Setup::with_boundary_term`] names: each facet is one more
+//! element after the cells, gathered from and scattered into its cell's
+//! rows, so the residual and the tangent take it in the same two passes.
+//!
 //! Boundary rows are fixed: their residual entries and every tangent
 //! entry in a fixed row or column are skipped by the assembly (position
 //! `u32::MAX`), and fixed diagonals start at 1, so the update is zero
@@ -21,9 +26,9 @@ pub use precond::{Levels, Precond};
 
 use super::phases::{timed, MatrixOp, Split};
 use crate::operator::csr::Csr;
-use crate::operator::pointwise::{csr_pattern, field_rows, Aux, Pointwise};
+use crate::operator::pointwise::{csr_pattern, field_rows, Aux, FacetTerm, Pointwise};
 use crate::solver::{bicgstab, gmres, pcg, CgOptions, Jacobi, PrecondOps};
-use crate::space::{Constraints, Load, NodalSpace};
+use crate::space::{BoundaryPart, Constraints, Load, NodalSpace};
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
@@ -39,13 +44,15 @@ pub struct Setup<K> {
     /// The physics on the space.
     pub physics: Pointwise<f64, K>,
     /// Global index of every E-vector entry (`cell·nb·nc + b·nc + c` →
-    /// `dof·nc + c`).
+    /// `dof·nc + c`), the boundary term's facets after the cells.
     pub gather: Vec<u32>,
     /// Global row of every element-residual entry, `NONE` in fixed rows.
     pub residual_pos: Vec<u32>,
     /// CSR position of every element-tangent entry, `NONE` in fixed rows
     /// and columns.
     pub entry_pos: Vec<u32>,
+    /// The physics' boundary term and the facets it acts on, if any.
+    pub facets: Option<FacetTerm<f64, K>>,
     /// The tangent's pattern; its values are what assembly starts from
     /// (1 on fixed diagonals, 0 elsewhere).
     pub csr: Csr<f64>,
@@ -115,7 +122,42 @@ impl<K: Kernels<f64>> Setup<K> {
             Some(f) => f.iter().zip(&fixed).map(|(v, &x)| if x { 0.0 } else { -v }).collect(),
             None => vec![0.0; fixed.len()],
         };
-        Ok(Self { physics, gather, residual_pos, entry_pos, csr, diag_pos, fixed, residual_base, levels: None })
+        Ok(Self { physics, gather, residual_pos, entry_pos, facets: None, csr, diag_pos, fixed, residual_base, levels: None })
+    }
+
+    /// Adds the physics' boundary term (`bf0`, linearised by `bg0`,
+    /// `bg1`) on the facets of `part`, replacing any set before: the
+    /// Neumann or Robin condition there. An error when the physics has no
+    /// boundary term, `part` has no facet, or coarse levels were already
+    /// built (add it first, so that [`Setup::with_multigrid`] carries it).
+    pub fn with_boundary_term(mut self, space: &NodalSpace, part: &BoundaryPart) -> Result<Self> {
+        if self.levels.is_some() {
+            return Err(Error::InvalidArgument("add the boundary term before the multigrid levels".into()));
+        }
+        if space.n_cells() != self.physics.n_cells {
+            return Err(Error::InvalidArgument("the boundary term's space is not the set-up's".into()));
+        }
+        let term = FacetTerm::new(&self.physics, &part.facets(space)?)?;
+        self.cells_only();
+        let nl = self.physics.variant.n_local();
+        let (g, r, e) = (&mut self.gather, &mut self.residual_pos, &mut self.entry_pos);
+        for f in &term.facets {
+            let c = f.cell as usize;
+            g.extend_from_within(c * nl..(c + 1) * nl);
+            r.extend_from_within(c * nl..(c + 1) * nl);
+            e.extend_from_within(c * nl * nl..(c + 1) * nl * nl);
+        }
+        self.facets = Some(term);
+        Ok(self)
+    }
+
+    /// Drops the boundary term's facets from the maps.
+    fn cells_only(&mut self) {
+        let (ne, nl) = (self.physics.n_cells, self.physics.variant.n_local());
+        self.gather.truncate(ne * nl);
+        self.residual_pos.truncate(ne * nl);
+        self.entry_pos.truncate(ne * nl * nl);
+        self.facets = None;
     }
 
     /// Another physics of as many components on the same space, sharing
@@ -125,7 +167,9 @@ impl<K: Kernels<f64>> Setup<K> {
         if physics.variant.nc != self.physics.variant.nc || physics.variant.n_local() != self.physics.variant.n_local() || physics.n_cells != self.physics.n_cells {
             return Err(Error::InvalidArgument("the other physics has other components or cells than this set-up".into()));
         }
-        Ok(Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None })
+        let mut other = Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None };
+        other.cells_only();
+        Ok(other)
     }
 
     /// Rows of the global system (nodes × components).
@@ -331,13 +375,12 @@ impl<B: NewtonOps> Workspace<B> {
         let n = setup.n_rows();
         let state = b.prepare(setup)?;
         let matrix = b.matrix(&state, setup)?;
-        let (ne, nl) = (setup.physics.n_cells, setup.physics.variant.n_local());
         let mut w = Self {
             matrix,
             trial: b.zeros(n)?,
-            ue: b.zeros(ne * nl)?,
-            relem: b.zeros(ne * nl)?,
-            kelem: b.zeros(ne * nl * nl)?,
+            ue: b.zeros(setup.gather.len())?,
+            relem: b.zeros(setup.residual_pos.len())?,
+            kelem: b.zeros(setup.entry_pos.len())?,
             r: b.zeros(n)?,
             kflat: b.zeros(setup.csr.nnz())?,
             delta: b.zeros(n)?,

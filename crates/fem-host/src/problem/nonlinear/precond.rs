@@ -19,7 +19,7 @@ use crate::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use crate::solver::ssor::RowColouring;
 use crate::solver::{Jacobi, Preconditioner};
 use crate::space::nested::{field_prolongation, injection};
-use crate::space::{NestedSpaces, NodalSpace};
+use crate::space::{BoundaryPart, NestedSpaces, NodalSpace};
 use crate::sparse::Spmv;
 use crate::{CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
@@ -104,7 +104,12 @@ impl<K: Kernels<f64>> Setup<K> {
                 (_, false) => Aux::Cell(&coarse_aux),
             };
             let physics = Pointwise::<f64, K>::new(coarse, Some(v.nq), kind)?;
-            let setup = Setup::build(cpu, coarse, physics, coarse_fixed.clone(), None)?;
+            let mut setup = Setup::build(cpu, coarse, physics, coarse_fixed.clone(), None)?;
+            if let Some(term) = &self.facets {
+                // refined facets keep their coarsest ancestor's key
+                let keys = term.facets.iter().map(|f| f.key).collect();
+                setup = setup.with_boundary_term(coarse, &BoundaryPart::Facets { name: "the boundary term's facets".into(), keys })?;
+            }
             levels.prolongation.push(field_prolongation(&p, nc, &coarse_fixed, &fixed)?);
             levels.injection.push(Csr { n_rows: rows.len(), row_ptr: (0..=rows.len() as u32).collect(), col: rows, val: vec![1.0; coarse.n_dofs * nc] });
             levels.mass.push(mass_values(&setup, coarse));
@@ -195,14 +200,14 @@ impl<B: NewtonOps> Prepared<B> {
                     .iter()
                     .enumerate()
                     .map(|(l, s)| {
-                        let (n, ne, nl) = (s.n_rows(), s.physics.n_cells, s.physics.variant.n_local());
+                        let n = s.n_rows();
                         let above = levels.setups.get(l + 1).map_or(setup.n_rows(), |s| s.n_rows());
                         Ok(Level {
                             state: b.prepare(s)?,
                             inject: b.store_matrix(&levels.injection[l], above)?,
                             u: b.zeros(n)?,
-                            ue: b.zeros(ne * nl)?,
-                            kelem: b.zeros(ne * nl * nl)?,
+                            ue: b.zeros(s.gather.len())?,
+                            kelem: b.zeros(s.entry_pos.len())?,
                             kflat: b.zeros(s.csr.nnz())?,
                             inv: b.zeros(n)?,
                             mass: b.upload(&levels.mass[l])?,

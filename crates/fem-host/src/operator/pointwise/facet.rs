@@ -1,0 +1,320 @@
+//! The boundary term of a `#[fem_kernel]` physics (`bf0`, `bg0`, `bg1`)
+//! on chosen boundary facets of a space: the facet table, each facet's
+//! cell and local number, and its cell's vertex and auxiliary E-vectors,
+//! evaluated on the CPU (rayon) or the GPU (one thread per facet,
+//! `fem_kernels::pointwise::facet`). Results are per facet in the cell
+//! layout (n_local, or n_local² for element matrices), so they gather and
+//! scatter through the facet's cell like one more element.
+
+use super::{fill_row, Pointwise};
+use crate::space::facets::{facet_map, Facet};
+use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use fem_core::shape::Shape;
+use fem_kernels::pointwise::facet::facet_table_len;
+use fem_kernels::pointwise::{row_len, Kernels, Variant};
+use rayon::prelude::*;
+use std::marker::PhantomData;
+
+/// Facets per rayon task on the CPU.
+const CPU_CHUNK: usize = 256;
+
+/// The reference outward unit normal of local facet `local` of `shape`.
+fn reference_normal(shape: Shape, local: usize) -> [f64; 3] {
+    let (d, mut n) = (shape.dim(), [0.0; 3]);
+    if !shape.is_simplex() {
+        n[local / 2] = if local % 2 == 1 { 1.0 } else { -1.0 };
+    } else if local == 0 {
+        n[..d].fill(1.0 / (d as f64).sqrt());
+    } else {
+        n[local - 1] = -1.0;
+    }
+    n
+}
+
+/// The facet table of `v` (layout of `fem_kernels::pointwise::facet`):
+/// per local facet, the facet rule's points mapped into the cell, their
+/// weights times the facet map's measure; then the reference normals.
+pub fn tabulate_facets(v: &Variant) -> Vec<f64> {
+    let (s, d, nb, nv) = (v.shape, v.dim(), v.n_basis(), v.shape.vertices());
+    let (nf, nq, stride) = (s.local_facets(), v.nqf, row_len(d, nb, nv));
+    let (mut pts, mut w) = (vec![0.0; nq * (d - 1)], vec![0.0; nq]);
+    s.facet_rule(v.degree, &mut pts, &mut w);
+    let mut tab = vec![0.0; facet_table_len(d, nb, nv, nf, nq)];
+    for l in 0..nf {
+        let map = facet_map(s, l);
+        let [a, b] = map.axes;
+        let measure = if d == 2 {
+            a.iter().map(|x| x * x).sum::<f64>().sqrt()
+        } else {
+            let c = [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
+            c.iter().map(|x| x * x).sum::<f64>().sqrt()
+        };
+        for q in 0..nq {
+            let xi = map.point(&pts[q * (d - 1)..][..d - 1]);
+            fill_row(v, &xi[..d], w[q] * measure, &mut tab[(l * nq + q) * stride..][..stride]);
+        }
+        tab[nf * nq * stride + l * d..][..d].copy_from_slice(&reference_normal(s, l)[..d]);
+    }
+    tab
+}
+
+/// The CPU code of one variant over a range of facets, as `Kernels` has it.
+type FacetsFn<T> = fn(&Variant, &[T], usize, &[u32], &[T], &[T], &[T], &mut [T]) -> bool;
+
+/// The boundary term of `K` on a set of boundary facets.
+pub struct FacetTerm<T, K> {
+    /// The variant of the cells' physics.
+    pub variant: Variant,
+    /// The facets it acts on.
+    pub facets: Vec<Facet>,
+    /// Local facet number of each.
+    pub local: Vec<u32>,
+    /// The facet table ([`tabulate_facets`]).
+    pub tab: Vec<T>,
+    /// Vertex coordinates of each facet's cell.
+    pub x: Vec<T>,
+    /// Auxiliary fields of each facet's cell.
+    pub a: Vec<T>,
+    _physics: PhantomData<fn() -> K>,
+}
+
+impl<T: Clone, K> Clone for FacetTerm<T, K> {
+    fn clone(&self) -> Self {
+        Self { variant: self.variant, facets: self.facets.clone(), local: self.local.clone(), tab: self.tab.clone(), x: self.x.clone(), a: self.a.clone(), _physics: PhantomData }
+    }
+}
+
+impl<T: Scalar, K: Kernels<T>> FacetTerm<T, K> {
+    /// The boundary term of `op`'s physics on `facets`; an error when the
+    /// physics defines no `bf0`.
+    pub fn new(op: &Pointwise<T, K>, facets: &[&Facet]) -> Result<Self> {
+        let v = op.variant;
+        if v.facet_residual.is_none() {
+            return Err(Error::InvalidArgument(format!("physics `{}` defines no boundary term bf0", K::NAME)));
+        }
+        let (nx, na) = (v.shape.vertices() * v.dim(), v.aux_per_cell());
+        let per_cell = |data: &[T], n: usize| facets.iter().flat_map(|f| data[f.cell as usize * n..][..n].iter().copied()).collect::<Vec<T>>();
+        Ok(Self {
+            variant: v,
+            facets: facets.iter().map(|&&f| f).collect(),
+            local: facets.iter().map(|f| f.local as u32).collect(),
+            tab: tabulate_facets(&v).into_iter().map(T::from_f64).collect(),
+            x: per_cell(&op.x, nx),
+            a: per_cell(&op.a, na),
+            _physics: PhantomData,
+        })
+    }
+
+    /// Facets.
+    pub fn len(&self) -> usize {
+        self.facets.len()
+    }
+
+    /// Whether the term acts on no facet.
+    pub fn is_empty(&self) -> bool {
+        self.facets.is_empty()
+    }
+
+    /// Output values per facet: n_local, or n_local² for element matrices.
+    pub fn per_facet(&self, jacobian: bool) -> usize {
+        let nl = self.variant.n_local();
+        if jacobian {
+            nl * nl
+        } else {
+            nl
+        }
+    }
+
+    /// Boundary residuals (`jacobian` false) or element matrices on the
+    /// CPU from the facets' cell E-vectors `u`.
+    pub fn evaluate_cpu(&self, cpu: &CpuBackend, jacobian: bool, u: &[T]) -> Result<Vec<T>> {
+        let nl = self.variant.n_local();
+        if u.len() != self.len() * nl {
+            return Err(Error::InvalidArgument(format!("facet E-vector has {} values, {} facets need {}", u.len(), self.len(), self.len() * nl)));
+        }
+        let per = self.per_facet(jacobian);
+        let mut out = vec![T::ZERO; self.len() * per];
+        if jacobian && self.variant.facet_jacobian.is_none() {
+            // bf0 does not depend on u: its linearisation is zero.
+            return Ok(out);
+        }
+        let f: FacetsFn<T> = if jacobian { K::facet_jacobians } else { K::facet_residuals };
+        let ran = cpu.install(|| {
+            out.par_chunks_mut(CPU_CHUNK * per).enumerate().all(|(k, o)| f(&self.variant, &self.tab, k * CPU_CHUNK, &self.local, u, &self.x, &self.a, o))
+        });
+        if !ran {
+            return Err(Error::InvalidArgument(format!("physics `{}` has no boundary {}", K::NAME, if jacobian { "linearisation bg0, bg1" } else { "term" })));
+        }
+        Ok(out)
+    }
+}
+
+/// The boundary term on the GPU: uploaded table and facet data.
+pub struct GpuFacetTerm<T> {
+    variant: Variant,
+    n: usize,
+    tab: CudaSlice<T>,
+    local: CudaSlice<u32>,
+    x: CudaSlice<T>,
+    a: CudaSlice<T>,
+}
+
+impl<T: Scalar> GpuFacetTerm<T> {
+    /// Uploads `term`; an error when its physics has no kernels in `T`.
+    pub fn new<K: Kernels<T>>(gpu: &CudaBackend, term: &FacetTerm<T, K>) -> Result<Self> {
+        if !term.variant.precisions.contains(&T::NAME) {
+            return Err(Error::InvalidArgument(format!("physics `{}` has no {} kernels", K::NAME, T::NAME)));
+        }
+        let a = if term.a.is_empty() { gpu.upload(&[T::ZERO])? } else { gpu.upload(&term.a)? };
+        let local = if term.local.is_empty() { vec![0] } else { term.local.clone() };
+        Ok(Self { variant: term.variant, n: term.len(), tab: gpu.upload(&term.tab)?, local: gpu.stream().clone_htod(&local)?, x: gpu.upload(&term.x)?, a })
+    }
+
+    /// Boundary residuals or element matrices into `out` from the facets'
+    /// cell E-vectors `u` (views: they follow the cells' in one buffer).
+    /// Without bg0 and bg1 the element matrices are zero.
+    pub fn evaluate(&self, gpu: &CudaBackend, jacobian: bool, u: &CudaView<T>, out: &mut CudaViewMut<T>) -> Result<()> {
+        let nl = self.variant.n_local();
+        let per = if jacobian { nl * nl } else { nl };
+        if u.len() < self.n * nl || out.len() < self.n * per {
+            return Err(Error::InvalidArgument(format!("facet E-vectors of {} and {} values do not fit {} facets", u.len(), out.len(), self.n)));
+        }
+        let entry = if jacobian { self.variant.facet_jacobian } else { self.variant.facet_residual };
+        let Some(base) = entry else {
+            return gpu.stream().memset_zeros(out).map_err(Into::into);
+        };
+        if self.n == 0 {
+            return Ok(());
+        }
+        let f = gpu.function(&format!("{base}_{}", T::NAME))?;
+        let cfg = LaunchConfig { grid_dim: (self.n.div_ceil(128).clamp(1, i32::MAX as usize) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+        unsafe { gpu.stream().launch_builder(&f).arg(&self.n).arg(&self.tab).arg(&self.local).arg(u).arg(&self.x).arg(&self.a).arg(out).launch(cfg) }?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::simplex::SimplexBox;
+    use crate::mesh::BoxMesh;
+    use crate::operator::pointwise::Aux;
+    use crate::space::{BoundaryPart, Load, NodalSpace};
+
+    /// A boundary term using every argument: bf0 = u³ + u ∂u/∂n + n₀ + x₀.
+    #[fem_macros::fem_kernel(
+        components = 1,
+        elements(tri(p = 1, q = 3), tri(p = 2, q = 6), tet(p = 1, q = 4), tet(p = 2, q = 4), quad(p = 1, q = 4), quad(p = 4, q = 25), hex(p = 1, q = 8), hex(p = 2, q = 27)),
+        precision(f64)
+    )]
+    mod flux_robin {
+        use fem_core::Real;
+
+        fn normal_derivative<T: Real, const D: usize>(du: &[T; D], n: &[T; D]) -> T {
+            (0..D).fold(T::ZERO, |s, k| du[k].mul_add(n[k], s))
+        }
+
+        pub fn f1<T: Real, const D: usize>(_u: &[T; 1], du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D]) -> [[T; D]; 1] {
+            [du[0]]
+        }
+
+        pub fn bf0<T: Real, const D: usize>(u: &[T; 1], du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], x: &[T; D], n: &[T; D]) -> [T; 1] {
+            [u[0] * u[0] * u[0] + u[0] * normal_derivative(&du[0], n) + n[0] + x[0]]
+        }
+
+        pub fn bg0<T: Real, const D: usize>(u: &[T; 1], du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D], n: &[T; D]) -> [[T; 1]; 1] {
+            [[T::from_f64(3.0) * u[0] * u[0] + normal_derivative(&du[0], n)]]
+        }
+
+        pub fn bg1<T: Real, const D: usize>(u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D], n: &[T; D]) -> [[[T; D]; 1]; 1] {
+            [[core::array::from_fn(|g| u[0] * n[g])]]
+        }
+    }
+    use flux_robin::FluxRobin;
+
+    /// Perturbed, shuffled spaces of every shape at the test physics' degrees.
+    fn spaces() -> Vec<NodalSpace> {
+        let mut out = Vec::new();
+        for dim in [2, 3] {
+            let simplex = SimplexBox::unstructured(dim, 2, 3).build().unwrap();
+            let tensor = BoxMesh::unstructured(dim, 2, 3).build().unwrap();
+            for p in [1, 2] {
+                out.push(NodalSpace::simplex(&simplex, p).unwrap());
+            }
+            for p in if dim == 2 { [1, 4] } else { [1, 2] } {
+                out.push(NodalSpace::tensor(&tensor, p).unwrap());
+            }
+        }
+        out
+    }
+
+    fn term(s: &NodalSpace) -> FacetTerm<f64, FluxRobin> {
+        let op = Pointwise::<f64, FluxRobin>::new(s, None, Aux::None).unwrap();
+        FacetTerm::new(&op, &BoundaryPart::All.facets(s).unwrap()).unwrap()
+    }
+
+    /// Scatters per-facet residuals into the nodes.
+    fn scatter(s: &NodalSpace, t: &FacetTerm<f64, FluxRobin>, r: &[f64]) -> Vec<f64> {
+        let nb = s.nb();
+        let mut out = vec![0.0; s.n_dofs];
+        for (k, f) in t.facets.iter().enumerate() {
+            for b in 0..nb {
+                out[s.cell_dofs[f.cell as usize * nb + b] as usize] += r[k * nb + b];
+            }
+        }
+        out
+    }
+
+    /// At u = 0 the term is ∫_Γ φ (n₀ + x₀): the host's Neumann load of
+    /// that flux, whose normals and measures are computed another way.
+    #[test]
+    fn the_boundary_term_at_zero_is_the_neumann_load_of_its_flux() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        for s in spaces() {
+            let t = term(&s);
+            let r = t.evaluate_cpu(&cpu, false, &vec![0.0; t.len() * s.nb()]).unwrap();
+            let want = Load::zero(&s, 1).neumann(&s, &BoundaryPart::All, |x, n, g| g[0] = n[0] + x[0]).unwrap();
+            let got = scatter(&s, &t, &r);
+            let worst = got.iter().zip(&want.values).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(worst < 1e-12, "{:?} p{}: {worst:e}", s.shape, s.degree);
+            assert!(want.values.iter().any(|v| v.abs() > 1e-3));
+        }
+    }
+
+    /// The element matrices are the residual's derivative (bg0 and bg1,
+    /// pulled back through the cell's geometry): central differences.
+    #[test]
+    fn boundary_element_matrices_are_the_residuals_derivative() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        for s in spaces() {
+            let t = term(&s);
+            let nl = s.nb();
+            let u: Vec<f64> = (0..t.len() * nl).map(|i| ((i * 37 % 101) as f64 / 101.0 - 0.5) * 1.5).collect();
+            let jac = t.evaluate_cpu(&cpu, true, &u).unwrap();
+            let h = 1e-6;
+            let mut worst = 0.0f64;
+            for f in [0, t.len() / 2, t.len() - 1] {
+                for j in 0..nl {
+                    let (mut up, mut down) = (u.clone(), u.clone());
+                    up[f * nl + j] += h;
+                    down[f * nl + j] -= h;
+                    let (rp, rm) = (t.evaluate_cpu(&cpu, false, &up).unwrap(), t.evaluate_cpu(&cpu, false, &down).unwrap());
+                    for i in 0..nl {
+                        let fd = (rp[f * nl + i] - rm[f * nl + i]) / (2.0 * h);
+                        worst = worst.max((fd - jac[(f * nl + i) * nl + j]).abs());
+                    }
+                }
+            }
+            assert!(worst < 1e-7, "{:?} p{}: {worst:e}", s.shape, s.degree);
+        }
+    }
+
+    #[test]
+    fn a_physics_without_a_boundary_term_is_refused() {
+        let s = NodalSpace::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 1).unwrap();
+        let op = Pointwise::<f64, fem_kernels::physics::MinimalSurface>::new(&s, None, Aux::None).unwrap();
+        let e = FacetTerm::new(&op, &BoundaryPart::All.facets(&s).unwrap()).err().unwrap().to_string();
+        assert!(e.contains("bf0"), "{e}");
+    }
+}
