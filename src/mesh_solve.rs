@@ -151,13 +151,14 @@ pub fn run(
     let d = space.shape.dim();
     let nc = if o.physics == Physics::Elasticity { d } else { 1 };
     stage("boundary conditions and load");
-    let mut neumann_keys = HashSet::new();
-    let robin = robin_data(file, &nodes, space, o, &mut neumann_keys)?;
+    // facets of the natural (Neumann, Robin) conditions
+    let mut natural_keys = HashSet::new();
+    let robin = robin_data(file, &nodes, space, o, &mut natural_keys)?;
     let mut load = Load::zero(&space, nc);
     for n in &o.neumann {
         let part = file.boundary(std::slice::from_ref(&n.group), &nodes)?;
         if let BoundaryPart::Facets { keys, .. } = &part {
-            neumann_keys.extend(keys.iter().copied());
+            natural_keys.extend(keys.iter().copied());
         }
         let v = n.value.clone();
         if !(v.len() == 1 || (v.len() == d && nc == d)) {
@@ -187,7 +188,7 @@ pub fn run(
             .facets
             .iter()
             .map(|f| f.key)
-            .filter(|k| !neumann_keys.contains(k))
+            .filter(|k| !natural_keys.contains(k))
             .collect();
         BoundaryPart::Facets {
             name: "boundary outside the Neumann and Robin groups".into(),
