@@ -15,16 +15,11 @@ mkdir -p "$out"
 "$FEM" mesh-gen --dim 3 --cells 50 --simplex "$tmp/tet50.msh" > /dev/null
 "$FEM" mesh-gen --dim 3 --cells 70 "$tmp/hex70.msh" > /dev/null
 "$FEM" mesh-gen --dim 3 --cells 50 "$tmp/hex50.msh" > /dev/null
-run() {
-    local name=$1
-    shift
-    /usr/bin/time -f "$name: wall %e s, max RSS %M KB" -o "$tmp/$name.time" "$FEM" solve "$@" --load random --rtol 1e-8 --json > "$out/$name.json" 2> "$tmp/$name.err" || echo "FAILED: $name $*"
-    cat "$tmp/$name.time"
-}
+source "$(dirname "$0")/common.sh"
 for backend in cuda cpu; do
-    run elasticity-q1-hex-$backend --mesh "$tmp/hex70.msh" --physics elasticity --degree 1 --backend $backend
-    run poisson-p2-tet-$backend --mesh "$tmp/tet50.msh" --physics poisson --degree 2 --backend $backend
-    run poisson-q2-hex-$backend --mesh "$tmp/hex50.msh" --physics poisson --degree 2 --backend $backend
+    timed elasticity-q1-hex-$backend --mesh "$tmp/hex70.msh" --physics elasticity --degree 1 --backend $backend
+    timed poisson-p2-tet-$backend --mesh "$tmp/tet50.msh" --physics poisson --degree 2 --backend $backend
+    timed poisson-q2-hex-$backend --mesh "$tmp/hex50.msh" --physics poisson --degree 2 --backend $backend
 done
 python3 "$(dirname "$0")/../../assets/meshes/make_beam.py" 160 40 40 "$tmp/beam.msh" 4 1
 for backend in cuda cpu; do

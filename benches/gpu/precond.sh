@@ -18,23 +18,20 @@ mkdir -p "$out"
 "$FEM" mesh-gen --dim 3 --cells 6 "$tmp/hex6.msh" > /dev/null
 python3 "$(dirname "$0")/../../assets/meshes/make_beam.py" 16 4 4 "$tmp/beam.msh" 4 1 > /dev/null
 source "$(dirname "$0")/common.sh"
-run() {
-    timed "$@"
-}
 for backend in cuda cpu; do
     for p in mg jacobi ssor; do
         [ "$backend" = cpu ] && [ "$p" = ssor ] && continue
-        run poisson-p2-tet-$p-$backend --mesh "$tmp/tet5.msh" --physics poisson --degree 2 --refine 3 --precond $p --backend $backend
-        run poisson-q2-hex-$p-$backend --mesh "$tmp/hex5.msh" --physics poisson --degree 2 --refine 3 --precond $p --backend $backend
-        run elasticity-q1-hex-$p-$backend --mesh "$tmp/hex6.msh" --physics elasticity --degree 1 --refine 3 --precond $p --backend $backend
-        run beam-q1-$p-$backend --mesh "$tmp/beam.msh" --physics elasticity --degree 1 --refine 3 --dirichlet-group clamp --neumann-group tip=0:0:-0.01 --precond $p --backend $backend
+        timed poisson-p2-tet-$p-$backend --mesh "$tmp/tet5.msh" --physics poisson --degree 2 --refine 3 --precond $p --backend $backend
+        timed poisson-q2-hex-$p-$backend --mesh "$tmp/hex5.msh" --physics poisson --degree 2 --refine 3 --precond $p --backend $backend
+        timed elasticity-q1-hex-$p-$backend --mesh "$tmp/hex6.msh" --physics elasticity --degree 1 --refine 3 --precond $p --backend $backend
+        timed beam-q1-$p-$backend --mesh "$tmp/beam.msh" --physics elasticity --degree 1 --refine 3 --dirichlet-group clamp --neumann-group tip=0:0:-0.01 --precond $p --backend $backend
     done
 done
 # the larger sizes on the GPU alone: Jacobi's iterations double per
 # refinement, multigrid's do not
 for p in mg jacobi; do
-    run poisson-p2-tet-r4-$p-cuda --mesh "$tmp/tet5.msh" --physics poisson --degree 2 --refine 4 --precond $p --backend cuda
-    run beam-q1-r4-$p-cuda --mesh "$tmp/beam.msh" --physics elasticity --degree 1 --refine 4 --dirichlet-group clamp --neumann-group tip=0:0:-0.01 --precond $p --backend cuda
+    timed poisson-p2-tet-r4-$p-cuda --mesh "$tmp/tet5.msh" --physics poisson --degree 2 --refine 4 --precond $p --backend cuda
+    timed beam-q1-r4-$p-cuda --mesh "$tmp/beam.msh" --physics elasticity --degree 1 --refine 4 --dirichlet-group clamp --neumann-group tip=0:0:-0.01 --precond $p --backend cuda
 done
 python3 "$(dirname "$0")/precond_table.py" "$out" > "$tmp/summary.md" && mv "$tmp/summary.md" "$out/summary.md"
 rm -rf "$tmp"

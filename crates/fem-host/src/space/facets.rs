@@ -126,6 +126,17 @@ pub(crate) fn facet_map(shape: Shape, local: usize) -> FacetMap {
     }
 }
 
+/// A normal of the facet spanned by `tangents` (the first alone in 2D,
+/// both in 3D), not normalised: its length is the facet's measure element.
+pub(crate) fn span_normal(d: usize, tangents: [[f64; 3]; 2]) -> [f64; 3] {
+    let [t0, t1] = tangents;
+    if d == 2 {
+        [t0[1], -t0[0], 0.0]
+    } else {
+        [t0[1] * t1[2] - t0[2] * t1[1], t0[2] * t1[0] - t0[0] * t1[2], t0[0] * t1[1] - t0[1] * t1[0]]
+    }
+}
+
 /// ξ(s) = origin + Σ_j s_j axes_j from the facet's reference coordinates
 /// (the reference simplex of one dimension less, or [−1, 1]^(d−1)) into the
 /// cell's.

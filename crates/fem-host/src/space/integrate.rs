@@ -4,7 +4,7 @@
 //! with its physical position, weight × measure, the basis values of its
 //! cell and, on facets, the outward unit normal.
 
-use super::facets::{facet_map, Facet};
+use super::facets::{facet_map, span_normal, Facet};
 use super::NodalSpace;
 use fem_core::shape::Shape;
 use rayon::prelude::*;
@@ -190,17 +190,7 @@ pub fn facet_points<'f>(
             let tangent = |j: usize| -> [f64; 3] {
                 std::array::from_fn(|a| (0..d).map(|k| jac[a][k] * map.axes[j][k]).sum())
             };
-            let t0 = tangent(0);
-            let mut n = if d == 2 {
-                [t0[1], -t0[0], 0.0]
-            } else {
-                let t1 = tangent(1);
-                [
-                    t0[1] * t1[2] - t0[2] * t1[1],
-                    t0[2] * t1[0] - t0[0] * t1[2],
-                    t0[0] * t1[1] - t0[1] * t1[0],
-                ]
-            };
+            let mut n = span_normal(d, [tangent(0), tangent(1)]);
             let measure = n.iter().map(|v| v * v).sum::<f64>().sqrt();
             // outward: away from the cell's centre
             let sign = if (0..d).map(|a| n[a] * (x[a] - centre[a])).sum::<f64>() < 0.0 {

@@ -7,7 +7,7 @@
 //! scatter through the facet's cell like one more element.
 
 use super::{fill_row, Pointwise};
-use crate::space::facets::{facet_map, Facet};
+use crate::space::facets::{facet_map, span_normal, Facet};
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use fem_core::shape::Shape;
@@ -43,13 +43,7 @@ pub fn tabulate_facets(v: &Variant) -> Vec<f64> {
     let mut tab = vec![0.0; facet_table_len(d, nb, nv, nf, nq)];
     for l in 0..nf {
         let map = facet_map(s, l);
-        let [a, b] = map.axes;
-        let measure = if d == 2 {
-            a.iter().map(|x| x * x).sum::<f64>().sqrt()
-        } else {
-            let c = [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
-            c.iter().map(|x| x * x).sum::<f64>().sqrt()
-        };
+        let measure = span_normal(d, map.axes).iter().map(|x| x * x).sum::<f64>().sqrt();
         for q in 0..nq {
             let xi = map.point(&pts[q * (d - 1)..][..d - 1]);
             fill_row(v, &xi[..d], w[q] * measure, &mut tab[(l * nq + q) * stride..][..stride]);
