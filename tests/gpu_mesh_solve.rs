@@ -118,23 +118,25 @@ fn gpu_preconditioners_equal_the_cpus() {
 }
 
 /// Time stepping on the GPU equals the CPU's: the heat equation on P2
-/// triangles by Crank–Nicolson and BDF2.
+/// triangles by Crank–Nicolson and BDF2, with boundary values that change
+/// in time (set on the device at every step).
 #[test]
 fn gpu_time_steps_equal_the_cpus() {
     use fem::host::operator::pointwise::Aux;
     use fem::host::problem::nonlinear::time::{integrate, Scheme, TimeOptions};
     use fem::host::problem::nonlinear::{NewtonOptions, Setup};
-    use fem::host::space::NodalSpace;
+    use fem::host::space::{BoundaryPart, Constraints, NodalSpace};
     let Some(gpu) = common::gpu("gpu_time_steps_equal_the_cpus") else { return };
     let cpu = CpuBackend::new(None).unwrap();
     let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 20, 4).build().unwrap(), 2).unwrap();
     let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 1.0]).collect();
-    let setup = Setup::<fem::kernels::physics::Poisson>::with_aux(&cpu, &space, Aux::Nodal(&coefficients)).unwrap();
-    let u0 = vec![0.0; space.n_dofs];
+    let bcs = Constraints::none(&space, 1).dirichlet_in_time(&space, &BoundaryPart::All, |x, t, u| u[0] = (5.0 * t).sin() * x[0]).unwrap();
+    let setup = Setup::<fem::kernels::physics::Poisson>::constrained(&cpu, &space, Aux::Nodal(&coefficients), &bcs, None).unwrap();
+    let u0 = bcs.initial();
     for scheme in [Scheme::Theta(0.5), Scheme::Bdf2] {
         let o = TimeOptions { dt: 0.01, steps: 10, scheme, newton: NewtonOptions { krylov_rtol: 1e-12, ..Default::default() } };
-        let (want, _) = integrate(&cpu, &setup, &space, &u0, &o, &mut |_, _, _| Ok(())).unwrap();
-        let (got, report) = integrate(&gpu, &setup, &space, &u0, &o, &mut |_, _, _| Ok(())).unwrap();
+        let (want, _) = integrate(&cpu, &setup, &space, &u0, Some(&bcs), &o, &mut |_, _, _| Ok(())).unwrap();
+        let (got, report) = integrate(&gpu, &setup, &space, &u0, Some(&bcs), &o, &mut |_, _, _| Ok(())).unwrap();
         assert_eq!(report.steps.len(), 10);
         let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));

@@ -1,8 +1,8 @@
 //! Boundary conditions on any nodal space, independent of how the
 //! operator is assembled or which backend applies it: Dirichlet values on
-//! parts of the boundary (rows held fixed), and the loads that do not
-//! depend on the solution (sources ∫ f·φ and Neumann tractions ∫_Γ g·φ),
-//! which the residual subtracts.
+//! parts of the boundary (rows held fixed, at values of x or of x and t),
+//! and the loads that do not depend on the solution (sources ∫ f·φ and
+//! Neumann tractions ∫_Γ g·φ), which the residual subtracts.
 //!
 //! A part of the boundary is every boundary facet, the facets of Gmsh
 //! physical groups (their vertex keys), or those whose centre a predicate
@@ -13,6 +13,7 @@ use super::integrate::{cell_evector, facet_centre, facet_points};
 use super::NodalSpace;
 use crate::{Error, Result};
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// A part of the domain's boundary.
 pub enum BoundaryPart {
@@ -86,8 +87,29 @@ pub struct Constraints {
     pub nc: usize,
     /// Rows (`node·nc + component`) held at their values.
     pub fixed: Vec<bool>,
-    /// The held values (zero in free rows).
+    /// The held values (zero in free rows); at t = 0 in the rows of a
+    /// part held at values of time.
     pub values: Vec<f64>,
+    /// The parts whose values change in time, in the order given.
+    moving: Vec<Moving>,
+}
+
+/// The value of a Dirichlet condition at a point x and time t: fills all
+/// `nc` components.
+pub type ValueInTime = Arc<dyn Fn(&[f64; 3], f64, &mut [f64]) + Send + Sync>;
+
+/// Rows held at values of time: each row's point, and the function.
+#[derive(Clone)]
+struct Moving {
+    rows: Vec<u32>,
+    points: Vec<[f64; 3]>,
+    value: ValueInTime,
+}
+
+impl std::fmt::Debug for Moving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Moving {{ rows: {} }}", self.rows.len())
+    }
 }
 
 impl Constraints {
@@ -97,6 +119,7 @@ impl Constraints {
             nc,
             fixed: vec![false; space.n_dofs * nc],
             values: vec![0.0; space.n_dofs * nc],
+            moving: Vec::new(),
         }
     }
 
@@ -121,6 +144,41 @@ impl Constraints {
         components: &[usize],
         value: impl Fn(&[f64; 3], &mut [f64]),
     ) -> Result<Self> {
+        self.hold(space, part, components, |x, v| value(x, v))?;
+        Ok(self)
+    }
+
+    /// Every component held at `value(x, t)` on the nodes of `part`: the
+    /// time stepper ([`crate::problem::nonlinear::time::integrate`]) sets
+    /// these rows to their values at each step's time before solving it.
+    pub fn dirichlet_in_time(
+        self,
+        space: &NodalSpace,
+        part: &BoundaryPart,
+        value: impl Fn(&[f64; 3], f64, &mut [f64]) + Send + Sync + 'static,
+    ) -> Result<Self> {
+        let all: Vec<usize> = (0..self.nc).collect();
+        self.dirichlet_components_in_time(space, part, &all, value)
+    }
+
+    /// The listed components held at the matching entries of `value(x,
+    /// t)` on the nodes of `part`, as [`Self::dirichlet_in_time`].
+    pub fn dirichlet_components_in_time(
+        mut self,
+        space: &NodalSpace,
+        part: &BoundaryPart,
+        components: &[usize],
+        value: impl Fn(&[f64; 3], f64, &mut [f64]) + Send + Sync + 'static,
+    ) -> Result<Self> {
+        let rows = self.hold(space, part, components, |x, v| value(x, 0.0, v))?;
+        let points = rows.iter().map(|&r| space.dof_coords[r as usize / self.nc]).collect();
+        self.moving.push(Moving { rows, points, value: Arc::new(value) });
+        Ok(self)
+    }
+
+    /// Holds the listed components of the nodes of `part` at `value(x)`,
+    /// taking those rows from any part held before; returns the rows.
+    fn hold(&mut self, space: &NodalSpace, part: &BoundaryPart, components: &[usize], value: impl Fn(&[f64; 3], &mut [f64])) -> Result<Vec<u32>> {
         if let Some(c) = components.iter().find(|&&c| c >= self.nc) {
             return Err(Error::InvalidArgument(format!(
                 "component {c} of a field with {} components",
@@ -130,14 +188,45 @@ impl Constraints {
         let facets = part.facets(space)?;
         let mask = space.facet_mask(facets);
         let mut v = vec![0.0; self.nc];
+        let mut rows = Vec::new();
         for (node, _) in mask.iter().enumerate().filter(|m| *m.1) {
             value(&space.dof_coords[node], &mut v);
             for &c in components {
                 self.fixed[node * self.nc + c] = true;
                 self.values[node * self.nc + c] = v[c];
+                rows.push((node * self.nc + c) as u32);
             }
         }
-        Ok(self)
+        // a row takes the value of the last part that holds it
+        let mut taken = vec![false; self.fixed.len()];
+        rows.iter().for_each(|&r| taken[r as usize] = true);
+        for m in &mut self.moving {
+            let keep: Vec<bool> = m.rows.iter().map(|&r| !taken[r as usize]).collect();
+            let mut k = keep.iter();
+            m.rows.retain(|_| *k.next().expect("one flag per row"));
+            let mut k = keep.iter();
+            m.points.retain(|_| *k.next().expect("one flag per point"));
+        }
+        self.moving.retain(|m| !m.rows.is_empty());
+        Ok(rows)
+    }
+
+    /// The rows held at values of time, in the order of
+    /// [`Self::moving_values`] (empty when every value is constant).
+    pub fn moving_rows(&self) -> Vec<u32> {
+        self.moving.iter().flat_map(|m| m.rows.iter().copied()).collect()
+    }
+
+    /// The values of [`Self::moving_rows`] at time `t`, into `out`.
+    pub fn moving_values(&self, t: f64, out: &mut Vec<f64>) {
+        out.clear();
+        let mut v = vec![0.0; self.nc];
+        for m in &self.moving {
+            for (&r, x) in m.rows.iter().zip(&m.points) {
+                (m.value)(x, t, &mut v);
+                out.push(v[r as usize % self.nc]);
+            }
+        }
     }
 
     /// A start for Newton: the held values, zero elsewhere.

@@ -327,7 +327,8 @@ pub struct Extra<'a, B: Backend> {
     pub weight: f64,
     /// Factor on the mass matrix.
     pub c: f64,
-    /// M in the tangent's format.
+    /// M in the tangent's format, zero in fixed rows (its fixed columns
+    /// carry Dirichlet values that change in time into the free rows).
     pub mass: &'a dyn Spmv<B, f64>,
     /// M's CSR values (zero in fixed rows and columns).
     pub mass_values: &'a B::Vector<f64>,

@@ -8,14 +8,20 @@
 //!   Euler.
 //!
 //! The mass matrix is assembled once on the host into the tangent's
-//! pattern (zero in fixed rows and columns, so Dirichlet rows keep their
-//! values) and applied in the tangent's format; a callback sees the
-//! solution on the backend after every step (download it to write a
-//! `.pvd` series).
+//! pattern and applied in the tangent's format: zero in fixed rows, so
+//! Dirichlet rows keep their values, and in the tangent also zero in fixed
+//! columns, which Newton's updates never touch. The applied M keeps its
+//! fixed columns: Dirichlet values that change in time
+//! ([`Constraints::dirichlet_in_time`]) enter the free rows through them
+//! (M_fb ġ_b). Those rows are set on the backend to their values at each
+//! step's time before its solve. A callback sees the solution on the
+//! backend after every step (download it to write a `.pvd` series).
 
 use super::{Extra, NewtonOps, NewtonOptions, NewtonReport, Setup, Workspace, NONE};
+use crate::operator::csr::Csr;
+use crate::solver::multigrid::Matrix;
 use crate::space::integrate::mass_ematrices;
-use crate::space::NodalSpace;
+use crate::space::{Constraints, NodalSpace};
 use crate::{Error, Result};
 use fem_kernels::pointwise::Kernels;
 use serde::Serialize;
@@ -55,26 +61,91 @@ pub struct TimeReport {
 }
 
 /// The mass matrix of the set-up's field as CSR values of its pattern,
-/// zero in fixed rows and columns.
+/// zero in fixed rows and columns: the tangent's.
 pub fn mass_values<K: Kernels<f64>>(setup: &Setup<K>, space: &NodalSpace) -> Vec<f64> {
+    mass(setup, space, false)
+}
+
+/// The mass matrix as CSR values of the set-up's pattern, zero in fixed
+/// rows, and in fixed columns unless `held_columns`.
+fn mass<K: Kernels<f64>>(setup: &Setup<K>, space: &NodalSpace, held_columns: bool) -> Vec<f64> {
     let e = mass_ematrices(space, setup.physics.variant.nc);
+    let nl = space.nb() * setup.physics.variant.nc;
     let mut values = vec![0.0; setup.csr.nnz()];
-    for (&p, v) in setup.entry_pos.iter().zip(&e) {
+    for (k, (&p, v)) in setup.entry_pos.iter().zip(&e).enumerate() {
         if p != NONE {
             values[p as usize] += v;
+        } else if held_columns {
+            let (cell, i, j) = (k / (nl * nl), k / nl % nl, k % nl);
+            let (r, c) = (setup.gather[cell * nl + i] as usize, setup.gather[cell * nl + j]);
+            if !setup.fixed[r] {
+                let p = setup.csr.position(r, c).expect("the pattern holds every entry of a cell");
+                values[p] += v;
+            }
         }
     }
     values
 }
 
-/// Steps M u̇ + R(u) = 0 from `u0` (its fixed rows hold the Dirichlet
-/// values, kept) on backend `b`; `each(step, t, u)` sees every step's
-/// solution on the backend. Returns the last solution on the host.
+/// The rows held at values of time, set on the backend before every step.
+struct MovingRows<'c, B: NewtonOps> {
+    constraints: &'c Constraints,
+    /// Puts the m moving values into their rows of an n-vector.
+    scatter: Matrix<B, f64>,
+    /// 0 in moving rows, 1 elsewhere.
+    keep: B::Vector<f64>,
+    values: Vec<f64>,
+}
+
+impl<'c, B: NewtonOps> MovingRows<'c, B> {
+    /// None when no value of `c` changes in time; an error when `c` holds
+    /// other rows than `setup`.
+    fn new<K: Kernels<f64>>(b: &B, setup: &Setup<K>, c: &'c Constraints) -> Result<Option<Self>> {
+        if c.fixed != setup.fixed {
+            return Err(Error::InvalidArgument("the constraints hold other rows than the set-up was built with".into()));
+        }
+        let rows = c.moving_rows();
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let n = setup.n_rows();
+        let mut slot = vec![NONE; n];
+        rows.iter().enumerate().for_each(|(k, &r)| slot[r as usize] = k as u32);
+        let mut row_ptr = vec![0u32];
+        let mut col = Vec::with_capacity(rows.len());
+        for &k in &slot {
+            if k != NONE {
+                col.push(k);
+            }
+            row_ptr.push(col.len() as u32);
+        }
+        let scatter = b.store_matrix(&Csr { n_rows: n, row_ptr, val: vec![1.0; col.len()], col }, rows.len())?;
+        let keep = b.upload(&slot.iter().map(|&k| if k == NONE { 1.0 } else { 0.0 }).collect::<Vec<f64>>())?;
+        Ok(Some(Self { constraints: c, scatter, keep, values: Vec::with_capacity(rows.len()) }))
+    }
+
+    /// Sets the moving rows of `u` to their values at `t` (`tmp` is work
+    /// space): one upload of the moving values.
+    fn set(&mut self, b: &B, t: f64, u: &mut B::Vector<f64>, tmp: &mut B::Vector<f64>) -> Result<()> {
+        self.constraints.moving_values(t, &mut self.values);
+        let g = b.upload(&self.values)?;
+        b.mul(u, &self.keep, tmp)?;
+        self.scatter.apply(b, &g, u)?;
+        b.axpy(1.0, tmp, u)
+    }
+}
+
+/// Steps M u̇ + R(u) = 0 from `u0` at t = 0 on backend `b`. The fixed rows
+/// keep `u0`'s values, except those `boundary` holds at values of time,
+/// which take them at each step's time (`boundary` must hold the set-up's
+/// rows). `each(step, t, u)` sees every step's solution on the backend.
+/// Returns the last solution on the host.
 pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
     b: &B,
     setup: &Setup<K>,
     space: &NodalSpace,
     u0: &[f64],
+    boundary: Option<&Constraints>,
     o: &TimeOptions,
     each: &mut dyn FnMut(usize, f64, &B::Vector<f64>) -> Result<()>,
 ) -> Result<(Vec<f64>, TimeReport)> {
@@ -88,9 +159,13 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
         }
     }
     let start = Instant::now();
+    let mut moving = match boundary {
+        Some(c) => MovingRows::new(b, setup, c)?,
+        None => None,
+    };
     let mut w = Workspace::new(b, setup, o.newton.precond)?;
     let mass_values = b.upload(&mass_values(setup, space))?;
-    let mass = w.matrix_like(b, setup, &mass_values)?;
+    let mass = w.matrix_like(b, setup, &b.upload(&mass(setup, space, true))?)?;
     let n = setup.n_rows();
     let mut u = b.upload(u0)?;
     let (mut previous, mut rhs, mut tmp) = (b.zeros(n)?, b.zeros(n)?, b.zeros(n)?);
@@ -123,13 +198,17 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
             }
         };
         b.copy(&u, &mut previous)?;
+        let t = step as f64 * o.dt;
+        if let Some(m) = &mut moving {
+            m.set(b, t, &mut u, &mut tmp)?;
+        }
         let extra = Extra { weight, c, mass: &*mass, mass_values: &mass_values, rhs: &rhs };
         let report = w.newton(b, &mut u, &o.newton, Some(&extra), &mut |_| {})?;
         if !report.converged {
             return Err(Error::InvalidArgument(format!("step {step}: Newton did not converge (‖R‖ {:?})", report.residuals)));
         }
         steps.push(report);
-        each(step, step as f64 * o.dt, &u)?;
+        each(step, t, &u)?;
     }
     let report = TimeReport { setup_seconds, steps, step_seconds: start.elapsed().as_secs_f64() };
     Ok((b.download(&u)?, report))
@@ -167,7 +246,7 @@ mod tests {
         let run = |scheme: Scheme, steps: usize| {
             let o = TimeOptions { dt: t_end / steps as f64, steps, scheme, newton: NewtonOptions { rtol: 1e-12, krylov_rtol: 1e-13, ..Default::default() } };
             let mut seen = 0;
-            let (u, r) = integrate(&cpu, &setup, &space, &u0, &o, &mut |_, _, _| {
+            let (u, r) = integrate(&cpu, &setup, &space, &u0, None, &o, &mut |_, _, _| {
                 seen += 1;
                 Ok(())
             })
@@ -187,6 +266,66 @@ mod tests {
         }
     }
 
+    /// u = (1 + t)(x + 2y) solves u̇ − Δu = x + 2y with the boundary
+    /// values it takes, which grow in time: linear in x and in t, so every
+    /// scheme gives it to the solver's tolerance on P1 and P2, which fails
+    /// if the boundary rows lag a step or the mass matrix drops the
+    /// boundary's ġ from the free rows.
+    #[test]
+    fn boundary_values_in_time_give_an_exact_solution() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let exact = |x: &[f64; 3], t: f64| (1.0 + t) * (x[0] + 2.0 * x[1]);
+        for p in [1, 2] {
+            let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 4, 4).build().unwrap(), p).unwrap();
+            let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
+            let c = Constraints::none(&space, 1).dirichlet_in_time(&space, &crate::space::BoundaryPart::All, move |x, t, v| v[0] = exact(x, t)).unwrap();
+            let load = crate::space::Load::zero(&space, 1).source(&space, |x, v| v[0] = x[0] + 2.0 * x[1]);
+            let setup = Setup::<Poisson>::constrained(&cpu, &space, Aux::Nodal(&coefficients), &c, Some(&load)).unwrap();
+            let u0 = space.interpolate(1, |x, o| o[0] = exact(x, 0.0));
+            for scheme in [Scheme::Theta(1.0), Scheme::Theta(0.5), Scheme::Bdf2] {
+                let o = TimeOptions { dt: 0.1, steps: 5, scheme, newton: NewtonOptions { rtol: 1e-13, krylov_rtol: 1e-14, ..Default::default() } };
+                let mut worst = 0.0f64;
+                integrate(&cpu, &setup, &space, &u0, Some(&c), &o, &mut |_, t, u| {
+                    let err = u.iter().zip(&space.dof_coords).fold(0.0f64, |m, (v, x)| m.max((v - exact(x, t)).abs()));
+                    worst = worst.max(err);
+                    Ok(())
+                })
+                .unwrap();
+                assert!(worst < 1e-10, "P{p} {scheme:?}: {worst:e}");
+                // held at their values at t = 0 instead, the rows are wrong
+                let (u, _) = integrate(&cpu, &setup, &space, &u0, None, &o, &mut |_, _, _| Ok(())).unwrap();
+                let lag = u.iter().zip(&space.dof_coords).fold(0.0f64, |m, (v, x)| m.max((v - exact(x, 0.5)).abs()));
+                assert!(lag > 0.1, "P{p} {scheme:?}: {lag:e}");
+            }
+        }
+    }
+
+    /// Moving values follow the last part that holds a row, and the time
+    /// stepper refuses constraints that hold other rows than its set-up.
+    #[test]
+    fn moving_rows_follow_the_last_part_and_must_match_the_setup() {
+        let cpu = CpuBackend::new(Some(1)).unwrap();
+        let (space, setup) = heat(&cpu, 3, 1);
+        let left = crate::space::BoundaryPart::at("left", |x| x[0] < 1e-12);
+        let c = Constraints::none(&space, 1)
+            .dirichlet_in_time(&space, &crate::space::BoundaryPart::All, |_, t, v| v[0] = t)
+            .unwrap()
+            .dirichlet(&space, &left, |_, v| v[0] = 5.0)
+            .unwrap();
+        let rows = c.moving_rows();
+        let mut values = Vec::new();
+        c.moving_values(2.0, &mut values);
+        assert_eq!(rows.len() + space.dof_coords.iter().filter(|x| x[0] < 1e-12).count(), c.n_fixed());
+        assert!(rows.iter().all(|&r| space.dof_coords[r as usize][0] > 1e-12) && values.iter().all(|&v| v == 2.0));
+        let o = TimeOptions { dt: 0.1, steps: 1, scheme: Scheme::Bdf2, newton: NewtonOptions::default() };
+        let u0 = vec![0.0; space.n_dofs];
+        let (u, _) = integrate(&cpu, &setup, &space, &u0, Some(&c), &o, &mut |_, _, _| Ok(())).unwrap();
+        assert!(rows.iter().all(|&r| (u[r as usize] - 0.1).abs() < 1e-15));
+        let fewer = Constraints::none(&space, 1).dirichlet_in_time(&space, &left, |_, t, v| v[0] = t).unwrap();
+        let e = integrate(&cpu, &setup, &space, &u0, Some(&fewer), &o, &mut |_, _, _| Ok(())).unwrap_err();
+        assert!(e.to_string().contains("other rows"), "{e}");
+    }
+
     #[test]
     fn bad_steps_are_errors() {
         let cpu = CpuBackend::new(Some(1)).unwrap();
@@ -194,7 +333,7 @@ mod tests {
         let u0 = vec![0.0; space.n_dofs];
         for (dt, scheme) in [(0.0, Scheme::Bdf2), (0.1, Scheme::Theta(0.0)), (0.1, Scheme::Theta(1.5))] {
             let o = TimeOptions { dt, steps: 1, scheme, newton: NewtonOptions::default() };
-            assert!(integrate(&cpu, &setup, &space, &u0, &o, &mut |_, _, _| Ok(())).is_err());
+            assert!(integrate(&cpu, &setup, &space, &u0, None, &o, &mut |_, _, _| Ok(())).is_err());
         }
     }
 }
