@@ -1,8 +1,8 @@
 //! fem: finite-element computation on NVIDIA GPUs, with a CPU backend.
 //!
 //! This facade is the crate a user adds (published as `fem-gpu`, used as
-//! `fem`). It re-exports the workspace crates and embeds the PTX that the
-//! build script compiled from `fem-kernels`, so [`open_backend`] gives a
+//! `fem`). It re-exports the workspace crates and the PTX that `fem-kernels`'
+//! build script compiled from that crate, so [`open_backend`] gives a
 //! ready GPU (or CPU) backend:
 //!
 //! ```
@@ -63,7 +63,8 @@ pub mod spmv;
 
 use fem_host::{AnyBackend, BackendChoice, CudaBackend};
 
-include!(concat!(env!("OUT_DIR"), "/fem_kernels_ptx.rs"));
+/// The PTX of fem's kernels, which `fem-kernels`' build script compiled.
+pub use fem_kernels::KERNELS_PTX;
 
 /// Opens a backend with fem's embedded kernels. With
 /// [`BackendChoice::Auto`] the second value says why the GPU was not used.

@@ -1,7 +1,7 @@
 //! Compiles a `#![no_std]` kernel crate to PTX from a build script, with
 //! rustc's own NVPTX backend.
 //!
-//! This is what fem's root `build.rs` uses for `fem-kernels`, and what a
+//! This is what `fem-kernels`' `build.rs` uses for itself, and what a
 //! user's `build.rs` calls for a kernel crate of their own:
 //!
 //! ```no_run

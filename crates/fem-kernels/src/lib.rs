@@ -10,8 +10,9 @@
 //!   named mechanically (`fem_<kernel>_<precision>`) by
 //!   [`fem_macros::kernel`].
 //!
-//! The crate is `#![no_std]`; the root build script compiles it to PTX with
-//! rustc's NVPTX backend and the host library embeds the result.
+//! The crate is `#![no_std]`; its build script compiles it to PTX with
+//! rustc's NVPTX backend, and [`KERNELS_PTX`] embeds the result for the
+//! host.
 #![cfg_attr(not(target_arch = "nvptx64"), deny(missing_docs))]
 #![no_std]
 #![cfg_attr(
@@ -42,6 +43,9 @@ pub mod device;
 
 #[cfg(all(target_arch = "nvptx64", feature = "entry-points"))]
 mod gpu;
+
+#[cfg(not(target_arch = "nvptx64"))]
+include!(concat!(env!("OUT_DIR"), "/fem_kernels_ptx.rs"));
 
 /// A panic in a kernel (an out-of-bounds slice index, say) aborts the
 /// launch with an illegal-instruction error the host reports.
