@@ -103,3 +103,35 @@ fn multigrid_preconditions_cg() {
         assert!(r.converged && r.iterations * 4 < jac.iterations, "{smoother:?}: MG-PCG {} vs Jacobi-PCG {}", r.iterations, jac.iterations);
     }
 }
+
+/// A refresh with the coarsest operator's values unchanged (a linear
+/// problem's Newton updates, time steps of one Δt) keeps its dense
+/// inverse; new values invert it again, and the cycle then uses them.
+#[test]
+fn refresh_inverts_the_coarsest_operator_only_when_it_changes() {
+    let cpu = cpu();
+    let coarse = BoxMesh::unstructured(2, 4, 3).build().unwrap();
+    let h = Hierarchy::<f64>::poisson(&cpu, &coarse, 1, 2).unwrap();
+    let opts = MgOptions { cycle: Cycle::V, pre: 2, post: 2, dense_coarse: 1000, ..MgOptions::paper(2, Smoother::Jacobi) };
+    let mut mg = Multigrid::new(&cpu, &cpu, &h, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+    let a0 = &h.a[0];
+    let inv = |a: &fem::host::operator::csr::Csr<f64>| a.diag().iter().map(|d| 1.0 / d).collect::<Vec<f64>>();
+    for _ in 0..3 {
+        mg.refresh(&cpu, 0, &a0.val, &inv(a0)).unwrap();
+    }
+    assert_eq!(mg.coarse_inversions, 1);
+    // twice the coarse operator: its inverse halves the coarse correction
+    let b = rhs(h.a[1].n_rows);
+    let cycle = |mg: &Multigrid<CpuBackend, f64>| {
+        let mut y = vec![0.0; b.len()];
+        fem::host::solver::Preconditioner::apply(mg, &cpu, &b, &mut y).unwrap();
+        y
+    };
+    let before = cycle(&mg);
+    let doubled: Vec<f64> = a0.val.iter().map(|v| 2.0 * v).collect();
+    let a2 = fem::host::operator::csr::Csr { val: doubled.clone(), ..a0.clone() };
+    mg.refresh(&cpu, 0, &doubled, &inv(&a2)).unwrap();
+    assert_eq!(mg.coarse_inversions, 2);
+    let after = cycle(&mg);
+    assert!(before.iter().zip(&after).any(|(x, y)| (x - y).abs() > 1e-6 * x.abs().max(1e-12)), "the new inverse is used");
+}

@@ -233,10 +233,13 @@ pub struct Multigrid<B: Backend, T: Scalar> {
     work: Mutex<Vec<Work<B::Vector<T>>>>,
     /// Host seconds spent building smoothers (SPAI).
     pub smoother_setup_seconds: f64,
-    /// The coarsest operator's pattern, for its dense inverse.
+    /// The coarsest operator's pattern and values of its last dense
+    /// inverse: a refresh with the same values keeps the inverse.
     coarse_pattern: Csr<T>,
     /// The coarsest operator's inverse, when small enough.
     coarse_inverse: Option<Matrix<B, T>>,
+    /// How often [`Multigrid::refresh`] inverted the coarsest operator.
+    pub coarse_inversions: usize,
 }
 
 /// Level `l`'s operator as a square [`LinearOperator`] (for BiCGStab).
@@ -308,7 +311,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             .iter()
             .map(|l| Ok(Work { b: bk.zeros::<T>(l.n)?, x: bk.zeros::<T>(l.n)?, r: bk.zeros::<T>(l.n)?, z: bk.zeros::<T>(l.n)? }))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { levels, opts, work: Mutex::new(work), smoother_setup_seconds, coarse_pattern: h.a[0].clone(), coarse_inverse: None })
+        Ok(Self { levels, opts, work: Mutex::new(work), smoother_setup_seconds, coarse_pattern: Csr { val: Vec::new(), ..h.a[0].clone() }, coarse_inverse: None, coarse_inversions: 0 })
     }
 
     /// Rows of the finest level, the size of the system solved.
@@ -426,7 +429,9 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
     /// Newton's tangents. Jacobi smoothing only (the other smoothers are
     /// built on the host from the values). A coarsest level within
     /// [`MgOptions::dense_coarse`] rows is inverted on the host (its values
-    /// come back once per refresh) and solved by a dense product.
+    /// come back once per refresh) and solved by a dense product; values
+    /// equal to those of the last inverse (a linear problem's tangent,
+    /// every time step of the same Δt) keep it.
     pub fn refresh(&mut self, bk: &B, l: usize, csr_val: &B::Vector<T>, inv_diag: &B::Vector<T>) -> Result<()> {
         if self.opts.smoother != Smoother::Jacobi {
             return Err(Error::InvalidArgument(format!("a multigrid whose operators change smooths with Jacobi, not {:?}", self.opts.smoother)));
@@ -435,9 +440,13 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
         level.a.reorder(bk, csr_val)?;
         bk.copy(inv_diag, &mut level.jacobi.inv_diag)?;
         if l == 0 && level.n <= self.opts.dense_coarse {
-            let a = Csr { val: bk.download(csr_val)?, ..self.coarse_pattern.clone() };
-            let inverse = super::dense::inverse(&a)?;
-            self.coarse_inverse = Some(bk.store_matrix(&inverse, level.n)?);
+            let val = bk.download(csr_val)?;
+            if self.coarse_inverse.is_none() || val != self.coarse_pattern.val {
+                self.coarse_pattern.val = val;
+                let inverse = super::dense::inverse(&self.coarse_pattern)?;
+                self.coarse_inverse = Some(bk.store_matrix(&inverse, level.n)?);
+                self.coarse_inversions += 1;
+            }
         }
         Ok(())
     }
