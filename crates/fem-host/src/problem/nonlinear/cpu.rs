@@ -57,6 +57,12 @@ impl NewtonOps for CpuBackend {
         Ok(())
     }
 
+    fn set_residual_base(&self, s: &mut CpuState, base: &[f64]) -> Result<()> {
+        crate::error::same_len("residual base", base.len(), s.base[0].len())?;
+        s.base[0].copy_from_slice(base);
+        Ok(())
+    }
+
     fn elements(&self, s: &CpuState, jacobian: bool, ue: &Vec<f64>, out: &mut Vec<f64>) -> Result<()> {
         let v = (s.cells)(self, jacobian, &ue[..s.cell_len])?;
         out[..v.len()].copy_from_slice(&v);

@@ -84,6 +84,12 @@ impl NewtonOps for CudaBackend {
         gpu_gather(self, &s.gather, u, ue)
     }
 
+    fn set_residual_base(&self, s: &mut GpuState, base: &[f64]) -> Result<()> {
+        crate::error::same_len("residual base", base.len(), self.len(&s.base[0]))?;
+        s.base[0] = self.upload(base)?;
+        Ok(())
+    }
+
     fn elements(&self, s: &GpuState, jacobian: bool, ue: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
         match (jacobian, s.launch.1) {
             (false, _) => s.physics.evaluate(self, false, s.launch.0, ue, out)?,

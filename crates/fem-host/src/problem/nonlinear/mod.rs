@@ -188,6 +188,9 @@ pub trait NewtonOps: PrecondOps {
     fn gather(&self, s: &Self::State, u: &Self::Vector<f64>, ue: &mut Self::Vector<f64>) -> Result<()>;
     /// Element residuals, or element tangents when `jacobian`.
     fn elements(&self, s: &Self::State, jacobian: bool, ue: &Self::Vector<f64>, out: &mut Self::Vector<f64>) -> Result<()>;
+    /// Replaces what the residual's assembly starts from (the set-up's
+    /// `residual_base`: minus the load in free rows).
+    fn set_residual_base(&self, s: &mut Self::State, base: &[f64]) -> Result<()>;
     /// The global residual, or the tangent's CSR values when `matrix`.
     fn assemble(&self, s: &Self::State, matrix: bool, elem: &Self::Vector<f64>, out: &mut Self::Vector<f64>) -> Result<()>;
     /// 1 / diagonal of the tangent's CSR values.
@@ -406,6 +409,14 @@ impl<B: NewtonOps> Workspace<B> {
         Ok(m)
     }
 
+    /// Scales the set-up's load by `factor` for the solves that follow:
+    /// load stepping (continuation) on one workspace, without preparing
+    /// the backend again.
+    pub fn set_load_factor<K: Kernels<f64>>(&mut self, b: &B, setup: &Setup<K>, factor: f64) -> Result<()> {
+        let base: Vec<f64> = setup.residual_base.iter().map(|v| v * factor).collect();
+        b.set_residual_base(&mut self.state, &base)
+    }
+
     /// R(u) (no extra terms) into `out`.
     pub fn residual_into(&mut self, b: &B, u: &B::Vector<f64>, out: &mut B::Vector<f64>) -> Result<()> {
         let mut split = Split::default();
@@ -555,6 +566,33 @@ mod tests {
         for u in &solutions[1..] {
             let diff = u.iter().zip(&solutions[0]).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
             assert!(diff < 1e-9, "{diff:e}");
+        }
+    }
+
+    /// A workspace's load factor scales the set-up's load: on a linear
+    /// problem with zero boundary values, half the load gives half the
+    /// solution, and a factor of 1 restores it, without a new workspace.
+    #[test]
+    fn a_load_factor_scales_the_load_on_one_workspace() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 4, 3).build().unwrap(), 2).unwrap();
+        let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
+        let bcs = crate::space::Constraints::none(&space, 1).dirichlet(&space, &crate::space::BoundaryPart::All, |_, u| u[0] = 0.0).unwrap();
+        let load = crate::space::Load::zero(&space, 1).source(&space, |x, f| f[0] = 1.0 + x[0] * x[1]);
+        let setup = Setup::<Poisson>::constrained(&cpu, &space, Aux::Nodal(&coefficients), &bcs, Some(&load)).unwrap();
+        let o = NewtonOptions { rtol: 1e-12, krylov_rtol: 1e-13, ..Default::default() };
+        let mut w = Workspace::new(&cpu, &setup, o.precond).unwrap();
+        let mut solve_at = |factor: f64| {
+            w.set_load_factor(&cpu, &setup, factor).unwrap();
+            let mut u = bcs.initial();
+            assert!(w.newton(&cpu, &mut u, &o, None, &mut |_| {}).unwrap().converged);
+            u
+        };
+        let (full, half, again) = (solve_at(1.0), solve_at(0.5), solve_at(1.0));
+        let scale = full.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(scale > 1e-3);
+        for ((f, h), a) in full.iter().zip(&half).zip(&again) {
+            assert!((f - 2.0 * h).abs() < 1e-9 * scale && (f - a).abs() < 1e-12 * scale, "{f} {h} {a}");
         }
     }
 
