@@ -12,6 +12,7 @@
 //! on the node's position. Entities then receive blocks of global numbers
 //! in the order a [`Numbering`] prescribes.
 
+use super::facets::{tensor_facets, Facet};
 use super::hash::IntMap;
 use crate::mesh::Mesh;
 use crate::{Error, Result};
@@ -172,10 +173,18 @@ fn bounding_box(mesh: &Mesh) -> ([f64; 3], [f64; 3]) {
 impl Space {
     /// Numbers the DOFs of Q_`degree` on a validated `mesh`.
     pub fn new(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<Self> {
+        Self::with_facets(mesh, degree, numbering).map(|(space, _)| space)
+    }
+
+    /// [`Space::new`] and the boundary facets it found the boundary DOFs
+    /// on, for a caller that needs both (the facets are a sort of every
+    /// cell's facet keys: done once).
+    pub(crate) fn with_facets(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<(Self, Vec<Facet>)> {
         if !(1..=MAX_DEGREE).contains(&degree) {
             return Err(Error::InvalidArgument(format!("degree must be in 1..={MAX_DEGREE}, not {degree}")));
         }
         mesh.validate()?;
+        let facets = tensor_facets(mesh);
         let (p, dim) = (degree, mesh.dim);
         let np = p + 1;
         let nb = pow(np, dim);
@@ -254,10 +263,10 @@ impl Space {
                 kind[offset[e] as usize + k] = d;
             }
         }
-        let boundary = boundary_dofs(mesh, p, &cell_dofs, n);
+        let boundary = facet_dofs(dim, p, &cell_dofs, n, &facets);
         let (mut nodes_1d, mut w) = (vec![0.0; np], vec![0.0; np]);
         fem_core::quadrature::gauss_lobatto(&mut nodes_1d, &mut w);
-        Ok(Self { dim, degree, n_dofs: n, cell_dofs, boundary, kind, nodes_1d })
+        Ok((Self { dim, degree, n_dofs: n, cell_dofs, boundary, kind, nodes_1d }, facets))
     }
 
     /// Basis functions (local nodes) per cell: (p + 1)^dim.
@@ -293,30 +302,24 @@ impl Space {
     }
 }
 
-/// DOFs on facets (edges in 2D, faces in 3D) that belong to one cell only.
-fn boundary_dofs(mesh: &Mesh, p: usize, cell_dofs: &[u32], n: usize) -> Vec<bool> {
-    facet_dofs(mesh, p, cell_dofs, n, |_| true)
-}
-
 impl Space {
     /// Keeps as boundary (Dirichlet) DOFs only those on the boundary facets
     /// listed (their vertex ids sorted, padded with `u32::MAX`, as
     /// [`crate::mesh::facet_key`] gives them): a boundary part selected by
     /// a physical group. The rest of the boundary gets natural conditions.
     pub fn restrict_boundary(&mut self, mesh: &Mesh, facets: &std::collections::HashSet<[u32; 4]>) {
-        self.boundary = facet_dofs(mesh, self.degree, &self.cell_dofs, self.n_dofs, |k| facets.contains(k));
+        let kept: Vec<Facet> = tensor_facets(mesh).into_iter().filter(|f| facets.contains(&f.key)).collect();
+        self.boundary = facet_dofs(self.dim, self.degree, &self.cell_dofs, self.n_dofs, &kept);
     }
 }
 
-/// DOFs on the boundary facets that `keep` accepts.
-fn facet_dofs(mesh: &Mesh, p: usize, cell_dofs: &[u32], n: usize, keep: impl Fn(&[u32; 4]) -> bool) -> Vec<bool> {
+/// DOFs on the boundary facets `facets` (local facet 2·axis + side).
+fn facet_dofs(dim: usize, p: usize, cell_dofs: &[u32], n: usize, facets: &[Facet]) -> Vec<bool> {
     let np = p + 1;
-    let nb = pow(np, mesh.dim);
+    let nb = pow(np, dim);
     let mut boundary = vec![false; n];
-    for (c, axis, side) in crate::mesh::boundary_facets(mesh) {
-        if !keep(&crate::mesh::facet_key(mesh, c, axis, side)) {
-            continue;
-        }
+    for f in facets {
+        let (c, axis, side) = (f.cell as usize, f.local as usize / 2, f.local as usize % 2);
         for i in 0..nb {
             if (i / pow(np, axis)) % np == side * p {
                 boundary[cell_dofs[c * nb + i] as usize] = true;

@@ -7,7 +7,7 @@
 //! between global vectors of `nc`-component fields (DOF-major: `dof·nc +
 //! c`) and E-vectors (`cell·nb·nc + b·nc + c`).
 
-use super::facets::{facet_nodes, simplex_facets, tensor_facets, Facet};
+use super::facets::{facet_nodes, simplex_facets, Facet};
 use super::hash::IntMap;
 use super::{Numbering, Space};
 use crate::mesh::simplex::SimplexMesh;
@@ -85,7 +85,7 @@ impl NodalSpace {
         if !shape.supports_degree(degree) {
             return Err(Error::InvalidArgument(format!("{} spaces have degree 1 to {}, not {degree}", shape.name(), fem_core::shape::MAX_TENSOR_DEGREE)));
         }
-        let space = Space::new(mesh, degree, Numbering::Original)?;
+        let (space, facets) = Space::with_facets(mesh, degree, Numbering::Original)?;
         let (d, nv) = (mesh.dim, shape.vertices());
         let cell_coords = vertex_evector(&mesh.coords, &mesh.cells, nv, d);
         Ok(Self {
@@ -96,7 +96,7 @@ impl NodalSpace {
             cell_dofs: space.cell_dofs,
             cell_coords,
             boundary: space.boundary,
-            facets: tensor_facets(mesh),
+            facets,
         })
     }
 
