@@ -363,7 +363,8 @@ struct SolveArgs {
     /// Unpreconditioned CG instead of Jacobi.
     #[arg(long)]
     no_jacobi: bool,
-    /// GPU: also time one SpMV against the copy roofline.
+    /// Also time one SpMV against a copy of the same bytes on the same
+    /// backend (GPU or CPU), CG starting from a random guess.
     #[arg(long)]
     bench: bool,
     /// Write u_h as a VTK file (ParaView's .vtu): on linear cells for

@@ -524,3 +524,29 @@ fn solve_numbering_defaults_to_what_serves_the_format() {
     assert_ne!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("zigzag"));
 }
+
+/// `--bench` works on the CPU backend too: every format's product is
+/// timed against the CPU's copy of the same bytes (the bytes model the
+/// GPU uses), and CG starts from a random guess, so it takes more than
+/// the few iterations the sine load needs from zero.
+#[test]
+fn solve_bench_times_the_product_on_the_cpu() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["solve", "--dim", "2", "--degree", "2", "--cells", "24", "--backend", "cpu", "--json"];
+        args.extend_from_slice(extra);
+        let out = fem(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let plain = run(&[]);
+    assert!(plain["spmv"].is_null());
+    for format in ["csr", "ell", "lazy-ell", "lma", "matrix-free"] {
+        let v = run(&["--format", format, "--bench"]);
+        let b = &v["spmv"];
+        let (seconds, bytes, fraction) = (b["seconds"].as_f64().unwrap(), b["bytes"].as_u64().unwrap(), b["roofline_fraction"].as_f64().unwrap());
+        assert!(seconds > 0.0 && bytes > 8 * v["rows"].as_u64().unwrap() && fraction > 0.0, "{format}: {b}");
+        assert!(b["copy_bytes_per_second"].as_f64().unwrap() > 0.0, "{format}: {b}");
+        assert!(v["iterations"].as_u64().unwrap() > plain["iterations"].as_u64().unwrap(), "{format}: a random start");
+        assert!((v["l2_error"].as_f64().unwrap() - plain["l2_error"].as_f64().unwrap()).abs() < 1e-6, "{format}");
+    }
+}

@@ -90,20 +90,43 @@ pub fn build_operator<T: Scalar>(
     symmetric: bool,
     kappa: Option<&[f64]>,
 ) -> Result<(Box<dyn LinearOperator<CpuBackend, T>>, Vec<T>)> {
+    build_cpu_operator(cpu, mesh, layout, degree, format, variant, symmetric, kappa).map(|(op, b, _)| (op, b))
+}
+
+/// [`build_operator`], and the entries a global format stores (CSR
+/// nonzeros, ELLPACK slots) for the bytes model of its product.
+#[allow(clippy::too_many_arguments)]
+fn build_cpu_operator<T: Scalar>(
+    cpu: &CpuBackend,
+    mesh: &Mesh,
+    layout: &Layout,
+    degree: usize,
+    format: Format,
+    variant: LocalVariant,
+    symmetric: bool,
+    kappa: Option<&[f64]>,
+) -> Result<(Box<dyn LinearOperator<CpuBackend, T>>, Vec<T>, (usize, usize))> {
     let cd = with_regions(CellData::<T>::new(mesh, layout, degree), kappa)?;
     let elems = elements::assemble(cpu, &cd, variant, format == Format::Lma && symmetric)?;
     let b = elements::load_vector(&cd, &elems);
-    let op: Box<dyn LinearOperator<CpuBackend, T>> = match format {
-        Format::Csr => Box::new(Csr::assemble(cpu, layout, &elems)?),
-        Format::Ell => {
+    let (op, stored): (Box<dyn LinearOperator<CpuBackend, T>>, _) = match format {
+        Format::Csr | Format::Ell => {
             let csr = Csr::assemble(cpu, layout, &elems)?;
-            Box::new(cpu.install(|| Ell::from_csr(&csr)))
+            let stored = (csr.nnz(), csr.max_row_len() * csr.n_rows);
+            match format {
+                Format::Csr => (Box::new(csr), stored),
+                _ => (Box::new(cpu.install(|| Ell::from_csr(&csr))), stored),
+            }
         }
-        Format::LazyEll => Box::new(LazyEll::assemble(&cd, &elems)),
-        Format::Lma => Box::new(Lma::new(layout, cd, elems)),
-        Format::MatrixFree => Box::new(MatrixFree::new(cpu, layout, cd)?),
+        Format::LazyEll => {
+            let m = LazyEll::assemble(&cd, &elems);
+            let slots = m.0.width * m.0.n_rows;
+            (Box::new(m), (0, slots))
+        }
+        Format::Lma => (Box::new(Lma::new(layout, cd, elems)), (0, 0)),
+        Format::MatrixFree => (Box::new(MatrixFree::new(cpu, layout, cd)?), (0, 0)),
     };
-    Ok((op, b))
+    Ok((op, b, stored))
 }
 
 /// Where the mesh of a solve comes from.
@@ -320,15 +343,39 @@ pub fn solve_cpu_with<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions, stage:
     let (mesh, space, layout) = discretise(opts, stage)?;
     stage("assembly");
     let t0 = Instant::now();
-    let (op, b) = build_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant, opts.symmetric, opts.kappa.as_deref())?;
+    let (op, b, (nnz, slots)) = build_cpu_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant, opts.symmetric, opts.kappa.as_deref())?;
     let assembly_seconds = t0.elapsed().as_secs_f64();
-    let mut x = vec![T::ZERO; layout.n_rows];
+    // Benchmarks start CG from a random guess, as on the GPU.
+    let mut x = if opts.benchmark { crate::conformance::values::<T>(layout.n_rows, 17) } else { vec![T::ZERO; layout.n_rows] };
     stage("CG");
     let t1 = Instant::now();
     let report = cg(cpu, &op, &b, &mut x, opts.cg)?;
     let solve_seconds = t1.elapsed().as_secs_f64();
+    let bench = if opts.benchmark {
+        stage("timing the product and the copy");
+        let bytes = spmv_bytes::<T>(opts.format, &layout, nnz, slots, mesh.dim, opts.symmetric);
+        Some(bench_spmv(cpu, &*op, &x, bytes, usize::MAX)?)
+    } else {
+        None
+    };
     stage("L2 error");
-    Ok(PoissonReport::new::<T>(cpu, mesh, space, &layout, opts, cpu.name(), report, &x, assembly_seconds, solve_seconds))
+    let mut r = PoissonReport::new::<T>(cpu, mesh, space, &layout, opts, cpu.name(), report, &x, assembly_seconds, solve_seconds);
+    r.spmv = bench;
+    Ok(r)
+}
+
+/// One product of `op` at `x`, timed against a copy of the same bytes
+/// (at most `max_buffer` a buffer) on the same backend: both in batches,
+/// as CG issues them (on the GPU the atomic formats' zeroing launch and
+/// their kernel then queue behind the previous product). `bytes`: the
+/// minimum and the model bytes of the product.
+fn bench_spmv<B: Backend, T: Scalar>(b: &B, op: &dyn LinearOperator<B, T>, x: &B::Vector<T>, bytes: (usize, usize), max_buffer: usize) -> Result<SpmvBench> {
+    let (bytes, model_bytes) = bytes;
+    let mut y = b.zeros::<T>(b.len(x))?;
+    let t = crate::timing::measure_batched(b, 3, 20, SPMV_BATCH, || op.apply(b, x, &mut y))?;
+    let copy = crate::roofline::copy_bandwidth_batched(b, (bytes / 2).min(max_buffer).max(8), 20, SPMV_BATCH)?;
+    let bps = bytes as f64 / t.median;
+    Ok(SpmvBench { seconds: t.median, bytes, model_bytes, bytes_per_second: bps, roofline_fraction: bps / copy.bytes_per_second, copy_bytes_per_second: copy.bytes_per_second, copy_bytes: copy.bytes_moved })
 }
 
 /// The mesh, its DOFs and the rows of the solve.
@@ -497,17 +544,8 @@ pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Po
     let report = report.expect("solved");
     let bench = if opts.benchmark {
         stage("timing the product and the copy");
-        let (bytes, model_bytes) = spmv_bytes::<T>(opts.format, &layout, nnz, slots, mesh.dim, opts.symmetric);
-        let mut y = gpu.zeros::<T>(layout.n_rows)?;
-        // Products are timed in batches, as CG issues them (the atomic
-        // formats' zeroing launch and their kernel then queue behind the
-        // previous product), against a copy of the same bytes timed alike.
-        let t = crate::timing::measure_batched(gpu, 3, 20, SPMV_BATCH, || op.apply(gpu, &x, &mut y))?;
-        let buffer = (bytes / 2).min(gpu.free_bytes()? * 2 / 5).max(8);
-        let copy = crate::roofline::copy_bandwidth_batched(gpu, buffer, 20, SPMV_BATCH)?;
-        let bps = bytes as f64 / t.median;
-        let (copy_bytes_per_second, copy_bytes) = (copy.bytes_per_second, copy.bytes_moved);
-        Some(SpmvBench { seconds: t.median, bytes, model_bytes, bytes_per_second: bps, roofline_fraction: bps / copy_bytes_per_second, copy_bytes_per_second, copy_bytes })
+        let bytes = spmv_bytes::<T>(opts.format, &layout, nnz, slots, mesh.dim, opts.symmetric);
+        Some(bench_spmv(gpu, &*op, &x, bytes, gpu.free_bytes()? * 2 / 5)?)
     } else {
         None
     };
