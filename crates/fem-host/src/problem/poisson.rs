@@ -77,26 +77,11 @@ impl std::str::FromStr for Format {
     }
 }
 
-/// The operator of `layout` in `format`, and the load vector; `kappa`:
-/// each cell's material factor on κ.
+/// The operator of `layout` in `format`, the load vector, and the
+/// entries a global format stores (CSR nonzeros, ELLPACK slots) for the
+/// bytes model of its product; `kappa`: each cell's material factor on κ.
 #[allow(clippy::too_many_arguments)]
 pub fn build_operator<T: Scalar>(
-    cpu: &CpuBackend,
-    mesh: &Mesh,
-    layout: &Layout,
-    degree: usize,
-    format: Format,
-    variant: LocalVariant,
-    symmetric: bool,
-    kappa: Option<&[f64]>,
-) -> Result<(Box<dyn LinearOperator<CpuBackend, T>>, Vec<T>)> {
-    build_cpu_operator(cpu, mesh, layout, degree, format, variant, symmetric, kappa).map(|(op, b, _)| (op, b))
-}
-
-/// [`build_operator`], and the entries a global format stores (CSR
-/// nonzeros, ELLPACK slots) for the bytes model of its product.
-#[allow(clippy::too_many_arguments)]
-fn build_cpu_operator<T: Scalar>(
     cpu: &CpuBackend,
     mesh: &Mesh,
     layout: &Layout,
@@ -343,7 +328,7 @@ pub fn solve_cpu_with<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions, stage:
     let (mesh, space, layout) = discretise(opts, stage)?;
     stage("assembly");
     let t0 = Instant::now();
-    let (op, b, (nnz, slots)) = build_cpu_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant, opts.symmetric, opts.kappa.as_deref())?;
+    let (op, b, (nnz, slots)) = build_operator::<T>(cpu, &mesh, &layout, opts.degree, opts.format, opts.variant, opts.symmetric, opts.kappa.as_deref())?;
     let assembly_seconds = t0.elapsed().as_secs_f64();
     // Benchmarks start CG from a random guess, as on the GPU.
     let mut x = if opts.benchmark { crate::conformance::values::<T>(layout.n_rows, 17) } else { vec![T::ZERO; layout.n_rows] };
@@ -777,7 +762,7 @@ mod tests {
                     let layout = Layout::new(&space, mode);
                     let x = crate::conformance::values::<f64>(layout.n_rows, 3);
                     let mut want = vec![0.0; layout.n_rows];
-                    let (csr, b0) = build_operator::<f64>(&cpu, &mesh, &layout, p, Format::Csr, LocalVariant::Reuse, false, None).unwrap();
+                    let (csr, b0, _) = build_operator::<f64>(&cpu, &mesh, &layout, p, Format::Csr, LocalVariant::Reuse, false, None).unwrap();
                     csr.apply(&cpu, &x, &mut want).unwrap();
                     let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
                     // Redundant compute costs nb²·nq^D geometry evaluations
@@ -785,7 +770,7 @@ mod tests {
                     let variants: &[LocalVariant] = if space.dofs_per_cell() > 64 { &[LocalVariant::Reuse] } else { &[LocalVariant::Reuse, LocalVariant::Redundant] };
                     for format in Format::ALL {
                         for &variant in variants {
-                            let (op, b) = build_operator::<f64>(&cpu, &mesh, &layout, p, format, variant, variant == LocalVariant::Redundant, None).unwrap();
+                            let (op, b, _) = build_operator::<f64>(&cpu, &mesh, &layout, p, format, variant, variant == LocalVariant::Redundant, None).unwrap();
                             let mut got = vec![0.0; layout.n_rows];
                             op.apply(&cpu, &x, &mut got).unwrap();
                             let err = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
@@ -812,7 +797,7 @@ mod tests {
         let layout = Layout::new(&space, DirichletMode::Eliminate);
         assert_eq!(layout.n_rows, 0);
         for format in Format::ALL {
-            let (op, b) = build_operator::<f64>(&cpu, &mesh, &layout, 1, format, LocalVariant::Reuse, false, None).unwrap();
+            let (op, b, _) = build_operator::<f64>(&cpu, &mesh, &layout, 1, format, LocalVariant::Reuse, false, None).unwrap();
             assert!(b.is_empty());
             op.apply(&cpu, &Vec::new(), &mut Vec::new()).unwrap();
             let err = op.apply(&cpu, &vec![1.0], &mut Vec::new()).unwrap_err();
