@@ -257,6 +257,9 @@ fn hole_benchmark_json_has_the_solver_fields() {
     let out = fem(&["solve", "--problem", "hole", "--solver", "cg", "--precond", "spai", "--levels", "2", "--backend", "cpu"]);
     assert_eq!(out.status.code(), Some(1), "SPAI is refused as a CG preconditioner");
     assert!(String::from_utf8_lossy(&out.stderr).contains("not symmetric"));
+    let out = fem(&["solve", "--problem", "hole", "--levels", "2", "--backend", "cpu", "--bench"]);
+    assert_eq!(out.status.code(), Some(1), "--bench is refused, not ignored");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--bench"));
 }
 
 #[test]
