@@ -98,11 +98,11 @@ pub struct Constraints {
 /// `nc` components.
 pub type ValueInTime = Arc<dyn Fn(&[f64; 3], f64, &mut [f64]) + Send + Sync>;
 
-/// Rows held at values of time: each row's point, and the function.
+/// Rows held at values of time: each row with its node's point, and the
+/// function.
 #[derive(Clone)]
 struct Moving {
-    rows: Vec<u32>,
-    points: Vec<[f64; 3]>,
+    rows: Vec<(u32, [f64; 3])>,
     value: ValueInTime,
 }
 
@@ -171,8 +171,8 @@ impl Constraints {
         value: impl Fn(&[f64; 3], f64, &mut [f64]) + Send + Sync + 'static,
     ) -> Result<Self> {
         let rows = self.hold(space, part, components, |x, v| value(x, 0.0, v))?;
-        let points = rows.iter().map(|&r| space.dof_coords[r as usize / self.nc]).collect();
-        self.moving.push(Moving { rows, points, value: Arc::new(value) });
+        let rows = rows.into_iter().map(|r| (r, space.dof_coords[r as usize / self.nc])).collect();
+        self.moving.push(Moving { rows, value: Arc::new(value) });
         Ok(self)
     }
 
@@ -201,11 +201,7 @@ impl Constraints {
         let mut taken = vec![false; self.fixed.len()];
         rows.iter().for_each(|&r| taken[r as usize] = true);
         for m in &mut self.moving {
-            let keep: Vec<bool> = m.rows.iter().map(|&r| !taken[r as usize]).collect();
-            let mut k = keep.iter();
-            m.rows.retain(|_| *k.next().expect("one flag per row"));
-            let mut k = keep.iter();
-            m.points.retain(|_| *k.next().expect("one flag per point"));
+            m.rows.retain(|&(r, _)| !taken[r as usize]);
         }
         self.moving.retain(|m| !m.rows.is_empty());
         Ok(rows)
@@ -214,7 +210,7 @@ impl Constraints {
     /// The rows held at values of time, in the order of
     /// [`Self::moving_values`] (empty when every value is constant).
     pub fn moving_rows(&self) -> Vec<u32> {
-        self.moving.iter().flat_map(|m| m.rows.iter().copied()).collect()
+        self.moving.iter().flat_map(|m| m.rows.iter().map(|&(r, _)| r)).collect()
     }
 
     /// The values of [`Self::moving_rows`] at time `t`, into `out`.
@@ -222,9 +218,9 @@ impl Constraints {
         out.clear();
         let mut v = vec![0.0; self.nc];
         for m in &self.moving {
-            for (&r, x) in m.rows.iter().zip(&m.points) {
+            for (r, x) in &m.rows {
                 (m.value)(x, t, &mut v);
-                out.push(v[r as usize % self.nc]);
+                out.push(v[*r as usize % self.nc]);
             }
         }
     }

@@ -63,16 +63,16 @@ pub struct TimeReport {
 /// The mass matrix of the set-up's field as CSR values of its pattern,
 /// zero in fixed rows and columns: the tangent's.
 pub fn mass_values<K: Kernels<f64>>(setup: &Setup<K>, space: &NodalSpace) -> Vec<f64> {
-    mass(setup, space, false)
+    mass(setup, &mass_ematrices(space, setup.physics.variant.nc), false)
 }
 
-/// The mass matrix as CSR values of the set-up's pattern, zero in fixed
-/// rows, and in fixed columns unless `held_columns`.
-fn mass<K: Kernels<f64>>(setup: &Setup<K>, space: &NodalSpace, held_columns: bool) -> Vec<f64> {
-    let e = mass_ematrices(space, setup.physics.variant.nc);
-    let nl = space.nb() * setup.physics.variant.nc;
+/// The mass matrix of the element mass matrices `e` as CSR values of the
+/// set-up's pattern, zero in fixed rows, and in fixed columns unless
+/// `held_columns`.
+fn mass<K: Kernels<f64>>(setup: &Setup<K>, e: &[f64], held_columns: bool) -> Vec<f64> {
+    let nl = setup.physics.variant.n_local();
     let mut values = vec![0.0; setup.csr.nnz()];
-    for (k, (&p, v)) in setup.entry_pos.iter().zip(&e).enumerate() {
+    for (k, (&p, v)) in setup.entry_pos.iter().zip(e).enumerate() {
         if p != NONE {
             values[p as usize] += v;
         } else if held_columns {
@@ -164,8 +164,10 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
         None => None,
     };
     let mut w = Workspace::new(b, setup, o.newton.precond)?;
-    let mass_values = b.upload(&mass_values(setup, space))?;
-    let mass = w.matrix_like(b, setup, &b.upload(&mass(setup, space, true))?)?;
+    // the element mass matrices once, for both forms
+    let e = mass_ematrices(space, setup.physics.variant.nc);
+    let mass_values = b.upload(&mass(setup, &e, false))?;
+    let mass = w.matrix_like(b, setup, &b.upload(&mass(setup, &e, true))?)?;
     let n = setup.n_rows();
     let mut u = b.upload(u0)?;
     let (mut previous, mut rhs, mut tmp) = (b.zeros(n)?, b.zeros(n)?, b.zeros(n)?);
