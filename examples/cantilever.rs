@@ -45,7 +45,7 @@ fn cantilever<K: fem::kernels::pointwise::Kernels<f64> + 'static, B: NewtonOps>(
     // forces dwarf the load): full Newton steps, from the last load step
     let options = NewtonOptions { rtol: 1e-9, line_search: LineSearch::Full, ..Default::default() };
     // one workspace on the backend for every step, the load scaled there
-    let mut w = Workspace::new(b, &setup, options.precond)?;
+    let mut w = Workspace::new(b, &setup, &options)?;
     let (mut x, mut out) = (b.upload(&bcs.initial())?, Vec::new());
     let mut u = Vec::new();
     for k in 1..=steps {

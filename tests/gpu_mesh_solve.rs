@@ -124,7 +124,7 @@ fn gpu_preconditioners_equal_the_cpus() {
 fn gpu_time_steps_equal_the_cpus() {
     use fem::host::operator::pointwise::Aux;
     use fem::host::problem::nonlinear::time::{integrate, Scheme, TimeOptions};
-    use fem::host::problem::nonlinear::{NewtonOptions, Setup};
+    use fem::host::problem::nonlinear::{Assembly, NewtonOptions, Setup};
     use fem::host::space::{BoundaryPart, Constraints, NodalSpace};
     let Some(gpu) = common::gpu("gpu_time_steps_equal_the_cpus") else { return };
     let cpu = CpuBackend::new(None).unwrap();
@@ -133,13 +133,50 @@ fn gpu_time_steps_equal_the_cpus() {
     let bcs = Constraints::none(&space, 1).dirichlet_in_time(&space, &BoundaryPart::All, |x, t, u| u[0] = (5.0 * t).sin() * x[0]).unwrap();
     let setup = Setup::<fem::kernels::physics::Poisson>::constrained(&cpu, &space, Aux::Nodal(&coefficients), &bcs, None).unwrap();
     let u0 = bcs.initial();
-    for scheme in [Scheme::Theta(0.5), Scheme::Bdf2] {
-        let o = TimeOptions { dt: 0.01, steps: 10, scheme, newton: NewtonOptions { krylov_rtol: 1e-12, ..Default::default() } };
+    for (scheme, assembly) in [(Scheme::Theta(0.5), Assembly::Auto), (Scheme::Bdf2, Assembly::Auto), (Scheme::Bdf2, Assembly::Lma)] {
+        let o = TimeOptions { dt: 0.01, steps: 10, scheme, newton: NewtonOptions { krylov_rtol: 1e-12, assembly, ..Default::default() } };
         let (want, _) = integrate(&cpu, &setup, &space, &u0, Some(&bcs), &o, &mut |_, _, _| Ok(())).unwrap();
         let (got, report) = integrate(&gpu, &setup, &space, &u0, Some(&bcs), &o, &mut |_, _, _| Ok(())).unwrap();
         assert_eq!(report.steps.len(), 10);
         let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-        assert!(scale > 0.01 && diff <= 1e-10 * scale, "{scheme:?}: {diff:e} of {scale:e}");
+        assert!(scale > 0.01 && diff <= 1e-10 * scale, "{scheme:?} {assembly}: {diff:e} of {scale:e}");
+    }
+}
+
+/// Every storage of the tangent on the GPU (every sparse format that
+/// keeps the rows' numbering, and element matrices) gives the CPU's CSR
+/// solution, on element sizes of 3 (P1 triangles) to 30 (P2 tetrahedra,
+/// elasticity) entries a row.
+#[test]
+fn every_tangent_storage_on_the_gpu_gives_the_cpus_solution() {
+    use fem::host::problem::nonlinear::Assembly;
+    use fem::host::sparse::SpmvFormat;
+    let Some(gpu) = common::gpu("every_tangent_storage_on_the_gpu_gives_the_cpus_solution") else { return };
+    let (gpu, cpu) = (AnyBackend::Cuda(gpu), AnyBackend::Cpu(CpuBackend::new(None).unwrap()));
+    let simplex = |dim, n| GmshMesh::from_simplex_mesh(&SimplexBox::unstructured(dim, n, 3).build().unwrap());
+    let tensor = |dim, n| {
+        let m = BoxMesh::unstructured(dim, n, 3).build().unwrap();
+        GmshMesh::from_box_mesh(&m, &vec![0; m.n_cells()], &["domain"]).unwrap()
+    };
+    let cases = [(simplex(2, 24), Physics::Poisson, 1), (simplex(3, 4), Physics::Elasticity, 2), (tensor(3, 5), Physics::Poisson, 2), (tensor(3, 5), Physics::Elasticity, 1)];
+    let mut storages: Vec<Assembly> = [SpmvFormat::Csr, SpmvFormat::Ell, SpmvFormat::EllT, SpmvFormat::K1, SpmvFormat::K2].map(Assembly::Sparse).into();
+    if fem::host::sparse::cusparse::CusparseCsr::<f64>::available() {
+        storages.push(Assembly::Sparse(SpmvFormat::Cusparse));
+    }
+    storages.push(Assembly::Lma);
+    for (file, physics, degree) in &cases {
+        let mut o = options(*physics, *degree);
+        o.newton.assembly = Assembly::Sparse(SpmvFormat::Csr);
+        let (_, want, _) = run(&cpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for &assembly in &storages {
+            o.newton.assembly = assembly;
+            let (_, got, report) = run(&gpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+            let label = format!("{physics:?} p = {degree}, {assembly}");
+            assert!(report.newton.converged, "{label}");
+            let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(diff <= 1e-10 * scale, "{label}: {diff:e} of {scale:e}");
+        }
     }
 }

@@ -28,7 +28,7 @@ fn expected_kernels() -> Vec<String> {
         .collect();
     names.push("fem_fast_math_check".into());
     for t in ["f32", "f64"] {
-        for k in ["gather_values", "scatter_add", "warp_spmv_remap0_unit0", "warp_spmv_remap1_unit0", "warp_spmv_remap1_unit1", "ssor_csr_forward0", "ssor_csr_forward1", "ssor_ell_forward0", "ssor_ell_forward1"] {
+        for k in ["gather_values", "scatter_add", "warp_spmv_remap0_unit0", "warp_spmv_remap1_unit0", "warp_spmv_remap1_unit1", "ssor_csr_forward0", "ssor_csr_forward1", "ssor_ell_forward0", "ssor_ell_forward1", "element_spmv", "element_diagonal_add", "reciprocal"] {
             names.push(format!("fem_{k}_{t}"));
         }
         names.extend([1, 2, 4, 8, 16, 32].map(|n| format!("fem_ellt_spmv_tpr{n}_{t}")));

@@ -25,6 +25,12 @@ pub fn mul<T: Real>(x: T, y: T) -> T {
     x * y
 }
 
+/// `yᵢ = 1 / xᵢ`, one element (an inverse diagonal from a diagonal).
+#[inline(always)]
+pub fn reciprocal<T: Real>(x: T) -> T {
+    T::ONE / x
+}
+
 /// One step of the running sum of `Σ xᵢyᵢ`.
 #[inline(always)]
 pub fn dot_term<T: Real>(acc: T, x: T, y: T) -> T {

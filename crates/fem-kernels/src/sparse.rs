@@ -753,6 +753,58 @@ pub unsafe fn ellt_part<T: Real>(
     acc
 }
 
+/// Entries of an element row that one thread of [`element_row_part`]
+/// loads together.
+pub const ELEMENT_CHUNK: usize = 4;
+
+/// Entries `lane, lane + step, …` of row `row` of element matrices of
+/// any size times the global `x`: the product of the local matrix
+/// approach for a `#[fem_kernel]` physics, whose element sizes (nodes ×
+/// components) are known at run time only. Element `e`'s matrix is `nl` ×
+/// `nl`, row-major, after those of the elements before it, so row `row`
+/// (`e·nl + i`) starts at `row·nl`; column `j` reads `x[map[e·nl + j]]`
+/// and is skipped where the map holds [`NONE`] (a fixed column). A group
+/// of `step` threads shares a row. The entries go in chunks of
+/// [`ELEMENT_CHUNK`]: all their map entries and values are loaded, then
+/// all their inputs, so a GPU thread waits two memory latencies per chunk
+/// instead of two per entry.
+///
+/// # Safety
+/// `k` holds `nl` entries from `row·nl`, `map` `nl` from `e·nl`; map
+/// entries other than [`NONE`] index `x`.
+#[inline(always)]
+pub unsafe fn element_row_part<T: Real>(row: usize, nl: usize, lane: usize, step: usize, k: *const T, map: *const u32, x: *const T) -> T {
+    let (first, start) = (row / nl * nl, row * nl);
+    let mut s = T::ZERO;
+    let mut j = lane;
+    while j < nl {
+        let (mut m, mut v) = ([NONE; ELEMENT_CHUNK], [T::ZERO; ELEMENT_CHUNK]);
+        unroll::<ELEMENT_CHUNK>(|q| {
+            let c = j + q * step;
+            if c < nl {
+                (m[q], v[q]) = (*map.add(first + c), *k.add(start + c));
+            }
+        });
+        unroll::<ELEMENT_CHUNK>(|q| {
+            if m[q] != NONE {
+                s = v[q].mad(*x.add(m[q] as usize), s);
+            }
+        });
+        j += ELEMENT_CHUNK * step;
+    }
+    s
+}
+
+/// The diagonal entry of row `row` of element matrices laid out as in
+/// [`element_row_part`].
+///
+/// # Safety
+/// `k` holds entry `row·nl + row mod nl`.
+#[inline(always)]
+pub unsafe fn element_diagonal<T: Real>(row: usize, nl: usize, k: *const T) -> T {
+    *k.add(row * nl + row % nl)
+}
+
 /// `src[i]`'s value of `from`, zero where `src[i]` is [`NONE`]: a format's
 /// values refilled from new CSR values through the slot → CSR position map
 /// its construction recorded (the reordering of Wong et al. §6).

@@ -345,7 +345,7 @@ impl<T: Scalar> Spmv<CudaBackend, T> for GpuEllT<T> {
 }
 
 /// `threads` threads in blocks of `block`.
-fn blocks_of(threads: usize, block: u32) -> LaunchConfig {
+pub(crate) fn blocks_of(threads: usize, block: u32) -> LaunchConfig {
     let blocks = threads.div_ceil(block as usize).clamp(1, u32::MAX as usize) as u32;
     LaunchConfig {
         grid_dim: (blocks, 1, 1),

@@ -25,6 +25,12 @@ pub unsafe fn mul<T: Real>(n: usize, x: *const T, y: *const T, z: *mut T) {
     with_lanes!(T, L => stream_map::<T, 2, L>(n, [x, y], z, |[a, b]| blas::mul(a, b)))
 }
 
+/// `y ← 1 / x` element-wise over `n` elements.
+#[kernel(f32, f64)]
+pub unsafe fn reciprocal<T: Real>(n: usize, x: *const T, y: *mut T) {
+    with_lanes!(T, L => stream_map::<T, 1, L>(n, [x], y, |[a]| blas::reciprocal(a)))
+}
+
 /// `dst ← src` over `n` elements: the copy-kernel bandwidth probe, compared
 /// against the driver's device-to-device copy.
 #[kernel(f32, f64)]

@@ -4,7 +4,7 @@
 
 use crate::device::*;
 use crate::launch::WARP;
-use crate::sparse::{coloured_row, ellt_part, gathered, slice_lane_part, swept, Slice, NONE};
+use crate::sparse::{coloured_row, element_diagonal, element_row_part, ellt_part, gathered, slice_lane_part, swept, Slice, NONE};
 use fem_core::Real;
 use fem_macros::kernel;
 
@@ -99,6 +99,44 @@ pub unsafe fn scatter_add<T: Real>(n: usize, pos: *const u32, src: *const T, dst
             atomic_add(dst.add(p as usize), *src.add(i));
         }
         i += grid_size_x();
+    }
+}
+
+/// The local matrix approach for elements of any size: `y[map[row]] +=
+/// Σ_j K[row, j] x[map[e·nl + j]]` by atomic adds over the `rows`
+/// element rows, `lanes` consecutive threads per row (a power of two up
+/// to 32) summed by shuffles; rows and columns whose map entry is
+/// [`NONE`] are skipped ([`element_row_part`]). Launch `rows · lanes`
+/// threads in blocks of whole warps.
+#[kernel(f32, f64)]
+pub unsafe fn element_spmv<T: Real>(rows: usize, nl: usize, lanes: u32, k: *const T, map: *const u32, x: *const T, y: *mut T) {
+    let gid = global_idx_x();
+    let (row, lane) = (gid / lanes as usize, gid % lanes as usize);
+    let part = if row < rows {
+        element_row_part(row, nl, lane, lanes as usize, k, map, x)
+    } else {
+        T::ZERO
+    };
+    let sum = group_sum(part, lanes);
+    if lane == 0 && row < rows {
+        let m = *map.add(row);
+        if m != NONE {
+            atomic_add(y.add(m as usize), sum);
+        }
+    }
+}
+
+/// `d[map[row]] += K[row, row mod nl]` over the `rows` element rows
+/// (skipping [`NONE`]): the assembled diagonal of element matrices.
+#[kernel(f32, f64)]
+pub unsafe fn element_diagonal_add<T: Real>(rows: usize, nl: usize, k: *const T, map: *const u32, d: *mut T) {
+    let mut row = global_idx_x();
+    while row < rows {
+        let m = *map.add(row);
+        if m != NONE {
+            atomic_add(d.add(m as usize), element_diagonal(row, nl, k));
+        }
+        row += grid_size_x();
     }
 }
 

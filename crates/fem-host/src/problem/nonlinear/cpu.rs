@@ -1,17 +1,71 @@
 //! The Newton solver's operations on the CPU: the physics' generated CPU
-//! variants on rayon, assembly by the serial scatter through the position
-//! maps (the boundary term's facets after the cells), CSR for CG.
+//! variants on rayon; the residual's assembly and element matrices'
+//! products sum each row's entries in parallel through the transposed
+//! position map ([`Sources`]), the tangent's assembly scatters serially
+//! (the boundary term's facets after the cells); the tangent in any CPU
+//! sparse format or as element matrices, whose rows are the per-item
+//! functions the GPU kernels apply.
 
 use super::{NewtonOps, Setup};
 use crate::operator::pointwise::{scatter_add, Pointwise};
-use crate::sparse::{gather_into, Spmv};
+use crate::sparse::device::prepare_cpu;
+use crate::sparse::params::SpmvParams;
+use crate::sparse::stats::RowStats;
+use crate::sparse::{gather_into, Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, Result};
 use fem_kernels::pointwise::Kernels;
+use fem_kernels::sparse::{element_diagonal, element_row_part};
+use rayon::prelude::*;
 
 /// `inv[r] = 1 / kflat[diag_pos[r]]`: the inverse diagonal of CSR values.
 pub(crate) fn inverse_diagonal(diag_pos: &[u32], kflat: &[f64], inv: &mut [f64]) {
     for (i, &p) in inv.iter_mut().zip(diag_pos) {
         *i = 1.0 / kflat[p as usize];
+    }
+}
+
+/// The element rows that add into each global row: a position map
+/// transposed, so that rows sum their entries in parallel (without
+/// atomics, in the order a serial scatter would add them).
+pub(crate) struct Sources {
+    start: Vec<usize>,
+    items: Vec<u32>,
+}
+
+impl Sources {
+    /// The transpose of `pos` (entries at `u32::MAX` dropped) over `rows` rows.
+    pub(crate) fn new(pos: &[u32], rows: usize) -> Self {
+        let mut start = vec![0usize; rows + 1];
+        for &p in pos.iter().filter(|&&p| p != u32::MAX) {
+            start[p as usize + 1] += 1;
+        }
+        for r in 0..rows {
+            start[r + 1] += start[r];
+        }
+        let mut next = start.clone();
+        let mut items = vec![0u32; start[rows]];
+        for (k, &p) in pos.iter().enumerate().filter(|(_, &p)| p != u32::MAX) {
+            items[next[p as usize]] = k as u32;
+            next[p as usize] += 1;
+        }
+        Self { start, items }
+    }
+
+    /// `out[r] += Σ v[k]` over the entries `k` of row `r`.
+    pub(crate) fn add(&self, cpu: &CpuBackend, v: &[f64], out: &mut [f64]) {
+        self.add_with(cpu, |k| v[k], out)
+    }
+
+    /// `out[r] += Σ entry(k)` over the entries `k` of row `r`: entries
+    /// computed where they are summed, each once.
+    pub(crate) fn add_with(&self, cpu: &CpuBackend, entry: impl Fn(usize) -> f64 + Sync, out: &mut [f64]) {
+        cpu.install(|| {
+            out.par_iter_mut().enumerate().for_each(|(r, o)| {
+                for &k in &self.items[self.start[r]..self.start[r + 1]] {
+                    *o += entry(k as usize);
+                }
+            })
+        });
     }
 }
 
@@ -30,6 +84,10 @@ pub struct CpuState {
     /// What the residual's and the tangent's values start from.
     base: [Vec<f64>; 2],
     diag_pos: Vec<u32>,
+    /// 1 in fixed rows, 0 in free ones.
+    fixed: Vec<f64>,
+    /// The residual's position map transposed.
+    sources: Sources,
 }
 
 fn erase<K: Kernels<f64> + 'static>(p: Pointwise<f64, K>) -> Evaluate {
@@ -39,15 +97,17 @@ fn erase<K: Kernels<f64> + 'static>(p: Pointwise<f64, K>) -> Evaluate {
 impl NewtonOps for CpuBackend {
     type State = CpuState;
 
-    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>) -> Result<CpuState> {
+    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, lma: bool) -> Result<CpuState> {
         Ok(CpuState {
             cells: erase(setup.physics.clone()),
             facets: setup.facets.clone().map(|t| -> Evaluate { Box::new(move |cpu, jacobian, u| t.evaluate_cpu(cpu, jacobian, u)) }),
             cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
             gather: setup.gather.clone(),
-            pos: [setup.residual_pos.clone(), setup.entry_pos.clone()],
-            base: [setup.residual_base.clone(), setup.csr.val.clone()],
+            pos: [setup.residual_pos.clone(), if lma { Vec::new() } else { setup.entry_pos.clone() }],
+            base: [setup.residual_base.clone(), if lma { Vec::new() } else { setup.csr.val.clone() }],
             diag_pos: setup.diag_pos.clone(),
+            fixed: setup.fixed.iter().map(|&f| f as u8 as f64).collect(),
+            sources: Sources::new(&setup.residual_pos, setup.n_rows()),
         })
     }
 
@@ -75,8 +135,10 @@ impl NewtonOps for CpuBackend {
 
     fn assemble(&self, s: &CpuState, matrix: bool, elem: &Vec<f64>, out: &mut Vec<f64>) -> Result<()> {
         out.copy_from_slice(&s.base[matrix as usize]);
-        let pos = &s.pos[matrix as usize];
-        scatter_add(pos, &elem[..pos.len()], out);
+        match matrix {
+            true => scatter_add(&s.pos[1], &elem[..s.pos[1].len()], out),
+            false => s.sources.add(self, elem, out),
+        }
         Ok(())
     }
 
@@ -85,11 +147,36 @@ impl NewtonOps for CpuBackend {
         Ok(())
     }
 
-    fn matrix<K: Kernels<f64>>(&self, _: &CpuState, setup: &Setup<K>) -> Result<Box<dyn Spmv<CpuBackend, f64>>> {
-        Ok(Box::new(setup.csr.clone()))
+    fn default_format(&self) -> SpmvFormat {
+        SpmvFormat::Csr
+    }
+
+    fn matrix<K: Kernels<f64>>(&self, _: &CpuState, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<CpuBackend, f64>>> {
+        prepare_cpu(self, &setup.csr, format, &SpmvParams::a_priori(&RowStats::of(&setup.csr)))
+    }
+
+    fn element_product(&self, s: &CpuState, kelem: &Vec<f64>, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
+        let (map, nl) = (&s.pos[0], kelem.len() / s.pos[0].len().max(1));
+        self.mul(&s.fixed, x, y)?;
+        // SAFETY: the map's entries index x, kelem holds nl entries per row
+        s.sources.add_with(self, |r| unsafe { element_row_part(r, nl, 0, 1, kelem.as_ptr(), map.as_ptr(), x.as_ptr()) }, y);
+        Ok(())
+    }
+
+    fn element_diagonal(&self, s: &CpuState, kelem: &Vec<f64>, d: &mut Vec<f64>) -> Result<()> {
+        let nl = kelem.len() / s.pos[0].len().max(1);
+        d.copy_from_slice(&s.fixed);
+        // SAFETY: kelem holds nl entries per row of the map
+        s.sources.add_with(self, |r| unsafe { element_diagonal(r, nl, kelem.as_ptr()) }, d);
+        Ok(())
+    }
+
+    fn reciprocal(&self, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
+        y.iter_mut().zip(x).for_each(|(y, &x)| *y = fem_kernels::blas::reciprocal(x));
+        Ok(())
     }
 
     fn describe(&self, _: &CpuState) -> String {
-        format!("{}, assembly by serial scatter, the tangent in CSR", self.name())
+        format!("{}, residual assembly by row sums, tangent assembly by serial scatter", self.name())
     }
 }

@@ -2,19 +2,22 @@
 //! device across iterations. Element residuals and tangents by thread
 //! transposition (the physics' generated entry points), assembly by atomic
 //! adds through the position maps (fixed rows and columns skipped), the
-//! tangent's values refilled into ELL-WARP for CG.
+//! tangent's values refilled into a sparse format (ELL-WARP K2 unless
+//! another is asked for), or its element matrices applied by
+//! `fem_element_spmv` (gather, dense row, atomic scatter in one pass).
 
 use super::{NewtonOps, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{GpuFacetTerm, GpuPointwise, Transposition};
-use crate::sparse::device::{gpu_gather, GpuEllWarp};
+use crate::sparse::device::{blocks_of, gpu_gather, prepare_gpu, GpuEllWarp};
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
 use crate::sparse::warp::{EllWarp, Numbering};
-use crate::sparse::Spmv;
+use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, CudaBackend, Result};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use fem_kernels::pointwise::Kernels;
+use fem_kernels::sparse::ELEMENT_CHUNK;
 
 /// The assembled matrix `csr` (values refilled later) as ELL-WARP K2 with
 /// the a-priori threshold and block, x and y in the original numbering.
@@ -51,22 +54,34 @@ pub struct GpuState {
     /// cell, for tangents too large for shared memory).
     launch: (Transposition, Option<Transposition>),
     gather: CudaSlice<u32>,
-    /// Residual and tangent targets of the element values.
+    /// Residual and tangent targets of the element values (the tangent's
+    /// empty when it stays element matrices).
     pos: [CudaSlice<u32>; 2],
     /// What the residual's and the tangent's values start from before the
     /// adds (minus the load; 1 on fixed diagonals).
     base: [CudaSlice<f64>; 2],
     diag_pos: CudaSlice<u32>,
+    /// 1 in fixed rows, 0 in free ones.
+    fixed: CudaSlice<f64>,
+}
+
+/// Threads per element row of `fem_element_spmv` for `nl` × `nl`
+/// element matrices: enough that each loads its entries in one chunk of
+/// [`ELEMENT_CHUNK`], up to a warp.
+pub(crate) fn element_lanes(nl: usize) -> u32 {
+    (nl.div_ceil(ELEMENT_CHUNK).next_power_of_two() as u32).min(32)
 }
 
 impl NewtonOps for CudaBackend {
     type State = GpuState;
 
-    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>) -> Result<GpuState> {
+    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, lma: bool) -> Result<GpuState> {
         let s = self.stream();
         let (ne, nl) = (setup.physics.n_cells, setup.physics.variant.n_local());
         let nf = setup.facets.as_ref().map_or(0, |t| t.len());
-        self.ensure_free(8 * ((ne + nf) * nl * (nl + 3) + setup.csr.nnz() * 4 + setup.n_rows() * 12))?;
+        let assembled = if lma { 0 } else { (ne + nf) * nl * nl / 2 + setup.csr.nnz() * 4 };
+        self.ensure_free(8 * ((ne + nf) * nl * (nl + 3) + assembled + setup.n_rows() * 13))?;
+        let tangent = |v: &[u32]| if lma { s.alloc_zeros(1) } else { s.clone_htod(v) };
         let physics = GpuPointwise::new(self, &setup.physics)?;
         let shared = self.props().shared_mem_per_block_optin as usize;
         Ok(GpuState {
@@ -74,9 +89,10 @@ impl NewtonOps for CudaBackend {
             physics,
             facets: setup.facets.as_ref().map(|t| GpuFacetTerm::new(self, t)).transpose()?,
             gather: s.clone_htod(&setup.gather)?,
-            pos: [s.clone_htod(&setup.residual_pos)?, s.clone_htod(&setup.entry_pos)?],
-            base: [self.upload(&setup.residual_base)?, self.upload(&setup.csr.val)?],
+            pos: [s.clone_htod(&setup.residual_pos)?, tangent(&setup.entry_pos)?],
+            base: [self.upload(&setup.residual_base)?, if lma { self.zeros(1)? } else { self.upload(&setup.csr.val)? }],
             diag_pos: s.clone_htod(&setup.diag_pos)?,
+            fixed: self.upload(&setup.fixed.iter().map(|&f| f as u8 as f64).collect::<Vec<_>>())?,
         })
     }
 
@@ -114,12 +130,45 @@ impl NewtonOps for CudaBackend {
         inverse_diagonal(self, &s.diag_pos, kflat, inv)
     }
 
-    fn matrix<K: Kernels<f64>>(&self, _: &GpuState, setup: &Setup<K>) -> Result<Box<dyn Spmv<CudaBackend, f64>>> {
-        Ok(Box::new(warp_matrix(self, &setup.csr)?))
+    fn default_format(&self) -> SpmvFormat {
+        SpmvFormat::K2
+    }
+
+    fn matrix<K: Kernels<f64>>(&self, _: &GpuState, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<CudaBackend, f64>>> {
+        match format {
+            SpmvFormat::K2 => Ok(Box::new(warp_matrix(self, &setup.csr)?)),
+            f => prepare_gpu(self, &CpuBackend::new(None)?, &setup.csr, f, &SpmvParams::a_priori(&RowStats::of(&setup.csr))),
+        }
+    }
+
+    fn element_product(&self, s: &GpuState, kelem: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        self.mul(&s.fixed, x, y)?;
+        let (map, rows) = (&s.pos[0], s.pos[0].len());
+        let nl = kelem.len() / rows.max(1);
+        let lanes = element_lanes(nl);
+        let f = self.kernel::<f64>("element_spmv")?;
+        unsafe { self.stream().launch_builder(&f).arg(&rows).arg(&nl).arg(&lanes).arg(kelem).arg(map).arg(x).arg(y).launch(blocks_of(rows * lanes as usize, 256)) }?;
+        Ok(())
+    }
+
+    fn element_diagonal(&self, s: &GpuState, kelem: &CudaSlice<f64>, d: &mut CudaSlice<f64>) -> Result<()> {
+        self.copy(&s.fixed, d)?;
+        let (map, rows) = (&s.pos[0], s.pos[0].len());
+        let nl = kelem.len() / rows.max(1);
+        let f = self.kernel::<f64>("element_diagonal_add")?;
+        unsafe { self.stream().launch_builder(&f).arg(&rows).arg(&nl).arg(kelem).arg(map).arg(d).launch(self.grid::<f64>(rows, 0)) }?;
+        Ok(())
+    }
+
+    fn reciprocal(&self, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        let f = self.kernel::<f64>("reciprocal")?;
+        let n = x.len();
+        unsafe { self.stream().launch_builder(&f).arg(&n).arg(x).arg(y).launch(self.grid::<f64>(n, 0)) }?;
+        Ok(())
     }
 
     fn describe(&self, s: &GpuState) -> String {
         let tangent = s.launch.1.map_or("one thread per cell".to_string(), |t| format!("{} cell blocks per batch", t.blocks));
-        format!("{}, element kernels by thread transposition (residual {} cell blocks per batch, tangent {tangent}), assembly by atomics, the tangent in ELL-WARP", self.name(), s.launch.0.blocks)
+        format!("{}, element kernels by thread transposition (residual {} cell blocks per batch, tangent {tangent}), assembly by atomics", self.name(), s.launch.0.blocks)
     }
 }

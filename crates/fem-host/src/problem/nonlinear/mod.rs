@@ -2,8 +2,9 @@
 //! Dirichlet values on the boundary, on either backend and resident there:
 //! per iteration the residual and tangent are evaluated and assembled on
 //! the backend, the update solved by a Krylov method (CG, BiCGStab or
-//! GMRES) on the assembled tangent, preconditioned by Jacobi, SSOR or
-//! multigrid by rediscretisation ([`precond`]),
+//! GMRES) on the tangent, assembled in a sparse format or kept as element
+//! matrices ([`assembly`]), preconditioned by Jacobi, SSOR or multigrid by
+//! rediscretisation ([`precond`]),
 //! and a backtracking line search halves the step until the residual norm
 //! falls; only norms come back to the host.
 //!
@@ -17,19 +18,24 @@
 //! `u32::MAX`), and fixed diagonals start at 1, so the update is zero
 //! there and u keeps its boundary values.
 
+pub mod assembly;
 pub mod cpu;
 pub mod gpu;
 pub mod precond;
 pub mod time;
 
+pub use assembly::Assembly;
 pub use precond::{Levels, Precond};
+
+use assembly::{lma_inverse_diagonal, LmaOp, Storage};
 
 use super::phases::{timed, MatrixOp, Split};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{csr_pattern, field_rows, Aux, FacetTerm, Pointwise};
 use crate::solver::{bicgstab, gmres, pcg, CgOptions, Jacobi, PrecondOps};
 use crate::space::{BoundaryPart, Constraints, Load, NodalSpace};
-use crate::sparse::Spmv;
+use crate::operator::LinearOperator;
+use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
 use serde::Serialize;
@@ -182,8 +188,9 @@ impl<K: Kernels<f64>> Setup<K> {
 pub trait NewtonOps: PrecondOps {
     /// Uploaded data and prepared kernels.
     type State;
-    /// Copies the set-up to the backend.
-    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>) -> Result<Self::State>;
+    /// Copies the set-up to the backend; with `lma` the tangent's
+    /// assembly maps stay behind (its element matrices are applied as they are).
+    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, lma: bool) -> Result<Self::State>;
     /// E-vector `ue` of the global `u`.
     fn gather(&self, s: &Self::State, u: &Self::Vector<f64>, ue: &mut Self::Vector<f64>) -> Result<()>;
     /// Element residuals, or element tangents when `jacobian`.
@@ -195,8 +202,18 @@ pub trait NewtonOps: PrecondOps {
     fn assemble(&self, s: &Self::State, matrix: bool, elem: &Self::Vector<f64>, out: &mut Self::Vector<f64>) -> Result<()>;
     /// 1 / diagonal of the tangent's CSR values.
     fn inverse_diagonal(&self, s: &Self::State, kflat: &Self::Vector<f64>, inv: &mut Self::Vector<f64>) -> Result<()>;
-    /// The format CG applies the tangent in (values refilled each iteration).
-    fn matrix<K: Kernels<f64>>(&self, s: &Self::State, setup: &Setup<K>) -> Result<Box<dyn Spmv<Self, f64>>>;
+    /// The sparse format the tangent is assembled in by default.
+    fn default_format(&self) -> SpmvFormat;
+    /// The tangent's pattern in `format`, for the Krylov method (values
+    /// refilled at every update).
+    fn matrix<K: Kernels<f64>>(&self, s: &Self::State, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<Self, f64>>>;
+    /// `y ← K x` for the element matrices `kelem`, fixed rows and columns
+    /// left out, `y = x` in fixed rows.
+    fn element_product(&self, s: &Self::State, kelem: &Self::Vector<f64>, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
+    /// `d ←` the diagonal of the matrix of element matrices `kelem` (1 in fixed rows).
+    fn element_diagonal(&self, s: &Self::State, kelem: &Self::Vector<f64>, d: &mut Self::Vector<f64>) -> Result<()>;
+    /// `y ← 1 / x` element-wise.
+    fn reciprocal(&self, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
     /// The backend and its kernels, for reports.
     fn describe(&self, s: &Self::State) -> String;
 }
@@ -222,6 +239,8 @@ pub struct NewtonOptions {
     pub krylov: Krylov,
     /// Its preconditioner.
     pub precond: Precond,
+    /// How the tangent is stored for it.
+    pub assembly: Assembly,
 }
 
 /// The Krylov method that solves Newton's linear systems.
@@ -264,7 +283,7 @@ pub enum LineSearch {
 
 impl Default for NewtonOptions {
     fn default() -> Self {
-        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking, krylov: Krylov::Cg, precond: Precond::Jacobi }
+        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking, krylov: Krylov::Cg, precond: Precond::Jacobi, assembly: Assembly::Auto }
     }
 }
 
@@ -317,7 +336,7 @@ pub struct NewtonReport {
 /// stops being finite.
 pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, initial: &[f64], o: &NewtonOptions, progress: &mut dyn FnMut(&NewtonStep)) -> Result<(Vec<f64>, NewtonReport)> {
     crate::error::same_len("initial guess", initial.len(), setup.n_rows())?;
-    let mut w = Workspace::new(b, setup, o.precond)?;
+    let mut w = Workspace::new(b, setup, o)?;
     let mut u = b.upload(initial)?;
     let report = NewtonReport { setup_seconds: w.setup_seconds, ..w.newton(b, &mut u, o, None, progress)? };
     Ok((b.download(&u)?, report))
@@ -335,6 +354,8 @@ pub struct Extra<'a, B: Backend> {
     pub mass: &'a dyn Spmv<B, f64>,
     /// M's CSR values (zero in fixed rows and columns).
     pub mass_values: &'a B::Vector<f64>,
+    /// M's diagonal (zero in fixed rows).
+    pub mass_diagonal: &'a B::Vector<f64>,
     /// The known part.
     pub rhs: &'a B::Vector<f64>,
 }
@@ -355,7 +376,9 @@ pub(super) fn tangent_values<B: NewtonOps>(b: &B, state: &B::State, kelem: &B::V
 /// time-dependent problem.
 pub struct Workspace<B: NewtonOps> {
     state: B::State,
-    matrix: Box<dyn Spmv<B, f64>>,
+    storage: Storage,
+    /// The tangent's sparse format (`None` for element matrices).
+    matrix: Option<Box<dyn Spmv<B, f64>>>,
     trial: B::Vector<f64>,
     ue: B::Vector<f64>,
     relem: B::Vector<f64>,
@@ -372,25 +395,30 @@ pub struct Workspace<B: NewtonOps> {
 }
 
 impl<B: NewtonOps> Workspace<B> {
-    /// Uploads `setup`, builds the preconditioner `precond` and allocates
-    /// the work vectors.
-    pub fn new<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, precond: Precond) -> Result<Self> {
+    /// Uploads `setup`, stores its tangent as `o.assembly` says, builds
+    /// the preconditioner `o.precond` and allocates the work vectors.
+    pub fn new<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, o: &NewtonOptions) -> Result<Self> {
         let start = Instant::now();
         let n = setup.n_rows();
-        let state = b.prepare(setup)?;
-        let matrix = b.matrix(&state, setup)?;
+        let storage = o.assembly.resolve(setup, o.precond, b.default_format())?;
+        let state = b.prepare(setup, storage == Storage::Lma)?;
+        let (matrix, values) = match storage {
+            Storage::Sparse(f) => (Some(b.matrix(&state, setup, f)?), setup.csr.nnz()),
+            Storage::Lma => (None, 0),
+        };
         let mut w = Self {
+            storage,
             matrix,
             trial: b.zeros(n)?,
             ue: b.zeros(setup.gather.len())?,
             relem: b.zeros(setup.residual_pos.len())?,
             kelem: b.zeros(setup.entry_pos.len())?,
             r: b.zeros(n)?,
-            kflat: b.zeros(setup.csr.nnz())?,
+            kflat: b.zeros(values)?,
             delta: b.zeros(n)?,
             mu: b.zeros(n)?,
             jacobi: Jacobi { inv_diag: b.zeros(n)? },
-            precond: precond::Prepared::new(b, setup, precond)?,
+            precond: precond::Prepared::new(b, setup, o.precond)?,
             n,
             setup_seconds: 0.0,
             state,
@@ -400,11 +428,16 @@ impl<B: NewtonOps> Workspace<B> {
         Ok(w)
     }
 
-    /// Another matrix in the tangent's format, its values `values` (CSR
+    /// Another matrix in the tangent's format (the backend's default one
+    /// when the tangent is element matrices), its values `values` (CSR
     /// values of the set-up's pattern, on the backend): the mass matrix of
     /// a time-dependent problem.
     pub fn matrix_like<K: Kernels<f64>>(&self, b: &B, setup: &Setup<K>, values: &B::Vector<f64>) -> Result<Box<dyn Spmv<B, f64>>> {
-        let mut m = b.matrix(&self.state, setup)?;
+        let format = match self.storage {
+            Storage::Sparse(f) => f,
+            Storage::Lma => b.default_format(),
+        };
+        let mut m = b.matrix(&self.state, setup, format)?;
         m.reorder(b, values)?;
         Ok(m)
     }
@@ -460,23 +493,39 @@ impl<B: NewtonOps> Workspace<B> {
             // `ue` holds the gather of u from its residual.
             let (state, ue, kelem, kflat) = (&self.state, &self.ue, &mut self.kelem, &mut self.kflat);
             timed(b, &mut split.element, || b.elements(state, true, ue, kelem))?;
-            let (matrix, jacobi, pc) = (&mut self.matrix, &mut self.jacobi, &mut self.precond);
+            let (matrix, jacobi, pc, d) = (&mut self.matrix, &mut self.jacobi, &mut self.precond, &mut self.trial);
             timed(b, &mut split.assembly, || {
-                tangent_values(b, state, kelem, kflat, extra.map(|e| (e, e.mass_values)))?;
-                matrix.reorder(b, kflat)?;
-                b.inverse_diagonal(state, kflat, &mut jacobi.inv_diag)?;
+                match matrix {
+                    Some(matrix) => {
+                        tangent_values(b, state, kelem, kflat, extra.map(|e| (e, e.mass_values)))?;
+                        matrix.reorder(b, kflat)?;
+                        b.inverse_diagonal(state, kflat, &mut jacobi.inv_diag)?;
+                    }
+                    None => lma_inverse_diagonal(b, state, kelem, extra, d, &mut jacobi.inv_diag)?,
+                }
                 pc.update(b, u, kflat, &jacobi.inv_diag, extra)
             })?;
             let opts = CgOptions { rtol: o.krylov_rtol, max_iterations: o.max_krylov, jacobi: false };
-            let (r, delta) = (&self.r, &mut self.delta);
+            let (r, delta, kelem) = (&self.r, &mut self.delta, &self.kelem);
+            let scratch = std::cell::RefCell::new(&mut self.mu);
             let cg = timed(b, &mut split.solve, || {
                 b.axpby(0.0, r, 0.0, delta)?;
-                let a = MatrixOp(&**matrix, n);
+                let (assembled, elements);
+                let a: &dyn LinearOperator<B, f64> = match matrix {
+                    Some(m) => {
+                        assembled = MatrixOp(&**m, n);
+                        &assembled
+                    }
+                    None => {
+                        elements = LmaOp { state, kelem, extra, scratch, n };
+                        &elements
+                    }
+                };
                 let m = pc.get(jacobi);
                 match o.krylov {
-                    Krylov::Cg => pcg(b, &a, m, r, delta, opts),
-                    Krylov::BiCgStab => bicgstab(b, &a, m, r, delta, opts),
-                    Krylov::Gmres { restart } => gmres(b, &a, m, r, delta, restart, opts),
+                    Krylov::Cg => pcg(b, a, m, r, delta, opts),
+                    Krylov::BiCgStab => bicgstab(b, a, m, r, delta, opts),
+                    Krylov::Gmres { restart } => gmres(b, a, m, r, delta, restart, opts),
                 }
             })
             .map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
@@ -510,7 +559,7 @@ impl<B: NewtonOps> Workspace<B> {
             steps.push(s);
         }
         let converged = *residuals.last().expect("one residual") <= tol;
-        Ok(NewtonReport { kernels: b.describe(&self.state), krylov: o.krylov, precond: o.precond, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds: 0.0, split })
+        Ok(NewtonReport { kernels: format!("{}, {}", b.describe(&self.state), self.storage.describe()), krylov: o.krylov, precond: o.precond, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds: 0.0, split })
     }
 }
 
@@ -581,7 +630,7 @@ mod tests {
         let load = crate::space::Load::zero(&space, 1).source(&space, |x, f| f[0] = 1.0 + x[0] * x[1]);
         let setup = Setup::<Poisson>::constrained(&cpu, &space, Aux::Nodal(&coefficients), &bcs, Some(&load)).unwrap();
         let o = NewtonOptions { rtol: 1e-12, krylov_rtol: 1e-13, ..Default::default() };
-        let mut w = Workspace::new(&cpu, &setup, o.precond).unwrap();
+        let mut w = Workspace::new(&cpu, &setup, &o).unwrap();
         let mut solve_at = |factor: f64| {
             w.set_load_factor(&cpu, &setup, factor).unwrap();
             let mut u = bcs.initial();

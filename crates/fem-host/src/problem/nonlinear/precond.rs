@@ -203,7 +203,7 @@ impl<B: NewtonOps> Prepared<B> {
                         let n = s.n_rows();
                         let above = levels.setups.get(l + 1).map_or(setup.n_rows(), |s| s.n_rows());
                         Ok(Level {
-                            state: b.prepare(s)?,
+                            state: b.prepare(s, false)?,
                             inject: b.store_matrix(&levels.injection[l], above)?,
                             u: b.zeros(n)?,
                             ue: b.zeros(s.gather.len())?,

@@ -163,10 +163,12 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
         Some(c) => MovingRows::new(b, setup, c)?,
         None => None,
     };
-    let mut w = Workspace::new(b, setup, o.newton.precond)?;
+    let mut w = Workspace::new(b, setup, &o.newton)?;
     // the element mass matrices once, for both forms
     let e = mass_ematrices(space, setup.physics.variant.nc);
-    let mass_values = b.upload(&mass(setup, &e, false))?;
+    let values = mass(setup, &e, false);
+    let mass_diagonal = b.upload(&setup.diag_pos.iter().map(|&p| values[p as usize]).collect::<Vec<_>>())?;
+    let mass_values = b.upload(&values)?;
     let mass = w.matrix_like(b, setup, &b.upload(&mass(setup, &e, true))?)?;
     let n = setup.n_rows();
     let mut u = b.upload(u0)?;
@@ -204,7 +206,7 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
         if let Some(m) = &mut moving {
             m.set(b, t, &mut u, &mut tmp)?;
         }
-        let extra = Extra { weight, c, mass: &*mass, mass_values: &mass_values, rhs: &rhs };
+        let extra = Extra { weight, c, mass: &*mass, mass_values: &mass_values, mass_diagonal: &mass_diagonal, rhs: &rhs };
         let report = w.newton(b, &mut u, &o.newton, Some(&extra), &mut |_| {})?;
         if !report.converged {
             return Err(Error::InvalidArgument(format!("step {step}: Newton did not converge (‖R‖ {:?})", report.residuals)));
@@ -223,6 +225,8 @@ mod tests {
     use crate::operator::pointwise::Aux;
     use crate::space::integrate::l2_error;
     use crate::CpuBackend;
+    use crate::problem::nonlinear::Assembly;
+    use crate::sparse::SpmvFormat;
     use fem_kernels::physics::Poisson;
 
     /// The heat equation u̇ − Δu = 0 (Poisson with κ = 1, f = 0) on
@@ -284,8 +288,9 @@ mod tests {
             let load = crate::space::Load::zero(&space, 1).source(&space, |x, v| v[0] = x[0] + 2.0 * x[1]);
             let setup = Setup::<Poisson>::constrained(&cpu, &space, Aux::Nodal(&coefficients), &c, Some(&load)).unwrap();
             let u0 = space.interpolate(1, |x, o| o[0] = exact(x, 0.0));
-            for scheme in [Scheme::Theta(1.0), Scheme::Theta(0.5), Scheme::Bdf2] {
-                let o = TimeOptions { dt: 0.1, steps: 5, scheme, newton: NewtonOptions { rtol: 1e-13, krylov_rtol: 1e-14, ..Default::default() } };
+            // the tangent assembled, and as element matrices (c · M applied beside them)
+            for (scheme, assembly) in [Scheme::Theta(1.0), Scheme::Theta(0.5), Scheme::Bdf2].into_iter().flat_map(|s| [(s, Assembly::Sparse(SpmvFormat::Csr)), (s, Assembly::Lma)]) {
+                let o = TimeOptions { dt: 0.1, steps: 5, scheme, newton: NewtonOptions { rtol: 1e-13, krylov_rtol: 1e-14, assembly, ..Default::default() } };
                 let mut worst = 0.0f64;
                 integrate(&cpu, &setup, &space, &u0, Some(&c), &o, &mut |_, t, u| {
                     let err = u.iter().zip(&space.dof_coords).fold(0.0f64, |m, (v, x)| m.max((v - exact(x, t)).abs()));
@@ -293,7 +298,7 @@ mod tests {
                     Ok(())
                 })
                 .unwrap();
-                assert!(worst < 1e-10, "P{p} {scheme:?}: {worst:e}");
+                assert!(worst < 1e-10, "P{p} {scheme:?} {assembly}: {worst:e}");
                 // held at their values at t = 0 instead, the rows are wrong
                 let (u, _) = integrate(&cpu, &setup, &space, &u0, None, &o, &mut |_, _, _| Ok(())).unwrap();
                 let lag = u.iter().zip(&space.dof_coords).fold(0.0f64, |m, (v, x)| m.max((v - exact(x, 0.5)).abs()));
