@@ -331,8 +331,13 @@ struct SolveArgs {
     /// Perturbed, shuffled, randomly oriented cells instead of a structured grid.
     #[arg(long)]
     unstructured: bool,
-    #[arg(long, value_enum, default_value_t = FormatArg::Csr)]
-    format: FormatArg,
+    /// Storage of the operator. The Q_p Poisson path (default csr) takes
+    /// auto, csr, ell, lazy-ell, lma and matrix-free; --physics (default
+    /// auto: element matrices where their product reads fewer bytes and
+    /// the preconditioner is Jacobi, else the backend's sparse format)
+    /// takes auto, csr, ell, ellt, k1, k2, cusparse and lma.
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
     /// Packed symmetric storage of the element matrices (LMA).
     #[arg(long)]
     symmetric: bool,
@@ -520,6 +525,14 @@ enum FormatArg {
     LazyEll,
     Lma,
     MatrixFree,
+    /// ELLR-T (--physics only).
+    Ellt,
+    /// ELL-WARP, one lane per row (--physics only).
+    K1,
+    /// ELL-WARP, long rows over several lanes (--physics only).
+    K2,
+    /// cuSPARSE's CSR (--physics on the GPU only).
+    Cusparse,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -1184,13 +1197,16 @@ fn solve(a: &SolveArgs) -> CliResult {
         }
     };
     opts.dirichlet = a.dirichlet.parse()?;
-    opts.format = match a.format {
-        FormatArg::Csr => Format::Csr,
+    let format = a.format.unwrap_or(FormatArg::Csr);
+    opts.format = match format {
+        FormatArg::Csr | FormatArg::Auto => Format::Csr,
         FormatArg::Ell => Format::Ell,
         FormatArg::LazyEll => Format::LazyEll,
         FormatArg::Lma => Format::Lma,
         FormatArg::MatrixFree => Format::MatrixFree,
-        FormatArg::Auto => Format::Csr,
+        FormatArg::Ellt | FormatArg::K1 | FormatArg::K2 | FormatArg::Cusparse => {
+            return Err("--format ellt, k1, k2 and cusparse store the tangent of --physics; the Q_p Poisson formats are auto, csr, ell, lazy-ell, lma and matrix-free".into())
+        }
     };
     opts.symmetric = a.symmetric;
     opts.scatter = match a.scatter {
@@ -1211,7 +1227,7 @@ fn solve(a: &SolveArgs) -> CliResult {
     if !(a.products >= 1.0 && a.products.is_finite()) {
         return Err("--products must be at least 1".into());
     }
-    let choice = match a.format {
+    let choice = match format {
         FormatArg::Auto => {
             let m = fem::host::sparse::model::Machine::measure(&any)?;
             let c = fem::host::problem::poisson::choose_format(dim, degree, cells, if f32 { 4 } else { 8 }, &m, a.products)?;

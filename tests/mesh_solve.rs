@@ -196,8 +196,16 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
             "mix",
         ),
         (
-            vec!["--mesh", &hex, "--physics", "poisson", "--format", "ell"],
-            "--format",
+            vec!["--mesh", &hex, "--physics", "poisson", "--format", "lazy-ell"],
+            "stores its tangent as auto, csr",
+        ),
+        (
+            vec!["--mesh", &hex, "--physics", "poisson", "--format", "lma", "--precond", "ssor"],
+            "preconditioned by Jacobi",
+        ),
+        (
+            vec!["--mesh", &hex, "--physics", "poisson", "--format", "cusparse"],
+            "cuSPARSE runs on the CUDA backend only",
         ),
         (
             vec!["--mesh", &hex, "--physics", "poisson", "--precond", "mg"],
@@ -257,6 +265,24 @@ fn refined_meshes_keep_their_groups_and_every_preconditioner_agrees() {
     let errors: Vec<f64> = ["2", "3"].iter().map(|r| solve_json(&["--mesh", &tri, "--physics", "poisson", "--degree", "2", "--refine", r, "--precond", "mg"])["l2_error"].as_f64().unwrap()).collect();
     let rate = (errors[0] / errors[1]).log2();
     assert!((rate - 3.0).abs() < 0.3, "P2 on refined triangles: {errors:?}, order {rate}");
+}
+
+/// `--format` stores the tangent of --physics in any sparse format or as
+/// element matrices, which give the same solution (the same L2 error of
+/// the sine load's); the report names the storage.
+#[test]
+fn every_tangent_storage_gives_the_same_solution() {
+    let dir = common::scratch("mesh-solve-storage");
+    let hex = dir.join("hex.msh").display().to_string();
+    assert!(fem(&["mesh-gen", "--dim", "3", "--cells", "4", &hex]).status.success());
+    let reference = solve_json(&["--mesh", &hex, "--physics", "poisson", "--degree", "2", "--format", "csr", "--rtol", "1e-12"]);
+    for (format, says) in [("lma", "element matrices"), ("k2", "assembled in k2"), ("ell", "assembled in ell"), ("auto", "the tangent")] {
+        let r = solve_json(&["--mesh", &hex, "--physics", "poisson", "--degree", "2", "--format", format, "--rtol", "1e-12"]);
+        assert_eq!(r["newton"]["converged"], true, "{format}: {r}");
+        assert!(r["newton"]["kernels"].as_str().unwrap().contains(says), "{format}: {r}");
+        let (a, b) = (r["l2_error"].as_f64().unwrap(), reference["l2_error"].as_f64().unwrap());
+        assert!((a - b).abs() < 1e-6 * b, "{format}: L2 error {a:e} against {b:e}");
+    }
 }
 
 /// Time steps write a `.pvd` series of every k-th step; the heat

@@ -7,7 +7,8 @@ use fem::host::io::gmsh::GmshMesh;
 use fem::host::io::vtk::{write_collection, write_nodal, Encoding, Field};
 use fem::host::problem::nonlinear::time::Scheme;
 use fem::host::space::NodalSpace;
-use fem::host::problem::nonlinear::{Krylov, NewtonOptions, Precond};
+use fem::host::problem::nonlinear::{Assembly, Krylov, NewtonOptions, Precond};
+use fem::host::sparse::SpmvFormat;
 use fem::mesh_solve::{describe, run, LoadKind, MeshSolveOptions, Neumann, Physics, Transient};
 
 /// `--physics`.
@@ -85,9 +86,6 @@ pub enum SchemeArg {
 /// Options of the Q_p Poisson path that this one does not take.
 fn refuse_other_options(a: &SolveArgs) -> Result<(), String> {
     let mut given = Vec::new();
-    if !matches!(a.format, FormatArg::Csr) {
-        given.push("--format");
-    }
     if !a.kappa.is_empty() {
         given.push("--kappa");
     }
@@ -103,8 +101,23 @@ fn refuse_other_options(a: &SolveArgs) -> Result<(), String> {
     if given.is_empty() {
         Ok(())
     } else {
-        Err(format!("{} apply to the Q_p Poisson formats of quadrilateral and hexahedral meshes, not to --physics (which assembles CSR, ELL-WARP on the GPU, and preconditions with Jacobi, SSOR or multigrid)", given.join(", ")))
+        Err(format!("{} apply to the Q_p Poisson formats of quadrilateral and hexahedral meshes, not to --physics (whose --format stores the tangent, and which preconditions with Jacobi, SSOR or multigrid)", given.join(", ")))
     }
+}
+
+/// `--format` as the storage of Newton's tangent.
+fn assembly(a: &SolveArgs) -> Result<Assembly, String> {
+    Ok(match a.format.unwrap_or(FormatArg::Auto) {
+        FormatArg::Auto => Assembly::Auto,
+        FormatArg::Lma => Assembly::Lma,
+        FormatArg::Csr => Assembly::Sparse(SpmvFormat::Csr),
+        FormatArg::Ell => Assembly::Sparse(SpmvFormat::Ell),
+        FormatArg::Ellt => Assembly::Sparse(SpmvFormat::EllT),
+        FormatArg::K1 => Assembly::Sparse(SpmvFormat::K1),
+        FormatArg::K2 => Assembly::Sparse(SpmvFormat::K2),
+        FormatArg::Cusparse => Assembly::Sparse(SpmvFormat::Cusparse),
+        FormatArg::LazyEll | FormatArg::MatrixFree => return Err("--physics stores its tangent as auto, csr, ell, ellt, k1, k2, cusparse or lma; lazy-ell and matrix-free are formats of the Q_p Poisson path".into()),
+    })
 }
 
 /// `--precond`, `--cycle` and `--smoothing-steps` as Newton's preconditioner.
@@ -158,6 +171,7 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
             KrylovArg::Gmres => Krylov::Gmres { restart: a.restart as usize },
         },
         precond,
+        assembly: assembly(a)?,
         ..Default::default()
     };
     let o = MeshSolveOptions {
