@@ -141,6 +141,12 @@
 //! let o = NewtonOptions { precond: Precond::multigrid(), ..Default::default() };
 //! ```
 //!
+//! The tangent is assembled into ELL-WARP on the GPU and CSR on the CPU
+//! unless [`crate::host::problem::nonlinear::Assembly`] says otherwise:
+//! `assembly: Assembly::Sparse(SpmvFormat::Cusparse)` for another sparse
+//! format, or `Assembly::Lma` to apply the element matrices as they are
+//! (no assembly into CSR; Jacobi only).
+//!
 //! A transient problem M u̇ + R(u) = 0 steps with
 //! [`crate::host::problem::nonlinear::time::integrate`] (θ-method or BDF2,
 //! a Newton solve per step, a callback after each). Dirichlet values that
