@@ -152,13 +152,14 @@
 //! a Newton solve per step, a callback after each). Dirichlet values that
 //! change in time are functions of x and t; give the integrator the
 //! constraints, and it sets those rows on the backend to their values at
-//! each step's time:
+//! each step's time. A load that changes in time is a function of t that
+//! writes the load vector (`Forcing { boundary, load: Some(&f) }`):
 //!
 //! ```ignore
-//! use fem::host::problem::nonlinear::time::{integrate, Scheme, TimeOptions};
+//! use fem::host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions};
 //! let bcs = Constraints::none(&space, 1).dirichlet_in_time(&space, &clamp, |x, t, u| u[0] = (t * x[0]).sin())?;
 //! let o = TimeOptions { dt: 1e-2, steps: 100, scheme: Scheme::Bdf2, newton: NewtonOptions::default() };
-//! let (u, report) = integrate(&gpu, &setup, &space, &bcs.initial(), Some(&bcs), &o, &mut |_step, _t, _u| Ok(()))?;
+//! let (u, report) = integrate(&gpu, &setup, &space, &bcs.initial(), Forcing::boundary(&bcs), &o, &mut |_step, _t, _u| Ok(()))?;
 //! ```
 //!
 //! # 5. Neumann and Robin conditions as physics

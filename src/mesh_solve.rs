@@ -9,7 +9,7 @@
 
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::operator::pointwise::Aux;
-use fem_host::problem::nonlinear::time::{integrate, Scheme, TimeOptions, TimeReport};
+use fem_host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions, TimeReport};
 use fem_host::problem::nonlinear::{self, NewtonOptions, NewtonReport, Setup};
 use fem_kernels::pointwise::Kernels;
 use fem_host::rng::SplitMix64;
@@ -324,7 +324,7 @@ fn solve_on<K: Kernels<f64> + 'static>(
         return Ok((u, r, None));
     };
     let opts = TimeOptions { dt: t.dt, steps: t.steps, scheme: t.scheme, newton: o.newton };
-    let (u, report) = with_backend!(any, |b| integrate(b, setup, space, &constraints.initial(), Some(&constraints), &opts, &mut |k, time, v| if t.every > 0 && k % t.every == 0 { each(space, k, time, &b.download(v)?) } else { Ok(()) }))?;
+    let (u, report) = with_backend!(any, |b| integrate(b, setup, space, &constraints.initial(), Forcing::boundary(&constraints), &opts, &mut |k, time, v| if t.every > 0 && k % t.every == 0 { each(space, k, time, &b.download(v)?) } else { Ok(()) }))?;
     let mut last = report.steps.last().cloned().ok_or_else(|| Error::InvalidArgument("no time steps".into()))?;
     last.setup_seconds = report.setup_seconds;
     Ok((u, last, Some(report)))

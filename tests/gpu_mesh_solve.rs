@@ -118,14 +118,14 @@ fn gpu_preconditioners_equal_the_cpus() {
 }
 
 /// Time stepping on the GPU equals the CPU's: the heat equation on P2
-/// triangles by Crank–Nicolson and BDF2, with boundary values that change
-/// in time (set on the device at every step).
+/// triangles by Crank–Nicolson and BDF2, with boundary values and a load
+/// that change in time (set on the device at every step).
 #[test]
 fn gpu_time_steps_equal_the_cpus() {
     use fem::host::operator::pointwise::Aux;
-    use fem::host::problem::nonlinear::time::{integrate, Scheme, TimeOptions};
+    use fem::host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions};
     use fem::host::problem::nonlinear::{Assembly, NewtonOptions, Setup};
-    use fem::host::space::{BoundaryPart, Constraints, NodalSpace};
+    use fem::host::space::{BoundaryPart, Constraints, Load, NodalSpace};
     let Some(gpu) = common::gpu("gpu_time_steps_equal_the_cpus") else { return };
     let cpu = CpuBackend::new(None).unwrap();
     let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 20, 4).build().unwrap(), 2).unwrap();
@@ -135,8 +135,10 @@ fn gpu_time_steps_equal_the_cpus() {
     let u0 = bcs.initial();
     for (scheme, assembly) in [(Scheme::Theta(0.5), Assembly::Auto), (Scheme::Bdf2, Assembly::Auto), (Scheme::Bdf2, Assembly::Lma)] {
         let o = TimeOptions { dt: 0.01, steps: 10, scheme, newton: NewtonOptions { krylov_rtol: 1e-12, assembly, ..Default::default() } };
-        let (want, _) = integrate(&cpu, &setup, &space, &u0, Some(&bcs), &o, &mut |_, _, _| Ok(())).unwrap();
-        let (got, report) = integrate(&gpu, &setup, &space, &u0, Some(&bcs), &o, &mut |_, _, _| Ok(())).unwrap();
+        let load = |t: f64, f: &mut [f64]| f.copy_from_slice(&Load::zero(&space, 1).source(&space, |x, v| v[0] = (3.0 * t).cos() * x[1]).values);
+        let forcing = Forcing { boundary: Some(&bcs), load: Some(&load) };
+        let (want, _) = integrate(&cpu, &setup, &space, &u0, forcing, &o, &mut |_, _, _| Ok(())).unwrap();
+        let (got, report) = integrate(&gpu, &setup, &space, &u0, forcing, &o, &mut |_, _, _| Ok(())).unwrap();
         assert_eq!(report.steps.len(), 10);
         let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));

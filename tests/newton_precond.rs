@@ -7,7 +7,7 @@
 use fem::host::mesh::simplex::SimplexBox;
 use fem::host::mesh::BoxMesh;
 use fem::host::operator::pointwise::Aux;
-use fem::host::problem::nonlinear::time::{integrate, Scheme, TimeOptions};
+use fem::host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions};
 use fem::host::problem::nonlinear::{solve, NewtonOptions, NewtonReport, Precond, Setup};
 use fem::host::rng::SplitMix64;
 use fem::host::space::{BoundaryPart, CellMesh, Constraints, Load, NestedSpaces, NodalSpace};
@@ -116,7 +116,7 @@ fn multigrid_preconditions_time_steps() {
     let mut out = Vec::new();
     for precond in [Precond::Jacobi, Precond::multigrid(), Precond::Ssor] {
         let o = TimeOptions { dt: 0.01, steps: 4, scheme: Scheme::Theta(1.0), newton: NewtonOptions { precond, krylov_rtol: 1e-11, ..Default::default() } };
-        let (u, r) = integrate(&cpu, &setup, space, &u0, None, &o, &mut |_, _, _| Ok(())).unwrap();
+        let (u, r) = integrate(&cpu, &setup, space, &u0, Forcing::default(), &o, &mut |_, _, _| Ok(())).unwrap();
         out.push((u, r.steps.iter().map(|s| s.krylov_iterations).sum::<usize>()));
     }
     assert!(worst(&out[1].0, &out[0].0) < 1e-8 && worst(&out[2].0, &out[0].0) < 1e-8);

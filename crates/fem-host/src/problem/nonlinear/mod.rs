@@ -447,7 +447,14 @@ impl<B: NewtonOps> Workspace<B> {
     /// the backend again.
     pub fn set_load_factor<K: Kernels<f64>>(&mut self, b: &B, setup: &Setup<K>, factor: f64) -> Result<()> {
         let base: Vec<f64> = setup.residual_base.iter().map(|v| v * factor).collect();
-        b.set_residual_base(&mut self.state, &base)
+        self.set_residual_base(b, &base)
+    }
+
+    /// Replaces what the residual's assembly starts from: minus the load
+    /// in free rows, zero in fixed ones (the set-up's `residual_base`
+    /// form), for the solves that follow.
+    pub fn set_residual_base(&mut self, b: &B, base: &[f64]) -> Result<()> {
+        b.set_residual_base(&mut self.state, base)
     }
 
     /// R(u) (no extra terms) into `out`.

@@ -14,8 +14,11 @@
 //! fixed columns: Dirichlet values that change in time
 //! ([`Constraints::dirichlet_in_time`]) enter the free rows through them
 //! (M_fb ġ_b). Those rows are set on the backend to their values at each
-//! step's time before its solve. A callback sees the solution on the
-//! backend after every step (download it to write a `.pvd` series).
+//! step's time before its solve. A load that changes in time
+//! ([`Forcing::load`]) replaces the set-up's at each time the residual is
+//! evaluated (tₙ for the θ-method's explicit part, tₙ₊₁ for the solve):
+//! one upload of the load per evaluation. A callback sees the solution on
+//! the backend after every step (download it to write a `.pvd` series).
 
 use super::{Extra, NewtonOps, NewtonOptions, NewtonReport, Setup, Workspace, NONE};
 use crate::operator::csr::Csr;
@@ -47,6 +50,52 @@ pub struct TimeOptions {
     pub scheme: Scheme,
     /// Newton's options for each step.
     pub newton: NewtonOptions,
+}
+
+/// What drives a transient problem besides its initial value.
+#[derive(Clone, Copy, Default)]
+pub struct Forcing<'a> {
+    /// Constraints holding the set-up's rows, whose values may be
+    /// functions of time ([`Constraints::dirichlet_in_time`]); without
+    /// them the fixed rows keep the initial value's.
+    pub boundary: Option<&'a Constraints>,
+    /// The load F(t) at time `t`, written into `f` (`node·nc + component`,
+    /// as [`crate::space::Load::values`]): it replaces the set-up's load.
+    pub load: Option<&'a (dyn Fn(f64, &mut [f64]) + Sync)>,
+}
+
+impl<'a> Forcing<'a> {
+    /// Dirichlet values (of time) from `c`, the set-up's load.
+    pub fn boundary(c: &'a Constraints) -> Self {
+        Self { boundary: Some(c), load: None }
+    }
+}
+
+/// The load of [`Forcing::load`] on the backend, set as the residual's base
+/// at the times the residual is evaluated.
+struct MovingLoad<'a> {
+    load: &'a (dyn Fn(f64, &mut [f64]) + Sync),
+    fixed: &'a [bool],
+    f: Vec<f64>,
+    /// The time of the base now set.
+    at: Option<f64>,
+}
+
+impl MovingLoad<'_> {
+    /// Sets the residual's base to −F(t) in free rows (zero in fixed ones).
+    fn set<B: NewtonOps>(&mut self, b: &B, w: &mut Workspace<B>, t: f64) -> Result<()> {
+        if self.at == Some(t) {
+            return Ok(());
+        }
+        self.f.fill(0.0);
+        (self.load)(t, &mut self.f);
+        for (v, &x) in self.f.iter_mut().zip(self.fixed) {
+            *v = if x { 0.0 } else { -*v };
+        }
+        w.set_residual_base(b, &self.f)?;
+        self.at = Some(t);
+        Ok(())
+    }
 }
 
 /// What the steps did.
@@ -136,16 +185,17 @@ impl<'c, B: NewtonOps> MovingRows<'c, B> {
 }
 
 /// Steps M u̇ + R(u) = 0 from `u0` at t = 0 on backend `b`. The fixed rows
-/// keep `u0`'s values, except those `boundary` holds at values of time,
-/// which take them at each step's time (`boundary` must hold the set-up's
-/// rows). `each(step, t, u)` sees every step's solution on the backend.
-/// Returns the last solution on the host.
+/// keep `u0`'s values, except those `forcing.boundary` holds at values of
+/// time, which take them at each step's time (the constraints must hold
+/// the set-up's rows); `forcing.load`, if given, is the load at every
+/// time instead of the set-up's. `each(step, t, u)` sees every step's
+/// solution on the backend. Returns the last solution on the host.
 pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
     b: &B,
     setup: &Setup<K>,
     space: &NodalSpace,
     u0: &[f64],
-    boundary: Option<&Constraints>,
+    forcing: Forcing,
     o: &TimeOptions,
     each: &mut dyn FnMut(usize, f64, &B::Vector<f64>) -> Result<()>,
 ) -> Result<(Vec<f64>, TimeReport)> {
@@ -159,11 +209,12 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
         }
     }
     let start = Instant::now();
-    let mut moving = match boundary {
+    let mut moving = match forcing.boundary {
         Some(c) => MovingRows::new(b, setup, c)?,
         None => None,
     };
     let mut w = Workspace::new(b, setup, &o.newton)?;
+    let mut load = forcing.load.map(|load| MovingLoad { load, fixed: &setup.fixed, f: vec![0.0; setup.n_rows()], at: None });
     // the element mass matrices once, for both forms
     let e = mass_ematrices(space, setup.physics.variant.nc);
     let values = mass(setup, &e, false);
@@ -189,6 +240,9 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
                 b.axpby(1.0 / o.dt, &u, 0.0, &mut tmp)?;
                 mass.apply(b, &tmp, &mut rhs)?;
                 if theta < 1.0 {
+                    if let Some(l) = &mut load {
+                        l.set(b, &mut w, (step - 1) as f64 * o.dt)?;
+                    }
                     w.residual_into(b, &u, &mut tmp)?;
                     b.axpy(theta - 1.0, &tmp, &mut rhs)?;
                 }
@@ -205,6 +259,9 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
         let t = step as f64 * o.dt;
         if let Some(m) = &mut moving {
             m.set(b, t, &mut u, &mut tmp)?;
+        }
+        if let Some(l) = &mut load {
+            l.set(b, &mut w, t)?;
         }
         let extra = Extra { weight, c, mass: &*mass, mass_values: &mass_values, mass_diagonal: &mass_diagonal, rhs: &rhs };
         let report = w.newton(b, &mut u, &o.newton, Some(&extra), &mut |_| {})?;
@@ -252,7 +309,7 @@ mod tests {
         let run = |scheme: Scheme, steps: usize| {
             let o = TimeOptions { dt: t_end / steps as f64, steps, scheme, newton: NewtonOptions { rtol: 1e-12, krylov_rtol: 1e-13, ..Default::default() } };
             let mut seen = 0;
-            let (u, r) = integrate(&cpu, &setup, &space, &u0, None, &o, &mut |_, _, _| {
+            let (u, r) = integrate(&cpu, &setup, &space, &u0, Forcing::default(), &o, &mut |_, _, _| {
                 seen += 1;
                 Ok(())
             })
@@ -292,7 +349,7 @@ mod tests {
             for (scheme, assembly) in [Scheme::Theta(1.0), Scheme::Theta(0.5), Scheme::Bdf2].into_iter().flat_map(|s| [(s, Assembly::Sparse(SpmvFormat::Csr)), (s, Assembly::Lma)]) {
                 let o = TimeOptions { dt: 0.1, steps: 5, scheme, newton: NewtonOptions { rtol: 1e-13, krylov_rtol: 1e-14, assembly, ..Default::default() } };
                 let mut worst = 0.0f64;
-                integrate(&cpu, &setup, &space, &u0, Some(&c), &o, &mut |_, t, u| {
+                integrate(&cpu, &setup, &space, &u0, Forcing::boundary(&c), &o, &mut |_, t, u| {
                     let err = u.iter().zip(&space.dof_coords).fold(0.0f64, |m, (v, x)| m.max((v - exact(x, t)).abs()));
                     worst = worst.max(err);
                     Ok(())
@@ -300,10 +357,40 @@ mod tests {
                 .unwrap();
                 assert!(worst < 1e-10, "P{p} {scheme:?} {assembly}: {worst:e}");
                 // held at their values at t = 0 instead, the rows are wrong
-                let (u, _) = integrate(&cpu, &setup, &space, &u0, None, &o, &mut |_, _, _| Ok(())).unwrap();
+                let (u, _) = integrate(&cpu, &setup, &space, &u0, Forcing::default(), &o, &mut |_, _, _| Ok(())).unwrap();
                 let lag = u.iter().zip(&space.dof_coords).fold(0.0f64, |m, (v, x)| m.max((v - exact(x, 0.5)).abs()));
                 assert!(lag > 0.1, "P{p} {scheme:?}: {lag:e}");
             }
+        }
+    }
+
+    /// u = (1 + t)(x² + 2y²) solves u̇ − Δu = f with the source f = x² +
+    /// 2y² − 6(1 + t) and its own boundary values: with the load given as
+    /// a function of time, P2 and every scheme reproduce it (P2 holds u,
+    /// the schemes are exact for u linear in t); held at its value at t =
+    /// 0, the load gives another solution.
+    #[test]
+    fn a_load_in_time_gives_an_exact_solution() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let q = |x: &[f64; 3]| x[0] * x[0] + 2.0 * x[1] * x[1];
+        let exact = move |x: &[f64; 3], t: f64| (1.0 + t) * q(x);
+        let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 4, 4).build().unwrap(), 2).unwrap();
+        let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
+        let c = Constraints::none(&space, 1).dirichlet_in_time(&space, &crate::space::BoundaryPart::All, move |x, t, v| v[0] = exact(x, t)).unwrap();
+        let source = |t: f64| crate::space::Load::zero(&space, 1).source(&space, |x, v| v[0] = q(x) - 6.0 * (1.0 + t));
+        let setup = Setup::<Poisson>::constrained(&cpu, &space, Aux::Nodal(&coefficients), &c, Some(&source(0.0))).unwrap();
+        let u0 = space.interpolate(1, |x, o| o[0] = exact(x, 0.0));
+        let load = |t: f64, f: &mut [f64]| f.copy_from_slice(&source(t).values);
+        for scheme in [Scheme::Theta(1.0), Scheme::Theta(0.5), Scheme::Bdf2] {
+            let o = TimeOptions { dt: 0.1, steps: 5, scheme, newton: NewtonOptions { rtol: 1e-13, krylov_rtol: 1e-14, ..Default::default() } };
+            let error = |forcing: Forcing| {
+                let (u, _) = integrate(&cpu, &setup, &space, &u0, forcing, &o, &mut |_, _, _| Ok(())).unwrap();
+                u.iter().zip(&space.dof_coords).fold(0.0f64, |m, (v, x)| m.max((v - exact(x, 0.5)).abs()))
+            };
+            let moving = error(Forcing { boundary: Some(&c), load: Some(&load) });
+            assert!(moving < 1e-10, "{scheme:?}: {moving:e}");
+            let held = error(Forcing::boundary(&c));
+            assert!(held > 1e-3, "{scheme:?}: {held:e}");
         }
     }
 
@@ -326,10 +413,10 @@ mod tests {
         assert!(rows.iter().all(|&r| space.dof_coords[r as usize][0] > 1e-12) && values.iter().all(|&v| v == 2.0));
         let o = TimeOptions { dt: 0.1, steps: 1, scheme: Scheme::Bdf2, newton: NewtonOptions::default() };
         let u0 = vec![0.0; space.n_dofs];
-        let (u, _) = integrate(&cpu, &setup, &space, &u0, Some(&c), &o, &mut |_, _, _| Ok(())).unwrap();
+        let (u, _) = integrate(&cpu, &setup, &space, &u0, Forcing::boundary(&c), &o, &mut |_, _, _| Ok(())).unwrap();
         assert!(rows.iter().all(|&r| (u[r as usize] - 0.1).abs() < 1e-15));
         let fewer = Constraints::none(&space, 1).dirichlet_in_time(&space, &left, |_, t, v| v[0] = t).unwrap();
-        let e = integrate(&cpu, &setup, &space, &u0, Some(&fewer), &o, &mut |_, _, _| Ok(())).unwrap_err();
+        let e = integrate(&cpu, &setup, &space, &u0, Forcing::boundary(&fewer), &o, &mut |_, _, _| Ok(())).unwrap_err();
         assert!(e.to_string().contains("other rows"), "{e}");
     }
 
@@ -340,7 +427,7 @@ mod tests {
         let u0 = vec![0.0; space.n_dofs];
         for (dt, scheme) in [(0.0, Scheme::Bdf2), (0.1, Scheme::Theta(0.0)), (0.1, Scheme::Theta(1.5))] {
             let o = TimeOptions { dt, steps: 1, scheme, newton: NewtonOptions::default() };
-            assert!(integrate(&cpu, &setup, &space, &u0, None, &o, &mut |_, _, _| Ok(())).is_err());
+            assert!(integrate(&cpu, &setup, &space, &u0, Forcing::default(), &o, &mut |_, _, _| Ok(())).is_err());
         }
     }
 }
