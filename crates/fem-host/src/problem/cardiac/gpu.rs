@@ -117,7 +117,7 @@ impl Ops for CudaBackend {
     fn matrix(&self, s: &GpuState, setup: &Setup, _: &Config) -> Result<Box<dyn Spmv<CudaBackend, f64>>> {
         Ok(match s.kernel {
             Kernel::Cusparse => Box::new(CusparseCsr::new(self, &setup.csr)?),
-            Kernel::Warp => Box::new(crate::problem::nonlinear::gpu::warp_matrix(self, &setup.csr)?),
+            Kernel::Warp => crate::problem::nonlinear::gpu::sparse_matrix(self, &setup.csr, crate::sparse::SpmvFormat::K2)?,
         })
     }
 

@@ -106,7 +106,7 @@ impl NewtonOps for CpuBackend {
             pos: [setup.residual_pos.clone(), if lma { Vec::new() } else { setup.entry_pos.clone() }],
             base: [setup.residual_base.clone(), if lma { Vec::new() } else { setup.csr.val.clone() }],
             diag_pos: setup.diag_pos.clone(),
-            fixed: setup.fixed.iter().map(|&f| f as u8 as f64).collect(),
+            fixed: setup.fixed_mask(),
             sources: Sources::new(&setup.residual_pos, setup.n_rows()),
         })
     }

@@ -9,23 +9,19 @@
 use super::{NewtonOps, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{GpuFacetTerm, GpuPointwise, Transposition};
-use crate::sparse::device::{blocks_of, gpu_gather, prepare_gpu, GpuEllWarp};
+use crate::sparse::device::{blocks_of, gpu_gather, prepare_gpu};
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
-use crate::sparse::warp::{EllWarp, Numbering};
 use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, CudaBackend, Result};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use fem_kernels::pointwise::Kernels;
 use fem_kernels::sparse::ELEMENT_CHUNK;
 
-/// The assembled matrix `csr` (values refilled later) as ELL-WARP K2 with
-/// the a-priori threshold and block, x and y in the original numbering.
-pub(crate) fn warp_matrix(gpu: &CudaBackend, csr: &Csr<f64>) -> Result<GpuEllWarp<f64>> {
-    let cpu = CpuBackend::new(None)?;
-    let p = SpmvParams::a_priori(&RowStats::of(csr));
-    let m = EllWarp::new(&cpu, csr, csr.n_rows, Some(p.threshold), Numbering::Remap)?;
-    GpuEllWarp::upload(gpu, &m, p.block)
+/// The assembled matrix `csr` (values refilled later) in `format` with the
+/// a-priori parameters (ELL-WARP's threshold and block).
+pub(crate) fn sparse_matrix(gpu: &CudaBackend, csr: &Csr<f64>, format: SpmvFormat) -> Result<Box<dyn Spmv<CudaBackend, f64>>> {
+    prepare_gpu(gpu, &CpuBackend::new(None)?, csr, format, &SpmvParams::a_priori(&RowStats::of(csr)))
 }
 
 /// `out[pos[k]] += elem[k]` by atomic adds, skipping `u32::MAX`
@@ -92,7 +88,7 @@ impl NewtonOps for CudaBackend {
             pos: [s.clone_htod(&setup.residual_pos)?, tangent(&setup.entry_pos)?],
             base: [self.upload(&setup.residual_base)?, if lma { self.zeros(1)? } else { self.upload(&setup.csr.val)? }],
             diag_pos: s.clone_htod(&setup.diag_pos)?,
-            fixed: self.upload(&setup.fixed.iter().map(|&f| f as u8 as f64).collect::<Vec<_>>())?,
+            fixed: self.upload(&setup.fixed_mask())?,
         })
     }
 
@@ -135,10 +131,7 @@ impl NewtonOps for CudaBackend {
     }
 
     fn matrix<K: Kernels<f64>>(&self, _: &GpuState, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<CudaBackend, f64>>> {
-        match format {
-            SpmvFormat::K2 => Ok(Box::new(warp_matrix(self, &setup.csr)?)),
-            f => prepare_gpu(self, &CpuBackend::new(None)?, &setup.csr, f, &SpmvParams::a_priori(&RowStats::of(&setup.csr))),
-        }
+        sparse_matrix(self, &setup.csr, format)
     }
 
     fn element_product(&self, s: &GpuState, kelem: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {

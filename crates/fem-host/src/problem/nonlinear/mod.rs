@@ -125,7 +125,11 @@ impl<K: Kernels<f64>> Setup<K> {
             }
         }
         let residual_base = match load {
-            Some(f) => f.iter().zip(&fixed).map(|(v, &x)| if x { 0.0 } else { -v }).collect(),
+            Some(f) => {
+                let mut base = f.to_vec();
+                as_residual_base(&mut base, &fixed);
+                base
+            }
             None => vec![0.0; fixed.len()],
         };
         Ok(Self { physics, gather, residual_pos, entry_pos, facets: None, csr, diag_pos, fixed, residual_base, levels: None })
@@ -181,6 +185,20 @@ impl<K: Kernels<f64>> Setup<K> {
     /// Rows of the global system (nodes × components).
     pub fn n_rows(&self) -> usize {
         self.fixed.len()
+    }
+
+    /// 1 in fixed rows, 0 in free ones: what a product multiplies `x` by
+    /// to keep the fixed rows.
+    pub(crate) fn fixed_mask(&self) -> Vec<f64> {
+        self.fixed.iter().map(|&f| f as u8 as f64).collect()
+    }
+}
+
+/// The load `f` turned in place into what the residual's assembly starts
+/// from: −f in free rows, zero in fixed ones (R(u) = A(u) − F).
+pub(super) fn as_residual_base(f: &mut [f64], fixed: &[bool]) {
+    for (v, &x) in f.iter_mut().zip(fixed) {
+        *v = if x { 0.0 } else { -*v };
     }
 }
 

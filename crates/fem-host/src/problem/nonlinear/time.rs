@@ -89,9 +89,7 @@ impl MovingLoad<'_> {
         }
         self.f.fill(0.0);
         (self.load)(t, &mut self.f);
-        for (v, &x) in self.f.iter_mut().zip(self.fixed) {
-            *v = if x { 0.0 } else { -*v };
-        }
+        super::as_residual_base(&mut self.f, self.fixed);
         w.set_residual_base(b, &self.f)?;
         self.at = Some(t);
         Ok(())
