@@ -147,6 +147,20 @@
 //! format, or `Assembly::Lma` to apply the element matrices as they are
 //! (no assembly into CSR; Jacobi only).
 //!
+//! Outside Newton, every operator is a
+//! [`crate::host::operator::LinearOperator`]: a matrix in any format, the
+//! element matrices, the matrix-free and tensor-product operators, every
+//! preconditioner (Jacobi, SSOR, SPAI, SAINV, multigrid) and a Krylov solve
+//! itself ([`crate::host::solver::KrylovSolve`]). Any of them is the
+//! operator or the preconditioner of [`crate::host::solver::Krylov::solve`]:
+//!
+//! ```ignore
+//! use fem::host::solver::{CgOptions, Jacobi, Krylov, KrylovSolve};
+//! let jacobi = Jacobi::new(&gpu, &a)?;
+//! let inner = KrylovSolve { method: Krylov::Cg, a: &a, m: &jacobi, opts: CgOptions { rtol: 1e-3, ..Default::default() } };
+//! let report = Krylov::Gmres { restart: 30 }.solve(&gpu, &a, &inner, &b, &mut x, CgOptions::default())?;
+//! ```
+//!
 //! A transient problem M u̇ + R(u) = 0 steps with
 //! [`crate::host::problem::nonlinear::time::integrate`] (θ-method or BDF2,
 //! a Newton solve per step, a callback after each). Dirichlet values that

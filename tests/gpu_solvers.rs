@@ -10,7 +10,8 @@ use fem::host::operator::gpu::{GpuCsr, GpuEll};
 use fem::host::solver::PrecondOps;
 use fem::host::solver::multigrid::{Hierarchy, MgOptions, Multigrid, Smoother};
 use fem::host::solver::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
-use fem::host::solver::{bicgstab, pcg, CgOptions, Jacobi, Preconditioner};
+use fem::host::solver::{bicgstab, pcg, CgOptions, Jacobi};
+use fem::host::operator::LinearOperator;
 use fem::host::sparse::generate::{fem_matrix, power_law};
 use fem::host::{Backend, CpuBackend};
 

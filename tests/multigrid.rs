@@ -124,7 +124,7 @@ fn refresh_inverts_the_coarsest_operator_only_when_it_changes() {
     let b = rhs(h.a[1].n_rows);
     let cycle = |mg: &Multigrid<CpuBackend, f64>| {
         let mut y = vec![0.0; b.len()];
-        fem::host::solver::Preconditioner::apply(mg, &cpu, &b, &mut y).unwrap();
+        fem::host::operator::LinearOperator::apply(mg, &cpu, &b, &mut y).unwrap();
         y
     };
     let before = cycle(&mg);

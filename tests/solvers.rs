@@ -5,7 +5,8 @@ use fem::host::operator::csr::Csr;
 use fem::host::operator::ell::Ell;
 use fem::host::solver::spai::{cholesky_solve, inverse_residual, jacobi_matrix, spai1};
 use fem::host::solver::ssor::{CpuSsor, RowColouring, SsorMatrix};
-use fem::host::solver::{bicgstab, pcg, ApproximateInverse, CgOptions, Identity, Jacobi, Preconditioner};
+use fem::host::solver::{bicgstab, pcg, ApproximateInverse, CgOptions, Identity, Jacobi};
+use fem::host::operator::LinearOperator;
 use fem::host::sparse::generate::{fem_matrix, power_law};
 use fem::host::CpuBackend;
 
@@ -29,7 +30,7 @@ fn rhs(n: usize) -> Vec<f64> {
     (0..n).map(|i| 1.0 + (i as f64 * 0.37).sin()).collect()
 }
 
-fn solve(cpu: &CpuBackend, a: &Csr<f64>, m: &dyn Preconditioner<CpuBackend, f64>) -> (usize, Vec<f64>) {
+fn solve(cpu: &CpuBackend, a: &Csr<f64>, m: &dyn LinearOperator<CpuBackend, f64>) -> (usize, Vec<f64>) {
     let b = rhs(a.n_rows);
     let mut x = vec![0.0; a.n_rows];
     let r = pcg(cpu, a, m, &b, &mut x, opts(1e-10)).unwrap();
@@ -101,7 +102,7 @@ fn spai1_approximates_the_inverse_better_than_jacobi() {
         // SPAI(1) is not symmetric: it preconditions BiCGStab (and smooths multigrid).
         let b = rhs(a.n_rows);
         let mut iterations = Vec::new();
-        for m in [&ApproximateInverse { m: m.clone(), label: "spai" } as &dyn Preconditioner<CpuBackend, f64>, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap()] {
+        for m in [&ApproximateInverse { m: m.clone(), label: "spai" } as &dyn LinearOperator<CpuBackend, f64>, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap()] {
             let mut x = vec![0.0; a.n_rows];
             let r = bicgstab(&cpu, &a, m, &b, &mut x, opts(1e-10)).unwrap();
             assert!(r.converged && true_residual(&cpu, &a, &b, &x) < 1e-9, "{}", m.name());
@@ -169,7 +170,7 @@ fn bicgstab_solves_unsymmetric_and_symmetric_systems() {
     let spd = fem_matrix::<f64>(&cpu, 2, 2, 3000, 1, true).unwrap();
     for a in [unsym, spd] {
         let b = rhs(a.n_rows);
-        for m in [&Identity as &dyn Preconditioner<CpuBackend, f64>, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap()] {
+        for m in [&Identity(a.n_rows) as &dyn LinearOperator<CpuBackend, f64>, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap()] {
             let mut x = vec![0.0; a.n_rows];
             let r = bicgstab(&cpu, &a, m, &b, &mut x, opts(1e-10)).unwrap();
             assert!(r.converged, "{}: {:?}", m.name(), &r.history[r.history.len().saturating_sub(3)..]);
@@ -181,7 +182,7 @@ fn bicgstab_solves_unsymmetric_and_symmetric_systems() {
     // A zero right-hand side converges at once.
     let a = fem_matrix::<f64>(&cpu, 2, 1, 100, 1, false).unwrap();
     let mut x = vec![0.0; a.n_rows];
-    let r = bicgstab(&cpu, &a, &Identity, &vec![0.0; a.n_rows], &mut x, opts(1e-10)).unwrap();
+    let r = bicgstab(&cpu, &a, &Identity(a.n_rows), &vec![0.0; a.n_rows], &mut x, opts(1e-10)).unwrap();
     assert_eq!(r.iterations, 0);
 }
 

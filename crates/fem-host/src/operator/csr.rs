@@ -164,4 +164,7 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for Csr<T> {
     fn diagonal(&self, _cpu: &CpuBackend) -> Result<Vec<T>> {
         Ok(self.diag())
     }
+    fn name(&self) -> String {
+        "csr".into()
+    }
 }

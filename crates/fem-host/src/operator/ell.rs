@@ -183,6 +183,9 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for Ell<T> {
     fn diagonal(&self, _cpu: &CpuBackend) -> Result<Vec<T>> {
         Ok(self.diag())
     }
+    fn name(&self) -> String {
+        "ell".into()
+    }
 }
 
 impl<T: Scalar> LinearOperator<CpuBackend, T> for LazyEll<T> {
@@ -194,6 +197,9 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for LazyEll<T> {
     }
     fn diagonal(&self, cpu: &CpuBackend) -> Result<Vec<T>> {
         self.0.diagonal(cpu)
+    }
+    fn name(&self) -> String {
+        "lazy-ell".into()
     }
 }
 

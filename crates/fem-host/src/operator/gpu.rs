@@ -313,6 +313,9 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuLma<T> {
     fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
         Ok(gpu.stream().clone_dtod(&self.diag)?)
     }
+    fn name(&self) -> String {
+        "lma".into()
+    }
 }
 
 /// The matrix-free operator on the GPU.
@@ -363,6 +366,9 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuMatrixFree<T> {
     }
     fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
         Ok(gpu.stream().clone_dtod(&self.diag)?)
+    }
+    fn name(&self) -> String {
+        "matrix-free".into()
     }
 }
 
@@ -452,6 +458,9 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuCsr<T> {
             Some(d) => Ok(gpu.stream().clone_dtod(d)?),
             None => self.extract_diagonal(gpu),
         }
+    }
+    fn name(&self) -> String {
+        format!("csr-t{}", self.threads_per_row)
     }
 }
 
@@ -617,6 +626,9 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuEll<T> {
             Some(d) => Ok(gpu.stream().clone_dtod(d)?),
             None => self.extract_diagonal(gpu),
         }
+    }
+    fn name(&self) -> String {
+        "ell".into()
     }
 }
 

@@ -97,4 +97,7 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for Lma<T> {
     fn diagonal(&self, _cpu: &CpuBackend) -> Result<Vec<T>> {
         Ok(self.diag())
     }
+    fn name(&self) -> String {
+        "lma".into()
+    }
 }

@@ -77,4 +77,7 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for MatrixFree<T> {
     fn diagonal(&self, _cpu: &CpuBackend) -> Result<Vec<T>> {
         Ok(self.diagonal.clone())
     }
+    fn name(&self) -> String {
+        "matrix-free".into()
+    }
 }

@@ -14,9 +14,8 @@ use crate::solver::multigrid::{Cycle, Hierarchy, MgOptions, Multigrid, Smoother,
 use crate::solver::sainv::FactoredInverse;
 use crate::solver::ordering::{permutations, Ordering};
 use crate::solver::ssor::RowColouring;
-use crate::solver::{bicgstab, pcg, spai::spai1, ApproximateInverse, CgOptions, CgReport, Identity, Jacobi, PrecondOps, Preconditioner};
+use crate::solver::{bicgstab, pcg, spai::spai1, ApproximateInverse, CgOptions, CgReport, Identity, Jacobi, PrecondOps};
 use crate::space::{DirichletMode, Layout};
-use crate::sparse::SpmvOperator;
 use crate::{CpuBackend, Error, Result, Scalar};
 use fem_core::poisson::UnitLoad;
 use serde::Serialize;
@@ -247,16 +246,16 @@ pub fn solve<B: PrecondOps, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &HoleOptions
         (_, Precond::Mg) => (Some(Multigrid::new(bk, cpu, &h, MgOptions { cycle: Cycle::V, ..o.mg_options(o.smoother) }, &upload)?), Some(o.smoother)),
         _ => (None, None),
     };
-    let pre: Box<dyn Preconditioner<B, T>> = match o.precond {
-        Precond::None => Box::new(Identity),
+    let pre: Box<dyn LinearOperator<B, T>> = match o.precond {
+        Precond::None => Box::new(Identity(n)),
         Precond::Jacobi => Box::new(Jacobi::from_diagonal(bk, &a_host.diag())?),
         Precond::Ssor => Box::new(bk.ssor(a_host, &RowColouring::new(a_host)?)?),
-        Precond::Spai => Box::new(ApproximateInverse { m: SpmvOperator { m: upload(&spai1(cpu, a_host)?, n)?, n, diag: vec![] }, label: "spai" }),
-        Precond::Sainv => Box::new(ApproximateInverse { m: SpmvOperator { m: Box::new(FactoredInverse::new(bk, a_host, SAINV_DROP, &upload)?), n, diag: vec![] }, label: "sainv" }),
-        Precond::Mg => Box::new(Identity), // the multigrid itself, below
+        Precond::Spai => Box::new(ApproximateInverse { m: upload(&spai1(cpu, a_host)?, n)?, label: "spai" }),
+        Precond::Sainv => Box::new(ApproximateInverse { m: FactoredInverse::new(bk, a_host, SAINV_DROP, &upload)?, label: "sainv" }),
+        Precond::Mg => Box::new(Identity(n)), // the multigrid itself, below
     };
     let smoother_setup_seconds = t_smoother.elapsed().as_secs_f64();
-    let a = SpmvOperator { m: upload(a_host, n)?, n, diag: a_host.diag() };
+    let a = upload(a_host, n)?;
     let b = bk.upload(&b_host)?;
     let mut x = bk.zeros::<T>(n)?;
     // One untimed application of everything the solve runs, so kernels a

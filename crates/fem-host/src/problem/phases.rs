@@ -2,9 +2,7 @@
 //! that includes the device's work, and an SpMV format as the linear
 //! operator of CG.
 
-use crate::operator::LinearOperator;
-use crate::sparse::Spmv;
-use crate::{Backend, Error, Result};
+use crate::{Backend, Result};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -33,21 +31,6 @@ impl Split {
         self.assembly += o.assembly;
         self.solve += o.solve;
         self.transfer += o.transfer;
-    }
-}
-
-/// `y = A x` through an SpMV format of `.1` rows.
-pub(crate) struct MatrixOp<'a, B: Backend>(pub &'a dyn Spmv<B, f64>, pub usize);
-
-impl<B: Backend> LinearOperator<B, f64> for MatrixOp<'_, B> {
-    fn rows(&self) -> usize {
-        self.1
-    }
-    fn apply(&self, b: &B, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
-        self.0.apply(b, x, y)
-    }
-    fn diagonal(&self, _: &B) -> Result<B::Vector<f64>> {
-        Err(Error::InvalidArgument("an assembled tangent keeps its inverse diagonal, not its diagonal".into()))
     }
 }
 

@@ -4,7 +4,6 @@
 //! Newton's linear systems) builds either on any backend.
 
 use super::multigrid::Matrix;
-use super::precond::Preconditioner;
 use super::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
 use crate::operator::csr::Csr;
 use crate::operator::gpu::GpuCsr;
@@ -15,7 +14,7 @@ use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
 /// Matrix storage and coloured SSOR of a backend.
 pub trait PrecondOps: Backend + Sized + 'static {
     /// The coloured SSOR of this backend.
-    type Ssor<T: Scalar>: Preconditioner<Self, T>;
+    type Ssor<T: Scalar>: crate::operator::LinearOperator<Self, T>;
     /// A host CSR matrix of `n_cols` columns (rectangular allowed) in the
     /// backend's SpMV format for hierarchies: ELL-WARP K1, which keeps the
     /// original numbering.

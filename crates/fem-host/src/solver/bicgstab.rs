@@ -3,14 +3,13 @@
 //! Geveler et al.); stops on ‖r‖/‖b‖ and records its history.
 
 use super::cg::{CgOptions, CgReport};
-use super::precond::Preconditioner;
 use crate::operator::LinearOperator;
 use crate::{Backend, Error, Result, Scalar};
 
 /// Solves `A x = b` from the initial guess in `x` with preconditioner `m`
 /// (`opts.jacobi` is ignored). A breakdown (ρ or ⟨r̂, v⟩ vanishing) ends
 /// the iteration with the residual reached so far.
-pub fn bicgstab<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: Preconditioner<B, T> + ?Sized>(
+pub fn bicgstab<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: LinearOperator<B, T> + ?Sized>(
     backend: &B,
     a: &A,
     m: &M,

@@ -1,8 +1,8 @@
 //! The (preconditioned) conjugate gradient method on any [`Backend`],
-//! [`LinearOperator`] and [`Preconditioner`]; it stops on the relative
+//! [`LinearOperator`] and preconditioner (another operator); it stops on the relative
 //! residual ‖r‖/‖b‖ and records its history.
 
-use super::precond::{Identity, Jacobi, Preconditioner};
+use super::precond::{Identity, Jacobi};
 use crate::operator::LinearOperator;
 use crate::{Backend, Result, Scalar};
 use serde::Serialize;
@@ -48,14 +48,14 @@ pub fn cg<B: Backend, T: Scalar, A: LinearOperator<B, T>>(backend: &B, a: &A, b:
     if opts.jacobi {
         pcg(backend, a, &Jacobi::new(backend, a)?, b, x, opts)
     } else {
-        pcg(backend, a, &Identity, b, x, opts)
+        pcg(backend, a, &Identity(a.rows()), b, x, opts)
     }
 }
 
 /// Preconditioned CG from the initial guess in `x` (`opts.jacobi` is
 /// ignored: `m` is the preconditioner). `M` must be symmetric positive
 /// definite.
-pub fn pcg<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: Preconditioner<B, T> + ?Sized>(
+pub fn pcg<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: LinearOperator<B, T> + ?Sized>(
     backend: &B,
     a: &A,
     m: &M,

@@ -13,7 +13,7 @@
 
 use super::bicgstab::bicgstab;
 use super::cg::{CgOptions, CgReport};
-use super::precond::{Jacobi, Preconditioner};
+use super::precond::Jacobi;
 use super::PrecondOps;
 use super::spai::spai1;
 use super::transfer::{prolongation, transpose};
@@ -242,22 +242,6 @@ pub struct Multigrid<B: Backend, T: Scalar> {
     pub coarse_inversions: usize,
 }
 
-/// Level `l`'s operator as a square [`LinearOperator`] (for BiCGStab).
-struct LevelOp<'a, B: Backend, T: Scalar>(&'a Level<B, T>);
-
-impl<B: Backend, T: Scalar> LinearOperator<B, T> for LevelOp<'_, B, T> {
-    fn rows(&self) -> usize {
-        self.0.n
-    }
-    fn apply(&self, b: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
-        self.0.a.apply(b, x, y)
-    }
-    fn diagonal(&self, b: &B) -> Result<B::Vector<T>> {
-        let inv = b.download(&self.0.jacobi.inv_diag)?;
-        b.upload(&inv.iter().map(|&v| T::ONE / v).collect::<Vec<T>>())
-    }
-}
-
 impl<B: Backend, T: Scalar> Multigrid<B, T> {
     /// Uploads `h` to backend `bk`; `upload(matrix, columns)` stores one
     /// matrix in the backend's SpMV format.
@@ -351,7 +335,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             }
             let lv = &self.levels[0];
             let opts = CgOptions { rtol: self.opts.coarse_rtol, max_iterations: 10 * lv.n.max(10), jacobi: false };
-            bicgstab(bk, &LevelOp(lv), &lv.jacobi, &w.b, &mut w.x, opts)?;
+            bicgstab(bk, &*lv.a, &lv.jacobi, &w.b, &mut w.x, opts)?;
             return Ok(());
         }
         let (coarse, rest) = work.split_at_mut(l);
@@ -407,7 +391,10 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     }
 }
 
-impl<B: Backend, T: Scalar> Preconditioner<B, T> for Multigrid<B, T> {
+impl<B: Backend, T: Scalar> LinearOperator<B, T> for Multigrid<B, T> {
+    fn rows(&self) -> usize {
+        self.levels.last().map_or(0, |l| l.n)
+    }
     /// One cycle from zero for the right-hand side `r`.
     fn apply(&self, bk: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
         let top = self.levels.len() - 1;

@@ -1,23 +1,19 @@
-//! Preconditioners `z = M r` for the Krylov solvers: the identity, Jacobi,
-//! any sparse approximate inverse applied as an SpMV (SPAI, SAINV), the
-//! coloured SSOR of [`super::ssor`], and multigrid.
+//! Preconditioners `z = M r ≈ A⁻¹ r` for the Krylov solvers: the
+//! identity, Jacobi, and any sparse approximate inverse applied as an SpMV
+//! (SPAI, SAINV); the coloured SSOR of [`super::ssor`] and multigrid are
+//! the others. A preconditioner is a [`LinearOperator`] like the matrix it
+//! preconditions (for CG a symmetric positive definite one).
 
 use crate::operator::LinearOperator;
 use crate::{Backend, Error, Result, Scalar};
 
-/// A preconditioner `M ≈ A⁻¹` applied on backend `B`; for CG it must be
-/// symmetric positive definite.
-pub trait Preconditioner<B: Backend, T: Scalar> {
-    /// `z ← M r`.
-    fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()>;
-    /// Short label for reports and logs (`none`, `jacobi`, `spai`, …).
-    fn name(&self) -> String;
-}
+/// No preconditioning: `z = r` for vectors of `.0` rows.
+pub struct Identity(pub usize);
 
-/// No preconditioning.
-pub struct Identity;
-
-impl<B: Backend, T: Scalar> Preconditioner<B, T> for Identity {
+impl<B: Backend, T: Scalar> LinearOperator<B, T> for Identity {
+    fn rows(&self) -> usize {
+        self.0
+    }
     fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
         b.copy(r, z)
     }
@@ -30,6 +26,8 @@ impl<B: Backend, T: Scalar> Preconditioner<B, T> for Identity {
 pub struct Jacobi<B: Backend, T: Scalar> {
     /// `1 / a_ii` for every row, on the backend.
     pub inv_diag: B::Vector<T>,
+    /// Rows: the length of `inv_diag`.
+    pub n: usize,
 }
 
 impl<B: Backend, T: Scalar> Jacobi<B, T> {
@@ -44,11 +42,19 @@ impl<B: Backend, T: Scalar> Jacobi<B, T> {
         if let Some(i) = d.iter().position(|v| !(v.abs() > T::ZERO)) {
             return Err(Error::InvalidArgument(format!("Jacobi: zero diagonal in row {i}")));
         }
-        Ok(Self { inv_diag: b.upload(&d.iter().map(|&v| T::ONE / v).collect::<Vec<T>>())? })
+        Ok(Self { inv_diag: b.upload(&d.iter().map(|&v| T::ONE / v).collect::<Vec<T>>())?, n: d.len() })
+    }
+
+    /// Zeros of `n` rows, to be filled with an inverse diagonal later.
+    pub fn zeros(b: &B, n: usize) -> Result<Self> {
+        Ok(Self { inv_diag: b.zeros(n)?, n })
     }
 }
 
-impl<B: Backend, T: Scalar> Preconditioner<B, T> for Jacobi<B, T> {
+impl<B: Backend, T: Scalar> LinearOperator<B, T> for Jacobi<B, T> {
+    fn rows(&self) -> usize {
+        self.n
+    }
     fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
         b.mul(&self.inv_diag, r, z)
     }
@@ -58,15 +64,18 @@ impl<B: Backend, T: Scalar> Preconditioner<B, T> for Jacobi<B, T> {
 }
 
 /// A sparse approximate inverse `M ≈ A⁻¹` stored as an operator (any
-/// SpMV format), applied with one product.
+/// SpMV format), applied with one product and reported by its kind.
 pub struct ApproximateInverse<O> {
     /// The operator `M`.
     pub m: O,
-    /// What [`Preconditioner::name`] returns (`spai`, `sainv`).
+    /// What [`LinearOperator::name`] returns (`spai`, `sainv`).
     pub label: &'static str,
 }
 
-impl<B: Backend, T: Scalar, O: LinearOperator<B, T>> Preconditioner<B, T> for ApproximateInverse<O> {
+impl<B: Backend, T: Scalar, O: LinearOperator<B, T>> LinearOperator<B, T> for ApproximateInverse<O> {
+    fn rows(&self) -> usize {
+        self.m.rows()
+    }
     fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
         self.m.apply(b, r, z)
     }

@@ -177,12 +177,9 @@ impl<B: crate::Backend, T: Scalar> FactoredInverse<B, T> {
     }
 }
 
-impl<B: crate::Backend, T: Scalar> crate::sparse::Spmv<B, T> for FactoredInverse<B, T> {
-    fn name(&self) -> String {
-        "sainv".into()
-    }
-    fn numbering(&self) -> Option<&[u32]> {
-        None
+impl<B: crate::Backend, T: Scalar> crate::operator::LinearOperator<B, T> for FactoredInverse<B, T> {
+    fn rows(&self) -> usize {
+        self.zt.rows()
     }
     fn apply(&self, b: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
         let mut w = self.work.lock().expect("SAINV work vectors poisoned");
@@ -190,6 +187,15 @@ impl<B: crate::Backend, T: Scalar> crate::sparse::Spmv<B, T> for FactoredInverse
         self.zt.apply(b, x, t)?;
         b.mul(&self.inv_d, t, u)?;
         self.z.apply(b, u, y)
+    }
+    fn name(&self) -> String {
+        "sainv".into()
+    }
+}
+
+impl<B: crate::Backend, T: Scalar> crate::sparse::Spmv<B, T> for FactoredInverse<B, T> {
+    fn numbering(&self) -> Option<&[u32]> {
+        None
     }
     fn matrix_bytes(&self) -> usize {
         self.zt.matrix_bytes() + self.z.matrix_bytes()

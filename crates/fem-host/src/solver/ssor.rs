@@ -7,7 +7,7 @@
 //! CG. CSR and ELLPACK, on the CPU (rayon) and the GPU (one launch per
 //! colour and direction), through the same per-row function.
 
-use super::precond::Preconditioner;
+use crate::operator::LinearOperator;
 use crate::operator::csr::Csr;
 use crate::operator::ell::Ell;
 use crate::operator::gpu::{GpuCsr, GpuEll};
@@ -131,7 +131,13 @@ impl<T: Scalar> CpuSsor<T> {
     }
 }
 
-impl<T: Scalar> Preconditioner<CpuBackend, T> for CpuSsor<T> {
+impl<T: Scalar> LinearOperator<CpuBackend, T> for CpuSsor<T> {
+    fn rows(&self) -> usize {
+        match &self.matrix {
+            SsorMatrix::Csr(a) => a.n_rows,
+            SsorMatrix::Ell(a) => a.n_rows,
+        }
+    }
     fn apply(&self, cpu: &CpuBackend, r: &Vec<T>, z: &mut Vec<T>) -> Result<()> {
         crate::error::same_len("ssor", r.len(), z.len())?;
         let mut y = vec![T::ZERO; r.len()];
@@ -208,7 +214,13 @@ impl<T: Scalar> GpuSsor<T> {
     }
 }
 
-impl<T: Scalar> Preconditioner<CudaBackend, T> for GpuSsor<T> {
+impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuSsor<T> {
+    fn rows(&self) -> usize {
+        match &self.matrix {
+            GpuSsorMatrix::Csr(a) => a.n_rows,
+            GpuSsorMatrix::Ell(a) => a.n_rows,
+        }
+    }
     fn apply(&self, gpu: &CudaBackend, r: &CudaSlice<T>, z: &mut CudaSlice<T>) -> Result<()> {
         crate::error::same_len("ssor", r.len(), z.len())?;
         let mut guard = self.y.lock().expect("ssor work vector poisoned");

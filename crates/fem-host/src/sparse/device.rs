@@ -97,14 +97,8 @@ pub struct WithSource<M, S> {
 }
 
 impl<T: Scalar> Spmv<CpuBackend, T> for Csr<T> {
-    fn name(&self) -> String {
-        "csr".into()
-    }
     fn numbering(&self) -> Option<&[u32]> {
         None
-    }
-    fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
-        LinearOperator::apply(self, cpu, x, y)
     }
     fn matrix_bytes(&self) -> usize {
         self.nnz() * (T::BYTES + 4) + (self.n_rows + 1) * 4
@@ -115,15 +109,24 @@ impl<T: Scalar> Spmv<CpuBackend, T> for Csr<T> {
     }
 }
 
-impl<T: Scalar> Spmv<CpuBackend, T> for WithSource<Ell<T>, Vec<u32>> {
-    fn name(&self) -> String {
-        "ell".into()
-    }
-    fn numbering(&self) -> Option<&[u32]> {
-        None
+impl<T: Scalar> LinearOperator<CpuBackend, T> for WithSource<Ell<T>, Vec<u32>> {
+    fn rows(&self) -> usize {
+        self.m.n_rows
     }
     fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
         LinearOperator::apply(&self.m, cpu, x, y)
+    }
+    fn diagonal(&self, b: &CpuBackend) -> Result<<CpuBackend as Backend>::Vector<T>> {
+        self.m.diagonal(b)
+    }
+    fn name(&self) -> String {
+        "ell".into()
+    }
+}
+
+impl<T: Scalar> Spmv<CpuBackend, T> for WithSource<Ell<T>, Vec<u32>> {
+    fn numbering(&self) -> Option<&[u32]> {
+        None
     }
     fn matrix_bytes(&self) -> usize {
         self.m.slots() * (T::BYTES + 4)
@@ -134,18 +137,24 @@ impl<T: Scalar> Spmv<CpuBackend, T> for WithSource<Ell<T>, Vec<u32>> {
     }
 }
 
-impl<T: Scalar> Spmv<CpuBackend, T> for EllT<T> {
-    fn name(&self) -> String {
-        format!("ellt-t{}", self.threads_per_row)
-    }
-    fn numbering(&self) -> Option<&[u32]> {
-        None
+impl<T: Scalar> LinearOperator<CpuBackend, T> for EllT<T> {
+    fn rows(&self) -> usize {
+        self.n_rows
     }
     fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
         if crate::error::product_lens("ellt spmv", self.n_rows, x.len(), y.len())? {
             self.spmv(cpu, x, y);
         }
         Ok(())
+    }
+    fn name(&self) -> String {
+        format!("ellt-t{}", self.threads_per_row)
+    }
+}
+
+impl<T: Scalar> Spmv<CpuBackend, T> for EllT<T> {
+    fn numbering(&self) -> Option<&[u32]> {
+        None
     }
     fn matrix_bytes(&self) -> usize {
         ellt_bytes::<T>(self.read_slots(), self.len.len())
@@ -156,18 +165,24 @@ impl<T: Scalar> Spmv<CpuBackend, T> for EllT<T> {
     }
 }
 
-impl<T: Scalar> Spmv<CpuBackend, T> for EllWarp<T> {
-    fn name(&self) -> String {
-        EllWarp::name(self)
-    }
-    fn numbering(&self) -> Option<&[u32]> {
-        (!self.remaps()).then_some(&self.perm[..])
+impl<T: Scalar> LinearOperator<CpuBackend, T> for EllWarp<T> {
+    fn rows(&self) -> usize {
+        self.n_rows
     }
     fn apply(&self, cpu: &CpuBackend, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
         crate::error::same_len("ell-warp spmv", x.len(), self.n_cols)?;
         crate::error::same_len("ell-warp spmv", y.len(), self.n_rows)?;
         self.spmv(cpu, x, y);
         Ok(())
+    }
+    fn name(&self) -> String {
+        EllWarp::name(self)
+    }
+}
+
+impl<T: Scalar> Spmv<CpuBackend, T> for EllWarp<T> {
+    fn numbering(&self) -> Option<&[u32]> {
+        (!self.remaps()).then_some(&self.perm[..])
     }
     fn matrix_bytes(&self) -> usize {
         warp_bytes::<T>(self)
@@ -212,14 +227,8 @@ pub fn gpu_gather<T: Scalar>(
 }
 
 impl<T: Scalar> Spmv<CudaBackend, T> for GpuCsr<T> {
-    fn name(&self) -> String {
-        format!("csr-t{}", self.threads_per_row)
-    }
     fn numbering(&self) -> Option<&[u32]> {
         None
-    }
-    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
-        LinearOperator::apply(self, gpu, x, y)
     }
     fn matrix_bytes(&self) -> usize {
         self.col.len() * (T::BYTES + 4) + self.row_ptr.len() * 4
@@ -229,15 +238,24 @@ impl<T: Scalar> Spmv<CudaBackend, T> for GpuCsr<T> {
     }
 }
 
-impl<T: Scalar> Spmv<CudaBackend, T> for WithSource<GpuEll<T>, CudaSlice<u32>> {
-    fn name(&self) -> String {
-        "ell".into()
-    }
-    fn numbering(&self) -> Option<&[u32]> {
-        None
+impl<T: Scalar> LinearOperator<CudaBackend, T> for WithSource<GpuEll<T>, CudaSlice<u32>> {
+    fn rows(&self) -> usize {
+        self.m.n_rows
     }
     fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
         LinearOperator::apply(&self.m, gpu, x, y)
+    }
+    fn diagonal(&self, b: &CudaBackend) -> Result<<CudaBackend as Backend>::Vector<T>> {
+        self.m.diagonal(b)
+    }
+    fn name(&self) -> String {
+        "ell".into()
+    }
+}
+
+impl<T: Scalar> Spmv<CudaBackend, T> for WithSource<GpuEll<T>, CudaSlice<u32>> {
+    fn numbering(&self) -> Option<&[u32]> {
+        None
     }
     fn matrix_bytes(&self) -> usize {
         self.m.n_rows * self.m.width * (T::BYTES + 4)
@@ -247,15 +265,21 @@ impl<T: Scalar> Spmv<CudaBackend, T> for WithSource<GpuEll<T>, CudaSlice<u32>> {
     }
 }
 
-impl<T: Scalar> Spmv<CudaBackend, T> for CusparseCsr<T> {
-    fn name(&self) -> String {
-        "cusparse".into()
-    }
-    fn numbering(&self) -> Option<&[u32]> {
-        None
+impl<T: Scalar> LinearOperator<CudaBackend, T> for CusparseCsr<T> {
+    fn rows(&self) -> usize {
+        self.n_rows
     }
     fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
         self.spmv(gpu, x, y)
+    }
+    fn name(&self) -> String {
+        "cusparse".into()
+    }
+}
+
+impl<T: Scalar> Spmv<CudaBackend, T> for CusparseCsr<T> {
+    fn numbering(&self) -> Option<&[u32]> {
+        None
     }
     fn matrix_bytes(&self) -> usize {
         self.nnz * (T::BYTES + 4) + (self.n_rows + 1) * 4
@@ -303,12 +327,9 @@ impl<T: Scalar> GpuEllT<T> {
     }
 }
 
-impl<T: Scalar> Spmv<CudaBackend, T> for GpuEllT<T> {
-    fn name(&self) -> String {
-        format!("ellt-t{}", self.threads_per_row)
-    }
-    fn numbering(&self) -> Option<&[u32]> {
-        None
+impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuEllT<T> {
+    fn rows(&self) -> usize {
+        self.n_rows
     }
     fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
         if !crate::error::product_lens("ellt spmv", self.n_rows, x.len(), y.len())? {
@@ -332,6 +353,15 @@ impl<T: Scalar> Spmv<CudaBackend, T> for GpuEllT<T> {
                 .launch(cfg)
         }?;
         Ok(())
+    }
+    fn name(&self) -> String {
+        format!("ellt-t{}", self.threads_per_row)
+    }
+}
+
+impl<T: Scalar> Spmv<CudaBackend, T> for GpuEllT<T> {
+    fn numbering(&self) -> Option<&[u32]> {
+        None
     }
     fn matrix_bytes(&self) -> usize {
         ellt_bytes::<T>(self.read_slots, self.len.len())
@@ -456,15 +486,21 @@ impl<T: Scalar> GpuEllWarp<T> {
     }
 }
 
-impl<T: Scalar> Spmv<CudaBackend, T> for GpuEllWarp<T> {
-    fn name(&self) -> String {
-        self.name.clone()
-    }
-    fn numbering(&self) -> Option<&[u32]> {
-        (!self.remap).then_some(&self.host_perm[..])
+impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuEllWarp<T> {
+    fn rows(&self) -> usize {
+        self.n_rows
     }
     fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
         self.spmv_with(gpu, x, y, false)
+    }
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+}
+
+impl<T: Scalar> Spmv<CudaBackend, T> for GpuEllWarp<T> {
+    fn numbering(&self) -> Option<&[u32]> {
+        (!self.remap).then_some(&self.host_perm[..])
     }
     fn matrix_bytes(&self) -> usize {
         self.bytes

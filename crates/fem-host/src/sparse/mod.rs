@@ -121,16 +121,15 @@ impl<T> SharedOut<T> {
 
 use crate::{Backend, Result, Scalar};
 
-/// A matrix prepared for SpMV in one format on one backend.
-pub trait Spmv<B: Backend, T: Scalar> {
-    /// Format name (with its parameter: `csr-t8`, `ellt-t2`, `k2`, ...).
-    fn name(&self) -> String;
+/// A matrix prepared for SpMV in one format on one backend: a
+/// [`LinearOperator`](crate::operator::LinearOperator) (whose `name` is the
+/// format with its parameter: `csr-t8`, `ellt-t2`, `k2`, …) that also says
+/// how it is stored and takes new values of its pattern.
+pub trait Spmv<B: Backend, T: Scalar>: crate::operator::LinearOperator<B, T> {
     /// Sorted position → original row, when `x` and `y` are in the
     /// format's own numbering (K1r, K1rs, K2r, K2rs); `None` when they are
     /// in the original one.
     fn numbering(&self) -> Option<&[u32]>;
-    /// `y = A x`.
-    fn apply(&self, b: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()>;
     /// Bytes of matrix data one product reads: values, indices, per-row or
     /// per-warp metadata and the permutation, padding included.
     fn matrix_bytes(&self) -> usize;
@@ -170,27 +169,4 @@ pub fn unpermute<T: Copy + Default>(perm: &[u32], y: &[T]) -> Vec<T> {
         out[r as usize] = y[s];
     }
     out
-}
-
-/// A square matrix in any SpMV format as a [`crate::operator::LinearOperator`].
-pub struct SpmvOperator<B: Backend, T: Scalar> {
-    /// The matrix in some SpMV format; products go to it unchanged, so `x` and
-    /// `y` are in its numbering ([`Spmv::numbering`]).
-    pub m: Box<dyn Spmv<B, T>>,
-    /// Rows (and columns) of the matrix.
-    pub n: usize,
-    /// The diagonal (host copy).
-    pub diag: Vec<T>,
-}
-
-impl<B: Backend, T: Scalar> crate::operator::LinearOperator<B, T> for SpmvOperator<B, T> {
-    fn rows(&self) -> usize {
-        self.n
-    }
-    fn apply(&self, b: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
-        self.m.apply(b, x, y)
-    }
-    fn diagonal(&self, b: &B) -> Result<B::Vector<T>> {
-        b.upload(&self.diag)
-    }
 }

@@ -345,4 +345,7 @@ impl LinearOperator<CudaBackend, f64> for GpuTensor<'_> {
     fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<f64>> {
         gpu.upload(&self.op.diagonal())
     }
+    fn name(&self) -> String {
+        format!("{:?}", self.op.problem).to_lowercase()
+    }
 }

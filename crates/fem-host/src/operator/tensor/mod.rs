@@ -236,4 +236,7 @@ impl LinearOperator<CpuBackend, f64> for TensorOperator {
     fn diagonal(&self, cpu: &CpuBackend) -> Result<Vec<f64>> {
         Ok(cpu.install(|| TensorOperator::diagonal(self)))
     }
+    fn name(&self) -> String {
+        format!("{:?}", self.problem).to_lowercase()
+    }
 }

@@ -29,7 +29,7 @@ use crate::space::NodalSpace;
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, Error, Result};
 pub use super::phases::Split;
-use super::phases::{timed, MatrixOp};
+use super::phases::timed;
 use fem_kernels::physics::cardiac::{self as ap, Monodomain as Physics};
 use serde::Serialize;
 use std::time::Instant;
@@ -344,7 +344,7 @@ impl<'b, B: Ops> Monodomain<'b, B> {
             kelem: b.zeros(ne * nl * nl + 1)?,
             residual: b.zeros(n)?,
             kflat: b.zeros(setup.csr.nnz())?,
-            jacobi: Jacobi { inv_diag: b.zeros(n)? },
+            jacobi: Jacobi::zeros(b, n)?,
             delta: b.zeros(n)?,
             act: b.upload(&vec![-1.0; n])?,
             setup_seconds: 0.0,
@@ -393,7 +393,7 @@ impl<'b, B: Ops> Monodomain<'b, B> {
         let step = self.step + 1;
         let report = timed(b, &mut split.solve, || {
             b.axpby(0.0, &self.residual, 0.0, &mut self.delta)?;
-            pcg(b, &MatrixOp(&*self.matrix, self.n), &self.jacobi, &self.residual, &mut self.delta, opts)
+            pcg(b, &*self.matrix, &self.jacobi, &self.residual, &mut self.delta, opts)
         })
         // An indefinite tangent: 1/Δt no longer outweighs the source's growth rate.
         .map_err(|e| Error::InvalidArgument(format!("Newton update in step {step}: {e}; try a smaller time step")))?;

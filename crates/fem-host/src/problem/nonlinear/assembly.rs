@@ -140,6 +140,9 @@ impl<B: NewtonOps> LinearOperator<B, f64> for LmaOp<'_, B> {
     fn diagonal(&self, _: &B) -> Result<B::Vector<f64>> {
         Err(Error::InvalidArgument("the element matrices' tangent keeps its inverse diagonal, not its diagonal".into()))
     }
+    fn name(&self) -> String {
+        "lma".into()
+    }
 }
 
 /// `inv ← 1 / diag(weight · K + c · M)` of element matrices `kelem`,
@@ -184,7 +187,7 @@ mod tests {
         cpu.assemble(&assembled, true, &kelem, &mut csr.val).unwrap();
         let x = random(n, 2);
         let (mut want, mut got) = (vec![0.0; n], vec![0.0; n]);
-        crate::sparse::Spmv::apply(&csr, cpu, &x, &mut want).unwrap();
+        LinearOperator::apply(&csr, cpu, &x, &mut want).unwrap();
         cpu.element_product(&lma, &kelem, &x, &mut got).unwrap();
         let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));

@@ -26,13 +26,15 @@ pub mod time;
 
 pub use assembly::Assembly;
 pub use precond::{Levels, Precond};
+/// The Krylov method that solves Newton's linear systems.
+pub use crate::solver::Krylov;
 
 use assembly::{lma_inverse_diagonal, LmaOp, Storage};
 
-use super::phases::{timed, MatrixOp, Split};
+use super::phases::{timed, Split};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{csr_pattern, field_rows, Aux, FacetTerm, Pointwise};
-use crate::solver::{bicgstab, gmres, pcg, CgOptions, Jacobi, PrecondOps};
+use crate::solver::{CgOptions, Jacobi, PrecondOps};
 use crate::space::{BoundaryPart, Constraints, Load, NodalSpace};
 use crate::operator::LinearOperator;
 use crate::sparse::{Spmv, SpmvFormat};
@@ -261,31 +263,6 @@ pub struct NewtonOptions {
     pub assembly: Assembly,
 }
 
-/// The Krylov method that solves Newton's linear systems.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Krylov {
-    /// Conjugate gradients: symmetric positive definite tangents.
-    Cg,
-    /// BiCGStab: unsymmetric tangents, short recurrences.
-    BiCgStab,
-    /// GMRES restarted every `restart` iterations: unsymmetric tangents,
-    /// monotone residuals.
-    Gmres {
-        /// Basis vectors kept before a restart.
-        restart: usize,
-    },
-}
-
-impl std::fmt::Display for Krylov {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Krylov::Cg => write!(f, "CG"),
-            Krylov::BiCgStab => write!(f, "BiCGStab"),
-            Krylov::Gmres { restart } => write!(f, "GMRES({restart})"),
-        }
-    }
-}
-
 /// How Newton's step length is accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum LineSearch {
@@ -435,7 +412,7 @@ impl<B: NewtonOps> Workspace<B> {
             kflat: b.zeros(values)?,
             delta: b.zeros(n)?,
             mu: b.zeros(n)?,
-            jacobi: Jacobi { inv_diag: b.zeros(n)? },
+            jacobi: Jacobi::zeros(b, n)?,
             precond: precond::Prepared::new(b, setup, o.precond)?,
             n,
             setup_seconds: 0.0,
@@ -535,23 +512,16 @@ impl<B: NewtonOps> Workspace<B> {
             let scratch = std::cell::RefCell::new(&mut self.mu);
             let cg = timed(b, &mut split.solve, || {
                 b.axpby(0.0, r, 0.0, delta)?;
-                let (assembled, elements);
+                let elements;
                 let a: &dyn LinearOperator<B, f64> = match matrix {
-                    Some(m) => {
-                        assembled = MatrixOp(&**m, n);
-                        &assembled
-                    }
+                    Some(m) => &*m,
                     None => {
                         elements = LmaOp { state, kelem, extra, scratch, n };
                         &elements
                     }
                 };
                 let m = pc.get(jacobi);
-                match o.krylov {
-                    Krylov::Cg => pcg(b, a, m, r, delta, opts),
-                    Krylov::BiCgStab => bicgstab(b, a, m, r, delta, opts),
-                    Krylov::Gmres { restart } => gmres(b, a, m, r, delta, restart, opts),
-                }
+                o.krylov.solve(b, a, m, r, delta, opts)
             })
             .map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
             let mut alpha = 1.0;

@@ -14,10 +14,11 @@
 use super::time::mass_values;
 use super::{tangent_values, Extra, NewtonOps, Setup};
 use crate::operator::csr::Csr;
+use crate::operator::LinearOperator;
 use crate::operator::pointwise::{Aux, Pointwise};
 use crate::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use crate::solver::ssor::RowColouring;
-use crate::solver::{Jacobi, Preconditioner};
+use crate::solver::Jacobi;
 use crate::space::nested::{field_prolongation, injection};
 use crate::space::{BoundaryPart, NestedSpaces, NodalSpace};
 use crate::sparse::Spmv;
@@ -249,7 +250,7 @@ impl<B: NewtonOps> Prepared<B> {
     }
 
     /// The preconditioner to hand the Krylov method.
-    pub(super) fn get<'a>(&'a self, jacobi: &'a Jacobi<B, f64>) -> &'a dyn Preconditioner<B, f64> {
+    pub(super) fn get<'a>(&'a self, jacobi: &'a Jacobi<B, f64>) -> &'a dyn LinearOperator<B, f64> {
         match self {
             Self::Jacobi => jacobi,
             Self::Ssor(s) => s,
