@@ -1,7 +1,7 @@
 //! `fem solve --mesh FILE --physics ...` on every kind of Gmsh file the
 //! reader accepts, and its refusals of bad input.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

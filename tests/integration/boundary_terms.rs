@@ -5,7 +5,7 @@
 //! against a manufactured solution, on every cell kind, on the CPU and the
 //! GPU, with and without multigrid.
 
-mod common;
+use crate::common;
 
 use fem::host::mesh::simplex::SimplexBox;
 use fem::host::mesh::BoxMesh;

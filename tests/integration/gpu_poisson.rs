@@ -3,7 +3,7 @@
 //! a GPU solve the CPU's error. They
 //! run when a CUDA device exists and otherwise print that they were skipped.
 
-mod common;
+use crate::common;
 use common::gpu;
 
 use fem::host::mesh::BoxMesh;

@@ -2,7 +2,7 @@
 //! steps through the upstroke, for every assembly (ELL-WARP SpMV,
 //! cuSPARSE SpMV, atomics) and CG kernel. Skipped without a device.
 
-mod common;
+use crate::common;
 use common::gpu;
 
 use fem::host::mesh::heart::Heart;

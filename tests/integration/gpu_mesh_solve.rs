@@ -2,7 +2,7 @@
 //! elasticity on triangles, quadrilaterals, tetrahedra and hexahedra, with
 //! a random load (skipped without a GPU).
 
-mod common;
+use crate::common;
 
 use fem::host::io::gmsh::GmshMesh;
 use fem::host::mesh::simplex::SimplexBox;

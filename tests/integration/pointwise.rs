@@ -3,7 +3,7 @@
 //! exactly representable manufactured solutions, rigid-body motions, and
 //! element matrices that are the derivative of the residual.
 
-mod common;
+use crate::common;
 use common::pointwise_space as space_for;
 use fem::core::physics::Terms;
 use fem::core::shape::Shape;

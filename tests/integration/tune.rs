@@ -1,7 +1,7 @@
 //! The tuner: its file, the order explicit > tuned > model, the a-priori
 //! SpMV model against the formats it describes, and `auto`'s choices.
 
-mod common;
+use crate::common;
 
 use common::{cases, scratch};
 use fem::host::sparse::device::prepare_cpu;

@@ -1,7 +1,7 @@
 //! SpMV formats built from CSR, Matrix Market files and assembly by SpMV,
 //! on the CPU backend.
 
-mod common;
+use crate::common;
 
 use common::{cases, rel_err, scratch};
 use fem::host::io::matrix_market::{self, Field, MatrixMarketError, Symmetry};

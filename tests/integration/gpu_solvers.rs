@@ -1,7 +1,7 @@
 //! Solvers on the GPU against the CPU: coloured SSOR sweeps (CSR and
 //! ELLPACK), PCG and BiCGStab, multigrid cycles. Skipped without a device.
 
-mod common;
+use crate::common;
 use common::gpu;
 
 use fem::host::mesh::BoxMesh;

@@ -6,7 +6,7 @@
 //! element counts that leave partial blocks; and the GPU Jacobi-CG.
 //! Skipped without a device.
 
-mod common;
+use crate::common;
 use common::{gpu, rel_err};
 use fem::host::sparse::bench::test_vector;
 

@@ -4,7 +4,7 @@
 //! partial last batch and several blocks-per-batch / batches-per-chunk
 //! settings. Skipped without a device.
 
-mod common;
+use crate::common;
 use common::gpu;
 
 use fem::host::operator::pointwise::{Aux, GpuPointwise, Pointwise, Transposition};

@@ -3,7 +3,7 @@
 //! are grey, and `fem solve --png` / `fem cardiac --png` write pictures
 //! that decode.
 
-mod common;
+use crate::common;
 use common::scratch;
 use fem::host::mesh::simplex::SimplexBox;
 use fem::picture::{field_png, Picture};

@@ -1,6 +1,6 @@
 //! The `fem` binary: output formats and exit codes (0 ok, 1 error, 2 usage).
 
-mod common;
+use crate::common;
 use common::scratch;
 use std::process::{Command, Output};
 

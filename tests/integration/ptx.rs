@@ -2,7 +2,7 @@
 //! `ptxas` for sm_90 without register spills. With `CI=true` a missing PTX
 //! or a missing `ptxas` fails instead of skipping.
 
-mod common;
+use crate::common;
 use common::scratch;
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //! surface fall at orders 2 and 3, the GPU gives the CPU's solution, and
 //! the command writes a `.vtu` and a `.png` that read back.
 
-mod common;
+use crate::common;
 use common::scratch;
 use fem::demo::{run, scherk, DemoOptions};
 use fem::host::mesh::simplex::SimplexMesh;

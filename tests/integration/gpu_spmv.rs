@@ -2,7 +2,7 @@
 //! when its library loads), value reordering on the device, and assembly
 //! by SpMV against atomic scatter. Skipped without a CUDA device.
 
-mod common;
+use crate::common;
 
 use common::{cases, gpu, rel_err};
 use fem::host::sparse::bench::{apply_original, reference, test_vector};

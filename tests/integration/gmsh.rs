@@ -2,7 +2,7 @@
 //! a file laid out as Gmsh writes it, the solve on an imported mesh, and
 //! every malformed or hostile input as a clean error.
 
-mod common;
+use crate::common;
 use common::scratch;
 use fem::host::io::gmsh::{self, ElementKind, GmshError};
 use fem::host::mesh::{BoxMesh, Mesh};

@@ -1,0 +1,36 @@
+//! The integration tests, one module per subject, in one test binary:
+//! one link instead of one per file, and the tests of every subject share
+//! the test threads instead of running file after file.
+
+mod common;
+mod bench;
+mod boundary_conditions;
+mod boundary_terms;
+mod bp;
+mod builder;
+mod cardiac;
+mod cli;
+mod demo;
+mod gmsh;
+mod gmsh_versions;
+mod gpu;
+mod gpu_bp;
+mod gpu_cardiac;
+mod gpu_mesh_solve;
+mod gpu_pointwise;
+mod gpu_poisson;
+mod gpu_solvers;
+mod gpu_spmv;
+mod hole;
+mod interop;
+mod mesh_solve;
+mod multigrid;
+mod newton_precond;
+mod nodal_vtu;
+mod picture;
+mod pointwise;
+mod ptx;
+mod readers;
+mod solvers;
+mod spmv;
+mod tune;
