@@ -270,7 +270,7 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference
     };
     let replicas = (1..sets).map(|_| t.replica()).collect::<Result<Vec<_>>>()?;
     let ts: Vec<&GpuTensor> = std::iter::once(t).chain(&replicas).collect();
-    let n = if o.assembled { op.restriction.nodes() } else { op.element_dofs() };
+    let n = if o.assembled { op.restriction.rows() } else { op.element_dofs() };
     let xs = (0..sets).map(|_| gpu.upload(&test_vector(n, 7))).collect::<Result<Vec<_>>>()?;
     let mut ys = (0..sets).map(|_| gpu.zeros::<f64>(n)).collect::<Result<Vec<_>>>()?;
     let mut next = 0;
@@ -306,7 +306,7 @@ fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64]) -> R
     let mut y = vec![0.0; op.element_dofs()];
     let repeats = o.repeats.clamp(1, 5);
     let seconds = if o.assembled {
-        let n = op.restriction.nodes();
+        let n = op.restriction.rows();
         let xl = test_vector(n, 7);
         let mut yl = vec![0.0; n];
         measure(cpu, 1, repeats, || op.apply(cpu, &xl, &mut yl))?.median
@@ -321,7 +321,7 @@ fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64]) -> R
 #[allow(clippy::too_many_arguments)]
 fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, copy: &dyn Fn(usize, usize) -> Result<CopyBandwidth>, err: f64, kernel: String, epb: usize) -> Result<BpReport> {
     let e = op.elements;
-    let n = op.restriction.nodes();
+    let n = op.restriction.rows();
     let bytes = bytes_moved(o, op);
     let dofs = if o.assembled { n } else { op.element_dofs() };
     let copy = copy(bytes / 2, o.repeats.clamp(3, 20))?;
@@ -367,7 +367,7 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, c
 fn bytes_moved(o: &BpOptions, op: &TensorOperator) -> usize {
     let bytes = op.elements * o.problem.bytes_per_element(op.degree);
     if o.assembled {
-        bytes - 16 * op.element_dofs() + 4 * op.element_dofs() + 24 * op.restriction.nodes()
+        bytes - 16 * op.element_dofs() + 4 * op.element_dofs() + 24 * op.restriction.rows()
     } else {
         bytes
     }

@@ -47,7 +47,7 @@ fn check_launch(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Opt
     let err = rel_err(&g.download(&yd).unwrap(), &want);
     assert!(err < 1e-13, "{what}: E-vector error {err:e}");
     // assembled
-    let n = op.restriction.nodes();
+    let n = op.restriction.rows();
     let xl = test_vector::<f64>(n, 12);
     let mut want = vec![0.0; n];
     op.apply(&cpu, &xl, &mut want).unwrap();
@@ -131,7 +131,7 @@ fn a_replica_applies_the_same_operator() {
         assert!(a.iter().all(|v| v.is_finite()) && a.iter().any(|&v| v != 0.0), "{problem:?}: the original applies");
         assert_eq!(a, b, "{problem:?}: the replica's data are the original's");
         // through the map, whose atomic sums may differ in order
-        let n = op.restriction.nodes();
+        let n = op.restriction.rows();
         let xl = g.upload(&test_vector::<f64>(n, 6)).unwrap();
         let (mut y1, mut y2) = (g.zeros::<f64>(n).unwrap(), g.zeros::<f64>(n).unwrap());
         t.apply(&g, &xl, &mut y1).unwrap();

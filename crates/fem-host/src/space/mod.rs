@@ -9,6 +9,7 @@ pub mod facets;
 pub mod integrate;
 pub mod nested;
 pub mod nodal;
+pub mod restriction;
 pub(crate) mod hash;
 
 pub use hash::IntMap;
@@ -18,3 +19,4 @@ pub use dofs::{Numbering, Space};
 pub use constraints::{BoundaryPart, Constraints, Load};
 pub use nested::{CellMesh, NestedSpaces};
 pub use nodal::NodalSpace;
+pub use restriction::Restriction;

@@ -334,7 +334,7 @@ pub fn param_tables(m: &[f64], rows: usize, cols: usize) -> Box<ParamTables> {
 /// scatter fused into the element kernel.
 impl LinearOperator<CudaBackend, f64> for GpuTensor<'_> {
     fn rows(&self) -> usize {
-        self.op.restriction.nodes()
+        self.op.restriction.rows()
     }
     fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
         crate::error::same_len("bp apply", x.len(), self.rows())?;
@@ -343,7 +343,7 @@ impl LinearOperator<CudaBackend, f64> for GpuTensor<'_> {
         self.launch(true, x, y)
     }
     fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<f64>> {
-        gpu.upload(&self.op.diagonal())
+        gpu.upload(&self.op.assembled_diagonal(&crate::CpuBackend::new(None)?))
     }
     fn name(&self) -> String {
         format!("{:?}", self.op.problem).to_lowercase()

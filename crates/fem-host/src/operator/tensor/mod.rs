@@ -22,12 +22,12 @@ pub mod tuning;
 
 use crate::mesh::spectral::SpectralBox;
 use crate::operator::LinearOperator;
+use crate::space::Restriction;
 use crate::{CpuBackend, Error, Result};
 use basis::Basis1d;
 use cpu::CpuTables;
 use fem_core::tensor::NGEO;
 use geometry::Points;
-use rayon::prelude::*;
 use serde::Serialize;
 use std::str::FromStr;
 
@@ -104,49 +104,6 @@ impl Problem {
     }
 }
 
-/// The node → element-node transpose of the element-to-node map, so the
-/// scatter-add runs in parallel over nodes and deterministically.
-#[derive(Clone, Debug)]
-pub struct Restriction {
-    /// `map[e·np + n]`: global node of local node `n` of element `e`.
-    pub map: Vec<u32>,
-    /// Node `g`'s element-node positions are `positions[offsets[g]..offsets[g + 1]]`.
-    pub offsets: Vec<usize>,
-    /// E-vector positions grouped by global node, ascending within a node.
-    pub positions: Vec<u32>,
-}
-
-impl Restriction {
-    /// Transposes the element-to-node `map` over `n_nodes` global nodes.
-    pub fn new(map: &[u32], n_nodes: usize) -> Self {
-        let mut offsets = vec![0usize; n_nodes + 1];
-        map.iter().for_each(|&g| offsets[g as usize + 1] += 1);
-        (0..n_nodes).for_each(|g| offsets[g + 1] += offsets[g]);
-        let mut fill = offsets.clone();
-        let mut positions = vec![0u32; map.len()];
-        for (pos, &g) in map.iter().enumerate() {
-            positions[fill[g as usize]] = pos as u32;
-            fill[g as usize] += 1;
-        }
-        Self { map: map.to_vec(), offsets, positions }
-    }
-
-    /// Global nodes: the length of an L-vector.
-    pub fn nodes(&self) -> usize {
-        self.offsets.len() - 1
-    }
-
-    /// E-vector from L-vector.
-    pub fn gather(&self, x: &[f64], xe: &mut [f64]) {
-        xe.par_iter_mut().zip(self.map.par_iter()).for_each(|(v, &g)| *v = x[g as usize]);
-    }
-
-    /// L-vector as the sum of the E-vector's copies of each node.
-    pub fn scatter(&self, ye: &[f64], y: &mut [f64]) {
-        y.par_iter_mut().enumerate().for_each(|(g, v)| *v = self.positions[self.offsets[g]..self.offsets[g + 1]].iter().map(|&p| ye[p as usize]).sum());
-    }
-}
-
 /// One of the operators on one mesh, with everything precomputed: the 1D
 /// tables, the geometric factors and the restriction.
 #[derive(Clone, Debug)]
@@ -209,9 +166,9 @@ impl TensorOperator {
     }
 
     /// The diagonal of the assembled operator.
-    pub fn diagonal(&self) -> Vec<f64> {
-        let mut d = vec![0.0; self.restriction.nodes()];
-        self.restriction.scatter(&self.element_diagonal(), &mut d);
+    pub fn assembled_diagonal(&self, cpu: &CpuBackend) -> Vec<f64> {
+        let mut d = vec![0.0; self.restriction.rows()];
+        self.restriction.scatter(cpu, &cpu.install(|| self.element_diagonal()), &mut d);
         d
     }
 }
@@ -219,22 +176,20 @@ impl TensorOperator {
 /// The assembled operator `Rᵀ A_E R` on L-vectors.
 impl LinearOperator<CpuBackend, f64> for TensorOperator {
     fn rows(&self) -> usize {
-        self.restriction.nodes()
+        self.restriction.rows()
     }
     fn apply(&self, cpu: &CpuBackend, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
-        crate::error::same_len("bp apply", x.len(), self.restriction.nodes())?;
-        crate::error::same_len("bp apply", y.len(), self.restriction.nodes())?;
-        cpu.install(|| {
-            let mut xe = vec![0.0; self.element_dofs()];
-            let mut ye = vec![0.0; self.element_dofs()];
-            self.restriction.gather(x, &mut xe);
-            self.apply_elements(&xe, &mut ye)?;
-            self.restriction.scatter(&ye, y);
-            Ok(())
-        })
+        crate::error::same_len("bp apply", x.len(), self.restriction.rows())?;
+        crate::error::same_len("bp apply", y.len(), self.restriction.rows())?;
+        let mut xe = vec![0.0; self.element_dofs()];
+        let mut ye = vec![0.0; self.element_dofs()];
+        self.restriction.gather(cpu, x, &mut xe);
+        cpu.install(|| self.apply_elements(&xe, &mut ye))?;
+        self.restriction.scatter(cpu, &ye, y);
+        Ok(())
     }
     fn diagonal(&self, cpu: &CpuBackend) -> Result<Vec<f64>> {
-        Ok(cpu.install(|| TensorOperator::diagonal(self)))
+        Ok(self.assembled_diagonal(cpu))
     }
     fn name(&self) -> String {
         format!("{:?}", self.problem).to_lowercase()

@@ -176,7 +176,7 @@ pub fn candidates(problem: Problem, degree: usize) -> Vec<BpLaunch> {
 /// element map when `assembled`) and leaves `t` on the fastest.
 pub fn tune(gpu: &CudaBackend, t: &mut GpuTensor, assembled: bool, repeats: usize, so: &SearchOptions, progress: impl FnMut(usize, usize, &BpLaunch)) -> Result<Outcome<BpLaunch>> {
     let op = t.op;
-    let n = if assembled { op.restriction.nodes() } else { op.element_dofs() };
+    let n = if assembled { op.restriction.rows() } else { op.element_dofs() };
     let x = gpu.upload(&crate::sparse::bench::test_vector::<f64>(n, 7))?;
     let mut y: CudaSlice<f64> = gpu.zeros(n)?;
     let cands: Vec<Candidate<BpLaunch>> = candidates(op.problem, op.degree).into_iter().map(|params| Candidate { params, predicted: None }).collect();

@@ -1,13 +1,14 @@
 //! The Newton solver's operations on the CPU: the physics' generated CPU
 //! variants on rayon; the residual's assembly and element matrices'
 //! products sum each row's entries in parallel through the transposed
-//! position map ([`Sources`]), the tangent's assembly scatters serially
+//! position map (the residual's [`Restriction`]), the tangent's assembly scatters serially
 //! (the boundary term's facets after the cells); the tangent in any CPU
 //! sparse format or as element matrices, whose rows are the per-item
 //! functions the GPU kernels apply.
 
 use super::{NewtonOps, Setup};
 use crate::operator::pointwise::{scatter_add, Pointwise};
+use crate::space::Restriction;
 use crate::sparse::device::prepare_cpu;
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
@@ -15,57 +16,11 @@ use crate::sparse::{gather_into, Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, Result};
 use fem_kernels::pointwise::Kernels;
 use fem_kernels::sparse::{element_diagonal, element_row_part};
-use rayon::prelude::*;
 
 /// `inv[r] = 1 / kflat[diag_pos[r]]`: the inverse diagonal of CSR values.
 pub(crate) fn inverse_diagonal(diag_pos: &[u32], kflat: &[f64], inv: &mut [f64]) {
     for (i, &p) in inv.iter_mut().zip(diag_pos) {
         *i = 1.0 / kflat[p as usize];
-    }
-}
-
-/// The element rows that add into each global row: a position map
-/// transposed, so that rows sum their entries in parallel (without
-/// atomics, in the order a serial scatter would add them).
-pub(crate) struct Sources {
-    start: Vec<usize>,
-    items: Vec<u32>,
-}
-
-impl Sources {
-    /// The transpose of `pos` (entries at `u32::MAX` dropped) over `rows` rows.
-    pub(crate) fn new(pos: &[u32], rows: usize) -> Self {
-        let mut start = vec![0usize; rows + 1];
-        for &p in pos.iter().filter(|&&p| p != u32::MAX) {
-            start[p as usize + 1] += 1;
-        }
-        for r in 0..rows {
-            start[r + 1] += start[r];
-        }
-        let mut next = start.clone();
-        let mut items = vec![0u32; start[rows]];
-        for (k, &p) in pos.iter().enumerate().filter(|(_, &p)| p != u32::MAX) {
-            items[next[p as usize]] = k as u32;
-            next[p as usize] += 1;
-        }
-        Self { start, items }
-    }
-
-    /// `out[r] += Σ v[k]` over the entries `k` of row `r`.
-    pub(crate) fn add(&self, cpu: &CpuBackend, v: &[f64], out: &mut [f64]) {
-        self.add_with(cpu, |k| v[k], out)
-    }
-
-    /// `out[r] += Σ entry(k)` over the entries `k` of row `r`: entries
-    /// computed where they are summed, each once.
-    pub(crate) fn add_with(&self, cpu: &CpuBackend, entry: impl Fn(usize) -> f64 + Sync, out: &mut [f64]) {
-        cpu.install(|| {
-            out.par_iter_mut().enumerate().for_each(|(r, o)| {
-                for &k in &self.items[self.start[r]..self.start[r + 1]] {
-                    *o += entry(k as usize);
-                }
-            })
-        });
     }
 }
 
@@ -86,8 +41,8 @@ pub struct CpuState {
     diag_pos: Vec<u32>,
     /// 1 in fixed rows, 0 in free ones.
     fixed: Vec<f64>,
-    /// The residual's position map transposed.
-    sources: Sources,
+    /// The residual's position map and its transpose.
+    sources: Restriction,
 }
 
 fn erase<K: Kernels<f64> + 'static>(p: Pointwise<f64, K>) -> Evaluate {
@@ -107,7 +62,7 @@ impl NewtonOps for CpuBackend {
             base: [setup.residual_base.clone(), if lma { Vec::new() } else { setup.csr.val.clone() }],
             diag_pos: setup.diag_pos.clone(),
             fixed: setup.fixed_mask(),
-            sources: Sources::new(&setup.residual_pos, setup.n_rows()),
+            sources: Restriction::new(&setup.residual_pos, setup.n_rows()),
         })
     }
 
