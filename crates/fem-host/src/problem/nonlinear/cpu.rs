@@ -35,14 +35,15 @@ pub struct CpuState {
     /// E-vector values of the cells (the facets' follow).
     cell_len: usize,
     gather: Vec<u32>,
-    pos: [Vec<u32>; 2],
+    /// CSR position of every element-tangent entry (empty with LMA).
+    entry_pos: Vec<u32>,
     /// What the residual's and the tangent's values start from.
     base: [Vec<f64>; 2],
     diag_pos: Vec<u32>,
     /// 1 in fixed rows, 0 in free ones.
     fixed: Vec<f64>,
     /// The residual's position map and its transpose.
-    sources: Restriction,
+    restriction: Restriction,
 }
 
 fn erase<K: Kernels<f64> + 'static>(p: Pointwise<f64, K>) -> Evaluate {
@@ -58,11 +59,11 @@ impl NewtonOps for CpuBackend {
             facets: setup.facets.clone().map(|t| -> Evaluate { Box::new(move |cpu, jacobian, u| t.evaluate_cpu(cpu, jacobian, u)) }),
             cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
             gather: setup.gather.clone(),
-            pos: [setup.residual_pos.clone(), if lma { Vec::new() } else { setup.entry_pos.clone() }],
+            entry_pos: if lma { Vec::new() } else { setup.entry_pos.clone() },
             base: [setup.residual_base.clone(), if lma { Vec::new() } else { setup.csr.val.clone() }],
             diag_pos: setup.diag_pos.clone(),
             fixed: setup.fixed_mask(),
-            sources: Restriction::new(&setup.residual_pos, setup.n_rows()),
+            restriction: Restriction::new(&setup.residual_pos, setup.n_rows()),
         })
     }
 
@@ -91,8 +92,8 @@ impl NewtonOps for CpuBackend {
     fn assemble(&self, s: &CpuState, matrix: bool, elem: &Vec<f64>, out: &mut Vec<f64>) -> Result<()> {
         out.copy_from_slice(&s.base[matrix as usize]);
         match matrix {
-            true => scatter_add(&s.pos[1], &elem[..s.pos[1].len()], out),
-            false => s.sources.add(self, elem, out),
+            true => scatter_add(&s.entry_pos, &elem[..s.entry_pos.len()], out),
+            false => s.restriction.add(self, elem, out),
         }
         Ok(())
     }
@@ -111,18 +112,18 @@ impl NewtonOps for CpuBackend {
     }
 
     fn element_product(&self, s: &CpuState, kelem: &Vec<f64>, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
-        let (map, nl) = (&s.pos[0], kelem.len() / s.pos[0].len().max(1));
+        let (map, nl) = (&s.restriction.map, kelem.len() / s.restriction.map.len().max(1));
         self.mul(&s.fixed, x, y)?;
         // SAFETY: the map's entries index x, kelem holds nl entries per row
-        s.sources.add_with(self, |r| unsafe { element_row_part(r, nl, 0, 1, kelem.as_ptr(), map.as_ptr(), x.as_ptr()) }, y);
+        s.restriction.add_with(self, |r| unsafe { element_row_part(r, nl, 0, 1, kelem.as_ptr(), map.as_ptr(), x.as_ptr()) }, y);
         Ok(())
     }
 
     fn element_diagonal(&self, s: &CpuState, kelem: &Vec<f64>, d: &mut Vec<f64>) -> Result<()> {
-        let nl = kelem.len() / s.pos[0].len().max(1);
+        let nl = kelem.len() / s.restriction.map.len().max(1);
         d.copy_from_slice(&s.fixed);
         // SAFETY: kelem holds nl entries per row of the map
-        s.sources.add_with(self, |r| unsafe { element_diagonal(r, nl, kelem.as_ptr()) }, d);
+        s.restriction.add_with(self, |r| unsafe { element_diagonal(r, nl, kelem.as_ptr()) }, d);
         Ok(())
     }
 
