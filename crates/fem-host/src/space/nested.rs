@@ -5,9 +5,12 @@
 //!
 //! The prolongation is the coarse basis evaluated at the fine nodes,
 //! `P_ij = φ_j(ξ_i)`, with `ξ_i` the fine node's position in the reference
-//! cell of the coarse cell that contains it, found by Newton's method on
-//! the cell's geometry map (exact for simplices and for the multilinear
-//! children of tensor refinement). It is computed once per pair of
+//! cell of the coarse cell that contains it. Tensor refinement keeps the
+//! parent's reference frame, so there `ξ_i` follows from the child's
+//! index alone ([`tensor_interpolation`]), exactly, also where the
+//! refinement moved new vertices onto a curved boundary and the children
+//! no longer tile their parent; a simplex's node is located by Newton's
+//! method on the cell's geometry map. It is computed once per pair of
 //! levels on scalar nodes and then expanded to fields of `nc` components
 //! under any Dirichlet rows.
 //!
@@ -17,12 +20,13 @@
 
 use super::facets::Facet;
 use super::NodalSpace;
-use crate::mesh::refine::refine;
+use crate::mesh::refine::{refine, Refinement};
 use crate::mesh::simplex::SimplexMesh;
 use crate::mesh::Mesh;
 use crate::operator::csr::Csr;
 use crate::{Error, Result};
-use fem_core::element::det_inv;
+use fem_core::element::{det_inv, pow};
+use fem_core::lagrange::lagrange;
 use fem_core::shape::Shape;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -48,22 +52,26 @@ impl CellMesh {
         }
     }
 
-    /// The mesh refined once uniformly, and the coarse cell that contains
-    /// each fine cell.
-    pub fn refine(&self) -> Result<(Self, Vec<u32>)> {
+    /// The mesh refined once uniformly (quadrilaterals and hexahedra by
+    /// `tensor`), the coarse cell that contains each fine cell, and for
+    /// tensor cells each child's position in its parent.
+    fn refine(&self, tensor: &dyn Fn(&Mesh) -> Refinement) -> Result<(Self, Vec<u32>, Option<Vec<u8>>)> {
         match self {
             Self::Simplex(m) => {
                 let children = if m.dim == 2 { 4 } else { 8 };
                 let fine = m.refine_once()?;
                 let parent = (0..fine.n_cells()).map(|f| (f / children) as u32).collect();
-                Ok((Self::Simplex(fine), parent))
+                Ok((Self::Simplex(fine), parent, None))
             }
             Self::Tensor(m) => {
                 if m.n_cells() << m.dim > u32::MAX as usize {
                     return Err(Error::InvalidArgument(format!("refining {} cells would pass the u32 index range", m.n_cells())));
                 }
-                let r = refine(m);
-                Ok((Self::Tensor(r.fine), r.parent))
+                let r = tensor(m);
+                if r.parent.len() != r.fine.n_cells() || r.child.len() != r.fine.n_cells() {
+                    return Err(Error::InvalidArgument("the refinement names no parent or child for some cells".into()));
+                }
+                Ok((Self::Tensor(r.fine), r.parent, Some(r.child)))
             }
         }
     }
@@ -83,27 +91,39 @@ pub struct NestedSpaces {
     pub spaces: Vec<NodalSpace>,
     /// `parents[l][f]`: the cell of level `l` containing cell `f` of level `l + 1`.
     pub parents: Vec<Vec<u32>>,
+    /// `children[l][f]`: for tensor cells, the position of cell `f` of
+    /// level `l + 1` in its parent (bit `a`: the half along axis `a`).
+    pub children: Vec<Option<Vec<u8>>>,
 }
 
 impl NestedSpaces {
     /// `levels` spaces of degree `degree`: on `coarse` and on its
     /// `levels − 1` successive uniform refinements.
     pub fn new(coarse: CellMesh, degree: usize, levels: usize) -> Result<Self> {
+        Self::with_refinement(coarse, degree, levels, &refine)
+    }
+
+    /// [`NestedSpaces::new`] with quadrilaterals and hexahedra refined by
+    /// `tensor` instead of [`refine`]: a refinement that places new
+    /// vertices on a curved boundary
+    /// ([`refine_with`](crate::mesh::refine::refine_with)).
+    pub fn with_refinement(coarse: CellMesh, degree: usize, levels: usize, tensor: &dyn Fn(&Mesh) -> Refinement) -> Result<Self> {
         if levels == 0 {
             return Err(Error::InvalidArgument("a hierarchy needs at least one level".into()));
         }
         let mut spaces = vec![coarse.space(degree)?];
-        let (mut mesh, mut parents) = (coarse, Vec::new());
+        let (mut mesh, mut parents, mut children) = (coarse, Vec::new(), Vec::new());
         for _ in 1..levels {
-            let (fine, parent) = mesh.refine()?;
+            let (fine, parent, child) = mesh.refine(tensor)?;
             let mut space = fine.space(degree)?;
             let coarse_space = spaces.last().expect("one level");
-            space.facets = inherited_facets(coarse_space, &space, &parent)?;
+            space.facets = inherited_facets(coarse_space, &space, &parent, child.as_deref())?;
             spaces.push(space);
             parents.push(parent);
+            children.push(child);
             mesh = fine;
         }
-        Ok(Self { spaces, parents })
+        Ok(Self { spaces, parents, children })
     }
 
     /// The space solved on.
@@ -122,29 +142,84 @@ impl NestedSpaces {
     /// zeros, never a true value at nested nodes).
     pub fn interpolation(&self, l: usize) -> Result<Csr<f64>> {
         let (coarse, fine, parent) = (&self.spaces[l], &self.spaces[l + 1], &self.parents[l]);
-        let (nbf, nbc, d) = (fine.nb(), coarse.nb(), fine.shape.dim());
-        // one cell per fine node to locate it from
-        let mut owner = vec![u32::MAX; fine.n_dofs];
-        for (k, &g) in fine.cell_dofs.iter().enumerate() {
-            if owner[g as usize] == u32::MAX {
-                owner[g as usize] = (k / nbf) as u32;
-            }
+        match &self.children[l] {
+            Some(child) => tensor_interpolation(&coarse.cell_dofs, &fine.cell_dofs, fine.n_dofs, fine.shape.dim(), fine.degree, parent, child),
+            None => located_interpolation(coarse, fine, parent),
         }
-        let rows: Vec<Vec<(u32, f64)>> = owner
-            .par_iter()
-            .enumerate()
-            .map(|(i, &f)| {
-                let c = parent[f as usize] as usize;
-                let xi = reference_point(coarse, c, &fine.dof_coords[i])?;
-                let (mut val, mut grad) = (vec![0.0; nbc], vec![0.0; nbc * d]);
-                coarse.shape.basis(coarse.degree, &xi[..d], &mut val, &mut grad);
-                let mut row: Vec<(u32, f64)> = (0..nbc).filter(|&j| val[j].abs() > DROP).map(|j| (coarse.cell_dofs[c * nbc + j], val[j])).collect();
-                row.sort_unstable_by_key(|e| e.0);
-                Ok(row)
-            })
-            .collect::<Result<_>>()?;
-        Ok(from_rows(rows))
     }
+}
+
+/// One cell of every node of `cell_dofs` (`nb` per cell): the first that
+/// has it.
+fn owners(cell_dofs: &[u32], nb: usize, n_dofs: usize) -> Vec<u32> {
+    let mut owner = vec![u32::MAX; n_dofs];
+    for (k, &g) in cell_dofs.iter().enumerate() {
+        if owner[g as usize] == u32::MAX {
+            owner[g as usize] = (k / nb) as u32;
+        }
+    }
+    owner
+}
+
+/// The interpolation with every fine node located in its coarse cell by
+/// [`reference_point`]: for refinements whose children tile their parent.
+fn located_interpolation(coarse: &NodalSpace, fine: &NodalSpace, parent: &[u32]) -> Result<Csr<f64>> {
+    let (nbc, d) = (coarse.nb(), fine.shape.dim());
+    let owner = owners(&fine.cell_dofs, fine.nb(), fine.n_dofs);
+    let rows: Vec<Vec<(u32, f64)>> = owner
+        .par_iter()
+        .enumerate()
+        .map(|(i, &f)| {
+            let c = parent[f as usize] as usize;
+            let xi = reference_point(coarse, c, &fine.dof_coords[i])?;
+            let (mut val, mut grad) = (vec![0.0; nbc], vec![0.0; nbc * d]);
+            coarse.shape.basis(coarse.degree, &xi[..d], &mut val, &mut grad);
+            let mut row: Vec<(u32, f64)> = (0..nbc).filter(|&j| val[j].abs() > DROP).map(|j| (coarse.cell_dofs[c * nbc + j], val[j])).collect();
+            row.sort_unstable_by_key(|e| e.0);
+            Ok(row)
+        })
+        .collect::<Result<_>>()?;
+    Ok(from_rows(rows))
+}
+
+/// The scalar interpolation between the Q_`degree` numberings `coarse`
+/// and `fine` (cell DOFs in tensor order, `(degree + 1)^dim` per cell) of
+/// a mesh and its uniform tensor refinement: `parent[f]` and `child[f]`
+/// place fine cell `f` in the coarse mesh. A fine node's reference point
+/// in its parent is its point in the child's cell, halved and shifted by
+/// the child's bits, so `P_ij = φ_j(ξ_i)` is exact whatever the children's
+/// physical shape. Its `n_fine × n_coarse` rows hold the coarse cell's
+/// nodes whose value there is not zero (beyond round-off).
+pub fn tensor_interpolation(coarse: &[u32], fine: &[u32], n_fine: usize, dim: usize, degree: usize, parent: &[u32], child: &[u8]) -> Result<Csr<f64>> {
+    let (np, nb) = (degree + 1, pow(degree + 1, dim));
+    if fine.len() != parent.len() * nb || child.len() != parent.len() || parent.iter().any(|&c| (c as usize + 1) * nb > coarse.len()) {
+        return Err(Error::InvalidArgument("the numberings are not one uniform tensor refinement apart".into()));
+    }
+    let (mut nodes, mut w) = (vec![0.0; np], vec![0.0; np]);
+    fem_core::quadrature::gauss_lobatto(&mut nodes, &mut w);
+    let owner = owners(fine, nb, n_fine);
+    let rows: Vec<Vec<(u32, f64)>> = owner
+        .par_iter()
+        .enumerate()
+        .map(|(i, &f)| {
+            if f == u32::MAX {
+                return Vec::new(); // a node of no cell
+            }
+            let f = f as usize;
+            let local = (0..nb).find(|&b| fine[f * nb + b] as usize == i).expect("the owner holds the node");
+            let (c, kid) = (parent[f] as usize, child[f] as usize);
+            let xi: Vec<f64> = (0..dim).map(|a| (nodes[(local / pow(np, a)) % np] - 1.0) / 2.0 + ((kid >> a) & 1) as f64).collect();
+            let mut row: Vec<(u32, f64)> = (0..nb)
+                .filter_map(|j| {
+                    let phi: f64 = (0..dim).map(|a| lagrange(&nodes, (j / pow(np, a)) % np, xi[a])).product();
+                    (phi.abs() > DROP).then(|| (coarse[c * nb + j], phi))
+                })
+                .collect();
+            row.sort_unstable_by_key(|e| e.0);
+            row
+        })
+        .collect();
+    Ok(from_rows(rows))
 }
 
 /// The CSR matrix of sorted rows (also the Q_p transfers').
@@ -267,8 +342,10 @@ fn near_facet(shape: Shape, local: usize, xi: &[f64; 3]) -> bool {
 }
 
 /// The boundary facets of `fine` with the key of the `coarse` facet each
-/// lies in.
-fn inherited_facets(coarse: &NodalSpace, fine: &NodalSpace, parent: &[u32]) -> Result<Vec<Facet>> {
+/// lies in: for tensor children (`child`), the parent's facet on the same
+/// side (the child shares its parent's frame), else the one all the
+/// facet's vertices lie on.
+fn inherited_facets(coarse: &NodalSpace, fine: &NodalSpace, parent: &[u32], child: Option<&[u8]>) -> Result<Vec<Facet>> {
     let keys: HashMap<(u32, u8), [u32; 4]> = coarse.facets.iter().map(|f| ((f.cell, f.local), f.key)).collect();
     let (shape, d) = (fine.shape, fine.shape.dim());
     let nv = shape.vertices();
@@ -276,6 +353,13 @@ fn inherited_facets(coarse: &NodalSpace, fine: &NodalSpace, parent: &[u32]) -> R
         .par_iter()
         .map(|f| {
             let c = parent[f.cell as usize];
+            if let Some(child) = child {
+                let (axis, side) = (f.local as usize / 2, f.local as usize % 2);
+                let outer = (child[f.cell as usize] as usize >> axis) & 1 == side;
+                let key = keys.get(&(c, f.local)).filter(|_| outer);
+                let key = key.ok_or_else(|| Error::InvalidArgument(format!("boundary facet {} of refined cell {} lies on no boundary facet of its parent cell {c}", f.local, f.cell)))?;
+                return Ok(Facet { key: *key, ..*f });
+            }
             // the facet's vertices in the parent's reference cell
             let corners: Vec<[f64; 3]> = (0..nv)
                 .filter(|&v| on_local_facet(shape, f.local as usize, v))
@@ -364,6 +448,53 @@ mod tests {
                     let n = s.facets.iter().filter(|f| f.key == *key).count();
                     assert_eq!(n, 1 << ((d - 1) * l), "level {l}");
                 }
+            }
+        }
+    }
+
+    /// Where children tile their parent, the child's index and Newton's
+    /// location of the fine nodes give the same transfer (Q1 to Q3).
+    #[test]
+    fn child_index_and_located_transfers_agree_on_straight_refinements() {
+        for mesh in meshes().into_iter().filter(|m| matches!(m, CellMesh::Tensor(_))) {
+            for degree in [1, 2, 3] {
+                let h = NestedSpaces::new(mesh.clone(), degree, 2).unwrap();
+                assert!(h.children[0].is_some());
+                let by_child = h.interpolation(0).unwrap();
+                let located = located_interpolation(&h.spaces[0], &h.spaces[1], &h.parents[0]).unwrap();
+                assert_eq!((&by_child.row_ptr, &by_child.col), (&located.row_ptr, &located.col), "p{degree}");
+                let worst = by_child.val.iter().zip(&located.val).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+                assert!(worst < 1e-9, "p{degree}: {worst:e}");
+            }
+        }
+    }
+
+    /// A refinement that moves new vertices onto a curved boundary (the
+    /// hole benchmark's): the children no longer tile their parent, the
+    /// transfer still reproduces constants in every row and injects at
+    /// the nested nodes, and refined boundary facets keep their parents'
+    /// keys.
+    #[test]
+    fn curved_refinements_keep_the_transfer_and_the_facet_keys() {
+        for dim in [2, 3] {
+            let domain = crate::mesh::hole::HoleDomain::benchmark(dim);
+            let coarse = CellMesh::Tensor(domain.coarse().unwrap());
+            let h = NestedSpaces::with_refinement(coarse, 2, 3, &|m| domain.refine(m)).unwrap();
+            for l in 0..2 {
+                let p = h.interpolation(l).unwrap();
+                for r in 0..p.n_rows {
+                    let sum: f64 = p.val[p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize].iter().sum();
+                    assert!((sum - 1.0).abs() < 1e-12, "{dim}D level {l} row {r}: {sum}");
+                }
+                // Q2's nodes nest in the reference cell: each coarse node is a fine one
+                assert_eq!(injection(&p, h.spaces[l].n_dofs).unwrap().len(), h.spaces[l].n_dofs);
+            }
+            let moved = h.spaces[2].dof_coords.iter().filter(|x| domain.on_hole(**x)).count();
+            assert!(moved > 0);
+            let keys: std::collections::HashSet<[u32; 4]> = h.spaces[0].facets.iter().map(|f| f.key).collect();
+            for (l, s) in h.spaces.iter().enumerate() {
+                assert_eq!(s.facets.len(), h.spaces[0].facets.len() << ((dim - 1) * l));
+                assert!(s.facets.iter().all(|f| keys.contains(&f.key)));
             }
         }
     }
