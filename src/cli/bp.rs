@@ -1,0 +1,191 @@
+//! `fem bp`: the CEED bake-off problems.
+
+use crate::*;
+
+#[derive(clap::Args)]
+pub(crate) struct BpArgs {
+    /// bp1 (mass, GL quadrature), bp3.5 (screened Poisson, GLL collocation), bp3.0 (screened Poisson, GL quadrature).
+    #[arg(long, default_value = "bp3.5")]
+    pub(crate) problem: String,
+    /// Polynomial degree N (1..=15); a list `1,3,5` or a range `1-15` runs each (JSON lines).
+    #[arg(long, default_value = "7")]
+    pub(crate) degree: String,
+    /// Number of elements (factored into a near-cubic grid of the unit cube).
+    #[arg(long, conflicts_with = "dofs")]
+    pub(crate) elements: Option<usize>,
+    /// At least this many element DOFs (elements × (N + 1)³) instead.
+    #[arg(long)]
+    pub(crate) dofs: Option<usize>,
+    /// Mesh: affine boxes, trilinear elements (interior vertices moved) or curved elements.
+    #[arg(long, value_enum, default_value_t = DeformArg::Trilinear)]
+    pub(crate) deform: DeformArg,
+    /// Screening parameter λ of BP3.
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) lambda: f64,
+    /// BP3.5 with one thread per node (N ≤ 7) instead of one per (i, j) column (lines or slices).
+    #[arg(long)]
+    pub(crate) threads_3d: bool,
+    /// Elements per thread block (default: enough to fill 256 threads).
+    #[arg(long)]
+    pub(crate) elements_per_block: Option<usize>,
+    /// Registers budgeted for at least this many resident warps per SM (0: the compiler's choice, the default)
+    #[arg(long)]
+    pub(crate) min_warps: Option<usize>,
+    /// Where BP3.5's line kernel (N ≤ 8) keeps a thread's column (default: where more warps reside).
+    #[arg(long, value_enum)]
+    pub(crate) column: Option<ColumnArg>,
+    /// BP3.5's line kernel at N = 7, 8: the geometric factors through a shared ring this many slices ahead (2, 3, 4; 0: through registers; default: 2 at N = 8).
+    #[arg(long)]
+    pub(crate) ring: Option<usize>,
+    /// Apply on global nodes (gather and atomic scatter in the kernel) instead of element blocks.
+    #[arg(long)]
+    pub(crate) assembled: bool,
+    /// Also time the CPU backend on the same operator (speed-up in the report).
+    #[arg(long)]
+    pub(crate) cpu_time: bool,
+    /// Solve the screened Poisson problem with Jacobi-CG to this relative residual.
+    #[arg(long)]
+    pub(crate) solve: Option<f64>,
+    /// With --solve and one degree: write u_h, the exact solution and the
+    /// error as a VTK file (.vtu) of Lagrange hexahedra of order N.
+    #[arg(long, requires = "solve")]
+    pub(crate) vtk: Option<PathBuf>,
+    /// Time every launch (thread structure, elements per block) first and
+    /// keep the fastest in the device's tuning file.
+    #[arg(long)]
+    pub(crate) tune: bool,
+    /// GPU timing: cold (the operator and the copy cycle through copies of
+    /// their data so each application reads DRAM, the paper's roofline) or
+    /// warm (the same data every time, which may sit in L2).
+    #[arg(long, value_enum, default_value_t = L2Arg::Cold)]
+    pub(crate) l2: L2Arg,
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub(crate) backend: BackendArg,
+    /// Timed applications (the median is reported).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub(crate) repeats: u32,
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum ColumnArg {
+    Registers,
+    Shared,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum L2Arg {
+    Cold,
+    Warm,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum DeformArg {
+    None,
+    Trilinear,
+    Curved,
+}
+
+/// `7`, `1,3,5` or `1-15`.
+pub(crate) fn parse_degrees(s: &str) -> Result<Vec<usize>, String> {
+    let bad = || format!("bad degree list `{s}` (expected N, N,M,... or N-M)");
+    if let Some((a, b)) = s.split_once('-') {
+        let (a, b): (usize, usize) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+        return if a <= b { Ok((a..=b).collect()) } else { Err(bad()) };
+    }
+    s.split(',').map(|d| d.trim().parse().map_err(|_| bad())).collect()
+}
+
+pub(crate) fn bp(a: &BpArgs) -> CliResult {
+    use fem::bp::{BpOptions, Size};
+    use fem::host::mesh::spectral::Deformation;
+    let problem: fem::host::operator::tensor::Problem = a.problem.parse()?;
+    let degrees = parse_degrees(&a.degree)?;
+    let size = match (a.elements, a.dofs) {
+        (_, Some(d)) => Size::Dofs(d),
+        (Some(e), None) => Size::Elements(e),
+        (None, None) => Size::Elements(512),
+    };
+    let deformation = match a.deform {
+        DeformArg::None => Deformation::None,
+        DeformArg::Trilinear => Deformation::Trilinear { amplitude: 0.1, seed: 1 },
+        DeformArg::Curved => Deformation::Curved { amplitude: 0.05 },
+    };
+    if a.vtk.is_some() && degrees.len() > 1 {
+        return Err("--vtk writes one solution: give one --degree".into());
+    }
+    let any = open_announced(a.backend, a.json)?;
+    let mut tuning = fem::host::tune::Tuning::open(&any.name());
+    let bar = progress_bar(a.json, String::new());
+    for &degree in &degrees {
+        let o = BpOptions {
+            problem,
+            degree,
+            size,
+            deformation,
+            lambda: a.lambda,
+            launch: UserLaunch {
+                threads_3d: a.threads_3d,
+                elements_per_block: a.elements_per_block,
+                min_warps: a.min_warps,
+                column: a.column.map(|c| match c {
+                    ColumnArg::Registers => Column::Registers,
+                    ColumnArg::Shared => Column::Shared,
+                }),
+                ring: a.ring,
+            },
+            repeats: a.repeats as usize,
+            assembled: a.assembled,
+            cpu_time: a.cpu_time,
+            solve: a.solve,
+            tune: a.tune,
+            l2: match a.l2 {
+                L2Arg::Cold => fem::bp::L2::Cold,
+                L2Arg::Warm => fem::bp::L2::Warm,
+            },
+        };
+        let r = fem::bp::run(&o, &any, &mut tuning, &|m, step| follow(&bar, &format!("N = {degree}: {m}"), step))?;
+        if let (Some(path), Some(s)) = (&a.vtk, &r.solve) {
+            fem::bp::write_vtk(&o, s, path, fem::host::io::vtk::Encoding::Binary)?;
+        }
+        bar.suspend(|| -> Result<(), Box<dyn std::error::Error>> {
+            if a.json && degrees.len() > 1 {
+                println!("{}", serde_json::to_string(&r)?);
+                return Ok(());
+            }
+            print_report(a.json, &r, |r| {
+                let mut t = format!(
+                    "{} N={} elements={} dofs={} ({}): {:.3e} s/apply, {:.2} GDOF/s, {:.3} TFLOP/s, {:.0} GB/s = {:.3} of copy ({:.0} GB/s), error vs CPU {:.1e}",
+                    r.problem.name(), r.degree, r.elements, r.dofs, r.kernel, r.seconds_per_apply, r.gdofs_per_second, r.tflops,
+                    r.gbytes_per_second, r.roofline_fraction, r.copy_gbytes_per_second, r.max_rel_error_vs_cpu
+                );
+                if let Some(s) = r.speedup_vs_cpu {
+                    t += &format!(", {s:.1}× the CPU backend");
+                }
+                if let Some(k) = &r.launch_tuned_for {
+                    t += &format!("\nlaunch from the tuning entry {k}");
+                }
+                if let Some(o) = &r.tuned {
+                    let l = |b: &BpLaunch| {
+                        let mut column = b.column.map(|c| format!(", column in {}", if c == Column::Shared { "shared memory" } else { "registers" })).unwrap_or_default();
+                        if b.ring > 0 {
+                            column += &format!(", factors through a shared ring {} slices ahead", b.ring);
+                        }
+                        format!("{} threads, {} elements per block, register budget {}{column}", if b.threads_3d { "3D" } else { "2D" }, b.elements_per_block, if b.min_warps > 0 { format!("{} warps", b.min_warps) } else { "free".into() })
+                    };
+                    t += &format!("\ntuned launch: {} at {:.2} µs, {:.2}× the default {} at {:.2} µs ({} timed)", l(&o.best), o.seconds * 1e6, o.margin(), l(&o.default), o.default_seconds * 1e6, o.timed.len());
+                }
+                if let Some(s) = &r.solve {
+                    t += &format!("\nJacobi-CG: {} iterations, relative residual {:.1e}, {:.3} s, max nodal error {:.2e}", s.iterations, s.relative_residual, s.seconds, s.max_nodal_error);
+                }
+                t
+            })
+        })?;
+    }
+    bar.finish_and_clear();
+    if a.tune {
+        save_tuning(&tuning, a.json)?;
+    }
+    Ok(true)
+}
