@@ -23,6 +23,14 @@ use rayon::prelude::*;
 use serde::Serialize;
 use std::time::Instant;
 
+
+mod choice;
+mod error;
+mod gpu;
+pub use choice::*;
+pub use error::*;
+pub use gpu::*;
+
 /// Storage of the stiffness matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -375,172 +383,8 @@ fn discretise(opts: &PoissonOptions, stage: Stages) -> Result<(Mesh, Space, Layo
     Ok((mesh, space, layout))
 }
 
-/// An operator assembled on the GPU and what a benchmark reports of it.
-pub struct GpuOperator<T: Scalar> {
-    /// The operator.
-    pub op: Box<dyn LinearOperator<CudaBackend, T>>,
-    /// Its load vector.
-    pub load: crate::backend::cuda::DeviceVec<T>,
-    /// Device time of the assembly (CUDA events); host set-up (pattern,
-    /// positions, colourings) is not part of it, as in the paper.
-    pub assembly_seconds: f64,
-    /// CSR: the threads per row of the product.
-    pub threads_per_row: Option<usize>,
-    /// Stored entries of a global format for the bytes model: CSR
-    /// nonzeros and ELLPACK slots (padding included, lazy or not).
-    pub stored: (usize, usize),
-}
-
-/// The operator of `layout` in `format` on the GPU.
-pub fn build_gpu_operator<T: Scalar>(
-    gpu: &CudaBackend,
-    cpu: &CpuBackend,
-    mesh: &Mesh,
-    layout: &Layout,
-    opts: &PoissonOptions,
-) -> Result<GpuOperator<T>> {
-    let cd = with_regions(CellData::<T>::new(mesh, layout, opts.degree), opts.kappa.as_deref())?;
-    let cells = Arc::new(GpuCells::upload(gpu, &cd, layout)?);
-    let mut b = gpu.zeros::<T>(layout.n_rows)?;
-    // JIT-compile the assembly kernels before anything is timed.
-    let colour = if opts.scatter == Scatter::Colour { "_colour" } else { "" };
-    let lma = |sym: bool| format!("_sym{}_redundant{}", sym as u8, (opts.variant == LocalVariant::Redundant) as u8);
-    match opts.format {
-        Format::Csr | Format::Ell => cells.preload(gpu, &format!("assemble_global{colour}"), "")?,
-        Format::LazyEll => {
-            cells.preload(gpu, "assemble_lma", "_sym0_redundant0")?;
-            cells.preload(gpu, &format!("lazy_ell_append{colour}"), "")?;
-        }
-        Format::Lma => cells.preload(gpu, "assemble_lma", &lma(opts.symmetric))?,
-        Format::MatrixFree => {}
-    }
-    let global = |val: &mut crate::backend::cuda::DeviceVec<T>, pos: Vec<u32>, b: &mut crate::backend::cuda::DeviceVec<T>| -> Result<f64> {
-        let pos = gpu.stream().clone_htod(&pos)?;
-        gpu.time(&mut || gpu_op::assemble_global(gpu, &cells, &pos, val, b, opts.scatter))
-    };
-    let (mut chosen_tpr, mut stored) = (None, (0, 0));
-    let (op, seconds): (Box<dyn LinearOperator<CudaBackend, T>>, f64) = match opts.format {
-        Format::Csr | Format::Ell => {
-            let csr = Csr::<T>::pattern(cpu, layout)?;
-            let pos = csr.element_positions(layout);
-            stored = (csr.nnz(), csr.max_row_len() * csr.n_rows);
-            if opts.format == Format::Csr {
-                let tpr = opts.threads_per_row.unwrap_or_else(|| GpuCsr::<T>::default_threads_per_row(csr.nnz(), csr.n_rows));
-                let mut m = GpuCsr::pattern(gpu, &csr, &cd.fixed_rows, tpr)?;
-                let t = global(&mut m.val, pos, &mut b)?;
-                if opts.benchmark && opts.threads_per_row.is_none() {
-                    m.threads_per_row = tune_threads_per_row(gpu, &mut m)?;
-                }
-                chosen_tpr = Some(m.threads_per_row);
-                m.cache_diagonal(gpu)?;
-                (Box::new(m), t)
-            } else {
-                // Built straight at the GPU's plane stride; checked
-                // before the slots are allocated.
-                let ld = crate::operator::gpu::plane_stride(csr.n_rows);
-                let ell_pos = cpu.install(|| Ell::slots_of_csr_positions(&csr, &pos, ld))?;
-                drop(pos);
-                let (col, mut val) = cpu.install(|| Ell::planes_of_csr(&csr, ld));
-                for &r in &cd.fixed_rows {
-                    val[r as usize] = T::ONE; // slot 0 of a fixed row is its diagonal
-                }
-                let mut m = GpuEll::upload_planes(gpu, csr.n_rows, csr.max_row_len(), ld, &col, &val)?;
-                drop((col, val));
-                let t = global(&mut m.val, ell_pos, &mut b)?;
-                m.cache_diagonal(gpu)?;
-                (Box::new(m), t)
-            }
-        }
-        Format::LazyEll => {
-            let mut prep = Some(GpuEll::prepare_lazy(gpu, &cells)?);
-            let mut m = None;
-            let t = gpu.time(&mut || {
-                m = Some(GpuEll::assemble_lazy(gpu, &cells, prep.take().expect("prepared once"), opts.scatter)?);
-                Ok(())
-            })?;
-            let mut m = m.expect("assembled");
-            stored = (0, m.width * m.n_rows);
-            m.cache_diagonal(gpu)?;
-            let (_, load) = gpu_op::assemble_lma(gpu, &cells, true, opts.variant)?;
-            b = gpu_op::load_vector(gpu, &cells, &load)?;
-            (Box::new(m), t)
-        }
-        Format::Lma => {
-            let mut out = None;
-            let t = gpu.time(&mut || {
-                out = Some(gpu_op::assemble_lma(gpu, &cells, opts.symmetric, opts.variant)?);
-                Ok(())
-            })?;
-            let (vals, load) = out.expect("assembled");
-            b = gpu_op::load_vector(gpu, &cells, &load)?;
-            (Box::new(GpuLma::new(gpu, cells.clone(), vals, opts.symmetric, opts.scatter)?), t)
-        }
-        Format::MatrixFree => {
-            let (_, load) = gpu_op::assemble_lma(gpu, &cells, true, opts.variant)?;
-            b = gpu_op::load_vector(gpu, &cells, &load)?;
-            (Box::new(GpuMatrixFree::new(gpu, cells.clone(), opts.scatter)?), 0.0)
-        }
-    };
-    Ok(GpuOperator { op, load: b, assembly_seconds: seconds, threads_per_row: chosen_tpr, stored })
-}
-
-/// The threads per row whose CSR SpMV is fastest (median of 5 after a
-/// warm-up), as Reguly & Giles tune per degree (Fig. 6).
-fn tune_threads_per_row<T: Scalar>(gpu: &CudaBackend, m: &mut GpuCsr<T>) -> Result<usize> {
-    let x = gpu.upload(&crate::conformance::values::<T>(m.n_rows, 5))?;
-    let mut y = gpu.zeros::<T>(m.n_rows)?;
-    let mut best = (f64::MAX, m.threads_per_row);
-    for &t in &gpu_op::THREADS_PER_ROW {
-        m.threads_per_row = t;
-        let time = crate::timing::measure(gpu, 1, 5, || m.apply(gpu, &x, &mut y))?.median;
-        if time < best.0 {
-            best = (time, t);
-        }
-    }
-    Ok(best.1)
-}
-
 /// Products per timed sample of the SpMV benchmark.
 const SPMV_BATCH: usize = 10;
-
-/// Solves the problem on the GPU in precision `T`; the CPU backend is used
-/// for set-up and the error measurement.
-pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions) -> Result<PoissonReport> {
-    solve_cuda_with::<T>(gpu, cpu, opts, &|_| {})
-}
-
-/// [`solve_cuda`], naming its stages to `stage`.
-pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions, stage: Stages) -> Result<PoissonReport> {
-    let (mesh, space, layout) = discretise(opts, stage)?;
-    stage("set-up on the host, assembly on the GPU");
-    let GpuOperator { op, load: b, assembly_seconds, threads_per_row, stored: (nnz, slots) } = build_gpu_operator::<T>(gpu, cpu, &mesh, &layout, opts)?;
-    // Benchmarks start CG from a random guess: the load is an eigenfunction
-    // of the Laplacian, so from zero CG would stop after a few iterations.
-    let mut x = if opts.benchmark { gpu.upload(&crate::conformance::values::<T>(layout.n_rows, 17))? } else { gpu.zeros::<T>(layout.n_rows)? };
-    // One untimed iteration compiles every kernel CG uses.
-    let mut warm = gpu.zeros::<T>(layout.n_rows)?;
-    cg(gpu, &op, &b, &mut warm, CgOptions { max_iterations: 1, ..opts.cg })?;
-    let mut report = None;
-    stage("CG");
-    let solve_seconds = gpu.time(&mut || {
-        report = Some(cg(gpu, &op, &b, &mut x, opts.cg)?);
-        Ok(())
-    })?;
-    let report = report.expect("solved");
-    let bench = if opts.benchmark {
-        stage("timing the product and the copy");
-        let bytes = spmv_bytes::<T>(opts.format, &layout, nnz, slots, mesh.dim, opts.symmetric);
-        Some(bench_spmv(gpu, &*op, &x, bytes, gpu.free_bytes()? * 2 / 5)?)
-    } else {
-        None
-    };
-    stage("L2 error");
-    let xh = gpu.download(&x)?;
-    let mut r = PoissonReport::new::<T>(cpu, mesh, space, &layout, opts, gpu.name(), report, &xh, assembly_seconds, solve_seconds);
-    r.threads_per_row = threads_per_row;
-    r.spmv = bench;
-    Ok(r)
-}
 
 impl PoissonReport {
     /// The report of a solve with solution `x`: the rates derived from the
@@ -589,74 +433,6 @@ impl PoissonReport {
 /// (minimum bytes, model bytes) of one SpMV of `op` in `format`.
 fn spmv_bytes<T: Scalar>(format: Format, layout: &Layout, nnz: usize, slots: usize, dim: usize, symmetric: bool) -> (usize, usize) {
     format_bytes(format, T::BYTES, layout.n_rows, layout.n_cells(), layout.dofs_per_cell, nnz, slots, dim, symmetric)
-}
-
-/// (minimum bytes, the paper's model bytes) of one product in `format`
-/// with `t`-byte values, `n` rows, `ne` cells of `nb` DOFs, `nnz` CSR
-/// nonzeros and `slots` ELLPACK slots.
-#[allow(clippy::too_many_arguments)]
-pub fn format_bytes(format: Format, t: usize, n: usize, ne: usize, nb: usize, nnz: usize, slots: usize, dim: usize, symmetric: bool) -> (usize, usize) {
-    let vectors = 2 * n * t;
-    match format {
-        Format::Csr => (nnz * (t + 4) + (n + 1) * 4 + vectors, nnz * (2 * t + 4) + (n + 1) * 4 + n * t),
-        Format::Ell | Format::LazyEll => (slots * (t + 4) + vectors, slots * (2 * t + 4) + n * t),
-        Format::Lma => {
-            let stored = if symmetric { nb * (nb + 1) / 2 } else { nb * nb };
-            (ne * stored * t + ne * nb * 4 + vectors, ne * stored * t + ne * nb * (4 + 2 * t))
-        }
-        Format::MatrixFree => {
-            let geo = ne * (1 << dim) * dim * t;
-            (geo + ne * nb * 4 + vectors, geo + ne * nb * (4 + 2 * t))
-        }
-    }
-}
-
-/// ‖u_h − u‖_{L2} with a Gauss rule of p + 3 points per direction.
-pub fn l2_error<T: Scalar>(cpu: &CpuBackend, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T]) -> f64 {
-    l2_error_against(cpu, mesh, space, layout, x, sine_solution(mesh.dim).0.as_ref())
-}
-
-/// ‖u_h − u‖_{L2} for a given exact `u` (fixed rows and eliminated DOFs
-/// count as zero).
-pub fn l2_error_against<T: Scalar>(cpu: &CpuBackend, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T], u: &(dyn Fn([f64; 3]) -> f64 + Sync)) -> f64 {
-    match mesh.dim {
-        2 => l2_error_dim::<T, 2>(cpu, mesh, space, layout, x, u),
-        _ => l2_error_dim::<T, 3>(cpu, mesh, space, layout, x, u),
-    }
-}
-
-fn l2_error_dim<T: Scalar, const D: usize>(cpu: &CpuBackend, mesh: &Mesh, space: &Space, layout: &Layout, x: &[T], exact: &(dyn Fn([f64; 3]) -> f64 + Sync)) -> f64 {
-    let p = space.degree;
-    let tables = RefTables::<f64>::new(p, p + 3);
-    let tab = tables.view();
-    let nb = space.dofs_per_cell();
-    let err2: f64 = cpu.install(|| {
-        (0..mesh.n_cells())
-            .into_par_iter()
-            .map(|c| {
-                let verts: [[f64; D]; MAX_VERTICES] = mesh.cell_vertices::<D>(c);
-                let u: Vec<f64> = (0..nb)
-                    .map(|i| {
-                        let r = layout.cell_rows[c * nb + i];
-                        if r == NONE || layout.fixed[r as usize] { 0.0 } else { x[r as usize].to_f64() }
-                    })
-                    .collect();
-                let mut e = 0.0;
-                for q in 0..pow(tab.nq, D) {
-                    let (xi, w) = tab.point::<D>(q);
-                    let (xq, jac) = geometry(&verts, xi);
-                    let (det, _) = det_inv(&jac);
-                    let uh: f64 = (0..nb).map(|i| u[i] * tab.basis::<D>(i, q)).sum();
-                    let mut x3 = [0.0; 3];
-                    x3[..D].copy_from_slice(&xq);
-                    let d = uh - exact(x3);
-                    e += w * det * d * d;
-                }
-                e
-            })
-            .sum()
-    });
-    err2.sqrt()
 }
 
 #[cfg(test)]
@@ -834,59 +610,5 @@ mod tests {
             assert!((order - (p + 1) as f64).abs() < 0.2, "dim={dim} p={p}: errors {errs:?}, order {order:.3}");
         }
     }
-}
-
-/// Fraction of the copy bandwidth each format's GPU product reaches on its
-/// bytes, and the flop rate of the matrix-free recomputation (bound by
-/// registers and latency, not by the FMA units), measured on an H200
-/// (`fem bench solve`, benches/gpu/results/tune). The CPU backend streams
-/// CSR best and recomputes at about 2 GFLOP/s per thread.
-fn format_efficiency(f: Format, gpu: bool) -> f64 {
-    match (f, gpu) {
-        (Format::Csr, true) => 0.75,
-        (Format::Ell | Format::LazyEll, true) => 0.85,
-        (Format::Lma, true) => 0.8,
-        (Format::Csr, false) => 1.0,
-        (_, false) => 0.7,
-        (Format::MatrixFree, true) => 1.0,
-    }
-}
-
-/// The storage `auto` takes for the Q_p Poisson operator on `cells`
-/// cells per direction: each format priced as `products` products (its
-/// bytes over the copy bandwidth at its efficiency; matrix-free as the
-/// flops of recomputing every element matrix) plus writing what it stores
-/// once. Every format can hold a mesh operator, so none is unavailable.
-pub fn choose_format(dim: usize, degree: usize, cells: usize, value_bytes: usize, m: &crate::sparse::model::Machine, products: f64) -> Result<crate::tune::select::Choice> {
-    use crate::tune::select::{choose, Costed};
-    let gpu = m.kind == crate::BackendKind::Cuda;
-    let ne = cells.pow(dim as u32);
-    let nb = (degree + 1).pow(dim as u32);
-    let n = (cells * degree + 1).pow(dim as u32);
-    let coupled = (2 * degree + 1).pow(dim as u32);
-    let (nnz, slots) = (n * coupled, n * coupled);
-    let options = Format::ALL.iter().map(|&f| {
-        let (bytes, _) = format_bytes(f, value_bytes, n, ne, nb, nnz, slots, dim, false);
-        let stream = bytes as f64 / (format_efficiency(f, gpu) * m.bytes_per_second);
-        let product_seconds = if f == Format::MatrixFree {
-            let q = (degree + 1).pow(dim as u32);
-            let flops = (ne * q * nb * nb * 2 * dim) as f64;
-            let rate = if gpu { 3e11 } else { 2e9 * m.resident_threads as f64 };
-            stream.max(flops / rate)
-        } else {
-            stream
-        };
-        let stored = bytes.saturating_sub(2 * n * value_bytes) as f64;
-        let conversion_seconds = if f == Format::MatrixFree { 0.0 } else { stored / m.bytes_per_second };
-        Costed { storage: f.name().into(), product_seconds, conversion_seconds, unavailable: None }
-    });
-    choose(options.collect(), products)
-}
-
-/// The tuning-file signature of the GPU CSR product of the Q_p Poisson
-/// operator, whose threads per row `--bench` tunes (Reguly & Giles, Fig. 6).
-pub fn csr_signature(dim: usize, degree: usize, cells: usize, precision: &str) -> String {
-    let rows = (cells * degree + 1).pow(dim as u32);
-    format!("poisson-csr/{dim}d/q{degree}/{precision}/rows={}", crate::tune::pow2_bucket(rows))
 }
 

@@ -1,0 +1,168 @@
+//! The problem on the GPU: the operator in every format assembled there
+//! by the Reguly–Giles kernels, and the solve.
+
+use super::*;
+
+/// An operator assembled on the GPU and what a benchmark reports of it.
+pub struct GpuOperator<T: Scalar> {
+    /// The operator.
+    pub op: Box<dyn LinearOperator<CudaBackend, T>>,
+    /// Its load vector.
+    pub load: crate::backend::cuda::DeviceVec<T>,
+    /// Device time of the assembly (CUDA events); host set-up (pattern,
+    /// positions, colourings) is not part of it, as in the paper.
+    pub assembly_seconds: f64,
+    /// CSR: the threads per row of the product.
+    pub threads_per_row: Option<usize>,
+    /// Stored entries of a global format for the bytes model: CSR
+    /// nonzeros and ELLPACK slots (padding included, lazy or not).
+    pub stored: (usize, usize),
+}
+
+/// The operator of `layout` in `format` on the GPU.
+pub fn build_gpu_operator<T: Scalar>(
+    gpu: &CudaBackend,
+    cpu: &CpuBackend,
+    mesh: &Mesh,
+    layout: &Layout,
+    opts: &PoissonOptions,
+) -> Result<GpuOperator<T>> {
+    let cd = with_regions(CellData::<T>::new(mesh, layout, opts.degree), opts.kappa.as_deref())?;
+    let cells = Arc::new(GpuCells::upload(gpu, &cd, layout)?);
+    let mut b = gpu.zeros::<T>(layout.n_rows)?;
+    // JIT-compile the assembly kernels before anything is timed.
+    let colour = if opts.scatter == Scatter::Colour { "_colour" } else { "" };
+    let lma = |sym: bool| format!("_sym{}_redundant{}", sym as u8, (opts.variant == LocalVariant::Redundant) as u8);
+    match opts.format {
+        Format::Csr | Format::Ell => cells.preload(gpu, &format!("assemble_global{colour}"), "")?,
+        Format::LazyEll => {
+            cells.preload(gpu, "assemble_lma", "_sym0_redundant0")?;
+            cells.preload(gpu, &format!("lazy_ell_append{colour}"), "")?;
+        }
+        Format::Lma => cells.preload(gpu, "assemble_lma", &lma(opts.symmetric))?,
+        Format::MatrixFree => {}
+    }
+    let global = |val: &mut crate::backend::cuda::DeviceVec<T>, pos: Vec<u32>, b: &mut crate::backend::cuda::DeviceVec<T>| -> Result<f64> {
+        let pos = gpu.stream().clone_htod(&pos)?;
+        gpu.time(&mut || gpu_op::assemble_global(gpu, &cells, &pos, val, b, opts.scatter))
+    };
+    let (mut chosen_tpr, mut stored) = (None, (0, 0));
+    let (op, seconds): (Box<dyn LinearOperator<CudaBackend, T>>, f64) = match opts.format {
+        Format::Csr | Format::Ell => {
+            let csr = Csr::<T>::pattern(cpu, layout)?;
+            let pos = csr.element_positions(layout);
+            stored = (csr.nnz(), csr.max_row_len() * csr.n_rows);
+            if opts.format == Format::Csr {
+                let tpr = opts.threads_per_row.unwrap_or_else(|| GpuCsr::<T>::default_threads_per_row(csr.nnz(), csr.n_rows));
+                let mut m = GpuCsr::pattern(gpu, &csr, &cd.fixed_rows, tpr)?;
+                let t = global(&mut m.val, pos, &mut b)?;
+                if opts.benchmark && opts.threads_per_row.is_none() {
+                    m.threads_per_row = tune_threads_per_row(gpu, &mut m)?;
+                }
+                chosen_tpr = Some(m.threads_per_row);
+                m.cache_diagonal(gpu)?;
+                (Box::new(m), t)
+            } else {
+                // Built straight at the GPU's plane stride; checked
+                // before the slots are allocated.
+                let ld = crate::operator::gpu::plane_stride(csr.n_rows);
+                let ell_pos = cpu.install(|| Ell::slots_of_csr_positions(&csr, &pos, ld))?;
+                drop(pos);
+                let (col, mut val) = cpu.install(|| Ell::planes_of_csr(&csr, ld));
+                for &r in &cd.fixed_rows {
+                    val[r as usize] = T::ONE; // slot 0 of a fixed row is its diagonal
+                }
+                let mut m = GpuEll::upload_planes(gpu, csr.n_rows, csr.max_row_len(), ld, &col, &val)?;
+                drop((col, val));
+                let t = global(&mut m.val, ell_pos, &mut b)?;
+                m.cache_diagonal(gpu)?;
+                (Box::new(m), t)
+            }
+        }
+        Format::LazyEll => {
+            let mut prep = Some(GpuEll::prepare_lazy(gpu, &cells)?);
+            let mut m = None;
+            let t = gpu.time(&mut || {
+                m = Some(GpuEll::assemble_lazy(gpu, &cells, prep.take().expect("prepared once"), opts.scatter)?);
+                Ok(())
+            })?;
+            let mut m = m.expect("assembled");
+            stored = (0, m.width * m.n_rows);
+            m.cache_diagonal(gpu)?;
+            let (_, load) = gpu_op::assemble_lma(gpu, &cells, true, opts.variant)?;
+            b = gpu_op::load_vector(gpu, &cells, &load)?;
+            (Box::new(m), t)
+        }
+        Format::Lma => {
+            let mut out = None;
+            let t = gpu.time(&mut || {
+                out = Some(gpu_op::assemble_lma(gpu, &cells, opts.symmetric, opts.variant)?);
+                Ok(())
+            })?;
+            let (vals, load) = out.expect("assembled");
+            b = gpu_op::load_vector(gpu, &cells, &load)?;
+            (Box::new(GpuLma::new(gpu, cells.clone(), vals, opts.symmetric, opts.scatter)?), t)
+        }
+        Format::MatrixFree => {
+            let (_, load) = gpu_op::assemble_lma(gpu, &cells, true, opts.variant)?;
+            b = gpu_op::load_vector(gpu, &cells, &load)?;
+            (Box::new(GpuMatrixFree::new(gpu, cells.clone(), opts.scatter)?), 0.0)
+        }
+    };
+    Ok(GpuOperator { op, load: b, assembly_seconds: seconds, threads_per_row: chosen_tpr, stored })
+}
+
+/// The threads per row whose CSR SpMV is fastest (median of 5 after a
+/// warm-up), as Reguly & Giles tune per degree (Fig. 6).
+pub(super) fn tune_threads_per_row<T: Scalar>(gpu: &CudaBackend, m: &mut GpuCsr<T>) -> Result<usize> {
+    let x = gpu.upload(&crate::conformance::values::<T>(m.n_rows, 5))?;
+    let mut y = gpu.zeros::<T>(m.n_rows)?;
+    let mut best = (f64::MAX, m.threads_per_row);
+    for &t in &gpu_op::THREADS_PER_ROW {
+        m.threads_per_row = t;
+        let time = crate::timing::measure(gpu, 1, 5, || m.apply(gpu, &x, &mut y))?.median;
+        if time < best.0 {
+            best = (time, t);
+        }
+    }
+    Ok(best.1)
+}
+
+/// Solves the problem on the GPU in precision `T`; the CPU backend is used
+/// for set-up and the error measurement.
+pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions) -> Result<PoissonReport> {
+    solve_cuda_with::<T>(gpu, cpu, opts, &|_| {})
+}
+
+/// [`solve_cuda`], naming its stages to `stage`.
+pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions, stage: Stages) -> Result<PoissonReport> {
+    let (mesh, space, layout) = discretise(opts, stage)?;
+    stage("set-up on the host, assembly on the GPU");
+    let GpuOperator { op, load: b, assembly_seconds, threads_per_row, stored: (nnz, slots) } = build_gpu_operator::<T>(gpu, cpu, &mesh, &layout, opts)?;
+    // Benchmarks start CG from a random guess: the load is an eigenfunction
+    // of the Laplacian, so from zero CG would stop after a few iterations.
+    let mut x = if opts.benchmark { gpu.upload(&crate::conformance::values::<T>(layout.n_rows, 17))? } else { gpu.zeros::<T>(layout.n_rows)? };
+    // One untimed iteration compiles every kernel CG uses.
+    let mut warm = gpu.zeros::<T>(layout.n_rows)?;
+    cg(gpu, &op, &b, &mut warm, CgOptions { max_iterations: 1, ..opts.cg })?;
+    let mut report = None;
+    stage("CG");
+    let solve_seconds = gpu.time(&mut || {
+        report = Some(cg(gpu, &op, &b, &mut x, opts.cg)?);
+        Ok(())
+    })?;
+    let report = report.expect("solved");
+    let bench = if opts.benchmark {
+        stage("timing the product and the copy");
+        let bytes = spmv_bytes::<T>(opts.format, &layout, nnz, slots, mesh.dim, opts.symmetric);
+        Some(bench_spmv(gpu, &*op, &x, bytes, gpu.free_bytes()? * 2 / 5)?)
+    } else {
+        None
+    };
+    stage("L2 error");
+    let xh = gpu.download(&x)?;
+    let mut r = PoissonReport::new::<T>(cpu, mesh, space, &layout, opts, gpu.name(), report, &xh, assembly_seconds, solve_seconds);
+    r.threads_per_row = threads_per_row;
+    r.spmv = bench;
+    Ok(r)
+}
