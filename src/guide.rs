@@ -166,8 +166,20 @@
 //! a Newton solve per step, a callback after each). Dirichlet values that
 //! change in time are functions of x and t; give the integrator the
 //! constraints, and it sets those rows on the backend to their values at
-//! each step's time. A load that changes in time is a function of t that
-//! writes the load vector (`Forcing { boundary, load: Some(&f) }`):
+//! each step's time. A source or a boundary flux that changes in time is
+//! written in the physics: a pointwise function that takes one more
+//! argument, `t: T`, after the others, sees the time of each evaluation
+//! (tₙ in the θ-method's explicit part, tₙ₊₁ in the step's solve):
+//!
+//! ```ignore
+//! /// f0 = −f(x, t): a heat source that moves with time.
+//! pub fn f0<T: Real, const D: usize>(_u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], x: &[T; D], t: T) -> [T; 1] {
+//!     [-(x[0] - t).cos()]
+//! }
+//! ```
+//!
+//! A load vector that changes in time can also be given as a function of
+//! t that writes it (`Forcing { boundary, load: Some(&f) }`):
 //!
 //! ```ignore
 //! use fem::host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions};

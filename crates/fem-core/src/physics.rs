@@ -15,7 +15,7 @@ use crate::Real;
 
 /// Everything a pointwise function sees at one quadrature point: the
 /// `NC` solution components and their gradients, the `NA` auxiliary fields
-/// (coefficients) and theirs, and the physical position.
+/// (coefficients) and theirs, the physical position and the time.
 #[derive(Clone, Copy, Debug)]
 pub struct Point<T, const D: usize, const NC: usize, const NA: usize> {
     /// Solution components u_c at the point.
@@ -28,6 +28,9 @@ pub struct Point<T, const D: usize, const NC: usize, const NA: usize> {
     pub da: [[T; D]; NA],
     /// Physical coordinates of the quadrature point.
     pub x: [T; D],
+    /// The time the form is evaluated at: the step's time in a time
+    /// integration, 0 in a stationary solve.
+    pub t: T,
 }
 
 /// A weak form in `D` dimensions with `NC` solution components and `NA`

@@ -43,7 +43,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// functions `fn f1<T: Real, const D: usize>(u: &[T; NC], du: &[[T; D]; NC],
 /// a: &[T; NA], da: &[[T; D]; NA], x: &[T; D]) -> [[T; D]; NC]` (and `f0`,
 /// and for Newton the derivatives `g0`..`g3`; see
-/// `fem_core::physics::Physics` for their shapes). The attribute lists the
+/// `fem_core::physics::Physics` for their shapes). A function that depends
+/// on time takes it as one more argument, `t: T`, last (the step's time in
+/// a time integration, 0 in a stationary solve). The attribute lists the
 /// variants to generate:
 ///
 /// * `elements(tri(p = 1, q = 1), tet(p = 2, q = 4), hex(p = 1, q = 8), ...)`:

@@ -147,22 +147,24 @@ impl Spec {
 
 /// Checks a pointwise function's shape: `<T: Real, const D: usize>` and
 /// five arguments (u, ∇u, a, ∇a, x), six with the normal n on the
-/// boundary, with a return type.
-fn check_function(f: &ItemFn, on_boundary: bool) -> syn::Result<()> {
+/// boundary, either followed by the time t if the function takes it, with
+/// a return type; whether it takes the time.
+fn check_function(f: &ItemFn, on_boundary: bool) -> syn::Result<bool> {
     let params: Vec<&GenericParam> = f.sig.generics.params.iter().collect();
     let ok = matches!(params.as_slice(), [GenericParam::Type(_), GenericParam::Const(c)] if c.ident == "D");
     if !ok {
         let span = if params.is_empty() { f.sig.ident.span() } else { f.sig.generics.span() };
         return Err(syn::Error::new(span, format!("`{}` must be generic as `<T: Real, const D: usize>`", f.sig.ident)));
     }
-    let (n, args) = if on_boundary { (6, "six arguments: (u, du, a, da, x, n)") } else { (5, "five arguments: (u, du, a, da, x)") };
-    if f.sig.inputs.len() != n {
+    let (n, args) = if on_boundary { (6, "six arguments (u, du, a, da, x, n), or seven with the time t") } else { (5, "five arguments (u, du, a, da, x), or six with the time t") };
+    let with_time = f.sig.inputs.len() == n + 1;
+    if f.sig.inputs.len() != n && !with_time {
         return Err(syn::Error::new(f.sig.inputs.span(), format!("`{}` takes {args}", f.sig.ident)));
     }
     if matches!(f.sig.output, syn::ReturnType::Default) {
         return Err(syn::Error::new(f.sig.ident.span(), format!("`{}` must return its values", f.sig.ident)));
     }
-    Ok(())
+    Ok(with_time)
 }
 
 fn camel(s: &str) -> String {
@@ -181,10 +183,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         return Err(syn::Error::new(module.ident.span(), "#[fem_kernel] goes on an inline module: `mod name { fn f1 ... }`"));
     };
     let mut spans: [Option<Span>; 9] = [None; 9];
+    let mut timed = [false; 9];
     for it in items.iter() {
         if let Item::Fn(f) = it {
             if let Some(k) = FUNCTIONS.iter().position(|n| f.sig.ident == n) {
-                check_function(f, boundary(k))?;
+                timed[k] = check_function(f, boundary(k))?;
                 spans[k] = Some(f.sig.ident.span());
             }
         }
@@ -200,12 +203,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let has_jacobian = present[2..6].iter().any(|&p| p);
     let name = module.ident.to_string();
     let ty = spec.physics.clone().unwrap_or_else(|| format_ident!("{}", camel(&name)));
-    let generated = generate(&spec, &ty, &name, spans, has_jacobian);
+    let generated = generate(&spec, &ty, &name, spans, timed, has_jacobian);
     items.extend(syn::parse2::<syn::File>(generated)?.items);
     Ok(quote!(#module))
 }
 
-fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_jacobian: bool) -> TokenStream {
+fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed: [bool; 9], has_jacobian: bool) -> TokenStream {
     let present = spans.map(|s| s.is_some());
     let core = quote!(::fem_kernels::fem_core);
     let na = spec.aux;
@@ -231,9 +234,11 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_j
                 "g1" | "g2" | "bg1" => quote!([[[T; #d]; #nc]; #nc]),
                 _ => quote!([[[[T; #d]; #d]; #nc]; #nc]),
             };
+            // the time only to the functions that take it
+            let t = if timed[k] { quote!(, p.t) } else { quote!() };
             let body = match span {
-                Some(span) if boundary(k) => quote_spanned!(span=> #fi::<T, #d>(&p.u, &p.du, &p.a, &p.da, &p.x, n)),
-                Some(span) => quote_spanned!(span=> #fi::<T, #d>(&p.u, &p.du, &p.a, &p.da, &p.x)),
+                Some(span) if boundary(k) => quote_spanned!(span=> #fi::<T, #d>(&p.u, &p.du, &p.a, &p.da, &p.x, n #t)),
+                Some(span) => quote_spanned!(span=> #fi::<T, #d>(&p.u, &p.du, &p.a, &p.da, &p.x #t)),
                 None => quote!(<#out as #core::physics::Zero>::zero()),
             };
             let args = if boundary(k) { quote!(p: &#pt, n: &[T; #d]) } else { quote!(p: &#pt) };
@@ -285,7 +290,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_j
             let fsizes = quote!([#nl, #nv * #d, #aux, #per]);
             facet_arms[k].push(quote! {
                 (#shape, #p, #nq) => ::fem_kernels::pointwise::facet::for_facets(first, #fsizes, local, u, x, a, out, |l, u, x, a, o| {
-                    ::fem_kernels::pointwise::facet::#func::<T, Self, #fgenerics>(tab, l, u, x, a, o)
+                    ::fem_kernels::pointwise::facet::#func::<T, Self, #fgenerics>(tab, l, u, x, a, t, o)
                 }),
             });
             if (k == 0 && !bf0) || (k == 1 && !facet_jacobian) {
@@ -301,12 +306,13 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_j
                 entries.push(quote! {
                     #gate
                     #[no_mangle]
+                    #[allow(clippy::too_many_arguments)]
                     pub unsafe extern "ptx-kernel" fn #entry(
                         n: usize, tab: *const #prec, local: *const u32, u: *const #prec,
-                        x: *const #prec, a: *const #prec, out: *mut #prec,
+                        x: *const #prec, a: *const #prec, out: *mut #prec, t: #prec,
                     ) {
                         ::fem_kernels::pointwise::facet::on_gpu::<#prec>(n, #tab_len, #fsizes, tab, local, u, x, a, out, |tab, l, u, x, a, o| {
-                            ::fem_kernels::pointwise::facet::#func::<#prec, #ty, #fgenerics>(tab, l, u, x, a, o)
+                            ::fem_kernels::pointwise::facet::#func::<#prec, #ty, #fgenerics>(tab, l, u, x, a, t, o)
                         })
                     }
                 });
@@ -315,13 +321,13 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_j
         let sizes = quote!([#nl, #nv * #d, #aux, #nl]);
         residual_arms.push(quote! {
             (#shape, #p, #nq) => ::fem_kernels::pointwise::for_cells(first, #sizes, u, x, a, out, |u, x, a, o| {
-                ::fem_kernels::pointwise::cell_residual::<T, Self, #generics>(tab, u, x, a, o)
+                ::fem_kernels::pointwise::cell_residual::<T, Self, #generics>(tab, u, x, a, t, o)
             }),
         });
         let jsizes = quote!([#nl, #nv * #d, #aux, #nl * #nl]);
         jacobian_arms.push(quote! {
             (#shape, #p, #nq) => ::fem_kernels::pointwise::for_cells(first, #jsizes, u, x, a, out, |u, x, a, o| {
-                ::fem_kernels::pointwise::cell_jacobian::<T, Self, #generics>(tab, u, x, a, o)
+                ::fem_kernels::pointwise::cell_jacobian::<T, Self, #generics>(tab, u, x, a, t, o)
             }),
         });
         let gate = match &spec.gpu_cfg {
@@ -341,11 +347,12 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_j
                 entries.push(quote! {
                     #gate
                     #[no_mangle]
+                    #[allow(clippy::too_many_arguments)]
                     pub unsafe extern "ptx-kernel" fn #entry(
                         n_cells: usize, batches: usize, tab: *const #prec, u: *const #prec,
-                        x: *const #prec, a: *const #prec, out: *mut #prec,
+                        x: *const #prec, a: *const #prec, out: *mut #prec, t: #prec,
                     ) {
-                        ::fem_kernels::pointwise::gpu::#func::<#prec, #ty, #generics>(n_cells, batches, tab, u, x, a, out)
+                        ::fem_kernels::pointwise::gpu::#func::<#prec, #ty, #generics>(n_cells, batches, tab, u, x, a, out, t)
                     }
                 });
             }
@@ -360,7 +367,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_j
             true
         }
     } else {
-        quote!({ let _ = (v, tab, first, u, x, a, out); false })
+        quote!({ let _ = (v, tab, first, u, x, a, t, out); false })
     };
     let facet_body = |k: usize, on: bool| {
         let arms = &facet_arms[k];
@@ -373,7 +380,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_j
                 true
             }
         } else {
-            quote!({ let _ = (v, tab, first, local, u, x, a, out); false })
+            quote!({ let _ = (v, tab, first, local, u, x, a, t, out); false })
         }
     };
     let (facet_residual_body, facet_jacobian_body) = (facet_body(0, bf0), facet_body(1, facet_jacobian));
@@ -385,20 +392,24 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_j
                 const NAME: &'static str = #name;
                 const VARIANTS: &'static [::fem_kernels::pointwise::Variant] = Self::__VARIANTS;
 
-                fn residual_cells(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, u: &[#t], x: &[#t], a: &[#t], out: &mut [#t]) -> bool {
-                    Self::__residual_cells(v, tab, first, u, x, a, out)
+                #[allow(clippy::too_many_arguments)]
+                fn residual_cells(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, u: &[#t], x: &[#t], a: &[#t], t: #t, out: &mut [#t]) -> bool {
+                    Self::__residual_cells(v, tab, first, u, x, a, t, out)
                 }
 
-                fn jacobian_cells(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, u: &[#t], x: &[#t], a: &[#t], out: &mut [#t]) -> bool {
-                    Self::__jacobian_cells(v, tab, first, u, x, a, out)
+                #[allow(clippy::too_many_arguments)]
+                fn jacobian_cells(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, u: &[#t], x: &[#t], a: &[#t], t: #t, out: &mut [#t]) -> bool {
+                    Self::__jacobian_cells(v, tab, first, u, x, a, t, out)
                 }
 
-                fn facet_residuals(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, local: &[u32], u: &[#t], x: &[#t], a: &[#t], out: &mut [#t]) -> bool {
-                    Self::__facet_residuals(v, tab, first, local, u, x, a, out)
+                #[allow(clippy::too_many_arguments)]
+                fn facet_residuals(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, local: &[u32], u: &[#t], x: &[#t], a: &[#t], t: #t, out: &mut [#t]) -> bool {
+                    Self::__facet_residuals(v, tab, first, local, u, x, a, t, out)
                 }
 
-                fn facet_jacobians(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, local: &[u32], u: &[#t], x: &[#t], a: &[#t], out: &mut [#t]) -> bool {
-                    Self::__facet_jacobians(v, tab, first, local, u, x, a, out)
+                #[allow(clippy::too_many_arguments)]
+                fn facet_jacobians(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, local: &[u32], u: &[#t], x: &[#t], a: &[#t], t: #t, out: &mut [#t]) -> bool {
+                    Self::__facet_jacobians(v, tab, first, local, u, x, a, t, out)
                 }
             }
         }
@@ -419,7 +430,8 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_j
         impl #ty {
             const __VARIANTS: &'static [::fem_kernels::pointwise::Variant] = &[#(#table),*];
 
-            fn __residual_cells<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
+            #[allow(clippy::too_many_arguments)]
+            fn __residual_cells<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool {
                 match (v.shape, v.degree, v.nq) {
                     #(#residual_arms)*
                     _ => return false,
@@ -427,17 +439,18 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], has_j
                 true
             }
 
-            fn __jacobian_cells<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
+            #[allow(clippy::too_many_arguments)]
+            fn __jacobian_cells<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool {
                 #jacobian_body
             }
 
             #[allow(clippy::too_many_arguments)]
-            fn __facet_residuals<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
+            fn __facet_residuals<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool {
                 #facet_residual_body
             }
 
             #[allow(clippy::too_many_arguments)]
-            fn __facet_jacobians<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool {
+            fn __facet_jacobians<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool {
                 #facet_jacobian_body
             }
         }

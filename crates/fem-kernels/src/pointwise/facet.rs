@@ -39,11 +39,12 @@ pub fn facet_point<T: Real, const D: usize, const NC: usize, const NA: usize, co
     u: impl Fn(usize) -> T,
     x: &[T],
     aux: impl Fn(usize) -> T,
+    time: T,
 ) -> (Point<T, D, NC, NA>, [T; D], T, [[T; D]; D]) {
     let stride = row_len(D, NB, NV);
     let row = &tab[(local * NQF + q) * stride..][..stride];
     let normals = NF * NQF * stride + local * D;
-    let (p, wdet, inv) = point::<T, D, NC, NA, NB, NV, AUXN>(row, u, x, aux);
+    let (p, wdet, inv) = point::<T, D, NC, NA, NB, NV, AUXN>(row, u, x, aux, time);
     let mut m = [T::ZERO; D];
     for (a, ma) in m.iter_mut().enumerate() {
         for e in 0..D {
@@ -69,10 +70,11 @@ fn points<T: Real, const D: usize, const NC: usize, const NA: usize, const NB: u
     u: &[T],
     x: &[T],
     a: &[T],
+    time: T,
     mut each: impl FnMut(usize, &Point<T, D, NC, NA>, &[T; D], T, &[[T; D]; D]),
 ) {
     for q in 0..NQF {
-        let (p, n, ws, inv) = facet_point::<T, D, NC, NA, NB, NV, NQF, NF, AUXN>(tab, local, q, |i| u[i], x, |i| a[i]);
+        let (p, n, ws, inv) = facet_point::<T, D, NC, NA, NB, NV, NQF, NF, AUXN>(tab, local, q, |i| u[i], x, |i| a[i], time);
         each((local * NQF + q) * row_len(D, NB, NV) + 1, &p, &n, ws, &inv);
     }
 }
@@ -85,10 +87,11 @@ pub fn facet_residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
     u: &[T],
     x: &[T],
     a: &[T],
+    time: T,
     out: &mut [T],
 ) {
     out[..NB * NC].fill(T::ZERO);
-    points::<T, D, NC, NA, NB, NV, NQF, NF, AUXN>(tab, local, u, x, a, |row, p, n, ws, _| {
+    points::<T, D, NC, NA, NB, NV, NQF, NF, AUXN>(tab, local, u, x, a, time, |row, p, n, ws, _| {
         let f = P::bf0(p, n);
         for b in 0..NB {
             let phi = at(tab, row + b * (1 + D)) * ws;
@@ -108,11 +111,12 @@ pub fn facet_jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
     u: &[T],
     x: &[T],
     a: &[T],
+    time: T,
     out: &mut [T],
 ) {
     let n = NB * NC;
     out[..n * n].fill(T::ZERO);
-    points::<T, D, NC, NA, NB, NV, NQF, NF, AUXN>(tab, local, u, x, a, |row, p, nrm, ws, inv| {
+    points::<T, D, NC, NA, NB, NV, NQF, NF, AUXN>(tab, local, u, x, a, time, |row, p, nrm, ws, inv| {
         let t = P::TERMS.bg;
         let g0 = if t[0] { P::bg0(p, nrm) } else { [[T::ZERO; NC]; NC] };
         let g1 = if t[1] { P::bg1(p, nrm) } else { [[[T::ZERO; D]; NC]; NC] };

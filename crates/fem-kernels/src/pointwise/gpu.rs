@@ -238,6 +238,7 @@ pub unsafe fn residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
     x: *const T,
     a: *const T,
     out: *mut T,
+    time: T,
 ) {
     let pl = residual_point_len(D, NC);
     batches::<T, _, D, NC, NA, NB, NV, NQ, AUXN>(
@@ -247,7 +248,7 @@ pub unsafe fn residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
         [u, x, a],
         pl,
         |row, us, xs, as_, pts| {
-            residual_point::<T, P, D, NC, NA, NB, NV, AUXN>(row, |i| at(us, i), xs, |i| at(as_, i), |c, h, v| *pts.get_unchecked_mut(c * (1 + D) + h) = v)
+            residual_point::<T, P, D, NC, NA, NB, NV, AUXN>(row, |i| at(us, i), xs, |i| at(as_, i), time, |c, h, v| *pts.get_unchecked_mut(c * (1 + D) + h) = v)
         },
         // Up to 32 hoisted table values per thread (P2 tetrahedra: 16, Q1
         // hexahedra: 32); Q2 hexahedra would hold 108 and read per cell.
@@ -275,6 +276,7 @@ pub unsafe fn jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
     x: *const T,
     a: *const T,
     out: *mut T,
+    time: T,
 ) {
     let (nl, pl) = (NB * NC, jacobian_point_len(D, NC));
     batches::<T, _, D, NC, NA, NB, NV, NQ, AUXN>(
@@ -283,7 +285,7 @@ pub unsafe fn jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
         tab,
         [u, x, a],
         pl,
-        |row, us, xs, as_, pts| jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(row, |i| at(us, i), xs, |i| at(as_, i), |i, v| *pts.get_unchecked_mut(i) = v),
+        |row, us, xs, as_, pts| jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(row, |i| at(us, i), xs, |i| at(as_, i), time, |i, v| *pts.get_unchecked_mut(i) = v),
         false,
         |_, _| (),
         |cell, i, _, tab, pts| {
@@ -313,6 +315,7 @@ pub unsafe fn jacobian_cells<T: Real, P: Physics<T, D, NC, NA>, const D: usize, 
     x: *const T,
     a: *const T,
     out: *mut T,
+    time: T,
 ) {
     let (nl, nx, na) = (NB * NC, NV * D, aux_len(NB, NA, AUXN));
     let tab = core::slice::from_raw_parts(tab, NQ * row_len(D, NB, NV));
@@ -323,6 +326,7 @@ pub unsafe fn jacobian_cells<T: Real, P: Physics<T, D, NC, NA>, const D: usize, 
             core::slice::from_raw_parts(u.add(cell * nl), nl),
             core::slice::from_raw_parts(x.add(cell * nx), nx),
             core::slice::from_raw_parts(a.add(cell * na), na),
+            time,
             core::slice::from_raw_parts_mut(out.add(cell * nl * nl), nl * nl),
         );
         cell += crate::device::grid_size_x();

@@ -181,24 +181,26 @@ pub trait Kernels<T: Real> {
     const VARIANTS: &'static [Variant];
 
     /// Element residuals of cells `first..first + out.len() / n_local` on
-    /// the CPU; `false` if `v` is not one of [`Self::VARIANTS`].
-    fn residual_cells(v: &Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool;
+    /// the CPU at time `t`; `false` if `v` is not one of [`Self::VARIANTS`].
+    #[allow(clippy::too_many_arguments)]
+    fn residual_cells(v: &Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool;
 
     /// Element matrices (row-major, n_local² per cell) likewise; `false`
     /// if `v` is not a variant or the physics has no Jacobian.
-    fn jacobian_cells(v: &Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool;
+    #[allow(clippy::too_many_arguments)]
+    fn jacobian_cells(v: &Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool;
 
     /// Boundary residuals ([`facet::facet_residual`]) of facets
     /// `first..first + out.len() / n_local`, `local` their local numbers
     /// and `u`, `x`, `a` their cells' E-vectors, from the facet table
     /// `tab`; `false` if `v` is not a variant or the physics has no bf0.
     #[allow(clippy::too_many_arguments)]
-    fn facet_residuals(v: &Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool;
+    fn facet_residuals(v: &Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool;
 
     /// Boundary element matrices likewise (n_local² per facet); `false`
     /// without bg0 and bg1.
     #[allow(clippy::too_many_arguments)]
-    fn facet_jacobians(v: &Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], out: &mut [T]) -> bool;
+    fn facet_jacobians(v: &Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool;
 }
 
 /// Position, |J|·w and J⁻¹ (`inv[e][a]` = ∂ξ_e/∂x_a) at the point of `row`.
@@ -260,6 +262,7 @@ pub fn point<T: Real, const D: usize, const NC: usize, const NA: usize, const NB
     u: impl Fn(usize) -> T,
     x: &[T],
     aux: impl Fn(usize) -> T,
+    t: T,
 ) -> (Point<T, D, NC, NA>, T, [[T; D]; D]) {
     let (pos, wdet, inv) = geometry::<T, D, NB, NV>(row, x);
     let (uv, du) = fields::<T, D, NC, NB>(row, &inv, u);
@@ -268,7 +271,7 @@ pub fn point<T: Real, const D: usize, const NC: usize, const NA: usize, const NB
     } else {
         (core::array::from_fn(&aux), [[T::ZERO; D]; NA])
     };
-    (Point { u: uv, du, a, da, x: pos }, wdet, inv)
+    (Point { u: uv, du, a, da, x: pos, t }, wdet, inv)
 }
 
 /// Pulls a physical direction index back: Σ_a v[a]·inv[e][a].
@@ -289,9 +292,10 @@ pub fn residual_point<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
     u: impl Fn(usize) -> T,
     x: &[T],
     aux: impl Fn(usize) -> T,
+    time: T,
     mut put: impl FnMut(usize, usize, T),
 ) {
-    let (p, wdet, inv) = point::<T, D, NC, NA, NB, NV, AUXN>(row, u, x, aux);
+    let (p, wdet, inv) = point::<T, D, NC, NA, NB, NV, AUXN>(row, u, x, aux, time);
     if P::TERMS.f0 {
         let f0 = P::f0(&p);
         for c in 0..NC {
@@ -373,9 +377,10 @@ pub fn jacobian_point<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
     u: impl Fn(usize) -> T,
     x: &[T],
     aux: impl Fn(usize) -> T,
+    time: T,
     mut put: impl FnMut(usize, T),
 ) {
-    let (p, wdet, inv) = point::<T, D, NC, NA, NB, NV, AUXN>(row, u, x, aux);
+    let (p, wdet, inv) = point::<T, D, NC, NA, NB, NV, AUXN>(row, u, x, aux, time);
     let t = P::TERMS.g;
     let (g0, g1, g2, g3) = (
         if t[0] { P::g0(&p) } else { [[T::ZERO; NC]; NC] },
@@ -446,12 +451,13 @@ pub fn cell_residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC
     u: &[T],
     x: &[T],
     a: &[T],
+    time: T,
     out: &mut [T],
 ) {
     let stride = row_len(D, NB, NV);
     let mut f = [[[T::ZERO; 4]; NC]; NQ];
     for (q, fq) in f.iter_mut().enumerate() {
-        residual_point::<T, P, D, NC, NA, NB, NV, AUXN>(&tab[q * stride..(q + 1) * stride], |i| u[i], x, |i| a[i], |c, h, v| fq[c][h] = v);
+        residual_point::<T, P, D, NC, NA, NB, NV, AUXN>(&tab[q * stride..(q + 1) * stride], |i| u[i], x, |i| a[i], time, |c, h, v| fq[c][h] = v);
     }
     for (bc, o) in out.iter_mut().enumerate().take(NB * NC) {
         *o = residual_basis::<T, D, NC, NB, NV, NQ>(tab, P::TERMS, bc, |q, c, h| f[q][c][h]);
@@ -465,12 +471,13 @@ pub fn cell_jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC
     u: &[T],
     x: &[T],
     a: &[T],
+    time: T,
     out: &mut [T],
 ) {
     let stride = row_len(D, NB, NV);
     let mut g = [[[[[T::ZERO; 4]; 4]; NC]; NC]; NQ];
     for (q, gq) in g.iter_mut().enumerate() {
-        jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(&tab[q * stride..(q + 1) * stride], |i| u[i], x, |i| a[i], |k, v| {
+        jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(&tab[q * stride..(q + 1) * stride], |i| u[i], x, |i| a[i], time, |k, v| {
             let [c, e, h, kk] = jacobian_index::<D, NC>(k);
             gq[c][e][h][kk] = v;
         });

@@ -5,8 +5,9 @@ use fem_kernels::pointwise::Kernels;
 pub mod reaction_diffusion {
     use fem_kernels::fem_core::Real;
 
-    pub fn f0<T: Real, const D: usize>(u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D]) -> [T; 1] {
-        [u[0] * u[0] * u[0]]
+    /// u³ + t: the time as the last argument.
+    pub fn f0<T: Real, const D: usize>(u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D], t: T) -> [T; 1] {
+        [u[0] * u[0] * u[0] + t]
     }
 
     pub fn f1<T: Real, const D: usize>(_u: &[T; 1], du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D]) -> [[T; D]; 1] {
@@ -21,7 +22,8 @@ fn main() {
     assert_eq!(v[0].residual, "fem_residual_reaction_diffusion_tri_p1_q3");
     assert_eq!(v[1].n_local(), 27);
     assert!(v[0].jacobian.is_none());
-    // One cell, the reference triangle: u = 1 everywhere gives ∫ φ_b · 1 = 1/6.
+    // One cell, the reference triangle: u = 1 everywhere at t = 0.5 gives
+    // ∫ φ_b · 1.5 = 1.5/6.
     let tab_len = 3 * (1 + (3 + 3) * 3);
     let mut tab = vec![0.0; tab_len];
     let (mut pts, mut w) = ([0.0; 6], [0.0; 3]);
@@ -41,8 +43,8 @@ fn main() {
     }
     let (u, x) = ([1.0; 3], [0.0, 0.0, 1.0, 0.0, 0.0, 1.0]);
     let mut out = [0.0; 3];
-    assert!(<P as Kernels<f64>>::residual_cells(&v[0], &tab, 0, &u, &x, &[], &mut out));
+    assert!(<P as Kernels<f64>>::residual_cells(&v[0], &tab, 0, &u, &x, &[], 0.5, &mut out));
     for r in out {
-        assert!((r - 1.0 / 6.0).abs() < 1e-14, "{r}");
+        assert!((r - 1.5 / 6.0f64).abs() < 1e-14, "{r}");
     }
 }

@@ -54,7 +54,7 @@ pub fn tabulate_facets(v: &Variant) -> Vec<f64> {
 }
 
 /// The CPU code of one variant over a range of facets, as `Kernels` has it.
-type FacetsFn<T> = fn(&Variant, &[T], usize, &[u32], &[T], &[T], &[T], &mut [T]) -> bool;
+type FacetsFn<T> = fn(&Variant, &[T], usize, &[u32], &[T], &[T], &[T], T, &mut [T]) -> bool;
 
 /// The boundary term of `K` on a set of boundary facets.
 pub struct FacetTerm<T, K> {
@@ -70,12 +70,14 @@ pub struct FacetTerm<T, K> {
     pub x: Vec<T>,
     /// Auxiliary fields of each facet's cell.
     pub a: Vec<T>,
+    /// The time the boundary term is evaluated at (`Point::t`).
+    pub time: T,
     _physics: PhantomData<fn() -> K>,
 }
 
 impl<T: Clone, K> Clone for FacetTerm<T, K> {
     fn clone(&self) -> Self {
-        Self { variant: self.variant, facets: self.facets.clone(), local: self.local.clone(), tab: self.tab.clone(), x: self.x.clone(), a: self.a.clone(), _physics: PhantomData }
+        Self { variant: self.variant, facets: self.facets.clone(), local: self.local.clone(), tab: self.tab.clone(), x: self.x.clone(), a: self.a.clone(), time: self.time.clone(), _physics: PhantomData }
     }
 }
 
@@ -96,6 +98,7 @@ impl<T: Scalar, K: Kernels<T>> FacetTerm<T, K> {
             tab: tabulate_facets(&v).into_iter().map(T::from_f64).collect(),
             x: per_cell(&op.x, nx),
             a: per_cell(&op.a, na),
+            time: op.time,
             _physics: PhantomData,
         })
     }
@@ -135,7 +138,7 @@ impl<T: Scalar, K: Kernels<T>> FacetTerm<T, K> {
         }
         let f: FacetsFn<T> = if jacobian { K::facet_jacobians } else { K::facet_residuals };
         let ran = cpu.install(|| {
-            out.par_chunks_mut(CPU_CHUNK * per).enumerate().all(|(k, o)| f(&self.variant, &self.tab, k * CPU_CHUNK, &self.local, u, &self.x, &self.a, o))
+            out.par_chunks_mut(CPU_CHUNK * per).enumerate().all(|(k, o)| f(&self.variant, &self.tab, k * CPU_CHUNK, &self.local, u, &self.x, &self.a, self.time, o))
         });
         if !ran {
             return Err(Error::InvalidArgument(format!("physics `{}` has no boundary {}", K::NAME, if jacobian { "linearisation bg0, bg1" } else { "term" })));
@@ -152,6 +155,8 @@ pub struct GpuFacetTerm<T> {
     local: CudaSlice<u32>,
     x: CudaSlice<T>,
     a: CudaSlice<T>,
+    /// The time the boundary term is evaluated at (`Point::t`).
+    pub time: T,
 }
 
 impl<T: Scalar> GpuFacetTerm<T> {
@@ -162,7 +167,7 @@ impl<T: Scalar> GpuFacetTerm<T> {
         }
         let a = if term.a.is_empty() { gpu.upload(&[T::ZERO])? } else { gpu.upload(&term.a)? };
         let local = if term.local.is_empty() { vec![0] } else { term.local.clone() };
-        Ok(Self { variant: term.variant, n: term.len(), tab: gpu.upload(&term.tab)?, local: gpu.stream().clone_htod(&local)?, x: gpu.upload(&term.x)?, a })
+        Ok(Self { variant: term.variant, n: term.len(), tab: gpu.upload(&term.tab)?, local: gpu.stream().clone_htod(&local)?, x: gpu.upload(&term.x)?, a, time: term.time })
     }
 
     /// Boundary residuals or element matrices into `out` from the facets'
@@ -183,7 +188,7 @@ impl<T: Scalar> GpuFacetTerm<T> {
         }
         let f = gpu.function(&format!("{base}_{}", T::NAME))?;
         let cfg = LaunchConfig { grid_dim: (self.n.div_ceil(128).clamp(1, i32::MAX as usize) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
-        unsafe { gpu.stream().launch_builder(&f).arg(&self.n).arg(&self.tab).arg(&self.local).arg(u).arg(&self.x).arg(&self.a).arg(out).launch(cfg) }?;
+        unsafe { gpu.stream().launch_builder(&f).arg(&self.n).arg(&self.tab).arg(&self.local).arg(u).arg(&self.x).arg(&self.a).arg(out).arg(&self.time).launch(cfg) }?;
         Ok(())
     }
 }

@@ -60,6 +60,8 @@ pub struct GpuPointwise<T> {
     tab: CudaSlice<T>,
     x: CudaSlice<T>,
     a: CudaSlice<T>,
+    /// The time the forms are evaluated at (`Point::t`).
+    pub time: T,
 }
 
 impl<T: Scalar> GpuPointwise<T> {
@@ -74,7 +76,7 @@ impl<T: Scalar> GpuPointwise<T> {
         // A zero-length buffer is not a valid allocation: P0-free physics
         // still pass a pointer.
         let a = if op.a.is_empty() { gpu.upload(&[T::ZERO])? } else { gpu.upload(&op.a)? };
-        Ok(Self { variant: v, n_cells: op.n_cells, tab: gpu.upload(&op.tab)?, x: gpu.upload(&op.x)?, a })
+        Ok(Self { variant: v, n_cells: op.n_cells, tab: gpu.upload(&op.tab)?, x: gpu.upload(&op.x)?, a, time: op.time })
     }
 
     /// The entry point and launch shape for `t`, checked against the
@@ -121,7 +123,7 @@ impl<T: Scalar> GpuPointwise<T> {
         let f = gpu.function(&format!("{base}_cell_{}", T::NAME))?;
         let (n, batches) = (self.n_cells, 1usize);
         let cfg = LaunchConfig { grid_dim: (n.div_ceil(128).clamp(1, i32::MAX as usize) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
-        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&batches).arg(&self.tab).arg(u).arg(&self.x).arg(&self.a).arg(out).launch(cfg) }?;
+        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&batches).arg(&self.tab).arg(u).arg(&self.x).arg(&self.a).arg(out).arg(&self.time).launch(cfg) }?;
         Ok(())
     }
 
@@ -143,7 +145,7 @@ impl<T: Scalar> GpuPointwise<T> {
         let (f, cfg) = self.prepare(gpu, jacobian, t)?;
         let (n, batches) = (self.n_cells, t.batches);
         let s = gpu.stream();
-        unsafe { s.launch_builder(&f).arg(&n).arg(&batches).arg(&self.tab).arg(u).arg(&self.x).arg(&self.a).arg(out).launch(cfg) }?;
+        unsafe { s.launch_builder(&f).arg(&n).arg(&batches).arg(&self.tab).arg(u).arg(&self.x).arg(&self.a).arg(out).arg(&self.time).launch(cfg) }?;
         Ok(())
     }
 

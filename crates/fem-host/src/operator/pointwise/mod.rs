@@ -82,7 +82,7 @@ pub fn paper_balance(v: &Variant, bytes: usize) -> f64 {
 }
 
 /// The CPU code of one variant over a range of cells, as `Kernels` has it.
-type CellsFn<T> = fn(&Variant, &[T], usize, &[T], &[T], &[T], &mut [T]) -> bool;
+type CellsFn<T> = fn(&Variant, &[T], usize, &[T], &[T], &[T], T, &mut [T]) -> bool;
 
 /// A physics `K` on a space: the variant, its table and the cell data.
 pub struct Pointwise<T, K> {
@@ -97,12 +97,15 @@ pub struct Pointwise<T, K> {
     pub x: Vec<T>,
     /// Auxiliary fields per cell.
     pub a: Vec<T>,
+    /// The time the forms are evaluated at (`Point::t`): 0 unless a time
+    /// integration sets it.
+    pub time: T,
     _physics: PhantomData<fn() -> K>,
 }
 
 impl<T: Clone, K> Clone for Pointwise<T, K> {
     fn clone(&self) -> Self {
-        Self { variant: self.variant, n_cells: self.n_cells, tab: self.tab.clone(), x: self.x.clone(), a: self.a.clone(), _physics: PhantomData }
+        Self { variant: self.variant, n_cells: self.n_cells, tab: self.tab.clone(), x: self.x.clone(), a: self.a.clone(), time: self.time.clone(), _physics: PhantomData }
     }
 }
 
@@ -127,7 +130,7 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
         let n_cells = space.n_cells();
         let a = Self::aux_evector(&variant, space, aux)?;
         let cast = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
-        Ok(Self { variant, n_cells, tab: cast(&tabulate(&variant)), x: cast(&space.cell_coords), a: cast(&a), _physics: PhantomData })
+        Ok(Self { variant, n_cells, tab: cast(&tabulate(&variant)), x: cast(&space.cell_coords), a: cast(&a), time: T::ZERO, _physics: PhantomData })
     }
 
     fn aux_evector(v: &Variant, space: &NodalSpace, aux: Aux<'_>) -> Result<Vec<f64>> {
@@ -165,7 +168,7 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
         Ok(())
     }
 
-    /// Element residuals on the CPU (`n_local` per cell).
+    /// Element residuals on the CPU (`n_local` per cell) at [`Self::time`].
     pub fn residual_cpu(&self, cpu: &CpuBackend, u: &[T]) -> Result<Vec<T>> {
         self.check_u(u)?;
         Ok(self.over_cells(cpu, u, self.variant.n_local(), K::residual_cells))
@@ -188,7 +191,7 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
         cpu.install(|| {
             out.par_chunks_mut(CPU_CHUNK * per_cell).enumerate().for_each(|(k, o)| {
                 // The variant comes from K's own table, so K has its code.
-                let ran = cells(&self.variant, &self.tab, k * CPU_CHUNK, u, &self.x, &self.a, o);
+                let ran = cells(&self.variant, &self.tab, k * CPU_CHUNK, u, &self.x, &self.a, self.time, o);
                 debug_assert!(ran, "variant missing from its own physics");
             })
         });

@@ -7,7 +7,7 @@
 //! functions the GPU kernels apply.
 
 use super::{NewtonOps, Setup};
-use crate::operator::pointwise::{scatter_add, Pointwise};
+use crate::operator::pointwise::{scatter_add, FacetTerm, Pointwise};
 use crate::space::Restriction;
 use crate::sparse::device::prepare_cpu;
 use crate::sparse::params::SpmvParams;
@@ -24,14 +24,40 @@ pub(crate) fn inverse_diagonal(diag_pos: &[u32], kflat: &[f64], inv: &mut [f64])
     }
 }
 
-/// Element values of a part (cells or facets) from its E-vector, the
-/// physics type erased.
-type Evaluate = Box<dyn Fn(&CpuBackend, bool, &[f64]) -> Result<Vec<f64>> + Send + Sync>;
+/// A part (cells or facets) of the physics, its type erased.
+trait Part: Send + Sync {
+    /// Element values from the part's E-vector.
+    fn evaluate(&self, cpu: &CpuBackend, jacobian: bool, u: &[f64]) -> Result<Vec<f64>>;
+    /// The time the pointwise functions see.
+    fn set_time(&mut self, t: f64);
+}
+
+impl<K: Kernels<f64>> Part for Pointwise<f64, K> {
+    fn evaluate(&self, cpu: &CpuBackend, jacobian: bool, u: &[f64]) -> Result<Vec<f64>> {
+        if jacobian {
+            self.jacobian_cpu(cpu, u)
+        } else {
+            self.residual_cpu(cpu, u)
+        }
+    }
+    fn set_time(&mut self, t: f64) {
+        self.time = t;
+    }
+}
+
+impl<K: Kernels<f64>> Part for FacetTerm<f64, K> {
+    fn evaluate(&self, cpu: &CpuBackend, jacobian: bool, u: &[f64]) -> Result<Vec<f64>> {
+        self.evaluate_cpu(cpu, jacobian, u)
+    }
+    fn set_time(&mut self, t: f64) {
+        self.time = t;
+    }
+}
 
 /// The CPU's copy of the set-up, with the physics type erased.
 pub struct CpuState {
-    cells: Evaluate,
-    facets: Option<Evaluate>,
+    cells: Box<dyn Part>,
+    facets: Option<Box<dyn Part>>,
     /// E-vector values of the cells (the facets' follow).
     cell_len: usize,
     gather: Vec<u32>,
@@ -46,17 +72,13 @@ pub struct CpuState {
     restriction: Restriction,
 }
 
-fn erase<K: Kernels<f64> + 'static>(p: Pointwise<f64, K>) -> Evaluate {
-    Box::new(move |cpu, jacobian, u| if jacobian { p.jacobian_cpu(cpu, u) } else { p.residual_cpu(cpu, u) })
-}
-
 impl NewtonOps for CpuBackend {
     type State = CpuState;
 
     fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, lma: bool) -> Result<CpuState> {
         Ok(CpuState {
-            cells: erase(setup.physics.clone()),
-            facets: setup.facets.clone().map(|t| -> Evaluate { Box::new(move |cpu, jacobian, u| t.evaluate_cpu(cpu, jacobian, u)) }),
+            cells: Box::new(setup.physics.clone()),
+            facets: setup.facets.clone().map(|t| -> Box<dyn Part> { Box::new(t) }),
             cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
             gather: setup.gather.clone(),
             entry_pos: if lma { Vec::new() } else { setup.entry_pos.clone() },
@@ -79,11 +101,18 @@ impl NewtonOps for CpuBackend {
         Ok(())
     }
 
+    fn set_time(&self, s: &mut CpuState, t: f64) {
+        s.cells.set_time(t);
+        if let Some(f) = &mut s.facets {
+            f.set_time(t);
+        }
+    }
+
     fn elements(&self, s: &CpuState, jacobian: bool, ue: &Vec<f64>, out: &mut Vec<f64>) -> Result<()> {
-        let v = (s.cells)(self, jacobian, &ue[..s.cell_len])?;
+        let v = s.cells.evaluate(self, jacobian, &ue[..s.cell_len])?;
         out[..v.len()].copy_from_slice(&v);
         if let Some(f) = &s.facets {
-            let w = f(self, jacobian, &ue[s.cell_len..])?;
+            let w = f.evaluate(self, jacobian, &ue[s.cell_len..])?;
             out[v.len()..v.len() + w.len()].copy_from_slice(&w);
         }
         Ok(())

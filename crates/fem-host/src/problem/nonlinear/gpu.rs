@@ -102,6 +102,13 @@ impl NewtonOps for CudaBackend {
         Ok(())
     }
 
+    fn set_time(&self, s: &mut GpuState, t: f64) {
+        s.physics.time = t;
+        if let Some(f) = &mut s.facets {
+            f.time = t;
+        }
+    }
+
     fn elements(&self, s: &GpuState, jacobian: bool, ue: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
         match (jacobian, s.launch.1) {
             (false, _) => s.physics.evaluate(self, false, s.launch.0, ue, out)?,

@@ -218,6 +218,9 @@ pub trait NewtonOps: PrecondOps {
     /// Replaces what the residual's assembly starts from (the set-up's
     /// `residual_base`: minus the load in free rows).
     fn set_residual_base(&self, s: &mut Self::State, base: &[f64]) -> Result<()>;
+    /// The time the physics' pointwise functions see (`Point::t`) in the
+    /// evaluations that follow.
+    fn set_time(&self, s: &mut Self::State, t: f64);
     /// The global residual, or the tangent's CSR values when `matrix`.
     fn assemble(&self, s: &Self::State, matrix: bool, elem: &Self::Vector<f64>, out: &mut Self::Vector<f64>) -> Result<()>;
     /// 1 / diagonal of the tangent's CSR values.
@@ -450,6 +453,13 @@ impl<B: NewtonOps> Workspace<B> {
     /// form), for the solves that follow.
     pub fn set_residual_base(&mut self, b: &B, base: &[f64]) -> Result<()> {
         b.set_residual_base(&mut self.state, base)
+    }
+
+    /// The time the physics' pointwise functions see (`Point::t`) in the
+    /// solves and residuals that follow (0 until set).
+    pub fn set_time(&mut self, b: &B, t: f64) {
+        b.set_time(&mut self.state, t);
+        self.precond.set_time(b, t);
     }
 
     /// R(u) (no extra terms) into `out`.

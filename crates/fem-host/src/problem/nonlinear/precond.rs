@@ -249,6 +249,15 @@ impl<B: NewtonOps> Prepared<B> {
         }
     }
 
+    /// The time the coarse levels' physics sees, as the fine level's.
+    pub(super) fn set_time(&mut self, b: &B, t: f64) {
+        if let Self::Multigrid(_, levels) = self {
+            for lv in levels {
+                b.set_time(&mut lv.state, t);
+            }
+        }
+    }
+
     /// The preconditioner to hand the Krylov method.
     pub(super) fn get<'a>(&'a self, jacobi: &'a Jacobi<B, f64>) -> &'a dyn LinearOperator<B, f64> {
         match self {

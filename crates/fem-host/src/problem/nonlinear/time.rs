@@ -238,8 +238,10 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
                 b.axpby(1.0 / o.dt, &u, 0.0, &mut tmp)?;
                 mass.apply(b, &tmp, &mut rhs)?;
                 if theta < 1.0 {
+                    let t = (step - 1) as f64 * o.dt;
+                    w.set_time(b, t);
                     if let Some(l) = &mut load {
-                        l.set(b, &mut w, (step - 1) as f64 * o.dt)?;
+                        l.set(b, &mut w, t)?;
                     }
                     w.residual_into(b, &u, &mut tmp)?;
                     b.axpy(theta - 1.0, &tmp, &mut rhs)?;
@@ -258,6 +260,7 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
         if let Some(m) = &mut moving {
             m.set(b, t, &mut u, &mut tmp)?;
         }
+        w.set_time(b, t);
         if let Some(l) = &mut load {
             l.set(b, &mut w, t)?;
         }
@@ -280,7 +283,7 @@ mod tests {
     use crate::operator::pointwise::Aux;
     use crate::space::integrate::l2_error;
     use crate::CpuBackend;
-    use crate::problem::nonlinear::Assembly;
+    use crate::problem::nonlinear::{Assembly, Precond};
     use crate::sparse::SpmvFormat;
     use fem_kernels::physics::Poisson;
 
@@ -389,6 +392,65 @@ mod tests {
             assert!(moving < 1e-10, "{scheme:?}: {moving:e}");
             let held = error(Forcing::boundary(&c));
             assert!(held > 1e-3, "{scheme:?}: {held:e}");
+        }
+    }
+
+    /// u̇ − Δu = f with the source f = q − 6(1 + t) in f0 and the flux
+    /// ∂u/∂n = (1 + t) ∇q·n through the right side in bf0, both functions
+    /// of the point's time, for u = (1 + t) q, q = x² + 2y².
+    #[fem_macros::fem_kernel(components = 1, elements(tri(p = 2, q = 6)), precision(f64))]
+    mod timed_heat {
+        use fem_core::Real;
+
+        fn q<T: Real, const D: usize>(x: &[T; D]) -> T {
+            x[0] * x[0] + T::from_f64(2.0) * x[1] * x[1]
+        }
+
+        pub fn f0<T: Real, const D: usize>(_u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], x: &[T; D], t: T) -> [T; 1] {
+            [T::from_f64(6.0) * (T::ONE + t) - q(x)]
+        }
+
+        pub fn f1<T: Real, const D: usize>(_u: &[T; 1], du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D]) -> [[T; D]; 1] {
+            [du[0]]
+        }
+
+        pub fn g3<T: Real, const D: usize>(_u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D]) -> [[[[T; D]; D]; 1]; 1] {
+            [[core::array::from_fn(|d| core::array::from_fn(|g| if d == g { T::ONE } else { T::ZERO }))]]
+        }
+
+        pub fn bf0<T: Real, const D: usize>(_u: &[T; 1], _du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], x: &[T; D], n: &[T; D], t: T) -> [T; 1] {
+            let flux = T::from_f64(2.0) * x[0] * n[0] + T::from_f64(4.0) * x[1] * n[1];
+            [-(T::ONE + t) * flux]
+        }
+    }
+
+    /// The pointwise functions see each evaluation's time: with the source
+    /// and the flux as functions of `t` in the physics, P2 and every scheme
+    /// (the θ-method's explicit part at tₙ, the solve at tₙ₊₁), with Jacobi
+    /// or multigrid, reproduce u = (1 + t) q.
+    #[test]
+    fn pointwise_functions_see_the_time() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let q = |x: &[f64; 3]| x[0] * x[0] + 2.0 * x[1] * x[1];
+        let exact = move |x: &[f64; 3], t: f64| (1.0 + t) * q(x);
+        let mesh = crate::space::CellMesh::Simplex(SimplexBox::unstructured(2, 2, 4).build().unwrap());
+        let nested = crate::space::NestedSpaces::new(mesh, 2, 2).unwrap();
+        let space = nested.finest();
+        let right = crate::space::BoundaryPart::at("right", |x| (x[0] - 1.0).abs() < 1e-12);
+        let rest = crate::space::BoundaryPart::at("rest", |x| (x[0] - 1.0).abs() > 1e-12);
+        let c = Constraints::none(space, 1).dirichlet_in_time(space, &rest, move |x, t, v| v[0] = exact(x, t)).unwrap();
+        let setup = Setup::<timed_heat::TimedHeat>::constrained(&cpu, space, Aux::None, &c, None).unwrap().with_boundary_term(space, &right).unwrap();
+        let setup = setup.with_multigrid(&cpu, &nested).unwrap();
+        let u0 = space.interpolate(1, |x, o| o[0] = exact(x, 0.0));
+        for (scheme, precond) in [(Scheme::Theta(1.0), Precond::Jacobi), (Scheme::Theta(0.5), Precond::multigrid()), (Scheme::Bdf2, Precond::multigrid())] {
+            let o = TimeOptions { dt: 0.1, steps: 5, scheme, newton: NewtonOptions { rtol: 1e-13, krylov_rtol: 1e-14, precond, ..Default::default() } };
+            let mut worst = 0.0f64;
+            integrate(&cpu, &setup, space, &u0, Forcing::boundary(&c), &o, &mut |_, t, u| {
+                worst = u.iter().zip(&space.dof_coords).fold(worst, |m, (v, x)| m.max((v - exact(x, t)).abs()));
+                Ok(())
+            })
+            .unwrap();
+            assert!(worst < 1e-10, "{scheme:?}: {worst:e}");
         }
     }
 
