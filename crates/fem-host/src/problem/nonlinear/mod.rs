@@ -462,6 +462,18 @@ impl<B: NewtonOps> Workspace<B> {
         self.precond.set_time(b, t);
     }
 
+    /// R(u) at the solution of the last [`Workspace::newton`], which ran
+    /// with `e`'s terms, into `out`: recovered from the residual that ended
+    /// it (weight · R + c · M u − rhs, with M u beside it) instead of
+    /// evaluating the physics again, as the θ-method's explicit part at the
+    /// next step needs.
+    pub fn last_physics_residual(&self, b: &B, e: &Extra<B>, out: &mut B::Vector<f64>) -> Result<()> {
+        b.copy(&self.r, out)?;
+        b.axpy(-e.c, &self.mu, out)?;
+        b.axpy(1.0, e.rhs, out)?;
+        b.axpby(0.0, e.rhs, 1.0 / e.weight, out)
+    }
+
     /// R(u) (no extra terms) into `out`.
     pub fn residual_into(&mut self, b: &B, u: &B::Vector<f64>, out: &mut B::Vector<f64>) -> Result<()> {
         let mut split = Split::default();

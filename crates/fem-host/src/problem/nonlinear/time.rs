@@ -222,6 +222,8 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
     let n = setup.n_rows();
     let mut u = b.upload(u0)?;
     let (mut previous, mut rhs, mut tmp) = (b.zeros(n)?, b.zeros(n)?, b.zeros(n)?);
+    // R(uₙ) of the last step's solve, for the θ-method's next explicit part
+    let mut last_r: Option<B::Vector<f64>> = None;
     b.synchronize()?;
     let setup_seconds = start.elapsed().as_secs_f64();
     let start = Instant::now();
@@ -238,13 +240,18 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
                 b.axpby(1.0 / o.dt, &u, 0.0, &mut tmp)?;
                 mass.apply(b, &tmp, &mut rhs)?;
                 if theta < 1.0 {
-                    let t = (step - 1) as f64 * o.dt;
-                    w.set_time(b, t);
-                    if let Some(l) = &mut load {
-                        l.set(b, &mut w, t)?;
+                    // the first step evaluates R(u₀); later ones have
+                    // R(uₙ) from the solve that gave uₙ (same time, load
+                    // and rows)
+                    if last_r.is_none() {
+                        let t = (step - 1) as f64 * o.dt;
+                        w.set_time(b, t);
+                        if let Some(l) = &mut load {
+                            l.set(b, &mut w, t)?;
+                        }
+                        w.residual_into(b, &u, &mut tmp)?;
                     }
-                    w.residual_into(b, &u, &mut tmp)?;
-                    b.axpy(theta - 1.0, &tmp, &mut rhs)?;
+                    b.axpy(theta - 1.0, last_r.as_ref().unwrap_or(&tmp), &mut rhs)?;
                 }
                 (theta, 1.0 / o.dt)
             }
@@ -268,6 +275,12 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
         let report = w.newton(b, &mut u, &o.newton, Some(&extra), &mut |_| {})?;
         if !report.converged {
             return Err(Error::InvalidArgument(format!("step {step}: Newton did not converge (‖R‖ {:?})", report.residuals)));
+        }
+        if theta.is_some_and(|theta| theta < 1.0) {
+            if last_r.is_none() {
+                last_r = Some(b.zeros(n)?);
+            }
+            w.last_physics_residual(b, &extra, last_r.as_mut().expect("allocated"))?;
         }
         steps.push(report);
         each(step, t, &u)?;
