@@ -18,26 +18,35 @@ pub struct Restriction {
     /// `map[k]`: the global row of element value `k` ([`SKIP`]: none).
     pub map: Vec<u32>,
     /// Row `r`'s element values are `items[start[r]..start[r + 1]]`, ascending.
-    start: Vec<usize>,
+    start: Vec<u32>,
     items: Vec<u32>,
+}
+
+/// The transpose of `map` over `rows` rows, by counting: row `r`'s
+/// entries `k` (ascending) are `items[start[r]..start[r + 1]]`, and
+/// entries at [`SKIP`] are in no row. Also the pattern of the matrix that
+/// assembles by SpMV (`sparse::assembly::gather_matrix`).
+pub fn transpose_map(map: &[u32], rows: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut start = vec![0u32; rows + 1];
+    for &p in map.iter().filter(|&&p| p != SKIP) {
+        start[p as usize + 1] += 1;
+    }
+    for r in 0..rows {
+        start[r + 1] += start[r];
+    }
+    let mut next = start.clone();
+    let mut items = vec![0u32; start[rows] as usize];
+    for (k, &p) in map.iter().enumerate().filter(|(_, &p)| p != SKIP) {
+        items[next[p as usize] as usize] = k as u32;
+        next[p as usize] += 1;
+    }
+    (start, items)
 }
 
 impl Restriction {
     /// `map` over `rows` global rows; entries at [`SKIP`] add nowhere.
     pub fn new(map: &[u32], rows: usize) -> Self {
-        let mut start = vec![0usize; rows + 1];
-        for &p in map.iter().filter(|&&p| p != SKIP) {
-            start[p as usize + 1] += 1;
-        }
-        for r in 0..rows {
-            start[r + 1] += start[r];
-        }
-        let mut next = start.clone();
-        let mut items = vec![0u32; start[rows]];
-        for (k, &p) in map.iter().enumerate().filter(|(_, &p)| p != SKIP) {
-            items[next[p as usize]] = k as u32;
-            next[p as usize] += 1;
-        }
+        let (start, items) = transpose_map(map, rows);
         Self { map: map.to_vec(), start, items }
     }
 
@@ -67,7 +76,7 @@ impl Restriction {
     pub fn add_with(&self, cpu: &CpuBackend, entry: impl Fn(usize) -> f64 + Sync, out: &mut [f64]) {
         cpu.install(|| {
             out.par_iter_mut().enumerate().for_each(|(r, o)| {
-                for &k in &self.items[self.start[r]..self.start[r + 1]] {
+                for &k in &self.items[self.start[r] as usize..self.start[r + 1] as usize] {
                     *o += entry(k as usize);
                 }
             })

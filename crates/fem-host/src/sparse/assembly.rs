@@ -20,19 +20,8 @@ use fem_kernels::sparse::{is_free, row_of, NONE};
 /// The pattern matrix with `rows` rows whose row `pos[k]` holds column `k`
 /// (entries with `pos[k] = NONE` go nowhere), values one.
 pub fn gather_matrix<T: Scalar>(pos: &[u32], rows: usize) -> Csr<T> {
-    let mut row_ptr = vec![0u32; rows + 1];
-    for &p in pos.iter().filter(|&&p| p != NONE) {
-        row_ptr[p as usize + 1] += 1;
-    }
-    for r in 0..rows {
-        row_ptr[r + 1] += row_ptr[r];
-    }
-    let mut next = row_ptr.clone();
-    let mut col = vec![0u32; row_ptr[rows] as usize];
-    for (k, &p) in pos.iter().enumerate().filter(|(_, &p)| p != NONE) {
-        col[next[p as usize] as usize] = k as u32;
-        next[p as usize] += 1;
-    }
+    const { assert!(NONE == crate::space::restriction::SKIP) };
+    let (row_ptr, col) = crate::space::restriction::transpose_map(pos, rows);
     let nnz = col.len();
     Csr {
         n_rows: rows,

@@ -470,8 +470,7 @@ impl<B: NewtonOps> Workspace<B> {
     pub fn last_physics_residual(&self, b: &B, e: &Extra<B>, out: &mut B::Vector<f64>) -> Result<()> {
         b.copy(&self.r, out)?;
         b.axpy(-e.c, &self.mu, out)?;
-        b.axpy(1.0, e.rhs, out)?;
-        b.axpby(0.0, e.rhs, 1.0 / e.weight, out)
+        b.axpby(1.0 / e.weight, e.rhs, 1.0 / e.weight, out)
     }
 
     /// R(u) (no extra terms) into `out`.
