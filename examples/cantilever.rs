@@ -29,7 +29,7 @@ struct Step {
 /// `steps` equal steps, with `physics` (neo-Hookean, or another of the
 /// same fields), on backend `b`: the displacement and the steps.
 fn cantilever<K: fem::kernels::pointwise::Kernels<f64> + 'static, B: NewtonOps>(b: &B, file: &GmshMesh, steps: usize, traction: f64) -> Result<(Vec<f64>, Vec<Step>)> {
-    let (space, nodes) = file.nodal_space(1)?;
+    let (space, nodes) = file.space(1)?;
     let d = space.shape.dim();
     let bcs = Constraints::none(&space, d).dirichlet(&space, &file.boundary(&["clamp".into()], &nodes)?, |_, u| u.fill(0.0))?;
     let tip = file.boundary(&["tip".into()], &nodes)?;

@@ -9,7 +9,7 @@ use fem::host::operator::colouring::TwoLevel;
 use fem::host::operator::csr::Csr;
 use fem::host::operator::ell::Ell;
 use fem::host::operator::gpu::plane_stride;
-use fem::host::space::{DirichletMode, Layout, Numbering, Space};
+use fem::host::space::{DirichletMode, Layout, Space};
 use fem::host::CpuBackend;
 use std::time::Instant;
 
@@ -26,7 +26,7 @@ fn main() {
     let mut t0 = t;
     let mesh = BoxMesh::structured(dim, cells).build().unwrap();
     lap("mesh", &mut t0);
-    let space = Space::new(&mesh, p, Numbering::Original).unwrap();
+    let space = Space::tensor(&mesh, p).unwrap();
     lap("space", &mut t0);
     let layout = Layout::new(&space, DirichletMode::Eliminate);
     lap("layout", &mut t0);

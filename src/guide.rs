@@ -89,7 +89,7 @@
 //! # 4. Mesh, space, conditions, solve
 //!
 //! A mesh is generated or read ([`crate::host::io::gmsh::read_path`], any
-//! MSH version); [`crate::host::space::NodalSpace`] puts P1/P2 or Q_p on
+//! MSH version); [`crate::host::space::Space`] puts P1/P2 or Q_p on
 //! it; [`crate::host::space::Constraints`] holds Dirichlet values on a
 //! [`crate::host::space::BoundaryPart`] (the whole boundary, Gmsh physical
 //! groups via [`crate::host::io::gmsh::GmshMesh::boundary`], or a
@@ -102,12 +102,12 @@
 //! ```ignore
 //! use fem::host::operator::pointwise::Aux;
 //! use fem::host::problem::nonlinear::{solve, NewtonOptions, Setup};
-//! use fem::host::space::{BoundaryPart, Constraints, NodalSpace};
+//! use fem::host::space::{BoundaryPart, Constraints, Space};
 //! include!(concat!(env!("OUT_DIR"), "/user_kernels_ptx.rs"));
 //!
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let file = fem::host::io::gmsh::read_path("part.msh".as_ref())?;
-//!     let (space, nodes) = file.nodal_space(2)?;
+//!     let (space, nodes) = file.space(2)?;
 //!     let clamp = file.boundary(&["clamp".into()], &nodes)?;
 //!     let bcs = Constraints::none(&space, 1).dirichlet(&space, &clamp, |_x, u| u[0] = 0.0)?;
 //!     let cpu = fem::host::CpuBackend::new(None)?;

@@ -29,7 +29,7 @@
 //!   `#[fem_macros::fem_kernel]` (see [`kernels::physics`] for the shipped
 //!   ones, and `examples/user-physics` in the repository for a crate of a
 //!   user's own, compiled to PTX by `fem-build`), put boundary conditions
-//!   on a [`host::space::NodalSpace`] with [`host::space::Constraints`] and
+//!   on a [`host::space::Space`] with [`host::space::Constraints`] and
 //!   [`host::space::Load`], then solve with
 //!   [`host::problem::nonlinear::solve`] on either backend; or run
 //!   `fem solve --mesh FILE --physics {poisson,elasticity}` ([`mesh_solve`]).

@@ -14,7 +14,7 @@ use fem_host::problem::nonlinear::{self, NewtonOptions, NewtonReport, Setup};
 use fem_kernels::pointwise::Kernels;
 use fem_host::rng::SplitMix64;
 use fem_host::space::integrate::l2_error;
-use fem_host::space::{BoundaryPart, Constraints, Load, NestedSpaces, NodalSpace};
+use fem_host::space::{BoundaryPart, Constraints, Load, NestedSpaces, Space};
 use fem_host::problem::nonlinear::Precond;
 use fem_host::{with_backend, AnyBackend, Backend, CpuBackend, Error, Result};
 use fem_kernels::physics::{Elasticity, Poisson, Radiation};
@@ -141,8 +141,8 @@ pub fn run(
     file: &GmshMesh,
     o: &MeshSolveOptions,
     stage: &dyn Fn(&str),
-    each: &mut dyn FnMut(&NodalSpace, usize, f64, &[f64]) -> Result<()>,
-) -> Result<(NodalSpace, Vec<f64>, MeshSolveReport)> {
+    each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>,
+) -> Result<(Space, Vec<f64>, MeshSolveReport)> {
     let start = Instant::now();
     stage("space");
     let (cells, nodes) = file.cell_mesh()?;
@@ -278,7 +278,7 @@ pub fn run(
 /// group's value on its nodes), their facet keys added to `taken`; `None`
 /// without Robin groups. An error when the physics has no Robin term or
 /// needs one, or a group has other than one value.
-fn robin_data(file: &GmshMesh, nodes: &[u32], space: &NodalSpace, o: &MeshSolveOptions, taken: &mut HashSet<[u32; 4]>) -> Result<Option<(BoundaryPart, Vec<f64>)>> {
+fn robin_data(file: &GmshMesh, nodes: &[u32], space: &Space, o: &MeshSolveOptions, taken: &mut HashSet<[u32; 4]>) -> Result<Option<(BoundaryPart, Vec<f64>)>> {
     match (o.physics == Physics::Radiation, o.robin.is_empty()) {
         (false, true) => return Ok(None),
         (false, false) => return Err(Error::InvalidArgument(format!("Robin groups are the boundary term of radiation, not of {:?}", o.physics))),
@@ -314,10 +314,10 @@ fn levels<K: Kernels<f64>>(setup: Setup<K>, cpu: &CpuBackend, nested: &NestedSpa
 fn solve_on<K: Kernels<f64> + 'static>(
     any: &AnyBackend,
     setup: &Setup<K>,
-    space: &NodalSpace,
+    space: &Space,
     constraints: &Constraints,
     o: &MeshSolveOptions,
-    each: &mut dyn FnMut(&NodalSpace, usize, f64, &[f64]) -> Result<()>,
+    each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>,
 ) -> Result<(Vec<f64>, NewtonReport, Option<TimeReport>)> {
     let Some(t) = o.time else {
         let (u, r) = with_backend!(any, |b| nonlinear::solve(b, setup, &constraints.initial(), &o.newton, &mut |_| {}))?;
@@ -336,7 +336,7 @@ fn sine(x: &[f64; 3], d: usize) -> f64 {
 }
 
 /// `load` plus the volume load of `kind`.
-fn volume_load(space: &NodalSpace, nc: usize, kind: LoadKind, load: Load) -> Result<Load> {
+fn volume_load(space: &Space, nc: usize, kind: LoadKind, load: Load) -> Result<Load> {
     let d = space.shape.dim();
     Ok(match kind {
         LoadKind::Sine => load.source(space, |x, f| f.fill(d as f64 * PI * PI * sine(x, d))),

@@ -7,7 +7,7 @@
 
 use crate::host::mesh::Mesh;
 use crate::host::problem::field::QpField;
-use crate::host::space::NodalSpace;
+use crate::host::space::Space;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -191,7 +191,7 @@ pub fn mesh_simplices(mesh: &Mesh) -> Vec<[u32; 4]> {
 /// p^dim sub-cells of neighbouring nodes), so the picture shows the
 /// computed polynomial at its nodes, not only at the vertices.
 pub fn qp_picture(field: &QpField) -> (Vec<[f64; 3]>, Vec<[u32; 4]>) {
-    (field.space.dof_coords(&field.mesh), tensor_simplices(field.mesh.dim, field.space.degree, &field.space.cell_dofs))
+    (field.space.dof_coords.clone(), tensor_simplices(field.mesh.dim, field.space.degree, &field.space.cell_dofs))
 }
 
 /// Simplices through the nodes of Q_p cells whose DOFs (lexicographic,
@@ -217,7 +217,7 @@ fn tensor_simplices(dim: usize, p: usize, cell_dofs: &[u32]) -> Vec<[u32; 4]> {
 /// Simplices through the nodes of a nodal space: a P2 triangle as its
 /// four sub-triangles, other simplices by their corners, Q_p cells as in
 /// [`qp_picture`].
-pub fn nodal_simplices(space: &NodalSpace) -> Vec<[u32; 4]> {
+pub fn nodal_simplices(space: &Space) -> Vec<[u32; 4]> {
     let (nb, d) = (space.nb(), space.shape.dim());
     if !space.shape.is_simplex() {
         return tensor_simplices(d, space.degree, &space.cell_dofs);
@@ -230,7 +230,7 @@ pub fn nodal_simplices(space: &NodalSpace) -> Vec<[u32; 4]> {
 }
 
 /// Writes the picture of the scalar field `values` on a nodal space.
-pub fn nodal_png(path: &Path, title: &str, label: &str, space: &NodalSpace, values: &[f64]) -> PlotResult {
+pub fn nodal_png(path: &Path, title: &str, label: &str, space: &Space, values: &[f64]) -> PlotResult {
     let simplices = nodal_simplices(space);
     field_png(path, title, label, &Picture { dim: space.shape.dim(), coords: &space.dof_coords, simplices: &simplices, values })
 }

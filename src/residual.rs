@@ -10,7 +10,7 @@ use fem_host::mesh::BoxMesh;
 use fem_host::operator::pointwise::tuning::{resolve, signature, tune};
 use fem_host::operator::pointwise::{paper_balance, paper_flops_per_cell, Aux, GpuPointwise, Pointwise, Transposition};
 use fem_host::roofline::copy_bandwidth;
-use fem_host::space::NodalSpace;
+use fem_host::space::Space;
 use fem_host::timing::measure;
 use fem_host::tune::Tuning;
 use fem_host::{AnyBackend, Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
@@ -152,7 +152,7 @@ pub struct TunedReport {
 }
 
 /// The space of the run, with data for the physics.
-fn build_space(o: &ResidualOptions) -> Result<NodalSpace> {
+fn build_space(o: &ResidualOptions) -> Result<Space> {
     if !(2..=3).contains(&o.dim) {
         return Err(Error::InvalidArgument(format!("dimension must be 2 or 3, not {}", o.dim)));
     }
@@ -160,10 +160,10 @@ fn build_space(o: &ResidualOptions) -> Result<NodalSpace> {
         return Err(Error::InvalidArgument("--cells must be at least 1".into()));
     }
     match o.cells {
-        Cells::Simplex => NodalSpace::simplex(&SimplexBox::unstructured(o.dim, SimplexBox::divisions_for(o.dim, o.n_cells), 1).build()?, o.degree),
+        Cells::Simplex => Space::simplex(&SimplexBox::unstructured(o.dim, SimplexBox::divisions_for(o.dim, o.n_cells), 1).build()?, o.degree),
         Cells::Tensor => {
             let n = ((o.n_cells as f64).powf(1.0 / o.dim as f64).round() as usize).max(1);
-            NodalSpace::tensor(&BoxMesh::unstructured(o.dim, n, 1).build()?, o.degree)
+            Space::tensor(&BoxMesh::unstructured(o.dim, n, 1).build()?, o.degree)
         }
     }
 }
@@ -183,7 +183,7 @@ pub fn run(o: &ResidualOptions, any: &AnyBackend, tuning: &mut Tuning, progress:
 /// Auxiliary data: κ(x) = 1 + x₀x₁ and f(x) = sin(πx₀) at the nodes for
 /// Poisson; Lamé parameters alternating between two materials for
 /// elasticity.
-fn aux_data(physics: Physics, space: &NodalSpace) -> Vec<f64> {
+fn aux_data(physics: Physics, space: &Space) -> Vec<f64> {
     match physics {
         Physics::Poisson => space.interpolate(2, |x, o| {
             o[0] = 1.0 + x[0] * x[1];
@@ -195,7 +195,7 @@ fn aux_data(physics: Physics, space: &NodalSpace) -> Vec<f64> {
 
 fn run_typed<T: Scalar, K: Kernels<T>>(
     o: &ResidualOptions,
-    space: &NodalSpace,
+    space: &Space,
     any: &AnyBackend,
     tuning: &mut Tuning,
     progress: &dyn Fn(&str, Option<(usize, usize)>),

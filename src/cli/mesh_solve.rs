@@ -6,7 +6,7 @@ use clap::ValueEnum;
 use fem::host::io::gmsh::GmshMesh;
 use fem::host::io::vtk::{write_collection, write_nodal, Encoding, Field};
 use fem::host::problem::nonlinear::time::Scheme;
-use fem::host::space::NodalSpace;
+use fem::host::space::Space;
 use fem::host::problem::nonlinear::{Assembly, Krylov, NewtonOptions, Precond};
 use fem::host::sparse::SpmvFormat;
 use fem::mesh_solve::{describe, run, LoadKind, MeshSolveOptions, Neumann, Physics, Transient};
@@ -217,7 +217,7 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
     let bar = spinner(a.json, what.clone());
     let enc = if a.vtk_ascii { Encoding::Ascii } else { Encoding::Binary };
     let mut series = Vec::new();
-    let mut snapshot = |space: &NodalSpace, step: usize, t: f64, u: &[f64]| -> fem::host::Result<()> {
+    let mut snapshot = |space: &Space, step: usize, t: f64, u: &[f64]| -> fem::host::Result<()> {
         let pvd = a.vtk.as_ref().expect("a series has a .pvd path");
         let name = format!("{}-{step:05}.vtu", pvd.file_stem().and_then(|s| s.to_str()).unwrap_or("u"));
         let path = pvd.with_file_name(&name);

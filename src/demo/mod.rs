@@ -19,7 +19,7 @@ use fem_host::io::vtk::{write_nodal, Encoding, Field};
 use fem_host::mesh::simplex::SimplexMesh;
 use fem_host::problem::nonlinear::{self, NewtonOptions, NewtonReport, NewtonStep, Setup};
 use fem_host::space::integrate::l2_error;
-use fem_host::space::NodalSpace;
+use fem_host::space::Space;
 use fem_host::{with_backend, AnyBackend, CpuBackend, Error, Result};
 use fem_host::operator::pointwise::Aux;
 use fem_kernels::physics::{MinimalSurface, Poisson};
@@ -157,7 +157,7 @@ pub fn run(any: &AnyBackend, o: &DemoOptions, stage: &dyn Fn(&str), step: &mut d
     stage("space and pattern");
     let t = Instant::now();
     let cpu = CpuBackend::new(None)?;
-    let space = NodalSpace::simplex(&m, o.degree)?;
+    let space = Space::simplex(&m, o.degree)?;
     let setup = Setup::<MinimalSurface>::new(&cpu, &space)?;
     // −Δu = 0 (κ = 1, f = 0) for the harmonic lift of the boundary data
     let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
@@ -193,7 +193,7 @@ pub fn run(any: &AnyBackend, o: &DemoOptions, stage: &dyn Fn(&str), step: &mut d
 
 /// `minimal-surface.vtu` (u, the exact surface and the error on the
 /// space's cells) and `minimal-surface.png` (u_h drawn through its nodes).
-fn write_outputs(dir: &Path, space: &NodalSpace, u: &[f64], exact: &[f64]) -> Result<Vec<String>> {
+fn write_outputs(dir: &Path, space: &Space, u: &[f64], exact: &[f64]) -> Result<Vec<String>> {
     let error: Vec<f64> = u.iter().zip(exact).map(|(a, b)| a - b).collect();
     let vtu = dir.join("minimal-surface.vtu");
     let fields = [Field { name: "u", values: u }, Field { name: "u_exact", values: exact }, Field { name: "error", values: &error }];

@@ -8,17 +8,17 @@ use fem::host::mesh::BoxMesh;
 use fem::host::operator::pointwise::Aux;
 use fem::host::problem::nonlinear::{solve, NewtonOptions, Setup};
 use fem::host::space::integrate::l2_error;
-use fem::host::space::{BoundaryPart, Constraints, Load, NodalSpace};
+use fem::host::space::{BoundaryPart, Constraints, Load, Space};
 use fem::host::CpuBackend;
 use fem::kernels::physics::{Elasticity, Poisson};
 use fem::kernels::pointwise::Kernels;
 
 /// The space of `kind` ("simplex"/"tensor") of degree `p` on `n` cells per side, perturbed and shuffled.
-fn space(kind: &str, dim: usize, n: usize, p: usize) -> NodalSpace {
+fn space(kind: &str, dim: usize, n: usize, p: usize) -> Space {
     if kind == "simplex" {
-        NodalSpace::simplex(&SimplexBox::unstructured(dim, n, 11).build().unwrap(), p).unwrap()
+        Space::simplex(&SimplexBox::unstructured(dim, n, 11).build().unwrap(), p).unwrap()
     } else {
-        NodalSpace::tensor(&BoxMesh::unstructured(dim, n, 11).build().unwrap(), p).unwrap()
+        Space::tensor(&BoxMesh::unstructured(dim, n, 11).build().unwrap(), p).unwrap()
     }
 }
 
@@ -40,7 +40,7 @@ fn parts() -> (BoundaryPart, BoundaryPart) {
 
 /// −Δu = 0 with u = eˣ sin y: Dirichlet values from u, the flux ∇u·n on
 /// the Neumann part. Returns the L2 error.
-fn harmonic(s: &NodalSpace) -> f64 {
+fn harmonic(s: &Space) -> f64 {
     let cpu = CpuBackend::new(Some(2)).unwrap();
     let exact = |x: &[f64; 3]| x[0].exp() * x[1].sin();
     let (neumann, dirichlet) = parts();

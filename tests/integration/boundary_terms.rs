@@ -12,7 +12,7 @@ use fem::host::mesh::BoxMesh;
 use fem::host::operator::pointwise::Aux;
 use fem::host::problem::nonlinear::{solve, NewtonOptions, NewtonReport, NewtonOps, Precond, Setup};
 use fem::host::space::integrate::l2_error;
-use fem::host::space::{BoundaryPart, CellMesh, Constraints, NestedSpaces, NodalSpace};
+use fem::host::space::{BoundaryPart, CellMesh, Constraints, NestedSpaces, Space};
 use fem::host::CpuBackend;
 use fem::kernels::physics::{Poisson, Radiation};
 
@@ -27,7 +27,7 @@ fn robin_face(c: &[f64; 3]) -> bool {
 
 /// The set-up on `s`: nodal f and g = ∂u/∂n + u + u|u|³ (n = ∓x on
 /// x = 0 and x = 1), the Robin term on those faces, u held elsewhere.
-fn setup(cpu: &CpuBackend, s: &NodalSpace) -> (Setup<Radiation>, Vec<f64>) {
+fn setup(cpu: &CpuBackend, s: &Space) -> (Setup<Radiation>, Vec<f64>) {
     let aux: Vec<f64> = s
         .dof_coords
         .iter()
@@ -50,11 +50,11 @@ fn newton<B: NewtonOps>(b: &B, setup: &Setup<Radiation>, start: &[f64], precond:
     (u, r)
 }
 
-fn space(simplex: bool, dim: usize, n: usize, p: usize) -> NodalSpace {
+fn space(simplex: bool, dim: usize, n: usize, p: usize) -> Space {
     if simplex {
-        NodalSpace::simplex(&SimplexBox::unstructured(dim, n, 5).build().unwrap(), p).unwrap()
+        Space::simplex(&SimplexBox::unstructured(dim, n, 5).build().unwrap(), p).unwrap()
     } else {
-        NodalSpace::tensor(&BoxMesh::unstructured(dim, n, 5).build().unwrap(), p).unwrap()
+        Space::tensor(&BoxMesh::unstructured(dim, n, 5).build().unwrap(), p).unwrap()
     }
 }
 

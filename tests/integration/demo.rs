@@ -8,7 +8,7 @@ use common::scratch;
 use fem::demo::{run, scherk, DemoOptions};
 use fem::host::mesh::simplex::SimplexMesh;
 use fem::host::problem::nonlinear::{self, NewtonOptions, Setup};
-use fem::host::space::NodalSpace;
+use fem::host::space::Space;
 use fem::host::{AnyBackend, CpuBackend};
 use fem::kernels::physics::MinimalSurface;
 
@@ -46,9 +46,9 @@ fn newton_converges_quadratically_and_the_error_falls_at_order_p_plus_one() {
 /// The solve on `b` of the minimal surface on the disk refined once, P2,
 /// from the boundary data with the interior at the exact solution's
 /// nodal values perturbed (so Newton has work to do but starts close).
-fn surface_on<B: nonlinear::NewtonOps>(b: &B) -> (Vec<f64>, nonlinear::NewtonReport, NodalSpace) {
+fn surface_on<B: nonlinear::NewtonOps>(b: &B) -> (Vec<f64>, nonlinear::NewtonReport, Space) {
     let mesh = fem::host::io::gmsh::read(fem::demo::DISK_MSH).unwrap().to_simplex_mesh().unwrap().refined(1).unwrap();
-    let space = NodalSpace::simplex(&mesh, 2).unwrap();
+    let space = Space::simplex(&mesh, 2).unwrap();
     let setup = Setup::<MinimalSurface>::new(&CpuBackend::new(Some(2)).unwrap(), &space).unwrap();
     let start: Vec<f64> = space.dof_coords.iter().zip(&space.boundary).map(|(x, &bd)| scherk(x) * if bd { 1.0 } else { 0.9 }).collect();
     let (u, r) = nonlinear::solve(b, &setup, &start, &NewtonOptions::default(), &mut |_| {}).unwrap();

@@ -125,10 +125,10 @@ fn gpu_time_steps_equal_the_cpus() {
     use fem::host::operator::pointwise::Aux;
     use fem::host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions};
     use fem::host::problem::nonlinear::{Assembly, NewtonOptions, Setup};
-    use fem::host::space::{BoundaryPart, Constraints, Load, NodalSpace};
+    use fem::host::space::{BoundaryPart, Constraints, Load, Space};
     let Some(gpu) = common::gpu("gpu_time_steps_equal_the_cpus") else { return };
     let cpu = CpuBackend::new(None).unwrap();
-    let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 20, 4).build().unwrap(), 2).unwrap();
+    let space = Space::simplex(&SimplexBox::unstructured(2, 20, 4).build().unwrap(), 2).unwrap();
     let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 1.0]).collect();
     let bcs = Constraints::none(&space, 1).dirichlet_in_time(&space, &BoundaryPart::All, |x, t, u| u[0] = (5.0 * t).sin() * x[0]).unwrap();
     let setup = Setup::<fem::kernels::physics::Poisson>::constrained(&cpu, &space, Aux::Nodal(&coefficients), &bcs, None).unwrap();

@@ -9,12 +9,12 @@ use common::gpu;
 
 use fem::host::operator::pointwise::{Aux, GpuPointwise, Pointwise, Transposition};
 use fem::host::rng::SplitMix64;
-use fem::host::space::NodalSpace;
+use fem::host::space::Space;
 use fem::host::{Backend, CpuBackend, CudaBackend, Scalar};
 use fem::kernels::physics::{Elasticity, NeoHookean, Poisson};
 use fem::kernels::pointwise::{Kernels, Variant};
 
-fn space_for(v: &Variant) -> NodalSpace {
+fn space_for(v: &Variant) -> Space {
     // 2·7² = 98 triangles, 6·4³ = 384 tetrahedra, 7² and 4³ tensor cells:
     // multiples of no cell block, and more cells than one batch of the
     // multi-batch settings below, so their second buffer is filled.
@@ -26,7 +26,7 @@ fn rel(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
 }
 
-fn check<T: Scalar, K: Kernels<T>>(g: &CudaBackend, v: &Variant, aux: impl Fn(&NodalSpace) -> (Vec<f64>, bool), tol: f64, scale: f64) {
+fn check<T: Scalar, K: Kernels<T>>(g: &CudaBackend, v: &Variant, aux: impl Fn(&Space) -> (Vec<f64>, bool), tol: f64, scale: f64) {
     let cpu = CpuBackend::new(None).unwrap();
     let space = space_for(v);
     let (a, nodal) = aux(&space);
@@ -80,14 +80,14 @@ fn check<T: Scalar, K: Kernels<T>>(g: &CudaBackend, v: &Variant, aux: impl Fn(&N
     }
 }
 
-fn poisson_aux(space: &NodalSpace) -> (Vec<f64>, bool) {
+fn poisson_aux(space: &Space) -> (Vec<f64>, bool) {
     (space.interpolate(2, |x, o| {
         o[0] = 1.0 + x[0] * x[1];
         o[1] = x[0] - x[2];
     }), true)
 }
 
-fn lame(space: &NodalSpace) -> (Vec<f64>, bool) {
+fn lame(space: &Space) -> (Vec<f64>, bool) {
     ((0..space.n_cells()).flat_map(|c| [1.0 + (c % 5) as f64 * 0.1, 0.7]).collect(), false)
 }
 

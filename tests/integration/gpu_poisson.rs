@@ -10,7 +10,7 @@ use fem::host::mesh::BoxMesh;
 use fem::host::operator::elements::LocalVariant;
 use fem::host::operator::gpu::Scatter;
 use fem::host::problem::poisson::{build_gpu_operator, build_operator, solve_cpu, solve_cuda, Format, PoissonOptions};
-use fem::host::space::{DirichletMode, Layout, Numbering, Space};
+use fem::host::space::{DirichletMode, Layout, Space};
 use fem::host::{Backend, CpuBackend, CudaBackend, Scalar};
 
 
@@ -21,7 +21,7 @@ fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
     for (dim, p, unstructured, n) in [(2, 1, false, 4), (2, 2, true, 4), (2, 4, true, 4), (2, 6, true, 4), (3, 1, true, 4), (3, 2, true, 4), (3, 3, false, 4), (3, 4, true, 4), (3, 4, false, 3)] {
         let mesh_opts = if unstructured { BoxMesh::unstructured(dim, n, 3) } else { BoxMesh::structured(dim, n) };
         let mesh = mesh_opts.build().unwrap();
-        let space = Space::new(&mesh, p, Numbering::Original).unwrap();
+        let space = Space::tensor(&mesh, p).unwrap();
         // material regions (κ per cell, up to 50× apart) on the unstructured meshes
         let kappa: Option<std::sync::Arc<[f64]>> = unstructured.then(|| (0..mesh.n_cells()).map(|c| [1.0, 50.0, 0.3][c % 3]).collect());
         for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {

@@ -8,7 +8,7 @@ use fem::host::solver::PrecondOps;
 use fem::host::solver::multigrid::{Cycle, Hierarchy, MgOptions, Multigrid, Smoother};
 use fem::host::solver::transfer::prolongation;
 use fem::host::solver::{pcg, CgOptions, Jacobi};
-use fem::host::space::{DirichletMode, Layout, Numbering, Space};
+use fem::host::space::{DirichletMode, Layout, Space};
 use fem::host::CpuBackend;
 
 fn cpu() -> CpuBackend {
@@ -24,12 +24,12 @@ fn prolongation_interpolates_q2_functions_exactly() {
     for dim in [2, 3] {
         let coarse = BoxMesh::structured(dim, 3).build().unwrap();
         let r = refine(&coarse);
-        let (sc, sf) = (Space::new(&coarse, 2, Numbering::Original).unwrap(), Space::new(&r.fine, 2, Numbering::Original).unwrap());
+        let (sc, sf) = (Space::tensor(&coarse, 2).unwrap(), Space::tensor(&r.fine, 2).unwrap());
         let (lc, lf) = (Layout::new(&sc, DirichletMode::Eliminate), Layout::new(&sf, DirichletMode::Eliminate));
         let p = prolongation::<f64>(&sc, &lc, &sf, &lf, &r).unwrap();
         // A Q2 function vanishing on the boundary of the unit box.
         let f = |x: [f64; 3]| (0..dim).map(|a| x[a] * (1.0 - x[a])).product::<f64>();
-        let (xc, xf) = (sc.dof_coords(&coarse), sf.dof_coords(&r.fine));
+        let (xc, xf) = (&sc.dof_coords, &sf.dof_coords);
         let uc: Vec<f64> = lc.row_dof.iter().map(|&d| f(xc[d as usize])).collect();
         let mut uf = vec![0.0; lf.n_rows];
         for i in 0..lf.n_rows {

@@ -11,12 +11,12 @@ use fem::host::operator::pointwise::Aux;
 use fem::host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions};
 use fem::host::problem::nonlinear::{solve, NewtonOptions, NewtonReport, Precond, Setup};
 use fem::host::rng::SplitMix64;
-use fem::host::space::{BoundaryPart, CellMesh, Constraints, Load, NestedSpaces, NodalSpace};
+use fem::host::space::{BoundaryPart, CellMesh, Constraints, Load, NestedSpaces, Space};
 use fem::host::CpuBackend;
 use fem::kernels::physics::{Elasticity, MinimalSurface, Poisson};
 
 /// A load with every mode in it (random node values).
-fn random_load(space: &NodalSpace, nc: usize) -> Load {
+fn random_load(space: &Space, nc: usize) -> Load {
     let mut rng = SplitMix64::new(7);
     let nodal: Vec<f64> = (0..space.n_dofs * nc).map(|_| 2.0 * rng.next_f64() - 1.0).collect();
     Load::zero(space, nc).nodal_source(space, &nodal).unwrap()
@@ -154,7 +154,7 @@ fn multigrid_preconditions_time_steps() {
 #[test]
 fn multigrid_without_levels_is_an_error() {
     let cpu = CpuBackend::new(Some(1)).unwrap();
-    let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 1).unwrap();
+    let space = Space::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 1).unwrap();
     let setup = Setup::<MinimalSurface>::new(&cpu, &space).unwrap();
     let o = NewtonOptions { precond: Precond::multigrid(), ..Default::default() };
     let err = solve(&cpu, &setup, &vec![0.0; space.n_dofs], &o, &mut |_| {}).unwrap_err();

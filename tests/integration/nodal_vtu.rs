@@ -6,7 +6,7 @@
 use fem::host::io::vtk::{read_fields, vtu_nodal, Encoding, Field};
 use fem::host::mesh::simplex::SimplexBox;
 use fem::host::mesh::BoxMesh;
-use fem::host::space::NodalSpace;
+use fem::host::space::Space;
 
 /// A function every space below holds: bilinear in 2D plus linear in z.
 fn f(x: &[f64; 3]) -> f64 {
@@ -19,9 +19,9 @@ fn fields_in_the_space_are_written_exactly_at_every_point() {
     for dim in [2, 3] {
         let simplex = SimplexBox::unstructured(dim, 2, 3).build().unwrap();
         let tensor = BoxMesh::unstructured(dim, 2, 3).build().unwrap();
-        spaces.push(NodalSpace::simplex(&simplex, 2).unwrap());
+        spaces.push(Space::simplex(&simplex, 2).unwrap());
         for p in [1, 2, 3] {
-            spaces.push(NodalSpace::tensor(&tensor, p).unwrap());
+            spaces.push(Space::tensor(&tensor, p).unwrap());
         }
     }
     for s in spaces {

@@ -10,7 +10,7 @@ use fem::core::shape::Shape;
 use fem::host::mesh::simplex::SimplexBox;
 use fem::host::operator::pointwise::{assemble_csr, Aux, Pointwise};
 use fem::host::rng::SplitMix64;
-use fem::host::space::NodalSpace;
+use fem::host::space::Space;
 use fem::host::CpuBackend;
 use fem::kernels::physics::{Elasticity, Poisson};
 use fem::kernels::pointwise::{Kernels, Variant};
@@ -92,12 +92,12 @@ fn invert(m: [[f64; 3]; 3], d: usize) -> (f64, [[f64; 3]; 3]) {
 }
 
 /// Poisson's element residuals by the plain loop: Σ_q w|J| (∇φ_b·κ∇u − φ_b f).
-fn poisson_reference(v: &Variant, space: &NodalSpace, u: &[f64], aux: &[f64]) -> Vec<f64> {
+fn poisson_reference(v: &Variant, space: &Space, u: &[f64], aux: &[f64]) -> Vec<f64> {
     let (nb, d, nv) = (v.n_basis(), v.dim(), v.shape.vertices());
-    let mut out = vec![0.0; space.n_cells() * nb];
+    let (mut out, xs) = (vec![0.0; space.n_cells() * nb], space.cell_coords());
     for c in 0..space.n_cells() {
         let dofs = &space.cell_dofs[c * nb..(c + 1) * nb];
-        for p in ref_points(v, &space.cell_coords[c * nv * d..(c + 1) * nv * d]) {
+        for p in ref_points(v, &xs[c * nv * d..(c + 1) * nv * d]) {
             let (mut kappa, mut f, mut du) = (0.0, 0.0, [0.0; 3]);
             for b in 0..nb {
                 let g = dofs[b] as usize;
@@ -117,13 +117,13 @@ fn poisson_reference(v: &Variant, space: &NodalSpace, u: &[f64], aux: &[f64]) ->
 }
 
 /// Elasticity's element residuals by the plain loop: Σ_q w|J| ∇φ_b · σ.
-fn elasticity_reference(v: &Variant, space: &NodalSpace, u: &[f64], lame: &[f64]) -> Vec<f64> {
+fn elasticity_reference(v: &Variant, space: &Space, u: &[f64], lame: &[f64]) -> Vec<f64> {
     let (nb, d, nv) = (v.n_basis(), v.dim(), v.shape.vertices());
-    let mut out = vec![0.0; space.n_cells() * nb * d];
+    let (mut out, xs) = (vec![0.0; space.n_cells() * nb * d], space.cell_coords());
     for c in 0..space.n_cells() {
         let dofs = &space.cell_dofs[c * nb..(c + 1) * nb];
         let (lambda, mu) = (lame[2 * c], lame[2 * c + 1]);
-        for p in ref_points(v, &space.cell_coords[c * nv * d..(c + 1) * nv * d]) {
+        for p in ref_points(v, &xs[c * nv * d..(c + 1) * nv * d]) {
             let mut du = [[0.0; 3]; 3];
             for b in 0..nb {
                 for comp in 0..d {
@@ -164,7 +164,7 @@ fn random(n: usize, seed: u64) -> Vec<f64> {
 }
 
 /// Poisson data: κ > 0 and f varying over the nodes.
-fn poisson_aux(space: &NodalSpace) -> Vec<f64> {
+fn poisson_aux(space: &Space) -> Vec<f64> {
     space.interpolate(2, |x, o| {
         o[0] = 1.0 + 0.5 * (3.0 * x[0]).sin() * x[1];
         o[1] = x[0] - 2.0 * x[1] * x[1] + x[2];
@@ -209,7 +209,7 @@ fn generated_elasticity_kernels_match_a_plain_quadrature_loop() {
 }
 
 /// The assembled residual at interior nodes.
-fn interior_residual(space: &NodalSpace, nc: usize, elem: &[f64]) -> Vec<f64> {
+fn interior_residual(space: &Space, nc: usize, elem: &[f64]) -> Vec<f64> {
     let global = space.scatter_add(nc, elem);
     (0..space.n_dofs).filter(|&g| !space.boundary[g]).flat_map(|g| global[g * nc..(g + 1) * nc].to_vec()).collect()
 }
@@ -281,7 +281,7 @@ fn rigid_body_motions_have_zero_elasticity_residual() {
 
 /// Element matrices times u equal R(u) − R(0) (both physics are affine in
 /// u) and are symmetric.
-fn check_jacobian<K: Kernels<f64>>(v: &Variant, space: &NodalSpace, aux: Aux<'_>) {
+fn check_jacobian<K: Kernels<f64>>(v: &Variant, space: &Space, aux: Aux<'_>) {
     let cpu = cpu();
     let nl = v.n_local();
     let op = Pointwise::<f64, K>::new(space, Some(v.nq), aux).unwrap();
@@ -332,7 +332,7 @@ fn variant_tables_describe_the_generated_code() {
 
 #[test]
 fn bad_inputs_are_refused_with_a_message() {
-    let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 1).unwrap();
+    let space = Space::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 1).unwrap();
     let aux = poisson_aux(&space);
     let wrong_q = Pointwise::<f64, Poisson>::new(&space, Some(7), Aux::Nodal(&aux)).err().unwrap().to_string();
     assert!(wrong_q.contains("no tri P1 variant with 7 quadrature points") && wrong_q.contains("tri(p = 1, q = 1)"), "{wrong_q}");
@@ -342,7 +342,7 @@ fn bad_inputs_are_refused_with_a_message() {
     assert!(kind.contains("solution's space"), "{kind}");
     let op = Pointwise::<f64, Poisson>::new(&space, None, Aux::Nodal(&aux)).unwrap();
     assert!(op.residual_cpu(&cpu(), &[1.0; 5]).is_err());
-    assert!(NodalSpace::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 3).is_err());
+    assert!(Space::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 3).is_err());
 }
 
 #[test]
@@ -350,7 +350,7 @@ fn assembled_poisson_jacobian_is_the_p1_stiffness_matrix() {
     // With κ = 1 the P1 stiffness matrix annihilates constants and has
     // xᵀKx = ∫|∇x|² = 1 for x = the coordinate x₀ on the unit square.
     let cpu = cpu();
-    let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 5, 2).build().unwrap(), 1).unwrap();
+    let space = Space::simplex(&SimplexBox::unstructured(2, 5, 2).build().unwrap(), 1).unwrap();
     let aux = space.interpolate(2, |_, o| {
         o[0] = 1.0;
         o[1] = 0.0;

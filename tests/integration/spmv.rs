@@ -298,7 +298,7 @@ fn assembly_by_spmv_equals_scatter_assembly() {
     use fem::host::mesh::BoxMesh;
     use fem::host::operator::cell_data::CellData;
     use fem::host::operator::elements::{self, LocalVariant};
-    use fem::host::space::{DirichletMode, Layout, Numbering as Dofs, Space};
+    use fem::host::space::{DirichletMode, Layout, Space};
     use fem::host::sparse::assembly::{with_zero, AssemblyBySpmv};
     let cpu = cpu();
     for (dim, p, cells, mode) in [
@@ -307,7 +307,7 @@ fn assembly_by_spmv_equals_scatter_assembly() {
         (3, 2, 3, DirichletMode::Eliminate),
     ] {
         let mesh = BoxMesh::unstructured(dim, cells, 3).build().unwrap();
-        let space = Space::new(&mesh, p, Dofs::Original).unwrap();
+        let space = Space::tensor(&mesh, p).unwrap();
         let layout = Layout::new(&space, mode);
         let cd = CellData::<f64>::new(&mesh, &layout, p);
         let elems = elements::assemble(&cpu, &cd, LocalVariant::Reuse, false).unwrap();

@@ -10,7 +10,7 @@ use fem::host::mesh::simplex::SimplexBox;
 use fem::host::operator::pointwise::Aux;
 use fem::host::problem::nonlinear::{solve, NewtonOps, NewtonOptions, NewtonReport, Setup};
 use fem::host::space::integrate::l2_error;
-use fem::host::space::{BoundaryPart, Constraints, NodalSpace};
+use fem::host::space::{BoundaryPart, Constraints, Space};
 use fem::host::{CpuBackend, Result};
 use user_physics_kernels::{reaction::exact, Reaction};
 
@@ -21,7 +21,7 @@ include!(concat!(env!("OUT_DIR"), "/user_kernels_ptx.rs"));
 /// boundary, on backend `b`: the solution, the report and ‖u_h − u‖_L2.
 fn run<B: NewtonOps>(b: &B, n: usize) -> Result<(Vec<f64>, NewtonReport, f64)> {
     let cpu = CpuBackend::new(None)?;
-    let space = NodalSpace::simplex(&SimplexBox::unstructured(2, n, 7).build()?, 2)?;
+    let space = Space::simplex(&SimplexBox::unstructured(2, n, 7).build()?, 2)?;
     let bcs = Constraints::none(&space, 1).dirichlet(&space, &BoundaryPart::All, |_, u| u[0] = 0.0)?;
     let setup = Setup::<Reaction>::constrained(&cpu, &space, Aux::None, &bcs, None)?;
     let (u, report) = solve(b, &setup, &bcs.initial(), &NewtonOptions::default(), &mut |_| {})?;

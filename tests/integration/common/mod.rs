@@ -9,7 +9,7 @@ use fem::host::rng::SplitMix64;
 use fem::host::{CudaBackend, Scalar};
 use fem::host::mesh::simplex::SimplexBox;
 use fem::host::mesh::BoxMesh;
-use fem::host::space::NodalSpace;
+use fem::host::space::Space;
 use fem::kernels::pointwise::Variant;
 
 /// The first GPU, or `None` after saying on stderr that `test` is skipped
@@ -131,12 +131,12 @@ pub fn rel_err<T: Scalar>(a: &[T], b: &[f64]) -> f64 {
 
 /// The space of a pointwise variant on a perturbed, shuffled mesh of `n`
 /// divisions per direction (simplices split from the grid, or its cells).
-pub fn pointwise_space(v: &Variant, n: usize) -> NodalSpace {
+pub fn pointwise_space(v: &Variant, n: usize) -> Space {
     let d = v.dim();
     if v.shape.is_simplex() {
-        NodalSpace::simplex(&SimplexBox::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
+        Space::simplex(&SimplexBox::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
     } else {
-        NodalSpace::tensor(&BoxMesh::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
+        Space::tensor(&BoxMesh::unstructured(d, n, 5).build().unwrap(), v.degree).unwrap()
     }
 }
 

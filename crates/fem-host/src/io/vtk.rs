@@ -8,7 +8,7 @@
 
 use crate::mesh::simplex::SimplexMesh;
 use crate::mesh::Mesh;
-use crate::space::NodalSpace;
+use crate::space::Space;
 use base64::Engine;
 use std::path::Path;
 use thiserror::Error;
@@ -134,7 +134,7 @@ pub(crate) fn grid_vtu(g: &Grid, points: &[Field], cells: &[Field], enc: Encodin
 /// midpoints of [`fem_core::shape::Shape::edges`]) is VTK's; Q_p cells
 /// become Lagrange cells of order p ([`super::vtk_lagrange`]), so ParaView
 /// draws the polynomial field the solver computed.
-pub fn vtu_nodal(space: &NodalSpace, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
+pub fn vtu_nodal(space: &Space, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
     use fem_core::shape::Shape;
     let kind = match (space.shape, space.degree) {
         (Shape::Triangle, 1) => VTK_TRIANGLE,
@@ -150,7 +150,7 @@ pub fn vtu_nodal(space: &NodalSpace, points: &[Field], cells: &[Field], enc: Enc
 
 /// A Q_p space's fields on Lagrange cells: every cell's nodes and values
 /// gathered (per component) and resampled to VTK's equispaced nodes.
-fn tensor_vtu(space: &NodalSpace, p: usize, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
+fn tensor_vtu(space: &Space, p: usize, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
     let (mut gll, mut w) = (vec![0.0; p + 1], vec![0.0; p + 1]);
     fem_core::quadrature::gauss_lobatto(&mut gll, &mut w);
     let coords: Vec<[f64; 3]> = space.cell_dofs.iter().map(|&d| space.dof_coords[d as usize]).collect();
@@ -172,7 +172,7 @@ fn tensor_vtu(space: &NodalSpace, p: usize, points: &[Field], cells: &[Field], e
 }
 
 /// Writes [`vtu_nodal`] to `path` whole or not at all.
-pub fn write_nodal(path: &Path, space: &NodalSpace, points: &[Field], cells: &[Field], enc: Encoding) -> Result<(), VtkError> {
+pub fn write_nodal(path: &Path, space: &Space, points: &[Field], cells: &[Field], enc: Encoding) -> Result<(), VtkError> {
     write_text(path, &vtu_nodal(space, points, cells, enc)?)
 }
 

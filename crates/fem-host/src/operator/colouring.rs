@@ -248,14 +248,14 @@ impl TwoLevel {
 mod tests {
     use super::*;
     use crate::mesh::BoxMesh;
-    use crate::space::{DirichletMode, Numbering, Space};
+    use crate::space::{DirichletMode, Space};
 
     #[test]
     fn no_two_cells_of_a_colour_share_a_row() {
         for dim in [2, 3] {
             for mesh in [BoxMesh::structured(dim, 5), BoxMesh::unstructured(dim, 5, 4)] {
                 let mesh = mesh.build().unwrap();
-                let space = Space::new(&mesh, 2, Numbering::Original).unwrap();
+                let space = Space::tensor(&mesh, 2).unwrap();
                 for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {
                     let layout = Layout::new(&space, mode);
                     let col = Colouring::cells(&layout);
@@ -272,7 +272,7 @@ mod tests {
     fn two_level_colouring_is_valid_on_shuffled_meshes() {
         for dim in [2, 3] {
             let mesh = BoxMesh::unstructured(dim, 6, 8).build().unwrap();
-            let space = Space::new(&mesh, 2, Numbering::Original).unwrap();
+            let space = Space::tensor(&mesh, 2).unwrap();
             let layout = Layout::new(&space, DirichletMode::Zero);
             let tl = TwoLevel::new(&layout, 32).unwrap();
             assert!(tl.is_valid(&layout));
@@ -291,7 +291,7 @@ mod tests {
     #[test]
     fn the_check_rejects_a_bad_colouring() {
         let mesh = BoxMesh::structured(2, 3).build().unwrap();
-        let space = Space::new(&mesh, 1, Numbering::Original).unwrap();
+        let space = Space::tensor(&mesh, 1).unwrap();
         let layout = Layout::new(&space, DirichletMode::Zero);
         let mut col = Colouring::cells(&layout);
         let moved = col.cells[1].pop().unwrap();

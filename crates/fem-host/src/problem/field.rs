@@ -36,7 +36,7 @@ impl QpField {
 
     /// u_h at the mesh's vertices.
     pub fn vertex_values(&self) -> Vec<f64> {
-        let (p, np, nb) = (self.space.degree, self.space.degree + 1, self.space.dofs_per_cell());
+        let (p, np, nb) = (self.space.degree, self.space.degree + 1, self.space.nb());
         let mut out = vec![0.0; self.mesh.n_vertices()];
         for (c, cell) in self.mesh.cells.iter().enumerate() {
             for (v, &vertex) in cell.iter().enumerate().take(self.mesh.vertices_per_cell()) {
@@ -49,10 +49,10 @@ impl QpField {
 
     /// The Lagrange grid of the cells and u_h at its points.
     pub fn lagrange(&self) -> Result<(LagrangeGrid, Vec<f64>)> {
-        let x = self.space.dof_coords(&self.mesh);
+        let x = &self.space.dof_coords;
         let coords: Vec<[f64; 3]> = self.space.cell_dofs.iter().map(|&d| x[d as usize]).collect();
         let values: Vec<f64> = self.space.cell_dofs.iter().map(|&d| self.dofs[d as usize]).collect();
-        let grid = LagrangeGrid::new(self.mesh.dim, &self.space.nodes_1d, &coords)?;
+        let grid = LagrangeGrid::new(self.mesh.dim, &self.space.gll_nodes(), &coords)?;
         let u = grid.resample(&values)?;
         Ok((grid, u))
     }

@@ -23,7 +23,7 @@ use crate::operator::cell_data::CellData;
 use crate::operator::csr::Csr;
 use crate::operator::elements::{self, LocalVariant};
 use crate::operator::LinearOperator;
-use crate::space::{DirichletMode, Layout, Numbering, Space};
+use crate::space::{DirichletMode, Layout, Space};
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, Error, Result, Scalar};
 use serde::Serialize;
@@ -127,17 +127,17 @@ impl<T: Scalar> Hierarchy<T> {
             return Err(Error::InvalidArgument("multigrid needs at least one level".into()));
         }
         let mut mesh = coarse.clone();
-        let mut space = Space::new(&mesh, degree, Numbering::Original)?;
+        let mut space = Space::tensor(&mesh, degree)?;
         let mut layout = Layout::new(&space, DirichletMode::Eliminate);
         let (mut a, mut p) = (vec![assemble(cpu, &mesh, &layout, degree)?], Vec::new());
-        let mut coords = vec![row_coords(&mesh, &space, &layout)];
+        let mut coords = vec![row_coords(&space, &layout)];
         for _ in 1..levels {
             let r = refine(&mesh);
-            let fine_space = Space::new(&r.fine, degree, Numbering::Original)?;
+            let fine_space = Space::tensor(&r.fine, degree)?;
             let fine_layout = Layout::new(&fine_space, DirichletMode::Eliminate);
             p.push(prolongation(&space, &layout, &fine_space, &fine_layout, &r)?);
             a.push(assemble(cpu, &r.fine, &fine_layout, degree)?);
-            coords.push(row_coords(&r.fine, &fine_space, &fine_layout));
+            coords.push(row_coords(&fine_space, &fine_layout));
             (mesh, space, layout) = (r.fine, fine_space, fine_layout);
         }
         Ok(Self { a, p, coords, fine: (mesh, space, layout) })
@@ -160,8 +160,8 @@ impl<T: Scalar> Hierarchy<T> {
 }
 
 /// Position of every row of `layout`.
-fn row_coords(mesh: &Mesh, space: &Space, layout: &Layout) -> Vec<[f64; 3]> {
-    let x = space.dof_coords(mesh);
+fn row_coords(space: &Space, layout: &Layout) -> Vec<[f64; 3]> {
+    let x = &space.dof_coords;
     layout.row_dof.iter().map(|&d| x[d as usize]).collect()
 }
 

@@ -16,10 +16,10 @@ use crate::{Error, Result, Scalar};
 /// DOFs have no row or column; fixed rows of either side are left out,
 /// so corrections never touch Dirichlet values.
 pub fn prolongation<T: Scalar>(coarse: &Space, lc: &Layout, fine: &Space, lf: &Layout, r: &Refinement) -> Result<Csr<T>> {
-    if coarse.degree != fine.degree || coarse.dim != fine.dim {
+    if coarse.degree != fine.degree || coarse.dim() != fine.dim() {
         return Err(Error::InvalidArgument("prolongation: the spaces are not one uniform refinement apart".into()));
     }
-    let p = tensor_interpolation(&coarse.cell_dofs, &fine.cell_dofs, fine.n_dofs, fine.dim, fine.degree, &r.parent, &r.child)?;
+    let p = tensor_interpolation(&coarse.cell_dofs, &fine.cell_dofs, fine.n_dofs, fine.dim(), fine.degree, &r.parent, &r.child)?;
     Ok(on_rows(&p, coarse.n_dofs, lc, lf))
 }
 

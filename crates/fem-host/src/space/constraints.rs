@@ -10,7 +10,7 @@
 
 use super::facets::Facet;
 use super::integrate::{cell_evector, facet_centre, facet_points};
-use super::NodalSpace;
+use super::Space;
 use crate::{Error, Result};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -48,7 +48,7 @@ impl BoundaryPart {
     /// The boundary facets of `space` in this part; an error when there
     /// are none (a group that names no facet of the boundary, a predicate
     /// that accepts none).
-    pub fn facets<'s>(&self, space: &'s NodalSpace) -> Result<Vec<&'s Facet>> {
+    pub fn facets<'s>(&self, space: &'s Space) -> Result<Vec<&'s Facet>> {
         let out: Vec<&Facet> = match self {
             Self::All => space.facets.iter().collect(),
             Self::Facets { keys, .. } => space
@@ -114,7 +114,7 @@ impl std::fmt::Debug for Moving {
 
 impl Constraints {
     /// No row held: natural conditions on the whole boundary.
-    pub fn none(space: &NodalSpace, nc: usize) -> Self {
+    pub fn none(space: &Space, nc: usize) -> Self {
         Self {
             nc,
             fixed: vec![false; space.n_dofs * nc],
@@ -126,7 +126,7 @@ impl Constraints {
     /// Every component held at `value(x)` on the nodes of `part`.
     pub fn dirichlet(
         self,
-        space: &NodalSpace,
+        space: &Space,
         part: &BoundaryPart,
         value: impl Fn(&[f64; 3], &mut [f64]),
     ) -> Result<Self> {
@@ -139,7 +139,7 @@ impl Constraints {
     /// (a roller, a symmetry plane).
     pub fn dirichlet_components(
         mut self,
-        space: &NodalSpace,
+        space: &Space,
         part: &BoundaryPart,
         components: &[usize],
         value: impl Fn(&[f64; 3], &mut [f64]),
@@ -153,7 +153,7 @@ impl Constraints {
     /// these rows to their values at each step's time before solving it.
     pub fn dirichlet_in_time(
         self,
-        space: &NodalSpace,
+        space: &Space,
         part: &BoundaryPart,
         value: impl Fn(&[f64; 3], f64, &mut [f64]) + Send + Sync + 'static,
     ) -> Result<Self> {
@@ -165,7 +165,7 @@ impl Constraints {
     /// t)` on the nodes of `part`, as [`Self::dirichlet_in_time`].
     pub fn dirichlet_components_in_time(
         mut self,
-        space: &NodalSpace,
+        space: &Space,
         part: &BoundaryPart,
         components: &[usize],
         value: impl Fn(&[f64; 3], f64, &mut [f64]) + Send + Sync + 'static,
@@ -178,7 +178,7 @@ impl Constraints {
 
     /// Holds the listed components of the nodes of `part` at `value(x)`,
     /// taking those rows from any part held before; returns the rows.
-    fn hold(&mut self, space: &NodalSpace, part: &BoundaryPart, components: &[usize], value: impl Fn(&[f64; 3], &mut [f64])) -> Result<Vec<u32>> {
+    fn hold(&mut self, space: &Space, part: &BoundaryPart, components: &[usize], value: impl Fn(&[f64; 3], &mut [f64])) -> Result<Vec<u32>> {
         if let Some(c) = components.iter().find(|&&c| c >= self.nc) {
             return Err(Error::InvalidArgument(format!(
                 "component {c} of a field with {} components",
@@ -248,7 +248,7 @@ pub struct Load {
 
 impl Load {
     /// No load.
-    pub fn zero(space: &NodalSpace, nc: usize) -> Self {
+    pub fn zero(space: &Space, nc: usize) -> Self {
         Self {
             nc,
             values: vec![0.0; space.n_dofs * nc],
@@ -256,7 +256,7 @@ impl Load {
     }
 
     /// Adds the source ∫_Ω f(x)·φ.
-    pub fn source(mut self, space: &NodalSpace, f: impl Fn(&[f64; 3], &mut [f64]) + Sync) -> Self {
+    pub fn source(mut self, space: &Space, f: impl Fn(&[f64; 3], &mut [f64]) + Sync) -> Self {
         let e = cell_evector(space, self.nc, |p, v| f(&p.x, v));
         self.add_evector(space, &e);
         self
@@ -265,7 +265,7 @@ impl Load {
     /// Adds the source ∫_Ω f_h·φ of the finite-element function with node
     /// values `nodal` (`node·nc + component`): a load of any roughness,
     /// e.g. random node values, that still converges under refinement.
-    pub fn nodal_source(mut self, space: &NodalSpace, nodal: &[f64]) -> Result<Self> {
+    pub fn nodal_source(mut self, space: &Space, nodal: &[f64]) -> Result<Self> {
         crate::error::same_len("nodal source", nodal.len(), self.values.len())?;
         let (nc, nb) = (self.nc, space.nb());
         let e = cell_evector(space, nc, |p, v| {
@@ -284,7 +284,7 @@ impl Load {
     }
 
     /// Sums an E-vector into the load.
-    fn add_evector(&mut self, space: &NodalSpace, e: &[f64]) {
+    fn add_evector(&mut self, space: &Space, e: &[f64]) {
         self.values
             .iter_mut()
             .zip(space.scatter_add(self.nc, e))
@@ -296,7 +296,7 @@ impl Load {
     /// traction σ·n = g for elasticity.
     pub fn neumann(
         mut self,
-        space: &NodalSpace,
+        space: &Space,
         part: &BoundaryPart,
         g: impl Fn(&[f64; 3], &[f64; 3], &mut [f64]),
     ) -> Result<Self> {

@@ -51,7 +51,7 @@ impl Layout {
     /// Rows of `space` under `mode`: free DOFs renumbered in order, or every
     /// DOF with the boundary ones marked fixed.
     pub fn new(space: &Space, mode: DirichletMode) -> Self {
-        let nb = space.dofs_per_cell();
+        let nb = space.nb();
         match mode {
             DirichletMode::Eliminate => {
                 let mut row_of = vec![NONE; space.n_dofs];
@@ -94,12 +94,11 @@ impl Layout {
 mod tests {
     use super::*;
     use crate::mesh::BoxMesh;
-    use crate::space::Numbering;
 
     #[test]
     fn elimination_keeps_free_dofs_in_order() {
         let mesh = BoxMesh::unstructured(2, 4, 2).build().unwrap();
-        let s = Space::new(&mesh, 2, Numbering::Original).unwrap();
+        let s = Space::tensor(&mesh, 2).unwrap();
         let e = Layout::new(&s, DirichletMode::Eliminate);
         assert_eq!(e.n_rows, 7 * 7);
         assert!(e.row_dof.windows(2).all(|w| w[0] < w[1]));

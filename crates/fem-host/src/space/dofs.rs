@@ -56,25 +56,6 @@ impl std::str::FromStr for Numbering {
 /// cell id for a cell interior), padded with `u32::MAX`.
 type EntityKey = (u8, [u32; 4]);
 
-/// The Q_p space on a mesh.
-#[derive(Clone, Debug)]
-pub struct Space {
-    /// Spatial dimension of the mesh (2 or 3).
-    pub dim: usize,
-    /// Polynomial degree p, in 1..=[`MAX_DEGREE`].
-    pub degree: usize,
-    /// Global DOFs, boundary ones included.
-    pub n_dofs: usize,
-    /// `cell_dofs[c * nb + i]` is the global DOF of local node `i` of cell `c`.
-    pub cell_dofs: Vec<u32>,
-    /// DOFs on the domain boundary.
-    pub boundary: Vec<bool>,
-    /// Entity dimension of each DOF (0 vertex, 1 edge, 2 face, dim interior).
-    pub kind: Vec<u8>,
-    /// The p + 1 GLL nodes on [-1, 1].
-    pub nodes_1d: Vec<f64>,
-}
-
 /// Where local node `tensor` of a cell lives: entity key, entity dimension
 /// and the canonical index inside the entity.
 fn locate(p: usize, dim: usize, cell_id: usize, cell: &[u32], tensor: &[usize]) -> (EntityKey, usize) {
@@ -170,169 +151,95 @@ fn bounding_box(mesh: &Mesh) -> ([f64; 3], [f64; 3]) {
     (lo, hi)
 }
 
-impl Space {
-    /// Numbers the DOFs of Q_`degree` on a validated `mesh`.
-    pub fn new(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<Self> {
-        Self::with_facets(mesh, degree, numbering).map(|(space, _)| space)
+/// Numbers the DOFs of Q_`degree` on a validated `mesh`: their count,
+/// every cell's DOFs (`[c·nb + i]`, tensor node order) and the boundary
+/// facets (a sort of every cell's facet keys, done once here).
+pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<(usize, Vec<u32>, Vec<Facet>)> {
+    if !(1..=MAX_DEGREE).contains(&degree) {
+        return Err(Error::InvalidArgument(format!("degree must be in 1..={MAX_DEGREE}, not {degree}")));
     }
-
-    /// [`Space::new`] and the boundary facets it found the boundary DOFs
-    /// on, for a caller that needs both (the facets are a sort of every
-    /// cell's facet keys: done once).
-    pub(crate) fn with_facets(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<(Self, Vec<Facet>)> {
-        if !(1..=MAX_DEGREE).contains(&degree) {
-            return Err(Error::InvalidArgument(format!("degree must be in 1..={MAX_DEGREE}, not {degree}")));
-        }
-        mesh.validate()?;
-        let facets = tensor_facets(mesh);
-        let (p, dim) = (degree, mesh.dim);
-        let np = p + 1;
-        let nb = pow(np, dim);
-        let n_cells = mesh.n_cells();
-        // Entity of every local node, with its canonical index: located
-        // in parallel, then numbered in the order the cells are visited.
-        let order = cell_order(mesh, numbering);
-        let located: Vec<(EntityKey, u32)> = order
-            .par_iter()
-            .flat_map_iter(|&c| {
-                let cell = &mesh.cells[c as usize][..1 << dim];
-                (0..nb).map(move |i| {
-                    let mut tensor = [0usize; 3];
-                    for (a, t) in tensor.iter_mut().enumerate().take(dim) {
-                        *t = (i / pow(np, a)) % np;
-                    }
-                    let (key, idx) = locate(p, dim, c as usize, cell, &tensor[..dim]);
-                    (key, idx as u32)
-                })
-            })
-            .collect();
-        let mut entity_of_node = vec![(0u32, 0u32); n_cells * nb];
-        // Vertices by id, a cell's interior once per cell (no lookup:
-        // no other cell has it), edges and faces through a map.
-        let mut vertex_entity = vec![u32::MAX; mesh.coords.len()];
-        let mut entities: IntMap<EntityKey, u32> = IntMap::default();
-        let mut entity_dim: Vec<u8> = Vec::new();
-        for (&c, nodes) in order.iter().zip(located.chunks(nb)) {
-            let mut interior = u32::MAX;
-            for (i, &(key, idx)) in nodes.iter().enumerate() {
-                let next = entity_dim.len() as u32;
-                let e = match key.0 {
-                    0 => {
-                        let slot = &mut vertex_entity[key.1[0] as usize];
-                        if *slot == u32::MAX {
-                            *slot = next;
-                            entity_dim.push(0);
-                        }
-                        *slot
-                    }
-                    d if d >= 10 => {
-                        if interior == u32::MAX {
-                            interior = next;
-                            entity_dim.push(d - 10);
-                        }
-                        interior
-                    }
-                    d => *entities.entry(key).or_insert_with(|| {
-                        entity_dim.push(d);
-                        next
-                    }),
-                };
-                entity_of_node[c as usize * nb + i] = (e, idx);
-            }
-        }
-        let dofs_of = |d: u8| pow(p - 1, d as usize);
-        // Offsets: entities in first-encounter order, grouped by dimension
-        // for the aligned numberings.
-        let mut ranked: Vec<u32> = (0..entity_dim.len() as u32).collect();
-        if matches!(numbering, Numbering::Aligned | Numbering::BlockedAligned) {
-            ranked.sort_by_key(|&e| (entity_dim[e as usize], e));
-        }
-        let mut offset = vec![0u32; entity_dim.len()];
-        let mut n = 0usize;
-        for &e in &ranked {
-            offset[e as usize] = n as u32;
-            n += dofs_of(entity_dim[e as usize]);
-        }
-        if n > u32::MAX as usize {
-            return Err(Error::InvalidArgument(format!("{n} DOFs exceed the u32 index range")));
-        }
-        let cell_dofs: Vec<u32> = entity_of_node.iter().map(|&(e, k)| offset[e as usize] + k).collect();
-        let mut kind = vec![0u8; n];
-        for (e, &d) in entity_dim.iter().enumerate() {
-            for k in 0..dofs_of(d) {
-                kind[offset[e] as usize + k] = d;
-            }
-        }
-        let boundary = facet_dofs(dim, p, &cell_dofs, n, &facets);
-        let (mut nodes_1d, mut w) = (vec![0.0; np], vec![0.0; np]);
-        fem_core::quadrature::gauss_lobatto(&mut nodes_1d, &mut w);
-        Ok((Self { dim, degree, n_dofs: n, cell_dofs, boundary, kind, nodes_1d }, facets))
-    }
-
-    /// Basis functions (local nodes) per cell: (p + 1)^dim.
-    pub fn dofs_per_cell(&self) -> usize {
-        pow(self.degree + 1, self.dim)
-    }
-
-    /// Number of mesh cells.
-    pub fn n_cells(&self) -> usize {
-        self.cell_dofs.len() / self.dofs_per_cell()
-    }
-
-    /// Physical position of every DOF (from any cell that has it).
-    pub fn dof_coords(&self, mesh: &Mesh) -> Vec<[f64; 3]> {
-        let mut x = vec![[0.0; 3]; self.n_dofs];
-        let (np, nb) = (self.degree + 1, self.dofs_per_cell());
-        for c in 0..self.n_cells() {
-            for i in 0..nb {
-                let mut xi = [0.0; 3];
-                for a in 0..self.dim {
-                    xi[a] = self.nodes_1d[(i / pow(np, a)) % np];
-                }
-                x[self.cell_dofs[c * nb + i] as usize] = match self.dim {
-                    2 => {
-                        let (p, _) = fem_core::element::geometry::<f64, 2>(&mesh.cell_vertices::<2>(c), [xi[0], xi[1]]);
-                        [p[0], p[1], 0.0]
-                    }
-                    _ => fem_core::element::geometry::<f64, 3>(&mesh.cell_vertices::<3>(c), xi).0,
-                };
-            }
-        }
-        x
-    }
-}
-
-impl Space {
-    /// Keeps as boundary (Dirichlet) DOFs only those on the boundary facets
-    /// listed (their vertex ids sorted, padded with `u32::MAX`, as
-    /// [`crate::mesh::facet_key`] gives them): a boundary part selected by
-    /// a physical group. The rest of the boundary gets natural conditions.
-    pub fn restrict_boundary(&mut self, mesh: &Mesh, facets: &std::collections::HashSet<[u32; 4]>) {
-        let kept: Vec<Facet> = tensor_facets(mesh).into_iter().filter(|f| facets.contains(&f.key)).collect();
-        self.boundary = facet_dofs(self.dim, self.degree, &self.cell_dofs, self.n_dofs, &kept);
-    }
-}
-
-/// DOFs on the boundary facets `facets` (local facet 2·axis + side).
-fn facet_dofs(dim: usize, p: usize, cell_dofs: &[u32], n: usize, facets: &[Facet]) -> Vec<bool> {
+    mesh.validate()?;
+    let facets = tensor_facets(mesh);
+    let (p, dim) = (degree, mesh.dim);
     let np = p + 1;
     let nb = pow(np, dim);
-    let mut boundary = vec![false; n];
-    for f in facets {
-        let (c, axis, side) = (f.cell as usize, f.local as usize / 2, f.local as usize % 2);
-        for i in 0..nb {
-            if (i / pow(np, axis)) % np == side * p {
-                boundary[cell_dofs[c * nb + i] as usize] = true;
-            }
+    let n_cells = mesh.n_cells();
+    // Entity of every local node, with its canonical index: located
+    // in parallel, then numbered in the order the cells are visited.
+    let order = cell_order(mesh, numbering);
+    let located: Vec<(EntityKey, u32)> = order
+        .par_iter()
+        .flat_map_iter(|&c| {
+            let cell = &mesh.cells[c as usize][..1 << dim];
+            (0..nb).map(move |i| {
+                let mut tensor = [0usize; 3];
+                for (a, t) in tensor.iter_mut().enumerate().take(dim) {
+                    *t = (i / pow(np, a)) % np;
+                }
+                let (key, idx) = locate(p, dim, c as usize, cell, &tensor[..dim]);
+                (key, idx as u32)
+            })
+        })
+        .collect();
+    let mut entity_of_node = vec![(0u32, 0u32); n_cells * nb];
+    // Vertices by id, a cell's interior once per cell (no lookup:
+    // no other cell has it), edges and faces through a map.
+    let mut vertex_entity = vec![u32::MAX; mesh.coords.len()];
+    let mut entities: IntMap<EntityKey, u32> = IntMap::default();
+    let mut entity_dim: Vec<u8> = Vec::new();
+    for (&c, nodes) in order.iter().zip(located.chunks(nb)) {
+        let mut interior = u32::MAX;
+        for (i, &(key, idx)) in nodes.iter().enumerate() {
+            let next = entity_dim.len() as u32;
+            let e = match key.0 {
+                0 => {
+                    let slot = &mut vertex_entity[key.1[0] as usize];
+                    if *slot == u32::MAX {
+                        *slot = next;
+                        entity_dim.push(0);
+                    }
+                    *slot
+                }
+                d if d >= 10 => {
+                    if interior == u32::MAX {
+                        interior = next;
+                        entity_dim.push(d - 10);
+                    }
+                    interior
+                }
+                d => *entities.entry(key).or_insert_with(|| {
+                    entity_dim.push(d);
+                    next
+                }),
+            };
+            entity_of_node[c as usize * nb + i] = (e, idx);
         }
     }
-    boundary
+    let dofs_of = |d: u8| pow(p - 1, d as usize);
+    // Offsets: entities in first-encounter order, grouped by dimension
+    // for the aligned numberings.
+    let mut ranked: Vec<u32> = (0..entity_dim.len() as u32).collect();
+    if matches!(numbering, Numbering::Aligned | Numbering::BlockedAligned) {
+        ranked.sort_by_key(|&e| (entity_dim[e as usize], e));
+    }
+    let mut offset = vec![0u32; entity_dim.len()];
+    let mut n = 0usize;
+    for &e in &ranked {
+        offset[e as usize] = n as u32;
+        n += dofs_of(entity_dim[e as usize]);
+    }
+    if n > u32::MAX as usize {
+        return Err(Error::InvalidArgument(format!("{n} DOFs exceed the u32 index range")));
+    }
+    let cell_dofs: Vec<u32> = entity_of_node.iter().map(|&(e, k)| offset[e as usize] + k).collect();
+    Ok((n, cell_dofs, facets))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::mesh::BoxMesh;
+    use crate::space::Space;
 
     fn expected_dofs(dim: usize, n: usize, p: usize) -> usize {
         (n * p + 1).pow(dim as u32)
@@ -346,7 +253,7 @@ mod tests {
                 for mesh in [BoxMesh::structured(dim, n), BoxMesh::unstructured(dim, n, 5)] {
                     let mesh = mesh.build().unwrap();
                     for numbering in [Numbering::Original, Numbering::Aligned, Numbering::Blocked, Numbering::BlockedAligned] {
-                        let s = Space::new(&mesh, p, numbering).unwrap();
+                        let s = Space::tensor_numbered(&mesh, p, numbering).unwrap();
                         assert_eq!(s.n_dofs, expected_dofs(dim, n, p), "dim={dim} p={p}");
                         let interior = (n * p - 1).pow(dim as u32);
                         assert_eq!(s.boundary.iter().filter(|&&b| !b).count(), interior);
@@ -357,7 +264,13 @@ mod tests {
                         }
                         assert!(used.iter().all(|&u| u));
                         if numbering == Numbering::Aligned {
-                            assert!(s.kind.windows(2).all(|k| k[0] <= k[1]), "aligned numbering is grouped by entity");
+                            // vertices first: the corner nodes hold exactly the first numbers
+                            let corners: Vec<usize> = (0..1 << dim).map(|v| (0..dim).map(|a| ((v >> a) & 1) * p * (p + 1).pow(a as u32)).sum()).collect();
+                            let nb = s.nb();
+                            let n_vertices = (n + 1).pow(dim as u32) as u32;
+                            for (k, &d) in s.cell_dofs.iter().enumerate() {
+                                assert_eq!(corners.contains(&(k % nb)), d < n_vertices, "aligned numbering is grouped by entity");
+                            }
                         }
                     }
                 }
@@ -372,14 +285,14 @@ mod tests {
         for dim in [2, 3] {
             for p in 1..=5 {
                 let mesh = BoxMesh::unstructured(dim, 3, 11 + p as u64).build().unwrap();
-                let s = Space::new(&mesh, p, Numbering::Original).unwrap();
-                let x = s.dof_coords(&mesh);
-                let (np, nb) = (p + 1, s.dofs_per_cell());
+                let s = Space::tensor(&mesh, p).unwrap();
+                let x = &s.dof_coords;
+                let (np, nb, nodes_1d) = (p + 1, s.nb(), s.gll_nodes());
                 for c in 0..s.n_cells() {
                     for i in 0..nb {
                         let mut xi = [0.0; 3];
                         for a in 0..dim {
-                            xi[a] = s.nodes_1d[(i / pow(np, a)) % np];
+                            xi[a] = nodes_1d[(i / pow(np, a)) % np];
                         }
                         let here = match dim {
                             2 => {
@@ -405,11 +318,11 @@ mod tests {
     #[test]
     fn bad_degree_and_invalid_mesh() {
         let mesh = BoxMesh::structured(2, 2).build().unwrap();
-        assert!(Space::new(&mesh, 0, Numbering::Original).is_err());
-        assert!(Space::new(&mesh, MAX_DEGREE + 1, Numbering::Original).is_err());
+        assert!(Space::tensor(&mesh, 0).is_err());
+        assert!(Space::tensor(&mesh, MAX_DEGREE + 1).is_err());
         let mut bad = mesh.clone();
         bad.cells[0].swap(0, 1);
-        assert!(matches!(Space::new(&bad, 1, Numbering::Original), Err(Error::Mesh(_))));
+        assert!(matches!(Space::tensor(&bad, 1), Err(Error::Mesh(_))));
         assert_eq!("blocked-aligned".parse::<Numbering>().unwrap(), Numbering::BlockedAligned);
         assert!("zigzag".parse::<Numbering>().is_err());
     }

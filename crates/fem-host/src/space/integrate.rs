@@ -5,14 +5,14 @@
 //! cell and, on facets, the outward unit normal.
 
 use super::facets::{facet_map, span_normal, Facet};
-use super::NodalSpace;
+use super::Space;
 use fem_core::shape::Shape;
 use rayon::prelude::*;
 
 /// Polynomial degree the load rules integrate exactly: the basis squared
 /// (a load of a field in the space is exact on affine cells), one more on
 /// tensor cells, whose geometry is not affine.
-fn rule_order(space: &NodalSpace) -> usize {
+fn rule_order(space: &Space) -> usize {
     2 * space.degree + usize::from(!space.shape.is_simplex())
 }
 
@@ -49,7 +49,7 @@ fn shape_rule(shape: Shape, order: usize) -> (Vec<f64>, Vec<f64>) {
 
 /// Geometry of cell `c` at reference point `xi`: position and Jacobian
 /// `jac[a][k] = ∂x_a/∂ξ_k`.
-fn geometry(space: &NodalSpace, c: usize, xi: &[f64]) -> ([f64; 3], [[f64; 3]; 3]) {
+fn geometry(space: &Space, c: usize, xi: &[f64]) -> ([f64; 3], [[f64; 3]; 3]) {
     let (d, nv) = (space.shape.dim(), space.shape.vertices());
     let (mut val, mut grad) = ([0.0; 8], [0.0; 24]);
     space
@@ -57,7 +57,7 @@ fn geometry(space: &NodalSpace, c: usize, xi: &[f64]) -> ([f64; 3], [[f64; 3]; 3
         .geometry_basis(xi, &mut val[..nv], &mut grad[..nv * d]);
     let (mut x, mut jac) = ([0.0; 3], [[0.0; 3]; 3]);
     for v in 0..nv {
-        let xv = &space.cell_coords[(c * nv + v) * d..][..d];
+        let xv = space.vertex(c, v);
         for a in 0..d {
             x[a] += val[v] * xv[a];
             for k in 0..d {
@@ -86,7 +86,7 @@ struct CellRule {
 }
 
 impl CellRule {
-    fn new(space: &NodalSpace, extra: usize) -> Self {
+    fn new(space: &Space, extra: usize) -> Self {
         let (shape, d, nb) = (space.shape, space.shape.dim(), space.nb());
         let (pts, wts) = shape_rule(shape, rule_order(space) + extra);
         let mut phi = vec![0.0; wts.len() * nb];
@@ -98,7 +98,7 @@ impl CellRule {
     }
 
     /// Visits the points of cell `c`.
-    fn visit(&self, space: &NodalSpace, c: usize, visit: &mut impl FnMut(&Point)) {
+    fn visit(&self, space: &Space, c: usize, visit: &mut impl FnMut(&Point)) {
         let (d, nb) = (space.shape.dim(), space.nb());
         for (q, w) in self.wts.iter().enumerate() {
             let (x, jac) = geometry(space, c, &self.pts[q * d..][..d]);
@@ -114,7 +114,7 @@ impl CellRule {
 }
 
 /// Visits every quadrature point of every cell, in order.
-pub fn cell_points(space: &NodalSpace, mut visit: impl FnMut(&Point)) {
+pub fn cell_points(space: &Space, mut visit: impl FnMut(&Point)) {
     let rule = CellRule::new(space, 0);
     for c in 0..space.n_cells() {
         rule.visit(space, c, &mut visit);
@@ -124,7 +124,7 @@ pub fn cell_points(space: &NodalSpace, mut visit: impl FnMut(&Point)) {
 /// The E-vector of ∫ φ_b f_c over each cell (`cell·nb·nc + b·nc + c`),
 /// the cells in parallel; `f` fills the `nc` integrand values at a point.
 pub fn cell_evector(
-    space: &NodalSpace,
+    space: &Space,
     nc: usize,
     f: impl Fn(&Point, &mut [f64]) + Sync,
 ) -> Vec<f64> {
@@ -150,7 +150,7 @@ pub fn cell_evector(
 /// The element mass matrices of an `nc`-component field,
 /// `cell·nl² + i·nl + j` with local index `b·nc + c` (nl = nb·nc): ∫ φ_b φ_b'
 /// where the components agree, the cells in parallel.
-pub fn mass_ematrices(space: &NodalSpace, nc: usize) -> Vec<f64> {
+pub fn mass_ematrices(space: &Space, nc: usize) -> Vec<f64> {
     let rule = CellRule::new(space, 0);
     let (nb, nl) = (space.nb(), space.nb() * nc);
     let mut out = vec![0.0; space.n_cells() * nl * nl];
@@ -171,7 +171,7 @@ pub fn mass_ematrices(space: &NodalSpace, nc: usize) -> Vec<f64> {
 
 /// Visits every quadrature point of the boundary facets `facets`.
 pub fn facet_points<'f>(
-    space: &NodalSpace,
+    space: &Space,
     facets: impl IntoIterator<Item = &'f Facet>,
     mut visit: impl FnMut(&Point),
 ) {
@@ -221,7 +221,7 @@ fn centroid(shape: Shape) -> [f64; 3] {
 }
 
 /// The physical centroid of a boundary facet (its reference centre mapped).
-pub fn facet_centre(space: &NodalSpace, f: &Facet) -> [f64; 3] {
+pub fn facet_centre(space: &Space, f: &Facet) -> [f64; 3] {
     let d = space.shape.dim();
     let map = facet_map(space.shape, f.local as usize);
     let s = if map.simplex {
@@ -235,7 +235,7 @@ pub fn facet_centre(space: &NodalSpace, f: &Facet) -> [f64; 3] {
 /// ‖u_h − u‖_L2 of an `nc`-component field `u` against `exact`, the
 /// cells in parallel.
 pub fn l2_error(
-    space: &NodalSpace,
+    space: &Space,
     nc: usize,
     u: &[f64],
     exact: impl Fn(&[f64; 3], &mut [f64]) + Sync,
@@ -273,7 +273,7 @@ mod tests {
     use crate::mesh::simplex::SimplexBox;
     use crate::mesh::BoxMesh;
 
-    fn spaces() -> Vec<NodalSpace> {
+    fn spaces() -> Vec<Space> {
         let mut out = Vec::new();
         for dim in [2, 3] {
             let simplex = SimplexBox::unstructured(dim, 3, 5).build().unwrap();
@@ -286,8 +286,8 @@ mod tests {
             }
             .build()
             .unwrap();
-            out.push(NodalSpace::simplex(&simplex, 2).unwrap());
-            out.push(NodalSpace::tensor(&tensor, 2).unwrap());
+            out.push(Space::simplex(&simplex, 2).unwrap());
+            out.push(Space::tensor(&tensor, 2).unwrap());
         }
         out
     }

@@ -1,6 +1,8 @@
-//! Finite-element spaces on a mesh: Q_p degrees of freedom ([`dofs`]) and
-//! how they map to rows of the linear system under Dirichlet conditions
-//! ([`dirichlet`]).
+//! The finite-element space on a mesh ([`Space`], in [`lagrange`]): its
+//! DOF numberings ([`dofs`]), boundary facets ([`facets`]), element
+//! restriction ([`restriction`]), boundary conditions ([`constraints`]),
+//! nested hierarchies ([`nested`]), and how its DOFs map to rows of a
+//! linear system with Dirichlet DOFs eliminated or kept ([`dirichlet`]).
 
 pub mod dirichlet;
 pub mod constraints;
@@ -8,15 +10,15 @@ pub mod dofs;
 pub mod facets;
 pub mod integrate;
 pub mod nested;
-pub mod nodal;
+pub mod lagrange;
 pub mod restriction;
 pub(crate) mod hash;
 
 pub use hash::IntMap;
 
 pub use dirichlet::{DirichletMode, Layout};
-pub use dofs::{Numbering, Space};
+pub use dofs::{Numbering, MAX_DEGREE};
 pub use constraints::{BoundaryPart, Constraints, Load};
 pub use nested::{CellMesh, NestedSpaces};
-pub use nodal::NodalSpace;
+pub use lagrange::Space;
 pub use restriction::Restriction;

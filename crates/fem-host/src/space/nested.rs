@@ -19,7 +19,8 @@
 //! groups) select the same boundary on every level.
 
 use super::facets::Facet;
-use super::NodalSpace;
+use super::lagrange::owner_slots;
+use super::Space;
 use crate::mesh::refine::{refine, Refinement};
 use crate::mesh::simplex::SimplexMesh;
 use crate::mesh::Mesh;
@@ -45,10 +46,10 @@ pub enum CellMesh {
 
 impl CellMesh {
     /// The space of degree `degree` on these cells.
-    pub fn space(&self, degree: usize) -> Result<NodalSpace> {
+    pub fn space(&self, degree: usize) -> Result<Space> {
         match self {
-            Self::Simplex(m) => NodalSpace::simplex(m, degree),
-            Self::Tensor(m) => NodalSpace::tensor(m, degree),
+            Self::Simplex(m) => Space::simplex(m, degree),
+            Self::Tensor(m) => Space::tensor(m, degree),
         }
     }
 
@@ -88,7 +89,7 @@ impl CellMesh {
 /// Spaces of one degree on a mesh and its uniform refinements.
 pub struct NestedSpaces {
     /// Coarsest first; the last is the one a problem is solved on.
-    pub spaces: Vec<NodalSpace>,
+    pub spaces: Vec<Space>,
     /// `parents[l][f]`: the cell of level `l` containing cell `f` of level `l + 1`.
     pub parents: Vec<Vec<u32>>,
     /// `children[l][f]`: for tensor cells, the position of cell `f` of
@@ -127,7 +128,7 @@ impl NestedSpaces {
     }
 
     /// The space solved on.
-    pub fn finest(&self) -> &NodalSpace {
+    pub fn finest(&self) -> &Space {
         self.spaces.last().expect("at least one level")
     }
 
@@ -152,18 +153,12 @@ impl NestedSpaces {
 /// One cell of every node of `cell_dofs` (`nb` per cell): the first that
 /// has it.
 fn owners(cell_dofs: &[u32], nb: usize, n_dofs: usize) -> Vec<u32> {
-    let mut owner = vec![u32::MAX; n_dofs];
-    for (k, &g) in cell_dofs.iter().enumerate() {
-        if owner[g as usize] == u32::MAX {
-            owner[g as usize] = (k / nb) as u32;
-        }
-    }
-    owner
+    owner_slots(cell_dofs, n_dofs).into_iter().map(|k| k / nb as u32).collect()
 }
 
 /// The interpolation with every fine node located in its coarse cell by
 /// [`reference_point`]: for refinements whose children tile their parent.
-fn located_interpolation(coarse: &NodalSpace, fine: &NodalSpace, parent: &[u32]) -> Result<Csr<f64>> {
+fn located_interpolation(coarse: &Space, fine: &Space, parent: &[u32]) -> Result<Csr<f64>> {
     let (nbc, d) = (coarse.nb(), fine.shape.dim());
     let owner = owners(&fine.cell_dofs, fine.nb(), fine.n_dofs);
     let rows: Vec<Vec<(u32, f64)>> = owner
@@ -277,10 +272,10 @@ pub fn injection(p: &Csr<f64>, n_coarse: usize) -> Result<Vec<u32>> {
 
 /// Reference coordinates in cell `c` of `space` of the physical point `x`
 /// (Newton's method on the P1/Q1 geometry map, from the cell's centre).
-pub fn reference_point(space: &NodalSpace, c: usize, x: &[f64; 3]) -> Result<[f64; 3]> {
+pub fn reference_point(space: &Space, c: usize, x: &[f64; 3]) -> Result<[f64; 3]> {
     let (shape, d) = (space.shape, space.shape.dim());
     let nv = shape.vertices();
-    let verts = &space.cell_coords[c * nv * d..(c + 1) * nv * d];
+    let verts: Vec<f64> = (0..nv).flat_map(|v| space.vertex(c, v).iter().copied()).collect();
     let mut xi = [0.0; 3];
     if shape.is_simplex() {
         xi[..d].fill(1.0 / (d + 1) as f64);
@@ -345,7 +340,7 @@ fn near_facet(shape: Shape, local: usize, xi: &[f64; 3]) -> bool {
 /// lies in: for tensor children (`child`), the parent's facet on the same
 /// side (the child shares its parent's frame), else the one all the
 /// facet's vertices lie on.
-fn inherited_facets(coarse: &NodalSpace, fine: &NodalSpace, parent: &[u32], child: Option<&[u8]>) -> Result<Vec<Facet>> {
+fn inherited_facets(coarse: &Space, fine: &Space, parent: &[u32], child: Option<&[u8]>) -> Result<Vec<Facet>> {
     let keys: HashMap<(u32, u8), [u32; 4]> = coarse.facets.iter().map(|f| ((f.cell, f.local), f.key)).collect();
     let (shape, d) = (fine.shape, fine.shape.dim());
     let nv = shape.vertices();
@@ -364,7 +359,7 @@ fn inherited_facets(coarse: &NodalSpace, fine: &NodalSpace, parent: &[u32], chil
             let corners: Vec<[f64; 3]> = (0..nv)
                 .filter(|&v| on_local_facet(shape, f.local as usize, v))
                 .map(|v| {
-                    let p = &fine.cell_coords[(f.cell as usize * nv + v) * d..][..d];
+                    let p = fine.vertex(f.cell as usize, v);
                     let mut x = [0.0; 3];
                     x[..d].copy_from_slice(p);
                     reference_point(coarse, c as usize, &x)

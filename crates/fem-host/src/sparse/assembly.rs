@@ -152,13 +152,13 @@ pub fn bench_gpu<T: Scalar>(
 ) -> Result<AssemblyReport> {
     use super::device::GpuEllWarp;
     use crate::operator::elements::{self, LocalVariant};
-    use crate::space::{DirichletMode, Numbering as DofNumbering, Space};
+    use crate::space::{DirichletMode, Space};
     use crate::timing::measure;
     use crate::Backend;
     use cudarc::driver::PushKernelArg;
     let cells = (((rows as f64).powf(1.0 / dim as f64) / degree as f64).round() as usize).max(2);
     let mesh = crate::mesh::BoxMesh::structured(dim, cells).build()?;
-    let space = Space::new(&mesh, degree, DofNumbering::Original)?;
+    let space = Space::tensor(&mesh, degree)?;
     let layout = Layout::new(&space, DirichletMode::Eliminate);
     let cd = CellData::<T>::new(&mesh, &layout, degree);
     let elems = elements::assemble(cpu, &cd, LocalVariant::Reuse, false)?;

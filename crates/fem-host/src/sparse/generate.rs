@@ -8,7 +8,7 @@ use crate::operator::cell_data::CellData;
 use crate::operator::csr::Csr;
 use crate::operator::elements::{self, LocalVariant};
 use crate::rng::SplitMix64;
-use crate::space::{DirichletMode, Layout, Numbering, Space};
+use crate::space::{DirichletMode, Layout, Space};
 use crate::{CpuBackend, Error, Result, Scalar};
 
 /// A generated matrix, as named on the command line:
@@ -157,7 +157,7 @@ pub fn fem_matrix<T: Scalar>(
         BoxMesh::structured(dim, cells)
     }
     .build()?;
-    let space = Space::new(&mesh, degree, Numbering::Original)?;
+    let space = Space::tensor(&mesh, degree)?;
     let layout = Layout::new(&space, DirichletMode::Eliminate);
     let cd = CellData::<T>::new(&mesh, &layout, degree);
     let elems = elements::assemble(cpu, &cd, LocalVariant::Reuse, false)?;

@@ -3,7 +3,7 @@
 
 use super::{ElementBlock, ElementKind, GResult, GmshError, GmshMesh};
 use crate::mesh::Mesh;
-use crate::space::{BoundaryPart, CellMesh, NodalSpace};
+use crate::space::{BoundaryPart, CellMesh, Space};
 
 impl GmshMesh {
     /// The highest dimension of any element.
@@ -93,14 +93,14 @@ impl GmshMesh {
     /// The nodal space of degree `degree` on the file's cells (P1/P2 on
     /// triangles and tetrahedra, Q_p on quadrilaterals and hexahedra) and,
     /// per file node, its mesh vertex, which [`GmshMesh::boundary`] takes.
-    pub fn nodal_space(&self, degree: usize) -> crate::Result<(NodalSpace, Vec<u32>)> {
+    pub fn space(&self, degree: usize) -> crate::Result<(Space, Vec<u32>)> {
         let (mesh, nodes) = self.cell_mesh()?;
         Ok((mesh.space(degree)?, nodes))
     }
 
     /// The boundary part made of physical groups `groups` (names or
     /// numbers) of the facet dimension, for boundary conditions on the
-    /// space of [`GmshMesh::nodal_space`] (`nodes` its node map). A group
+    /// space of [`GmshMesh::space`] (`nodes` its node map). A group
     /// the file lacks, or one of another dimension, is an error listing
     /// the boundary groups the file has.
     pub fn boundary(&self, groups: &[String], nodes: &[u32]) -> GResult<BoundaryPart> {

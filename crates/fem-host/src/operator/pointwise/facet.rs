@@ -199,7 +199,7 @@ mod tests {
     use crate::mesh::simplex::SimplexBox;
     use crate::mesh::BoxMesh;
     use crate::operator::pointwise::Aux;
-    use crate::space::{BoundaryPart, Load, NodalSpace};
+    use crate::space::{BoundaryPart, Load, Space};
 
     /// A boundary term using every argument: bf0 = u³ + u ∂u/∂n + n₀ + x₀.
     #[fem_macros::fem_kernel(
@@ -233,28 +233,28 @@ mod tests {
     use flux_robin::FluxRobin;
 
     /// Perturbed, shuffled spaces of every shape at the test physics' degrees.
-    fn spaces() -> Vec<NodalSpace> {
+    fn spaces() -> Vec<Space> {
         let mut out = Vec::new();
         for dim in [2, 3] {
             let simplex = SimplexBox::unstructured(dim, 2, 3).build().unwrap();
             let tensor = BoxMesh::unstructured(dim, 2, 3).build().unwrap();
             for p in [1, 2] {
-                out.push(NodalSpace::simplex(&simplex, p).unwrap());
+                out.push(Space::simplex(&simplex, p).unwrap());
             }
             for p in if dim == 2 { [1, 4] } else { [1, 2] } {
-                out.push(NodalSpace::tensor(&tensor, p).unwrap());
+                out.push(Space::tensor(&tensor, p).unwrap());
             }
         }
         out
     }
 
-    fn term(s: &NodalSpace) -> FacetTerm<f64, FluxRobin> {
+    fn term(s: &Space) -> FacetTerm<f64, FluxRobin> {
         let op = Pointwise::<f64, FluxRobin>::new(s, None, Aux::None).unwrap();
         FacetTerm::new(&op, &BoundaryPart::All.facets(s).unwrap()).unwrap()
     }
 
     /// Scatters per-facet residuals into the nodes.
-    fn scatter(s: &NodalSpace, t: &FacetTerm<f64, FluxRobin>, r: &[f64]) -> Vec<f64> {
+    fn scatter(s: &Space, t: &FacetTerm<f64, FluxRobin>, r: &[f64]) -> Vec<f64> {
         let nb = s.nb();
         let mut out = vec![0.0; s.n_dofs];
         for (k, f) in t.facets.iter().enumerate() {
@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_physics_without_a_boundary_term_is_refused() {
-        let s = NodalSpace::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 1).unwrap();
+        let s = Space::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 1).unwrap();
         let op = Pointwise::<f64, fem_kernels::physics::MinimalSurface>::new(&s, None, Aux::None).unwrap();
         let e = FacetTerm::new(&op, &BoundaryPart::All.facets(&s).unwrap()).err().unwrap().to_string();
         assert!(e.contains("bf0"), "{e}");

@@ -1,12 +1,12 @@
 //! Residuals and element matrices of a `#[fem_kernel]` physics on a
-//! [`NodalSpace`]: the reference table of the chosen variant, the cell
+//! [`Space`]: the reference table of the chosen variant, the cell
 //! E-vectors (vertex coordinates, auxiliary fields), the CPU evaluation on
 //! rayon and the GPU evaluation by thread transposition
 //! (`fem_kernels::pointwise::gpu`), plus assembly of the results into a
 //! global vector and a CSR matrix.
 
 use super::csr::Csr;
-use crate::space::{DirichletMode, Layout, NodalSpace};
+use crate::space::{DirichletMode, Layout, Space};
 use crate::{CpuBackend, Error, Result, Scalar};
 use fem_kernels::pointwise::{row_len, Kernels, Variant};
 use rayon::prelude::*;
@@ -112,7 +112,7 @@ impl<T: Clone, K> Clone for Pointwise<T, K> {
 impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
     /// Picks the variant of `K` for the space's shape and degree (with
     /// `nq` points, or the first listed) and builds the cell data.
-    pub fn new(space: &NodalSpace, nq: Option<usize>, aux: Aux<'_>) -> Result<Self> {
+    pub fn new(space: &Space, nq: Option<usize>, aux: Aux<'_>) -> Result<Self> {
         let variant = *K::VARIANTS
             .iter()
             .find(|v| v.shape == space.shape && v.degree == space.degree && nq.is_none_or(|n| v.nq == n))
@@ -130,10 +130,10 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
         let n_cells = space.n_cells();
         let a = Self::aux_evector(&variant, space, aux)?;
         let cast = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
-        Ok(Self { variant, n_cells, tab: cast(&tabulate(&variant)), x: cast(&space.cell_coords), a: cast(&a), time: T::ZERO, _physics: PhantomData })
+        Ok(Self { variant, n_cells, tab: cast(&tabulate(&variant)), x: cast(&space.cell_coords()), a: cast(&a), time: T::ZERO, _physics: PhantomData })
     }
 
-    fn aux_evector(v: &Variant, space: &NodalSpace, aux: Aux<'_>) -> Result<Vec<f64>> {
+    fn aux_evector(v: &Variant, space: &Space, aux: Aux<'_>) -> Result<Vec<f64>> {
         let na = v.na;
         let check = |len: usize, per: usize, what: &str| {
             if len != per * na {
@@ -210,7 +210,7 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
 /// row, no boundary conditions) and the position in it of each
 /// element-matrix entry, cell-major like the element kernels' output
 /// (`e·nl² + i·nl + j`).
-pub fn csr_pattern<T: Scalar>(cpu: &CpuBackend, space: &NodalSpace, nc: usize) -> Result<(Csr<T>, Vec<u32>)> {
+pub fn csr_pattern<T: Scalar>(cpu: &CpuBackend, space: &Space, nc: usize) -> Result<(Csr<T>, Vec<u32>)> {
     let layout = field_layout(space, nc);
     let csr = Csr::<T>::pattern(cpu, &layout)?;
     // `element_positions` is in the transposed (LMA) layout `(i·nl + j)·ne + e`.
@@ -232,7 +232,7 @@ pub fn scatter_add<T: Scalar>(pos: &[u32], v: &[T], out: &mut [T]) {
 /// The global matrix of element matrices `elem` (n_local² per cell) on the
 /// `nc`-component field of `space`, every node a row (no boundary
 /// conditions applied).
-pub fn assemble_csr<T: Scalar>(cpu: &CpuBackend, space: &NodalSpace, nc: usize, elem: &[T]) -> Result<Csr<T>> {
+pub fn assemble_csr<T: Scalar>(cpu: &CpuBackend, space: &Space, nc: usize, elem: &[T]) -> Result<Csr<T>> {
     let (mut csr, pos) = csr_pattern(cpu, space, nc)?;
     if elem.len() != pos.len() {
         return Err(Error::InvalidArgument(format!("{} element-matrix values for {} cells of {}²", elem.len(), space.n_cells(), space.nb() * nc)));
@@ -243,12 +243,12 @@ pub fn assemble_csr<T: Scalar>(cpu: &CpuBackend, space: &NodalSpace, nc: usize, 
 
 /// The global row of every E-vector entry of an `nc`-component field
 /// (`cell·nb·nc + b·nc + c` → `dof·nc + c`).
-pub fn field_rows(space: &NodalSpace, nc: usize) -> Vec<u32> {
+pub fn field_rows(space: &Space, nc: usize) -> Vec<u32> {
     space.cell_dofs.iter().flat_map(|&g| (0..nc as u32).map(move |c| g * nc as u32 + c)).collect()
 }
 
 /// Rows of an `nc`-component field: node-major, all free.
-fn field_layout(space: &NodalSpace, nc: usize) -> Layout {
+fn field_layout(space: &Space, nc: usize) -> Layout {
     let rows = space.n_dofs * nc;
     let cell_rows = field_rows(space, nc);
     Layout {

@@ -25,7 +25,7 @@ use crate::mesh::simplex::SimplexMesh;
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{csr_pattern, Aux, Pointwise};
 use crate::solver::{pcg, CgOptions, Jacobi};
-use crate::space::NodalSpace;
+use crate::space::Space;
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, Error, Result};
 pub use super::phases::Split;
@@ -168,7 +168,7 @@ impl Tissue {
 /// Host data every backend starts from.
 pub struct Setup {
     /// The P1 space of the potential φ on the tissue mesh.
-    pub space: NodalSpace,
+    pub space: Space,
     /// The Aliev–Panfilov physics on that space, one integration point per
     /// cell, with the initial point data (history at rest, stimulus, Δt,
     /// conductivities, fibre) as its per-cell auxiliary fields.
@@ -204,7 +204,7 @@ impl Setup {
             return Err(Error::InvalidArgument(format!("need dt > 0, d_iso > 0 and d_ani ≥ 0, got {model:?}")));
         }
         mesh.validate()?;
-        let space = NodalSpace::simplex(mesh, 1)?;
+        let space = Space::simplex(mesh, 1)?;
         let centroid = |c: usize| {
             let mut x = [0.0; 3];
             for &v in &mesh.cells[c][..=mesh.dim] {

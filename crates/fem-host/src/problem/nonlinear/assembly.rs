@@ -163,7 +163,7 @@ mod tests {
     use crate::operator::pointwise::Aux;
     use crate::problem::nonlinear::{solve, NewtonOptions, Precond};
     use crate::rng::SplitMix64;
-    use crate::space::{BoundaryPart, Constraints, NodalSpace};
+    use crate::space::{BoundaryPart, Constraints, Space};
     use crate::CpuBackend;
     use fem_kernels::physics::{Elasticity, MinimalSurface, Poisson, Radiation};
 
@@ -209,9 +209,9 @@ mod tests {
         let robin = BoundaryPart::at("x > 1/2", |c| c[0] > 0.5);
         // P1, P2 triangles and Q2 quadrilaterals with a Robin term (3 to 9 entries a row)
         let spaces = [
-            NodalSpace::simplex(&SimplexBox::unstructured(2, 5, 3).build().unwrap(), 1).unwrap(),
-            NodalSpace::simplex(&SimplexBox::unstructured(2, 4, 3).build().unwrap(), 2).unwrap(),
-            NodalSpace::tensor(&BoxMesh::unstructured(2, 4, 3).build().unwrap(), 2).unwrap(),
+            Space::simplex(&SimplexBox::unstructured(2, 5, 3).build().unwrap(), 1).unwrap(),
+            Space::simplex(&SimplexBox::unstructured(2, 4, 3).build().unwrap(), 2).unwrap(),
+            Space::tensor(&BoxMesh::unstructured(2, 4, 3).build().unwrap(), 2).unwrap(),
         ];
         for s in &spaces {
             let aux: Vec<f64> = random(2 * s.n_dofs, 3).iter().map(|v| v + 2.0).collect();
@@ -221,8 +221,8 @@ mod tests {
         }
         // vector fields: P2 tetrahedra (30 entries a row), Q1 hexahedra (24)
         let spaces = [
-            NodalSpace::simplex(&SimplexBox::unstructured(3, 2, 3).build().unwrap(), 2).unwrap(),
-            NodalSpace::tensor(&BoxMesh::unstructured(3, 3, 3).build().unwrap(), 1).unwrap(),
+            Space::simplex(&SimplexBox::unstructured(3, 2, 3).build().unwrap(), 2).unwrap(),
+            Space::tensor(&BoxMesh::unstructured(3, 3, 3).build().unwrap(), 1).unwrap(),
         ];
         for s in &spaces {
             let cells: Vec<f64> = (0..s.n_cells()).flat_map(|_| [1.0, 0.5]).collect();
@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn every_storage_gives_the_same_newton_solution() {
         let cpu = CpuBackend::new(Some(2)).unwrap();
-        let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 6, 2).build().unwrap(), 2).unwrap();
+        let space = Space::simplex(&SimplexBox::unstructured(2, 6, 2).build().unwrap(), 2).unwrap();
         let setup = Setup::<MinimalSurface>::new(&cpu, &space).unwrap();
         let start: Vec<f64> = space.dof_coords.iter().zip(&space.boundary).map(|(x, &b)| if b { x[0] * x[1] } else { 0.0 }).collect();
         let o = NewtonOptions { assembly: Assembly::Sparse(SpmvFormat::Csr), ..Default::default() };
@@ -262,9 +262,9 @@ mod tests {
     #[test]
     fn auto_follows_the_bytes_and_bad_pairs_are_errors() {
         let cpu = CpuBackend::new(Some(2)).unwrap();
-        let q2 = NodalSpace::tensor(&BoxMesh::unstructured(3, 6, 1).build().unwrap(), 2).unwrap();
-        let p1 = NodalSpace::simplex(&SimplexBox::unstructured(2, 6, 1).build().unwrap(), 1).unwrap();
-        let coefficients = |s: &NodalSpace| -> Vec<f64> { (0..s.n_dofs).flat_map(|_| [1.0, 0.0]).collect() };
+        let q2 = Space::tensor(&BoxMesh::unstructured(3, 6, 1).build().unwrap(), 2).unwrap();
+        let p1 = Space::simplex(&SimplexBox::unstructured(2, 6, 1).build().unwrap(), 1).unwrap();
+        let coefficients = |s: &Space| -> Vec<f64> { (0..s.n_dofs).flat_map(|_| [1.0, 0.0]).collect() };
         let (high, low) = (
             Setup::<Poisson>::with_aux(&cpu, &q2, Aux::Nodal(&coefficients(&q2))).unwrap(),
             Setup::<Poisson>::with_aux(&cpu, &p1, Aux::Nodal(&coefficients(&p1))).unwrap(),

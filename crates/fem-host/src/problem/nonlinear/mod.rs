@@ -35,7 +35,7 @@ use super::phases::{timed, Split};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{csr_pattern, field_rows, Aux, FacetTerm, Pointwise};
 use crate::solver::{CgOptions, Jacobi, PrecondOps};
-use crate::space::{BoundaryPart, Constraints, Load, NodalSpace};
+use crate::space::{BoundaryPart, Constraints, Load, Space};
 use crate::operator::LinearOperator;
 use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, Error, Result};
@@ -78,12 +78,12 @@ pub struct Setup<K> {
 impl<K: Kernels<f64>> Setup<K> {
     /// The physics `K` on `space` (no auxiliary fields) with every
     /// component of the boundary nodes fixed.
-    pub fn new(cpu: &CpuBackend, space: &NodalSpace) -> Result<Self> {
+    pub fn new(cpu: &CpuBackend, space: &Space) -> Result<Self> {
         Self::with_aux(cpu, space, Aux::None)
     }
 
     /// [`Setup::new`] with auxiliary fields (coefficients, loads).
-    pub fn with_aux(cpu: &CpuBackend, space: &NodalSpace, aux: Aux<'_>) -> Result<Self> {
+    pub fn with_aux(cpu: &CpuBackend, space: &Space, aux: Aux<'_>) -> Result<Self> {
         let physics = Pointwise::<f64, K>::new(space, None, aux)?;
         let nc = physics.variant.nc;
         let fixed = space.boundary.iter().flat_map(|&b| std::iter::repeat_n(b, nc)).collect();
@@ -92,7 +92,7 @@ impl<K: Kernels<f64>> Setup<K> {
 
     /// The physics `K` on `space` with auxiliary fields `aux`, the rows
     /// `constraints` holds fixed, and the residual less `load` (if any).
-    pub fn constrained(cpu: &CpuBackend, space: &NodalSpace, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
+    pub fn constrained(cpu: &CpuBackend, space: &Space, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
         let physics = Pointwise::<f64, K>::new(space, None, aux)?;
         let nc = physics.variant.nc;
         if constraints.nc != nc || load.is_some_and(|l| l.nc != nc) {
@@ -104,7 +104,7 @@ impl<K: Kernels<f64>> Setup<K> {
 
     /// The maps and the pattern (in parallel: they are per entry of every
     /// element matrix).
-    fn build(cpu: &CpuBackend, space: &NodalSpace, physics: Pointwise<f64, K>, fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
+    fn build(cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
         let nc = physics.variant.nc;
         let gather = field_rows(space, nc);
         let residual_pos = gather.par_iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
@@ -142,7 +142,7 @@ impl<K: Kernels<f64>> Setup<K> {
     /// Neumann or Robin condition there. An error when the physics has no
     /// boundary term, `part` has no facet, or coarse levels were already
     /// built (add it first, so that [`Setup::with_multigrid`] carries it).
-    pub fn with_boundary_term(mut self, space: &NodalSpace, part: &BoundaryPart) -> Result<Self> {
+    pub fn with_boundary_term(mut self, space: &Space, part: &BoundaryPart) -> Result<Self> {
         if self.levels.is_some() {
             return Err(Error::InvalidArgument("add the boundary term before the multigrid levels".into()));
         }
@@ -174,7 +174,7 @@ impl<K: Kernels<f64>> Setup<K> {
 
     /// Another physics of as many components on the same space, sharing
     /// this set-up's maps and pattern instead of building them again.
-    pub fn with_physics<K2: Kernels<f64>>(&self, space: &NodalSpace, aux: Aux<'_>) -> Result<Setup<K2>> {
+    pub fn with_physics<K2: Kernels<f64>>(&self, space: &Space, aux: Aux<'_>) -> Result<Setup<K2>> {
         let physics = Pointwise::<f64, K2>::new(space, None, aux)?;
         if physics.variant.nc != self.physics.variant.nc || physics.variant.n_local() != self.physics.variant.n_local() || physics.n_cells != self.physics.n_cells {
             return Err(Error::InvalidArgument("the other physics has other components or cells than this set-up".into()));
@@ -593,7 +593,7 @@ mod tests {
         for dim in [2, 3] {
             let mesh = SimplexBox::unstructured(dim, 3, 4).build().unwrap();
             for degree in [1, 2] {
-                let space = NodalSpace::simplex(&mesh, degree).unwrap();
+                let space = Space::simplex(&mesh, degree).unwrap();
                 let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
                 let setup = Setup::<Poisson>::with_aux(&cpu, &space, Aux::Nodal(&coefficients)).unwrap();
                 let exact = |x: &[f64; 3]| 1.0 + x[0] - 2.0 * x[1] + 0.5 * x[2];
@@ -618,7 +618,7 @@ mod tests {
     fn every_krylov_method_gives_the_same_solution() {
         let cpu = CpuBackend::new(Some(2)).unwrap();
         let mesh = SimplexBox::unstructured(2, 6, 2).build().unwrap();
-        let space = NodalSpace::simplex(&mesh, 2).unwrap();
+        let space = Space::simplex(&mesh, 2).unwrap();
         let setup = Setup::<fem_kernels::physics::MinimalSurface>::new(&cpu, &space).unwrap();
         let start: Vec<f64> = space.dof_coords.iter().zip(&space.boundary).map(|(x, &b)| if b { x[0] * x[1] } else { 0.0 }).collect();
         let mut solutions = Vec::new();
@@ -640,7 +640,7 @@ mod tests {
     #[test]
     fn a_load_factor_scales_the_load_on_one_workspace() {
         let cpu = CpuBackend::new(Some(2)).unwrap();
-        let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 4, 3).build().unwrap(), 2).unwrap();
+        let space = Space::simplex(&SimplexBox::unstructured(2, 4, 3).build().unwrap(), 2).unwrap();
         let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
         let bcs = crate::space::Constraints::none(&space, 1).dirichlet(&space, &crate::space::BoundaryPart::All, |_, u| u[0] = 0.0).unwrap();
         let load = crate::space::Load::zero(&space, 1).source(&space, |x, f| f[0] = 1.0 + x[0] * x[1]);
@@ -664,7 +664,7 @@ mod tests {
     #[test]
     fn a_wrong_length_start_is_an_error() {
         let cpu = CpuBackend::new(Some(1)).unwrap();
-        let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 1).unwrap();
+        let space = Space::simplex(&SimplexBox::unstructured(2, 2, 1).build().unwrap(), 1).unwrap();
         let setup = Setup::<fem_kernels::physics::MinimalSurface>::new(&cpu, &space).unwrap();
         assert!(solve(&cpu, &setup, &[0.0; 3], &NewtonOptions::default(), &mut |_| {}).is_err());
     }

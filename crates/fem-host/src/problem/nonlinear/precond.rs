@@ -20,7 +20,7 @@ use crate::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use crate::solver::ssor::RowColouring;
 use crate::solver::Jacobi;
 use crate::space::nested::{field_prolongation, injection};
-use crate::space::{BoundaryPart, NestedSpaces, NodalSpace};
+use crate::space::{BoundaryPart, NestedSpaces, Space};
 use crate::sparse::Spmv;
 use crate::{CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
@@ -130,7 +130,7 @@ impl<K: Kernels<f64>> Setup<K> {
 /// The auxiliary field of `coarse` from the E-vector `fine_aux` of `finer`
 /// (`na` values per node or per cell): nodal fields at the injected node,
 /// cell fields averaged over the children.
-fn coarse_aux(coarse: &NodalSpace, finer: &NodalSpace, parent: &[u32], inj: &[u32], na: usize, nodal: bool, fine_aux: &[f64]) -> Vec<f64> {
+fn coarse_aux(coarse: &Space, finer: &Space, parent: &[u32], inj: &[u32], na: usize, nodal: bool, fine_aux: &[f64]) -> Vec<f64> {
     if na == 0 {
         return Vec::new();
     }

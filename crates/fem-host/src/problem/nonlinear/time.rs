@@ -24,7 +24,7 @@ use super::{Extra, NewtonOps, NewtonOptions, NewtonReport, Setup, Workspace, NON
 use crate::operator::csr::Csr;
 use crate::solver::multigrid::Matrix;
 use crate::space::integrate::mass_ematrices;
-use crate::space::{Constraints, NodalSpace};
+use crate::space::{Constraints, Space};
 use crate::{Error, Result};
 use fem_kernels::pointwise::Kernels;
 use serde::Serialize;
@@ -109,7 +109,7 @@ pub struct TimeReport {
 
 /// The mass matrix of the set-up's field as CSR values of its pattern,
 /// zero in fixed rows and columns: the tangent's.
-pub fn mass_values<K: Kernels<f64>>(setup: &Setup<K>, space: &NodalSpace) -> Vec<f64> {
+pub fn mass_values<K: Kernels<f64>>(setup: &Setup<K>, space: &Space) -> Vec<f64> {
     mass(setup, &mass_ematrices(space, setup.physics.variant.nc), false)
 }
 
@@ -191,7 +191,7 @@ impl<'c, B: NewtonOps> MovingRows<'c, B> {
 pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
     b: &B,
     setup: &Setup<K>,
-    space: &NodalSpace,
+    space: &Space,
     u0: &[f64],
     forcing: Forcing,
     o: &TimeOptions,
@@ -302,8 +302,8 @@ mod tests {
 
     /// The heat equation u̇ − Δu = 0 (Poisson with κ = 1, f = 0) on
     /// degree-`p` triangles of `n` × `n` squares.
-    fn heat(cpu: &CpuBackend, n: usize, p: usize) -> (NodalSpace, Setup<Poisson>) {
-        let space = NodalSpace::simplex(&SimplexBox::unstructured(2, n, 4).build().unwrap(), p).unwrap();
+    fn heat(cpu: &CpuBackend, n: usize, p: usize) -> (Space, Setup<Poisson>) {
+        let space = Space::simplex(&SimplexBox::unstructured(2, n, 4).build().unwrap(), p).unwrap();
         let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
         let setup = Setup::<Poisson>::with_aux(cpu, &space, Aux::Nodal(&coefficients)).unwrap();
         (space, setup)
@@ -353,7 +353,7 @@ mod tests {
         let cpu = CpuBackend::new(Some(2)).unwrap();
         let exact = |x: &[f64; 3], t: f64| (1.0 + t) * (x[0] + 2.0 * x[1]);
         for p in [1, 2] {
-            let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 4, 4).build().unwrap(), p).unwrap();
+            let space = Space::simplex(&SimplexBox::unstructured(2, 4, 4).build().unwrap(), p).unwrap();
             let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
             let c = Constraints::none(&space, 1).dirichlet_in_time(&space, &crate::space::BoundaryPart::All, move |x, t, v| v[0] = exact(x, t)).unwrap();
             let load = crate::space::Load::zero(&space, 1).source(&space, |x, v| v[0] = x[0] + 2.0 * x[1]);
@@ -388,7 +388,7 @@ mod tests {
         let cpu = CpuBackend::new(Some(2)).unwrap();
         let q = |x: &[f64; 3]| x[0] * x[0] + 2.0 * x[1] * x[1];
         let exact = move |x: &[f64; 3], t: f64| (1.0 + t) * q(x);
-        let space = NodalSpace::simplex(&SimplexBox::unstructured(2, 4, 4).build().unwrap(), 2).unwrap();
+        let space = Space::simplex(&SimplexBox::unstructured(2, 4, 4).build().unwrap(), 2).unwrap();
         let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
         let c = Constraints::none(&space, 1).dirichlet_in_time(&space, &crate::space::BoundaryPart::All, move |x, t, v| v[0] = exact(x, t)).unwrap();
         let source = |t: f64| crate::space::Load::zero(&space, 1).source(&space, |x, v| v[0] = q(x) - 6.0 * (1.0 + t));

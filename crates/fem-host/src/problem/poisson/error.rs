@@ -20,7 +20,7 @@ pub(super) fn l2_error_dim<T: Scalar, const D: usize>(cpu: &CpuBackend, mesh: &M
     let p = space.degree;
     let tables = RefTables::<f64>::new(p, p + 3);
     let tab = tables.view();
-    let nb = space.dofs_per_cell();
+    let nb = space.nb();
     let err2: f64 = cpu.install(|| {
         (0..mesh.n_cells())
             .into_par_iter()

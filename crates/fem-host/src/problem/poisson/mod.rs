@@ -375,9 +375,9 @@ fn bench_spmv<B: Backend, T: Scalar>(b: &B, op: &dyn LinearOperator<B, T>, x: &B
 fn discretise(opts: &PoissonOptions, stage: Stages) -> Result<(Mesh, Space, Layout)> {
     stage("mesh and DOFs");
     let mesh = opts.mesh.build()?;
-    let mut space = Space::new(&mesh, opts.degree, opts.numbering)?;
+    let mut space = Space::tensor_numbered(&mesh, opts.degree, opts.numbering)?;
     if let Some(f) = &opts.dirichlet_facets {
-        space.restrict_boundary(&mesh, f);
+        space.restrict_boundary(f);
     }
     let layout = Layout::new(&space, opts.dirichlet);
     Ok((mesh, space, layout))
@@ -533,7 +533,7 @@ mod tests {
         for (dim, p) in [(2, 1), (2, 3), (2, 6), (3, 1), (3, 2), (3, 4)] {
             for mesh in [BoxMesh::structured(dim, 3), BoxMesh::unstructured(dim, 3, 21)] {
                 let mesh = mesh.build().unwrap();
-                let space = Space::new(&mesh, p, Numbering::Original).unwrap();
+                let space = Space::tensor(&mesh, p).unwrap();
                 for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {
                     let layout = Layout::new(&space, mode);
                     let x = crate::conformance::values::<f64>(layout.n_rows, 3);
@@ -543,7 +543,7 @@ mod tests {
                     let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
                     // Redundant compute costs nb²·nq^D geometry evaluations
                     // per cell: checked where that stays cheap.
-                    let variants: &[LocalVariant] = if space.dofs_per_cell() > 64 { &[LocalVariant::Reuse] } else { &[LocalVariant::Reuse, LocalVariant::Redundant] };
+                    let variants: &[LocalVariant] = if space.nb() > 64 { &[LocalVariant::Reuse] } else { &[LocalVariant::Reuse, LocalVariant::Redundant] };
                     for format in Format::ALL {
                         for &variant in variants {
                             let (op, b, _) = build_operator::<f64>(&cpu, &mesh, &layout, p, format, variant, variant == LocalVariant::Redundant, None).unwrap();
@@ -569,7 +569,7 @@ mod tests {
     fn every_format_handles_a_system_without_unknowns() {
         let cpu = CpuBackend::new(None).unwrap();
         let mesh = BoxMesh::structured(2, 1).build().unwrap();
-        let space = Space::new(&mesh, 1, Numbering::Original).unwrap();
+        let space = Space::tensor(&mesh, 1).unwrap();
         let layout = Layout::new(&space, DirichletMode::Eliminate);
         assert_eq!(layout.n_rows, 0);
         for format in Format::ALL {
@@ -585,7 +585,7 @@ mod tests {
     fn lazy_ell_consolidates_to_the_csr_ellpack() {
         let cpu = CpuBackend::new(None).unwrap();
         let mesh = BoxMesh::unstructured(2, 4, 2).build().unwrap();
-        let space = Space::new(&mesh, 2, Numbering::Original).unwrap();
+        let space = Space::tensor(&mesh, 2).unwrap();
         let layout = Layout::new(&space, DirichletMode::Zero);
         let cd = CellData::<f64>::new(&mesh, &layout, 2);
         let elems = elements::assemble(&cpu, &cd, LocalVariant::Reuse, false).unwrap();
