@@ -178,3 +178,27 @@ fn gpu_unaligned_views_take_the_scalar_path() {
 fn got_y(y: &[f64], yo: usize, alpha: f64, x: &[f64], xo: usize, i: usize) -> f64 {
     alpha * x[xo + i] + y[yo + i]
 }
+
+/// `write` copies host values into a vector in place, on either backend,
+/// and refuses a length that does not match.
+fn write_in_place<B: Backend>(b: &B) {
+    let mut v = b.zeros::<f64>(5).unwrap();
+    b.write(&[1.0, -2.0, 3.5, 0.25, 9.0], &mut v).unwrap();
+    assert_eq!(b.download(&v).unwrap(), vec![1.0, -2.0, 3.5, 0.25, 9.0]);
+    b.write(&[7.0; 5], &mut v).unwrap();
+    assert_eq!(b.download(&v).unwrap(), vec![7.0; 5]);
+    assert!(matches!(b.write(&[1.0; 4], &mut v), Err(Error::LengthMismatch { .. })));
+    let mut empty = b.zeros::<f64>(0).unwrap();
+    b.write(&[], &mut empty).unwrap();
+}
+
+#[test]
+fn write_replaces_values_in_place() {
+    write_in_place(&CpuBackend::new(Some(1)).unwrap());
+}
+
+#[test]
+fn gpu_write_replaces_values_in_place() {
+    let Some(g) = gpu("gpu_write_replaces_values_in_place") else { return };
+    write_in_place(&g);
+}

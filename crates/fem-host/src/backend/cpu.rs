@@ -73,6 +73,12 @@ impl Backend for CpuBackend {
         Ok(data.to_vec())
     }
 
+    fn write<T: Scalar>(&self, data: &[T], v: &mut Vec<T>) -> Result<()> {
+        crate::error::same_len("written values", data.len(), v.len())?;
+        v.copy_from_slice(data);
+        Ok(())
+    }
+
     fn download<T: Scalar>(&self, v: &Vec<T>) -> Result<Vec<T>> {
         Ok(v.clone())
     }

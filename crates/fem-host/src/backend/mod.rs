@@ -60,6 +60,9 @@ pub trait Backend {
     fn zeros<T: Scalar>(&self, n: usize) -> Result<Self::Vector<T>>;
     /// A new vector holding a copy of the host slice `data`.
     fn upload<T: Scalar>(&self, data: &[T]) -> Result<Self::Vector<T>>;
+    /// `v ← data` from the host, into a vector of the same length: no
+    /// allocation, for values refreshed at every step.
+    fn write<T: Scalar>(&self, data: &[T], v: &mut Self::Vector<T>) -> Result<()>;
     /// A host copy of `v`, after the work queued on it has finished.
     fn download<T: Scalar>(&self, v: &Self::Vector<T>) -> Result<Vec<T>>;
     /// Number of elements of `v`.

@@ -257,6 +257,14 @@ impl Backend for CudaBackend {
         Ok(self.stream.clone_htod(data)?)
     }
 
+    fn write<T: Scalar>(&self, data: &[T], v: &mut CudaSlice<T>) -> Result<()> {
+        crate::error::same_len("written values", data.len(), v.len())?;
+        if !data.is_empty() {
+            self.stream.memcpy_htod(data, v)?;
+        }
+        Ok(())
+    }
+
     fn download<T: Scalar>(&self, v: &CudaSlice<T>) -> Result<Vec<T>> {
         if v.is_empty() {
             return Ok(Vec::new());

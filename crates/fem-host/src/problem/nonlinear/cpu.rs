@@ -96,9 +96,7 @@ impl NewtonOps for CpuBackend {
     }
 
     fn set_residual_base(&self, s: &mut CpuState, base: &[f64]) -> Result<()> {
-        crate::error::same_len("residual base", base.len(), s.base[0].len())?;
-        s.base[0].copy_from_slice(base);
-        Ok(())
+        self.write(base, &mut s.base[0])
     }
 
     fn set_time(&self, s: &mut CpuState, t: f64) {

@@ -97,9 +97,7 @@ impl NewtonOps for CudaBackend {
     }
 
     fn set_residual_base(&self, s: &mut GpuState, base: &[f64]) -> Result<()> {
-        crate::error::same_len("residual base", base.len(), self.len(&s.base[0]))?;
-        s.base[0] = self.upload(base)?;
-        Ok(())
+        self.write(base, &mut s.base[0])
     }
 
     fn set_time(&self, s: &mut GpuState, t: f64) {

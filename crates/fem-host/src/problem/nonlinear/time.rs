@@ -141,7 +141,9 @@ struct MovingRows<'c, B: NewtonOps> {
     scatter: Matrix<B, f64>,
     /// 0 in moving rows, 1 elsewhere.
     keep: B::Vector<f64>,
+    /// The moving values on the host and on the backend.
     values: Vec<f64>,
+    device: B::Vector<f64>,
 }
 
 impl<'c, B: NewtonOps> MovingRows<'c, B> {
@@ -168,16 +170,16 @@ impl<'c, B: NewtonOps> MovingRows<'c, B> {
         }
         let scatter = b.store_matrix(&Csr { n_rows: n, row_ptr, val: vec![1.0; col.len()], col }, rows.len())?;
         let keep = b.upload(&slot.iter().map(|&k| if k == NONE { 1.0 } else { 0.0 }).collect::<Vec<f64>>())?;
-        Ok(Some(Self { constraints: c, scatter, keep, values: Vec::with_capacity(rows.len()) }))
+        Ok(Some(Self { constraints: c, scatter, keep, values: Vec::with_capacity(rows.len()), device: b.zeros(rows.len())? }))
     }
 
     /// Sets the moving rows of `u` to their values at `t` (`tmp` is work
-    /// space): one upload of the moving values.
+    /// space): one copy of the moving values to the backend.
     fn set(&mut self, b: &B, t: f64, u: &mut B::Vector<f64>, tmp: &mut B::Vector<f64>) -> Result<()> {
         self.constraints.moving_values(t, &mut self.values);
-        let g = b.upload(&self.values)?;
+        b.write(&self.values, &mut self.device)?;
         b.mul(u, &self.keep, tmp)?;
-        self.scatter.apply(b, &g, u)?;
+        self.scatter.apply(b, &self.device, u)?;
         b.axpy(1.0, tmp, u)
     }
 }
