@@ -117,7 +117,7 @@ fn sainv_approximates_the_inverse_and_preconditions_cg() {
     use fem::host::solver::sainv::{factor, sainv_factors};
     let cpu = cpu();
     for (dim, p) in [(2, 1), (2, 2), (3, 1)] {
-        let a = fem_matrix::<f64>(&cpu, dim, p, 2000, 1, true).unwrap();
+        let a = fem_matrix::<f64>(&cpu, dim, p, 1000, 1, true).unwrap();
         // Without dropping, Z is exactly A-conjugate: Zᵀ A Z = D.
         let f = factor(&a, 0.0).unwrap();
         let az = |k: usize| {
