@@ -6,7 +6,6 @@
 //! file renamed into place, so a failure leaves no partial picture.
 
 use crate::host::mesh::Mesh;
-use crate::host::problem::field::QpField;
 use crate::host::space::Space;
 use plotters::prelude::*;
 use std::path::Path;
@@ -187,13 +186,6 @@ pub fn mesh_simplices(mesh: &Mesh) -> Vec<[u32; 4]> {
     out
 }
 
-/// A Q_p field as simplices through its DOF nodes (each cell cut into
-/// p^dim sub-cells of neighbouring nodes), so the picture shows the
-/// computed polynomial at its nodes, not only at the vertices.
-pub fn qp_picture(field: &QpField) -> (Vec<[f64; 3]>, Vec<[u32; 4]>) {
-    (field.space.dof_coords.clone(), tensor_simplices(field.mesh.dim, field.space.degree, &field.space.cell_dofs))
-}
-
 /// Simplices through the nodes of Q_p cells whose DOFs (lexicographic,
 /// x fastest) are `cell_dofs`: p^dim sub-cells per cell, each split.
 fn tensor_simplices(dim: usize, p: usize, cell_dofs: &[u32]) -> Vec<[u32; 4]> {
@@ -215,8 +207,9 @@ fn tensor_simplices(dim: usize, p: usize, cell_dofs: &[u32]) -> Vec<[u32; 4]> {
 }
 
 /// Simplices through the nodes of a nodal space: a P2 triangle as its
-/// four sub-triangles, other simplices by their corners, Q_p cells as in
-/// [`qp_picture`].
+/// four sub-triangles, other simplices by their corners, Q_p cells cut
+/// into p^dim sub-cells of neighbouring nodes, each split, so the picture
+/// shows the computed polynomial at its nodes, not only at the vertices.
 pub fn nodal_simplices(space: &Space) -> Vec<[u32; 4]> {
     let (nb, d) = (space.nb(), space.shape.dim());
     if !space.shape.is_simplex() {
@@ -235,8 +228,3 @@ pub fn nodal_png(path: &Path, title: &str, label: &str, space: &Space, values: &
     field_png(path, title, label, &Picture { dim: space.shape.dim(), coords: &space.dof_coords, simplices: &simplices, values })
 }
 
-/// Writes the picture of a Q_p field.
-pub fn qp_field_png(path: &Path, title: &str, label: &str, field: &QpField) -> PlotResult {
-    let (coords, simplices) = qp_picture(field);
-    field_png(path, title, label, &Picture { dim: field.mesh.dim, coords: &coords, simplices: &simplices, values: &field.dofs })
-}

@@ -357,7 +357,7 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
         write_solution_vtk(path, &opts, &report, regions.as_deref(), a.vtk_ascii)?;
     }
     if let Some(path) = &a.png {
-        fem::picture::qp_field_png(path, &format!("u_h, Q{degree}"), "u", &report.field).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        fem::picture::nodal_png(path, &format!("u_h, Q{degree}"), "u", &report.field.space, &report.field.dofs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if a.json {
         let mut v = serde_json::to_value(&report)?;
@@ -420,7 +420,7 @@ pub(crate) fn solve_hole(a: &SolveArgs) -> CliResult {
         report.field.write_vtk(path, "u", None, &[], if a.vtk_ascii { fem::host::io::vtk::Encoding::Ascii } else { fem::host::io::vtk::Encoding::Binary })?;
     }
     if let Some(path) = &a.png {
-        fem::picture::qp_field_png(path, "hole benchmark, u_h", "u", &report.field).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        fem::picture::nodal_png(path, "hole benchmark, u_h", "u", &report.field.space, &report.field.dofs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     print_report(a.json, &report, fem::solve::describe_hole)?;
     Ok(report.converged)

@@ -284,7 +284,8 @@ fn fem_solve_takes_kappa_per_region_and_writes_it() {
     o.kappa = Some(g.region_values(&[("stiff".into(), 20.0)], 1.0).unwrap().into());
     o.format = Format::Csr;
     let r = solve_cpu::<f64>(&CpuBackend::new(Some(2)).unwrap(), &o).unwrap();
-    let (_, u) = r.field.lagrange().unwrap();
+    let text = fem::host::io::vtk::vtu_nodal(&r.field.space, &[fem::host::io::vtk::Field { name: "u", values: &r.field.dofs }], &[], fem::host::io::vtk::Encoding::Binary).unwrap();
+    let u = fem::host::io::vtk::read_fields(&text).unwrap().into_iter().find(|f| f.0 == "u").unwrap().1;
     let fields = fem::host::io::vtk::read_fields(&std::fs::read_to_string(&vtu).unwrap()).unwrap();
     let get = |n: &str| fields.iter().find(|f| f.0 == n).unwrap_or_else(|| panic!("{n} missing")).1.clone();
     let written = get("u");

@@ -128,12 +128,14 @@ pub(crate) fn grid_vtu(g: &Grid, points: &[Field], cells: &[Field], enc: Encodin
     Ok(s)
 }
 
-/// The `.vtu` text of a nodal space with `points` fields per node (one
-/// or three values each). P1/P2 simplices become linear or quadratic
-/// triangles and tetrahedra, whose node order (corners, then the edge
-/// midpoints of [`fem_core::shape::Shape::edges`]) is VTK's; Q_p cells
-/// become Lagrange cells of order p ([`super::vtk_lagrange`]), so ParaView
-/// draws the polynomial field the solver computed.
+/// The `.vtu` text of a space with `points` fields per node (one or
+/// three values each) and `cells` fields per cell. P1/P2 simplices become
+/// linear or quadratic triangles and tetrahedra, whose node order
+/// (corners, then the edge midpoints of
+/// [`fem_core::shape::Shape::edges`]) is VTK's; Q1 cells become
+/// quadrilaterals and hexahedra on the shared nodes, and Q_p cells above
+/// Lagrange cells of order p ([`super::vtk_lagrange`]), so ParaView draws
+/// the polynomial field the solver computed.
 pub fn vtu_nodal(space: &Space, points: &[Field], cells: &[Field], enc: Encoding) -> Result<String, VtkError> {
     use fem_core::shape::Shape;
     let kind = match (space.shape, space.degree) {
@@ -141,6 +143,13 @@ pub fn vtu_nodal(space: &Space, points: &[Field], cells: &[Field], enc: Encoding
         (Shape::Tetrahedron, 1) => VTK_TETRA,
         (Shape::Triangle, 2) => VTK_QUADRATIC_TRIANGLE,
         (Shape::Tetrahedron, 2) => VTK_QUADRATIC_TETRA,
+        (Shape::Quadrilateral | Shape::Hexahedron, 1) => {
+            // the tensor order of a Q1 cell's nodes is its vertices' order
+            let nv = space.nb();
+            let conn = space.cell_dofs.chunks(nv).flat_map(|c| crate::mesh::CYCLIC_ORDER[..nv].iter().map(move |&k| c[k] as i64)).collect();
+            let kind = if space.dim() == 2 { VTK_QUAD } else { VTK_HEXAHEDRON };
+            return grid_vtu(&Grid { coords: &space.dof_coords, conn, nv, kind }, points, cells, enc);
+        }
         (Shape::Quadrilateral | Shape::Hexahedron, p) => return tensor_vtu(space, p, points, cells, enc),
         (s, p) => return Err(VtkError::Unsupported(format!("{} cells of degree {p}", s.name()))),
     };

@@ -1,9 +1,7 @@
-//! A computed Q_p function with its mesh and space, and its `.vtu` output:
-//! linear cells at the vertices for p = 1, Lagrange cells of order p
-//! above, so what ParaView shows is the solution the solver computed.
+//! A computed Q_p function with its mesh and space, and its `.vtu` output
+//! through the space's writer.
 
 use crate::io::vtk::{self, Encoding, Field};
-use crate::io::vtk_lagrange::LagrangeGrid;
 use crate::mesh::Mesh;
 use crate::space::{Layout, Space};
 use crate::{Result, Scalar};
@@ -47,36 +45,19 @@ impl QpField {
         out
     }
 
-    /// The Lagrange grid of the cells and u_h at its points.
-    pub fn lagrange(&self) -> Result<(LagrangeGrid, Vec<f64>)> {
-        let x = &self.space.dof_coords;
-        let coords: Vec<[f64; 3]> = self.space.cell_dofs.iter().map(|&d| x[d as usize]).collect();
-        let values: Vec<f64> = self.space.cell_dofs.iter().map(|&d| self.dofs[d as usize]).collect();
-        let grid = LagrangeGrid::new(self.mesh.dim, &self.space.gll_nodes(), &coords)?;
-        let u = grid.resample(&values)?;
-        Ok((grid, u))
-    }
-
     /// Writes `name` = u_h and, given the exact solution, `u_exact` and
-    /// `error` = u_h − u at the same points, with per-cell fields `cells`,
-    /// whole or not at all.
+    /// `error` = u_h − u at the nodes, with per-cell fields `cells`, whole
+    /// or not at all: the space's own cells ([`vtk::vtu_nodal`]), so
+    /// ParaView draws every field through the nodes as the solution's
+    /// polynomials.
     pub fn write_vtk(&self, path: &Path, name: &str, exact: Option<&dyn Fn([f64; 3]) -> f64>, cells: &[Field], enc: Encoding) -> Result<()> {
-        let (points, u, grid) = if self.space.degree == 1 {
-            (self.mesh.coords.clone(), self.vertex_values(), None)
-        } else {
-            let (g, u) = self.lagrange()?;
-            (g.points.clone(), u, Some(g))
-        };
-        let ue: Vec<f64> = exact.map(|f| points.iter().map(|&x| f(x)).collect()).unwrap_or_default();
-        let err: Vec<f64> = u.iter().zip(&ue).map(|(a, b)| a - b).collect();
-        let mut fields = vec![Field { name, values: &u }];
+        let ue: Vec<f64> = exact.map(|f| self.space.dof_coords.iter().map(|&x| f(x)).collect()).unwrap_or_default();
+        let err: Vec<f64> = self.dofs.iter().zip(&ue).map(|(a, b)| a - b).collect();
+        let mut fields = vec![Field { name, values: &self.dofs }];
         if exact.is_some() {
             fields.extend([Field { name: "u_exact", values: &ue }, Field { name: "error", values: &err }]);
         }
-        match grid {
-            None => vtk::write_path(path, &self.mesh, &fields, cells, enc)?,
-            Some(g) => g.write(path, &fields, cells, enc)?,
-        }
+        vtk::write_nodal(path, &self.space, &fields, cells, enc)?;
         Ok(())
     }
 }
