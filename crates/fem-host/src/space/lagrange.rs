@@ -32,8 +32,6 @@ pub struct Space {
     /// tensor cells; the pointwise kernels go to
     /// [`fem_core::shape::MAX_TENSOR_DEGREE`]).
     pub degree: usize,
-    /// The order the DOFs were numbered in (simplices: original).
-    pub numbering: Numbering,
     /// Scalar nodes (a field of `nc` components has `nc · n_dofs` values).
     pub n_dofs: usize,
     /// `cell_dofs[c·nb + b]`.
@@ -90,7 +88,6 @@ impl Space {
         let mut space = Self {
             shape,
             degree,
-            numbering: Numbering::Original,
             n_dofs,
             cell_dofs,
             vertices: mesh.coords.clone(),
@@ -120,7 +117,6 @@ impl Space {
         let mut space = Self {
             shape,
             degree,
-            numbering,
             n_dofs,
             cell_dofs,
             vertices: mesh.coords.clone(),

@@ -275,7 +275,6 @@ pub fn injection(p: &Csr<f64>, n_coarse: usize) -> Result<Vec<u32>> {
 pub fn reference_point(space: &Space, c: usize, x: &[f64; 3]) -> Result<[f64; 3]> {
     let (shape, d) = (space.shape, space.shape.dim());
     let nv = shape.vertices();
-    let verts: Vec<f64> = (0..nv).flat_map(|v| space.vertex(c, v).iter().copied()).collect();
     let mut xi = [0.0; 3];
     if shape.is_simplex() {
         xi[..d].fill(1.0 / (d + 1) as f64);
@@ -286,10 +285,11 @@ pub fn reference_point(space: &Space, c: usize, x: &[f64; 3]) -> Result<[f64; 3]
         let mut r = [0.0; 3];
         let mut jac = [[0.0; 3]; 3];
         for v in 0..nv {
+            let xv = space.vertex(c, v);
             for a in 0..d {
-                r[a] += verts[v * d + a] * val[v];
+                r[a] += xv[a] * val[v];
                 for b in 0..d {
-                    jac[a][b] += verts[v * d + a] * grad[v * d + b];
+                    jac[a][b] += xv[a] * grad[v * d + b];
                 }
             }
         }
