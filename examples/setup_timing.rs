@@ -30,7 +30,7 @@ fn main() {
     lap("space", &mut t0);
     let layout = Layout::new(&space, DirichletMode::Eliminate);
     lap("layout", &mut t0);
-    let _cd = CellData::<f64>::new(&mesh, &layout, p);
+    let _cd = CellData::<f64>::new(&space, &layout);
     lap("cell data", &mut t0);
     let csr = Csr::<f64>::pattern(&cpu, &layout).unwrap();
     lap("csr pattern", &mut t0);

@@ -27,7 +27,7 @@ fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
         for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {
             let layout = Layout::new(&space, mode);
             let x = fem::host::conformance::values::<T>(layout.n_rows, 9);
-            let (csr, b_cpu, _) = build_operator::<T>(&cpu, &mesh, &layout, p, Format::Csr, LocalVariant::Reuse, false, kappa.as_deref()).unwrap();
+            let (csr, b_cpu, _) = build_operator::<T>(&cpu, &space, &layout, Format::Csr, LocalVariant::Reuse, false, kappa.as_deref()).unwrap();
             let mut want = vec![T::ZERO; layout.n_rows];
             csr.apply(&cpu, &x, &mut want).unwrap();
             let scale = want.iter().fold(0.0f64, |m, v| m.max(v.to_f64().abs()));
@@ -42,7 +42,7 @@ fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
                         opts.scatter = scatter;
                         opts.symmetric = symmetric;
                         opts.kappa = kappa.clone();
-                        let built = build_gpu_operator::<T>(g, &cpu, &mesh, &layout, &opts).unwrap();
+                        let built = build_gpu_operator::<T>(g, &cpu, &space, &layout, &opts).unwrap();
                         let (op, b) = (built.op, built.load);
                         let dx = g.upload(&x).unwrap();
                         let mut dy = g.zeros::<T>(layout.n_rows).unwrap();

@@ -309,7 +309,7 @@ fn assembly_by_spmv_equals_scatter_assembly() {
         let mesh = BoxMesh::unstructured(dim, cells, 3).build().unwrap();
         let space = Space::tensor(&mesh, p).unwrap();
         let layout = Layout::new(&space, mode);
-        let cd = CellData::<f64>::new(&mesh, &layout, p);
+        let cd = CellData::<f64>::new(&space, &layout);
         let elems = elements::assemble(&cpu, &cd, LocalVariant::Reuse, false).unwrap();
         let csr = Csr::assemble(&cpu, &layout, &elems).unwrap();
         for threshold in [None, Some(2)] {

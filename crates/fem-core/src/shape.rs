@@ -18,9 +18,9 @@ pub enum Shape {
     Triangle,
     /// 3D simplex with vertices 0, e₁, e₂, e₃; P1 or P2.
     Tetrahedron,
-    /// The square [−1, 1]²; Q1..Q4.
+    /// The square [−1, 1]²; Q1 to Q8.
     Quadrilateral,
-    /// The cube [−1, 1]³; Q1..Q4.
+    /// The cube [−1, 1]³; Q1 to Q8.
     Hexahedron,
 }
 
@@ -29,11 +29,14 @@ pub const TRI_EDGES: [[usize; 2]; 3] = [[0, 1], [1, 2], [2, 0]];
 /// Edges of the reference tetrahedron, in the order P2 edge nodes follow.
 pub const TET_EDGES: [[usize; 2]; 6] = [[0, 1], [1, 2], [2, 0], [0, 3], [1, 3], [2, 3]];
 
-/// Highest Q_p degree the tensor cells are tabulated for.
-pub const MAX_TENSOR_DEGREE: usize = 4;
-/// Largest Gauss rule per direction on tensor cells and per collapsed
+/// Highest Q_p degree the tensor cells are tabulated for: what the
+/// spaces, their node positions and host-side integrals (loads, error
+/// norms) reach; a `#[fem_kernel]` physics names the degrees it compiles.
+pub const MAX_TENSOR_DEGREE: usize = 8;
+/// Largest Gauss rule per direction on tensor cells (exact to degree 19:
+/// an error norm of Q8 with two degrees to spare) and per collapsed
 /// direction on simplices.
-pub const MAX_RULE_1D: usize = 6;
+pub const MAX_RULE_1D: usize = 10;
 
 impl Shape {
     /// Every shape, for iterating over all of them (tests, name lookup).
@@ -79,8 +82,8 @@ impl Shape {
         Self::ALL.into_iter().find(|k| k.name() == s)
     }
 
-    /// Whether degree `p` is tabulated: P1/P2 on simplices, Q1..Q4 on
-    /// tensor cells.
+    /// Whether degree `p` is tabulated: P1/P2 on simplices, Q1 to
+    /// [`MAX_TENSOR_DEGREE`] on tensor cells.
     pub const fn supports_degree(self, p: usize) -> bool {
         if self.is_simplex() {
             p == 1 || p == 2
@@ -170,8 +173,8 @@ impl Shape {
         match self {
             Shape::Triangle => &[1, 3, 4, 6, 9, 16, 25, 36],
             Shape::Tetrahedron => &[1, 4, 27, 64, 125, 216],
-            Shape::Quadrilateral => &[1, 4, 9, 16, 25, 36],
-            Shape::Hexahedron => &[1, 8, 27, 64, 125, 216],
+            Shape::Quadrilateral => &[1, 4, 9, 16, 25, 36, 49, 64, 81, 100],
+            Shape::Hexahedron => &[1, 8, 27, 64, 125, 216, 343, 512, 729, 1000],
         }
     }
 
@@ -433,7 +436,7 @@ mod tests {
     fn bases_are_nodal_and_sum_to_one_with_gradients_consistent() {
         for shape in Shape::ALL {
             let d = shape.dim();
-            for p in 1..=4 {
+            for p in 1..=MAX_TENSOR_DEGREE {
                 if !shape.supports_degree(p) {
                     continue;
                 }

@@ -2,7 +2,7 @@
 //! (Reguly & Giles eq. 13): the element-to-row map with Dirichlet flags and
 //! the cell vertex coordinates.
 
-use crate::mesh::Mesh;
+use crate::space::Space;
 use crate::space::dirichlet::NONE as LAYOUT_NONE;
 use crate::space::Layout;
 use crate::Scalar;
@@ -36,9 +36,9 @@ pub struct CellData<T> {
 
 impl<T: Scalar> CellData<T> {
     /// Transposes the rows of `layout` (fixed ones flagged) and the vertex
-    /// coordinates of `mesh`; every material factor is 1.
-    pub fn new(mesh: &Mesh, layout: &Layout, degree: usize) -> Self {
-        let (ne, nb, dim) = (layout.n_cells(), layout.dofs_per_cell, mesh.dim);
+    /// coordinates of its `space`; every material factor is 1.
+    pub fn new(space: &Space, layout: &Layout) -> Self {
+        let (ne, nb, dim, degree) = (layout.n_cells(), layout.dofs_per_cell, space.dim(), space.degree);
         let mut map = vec![NONE; nb * ne];
         for e in 0..ne {
             for i in 0..nb {
@@ -56,7 +56,7 @@ impl<T: Scalar> CellData<T> {
         let mut verts = vec![T::ZERO; nv * dim * ne];
         for e in 0..ne {
             for k in 0..nv {
-                let x = mesh.coords[mesh.cells[e][k] as usize];
+                let x = space.vertex(e, k);
                 for a in 0..dim {
                     verts[(k * dim + a) * ne + e] = T::from_f64(x[a]);
                 }

@@ -183,11 +183,11 @@ pub struct HoleReport {
 
 /// The right-hand side with the hole's Dirichlet values lifted:
 /// `b = f − A_{free, hole} · 1` on the free rows of `layout`.
-fn lifted_rhs<T: Scalar>(cpu: &CpuBackend, g: &[f64], h: &Hierarchy<T>, degree: usize) -> Result<Vec<T>> {
-    let (mesh, space, layout) = &h.fine;
+fn lifted_rhs<T: Scalar>(cpu: &CpuBackend, g: &[f64], h: &Hierarchy<T>) -> Result<Vec<T>> {
+    let (space, layout) = &h.fine;
     let n = space.n_dofs;
     let full = Layout { mode: DirichletMode::Zero, n_rows: n, dofs_per_cell: layout.dofs_per_cell, cell_rows: space.cell_dofs.clone(), fixed: vec![false; n], row_dof: (0..n as u32).collect() };
-    let cd = CellData::<T>::new(mesh, &full, degree);
+    let cd = CellData::<T>::new(space, &full);
     let elems = elements::assemble_with(cpu, &cd, LocalVariant::Reuse, false, &UnitLoad)?;
     let a_full = Csr::assemble(cpu, &full, &elems)?;
     let f = elements::load_vector(&cd, &elems);
@@ -200,7 +200,7 @@ fn lifted_rhs<T: Scalar>(cpu: &CpuBackend, g: &[f64], h: &Hierarchy<T>, degree: 
 /// The Dirichlet values of every DOF of the finest level: 1 on the hole's
 /// boundary, 0 elsewhere (the outer boundary, and free DOFs).
 fn dirichlet_values<T: Scalar>(d: &HoleDomain, h: &Hierarchy<T>) -> Vec<f64> {
-    let (_, space, _) = &h.fine;
+    let (space, _) = &h.fine;
     let x = &space.dof_coords;
     (0..space.n_dofs).map(|i| if space.boundary[i] && d.is_inner(x[i]) { 1.0 } else { 0.0 }).collect()
 }
@@ -208,8 +208,8 @@ fn dirichlet_values<T: Scalar>(d: &HoleDomain, h: &Hierarchy<T>) -> Vec<f64> {
 /// u_h on the finest level: the solution on the free rows, the Dirichlet
 /// values elsewhere.
 fn fine_field<T: Scalar>(g: &[f64], h: Hierarchy<T>, solution: &[f64]) -> super::field::QpField {
-    let (mesh, space, layout) = h.fine;
-    super::field::QpField::from_rows(mesh, space, &layout, solution, |i| g[i])
+    let (space, layout) = h.fine;
+    super::field::QpField::from_rows(space, &layout, solution, |i| g[i])
 }
 
 /// Builds and solves the benchmark on backend `bk`.
@@ -226,7 +226,7 @@ pub fn solve<B: PrecondOps, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &HoleOptions
     let coarse = domain.coarse()?;
     let h0 = Hierarchy::<T>::build(cpu, &coarse, o.degree, o.levels, |m| domain.refine(m))?;
     let g = dirichlet_values(&domain, &h0);
-    let b0 = lifted_rhs(cpu, &g, &h0, o.degree)?;
+    let b0 = lifted_rhs(cpu, &g, &h0)?;
     let perms = permutations(&h0, o.ordering, 7);
     let h = h0.permuted(&perms);
     let top = perms.last().expect("at least one level");

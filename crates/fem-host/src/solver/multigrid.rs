@@ -110,8 +110,8 @@ pub struct Hierarchy<T> {
     pub p: Vec<Csr<T>>,
     /// Position of every row of every level.
     pub coords: Vec<Vec<[f64; 3]>>,
-    /// The finest level's mesh, space and layout.
-    pub fine: (Mesh, Space, Layout),
+    /// The finest level's space and layout.
+    pub fine: (Space, Layout),
 }
 
 impl<T: Scalar> Hierarchy<T> {
@@ -129,18 +129,18 @@ impl<T: Scalar> Hierarchy<T> {
         let mut mesh = coarse.clone();
         let mut space = Space::tensor(&mesh, degree)?;
         let mut layout = Layout::new(&space, DirichletMode::Eliminate);
-        let (mut a, mut p) = (vec![assemble(cpu, &mesh, &layout, degree)?], Vec::new());
+        let (mut a, mut p) = (vec![assemble(cpu, &space, &layout)?], Vec::new());
         let mut coords = vec![row_coords(&space, &layout)];
         for _ in 1..levels {
             let r = refine(&mesh);
             let fine_space = Space::tensor(&r.fine, degree)?;
             let fine_layout = Layout::new(&fine_space, DirichletMode::Eliminate);
             p.push(prolongation(&space, &layout, &fine_space, &fine_layout, &r)?);
-            a.push(assemble(cpu, &r.fine, &fine_layout, degree)?);
+            a.push(assemble(cpu, &fine_space, &fine_layout)?);
             coords.push(row_coords(&fine_space, &fine_layout));
             (mesh, space, layout) = (r.fine, fine_space, fine_layout);
         }
-        Ok(Self { a, p, coords, fine: (mesh, space, layout) })
+        Ok(Self { a, p, coords, fine: (space, layout) })
     }
 
     /// The hierarchy with every level's rows renumbered: `perms[l][new]`
@@ -191,8 +191,8 @@ pub fn permute_csr<T: Scalar>(a: &Csr<T>, rows: &[u32], col_inv: &[u32]) -> Csr<
     Csr { n_rows: rows.len(), row_ptr, col, val }
 }
 
-fn assemble<T: Scalar>(cpu: &CpuBackend, mesh: &Mesh, layout: &Layout, degree: usize) -> Result<Csr<T>> {
-    let cd = CellData::<T>::new(mesh, layout, degree);
+fn assemble<T: Scalar>(cpu: &CpuBackend, space: &Space, layout: &Layout) -> Result<Csr<T>> {
+    let cd = CellData::<T>::new(space, layout);
     let elems = elements::assemble(cpu, &cd, LocalVariant::Reuse, false)?;
     Csr::assemble(cpu, layout, &elems)
 }

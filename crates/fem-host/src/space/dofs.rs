@@ -19,9 +19,9 @@ use crate::{Error, Result};
 use fem_core::element::pow;
 use rayon::prelude::*;
 
-/// Highest polynomial degree a space may have (tables and kernels are
-/// sized for it).
-pub const MAX_DEGREE: usize = 8;
+/// Highest Q_p degree a space may have: the degree the reference cells
+/// are tabulated to.
+pub use fem_core::shape::MAX_TENSOR_DEGREE;
 
 /// Order in which global numbers are given out (Reguly & Giles §10.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -155,8 +155,8 @@ fn bounding_box(mesh: &Mesh) -> ([f64; 3], [f64; 3]) {
 /// every cell's DOFs (`[c·nb + i]`, tensor node order) and the boundary
 /// facets (a sort of every cell's facet keys, done once here).
 pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<(usize, Vec<u32>, Vec<Facet>)> {
-    if !(1..=MAX_DEGREE).contains(&degree) {
-        return Err(Error::InvalidArgument(format!("degree must be in 1..={MAX_DEGREE}, not {degree}")));
+    if !(1..=MAX_TENSOR_DEGREE).contains(&degree) {
+        return Err(Error::InvalidArgument(format!("degree must be in 1..={MAX_TENSOR_DEGREE}, not {degree}")));
     }
     mesh.validate()?;
     let facets = tensor_facets(mesh);
@@ -319,7 +319,7 @@ mod tests {
     fn bad_degree_and_invalid_mesh() {
         let mesh = BoxMesh::structured(2, 2).build().unwrap();
         assert!(Space::tensor(&mesh, 0).is_err());
-        assert!(Space::tensor(&mesh, MAX_DEGREE + 1).is_err());
+        assert!(Space::tensor(&mesh, MAX_TENSOR_DEGREE + 1).is_err());
         let mut bad = mesh.clone();
         bad.cells[0].swap(0, 1);
         assert!(matches!(Space::tensor(&bad, 1), Err(Error::Mesh(_))));

@@ -334,4 +334,21 @@ mod tests {
             assert!((l2_error(&s, 1, &u, f) - 1.0).abs() < 1e-12);
         }
     }
+
+    /// At the highest tensor degree the tables and rules still hold: on
+    /// affine cells Q8 interpolates x⁸y⁸ (z⁸) exactly, and the error of
+    /// Q7 against it is far from rounding.
+    #[test]
+    fn l2_error_at_the_highest_tensor_degree() {
+        let p = fem_core::shape::MAX_TENSOR_DEGREE;
+        for dim in [2, 3] {
+            let mesh = BoxMesh::structured(dim, 2).build().unwrap();
+            let f = |x: &[f64; 3], o: &mut [f64]| o[0] = x[..dim].iter().map(|v| v.powi(p as i32)).product::<f64>();
+            let s = Space::tensor(&mesh, p).unwrap();
+            assert!(l2_error(&s, 1, &s.interpolate(1, f), f) < 1e-12);
+            let lower = Space::tensor(&mesh, p - 1).unwrap();
+            let e = l2_error(&lower, 1, &lower.interpolate(1, f), f);
+            assert!(e > 1e-9, "{e:e}");
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! The finite-element space: nodal Lagrange P1/P2 on simplex meshes and
-//! Q_p (p ≤ [`MAX_DEGREE`]) on quadrilateral/hexahedral meshes, in the node
+//! Q_p (p ≤ [`MAX_TENSOR_DEGREE`]) on quadrilateral/hexahedral meshes, in the node
 //! order of [`fem_core::shape`] (tensor cells: the numberings of
 //! [`super::dofs`]), scalar or with `nc` components per node.
 //!
@@ -11,7 +11,7 @@
 //! than every cell's coordinates: the kernels' E-vector of coordinates
 //! ([`Space::cell_coords`]) is built where an operator needs it.
 
-use super::dofs::{tensor_dofs, MAX_DEGREE};
+use super::dofs::{tensor_dofs, MAX_TENSOR_DEGREE};
 use super::facets::{facet_nodes, simplex_facets, Facet};
 use super::hash::IntMap;
 use super::Numbering;
@@ -28,9 +28,8 @@ use rayon::prelude::*;
 pub struct Space {
     /// Reference cell: triangle, tetrahedron, quadrilateral or hexahedron.
     pub shape: Shape,
-    /// Polynomial degree (1 or 2 on simplices, 1 to [`MAX_DEGREE`] on
-    /// tensor cells; the pointwise kernels go to
-    /// [`fem_core::shape::MAX_TENSOR_DEGREE`]).
+    /// Polynomial degree (1 or 2 on simplices, 1 to [`MAX_TENSOR_DEGREE`] on
+    /// tensor cells; a `#[fem_kernel]` physics compiles the degrees it names).
     pub degree: usize,
     /// Scalar nodes (a field of `nc` components has `nc · n_dofs` values).
     pub n_dofs: usize,
@@ -109,8 +108,8 @@ impl Space {
     /// the order `numbering` prescribes (Reguly & Giles §10.4).
     pub fn tensor_numbered(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<Self> {
         let shape = if mesh.dim == 2 { Shape::Quadrilateral } else { Shape::Hexahedron };
-        if !(1..=MAX_DEGREE).contains(&degree) {
-            return Err(Error::InvalidArgument(format!("{} spaces have degree 1 to {MAX_DEGREE}, not {degree}", shape.name())));
+        if !shape.supports_degree(degree) {
+            return Err(Error::InvalidArgument(format!("{} spaces have degree 1 to {MAX_TENSOR_DEGREE}, not {degree}", shape.name())));
         }
         let (n_dofs, cell_dofs, facets) = tensor_dofs(mesh, degree, numbering)?;
         let nv = shape.vertices();

@@ -17,7 +17,7 @@ pub(crate) mod hash;
 pub use hash::IntMap;
 
 pub use dirichlet::{DirichletMode, Layout};
-pub use dofs::{Numbering, MAX_DEGREE};
+pub use dofs::{Numbering, MAX_TENSOR_DEGREE};
 pub use constraints::{BoundaryPart, Constraints, Load};
 pub use nested::{CellMesh, NestedSpaces};
 pub use lagrange::Space;

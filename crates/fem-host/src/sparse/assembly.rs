@@ -160,7 +160,7 @@ pub fn bench_gpu<T: Scalar>(
     let mesh = crate::mesh::BoxMesh::structured(dim, cells).build()?;
     let space = Space::tensor(&mesh, degree)?;
     let layout = Layout::new(&space, DirichletMode::Eliminate);
-    let cd = CellData::<T>::new(&mesh, &layout, degree);
+    let cd = CellData::<T>::new(&space, &layout);
     let elems = elements::assemble(cpu, &cd, LocalVariant::Reuse, false)?;
     let reference = Csr::assemble(cpu, &layout, &elems)?;
     let a = AssemblyBySpmv::new(cpu, &reference, &layout, &cd, threshold)?;

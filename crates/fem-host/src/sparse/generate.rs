@@ -159,7 +159,7 @@ pub fn fem_matrix<T: Scalar>(
     .build()?;
     let space = Space::tensor(&mesh, degree)?;
     let layout = Layout::new(&space, DirichletMode::Eliminate);
-    let cd = CellData::<T>::new(&mesh, &layout, degree);
+    let cd = CellData::<T>::new(&space, &layout);
     let elems = elements::assemble(cpu, &cd, LocalVariant::Reuse, false)?;
     let scalar = Csr::assemble(cpu, &layout, &elems)?;
     kron_block(&scalar, components)

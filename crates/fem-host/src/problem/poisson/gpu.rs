@@ -23,11 +23,11 @@ pub struct GpuOperator<T: Scalar> {
 pub fn build_gpu_operator<T: Scalar>(
     gpu: &CudaBackend,
     cpu: &CpuBackend,
-    mesh: &Mesh,
+    space: &Space,
     layout: &Layout,
     opts: &PoissonOptions,
 ) -> Result<GpuOperator<T>> {
-    let cd = with_regions(CellData::<T>::new(mesh, layout, opts.degree), opts.kappa.as_deref())?;
+    let cd = with_regions(CellData::<T>::new(space, layout), opts.kappa.as_deref())?;
     let cells = Arc::new(GpuCells::upload(gpu, &cd, layout)?);
     let mut b = gpu.zeros::<T>(layout.n_rows)?;
     // JIT-compile the assembly kernels before anything is timed.
@@ -136,9 +136,9 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
 
 /// [`solve_cuda`], naming its stages to `stage`.
 pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions, stage: Stages) -> Result<PoissonReport> {
-    let (mesh, space, layout) = discretise(opts, stage)?;
+    let (space, layout) = discretise(opts, stage)?;
     stage("set-up on the host, assembly on the GPU");
-    let GpuOperator { op, load: b, assembly_seconds, threads_per_row, stored: (nnz, slots) } = build_gpu_operator::<T>(gpu, cpu, &mesh, &layout, opts)?;
+    let GpuOperator { op, load: b, assembly_seconds, threads_per_row, stored: (nnz, slots) } = build_gpu_operator::<T>(gpu, cpu, &space, &layout, opts)?;
     // Benchmarks start CG from a random guess: the load is an eigenfunction
     // of the Laplacian, so from zero CG would stop after a few iterations.
     let mut x = if opts.benchmark { gpu.upload(&crate::conformance::values::<T>(layout.n_rows, 17))? } else { gpu.zeros::<T>(layout.n_rows)? };
@@ -154,14 +154,14 @@ pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Po
     let report = report.expect("solved");
     let bench = if opts.benchmark {
         stage("timing the product and the copy");
-        let bytes = spmv_bytes::<T>(opts.format, &layout, nnz, slots, mesh.dim, opts.symmetric);
+        let bytes = spmv_bytes::<T>(opts.format, &layout, nnz, slots, space.dim(), opts.symmetric);
         Some(bench_spmv(gpu, &*op, &x, bytes, gpu.free_bytes()? * 2 / 5)?)
     } else {
         None
     };
     stage("L2 error");
     let xh = gpu.download(&x)?;
-    let mut r = PoissonReport::new::<T>(cpu, mesh, space, &layout, opts, gpu.name(), report, &xh, assembly_seconds, solve_seconds);
+    let mut r = PoissonReport::new::<T>(cpu, space, &layout, opts, gpu.name(), report, &xh, assembly_seconds, solve_seconds);
     r.threads_per_row = threads_per_row;
     r.spmv = bench;
     Ok(r)
