@@ -14,7 +14,7 @@
 use super::dofs::{tensor_dofs, MAX_TENSOR_DEGREE};
 use super::facets::{facet_nodes, simplex_facets, Facet};
 use super::hash::IntMap;
-use super::Numbering;
+use super::{Numbering, Restriction};
 use crate::mesh::simplex::SimplexMesh;
 use crate::mesh::Mesh;
 use crate::{Error, Result};
@@ -218,20 +218,22 @@ impl Space {
         self.shape.n_basis(self.degree)
     }
 
+    /// The element restriction of an `nc`-component field: E-vector entry
+    /// `cell·nb·nc + b·nc + c` ↔ global row `dof·nc + c`.
+    pub fn restriction(&self, nc: usize) -> Restriction {
+        let nc32 = nc as u32;
+        let map = self.cell_dofs.par_iter().flat_map_iter(|&g| (0..nc32).map(move |c| g * nc32 + c)).collect();
+        Restriction::new(map, self.n_dofs * nc)
+    }
+
     /// E-vector of a global `nc`-component field.
-    pub fn gather<T: Copy + Send + Sync>(&self, nc: usize, global: &[T]) -> Vec<T> {
-        self.cell_dofs.par_iter().flat_map_iter(|&g| (0..nc).map(move |c| global[g as usize * nc + c])).collect()
+    pub fn gather<T: Copy + Default + Send + Sync>(&self, nc: usize, global: &[T]) -> Vec<T> {
+        self.restriction(nc).gathered(global)
     }
 
     /// Global field with the E-vector's entries summed per node.
     pub fn scatter_add(&self, nc: usize, local: &[f64]) -> Vec<f64> {
-        let mut global = vec![0.0; self.n_dofs * nc];
-        for (k, &g) in self.cell_dofs.iter().enumerate() {
-            for c in 0..nc {
-                global[g as usize * nc + c] += local[k * nc + c];
-            }
-        }
-        global
+        self.restriction(nc).scattered(local)
     }
 
     /// Node values of `f`, `nc` per node.

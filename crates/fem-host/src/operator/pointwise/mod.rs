@@ -241,16 +241,10 @@ pub fn assemble_csr<T: Scalar>(cpu: &CpuBackend, space: &Space, nc: usize, elem:
     Ok(csr)
 }
 
-/// The global row of every E-vector entry of an `nc`-component field
-/// (`cell·nb·nc + b·nc + c` → `dof·nc + c`).
-pub fn field_rows(space: &Space, nc: usize) -> Vec<u32> {
-    space.cell_dofs.iter().flat_map(|&g| (0..nc as u32).map(move |c| g * nc as u32 + c)).collect()
-}
-
 /// Rows of an `nc`-component field: node-major, all free.
 fn field_layout(space: &Space, nc: usize) -> Layout {
     let rows = space.n_dofs * nc;
-    let cell_rows = field_rows(space, nc);
+    let cell_rows = space.restriction(nc).map;
     Layout {
         mode: DirichletMode::Zero,
         n_rows: rows,

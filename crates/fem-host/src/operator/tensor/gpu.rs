@@ -5,6 +5,7 @@
 use super::tuning::BpLaunch;
 use super::{Problem, TensorOperator};
 use crate::operator::LinearOperator;
+use crate::space::restriction::GpuRestriction;
 use crate::{Backend, CudaBackend, Error, Result};
 use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
@@ -41,7 +42,9 @@ pub struct GpuTensor<'a> {
     /// The tables a kernel takes by value: I, glD and D (see [`param_tables`]).
     params: [Box<ParamTables>; 3],
     geo: CudaSlice<f64>,
-    map: CudaSlice<u32>,
+    /// The operator's restriction, whose map the kernels read in their
+    /// own loops.
+    restriction: GpuRestriction,
 }
 
 /// Highest degree of the BP3.5 line-contraction kernel; the 2D slices
@@ -178,7 +181,7 @@ impl<'a> GpuTensor<'a> {
             tab: gpu.upload(&packed)?,
             params: [param_tables(&b.interp, b.gq, b.nq), param_tables(&b.gl_diff, b.gq, b.gq), param_tables(&b.diff, b.nq, b.nq)],
             geo: gpu.upload(&op.factors)?,
-            map: gpu.stream().clone_htod(&op.restriction.map)?,
+            restriction: op.restriction.upload(gpu)?,
         })
     }
 
@@ -186,12 +189,12 @@ impl<'a> GpuTensor<'a> {
     /// benchmark cycles through copies so that each application finds its
     /// data out of L2 (`fem_host::roofline::cold_sets`).
     pub fn replica(&self) -> Result<Self> {
-        self.gpu.ensure_free(8 * self.geo.len() + 4 * self.map.len() + 8 * self.tab.len())?;
+        self.gpu.ensure_free(8 * self.geo.len() + 4 * self.restriction.len() + 8 * self.tab.len())?;
         Ok(Self {
             tab: self.gpu.stream().clone_dtod(&self.tab)?,
             params: self.params.clone(),
             geo: self.gpu.stream().clone_dtod(&self.geo)?,
-            map: self.gpu.stream().clone_dtod(&self.map)?,
+            restriction: self.restriction.replica(self.gpu)?,
             f: self.f.clone(),
             ..*self
         })
@@ -230,7 +233,7 @@ impl<'a> GpuTensor<'a> {
             BpKernel::CollocatedLines => l.arg(&*self.params[2]),
             BpKernel::Collocated | BpKernel::Collocated3d => l.arg(&self.tab),
         };
-        l.arg(&self.geo).arg(&flag).arg(&self.map).arg(x).arg(y);
+        l.arg(&self.geo).arg(&flag).arg(&self.restriction.map).arg(x).arg(y);
         unsafe { l.launch(self.config()) }?;
         Ok(())
     }

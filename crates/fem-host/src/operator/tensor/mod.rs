@@ -138,7 +138,7 @@ impl TensorOperator {
             elements: mesh.elements(),
             tables: CpuTables::new(basis),
             factors,
-            restriction: Restriction::new(&mesh.map, mesh.n_nodes),
+            restriction: Restriction::new(mesh.map.clone(), mesh.n_nodes),
         })
     }
 
@@ -183,7 +183,7 @@ impl LinearOperator<CpuBackend, f64> for TensorOperator {
         crate::error::same_len("bp apply", y.len(), self.restriction.rows())?;
         let mut xe = vec![0.0; self.element_dofs()];
         let mut ye = vec![0.0; self.element_dofs()];
-        self.restriction.gather(cpu, x, &mut xe);
+        self.restriction.gather(cpu, x, &mut xe)?;
         cpu.install(|| self.apply_elements(&xe, &mut ye))?;
         self.restriction.scatter(cpu, &ye, y);
         Ok(())

@@ -12,7 +12,7 @@ use crate::space::Restriction;
 use crate::sparse::device::prepare_cpu;
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
-use crate::sparse::{gather_into, Spmv, SpmvFormat};
+use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, Result};
 use fem_kernels::pointwise::Kernels;
 use fem_kernels::sparse::{element_diagonal, element_row_part};
@@ -60,7 +60,8 @@ pub struct CpuState {
     facets: Option<Box<dyn Part>>,
     /// E-vector values of the cells (the facets' follow).
     cell_len: usize,
-    gather: Vec<u32>,
+    /// The E-vector's map from the unknowns.
+    gather: Restriction,
     /// CSR position of every element-tangent entry (empty with LMA).
     entry_pos: Vec<u32>,
     /// What the residual's and the tangent's values start from.
@@ -68,7 +69,7 @@ pub struct CpuState {
     diag_pos: Vec<u32>,
     /// 1 in fixed rows, 0 in free ones.
     fixed: Vec<f64>,
-    /// The residual's position map and its transpose.
+    /// The residual's: the same map, fixed rows skipped.
     restriction: Restriction,
 }
 
@@ -80,19 +81,17 @@ impl NewtonOps for CpuBackend {
             cells: Box::new(setup.physics.clone()),
             facets: setup.facets.clone().map(|t| -> Box<dyn Part> { Box::new(t) }),
             cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
-            gather: setup.gather.clone(),
+            gather: Restriction::new(setup.gather.clone(), setup.n_rows()),
             entry_pos: if lma { Vec::new() } else { setup.entry_pos.clone() },
             base: [setup.residual_base.clone(), if lma { Vec::new() } else { setup.csr.val.clone() }],
             diag_pos: setup.diag_pos.clone(),
             fixed: setup.fixed_mask(),
-            restriction: Restriction::new(&setup.residual_pos, setup.n_rows()),
+            restriction: Restriction::new(setup.residual_pos.clone(), setup.n_rows()),
         })
     }
 
     fn gather(&self, s: &CpuState, u: &Vec<f64>, ue: &mut Vec<f64>) -> Result<()> {
-        crate::error::same_len("gather values", s.gather.len(), ue.len())?;
-        gather_into(self, &s.gather, u, ue);
-        Ok(())
+        s.gather.gather(self, u, ue)
     }
 
     fn set_residual_base(&self, s: &mut CpuState, base: &[f64]) -> Result<()> {

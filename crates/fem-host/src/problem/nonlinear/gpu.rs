@@ -9,7 +9,8 @@
 use super::{NewtonOps, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{GpuFacetTerm, GpuPointwise, Transposition};
-use crate::sparse::device::{blocks_of, gpu_gather, prepare_gpu};
+use crate::space::restriction::{GpuRestriction, Restriction};
+use crate::sparse::device::{blocks_of, prepare_gpu};
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
 use crate::sparse::{Spmv, SpmvFormat};
@@ -49,10 +50,13 @@ pub struct GpuState {
     /// Launches of the residual and the tangent (`None`: one thread per
     /// cell, for tangents too large for shared memory).
     launch: (Transposition, Option<Transposition>),
-    gather: CudaSlice<u32>,
-    /// Residual and tangent targets of the element values (the tangent's
-    /// empty when it stays element matrices).
-    pos: [CudaSlice<u32>; 2],
+    /// The E-vector's map from the unknowns.
+    gather: GpuRestriction,
+    /// The residual's: the same map, fixed rows skipped.
+    residual: GpuRestriction,
+    /// CSR position of every element-tangent entry (empty when the
+    /// tangent stays element matrices).
+    entry_pos: CudaSlice<u32>,
     /// What the residual's and the tangent's values start from before the
     /// adds (minus the load; 1 on fixed diagonals).
     base: [CudaSlice<f64>; 2],
@@ -84,8 +88,9 @@ impl NewtonOps for CudaBackend {
             launch: (Transposition::fitting(&physics.variant, false, 8, shared)?, Transposition::fitting(&physics.variant, true, 8, shared).ok()),
             physics,
             facets: setup.facets.as_ref().map(|t| GpuFacetTerm::new(self, t)).transpose()?,
-            gather: s.clone_htod(&setup.gather)?,
-            pos: [s.clone_htod(&setup.residual_pos)?, tangent(&setup.entry_pos)?],
+            gather: Restriction::new(setup.gather.clone(), setup.n_rows()).upload(self)?,
+            residual: Restriction::new(setup.residual_pos.clone(), setup.n_rows()).upload(self)?,
+            entry_pos: tangent(&setup.entry_pos)?,
             base: [self.upload(&setup.residual_base)?, if lma { self.zeros(1)? } else { self.upload(&setup.csr.val)? }],
             diag_pos: s.clone_htod(&setup.diag_pos)?,
             fixed: self.upload(&setup.fixed_mask())?,
@@ -93,7 +98,7 @@ impl NewtonOps for CudaBackend {
     }
 
     fn gather(&self, s: &GpuState, u: &CudaSlice<f64>, ue: &mut CudaSlice<f64>) -> Result<()> {
-        gpu_gather(self, &s.gather, u, ue)
+        s.gather.gather(self, u, ue)
     }
 
     fn set_residual_base(&self, s: &mut GpuState, base: &[f64]) -> Result<()> {
@@ -124,7 +129,10 @@ impl NewtonOps for CudaBackend {
 
     fn assemble(&self, s: &GpuState, matrix: bool, elem: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
         self.copy(&s.base[matrix as usize], out)?;
-        scatter_add(self, &s.pos[matrix as usize], elem, out)
+        match matrix {
+            true => scatter_add(self, &s.entry_pos, elem, out),
+            false => s.residual.add(self, elem, out),
+        }
     }
 
     fn inverse_diagonal(&self, s: &GpuState, kflat: &CudaSlice<f64>, inv: &mut CudaSlice<f64>) -> Result<()> {
@@ -141,7 +149,7 @@ impl NewtonOps for CudaBackend {
 
     fn element_product(&self, s: &GpuState, kelem: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
         self.mul(&s.fixed, x, y)?;
-        let (map, rows) = (&s.pos[0], s.pos[0].len());
+        let (map, rows) = (&s.residual.map, s.residual.len());
         let nl = kelem.len() / rows.max(1);
         let lanes = element_lanes(nl);
         let f = self.kernel::<f64>("element_spmv")?;
@@ -151,7 +159,7 @@ impl NewtonOps for CudaBackend {
 
     fn element_diagonal(&self, s: &GpuState, kelem: &CudaSlice<f64>, d: &mut CudaSlice<f64>) -> Result<()> {
         self.copy(&s.fixed, d)?;
-        let (map, rows) = (&s.pos[0], s.pos[0].len());
+        let (map, rows) = (&s.residual.map, s.residual.len());
         let nl = kelem.len() / rows.max(1);
         let f = self.kernel::<f64>("element_diagonal_add")?;
         unsafe { self.stream().launch_builder(&f).arg(&rows).arg(&nl).arg(kelem).arg(map).arg(d).launch(self.grid::<f64>(rows, 0)) }?;

@@ -33,7 +33,7 @@ use assembly::{lma_inverse_diagonal, LmaOp, Storage};
 
 use super::phases::{timed, Split};
 use crate::operator::csr::Csr;
-use crate::operator::pointwise::{csr_pattern, field_rows, Aux, FacetTerm, Pointwise};
+use crate::operator::pointwise::{csr_pattern, Aux, FacetTerm, Pointwise};
 use crate::solver::{CgOptions, Jacobi, PrecondOps};
 use crate::space::{BoundaryPart, Constraints, Load, Space};
 use crate::operator::LinearOperator;
@@ -106,7 +106,7 @@ impl<K: Kernels<f64>> Setup<K> {
     /// element matrix).
     fn build(cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
         let nc = physics.variant.nc;
-        let gather = field_rows(space, nc);
+        let gather = space.restriction(nc).map;
         let residual_pos = gather.par_iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
         let (mut csr, pos) = csr_pattern::<f64>(cpu, space, nc)?;
         let nl = space.nb() * nc;
