@@ -110,7 +110,7 @@ fn matrix_free_diagonal_matches_unit_vectors() {
         for degree in [1, 2, 3] {
             let mesh = SpectralBox::new(degree, [2, 1, 1], TRILINEAR).unwrap();
             let op = TensorOperator::new(problem, &mesh, 0.7).unwrap();
-            let diag = op.assembled_diagonal(&cpu());
+            let diag = op.assembled_diagonal();
             for n in 0..mesh.n_nodes {
                 let mut e = vec![0.0; mesh.n_nodes];
                 e[n] = 1.0;

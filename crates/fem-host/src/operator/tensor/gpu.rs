@@ -346,7 +346,7 @@ impl LinearOperator<CudaBackend, f64> for GpuTensor<'_> {
         self.launch(true, x, y)
     }
     fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<f64>> {
-        gpu.upload(&self.op.assembled_diagonal(&crate::CpuBackend::new(None)?))
+        gpu.upload(&self.op.assembled_diagonal())
     }
     fn name(&self) -> String {
         format!("{:?}", self.op.problem).to_lowercase()

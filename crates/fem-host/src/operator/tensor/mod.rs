@@ -165,11 +165,10 @@ impl TensorOperator {
         diagonal::element_diagonals(self.problem, &self.tables, &self.factors, self.lambda, self.elements)
     }
 
-    /// The diagonal of the assembled operator.
-    pub fn assembled_diagonal(&self, cpu: &CpuBackend) -> Vec<f64> {
-        let mut d = vec![0.0; self.restriction.rows()];
-        self.restriction.scatter(cpu, &cpu.install(|| self.element_diagonal()), &mut d);
-        d
+    /// The diagonal of the assembled operator, on the calling thread's
+    /// pool (the GPU operator's Jacobi set-up has no CPU backend of its own).
+    pub fn assembled_diagonal(&self) -> Vec<f64> {
+        self.restriction.scattered(&self.element_diagonal())
     }
 }
 
@@ -189,7 +188,7 @@ impl LinearOperator<CpuBackend, f64> for TensorOperator {
         Ok(())
     }
     fn diagonal(&self, cpu: &CpuBackend) -> Result<Vec<f64>> {
-        Ok(self.assembled_diagonal(cpu))
+        Ok(cpu.install(|| self.assembled_diagonal()))
     }
     fn name(&self) -> String {
         format!("{:?}", self.problem).to_lowercase()
