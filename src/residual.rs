@@ -100,7 +100,8 @@ pub struct ResidualReport {
     pub backend: String,
     /// Cells per cell block, LCM(N_q, N_b·N_comp).
     pub cell_block: usize,
-    /// GPU launch (none on the CPU, which runs whole cells per task).
+    /// GPU launch (none on the CPU, which runs whole cells per task, nor
+    /// where no block fits shared memory and the GPU runs one cell per thread).
     pub blocks_per_batch: Option<usize>,
     /// Batches per chunk (N_cb) a thread block runs in sequence.
     pub batches_per_chunk: Option<usize>,
@@ -216,7 +217,7 @@ fn run_typed<T: Scalar, K: Kernels<T>>(
             progress("CPU timing", None);
             // The reference run above was the warm-up.
             let cpu_seconds = measure(&cpu, 0, repeats.min(5), || op.residual_cpu(&cpu, &u).map(drop))?.median;
-            (gpu.name(), seconds, result, Some(launch), tuned, Some(cpu_seconds))
+            (gpu.name(), seconds, result, launch, tuned, Some(cpu_seconds))
         }
         AnyBackend::Cpu(c) => {
             progress("CPU timing", None);
@@ -262,7 +263,8 @@ fn run_typed<T: Scalar, K: Kernels<T>>(
     })
 }
 
-type GpuRun<T> = (f64, Vec<T>, Transposition, Option<TunedReport>);
+/// Seconds, the residual, the launch (`None`: one thread per cell) and the tuning.
+type GpuRun<T> = (f64, Vec<T>, Option<Transposition>, Option<TunedReport>);
 
 fn gpu_run<T: Scalar, K: Kernels<T>>(
     o: &ResidualOptions,
@@ -277,6 +279,13 @@ fn gpu_run<T: Scalar, K: Kernels<T>>(
     let dev = GpuPointwise::new(gpu, op)?;
     let ud = gpu.upload(u)?;
     let mut out = gpu.zeros::<T>(dev.out_len(false))?;
+    if o.blocks.is_none() && o.batches.is_none() && Transposition::fitting(&v, false, T::BYTES, gpu.props().shared_mem_per_block_optin as usize).is_err() {
+        // no block of this variant fits shared memory: the solvers'
+        // fallback, one thread per cell
+        progress("GPU residual, one thread per cell", None);
+        let seconds = measure(gpu, 2, o.repeats, || dev.evaluate_cells(gpu, false, &ud, &mut out))?.median;
+        return Ok((seconds, gpu.download(&out)?, None, None));
+    }
     let key = signature(K::NAME, &v, T::NAME, op.n_cells);
     let mut tuned = None;
     if o.tune && o.blocks.is_none() && o.batches.is_none() {
@@ -287,5 +296,5 @@ fn gpu_run<T: Scalar, K: Kernels<T>>(
     let launch = resolve(K::NAME, &v, T::NAME, op.n_cells, o.blocks, o.batches, tuning);
     progress("GPU residual", None);
     let seconds = measure(gpu, 2, o.repeats, || dev.evaluate(gpu, false, launch, &ud, &mut out))?.median;
-    Ok((seconds, gpu.download(&out)?, launch, tuned))
+    Ok((seconds, gpu.download(&out)?, Some(launch), tuned))
 }

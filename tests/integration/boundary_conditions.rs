@@ -71,6 +71,8 @@ fn dirichlet_and_neumann_by_part_converge_at_order_p_plus_one() {
         ("simplex", 3, 2, 2),
         ("tensor", 3, 1, 4),
         ("tensor", 3, 2, 2),
+        ("tensor", 2, 3, 2),
+        ("tensor", 3, 3, 2),
     ] {
         let (coarse, fine) = (
             harmonic(&space(kind, dim, n, p)),

@@ -322,7 +322,7 @@ fn residual_rejects_bad_input() {
         (vec!["residual", "--problem", "stokes"], "unknown problem"),
         (vec!["residual", "--degree", "3"], "degree 1 or 2"),
         (vec!["residual", "--quadrature", "7", "--cells", "100"], "7 quadrature points"),
-        (vec!["residual", "--problem", "elasticity", "--element", "tensor", "--degree", "2", "--cells", "100"], "no quad P2 variant"),
+        (vec!["residual", "--problem", "elasticity", "--element", "tensor", "--degree", "4", "--cells", "100"], "no quad P4 variant"),
         (vec!["residual", "--cells", "0"], "at least 1"),
     ] {
         let mut args = args.clone();

@@ -161,7 +161,16 @@ fn every_tangent_storage_on_the_gpu_gives_the_cpus_solution() {
         let m = BoxMesh::unstructured(dim, n, 3).build().unwrap();
         GmshMesh::from_box_mesh(&m, &vec![0; m.n_cells()], &["domain"]).unwrap()
     };
-    let cases = [(simplex(2, 24), Physics::Poisson, 1), (simplex(3, 4), Physics::Elasticity, 2), (tensor(3, 5), Physics::Poisson, 2), (tensor(3, 5), Physics::Elasticity, 1)];
+    // Q3 hexahedra run their residuals and tangents one thread per cell
+    let cases = [
+        (simplex(2, 24), Physics::Poisson, 1),
+        (simplex(3, 4), Physics::Elasticity, 2),
+        (tensor(3, 5), Physics::Poisson, 2),
+        (tensor(3, 3), Physics::Poisson, 3),
+        (tensor(3, 5), Physics::Elasticity, 1),
+        (tensor(3, 3), Physics::Elasticity, 2),
+        (tensor(2, 6), Physics::Elasticity, 3),
+    ];
     let mut storages: Vec<Assembly> = [SpmvFormat::Csr, SpmvFormat::Ell, SpmvFormat::EllT, SpmvFormat::K1, SpmvFormat::K2].map(Assembly::Sparse).into();
     if fem::host::sparse::cusparse::CusparseCsr::<f64>::available() {
         storages.push(Assembly::Sparse(SpmvFormat::Cusparse));

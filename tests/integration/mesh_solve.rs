@@ -184,8 +184,8 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
             "no boundary physical group `nowhere`",
         ),
         (
-            vec!["--mesh", &hex, "--physics", "elasticity", "--degree", "2"],
-            "no hex P2 variant",
+            vec!["--mesh", &hex, "--physics", "elasticity", "--degree", "3"],
+            "no hex P3 variant",
         ),
         (
             vec!["--mesh", &tet, "--physics", "poisson", "--degree", "3"],
@@ -220,8 +220,8 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
             "--precond mg",
         ),
         (
-            vec!["--mesh", &hex, "--physics", "poisson", "--degree", "3", "--refine", "1", "--precond", "mg"],
-            "no hex P3 variant",
+            vec!["--mesh", &hex, "--physics", "poisson", "--degree", "4", "--refine", "1", "--precond", "mg"],
+            "no hex P4 variant",
         ),
     ] {
         let mut all = vec!["solve", "--backend", "cpu", "--vtk", &vtu];

@@ -335,7 +335,8 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             None => quote!(#[cfg(target_arch = "nvptx64")]),
         };
         for prec in &spec.precisions {
-            let mut kinds = vec![("residual", &base)];
+            let rcell = format!("{base}_cell");
+            let mut kinds = vec![("residual", &base), ("residual_cells", &rcell)];
             let jcell = format!("{jbase}_cell");
             if has_jacobian {
                 kinds.push(("jacobian", &jbase));

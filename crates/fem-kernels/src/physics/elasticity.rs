@@ -6,7 +6,8 @@
 use fem_macros::fem_kernel;
 
 /// Isotropic linear elasticity, `D` displacement components, with cellwise
-/// Lamé parameters; P1/P2 simplices and Q1 tensor cells in `f32` and `f64`.
+/// Lamé parameters; P1/P2 simplices, Q1–Q3 quadrilaterals and Q1/Q2
+/// hexahedra in `f32` and `f64`.
 #[fem_kernel(
     components = dim,
     aux = 2,
@@ -14,7 +15,8 @@ use fem_macros::fem_kernel;
     elements(
         tri(p = 1, q = 1), tri(p = 2, q = 3),
         tet(p = 1, q = 1), tet(p = 2, q = 4),
-        quad(p = 1, q = 4), hex(p = 1, q = 8)
+        quad(p = 1, q = 4), quad(p = 2, q = 9), quad(p = 3, q = 16),
+        hex(p = 1, q = 8), hex(p = 2, q = 27)
     ),
     precision(f32, f64),
     gpu_cfg(feature = "entry-points")

@@ -4,8 +4,8 @@
 
 use fem_macros::fem_kernel;
 
-/// The scalar Poisson problem with nodal κ and f; P1/P2 simplices and Q1/Q2
-/// tensor cells in `f32` and `f64`.
+/// The scalar Poisson problem with nodal κ and f; P1/P2 simplices and
+/// Q1–Q3 tensor cells in `f32` and `f64`.
 #[fem_kernel(
     components = 1,
     aux = 2,
@@ -13,8 +13,8 @@ use fem_macros::fem_kernel;
     elements(
         tri(p = 1, q = 1), tri(p = 2, q = 3), tri(p = 2, q = 6),
         tet(p = 1, q = 1), tet(p = 2, q = 4),
-        quad(p = 1, q = 4), quad(p = 2, q = 9),
-        hex(p = 1, q = 8), hex(p = 2, q = 27)
+        quad(p = 1, q = 4), quad(p = 2, q = 9), quad(p = 3, q = 16),
+        hex(p = 1, q = 8), hex(p = 2, q = 27), hex(p = 3, q = 64)
     ),
     precision(f32, f64),
     gpu_cfg(feature = "entry-points")

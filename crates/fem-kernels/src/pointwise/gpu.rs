@@ -297,6 +297,48 @@ pub unsafe fn jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
     );
 }
 
+/// Element residuals with one thread per cell from global memory
+/// ([`cell_residual`], the CPU's sums): the fallback for variants whose
+/// table and point values for one block of cells exceed shared memory
+/// (high-degree vector fields on hexahedra). `_batches` is unused; the
+/// launch is any 1D grid.
+///
+/// # Safety
+/// Every pointer covers `n_cells` cells of its E-vector layout.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn residual_cells<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+    n_cells: usize,
+    _batches: usize,
+    tab: *const T,
+    u: *const T,
+    x: *const T,
+    a: *const T,
+    out: *mut T,
+    time: T,
+) {
+    per_cell(n_cells, NB * NC, NB * NC, NV * D, aux_len(NB, NA, AUXN), [u, x, a], out, |u, x, a, o| {
+        cell_residual::<T, P, D, NC, NA, NB, NV, NQ, AUXN>(core::slice::from_raw_parts(tab, NQ * row_len(D, NB, NV)), u, x, a, time, o)
+    });
+}
+
+/// Runs `f` on the E-vector slices (`nl`, `nx`, `na` input and `no`
+/// output values per cell) of one cell per thread, over a 1D grid.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn per_cell<T: Real>(n_cells: usize, nl: usize, no: usize, nx: usize, na: usize, [u, x, a]: [*const T; 3], out: *mut T, f: impl Fn(&[T], &[T], &[T], &mut [T])) {
+    let mut cell = crate::device::global_idx_x();
+    while cell < n_cells {
+        f(
+            core::slice::from_raw_parts(u.add(cell * nl), nl),
+            core::slice::from_raw_parts(x.add(cell * nx), nx),
+            core::slice::from_raw_parts(a.add(cell * na), na),
+            core::slice::from_raw_parts_mut(out.add(cell * no), no),
+        );
+        cell += crate::device::grid_size_x();
+    }
+}
+
 /// Element matrices with one thread per cell, everything read from global
 /// memory and the point values kept per thread ([`cell_jacobian`], the
 /// CPU's sums): the fallback for variants whose point values for one block
@@ -317,18 +359,8 @@ pub unsafe fn jacobian_cells<T: Real, P: Physics<T, D, NC, NA>, const D: usize, 
     out: *mut T,
     time: T,
 ) {
-    let (nl, nx, na) = (NB * NC, NV * D, aux_len(NB, NA, AUXN));
-    let tab = core::slice::from_raw_parts(tab, NQ * row_len(D, NB, NV));
-    let mut cell = crate::device::global_idx_x();
-    while cell < n_cells {
-        cell_jacobian::<T, P, D, NC, NA, NB, NV, NQ, AUXN>(
-            tab,
-            core::slice::from_raw_parts(u.add(cell * nl), nl),
-            core::slice::from_raw_parts(x.add(cell * nx), nx),
-            core::slice::from_raw_parts(a.add(cell * na), na),
-            time,
-            core::slice::from_raw_parts_mut(out.add(cell * nl * nl), nl * nl),
-        );
-        cell += crate::device::grid_size_x();
-    }
+    let nl = NB * NC;
+    per_cell(n_cells, nl, nl * nl, NV * D, aux_len(NB, NA, AUXN), [u, x, a], out, |u, x, a, o| {
+        cell_jacobian::<T, P, D, NC, NA, NB, NV, NQ, AUXN>(core::slice::from_raw_parts(tab, NQ * row_len(D, NB, NV)), u, x, a, time, o)
+    });
 }

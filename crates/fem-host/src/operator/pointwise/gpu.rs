@@ -7,6 +7,9 @@ use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use fem_kernels::pointwise::{shared_len, Kernels, Variant};
 
+/// Threads a block may have on every CUDA device.
+const MAX_THREADS: usize = 1024;
+
 /// Launch parameters of thread transposition (the paper's Table 2 axes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Transposition {
@@ -39,6 +42,9 @@ impl Transposition {
             t.blocks -= 1;
         }
         let need = bytes * shared_len(v, t.threads(v), jacobian, t.batches);
+        if t.threads(v) > MAX_THREADS {
+            return Err(Error::InvalidArgument(format!("a block of {} cells needs {} threads (at most {MAX_THREADS})", v.block, t.threads(v))));
+        }
         if need > limit {
             return Err(Error::InvalidArgument(format!("the {} of this variant need {need} bytes of shared memory for one block of {} cells (at most {limit})", if jacobian { "element matrices" } else { "element residuals" }, v.block)));
         }
@@ -98,8 +104,7 @@ impl<T: Scalar> GpuPointwise<T> {
         if shared > props.shared_mem_per_block_optin as usize {
             return Err(Error::InvalidArgument(format!("{} blocks per batch need {shared} bytes of shared memory (at most {})", t.blocks, props.shared_mem_per_block_optin)));
         }
-        let base = if jacobian { v.jacobian.ok_or_else(|| Error::InvalidArgument("this physics defines no g0..g3".into()))? } else { v.residual };
-        let f = gpu.function(&format!("{base}_{}", T::NAME))?;
+        let f = gpu.function(&format!("{}_{}", self.entry(jacobian)?, T::NAME))?;
         if shared > props.shared_mem_per_block as usize {
             f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
         }
@@ -111,20 +116,29 @@ impl<T: Scalar> GpuPointwise<T> {
         Ok((f, LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: (threads as u32, 1, 1), shared_mem_bytes: shared as u32 }))
     }
 
-    /// Element matrices with one thread per cell from global memory (the
-    /// `_cell` entry point): for variants whose thread-transposition launch
-    /// does not fit shared memory ([`Transposition::fitting`] says so).
-    pub fn jacobian_cells(&self, gpu: &CudaBackend, u: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
+    /// Element residuals (`false`) or matrices (`true`) with one thread
+    /// per cell from global memory (the `_cell` entry points): for
+    /// variants whose thread-transposition launch does not fit shared
+    /// memory ([`Transposition::fitting`] says so).
+    pub fn evaluate_cells(&self, gpu: &CudaBackend, jacobian: bool, u: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
         let nl = self.variant.n_local();
-        if u.len() < self.n_cells * nl || out.len() < self.out_len(true) {
+        if u.len() < self.n_cells * nl || out.len() < self.out_len(jacobian) {
             return Err(Error::InvalidArgument(format!("E-vectors of {} and {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
         }
-        let base = self.variant.jacobian.ok_or_else(|| Error::InvalidArgument("this physics defines no g0..g3".into()))?;
-        let f = gpu.function(&format!("{base}_cell_{}", T::NAME))?;
+        let f = gpu.function(&format!("{}_cell_{}", self.entry(jacobian)?, T::NAME))?;
         let (n, batches) = (self.n_cells, 1usize);
         let cfg = LaunchConfig { grid_dim: (n.div_ceil(128).clamp(1, i32::MAX as usize) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
         unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&batches).arg(&self.tab).arg(u).arg(&self.x).arg(&self.a).arg(out).arg(&self.time).launch(cfg) }?;
         Ok(())
+    }
+
+    /// The residual's or the element matrices' entry point, without its
+    /// precision.
+    fn entry(&self, jacobian: bool) -> Result<&'static str> {
+        match jacobian {
+            true => self.variant.jacobian.ok_or_else(|| Error::InvalidArgument("this physics defines no g0..g3".into())),
+            false => Ok(self.variant.residual),
+        }
     }
 
     /// Output length of a residual (`false`) or Jacobian (`true`).
@@ -166,5 +180,28 @@ impl<T: Scalar> GpuPointwise<T> {
         let mut out = gpu.zeros::<T>(self.out_len(jacobian))?;
         self.evaluate(gpu, jacobian, t, &ud, &mut out)?;
         gpu.download(&out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fem_kernels::physics::Elasticity;
+
+    /// A launch shrinks to the blocks that fit the shared memory given,
+    /// and a variant whose single block does not fit is refused, which
+    /// sends the solvers to the one-thread-per-cell entry points.
+    #[test]
+    fn fitting_shrinks_the_launch_then_refuses() {
+        let v = <Elasticity as Kernels<f64>>::VARIANTS.iter().find(|v| v.shape.name() == "hex").expect("a hexahedral variant");
+        let one = Transposition { blocks: 1, ..Transposition::default_for(v) };
+        let need = |t: Transposition, jacobian: bool| 8 * shared_len(v, t.threads(v), jacobian, t.batches);
+        for jacobian in [false, true] {
+            let roomy = Transposition::fitting(v, jacobian, 8, usize::MAX).unwrap();
+            assert_eq!(roomy, Transposition::default_for(v));
+            assert_eq!(Transposition::fitting(v, jacobian, 8, need(one, jacobian)).unwrap().blocks, 1);
+            let err = Transposition::fitting(v, jacobian, 8, need(one, jacobian) - 1).unwrap_err().to_string();
+            assert!(err.contains("shared memory"), "{err}");
+        }
     }
 }

@@ -71,8 +71,10 @@ mod tests {
     use fem_kernels::pointwise::Kernels;
 
     /// The residual's default launch of every shipped variant fits the
-    /// 227 KB of shared memory a block may have on an H100/H200, and only
-    /// chunks of several batches pay for the second input buffer.
+    /// 227 KB of shared memory a block may have on an H100/H200, but for
+    /// hexahedra of 64 or more unknowns a cell (scalar Q3, vector Q2),
+    /// which no launch fits and which run one thread per cell; only chunks
+    /// of several batches pay for the second input buffer.
     #[test]
     fn default_launches_fit_and_only_multi_batch_chunks_double_the_inputs() {
         use fem_kernels::physics::Elasticity;
@@ -82,7 +84,10 @@ mod tests {
             let t = Transposition::default_for(v);
             let cells = t.threads(v);
             assert_eq!(t.batches, 1);
-            assert!(8 * shared_len(v, cells, false, t.batches) <= 232_448, "{v:?}");
+            if 8 * shared_len(v, cells, false, t.batches) > 232_448 {
+                assert!(v.shape.name() == "hex" && v.n_local() >= 64, "{v:?}");
+                assert!(Transposition::fitting(v, false, 8, 232_448).is_err());
+            }
             let (d, nv) = (v.dim(), v.shape.vertices());
             // each region rounded up to 4 values (16 bytes of f32)
             let inputs = pad(cells * v.n_local()) + pad(cells * nv * d) + pad(cells * v.aux_per_cell());

@@ -230,6 +230,20 @@ mod tests {
             let setup = Setup::<Elasticity>::constrained(&cpu, s, Aux::Cell(&cells), &bcs, None).unwrap();
             compare(&cpu, &setup, &format!("elasticity {:?} p = {}", s.shape, s.degree));
         }
+        // the higher tensor degrees: Q3 scalar fields, Q2 and Q3 vector fields
+        let tensor = |dim: usize, n: usize, p: usize| Space::tensor(&BoxMesh::unstructured(dim, n, 3).build().unwrap(), p).unwrap();
+        for s in [tensor(2, 3, 3), tensor(3, 2, 3)] {
+            let aux: Vec<f64> = random(2 * s.n_dofs, 4).iter().map(|v| v + 2.0).collect();
+            let bcs = Constraints::none(&s, 1).dirichlet(&s, &half, |_, u| u[0] = 0.0).unwrap();
+            let setup = Setup::<Poisson>::constrained(&cpu, &s, Aux::Nodal(&aux), &bcs, None).unwrap();
+            compare(&cpu, &setup, &format!("poisson {:?} p = {}", s.shape, s.degree));
+        }
+        for s in [tensor(2, 3, 2), tensor(2, 3, 3), tensor(3, 2, 2)] {
+            let cells: Vec<f64> = (0..s.n_cells()).flat_map(|_| [1.0, 0.5]).collect();
+            let bcs = Constraints::none(&s, s.dim()).dirichlet(&s, &half, |_, u| u.fill(0.0)).unwrap();
+            let setup = Setup::<Elasticity>::constrained(&cpu, &s, Aux::Cell(&cells), &bcs, None).unwrap();
+            compare(&cpu, &setup, &format!("elasticity {:?} p = {}", s.shape, s.degree));
+        }
     }
 
     /// Newton on a nonlinear problem reaches the same solution in the same

@@ -48,8 +48,8 @@ pub struct GpuState {
     /// The boundary term, whose facets follow the cells in the E-vectors.
     facets: Option<GpuFacetTerm<f64>>,
     /// Launches of the residual and the tangent (`None`: one thread per
-    /// cell, for tangents too large for shared memory).
-    launch: (Transposition, Option<Transposition>),
+    /// cell, for variants too large for shared memory).
+    launch: [Option<Transposition>; 2],
     /// The E-vector's map from the unknowns.
     gather: GpuRestriction,
     /// The residual's: the same map, fixed rows skipped.
@@ -85,7 +85,7 @@ impl NewtonOps for CudaBackend {
         let physics = GpuPointwise::new(self, &setup.physics)?;
         let shared = self.props().shared_mem_per_block_optin as usize;
         Ok(GpuState {
-            launch: (Transposition::fitting(&physics.variant, false, 8, shared)?, Transposition::fitting(&physics.variant, true, 8, shared).ok()),
+            launch: [false, true].map(|jacobian| Transposition::fitting(&physics.variant, jacobian, 8, shared).ok()),
             physics,
             facets: setup.facets.as_ref().map(|t| GpuFacetTerm::new(self, t)).transpose()?,
             gather: Restriction::new(setup.gather.clone(), setup.n_rows()).upload(self)?,
@@ -113,10 +113,9 @@ impl NewtonOps for CudaBackend {
     }
 
     fn elements(&self, s: &GpuState, jacobian: bool, ue: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
-        match (jacobian, s.launch.1) {
-            (false, _) => s.physics.evaluate(self, false, s.launch.0, ue, out)?,
-            (true, Some(t)) => s.physics.evaluate(self, true, t, ue, out)?,
-            (true, None) => s.physics.jacobian_cells(self, ue, out)?,
+        match s.launch[jacobian as usize] {
+            Some(t) => s.physics.evaluate(self, jacobian, t, ue, out)?,
+            None => s.physics.evaluate_cells(self, jacobian, ue, out)?,
         }
         match &s.facets {
             Some(f) => {
@@ -174,7 +173,7 @@ impl NewtonOps for CudaBackend {
     }
 
     fn describe(&self, s: &GpuState) -> String {
-        let tangent = s.launch.1.map_or("one thread per cell".to_string(), |t| format!("{} cell blocks per batch", t.blocks));
-        format!("{}, element kernels by thread transposition (residual {} cell blocks per batch, tangent {tangent}), assembly by atomics", self.name(), s.launch.0.blocks)
+        let [residual, tangent] = s.launch.map(|l| l.map_or("one thread per cell".to_string(), |t| format!("{} cell blocks per batch", t.blocks)));
+        format!("{}, element kernels by thread transposition (residual {residual}, tangent {tangent}), assembly by atomics", self.name())
     }
 }
