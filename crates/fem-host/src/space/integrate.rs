@@ -55,6 +55,13 @@ fn geometry(space: &Space, c: usize, xi: &[f64]) -> ([f64; 3], [[f64; 3]; 3]) {
     space
         .shape
         .geometry_basis(xi, &mut val[..nv], &mut grad[..nv * d]);
+    mapped(space, c, &val[..nv], &grad[..nv * d])
+}
+
+/// Position and Jacobian of cell `c` where the geometry basis takes the
+/// values `val` and reference gradients `grad`.
+fn mapped(space: &Space, c: usize, val: &[f64], grad: &[f64]) -> ([f64; 3], [[f64; 3]; 3]) {
+    let (d, nv) = (space.shape.dim(), space.shape.vertices());
     let (mut x, mut jac) = ([0.0; 3], [[0.0; 3]; 3]);
     for v in 0..nv {
         let xv = space.vertex(c, v);
@@ -78,11 +85,14 @@ fn det(j: &[[f64; 3]; 3], d: usize) -> f64 {
     }
 }
 
-/// A cell rule with its basis table: points `[q·d + a]`, weights, `φ[q·nb + b]`.
+/// A cell rule with its basis table: weights, `φ[q·nb + b]`, and the
+/// geometry basis at the points (values `[q·nv + v]`, gradients
+/// `[(q·nv + v)·d + k]`), tabulated once for every cell.
 struct CellRule {
-    pts: Vec<f64>,
     wts: Vec<f64>,
     phi: Vec<f64>,
+    geo_val: Vec<f64>,
+    geo_grad: Vec<f64>,
 }
 
 impl CellRule {
@@ -94,14 +104,19 @@ impl CellRule {
         for (q, chunk) in phi.chunks_mut(nb).enumerate() {
             shape.basis(space.degree, &pts[q * d..][..d], chunk, &mut grad);
         }
-        Self { pts, wts, phi }
+        let nv = shape.vertices();
+        let (mut geo_val, mut geo_grad) = (vec![0.0; wts.len() * nv], vec![0.0; wts.len() * nv * d]);
+        for q in 0..wts.len() {
+            shape.geometry_basis(&pts[q * d..][..d], &mut geo_val[q * nv..][..nv], &mut geo_grad[q * nv * d..][..nv * d]);
+        }
+        Self { wts, phi, geo_val, geo_grad }
     }
 
     /// Visits the points of cell `c`.
     fn visit(&self, space: &Space, c: usize, visit: &mut impl FnMut(&Point)) {
-        let (d, nb) = (space.shape.dim(), space.nb());
+        let (d, nb, nv) = (space.shape.dim(), space.nb(), space.shape.vertices());
         for (q, w) in self.wts.iter().enumerate() {
-            let (x, jac) = geometry(space, c, &self.pts[q * d..][..d]);
+            let (x, jac) = mapped(space, c, &self.geo_val[q * nv..][..nv], &self.geo_grad[q * nv * d..][..nv * d]);
             visit(&Point {
                 cell: c,
                 x,
