@@ -300,8 +300,8 @@ pub unsafe fn jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const 
 /// Element residuals with one thread per cell from global memory
 /// ([`cell_residual`], the CPU's sums): the fallback for variants whose
 /// table and point values for one block of cells exceed shared memory
-/// (high-degree vector fields on hexahedra). `_batches` is unused; the
-/// launch is any 1D grid.
+/// (Q3 and vector Q2 hexahedra). `_batches` is unused; the launch is any
+/// 1D grid.
 ///
 /// # Safety
 /// Every pointer covers `n_cells` cells of its E-vector layout.
