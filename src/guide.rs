@@ -69,6 +69,13 @@
 //! pub use reaction::Reaction;
 //! ```
 //!
+//! `elements(...)` lists what to compile: `tri` and `tet` of degree 1 or
+//! 2, `quad` and `hex` of degree 1 to 8, each with a rule of
+//! `fem_core::shape::Shape::rule_sizes` points (`q`). On the GPU a
+//! variant runs by thread transposition where a block of its cells fits
+//! shared memory, and one cell per thread where it does not (Q3 or vector
+//! Q2 hexahedra), holding the cell's point values in local memory.
+//!
 //! # 3. PTX at build time
 //!
 //! `my-solver/build.rs` compiles the kernel crate with rustc's NVPTX
