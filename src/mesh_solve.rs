@@ -47,15 +47,19 @@ pub enum LoadKind {
     /// The finite-element function of random node values in \[−1, 1\]
     /// (fixed seed): every mode excited, for solver benchmarks.
     Random,
+    /// f = 0: the solution is driven by its boundary values and fluxes.
+    Zero,
 }
 
-/// A Neumann condition: a physical group and the flux (Poisson) or the
-/// traction (elasticity: one value = pressure-like v·n, or d components).
+/// A boundary condition's physical group and its constant values: the
+/// Dirichlet values (none: zero; one: every component; or one per
+/// component), the Neumann flux (Poisson) or traction (elasticity: one
+/// value = pressure-like v·n, or d components), or the Robin g.
 #[derive(Clone, Debug)]
-pub struct Neumann {
+pub struct GroupValue {
     /// Physical group name or number.
     pub group: String,
-    /// One value, or one per space dimension.
+    /// The values.
     pub value: Vec<f64>,
 }
 
@@ -70,13 +74,13 @@ pub struct MeshSolveOptions {
     /// Uniform refinements of the file's mesh before solving; multigrid
     /// ([`Precond::Multigrid`] in `newton`) uses every level.
     pub refine: usize,
-    /// u = 0 on these boundary groups; empty: on every boundary facet not
-    /// in a Neumann group.
-    pub dirichlet: Vec<String>,
+    /// Dirichlet values on these boundary groups; empty: u = 0 on every
+    /// boundary facet not in a Neumann or Robin group.
+    pub dirichlet: Vec<GroupValue>,
     /// Neumann conditions.
-    pub neumann: Vec<Neumann>,
+    pub neumann: Vec<GroupValue>,
     /// Robin conditions of [`Physics::Radiation`]: each group's g (one value).
-    pub robin: Vec<Neumann>,
+    pub robin: Vec<GroupValue>,
     /// The volume load.
     pub load: LoadKind,
     /// Young's modulus and Poisson's ratio (elasticity).
@@ -183,27 +187,29 @@ pub fn run(
             }
         })?;
     }
-    let dirichlet = if o.dirichlet.is_empty() {
+    let mut constraints = Constraints::none(space, nc);
+    if o.dirichlet.is_empty() {
         let keys: HashSet<[u32; 4]> = space
             .facets
             .iter()
             .map(|f| f.key)
             .filter(|k| !natural_keys.contains(k))
             .collect();
-        BoundaryPart::Facets {
-            name: "boundary outside the Neumann and Robin groups".into(),
-            keys,
+        // a boundary cooled all round needs no Dirichlet part
+        if !(robin.is_some() && keys.is_empty()) {
+            let rest = BoundaryPart::Facets {
+                name: "boundary outside the Neumann and Robin groups".into(),
+                keys,
+            };
+            constraints = constraints.dirichlet(space, &rest, |_, u| u.fill(0.0))?;
         }
-    } else {
-        file.boundary(&o.dirichlet, &nodes)?
-    };
-    // a boundary cooled all round needs no Dirichlet part
-    let cooled_all_round = o.dirichlet.is_empty() && robin.is_some() && matches!(&dirichlet, BoundaryPart::Facets { keys, .. } if keys.is_empty());
-    let constraints = if cooled_all_round {
-        Constraints::none(space, nc)
-    } else {
-        Constraints::none(space, nc).dirichlet(space, &dirichlet, |_, u| u.fill(0.0))?
-    };
+    }
+    // where groups share nodes, the later group's values hold there
+    for g in &o.dirichlet {
+        let values = dirichlet_values(g, nc)?;
+        let part = file.boundary(std::slice::from_ref(&g.group), &nodes)?;
+        constraints = constraints.dirichlet(space, &part, |_, u| u.copy_from_slice(&values))?;
+    }
     load = volume_load(&space, nc, o.load, load)?;
     stage("pattern");
     let cpu = CpuBackend::new(None)?;
@@ -335,6 +341,17 @@ fn sine(x: &[f64; 3], d: usize) -> f64 {
     x[..d].iter().map(|&v| (PI * v).sin()).product()
 }
 
+/// The `nc` values a Dirichlet group holds: zero without values, one
+/// value in every component, or one per component.
+fn dirichlet_values(g: &GroupValue, nc: usize) -> Result<Vec<f64>> {
+    match g.value.len() {
+        0 => Ok(vec![0.0; nc]),
+        1 => Ok(vec![g.value[0]; nc]),
+        n if n == nc => Ok(g.value.clone()),
+        n => Err(Error::InvalidArgument(format!("Dirichlet group `{}`: {n} values; give one{}", g.group, if nc > 1 { format!(" or {nc}") } else { String::new() }))),
+    }
+}
+
 /// `load` plus the volume load of `kind`.
 fn volume_load(space: &Space, nc: usize, kind: LoadKind, load: Load) -> Result<Load> {
     let d = space.shape.dim();
@@ -352,6 +369,7 @@ fn volume_load(space: &Space, nc: usize, kind: LoadKind, load: Load) -> Result<L
                 .collect();
             load.nodal_source(space, &nodal)?
         }
+        LoadKind::Zero => load,
     })
 }
 

@@ -9,7 +9,7 @@ use fem::host::problem::nonlinear::time::Scheme;
 use fem::host::space::Space;
 use fem::host::problem::nonlinear::{Assembly, Krylov, NewtonOptions, Precond};
 use fem::host::sparse::SpmvFormat;
-use fem::mesh_solve::{describe, run, LoadKind, MeshSolveOptions, Neumann, Physics, Transient};
+use fem::mesh_solve::{describe, run, GroupValue, LoadKind, MeshSolveOptions, Physics, Transient};
 
 /// `--physics`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -42,6 +42,22 @@ pub enum LoadArg {
     One,
     /// Random node values in [−1, 1] (fixed seed): for solver benchmarks.
     Random,
+    /// f = 0: driven by the boundary values and fluxes.
+    Zero,
+}
+
+/// The command line's (group, values) pairs as the solve takes them.
+fn group_values(pairs: &[(String, Vec<f64>)]) -> Vec<GroupValue> {
+    pairs.iter().map(|(g, v)| GroupValue { group: g.clone(), value: v.clone() }).collect()
+}
+
+/// A Dirichlet group: GROUP (u = 0 there), GROUP=VALUE or GROUP=v1:v2[:v3].
+pub fn parse_dirichlet(s: &str) -> Result<(String, Vec<f64>), String> {
+    match s.contains('=') {
+        true => parse_neumann(s),
+        false if s.is_empty() => Err("an empty group name".into()),
+        false => Ok((s.to_string(), Vec::new())),
+    }
 }
 
 /// A Neumann group: GROUP=VALUE or GROUP=v1:v2[:v3].
@@ -157,6 +173,7 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
         LoadArg::Sine => LoadKind::Sine,
         LoadArg::One => LoadKind::One,
         LoadArg::Random => LoadKind::Random,
+        LoadArg::Zero => LoadKind::Zero,
     };
     let rtol = a.rtol.unwrap_or(1e-10);
     let newton = NewtonOptions {
@@ -178,16 +195,9 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
         physics,
         degree: a.degree as usize,
         refine: a.refine,
-        dirichlet: a.dirichlet_group.clone(),
-        neumann: a
-            .neumann_group
-            .iter()
-            .map(|(g, v)| Neumann {
-                group: g.clone(),
-                value: v.clone(),
-            })
-            .collect(),
-        robin: a.robin_group.iter().map(|(g, v)| Neumann { group: g.clone(), value: v.clone() }).collect(),
+        dirichlet: group_values(&a.dirichlet_group),
+        neumann: group_values(&a.neumann_group),
+        robin: group_values(&a.robin_group),
         load,
         young: a.young,
         poisson_ratio: a.poisson_ratio,

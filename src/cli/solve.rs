@@ -74,11 +74,13 @@ pub(crate) struct SolveArgs {
     /// Elasticity: Poisson's ratio.
     #[arg(long, default_value_t = 0.3)]
     pub(crate) poisson_ratio: f64,
-    /// With --mesh: u = 0 only on these boundary physical groups (names or
-    /// numbers, comma-separated), natural conditions elsewhere; the L2 error
-    /// is then not reported (no exact solution).
-    #[arg(long, requires = "mesh", value_delimiter = ',')]
-    pub(crate) dirichlet_group: Vec<String>,
+    /// With --mesh: Dirichlet conditions only on these boundary physical
+    /// groups (names or numbers, comma-separated), natural conditions
+    /// elsewhere: GROUP holds u = 0, GROUP=VALUE every component at VALUE,
+    /// GROUP=v1:v2[:v3] a vector (values other than zero go through
+    /// the pipeline). The L2 error is then not reported (no exact solution).
+    #[arg(long, requires = "mesh", value_delimiter = ',', value_parser = cli::mesh_solve::parse_dirichlet)]
+    pub(crate) dirichlet_group: Vec<(String, Vec<f64>)>,
     /// With --mesh: material regions, κ per cell physical group as
     /// GROUP=VALUE pairs (names or numbers, comma-separated; other cells
     /// κ = 1), solving −∇·(κ∇u) = f. The L2 error is then not reported.
@@ -267,7 +269,8 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     let (mut opts, dim, cells) = match &a.mesh {
         Some(path) => {
             let file = fem::host::io::gmsh::read_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            if a.physics.is_some() || file.is_simplex() || !a.neumann_group.is_empty() || !a.robin_group.is_empty() {
+            let dirichlet_values = a.dirichlet_group.iter().any(|(_, v)| v.iter().any(|&x| x != 0.0));
+            if a.physics.is_some() || file.is_simplex() || !a.neumann_group.is_empty() || !a.robin_group.is_empty() || dirichlet_values {
                 return cli::mesh_solve::solve(a, &file);
             }
             let (mesh, nodes) = file.to_mesh_and_nodes()?;
@@ -275,7 +278,8 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
             let cells = (n as f64).powf(1.0 / dim as f64).round().max(1.0) as usize;
             let mut o = PoissonOptions::on(fem::host::problem::poisson::MeshSource::Given(std::sync::Arc::new(mesh)), degree);
             if !a.dirichlet_group.is_empty() {
-                o.dirichlet_facets = Some(std::sync::Arc::new(file.group_facets(&a.dirichlet_group, &nodes)?));
+                let groups: Vec<String> = a.dirichlet_group.iter().map(|(g, _)| g.clone()).collect();
+                o.dirichlet_facets = Some(std::sync::Arc::new(file.group_facets(&groups, &nodes)?));
             }
             if !a.kappa.is_empty() {
                 o.kappa = Some(file.region_values(&a.kappa, 1.0)?.into());
