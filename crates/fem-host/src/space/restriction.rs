@@ -11,7 +11,7 @@
 
 use crate::backend::cuda::DeviceVec;
 use crate::{CpuBackend, CudaBackend, Result, Scalar};
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use std::sync::OnceLock;
 
@@ -116,14 +116,6 @@ impl Restriction {
     }
 }
 
-impl GpuRestriction {
-    /// A second copy on the device (benchmarks cycle through copies to
-    /// find their data out of L2).
-    pub fn replica(&self, gpu: &CudaBackend) -> Result<Self> {
-        Ok(Self { map: gpu.stream().clone_dtod(&self.map)?, rows: self.rows })
-    }
-}
-
 /// A [`Restriction`] on the GPU: the map its kernels read (the element
 /// products and the BP operators fuse it into their own loops), gathered
 /// and scattered by the generic kernels elsewhere.
@@ -134,6 +126,12 @@ pub struct GpuRestriction {
 }
 
 impl GpuRestriction {
+    /// A second copy on the device (benchmarks cycle through copies to
+    /// find their data out of L2).
+    pub fn replica(&self, gpu: &CudaBackend) -> Result<Self> {
+        Ok(Self { map: gpu.stream().clone_dtod(&self.map)?, rows: self.rows })
+    }
+
     /// Global rows: the length of an L-vector.
     pub fn rows(&self) -> usize {
         self.rows
@@ -160,11 +158,7 @@ impl GpuRestriction {
     pub fn add<T: Scalar>(&self, gpu: &CudaBackend, ye: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<()> {
         crate::error::same_len("scattered E-vector", ye.len(), self.map.len())?;
         crate::error::same_len("scattered L-vector", y.len(), self.rows)?;
-        let (f, n) = (gpu.kernel::<T>("scatter_add")?, self.map.len());
-        if n > 0 {
-            unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&self.map).arg(ye).arg(y).launch(gpu.grid::<T>(n, 0)) }?;
-        }
-        Ok(())
+        crate::sparse::device::gpu_scatter_add(gpu, &self.map, ye, y)
     }
 }
 

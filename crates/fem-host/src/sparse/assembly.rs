@@ -155,7 +155,6 @@ pub fn bench_gpu<T: Scalar>(
     use crate::space::{DirichletMode, Space};
     use crate::timing::measure;
     use crate::Backend;
-    use cudarc::driver::PushKernelArg;
     let cells = (((rows as f64).powf(1.0 / dim as f64) / degree as f64).round() as usize).max(2);
     let mesh = crate::mesh::BoxMesh::structured(dim, cells).build()?;
     let space = Space::tensor(&mesh, degree)?;
@@ -179,23 +178,13 @@ pub fn bench_gpu<T: Scalar>(
     let k_spmv = gpu.download(&k)?;
     let pos = gpu.stream().clone_htod(&a.entry_pos)?;
     let load_pos = gpu.stream().clone_htod(&a.load_pos)?;
-    let f = gpu.kernel::<T>("scatter_add")?;
+    // the appended zero is not scattered: the launch covers pos only
     let scatter = |pos: &cudarc::driver::CudaSlice<u32>,
                    src: &cudarc::driver::CudaSlice<T>,
                    dst: &mut cudarc::driver::CudaSlice<T>|
      -> Result<()> {
         gpu.stream().memset_zeros(dst)?;
-        let n = pos.len(); // the appended zero is not scattered
-        unsafe {
-            gpu.stream()
-                .launch_builder(&f)
-                .arg(&n)
-                .arg(pos)
-                .arg(src)
-                .arg(dst)
-                .launch(gpu.grid::<T>(n, 0))
-        }?;
-        Ok(())
+        crate::sparse::device::gpu_scatter_add(gpu, pos, src, dst)
     };
     let atomic = measure(gpu, 2, repeats, || scatter(&pos, &vals, &mut k))?.median;
     let load_atomic = measure(gpu, 2, repeats, || scatter(&load_pos, &load, &mut b))?.median;

@@ -201,6 +201,19 @@ fn warp_bytes<T: Scalar>(m: &EllWarp<T>) -> usize {
     m.slots() * (T::BYTES + 4) + m.slices.len() * 16 + if m.remaps() { m.n_rows * 4 } else { 0 }
 }
 
+/// `dst[pos[k]] += src[k]` by atomic adds on the GPU, skipping `u32::MAX`
+/// (`dst` as it was: zero it, or fill it with a base, first): residuals
+/// and tangents assembled through their position maps.
+pub fn gpu_scatter_add<T: Scalar>(gpu: &CudaBackend, pos: &CudaSlice<u32>, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<()> {
+    let n = pos.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let f = gpu.kernel::<T>("scatter_add")?;
+    unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(pos).arg(src).arg(dst).launch(gpu.grid::<T>(n, 0)) }?;
+    Ok(())
+}
+
 /// `to[i] = from[src[i]]` on the GPU (the reordering of values).
 pub fn gpu_gather<T: Scalar>(
     gpu: &CudaBackend,

@@ -41,10 +41,10 @@ impl Transposition {
         while t.blocks > 1 && bytes * shared_len(v, t.threads(v), jacobian, t.batches) > limit {
             t.blocks -= 1;
         }
-        let need = bytes * shared_len(v, t.threads(v), jacobian, t.batches);
         if t.threads(v) > MAX_THREADS {
             return Err(Error::InvalidArgument(format!("a block of {} cells needs {} threads (at most {MAX_THREADS})", v.block, t.threads(v))));
         }
+        let need = bytes * shared_len(v, t.threads(v), jacobian, t.batches);
         if need > limit {
             return Err(Error::InvalidArgument(format!("the {} of this variant need {need} bytes of shared memory for one block of {} cells (at most {limit})", if jacobian { "element matrices" } else { "element residuals" }, v.block)));
         }

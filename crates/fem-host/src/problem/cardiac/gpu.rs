@@ -7,10 +7,10 @@
 use super::cpu::gather_matrices;
 use super::{Assembly, Config, Kernel, Ops, Setup};
 use crate::operator::pointwise::{GpuPointwise, Transposition};
-use crate::problem::nonlinear::gpu::{inverse_diagonal, scatter_add};
+use crate::problem::nonlinear::gpu::inverse_diagonal;
 use crate::sparse::assembly::gather_matrix;
 use crate::sparse::cusparse::CusparseCsr;
-use crate::sparse::device::{gpu_gather, GpuEllWarp};
+use crate::sparse::device::{gpu_gather, gpu_scatter_add, GpuEllWarp};
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, CudaBackend, Result};
 use cudarc::driver::{CudaSlice, PushKernelArg};
@@ -86,7 +86,7 @@ impl Ops for CudaBackend {
             Assembler::Cusparse(g) => g[m].spmv(self, elem, out),
             Assembler::Atomic(pos) => {
                 self.stream().memset_zeros(out)?;
-                scatter_add(self, &pos[m], elem, out)
+                gpu_scatter_add(self, &pos[m], elem, out)
             }
         }
     }

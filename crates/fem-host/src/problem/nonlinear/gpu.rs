@@ -10,7 +10,7 @@ use super::{NewtonOps, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{GpuFacetTerm, GpuPointwise, Transposition};
 use crate::space::restriction::{GpuRestriction, Restriction};
-use crate::sparse::device::{blocks_of, prepare_gpu};
+use crate::sparse::device::{blocks_of, gpu_scatter_add, prepare_gpu};
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
 use crate::sparse::{Spmv, SpmvFormat};
@@ -23,15 +23,6 @@ use fem_kernels::sparse::ELEMENT_CHUNK;
 /// a-priori parameters (ELL-WARP's threshold and block).
 pub(crate) fn sparse_matrix(gpu: &CudaBackend, csr: &Csr<f64>, format: SpmvFormat) -> Result<Box<dyn Spmv<CudaBackend, f64>>> {
     prepare_gpu(gpu, &CpuBackend::new(None)?, csr, format, &SpmvParams::a_priori(&RowStats::of(csr)))
-}
-
-/// `out[pos[k]] += elem[k]` by atomic adds, skipping `u32::MAX`
-/// (`out` as it was: zero it, or fill it with a base, first).
-pub(crate) fn scatter_add(gpu: &CudaBackend, pos: &CudaSlice<u32>, elem: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
-    let f = gpu.kernel::<f64>("scatter_add")?;
-    let n = pos.len();
-    unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(pos).arg(elem).arg(out).launch(gpu.grid::<f64>(n, 0)) }?;
-    Ok(())
 }
 
 /// 1 / the values at `diag_pos` of the CSR values `kflat`.
@@ -129,7 +120,7 @@ impl NewtonOps for CudaBackend {
     fn assemble(&self, s: &GpuState, matrix: bool, elem: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
         self.copy(&s.base[matrix as usize], out)?;
         match matrix {
-            true => scatter_add(self, &s.entry_pos, elem, out),
+            true => gpu_scatter_add(self, &s.entry_pos, elem, out),
             false => s.residual.add(self, elem, out),
         }
     }
