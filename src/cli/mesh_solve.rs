@@ -1,13 +1,13 @@
 //! `fem solve --mesh FILE --physics ...`: the command-line side of
 //! [`fem::mesh_solve`] (arguments, progress, output files).
 
-use crate::{open_announced, spinner, CliResult, CycleArg, FormatArg, PrecondArg, SolveArgs};
+use crate::{open_announced, spinner, CliResult, CycleArg, FormatArg, PrecondArg, ScatterArg, SolveArgs};
 use clap::ValueEnum;
 use fem::host::io::gmsh::GmshMesh;
 use fem::host::io::vtk::{write_collection, write_nodal, Encoding, Field};
 use fem::host::problem::nonlinear::time::Scheme;
 use fem::host::space::Space;
-use fem::host::problem::nonlinear::{Assembly, Krylov, NewtonOptions, Precond};
+use fem::host::problem::nonlinear::{Assembly, Krylov, NewtonOptions, Precond, Scatter};
 use fem::host::sparse::SpmvFormat;
 use fem::mesh_solve::{describe, run, GroupValue, LoadKind, MeshSolveOptions, Physics, Transient};
 
@@ -189,6 +189,11 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
         },
         precond,
         assembly: assembly(a)?,
+        scatter: match a.scatter {
+            ScatterArg::Atomic => Scatter::Atomic,
+            ScatterArg::Spmv => Scatter::Spmv,
+            ScatterArg::Colour => return Err("--scatter colour orders the writes of the Q_p Poisson kernels; --physics sums by atomic or spmv".into()),
+        },
         ..Default::default()
     };
     let o = MeshSolveOptions {

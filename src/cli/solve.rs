@@ -102,7 +102,9 @@ pub(crate) struct SolveArgs {
     /// Packed symmetric storage of the element matrices (LMA).
     #[arg(long)]
     pub(crate) symmetric: bool,
-    /// How GPU element kernels avoid write races.
+    /// How element values are summed without write races: atomic, colour
+    /// (the Q_p Poisson kernels on the GPU) or spmv (--physics: 0/1 gather
+    /// matrices).
     #[arg(long, value_enum, default_value_t = ScatterArg::Atomic)]
     pub(crate) scatter: ScatterArg,
     /// GPU CSR: threads per row (1, 2, 4, 8, 16 or 32; default from the row lengths).
@@ -249,6 +251,7 @@ pub(crate) enum FormatArg {
 pub(crate) enum ScatterArg {
     Atomic,
     Colour,
+    Spmv,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -309,6 +312,7 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     opts.scatter = match a.scatter {
         ScatterArg::Atomic => Scatter::Atomic,
         ScatterArg::Colour => Scatter::Colour,
+        ScatterArg::Spmv => return Err("--scatter spmv sums the element values of --physics; the Q_p Poisson formats scatter by atomic or colour".into()),
     };
     opts.variant = match a.local {
         LocalArg::Reuse => LocalVariant::Reuse,

@@ -147,12 +147,12 @@ fn gpu_time_steps_equal_the_cpus() {
 }
 
 /// Every storage of the tangent on the GPU (every sparse format that
-/// keeps the rows' numbering, and element matrices) gives the CPU's CSR
-/// solution, on element sizes of 3 (P1 triangles) to 30 (P2 tetrahedra,
+/// keeps the rows' numbering, and element matrices), its values summed by
+/// atomics or by SpMV, gives the CPU's CSR solution, on element sizes of 3 (P1 triangles) to 30 (P2 tetrahedra,
 /// elasticity) entries a row.
 #[test]
 fn every_tangent_storage_on_the_gpu_gives_the_cpus_solution() {
-    use fem::host::problem::nonlinear::Assembly;
+    use fem::host::problem::nonlinear::{Assembly, Scatter};
     use fem::host::sparse::SpmvFormat;
     let Some(gpu) = common::gpu("every_tangent_storage_on_the_gpu_gives_the_cpus_solution") else { return };
     let (gpu, cpu) = (AnyBackend::Cuda(gpu), AnyBackend::Cpu(CpuBackend::new(None).unwrap()));
@@ -176,16 +176,22 @@ fn every_tangent_storage_on_the_gpu_gives_the_cpus_solution() {
         storages.push(Assembly::Sparse(SpmvFormat::Cusparse));
     }
     storages.push(Assembly::Lma);
+    // every storage summed by atomics; by SpMV with ELL-WARP's gather
+    // matrices, with cuSPARSE's beside a cuSPARSE tangent, and the
+    // residual's beside element matrices
+    let mut runs: Vec<(Assembly, Scatter)> = storages.iter().map(|&a| (a, Scatter::Atomic)).collect();
+    runs.extend(storages.iter().filter(|a| matches!(a, Assembly::Lma | Assembly::Sparse(SpmvFormat::K2 | SpmvFormat::Cusparse))).map(|&a| (a, Scatter::Spmv)));
     for (file, physics, degree) in &cases {
         let mut o = options(*physics, *degree);
         o.newton.assembly = Assembly::Sparse(SpmvFormat::Csr);
         let (_, want, _) = run(&cpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
         let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        for &assembly in &storages {
-            o.newton.assembly = assembly;
+        for &(assembly, scatter) in &runs {
+            (o.newton.assembly, o.newton.scatter) = (assembly, scatter);
             let (_, got, report) = run(&gpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
-            let label = format!("{physics:?} p = {degree}, {assembly}");
+            let label = format!("{physics:?} p = {degree}, {assembly}, {scatter:?}: {}", report.newton.kernels);
             assert!(report.newton.converged, "{label}");
+            assert_eq!(report.newton.kernels.contains("SpMV"), scatter == Scatter::Spmv, "{label}");
             let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
             assert!(diff <= 1e-10 * scale, "{label}: {diff:e} of {scale:e}");
         }

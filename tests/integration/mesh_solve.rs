@@ -269,7 +269,10 @@ fn refined_meshes_keep_their_groups_and_every_preconditioner_agrees() {
 
 /// `--format` stores the tangent of --physics in any sparse format or as
 /// element matrices, which give the same solution (the same L2 error of
-/// the sine load's); the report names the storage.
+/// the sine load's), its values summed by atomics or (`--scatter spmv`)
+/// by gather matrices; the report names the storage and the sum.
+/// `--scatter colour` is the Q_p Poisson kernels' and `spmv` the
+/// pipeline's: each refused on the other path.
 #[test]
 fn every_tangent_storage_gives_the_same_solution() {
     let dir = common::scratch("mesh-solve-storage");
@@ -277,11 +280,21 @@ fn every_tangent_storage_gives_the_same_solution() {
     assert!(fem(&["mesh-gen", "--dim", "3", "--cells", "4", &hex]).status.success());
     let reference = solve_json(&["--mesh", &hex, "--physics", "poisson", "--degree", "2", "--format", "csr", "--rtol", "1e-12"]);
     for (format, says) in [("lma", "element matrices"), ("k2", "assembled in k2"), ("ell", "assembled in ell"), ("auto", "the tangent")] {
-        let r = solve_json(&["--mesh", &hex, "--physics", "poisson", "--degree", "2", "--format", format, "--rtol", "1e-12"]);
-        assert_eq!(r["newton"]["converged"], true, "{format}: {r}");
-        assert!(r["newton"]["kernels"].as_str().unwrap().contains(says), "{format}: {r}");
-        let (a, b) = (r["l2_error"].as_f64().unwrap(), reference["l2_error"].as_f64().unwrap());
-        assert!((a - b).abs() < 1e-6 * b, "{format}: L2 error {a:e} against {b:e}");
+        for scatter in ["atomic", "spmv"] {
+            let r = solve_json(&["--mesh", &hex, "--physics", "poisson", "--degree", "2", "--format", format, "--scatter", scatter, "--rtol", "1e-12"]);
+            assert_eq!(r["newton"]["converged"], true, "{format}: {r}");
+            let kernels = r["newton"]["kernels"].as_str().unwrap();
+            assert!(kernels.contains(says) && kernels.contains("SpMV") == (scatter == "spmv"), "{format}, {scatter}: {kernels}");
+            let (a, b) = (r["l2_error"].as_f64().unwrap(), reference["l2_error"].as_f64().unwrap());
+            assert!((a - b).abs() < 1e-6 * b, "{format}, {scatter}: L2 error {a:e} against {b:e}");
+        }
+    }
+    for (args, says) in [(["--physics", "poisson", "--scatter", "colour"], "--physics sums by atomic or spmv"), (["--format", "csr", "--scatter", "spmv"], "the Q_p Poisson formats scatter by atomic or colour")] {
+        let mut all = vec!["solve", "--backend", "cpu", "--mesh", &hex];
+        all.extend_from_slice(&args);
+        let out = fem(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code() == Some(1) && err.contains(says), "{args:?}: {err}");
     }
 }
 

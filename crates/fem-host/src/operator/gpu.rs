@@ -43,15 +43,34 @@ macro_rules! launch_by_colour {
 /// Threads per block of the element kernels (and cells per colouring block).
 pub const ELEMENT_BLOCK: u32 = 128;
 
-/// How element kernels avoid write races.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+/// How element values are summed into global ones without write races.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scatter {
-    /// Every cell adds into its rows with atomic additions, in one launch.
+    /// Every cell adds into its rows with atomic additions, in one launch
+    /// (on the CPU: row sums through the transposed map, or a serial scatter).
+    #[default]
     Atomic,
     /// Plain writes ordered by the two-level colouring: one launch per
-    /// block colour, thread colours in turn between barriers.
+    /// block colour, thread colours in turn between barriers (the Q_p
+    /// Poisson kernels).
     Colour,
+    /// Every global value the sum of a row of a 0/1 gather matrix, by SpMV
+    /// (Wong, Kuhl & Darve's race-free assembly; the pipeline's Newton
+    /// solver and cardiac): deterministic, and as fast as the SpMV kernel.
+    Spmv,
+}
+
+impl Scatter {
+    /// The error of a kernel family that has no `self` variant.
+    pub fn unavailable(self, what: &str) -> Error {
+        let name = match self {
+            Self::Atomic => "atomic",
+            Self::Colour => "colour",
+            Self::Spmv => "spmv",
+        };
+        Error::InvalidArgument(format!("{what} has no `{name}` scatter"))
+    }
 }
 
 impl std::str::FromStr for Scatter {
@@ -60,7 +79,8 @@ impl std::str::FromStr for Scatter {
         match s {
             "atomic" => Ok(Self::Atomic),
             "colour" | "color" => Ok(Self::Colour),
-            _ => Err(format!("unknown scatter `{s}` (atomic, colour)")),
+            "spmv" => Ok(Self::Spmv),
+            _ => Err(format!("unknown scatter `{s}` (atomic, colour, spmv)")),
         }
     }
 }
@@ -255,6 +275,7 @@ pub fn assemble_global<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, pos: &Cuda
             let f = c.kernel(gpu, "assemble_global_colour", "")?;
             launch_by_colour!(s, f, c; [&c.ne, &c.np, &c.nq, &c.tab, &c.verts, &c.kappa]; [&c.map, pos, &mut scratch, &mut load, &mut *val, &mut *b]);
         }
+        Scatter::Spmv => return Err(Scatter::Spmv.unavailable("the Q_p Poisson kernels")),
     }
     Ok(())
 }
@@ -307,6 +328,7 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuLma<T> {
                 let f = c.kernel(gpu, "lma_spmv_colour", &extra)?;
                 launch_by_colour!(s, f, c; [&c.ne, &c.ld]; [&c.map, &self.vals, x, &mut *y]);
             }
+            Scatter::Spmv => return Err(Scatter::Spmv.unavailable("the Q_p Poisson kernels")),
         }
         Ok(())
     }
@@ -361,6 +383,7 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuMatrixFree<T> {
                 let f = c.kernel(gpu, "mf_spmv_colour", "")?;
                 launch_by_colour!(s, f, c; [&c.ne, &c.np, &c.nq, &c.tab, &c.verts, &c.kappa]; [&c.map, x, &mut *y]);
             }
+            Scatter::Spmv => return Err(Scatter::Spmv.unavailable("the Q_p Poisson kernels")),
         }
         Ok(())
     }
@@ -603,6 +626,7 @@ impl<T: Scalar> GpuEll<T> {
                 let f = c.kernel(gpu, "lazy_ell_append_colour", "")?;
                 launch_by_colour!(s, f, c; [&ne, &c.ld]; [&c.map, &scratch, &n, &mut d_len, &mut d_col, &mut d_val]);
             }
+            Scatter::Spmv => return Err(Scatter::Spmv.unavailable("the Q_p Poisson kernels")),
         }
         Ok(Self { n_rows: n, ld: n, width, col: d_col, val: d_val, diag: None })
     }

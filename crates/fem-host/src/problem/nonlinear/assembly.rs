@@ -7,9 +7,14 @@
 //! the first reads fewer where they are small (P1, P2 simplices).
 
 use super::{Extra, NewtonOps, Setup};
+pub use crate::operator::gpu::Scatter;
 use crate::operator::LinearOperator;
+use crate::sparse::assembly::gather_matrix;
+use crate::sparse::params::SpmvParams;
+use crate::sparse::stats::RowStats;
+use crate::sparse::warp::EllWarp;
 use crate::sparse::SpmvFormat;
-use crate::{Error, Result};
+use crate::{CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
 use serde::Serialize;
 use std::cell::RefCell;
@@ -61,6 +66,15 @@ pub(super) enum Storage {
 }
 
 impl Storage {
+    /// The sparse format of the assembled tangent; `None` for element
+    /// matrices.
+    pub(super) fn format(self) -> Option<SpmvFormat> {
+        match self {
+            Self::Sparse(f) => Some(f),
+            Self::Lma => None,
+        }
+    }
+
     /// How the report names it.
     pub(super) fn describe(self) -> String {
         match self {
@@ -145,6 +159,23 @@ impl<B: NewtonOps> LinearOperator<B, f64> for LmaOp<'_, B> {
     }
 }
 
+/// The 0/1 gather matrix of assembly by SpMV ([`Scatter::Spmv`]): row
+/// `r` sums the element entries `k` whose position `pos[k]` is `r`
+/// (entries at `u32::MAX` are skipped), in ELL-WARP pattern form with the
+/// a-priori threshold; its padding reads the zero one past the entries,
+/// so the element arrays it multiplies are [`padded`].
+pub(crate) fn gather_pattern(cpu: &CpuBackend, pos: &[u32], rows: usize) -> Result<EllWarp<f64>> {
+    let e = gather_matrix::<f64>(pos, rows);
+    let threshold = SpmvParams::a_priori(&RowStats::of(&e)).threshold;
+    EllWarp::pattern(cpu, &e, pos.len(), Some(threshold))
+}
+
+/// Length of an element array of `len` entries summed by `scatter`: one
+/// more (a zero) for the padding of SpMV's gather matrix.
+pub fn padded(len: usize, scatter: Scatter) -> usize {
+    len + (scatter == Scatter::Spmv) as usize
+}
+
 /// `inv ← 1 / diag(weight · K + c · M)` of element matrices `kelem`,
 /// through `d` (a vector of the rows' length).
 pub(super) fn lma_inverse_diagonal<B: NewtonOps>(b: &B, state: &B::State, kelem: &B::Vector<f64>, extra: Option<&Extra<B>>, d: &mut B::Vector<f64>, inv: &mut B::Vector<f64>) -> Result<()> {
@@ -177,7 +208,7 @@ mod tests {
     /// rows (part of the boundary) and the boundary term's facets included.
     fn compare<K: Kernels<f64> + 'static>(cpu: &CpuBackend, setup: &Setup<K>, label: &str) {
         let n = setup.n_rows();
-        let (assembled, lma) = (cpu.prepare(setup, false).unwrap(), cpu.prepare(setup, true).unwrap());
+        let (assembled, lma) = (cpu.prepare(setup, Some(SpmvFormat::Csr), Scatter::Atomic).unwrap(), cpu.prepare(setup, None, Scatter::Atomic).unwrap());
         let u = random(n, 1);
         let mut ue = vec![0.0; setup.gather.len()];
         cpu.gather(&assembled, &u, &mut ue).unwrap();
@@ -297,6 +328,47 @@ mod tests {
         assert!(e.contains("renumbers"), "{e}");
         let o = NewtonOptions { assembly: Assembly::Sparse(SpmvFormat::Cusparse), ..Default::default() };
         assert!(solve(&cpu, &low, &vec![0.0; low.n_rows()], &o, &mut |_| {}).is_err());
+    }
+
+    /// Sums by SpMV with the gather matrices equal the atomic (row sum,
+    /// serial scatter) ones: the residual with a load, fixed rows holding
+    /// values and a Robin term's facets, and the tangent with its unit
+    /// fixed diagonals; Newton then reaches the same solution in the same
+    /// updates on an assembled tangent and on element matrices, and the
+    /// colouring is refused.
+    #[test]
+    fn sums_by_spmv_equal_the_atomic_ones() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let s = Space::simplex(&SimplexBox::unstructured(2, 5, 3).build().unwrap(), 2).unwrap();
+        let aux: Vec<f64> = random(2 * s.n_dofs, 3).iter().map(|v| v + 2.0).collect();
+        let bcs = Constraints::none(&s, 1).dirichlet(&s, &BoundaryPart::at("x < 1/2", |c| c[0] < 0.5), |_, u| u[0] = 1.0).unwrap();
+        let load = crate::space::Load::zero(&s, 1).source(&s, |x, f| f[0] = 1.0 + x[0]);
+        let setup = Setup::<Radiation>::constrained(&cpu, &s, Aux::Nodal(&aux), &bcs, Some(&load)).unwrap().with_boundary_term(&s, &BoundaryPart::at("x > 1/2", |c| c[0] > 0.5)).unwrap();
+        let (atomic, spmv) = (cpu.prepare(&setup, Some(SpmvFormat::Csr), Scatter::Atomic).unwrap(), cpu.prepare(&setup, Some(SpmvFormat::Csr), Scatter::Spmv).unwrap());
+        let mut ue = vec![0.0; setup.gather.len()];
+        cpu.gather(&atomic, &random(setup.n_rows(), 5), &mut ue).unwrap();
+        for matrix in [false, true] {
+            let (len, rows) = if matrix { (setup.entry_pos.len(), setup.csr.nnz()) } else { (setup.residual_pos.len(), setup.n_rows()) };
+            let mut elem = vec![0.0; padded(len, Scatter::Spmv)];
+            cpu.elements(&atomic, matrix, &ue, &mut elem).unwrap();
+            let (mut want, mut got) = (vec![0.0; rows], vec![f64::NAN; rows]);
+            cpu.assemble(&atomic, matrix, &elem, &mut want).unwrap();
+            cpu.assemble(&spmv, matrix, &elem, &mut got).unwrap();
+            let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(scale > 0.0 && diff <= 1e-13 * scale, "tangent {matrix}: {diff:e} of {scale:e}");
+        }
+        let start = bcs.initial();
+        for assembly in [Assembly::Sparse(SpmvFormat::K2), Assembly::Lma] {
+            let o = NewtonOptions { assembly, rtol: 1e-12, krylov_rtol: 1e-13, ..Default::default() };
+            let (want, a) = solve(&cpu, &setup, &start, &o, &mut |_| {}).unwrap();
+            let (got, b) = solve(&cpu, &setup, &start, &NewtonOptions { scatter: Scatter::Spmv, ..o }, &mut |_| {}).unwrap();
+            assert!(a.converged && b.converged && a.steps.len() == b.steps.len() && b.kernels.contains("SpMV"), "{assembly}: {}", b.kernels);
+            let diff = got.iter().zip(&want).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+            assert!(diff < 1e-10, "{assembly}: {diff:e}");
+        }
+        let e = solve(&cpu, &setup, &start, &NewtonOptions { scatter: Scatter::Colour, ..Default::default() }, &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("colour"), "{e}");
     }
 
     #[test]

@@ -2,16 +2,19 @@
 //! variants on rayon; the residual's assembly and element matrices'
 //! products sum each row's entries in parallel through the transposed
 //! position map (the residual's [`Restriction`]), the tangent's assembly scatters serially
-//! (the boundary term's facets after the cells); the tangent in any CPU
-//! sparse format or as element matrices, whose rows are the per-item
-//! functions the GPU kernels apply.
+//! (the boundary term's facets after the cells), or both sum by SpMV with
+//! the ELL-WARP gather matrices on rayon ([`Scatter::Spmv`]); the tangent
+//! in any CPU sparse format or as element matrices, whose rows are the
+//! per-item functions the GPU kernels apply.
 
-use super::{NewtonOps, Setup};
+use super::assembly::gather_pattern;
+use super::{NewtonOps, Scatter, Setup};
 use crate::operator::pointwise::{scatter_add, FacetTerm, Pointwise};
 use crate::space::Restriction;
 use crate::sparse::device::prepare_cpu;
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
+use crate::sparse::warp::EllWarp;
 use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, Result};
 use fem_kernels::pointwise::Kernels;
@@ -24,12 +27,21 @@ pub(crate) fn inverse_diagonal(diag_pos: &[u32], kflat: &[f64], inv: &mut [f64])
     }
 }
 
+/// Whether every value is zero.
+pub(super) fn is_zero(v: &[f64]) -> bool {
+    v.iter().all(|&x| x == 0.0)
+}
+
 /// A part (cells or facets) of the physics, its type erased.
 trait Part: Send + Sync {
     /// Element values from the part's E-vector.
     fn evaluate(&self, cpu: &CpuBackend, jacobian: bool, u: &[f64]) -> Result<Vec<f64>>;
     /// The time the pointwise functions see.
     fn set_time(&mut self, t: f64);
+    /// The auxiliary fields the pointwise functions read.
+    fn aux_mut(&mut self) -> &mut Vec<f64>;
+    /// The same, to read.
+    fn aux(&self) -> &Vec<f64>;
 }
 
 impl<K: Kernels<f64>> Part for Pointwise<f64, K> {
@@ -43,6 +55,12 @@ impl<K: Kernels<f64>> Part for Pointwise<f64, K> {
     fn set_time(&mut self, t: f64) {
         self.time = t;
     }
+    fn aux_mut(&mut self) -> &mut Vec<f64> {
+        &mut self.a
+    }
+    fn aux(&self) -> &Vec<f64> {
+        &self.a
+    }
 }
 
 impl<K: Kernels<f64>> Part for FacetTerm<f64, K> {
@@ -51,6 +69,12 @@ impl<K: Kernels<f64>> Part for FacetTerm<f64, K> {
     }
     fn set_time(&mut self, t: f64) {
         self.time = t;
+    }
+    fn aux_mut(&mut self) -> &mut Vec<f64> {
+        &mut self.a
+    }
+    fn aux(&self) -> &Vec<f64> {
+        &self.a
     }
 }
 
@@ -71,13 +95,22 @@ pub struct CpuState {
     fixed: Vec<f64>,
     /// The residual's: the same map, fixed rows skipped.
     restriction: Restriction,
+    /// The residual's and the tangent's gather matrices ([`Scatter::Spmv`]).
+    sums: [Option<EllWarp<f64>>; 2],
+    /// Whether each base is zero, so that a sum by SpMV need not add it.
+    base_zero: [bool; 2],
 }
 
 impl NewtonOps for CpuBackend {
     type State = CpuState;
 
-    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, lma: bool) -> Result<CpuState> {
+    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, tangent: Option<SpmvFormat>, scatter: Scatter) -> Result<CpuState> {
+        let lma = tangent.is_none();
+        let spmv = scatter == Scatter::Spmv;
+        let sums = [spmv.then(|| gather_pattern(self, &setup.residual_pos, setup.n_rows())).transpose()?, (spmv && !lma).then(|| gather_pattern(self, &setup.entry_pos, setup.csr.nnz())).transpose()?];
         Ok(CpuState {
+            sums,
+            base_zero: [is_zero(&setup.residual_base), lma || is_zero(&setup.csr.val)],
             cells: Box::new(setup.physics.clone()),
             facets: setup.facets.clone().map(|t| -> Box<dyn Part> { Box::new(t) }),
             cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
@@ -95,7 +128,16 @@ impl NewtonOps for CpuBackend {
     }
 
     fn set_residual_base(&self, s: &mut CpuState, base: &[f64]) -> Result<()> {
+        s.base_zero[0] = is_zero(base);
         self.write(base, &mut s.base[0])
+    }
+
+    fn aux<'s>(&self, s: &'s CpuState) -> &'s Vec<f64> {
+        s.cells.aux()
+    }
+
+    fn aux_mut<'s>(&self, s: &'s mut CpuState) -> &'s mut Vec<f64> {
+        s.cells.aux_mut()
     }
 
     fn set_time(&self, s: &mut CpuState, t: f64) {
@@ -116,7 +158,15 @@ impl NewtonOps for CpuBackend {
     }
 
     fn assemble(&self, s: &CpuState, matrix: bool, elem: &Vec<f64>, out: &mut Vec<f64>) -> Result<()> {
-        out.copy_from_slice(&s.base[matrix as usize]);
+        let m = matrix as usize;
+        if let Some(g) = &s.sums[m] {
+            g.spmv_with::<true>(self, elem, out);
+            if !s.base_zero[m] {
+                self.axpy(1.0, &s.base[m], out)?;
+            }
+            return Ok(());
+        }
+        out.copy_from_slice(&s.base[m]);
         match matrix {
             true => scatter_add(&s.entry_pos, &elem[..s.entry_pos.len()], out),
             false => s.restriction.add(self, elem, out),
@@ -158,7 +208,10 @@ impl NewtonOps for CpuBackend {
         Ok(())
     }
 
-    fn describe(&self, _: &CpuState) -> String {
-        format!("{}, residual assembly by row sums, tangent assembly by serial scatter", self.name())
+    fn describe(&self, s: &CpuState) -> String {
+        match s.sums[0] {
+            Some(_) => format!("{}, assembly by ELL-WARP SpMV", self.name()),
+            None => format!("{}, residual assembly by row sums, tangent assembly by serial scatter", self.name()),
+        }
     }
 }

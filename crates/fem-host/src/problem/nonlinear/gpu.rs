@@ -1,16 +1,22 @@
 //! The Newton solver's operations on the GPU: everything stays on the
 //! device across iterations. Element residuals and tangents by thread
 //! transposition (the physics' generated entry points), assembly by atomic
-//! adds through the position maps (fixed rows and columns skipped), the
+//! adds through the position maps (fixed rows and columns skipped) or by
+//! SpMV with their 0/1 gather matrices (ELL-WARP, or cuSPARSE beside a
+//! cuSPARSE tangent), the
 //! tangent's values refilled into a sparse format (ELL-WARP K2 unless
 //! another is asked for), or its element matrices applied by
 //! `fem_element_spmv` (gather, dense row, atomic scatter in one pass).
 
-use super::{NewtonOps, Setup};
+use super::assembly::gather_pattern;
+use super::cpu::is_zero;
+use super::{NewtonOps, Scatter, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{GpuFacetTerm, GpuPointwise, Transposition};
 use crate::space::restriction::{GpuRestriction, Restriction};
-use crate::sparse::device::{blocks_of, gpu_scatter_add, prepare_gpu};
+use crate::sparse::assembly::gather_matrix;
+use crate::sparse::cusparse::CusparseCsr;
+use crate::sparse::device::{blocks_of, gpu_scatter_add, prepare_gpu, GpuEllWarp};
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
 use crate::sparse::{Spmv, SpmvFormat};
@@ -31,6 +37,37 @@ pub(crate) fn inverse_diagonal(gpu: &CudaBackend, diag_pos: &CudaSlice<u32>, kfl
     let n = inv.len();
     unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(diag_pos).arg(kflat).arg(inv).launch(gpu.grid::<f64>(n, 0)) }?;
     Ok(())
+}
+
+/// Threads per block of the gather matrices' ELL-WARP products.
+const GATHER_BLOCK: u32 = 128;
+
+/// A 0/1 gather matrix on the device: its product sums element values
+/// into global ones ([`Scatter::Spmv`]).
+enum GatherSum {
+    Warp(GpuEllWarp<f64>),
+    Cusparse(CusparseCsr<f64>),
+}
+
+impl GatherSum {
+    /// The gather matrix of the entries at `pos` into `rows` rows, for the
+    /// cuSPARSE kernel or ELL-WARP's.
+    fn new(gpu: &CudaBackend, cpu: &CpuBackend, pos: &[u32], rows: usize, cusparse: bool) -> Result<Self> {
+        Ok(if cusparse {
+            // one column more than entries: the padding zero of the element arrays
+            Self::Cusparse(CusparseCsr::rectangular(gpu, &gather_matrix::<f64>(pos, rows), pos.len() + 1)?)
+        } else {
+            Self::Warp(GpuEllWarp::upload(gpu, &gather_pattern(cpu, pos, rows)?, GATHER_BLOCK)?)
+        })
+    }
+
+    /// `out ← G elem`.
+    fn sum(&self, gpu: &CudaBackend, elem: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
+        match self {
+            Self::Warp(g) => g.spmv_with(gpu, elem, out, true),
+            Self::Cusparse(g) => g.spmv(gpu, elem, out),
+        }
+    }
 }
 
 /// What the device holds.
@@ -54,6 +91,10 @@ pub struct GpuState {
     diag_pos: CudaSlice<u32>,
     /// 1 in fixed rows, 0 in free ones.
     fixed: CudaSlice<f64>,
+    /// The residual's and the tangent's gather matrices ([`Scatter::Spmv`]).
+    sums: [Option<GatherSum>; 2],
+    /// Whether each base is zero, so that a sum by SpMV need not add it.
+    base_zero: [bool; 2],
 }
 
 /// Threads per element row of `fem_element_spmv` for `nl` × `nl`
@@ -66,12 +107,23 @@ pub(crate) fn element_lanes(nl: usize) -> u32 {
 impl NewtonOps for CudaBackend {
     type State = GpuState;
 
-    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, lma: bool) -> Result<GpuState> {
+    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, tangent: Option<SpmvFormat>, scatter: Scatter) -> Result<GpuState> {
         let s = self.stream();
+        let lma = tangent.is_none();
         let (ne, nl) = (setup.physics.n_cells, setup.physics.variant.n_local());
         let nf = setup.facets.as_ref().map_or(0, |t| t.len());
         let assembled = if lma { 0 } else { (ne + nf) * nl * nl / 2 + setup.csr.nnz() * 4 };
-        self.ensure_free(8 * ((ne + nf) * nl * (nl + 3) + assembled + setup.n_rows() * 13))?;
+        // a gather matrix holds a column index and a value per entry
+        let gathers = if scatter == Scatter::Spmv { (ne + nf) * nl * (1 + if lma { 0 } else { nl }) * 3 / 2 } else { 0 };
+        self.ensure_free(8 * ((ne + nf) * nl * (nl + 3) + assembled + gathers + setup.n_rows() * 13))?;
+        let sums = match scatter {
+            Scatter::Spmv => {
+                let (cpu, cusparse) = (CpuBackend::new(None)?, tangent == Some(SpmvFormat::Cusparse));
+                let tangent = if lma { None } else { Some(GatherSum::new(self, &cpu, &setup.entry_pos, setup.csr.nnz(), cusparse)?) };
+                [Some(GatherSum::new(self, &cpu, &setup.residual_pos, setup.n_rows(), cusparse)?), tangent]
+            }
+            _ => [None, None],
+        };
         let tangent = |v: &[u32]| if lma { s.alloc_zeros(1) } else { s.clone_htod(v) };
         let physics = GpuPointwise::new(self, &setup.physics)?;
         let shared = self.props().shared_mem_per_block_optin as usize;
@@ -85,6 +137,8 @@ impl NewtonOps for CudaBackend {
             base: [self.upload(&setup.residual_base)?, if lma { self.zeros(1)? } else { self.upload(&setup.csr.val)? }],
             diag_pos: s.clone_htod(&setup.diag_pos)?,
             fixed: self.upload(&setup.fixed_mask())?,
+            sums,
+            base_zero: [is_zero(&setup.residual_base), lma || is_zero(&setup.csr.val)],
         })
     }
 
@@ -93,7 +147,16 @@ impl NewtonOps for CudaBackend {
     }
 
     fn set_residual_base(&self, s: &mut GpuState, base: &[f64]) -> Result<()> {
+        s.base_zero[0] = is_zero(base);
         self.write(base, &mut s.base[0])
+    }
+
+    fn aux<'s>(&self, s: &'s GpuState) -> &'s CudaSlice<f64> {
+        s.physics.aux()
+    }
+
+    fn aux_mut<'s>(&self, s: &'s mut GpuState) -> &'s mut CudaSlice<f64> {
+        s.physics.aux_mut()
     }
 
     fn set_time(&self, s: &mut GpuState, t: f64) {
@@ -118,7 +181,12 @@ impl NewtonOps for CudaBackend {
     }
 
     fn assemble(&self, s: &GpuState, matrix: bool, elem: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
-        self.copy(&s.base[matrix as usize], out)?;
+        let m = matrix as usize;
+        if let Some(g) = &s.sums[m] {
+            g.sum(self, elem, out)?;
+            return if s.base_zero[m] { Ok(()) } else { self.axpy(1.0, &s.base[m], out) };
+        }
+        self.copy(&s.base[m], out)?;
         match matrix {
             true => gpu_scatter_add(self, &s.entry_pos, elem, out),
             false => s.residual.add(self, elem, out),
@@ -165,6 +233,11 @@ impl NewtonOps for CudaBackend {
 
     fn describe(&self, s: &GpuState) -> String {
         let [residual, tangent] = s.launch.map(|l| l.map_or("one thread per cell".to_string(), |t| format!("{} cell blocks per batch", t.blocks)));
-        format!("{}, element kernels by thread transposition (residual {residual}, tangent {tangent}), assembly by atomics", self.name())
+        let sum = match &s.sums[0] {
+            None => "atomics",
+            Some(GatherSum::Warp(_)) => "ELL-WARP SpMV",
+            Some(GatherSum::Cusparse(_)) => "cuSPARSE SpMV",
+        };
+        format!("{}, element kernels by thread transposition (residual {residual}, tangent {tangent}), assembly by {sum}", self.name())
     }
 }

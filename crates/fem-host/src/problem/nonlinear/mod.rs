@@ -24,7 +24,7 @@ pub mod gpu;
 pub mod precond;
 pub mod time;
 
-pub use assembly::Assembly;
+pub use assembly::{Assembly, Scatter};
 pub use precond::{Levels, Precond};
 /// The Krylov method that solves Newton's linear systems.
 pub use crate::solver::Krylov;
@@ -93,7 +93,15 @@ impl<K: Kernels<f64>> Setup<K> {
     /// The physics `K` on `space` with auxiliary fields `aux`, the rows
     /// `constraints` holds fixed, and the residual less `load` (if any).
     pub fn constrained(cpu: &CpuBackend, space: &Space, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        let physics = Pointwise::<f64, K>::new(space, None, aux)?;
+        Self::of_physics(cpu, space, Pointwise::<f64, K>::new(space, None, aux)?, constraints, load)
+    }
+
+    /// [`Setup::constrained`] for a physics already evaluated on `space`:
+    /// one built with a rule of its own ([`Pointwise::new`]'s `nq`).
+    pub fn of_physics(cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
+        if physics.n_cells != space.n_cells() || physics.variant.n_local() != space.nb() * physics.variant.nc {
+            return Err(Error::InvalidArgument("the physics was evaluated on another space".into()));
+        }
         let nc = physics.variant.nc;
         if constraints.nc != nc || load.is_some_and(|l| l.nc != nc) {
             return Err(Error::InvalidArgument(format!("the physics has {nc} components, its boundary conditions or load another number")));
@@ -208,9 +216,18 @@ pub(super) fn as_residual_base(f: &mut [f64], fixed: &[bool]) {
 pub trait NewtonOps: PrecondOps {
     /// Uploaded data and prepared kernels.
     type State;
-    /// Copies the set-up to the backend; with `lma` the tangent's
-    /// assembly maps stay behind (its element matrices are applied as they are).
-    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, lma: bool) -> Result<Self::State>;
+    /// Copies the set-up to the backend, to sum element values by
+    /// `scatter` (atomics or SpMV) and assemble the tangent in `tangent`;
+    /// with `None` the tangent's assembly maps stay behind (its element
+    /// matrices are applied as they are). Element arrays summed by SpMV
+    /// are [`assembly::padded`].
+    fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, tangent: Option<SpmvFormat>, scatter: Scatter) -> Result<Self::State>;
+    /// The physics' auxiliary fields (E-vector layout for nodal fields,
+    /// per cell otherwise) as the element kernels read them.
+    fn aux<'s>(&self, s: &'s Self::State) -> &'s Self::Vector<f64>;
+    /// The same, to update between solves: point histories, such as an
+    /// ionic model's state, moved forward after each time step.
+    fn aux_mut<'s>(&self, s: &'s mut Self::State) -> &'s mut Self::Vector<f64>;
     /// E-vector `ue` of the global `u`.
     fn gather(&self, s: &Self::State, u: &Self::Vector<f64>, ue: &mut Self::Vector<f64>) -> Result<()>;
     /// Element residuals, or element tangents when `jacobian`.
@@ -264,6 +281,10 @@ pub struct NewtonOptions {
     pub precond: Precond,
     /// How the tangent is stored for it.
     pub assembly: Assembly,
+    /// How element residuals and tangents are summed into global ones:
+    /// atomics (the default) or SpMV with 0/1 gather matrices
+    /// (deterministic); not by colour.
+    pub scatter: Scatter,
 }
 
 /// How Newton's step length is accepted.
@@ -281,7 +302,7 @@ pub enum LineSearch {
 
 impl Default for NewtonOptions {
     fn default() -> Self {
-        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking, krylov: Krylov::Cg, precond: Precond::Jacobi, assembly: Assembly::Auto }
+        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking, krylov: Krylov::Cg, precond: Precond::Jacobi, assembly: Assembly::Auto, scatter: Scatter::Atomic }
     }
 }
 
@@ -398,8 +419,11 @@ impl<B: NewtonOps> Workspace<B> {
     pub fn new<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, o: &NewtonOptions) -> Result<Self> {
         let start = Instant::now();
         let n = setup.n_rows();
+        if o.scatter == Scatter::Colour {
+            return Err(Scatter::Colour.unavailable("Newton's assembly"));
+        }
         let storage = o.assembly.resolve(setup, o.precond, b.default_format())?;
-        let state = b.prepare(setup, storage == Storage::Lma)?;
+        let state = b.prepare(setup, storage.format(), o.scatter)?;
         let (matrix, values) = match storage {
             Storage::Sparse(f) => (Some(b.matrix(&state, setup, f)?), setup.csr.nnz()),
             Storage::Lma => (None, 0),
@@ -409,14 +433,14 @@ impl<B: NewtonOps> Workspace<B> {
             matrix,
             trial: b.zeros(n)?,
             ue: b.zeros(setup.gather.len())?,
-            relem: b.zeros(setup.residual_pos.len())?,
-            kelem: b.zeros(setup.entry_pos.len())?,
+            relem: b.zeros(assembly::padded(setup.residual_pos.len(), o.scatter))?,
+            kelem: b.zeros(if storage == Storage::Lma { setup.entry_pos.len() } else { assembly::padded(setup.entry_pos.len(), o.scatter) })?,
             r: b.zeros(n)?,
             kflat: b.zeros(values)?,
             delta: b.zeros(n)?,
             mu: b.zeros(n)?,
             jacobi: Jacobi::zeros(b, n)?,
-            precond: precond::Prepared::new(b, setup, o.precond)?,
+            precond: precond::Prepared::new(b, setup, o.precond, o.scatter)?,
             n,
             setup_seconds: 0.0,
             state,
@@ -471,6 +495,26 @@ impl<B: NewtonOps> Workspace<B> {
         b.copy(&self.r, out)?;
         b.axpy(-e.c, &self.mu, out)?;
         b.axpby(1.0 / e.weight, e.rhs, 1.0 / e.weight, out)
+    }
+
+    /// The physics' auxiliary fields on the backend, as its element
+    /// kernels read them.
+    pub fn aux(&self, b: &B) -> &B::Vector<f64> {
+        b.aux(&self.state)
+    }
+
+    /// The physics' auxiliary fields on the backend, to update between
+    /// solves (the hook of point histories: an ionic model's state moved
+    /// forward after each time step), and beside them the E-vector of the
+    /// point where the last [`Workspace::newton`] ended: its solution's.
+    /// The coarse levels of multigrid keep the fields they were built with.
+    pub fn aux_with_solution(&mut self, b: &B) -> (&mut B::Vector<f64>, &B::Vector<f64>) {
+        (b.aux_mut(&mut self.state), &self.ue)
+    }
+
+    /// The backend's kernels and the tangent's storage, for reports.
+    pub fn describe(&self, b: &B) -> String {
+        format!("{}, {}", b.describe(&self.state), self.storage.describe())
     }
 
     /// R(u) (no extra terms) into `out`.
@@ -575,7 +619,7 @@ impl<B: NewtonOps> Workspace<B> {
             steps.push(s);
         }
         let converged = *residuals.last().expect("one residual") <= tol;
-        Ok(NewtonReport { kernels: format!("{}, {}", b.describe(&self.state), self.storage.describe()), krylov: o.krylov, precond: o.precond, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds: 0.0, split })
+        Ok(NewtonReport { kernels: self.describe(b), krylov: o.krylov, precond: o.precond, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds: 0.0, split })
     }
 }
 

@@ -12,7 +12,7 @@
 //! solve's scalars.
 
 use super::time::mass_values;
-use super::{tangent_values, Extra, NewtonOps, Setup};
+use super::{tangent_values, Extra, NewtonOps, Scatter, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
 use crate::operator::pointwise::{Aux, Pointwise};
@@ -175,7 +175,7 @@ pub(super) enum Prepared<B: NewtonOps> {
 
 impl<B: NewtonOps> Prepared<B> {
     /// Builds what `p` needs for `setup` on backend `b`.
-    pub(super) fn new<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, p: Precond) -> Result<Self> {
+    pub(super) fn new<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, p: Precond, scatter: Scatter) -> Result<Self> {
         match p {
             Precond::Jacobi => Ok(Self::Jacobi),
             Precond::Ssor => Ok(Self::Ssor(b.ssor(&setup.csr, &RowColouring::new(&setup.csr)?)?)),
@@ -204,11 +204,11 @@ impl<B: NewtonOps> Prepared<B> {
                         let n = s.n_rows();
                         let above = levels.setups.get(l + 1).map_or(setup.n_rows(), |s| s.n_rows());
                         Ok(Level {
-                            state: b.prepare(s, false)?,
+                            state: b.prepare(s, Some(b.default_format()), scatter)?,
                             inject: b.store_matrix(&levels.injection[l], above)?,
                             u: b.zeros(n)?,
                             ue: b.zeros(s.gather.len())?,
-                            kelem: b.zeros(s.entry_pos.len())?,
+                            kelem: b.zeros(super::assembly::padded(s.entry_pos.len(), scatter))?,
                             kflat: b.zeros(s.csr.nnz())?,
                             inv: b.zeros(n)?,
                             mass: b.upload(&levels.mass[l])?,

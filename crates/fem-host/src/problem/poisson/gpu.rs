@@ -27,6 +27,9 @@ pub fn build_gpu_operator<T: Scalar>(
     layout: &Layout,
     opts: &PoissonOptions,
 ) -> Result<GpuOperator<T>> {
+    if opts.scatter == Scatter::Spmv {
+        return Err(Scatter::Spmv.unavailable("the Q_p Poisson kernels"));
+    }
     let cd = with_regions(CellData::<T>::new(space, layout), opts.kappa.as_deref())?;
     let cells = Arc::new(GpuCells::upload(gpu, &cd, layout)?);
     let mut b = gpu.zeros::<T>(layout.n_rows)?;
