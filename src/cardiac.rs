@@ -238,7 +238,7 @@ fn run_on<B: Ops>(
         kernels: m.describe(),
         mesh: label,
         nodes: setup.space.n_dofs,
-        cells: setup.physics.n_cells,
+        cells: setup.problem.physics.n_cells,
         dt: o.model.dt,
         model: o.model,
         stimulus,

@@ -12,7 +12,7 @@ def label(r):
         return "CPU backend"
     k = r["kernels"]
     how = "atomics" if "atomics" in k else ("cuSPARSE" if "cuSPARSE SpMV" in k else "ELL-WARP")
-    return f"GPU, assembly by {how}, CG on " + k.rsplit("CG on ", 1)[1]
+    return f"GPU, assembly by {how}, CG on " + k.rsplit("assembled in ", 1)[1]
 
 
 cpu = {r["nodes"]: r["summary"]["seconds_per_step"] for r in rows if r["backend"].startswith("CPU")}

@@ -1,6 +1,7 @@
 //! `fem cardiac`: the monodomain model on a heart or slab mesh.
 
 use crate::*;
+use fem::host::problem::cardiac::Scatter;
 
 #[derive(clap::Args)]
 pub(crate) struct CardiacArgs {
@@ -54,6 +55,15 @@ pub(crate) struct CardiacArgs {
     pub(crate) json: bool,
 }
 
+/// `--assembly`: how element values are summed.
+fn scatter(s: &str) -> Result<Scatter, String> {
+    match s {
+        "spmv" => Ok(Scatter::Spmv),
+        "atomic" => Ok(Scatter::Atomic),
+        _ => Err(format!("unknown assembly `{s}` (spmv, atomic)")),
+    }
+}
+
 pub(crate) fn cardiac(a: &CardiacArgs) -> CliResult {
     use fem::cardiac::{CardiacOptions, MeshSpec, StimulusSpec};
     use fem::host::problem::cardiac::{Config, Model};
@@ -68,7 +78,7 @@ pub(crate) fn cardiac(a: &CardiacArgs) -> CliResult {
         model: Model { d_iso: a.d_iso, d_ani: a.d_ani, dt: a.dt },
         stimulus: a.stimulus.parse::<StimulusSpec>()?,
         steps: a.steps,
-        config: Config { assembly: a.assembly.parse()?, kernel: a.spmv.parse()?, cg_rtol: a.cg_rtol, ..Config::default() },
+        config: Config { scatter: scatter(&a.assembly)?, kernel: a.spmv.parse()?, cg_rtol: a.cg_rtol, ..Config::default() },
         vtk: a.vtk.clone().map(|p| (p, a.vtk_every)),
         per_step: a.json,
         png: a.png.clone(),

@@ -4,7 +4,7 @@
 //! converges fast, and assembly by SpMV equals the serial scatter.
 
 use fem::host::mesh::heart::slab;
-use fem::host::problem::cardiac::{Assembly, Config, Model, Monodomain, Setup, Stimulus, Tissue};
+use fem::host::problem::cardiac::{Config, Model, Monodomain, Scatter, Setup, Stimulus, Tissue};
 use fem::host::CpuBackend;
 
 fn slab_tissue(h: f64, length: f64, width: f64) -> Tissue {
@@ -90,10 +90,10 @@ fn a_stimulated_heart_activates_with_fast_newton_and_both_assemblies_agree() {
     // At the apex, on the inner surface.
     let stim = Stimulus { centre: [0.0, 0.0, -22.5], radius: 8.0, start: 0.0, duration: 1.0, amplitude: 1.0 };
     let setup = Setup::new(&cpu, &tissue, &model, Some(&stim)).unwrap();
-    let runs: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = [Assembly::Spmv, Assembly::Atomic]
+    let runs: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = [Scatter::Spmv, Scatter::Atomic]
         .into_iter()
-        .map(|assembly| {
-            let cfg = Config { assembly, ..Config::default() };
+        .map(|scatter| {
+            let cfg = Config { scatter, ..Config::default() };
             let mut m = Monodomain::new(&cpu, &setup, &model, Some(stim), cfg).unwrap();
             let (mut worst_rate, mut checked) = (0.0f64, 0);
             for _ in 0..15 {

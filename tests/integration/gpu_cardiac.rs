@@ -6,7 +6,7 @@ use crate::common;
 use common::gpu;
 
 use fem::host::mesh::heart::Heart;
-use fem::host::problem::cardiac::{Assembly, Config, Kernel, Model, Monodomain, Setup, Stimulus, Tissue};
+use fem::host::problem::cardiac::{Config, Kernel, Scatter, Model, Monodomain, Setup, Stimulus, Tissue};
 use fem::host::CpuBackend;
 
 #[test]
@@ -25,8 +25,8 @@ fn gpu_runs_match_the_cpu_over_100_steps() {
     };
     let activated = run_cpu.2.iter().filter(|&&t| t >= 0.0).count();
     assert!(activated > 0 && activated < run_cpu.2.len(), "the wave should be under way: {activated} activated");
-    for (assembly, kernel) in [(Assembly::Spmv, Kernel::Warp), (Assembly::Spmv, Kernel::Cusparse), (Assembly::Atomic, Kernel::Warp)] {
-        let cfg = Config { assembly, kernel, ..Config::default() };
+    for (assembly, kernel) in [(Scatter::Spmv, Kernel::Warp), (Scatter::Spmv, Kernel::Cusparse), (Scatter::Atomic, Kernel::Warp)] {
+        let cfg = Config { scatter: assembly, kernel, ..Config::default() };
         let mut m = Monodomain::new(&g, &setup, &model, Some(stim), cfg).unwrap();
         for (k, c) in run_cpu.3.iter().enumerate() {
             let s = m.step().unwrap();

@@ -3,31 +3,34 @@
 //! integration, backward Euler in time, and the global–local Newton
 //! scheme of the paper's Table 1.
 //!
-//! Each time step runs a global Newton iteration on the nodal potential φ.
-//! Its residual and tangent come from the `#[fem_kernel]` physics
-//! [`fem_kernels::physics::cardiac`], whose pointwise functions solve the
-//! local Newton problem for the recovery variable r at the integration
-//! point. Element residuals and matrices are assembled either by SpMV with
-//! the ELL-WARP (or cuSPARSE) kernels (the paper's race-free assembly:
-//! every global entry is the sum of a row of a 0/1 gather matrix) or by
-//! atomic scatter; the update solves K Δφ = R by Jacobi-PCG with the same
-//! SpMV kernel. After convergence the point histories (φₙ, rₙ) move
-//! forward in one pass over the cells.
+//! Each time step runs a global Newton iteration on the nodal potential φ:
+//! the pipeline's Newton solver ([`crate::problem::nonlinear`]) on the
+//! `#[fem_kernel]` physics [`fem_kernels::physics::cardiac`], whose
+//! pointwise functions solve the local Newton problem for the recovery
+//! variable r at the integration point, and whose per-cell auxiliary
+//! fields hold the point histories. Element residuals and matrices are
+//! summed either by SpMV with the ELL-WARP (or cuSPARSE) kernels (the
+//! paper's race-free assembly, [`Scatter::Spmv`]: every global entry is
+//! the sum of a row of a 0/1 gather matrix) or by atomics; the update
+//! solves K Δφ = R by Jacobi-PCG with the same SpMV kernel. After
+//! convergence the point histories (φₙ, rₙ) move forward in one pass over
+//! the cells, on the auxiliary fields the workspace hands out
+//! ([`Workspace::aux_with_solution`]).
 //!
-//! The same driver ([`Monodomain`]) runs on both backends; what differs
-//! (element kernels, assembly, the point-history update) is behind
-//! [`Ops`], implemented in `cpu` and `gpu`.
+//! The same driver ([`Monodomain`]) runs on both backends; what the model
+//! adds to the pipeline (the point-history update and the activation
+//! times) is behind [`Ops`], implemented in `cpu` and `gpu`.
 
 mod cpu;
 mod gpu;
 
+use super::nonlinear::{self, Assembly, Krylov, LineSearch, NewtonOps, NewtonOptions, Precond, Workspace};
 use crate::mesh::simplex::SimplexMesh;
-use crate::operator::csr::Csr;
-use crate::operator::pointwise::{csr_pattern, Aux, Pointwise};
-use crate::solver::{pcg, CgOptions, Jacobi};
-use crate::space::Space;
-use crate::sparse::Spmv;
-use crate::{Backend, CpuBackend, Error, Result};
+use crate::operator::pointwise::{Aux, Pointwise};
+pub use crate::operator::gpu::Scatter;
+use crate::space::{Constraints, Space};
+use crate::sparse::SpmvFormat;
+use crate::{CpuBackend, Error, Result};
 pub use super::phases::Split;
 use super::phases::timed;
 use fem_kernels::physics::cardiac::{self as ap, Monodomain as Physics};
@@ -68,16 +71,6 @@ impl Stimulus {
     }
 }
 
-/// How element quantities become global ones.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Assembly {
-    /// Assembly by SpMV with the gather matrices (race-free).
-    Spmv,
-    /// Atomic scatter (on the CPU: a serial scatter).
-    Atomic,
-}
-
 /// The SpMV kernel of the assembly and of CG.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -86,17 +79,6 @@ pub enum Kernel {
     Warp,
     /// cuSPARSE CSR (GPU only).
     Cusparse,
-}
-
-impl std::str::FromStr for Assembly {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "spmv" => Ok(Self::Spmv),
-            "atomic" => Ok(Self::Atomic),
-            _ => Err(format!("unknown assembly `{s}` (spmv, atomic)")),
-        }
-    }
 }
 
 impl std::str::FromStr for Kernel {
@@ -113,8 +95,9 @@ impl std::str::FromStr for Kernel {
 /// Solver settings.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Config {
-    /// How element residuals and matrices are assembled.
-    pub assembly: Assembly,
+    /// How element residuals and matrices are summed: by SpMV (the
+    /// paper's) or atomics.
+    pub scatter: Scatter,
     /// SpMV kernel of the assembly and of CG.
     pub kernel: Kernel,
     /// Newton stops when ‖R‖₂ ≤ max(rtol ‖R₀‖₂, atol).
@@ -133,7 +116,36 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self { assembly: Assembly::Spmv, kernel: Kernel::Warp, newton_rtol: 1e-8, newton_atol: 1e-13, max_newton: 25, cg_rtol: 1e-9, max_cg: 20_000 }
+        Self { scatter: Scatter::Spmv, kernel: Kernel::Warp, newton_rtol: 1e-8, newton_atol: 1e-13, max_newton: 25, cg_rtol: 1e-9, max_cg: 20_000 }
+    }
+}
+
+impl Config {
+    /// The pipeline's Newton options these settings make on backend `b`:
+    /// full steps (no line search: a time step starts close to its
+    /// solution), Jacobi-PCG on the tangent assembled in the kernel's
+    /// format (the backend's ELL-WARP or CSR, or cuSPARSE).
+    pub fn newton<B: NewtonOps>(&self, b: &B) -> Result<NewtonOptions> {
+        if self.scatter == Scatter::Colour {
+            return Err(Scatter::Colour.unavailable("the monodomain solver"));
+        }
+        let format = match self.kernel {
+            Kernel::Warp => b.default_format(),
+            Kernel::Cusparse => SpmvFormat::Cusparse,
+        };
+        Ok(NewtonOptions {
+            rtol: self.newton_rtol,
+            atol: self.newton_atol,
+            max_iterations: self.max_newton,
+            krylov_rtol: self.cg_rtol,
+            max_krylov: self.max_cg,
+            line_search: LineSearch::Full,
+            krylov: Krylov::Cg,
+            precond: Precond::Jacobi,
+            assembly: Assembly::Sparse(format),
+            scatter: self.scatter,
+            ..NewtonOptions::default()
+        })
     }
 }
 
@@ -169,17 +181,12 @@ impl Tissue {
 pub struct Setup {
     /// The P1 space of the potential φ on the tissue mesh.
     pub space: Space,
-    /// The Aliev–Panfilov physics on that space, one integration point per
-    /// cell, with the initial point data (history at rest, stimulus, Δt,
-    /// conductivities, fibre) as its per-cell auxiliary fields.
-    pub physics: Pointwise<f64, Physics>,
-    /// The matrix pattern (values zero).
-    pub csr: Csr<f64>,
-    /// CSR position of each element-matrix entry, cell-major
-    /// (`e·nl² + i·nl + j`, the layout of the element kernels).
-    pub entry_pos: Vec<u32>,
-    /// CSR position of each row's diagonal.
-    pub diag_pos: Vec<u32>,
+    /// The pipeline's problem: the Aliev–Panfilov physics on that space,
+    /// one integration point per cell, with the initial point data
+    /// (history at rest, stimulus, Δt, conductivities, fibre) as its
+    /// per-cell auxiliary fields; no fixed rows (insulated tissue) and no
+    /// load (the stimulus is a point datum).
+    pub problem: nonlinear::Setup<Physics>,
     /// Stimulus amplitude per cell (zero outside the ball).
     pub amp: Vec<f64>,
 }
@@ -230,48 +237,26 @@ impl Setup {
             a[ap::FIBRE..ap::FIBRE + 3].copy_from_slice(&tissue.fibres[c]);
         }
         let physics = Pointwise::<f64, Physics>::new(&space, Some(1), Aux::Cell(&aux))?;
-        let (csr, entry_pos) = csr_pattern::<f64>(cpu, &space, 1)?;
-        let diag_pos = (0..csr.n_rows).map(|r| csr.position(r, r as u32).expect("every row has its diagonal") as u32).collect();
-        Ok(Self { space, physics, csr, entry_pos, diag_pos, amp })
+        let problem = nonlinear::Setup::of_physics(cpu, &space, physics, &Constraints::none(&space, 1), None)?;
+        Ok(Self { space, problem, amp })
     }
 
     /// Values per cell of an E-vector: the element's nodes (3 for a
     /// triangle, 4 for a tetrahedron).
     pub fn n_local(&self) -> usize {
-        self.physics.variant.n_local()
+        self.problem.physics.variant.n_local()
     }
 }
 
-/// What differs between the backends.
-pub trait Ops: Backend + Sized {
-    /// Uploaded data and prepared kernels.
-    type State;
-    /// Copies the setup to the backend and builds what `cfg` asks for: the
-    /// gather matrices of SpMV assembly (in the chosen kernel's format) or
-    /// the scatter maps of atomic assembly.
-    fn prepare(&self, setup: &Setup, cfg: &Config) -> Result<Self::State>;
-    /// The solution's E-vector from nodal values.
-    fn gather(&self, s: &Self::State, phi: &Self::Vector<f64>, u: &mut Self::Vector<f64>) -> Result<()>;
-    /// Element residuals (`jacobian` false) or matrices into the first
-    /// values of `out` (its last value stays zero: padding of the SpMV
-    /// assembly reads it).
-    fn elements(&self, s: &Self::State, jacobian: bool, u: &Self::Vector<f64>, out: &mut Self::Vector<f64>) -> Result<()>;
-    /// Global residual (`matrix` false) or matrix values in CSR order.
-    fn assemble(&self, s: &Self::State, matrix: bool, elem: &Self::Vector<f64>, out: &mut Self::Vector<f64>) -> Result<()>;
-    /// `inv[r] = 1 / K[r][r]`.
-    fn inverse_diagonal(&self, s: &Self::State, kflat: &Self::Vector<f64>, inv: &mut Self::Vector<f64>) -> Result<()>;
-    /// Moves the point histories to the converged `u`; `on` scales the
-    /// stimulus of the next step.
-    fn advance(&self, s: &mut Self::State, u: &Self::Vector<f64>, on: f64) -> Result<()>;
+/// What the monodomain model adds to the pipeline on each backend.
+pub trait Ops: NewtonOps {
+    /// Moves the point histories `aux` ([`ap::AUX`] per cell) to the
+    /// converged E-vector `ue` of `nl` values per cell; `on` scales the
+    /// stimulus amplitudes `amp` for the next step.
+    fn advance(&self, aux: &mut Self::Vector<f64>, ue: &Self::Vector<f64>, amp: &Self::Vector<f64>, nl: usize, on: f64) -> Result<()>;
     /// Records the activation time of nodes that first passed φ = ½ in
     /// the step from `prev` to `phi` ending at `t`.
     fn activation(&self, prev: &Self::Vector<f64>, phi: &Self::Vector<f64>, t: f64, dt: f64, act: &mut Self::Vector<f64>) -> Result<()>;
-    /// The point values (AUX per cell) on the host.
-    fn aux(&self, s: &Self::State) -> Result<Vec<f64>>;
-    /// The CG matrix (values filled later by `reorder`).
-    fn matrix(&self, s: &Self::State, setup: &Setup, cfg: &Config) -> Result<Box<dyn Spmv<Self, f64>>>;
-    /// A label of the kernels in use.
-    fn describe(&self, s: &Self::State) -> String;
 }
 
 /// One time step.
@@ -295,12 +280,14 @@ pub struct StepReport {
 /// The monodomain solver on backend `B`.
 pub struct Monodomain<'b, B: Ops> {
     b: &'b B,
-    cfg: Config,
-    state: B::State,
-    matrix: Box<dyn Spmv<B, f64>>,
+    /// The pipeline's Newton workspace: the prepared physics, the
+    /// tangent's format and the work vectors.
+    work: Workspace<B>,
+    newton: NewtonOptions,
     stimulus: Option<Stimulus>,
     dt: f64,
     n: usize,
+    nl: usize,
     /// Steps taken so far.
     pub step: usize,
     /// Current time, step · Δt.
@@ -308,15 +295,8 @@ pub struct Monodomain<'b, B: Ops> {
     phi: B::Vector<f64>,
     /// φ at the start of the step.
     prev: B::Vector<f64>,
-    u: B::Vector<f64>,
-    relem: B::Vector<f64>,
-    kelem: B::Vector<f64>,
-    residual: B::Vector<f64>,
-    kflat: B::Vector<f64>,
-    /// Refilled on the backend from the assembled diagonal each update.
-    jacobi: Jacobi<B, f64>,
-    delta: B::Vector<f64>,
     act: B::Vector<f64>,
+    amp: B::Vector<f64>,
     /// Seconds spent preparing (uploads, formats).
     pub setup_seconds: f64,
 }
@@ -325,40 +305,34 @@ impl<'b, B: Ops> Monodomain<'b, B> {
     /// At rest (φ = r = 0) at time zero.
     pub fn new(b: &'b B, setup: &Setup, model: &Model, stimulus: Option<Stimulus>, cfg: Config) -> Result<Self> {
         let start = Instant::now();
-        let state = b.prepare(setup, &cfg)?;
-        let matrix = b.matrix(&state, setup, &cfg)?;
-        let (n, ne, nl) = (setup.space.n_dofs, setup.physics.n_cells, setup.n_local());
+        let newton = cfg.newton(b)?;
+        let work = Workspace::new(b, &setup.problem, &newton)?;
+        let n = setup.space.n_dofs;
         let mut me = Self {
             b,
-            cfg,
-            matrix,
+            work,
+            newton,
             stimulus,
             dt: model.dt,
             n,
+            nl: setup.n_local(),
             step: 0,
             time: 0.0,
             phi: b.zeros(n)?,
             prev: b.zeros(n)?,
-            u: b.zeros(ne * nl)?,
-            relem: b.zeros(ne * nl + 1)?,
-            kelem: b.zeros(ne * nl * nl + 1)?,
-            residual: b.zeros(n)?,
-            kflat: b.zeros(setup.csr.nnz())?,
-            jacobi: Jacobi::zeros(b, n)?,
-            delta: b.zeros(n)?,
             act: b.upload(&vec![-1.0; n])?,
+            amp: b.upload(&setup.amp)?,
             setup_seconds: 0.0,
-            state,
         };
         b.synchronize()?;
         me.setup_seconds = start.elapsed().as_secs_f64();
         Ok(me)
     }
 
-    /// A label of the backend's kernels and the matrix format CG runs on,
-    /// for reports.
+    /// A label of the backend's kernels, the assembly and the matrix
+    /// format CG runs on, for reports.
     pub fn describe(&self) -> String {
-        format!("{}, CG on {}", self.b.describe(&self.state), self.matrix.name())
+        self.work.describe(self.b)
     }
 
     /// Sets φ (e.g. an initial condition other than rest).
@@ -368,73 +342,28 @@ impl<'b, B: Ops> Monodomain<'b, B> {
         Ok(())
     }
 
-    /// The residual at the current φ; returns ‖R‖₂.
-    fn residual(&mut self, split: &mut Split) -> Result<f64> {
-        let b = self.b;
-        timed(b, &mut split.element, || {
-            b.gather(&self.state, &self.phi, &mut self.u)?;
-            b.elements(&self.state, false, &self.u, &mut self.relem)
-        })?;
-        timed(b, &mut split.assembly, || b.assemble(&self.state, false, &self.relem, &mut self.residual))?;
-        Ok(b.norm2(&self.residual)?)
-    }
-
-    /// Assembles the tangent at the current φ (after [`Self::residual`]),
-    /// solves K Δ = R and updates φ ← φ − Δ; returns CG iterations.
-    fn update(&mut self, split: &mut Split) -> Result<usize> {
-        let b = self.b;
-        timed(b, &mut split.element, || b.elements(&self.state, true, &self.u, &mut self.kelem))?;
-        timed(b, &mut split.assembly, || {
-            b.assemble(&self.state, true, &self.kelem, &mut self.kflat)?;
-            self.matrix.reorder(b, &self.kflat)?;
-            b.inverse_diagonal(&self.state, &self.kflat, &mut self.jacobi.inv_diag)
-        })?;
-        let opts = CgOptions { rtol: self.cfg.cg_rtol, max_iterations: self.cfg.max_cg, jacobi: false };
-        let step = self.step + 1;
-        let report = timed(b, &mut split.solve, || {
-            b.axpby(0.0, &self.residual, 0.0, &mut self.delta)?;
-            pcg(b, &*self.matrix, &self.jacobi, &self.residual, &mut self.delta, opts)
-        })
-        // An indefinite tangent: 1/Δt no longer outweighs the source's growth rate.
-        .map_err(|e| Error::InvalidArgument(format!("Newton update in step {step}: {e}; try a smaller time step")))?;
-        timed(b, &mut split.solve, || b.axpy(-1.0, &self.delta, &mut self.phi))?;
-        Ok(report.iterations)
-    }
-
     /// One backward-Euler step: global Newton, then the point histories.
     pub fn step(&mut self) -> Result<StepReport> {
+        let (b, step) = (self.b, self.step + 1);
         let mut split = Split::default();
-        timed(self.b, &mut split.solve, || self.b.copy(&self.phi, &mut self.prev))?;
-        let mut residuals = vec![self.residual(&mut split)?];
-        let tol = (self.cfg.newton_rtol * residuals[0]).max(self.cfg.newton_atol);
-        let mut cg_iterations = 0;
-        while *residuals.last().expect("one residual") > tol {
-            if residuals.len() > self.cfg.max_newton {
-                return Err(Error::InvalidArgument(format!(
-                    "Newton did not converge in step {} (‖R‖ went {:.3e} → {:.3e} in {} iterations); try a smaller time step",
-                    self.step + 1,
-                    residuals[0],
-                    residuals.last().expect("one residual"),
-                    self.cfg.max_newton
-                )));
-            }
-            cg_iterations += self.update(&mut split)?;
-            let r = self.residual(&mut split)?;
-            if !r.is_finite() {
-                return Err(Error::InvalidArgument(format!("Newton diverged in step {}; try a smaller time step", self.step + 1)));
-            }
-            residuals.push(r);
+        timed(b, &mut split.solve, || b.copy(&self.phi, &mut self.prev))?;
+        // An indefinite tangent: 1/Δt no longer outweighs the source's growth rate.
+        let r = self.work.newton(b, &mut self.phi, &self.newton, None, &mut |_| {}).map_err(|e| Error::InvalidArgument(format!("step {step}: {e}; try a smaller time step")))?;
+        if !r.converged {
+            let (first, last) = (r.residuals[0], r.residuals.last().copied().unwrap_or(f64::NAN));
+            return Err(Error::InvalidArgument(format!("Newton did not converge in step {step} (‖R‖ went {first:.3e} → {last:.3e} in {} iterations); try a smaller time step", r.steps.len())));
         }
-        self.step += 1;
-        self.time = self.step as f64 * self.dt;
+        split.add(&r.split);
+        self.step = step;
+        self.time = step as f64 * self.dt;
         let on = self.stimulus.is_some_and(|s| s.active(self.time)) as u8 as f64;
-        let b = self.b;
-        // `u` holds the gather of the converged φ from the last residual.
+        let (aux, ue) = self.work.aux_with_solution(b);
+        let (amp, nl) = (&self.amp, self.nl);
         timed(b, &mut split.element, || {
-            b.advance(&mut self.state, &self.u, on)?;
+            b.advance(aux, ue, amp, nl, on)?;
             b.activation(&self.prev, &self.phi, self.time, self.dt, &mut self.act)
         })?;
-        Ok(StepReport { step: self.step, time: self.time, newton_iterations: residuals.len() - 1, cg_iterations, residuals, split })
+        Ok(StepReport { step, time: self.time, newton_iterations: r.steps.len(), cg_iterations: r.krylov_iterations, residuals: r.residuals, split })
     }
 
     /// φ on the host.
@@ -449,7 +378,7 @@ impl<'b, B: Ops> Monodomain<'b, B> {
 
     /// r per cell (its integration point).
     pub fn recovery(&self) -> Result<Vec<f64>> {
-        Ok(self.b.aux(&self.state)?.chunks(ap::AUX).map(|a| a[ap::R_N]).collect())
+        Ok(self.b.download(self.work.aux(self.b))?.chunks(ap::AUX).map(|a| a[ap::R_N]).collect())
     }
 }
 
@@ -496,21 +425,22 @@ mod tests {
         let cpu = CpuBackend::new(Some(1)).unwrap();
         let model = Model { d_iso: 1.0, d_ani: 0.5, dt: 0.1 };
         let setup = Setup::new(&cpu, &tissue(), &model, None).unwrap();
-        let nl = setup.n_local();
-        let u = vec![0.3; setup.physics.n_cells * nl];
-        let elem = setup.physics.jacobian_cpu(&cpu, &u).unwrap();
+        let (nl, p) = (setup.n_local(), &setup.problem);
+        assert!(p.fixed.iter().all(|&f| !f) && p.residual_base.iter().all(|&v| v == 0.0), "insulated tissue has no fixed row and no load");
+        let u = vec![0.3; p.physics.n_cells * nl];
+        let elem = p.physics.jacobian_cpu(&cpu, &u).unwrap();
         // Entry (i, j) of cell e adds into row dof_i, column dof_j.
         let dofs = &setup.space.cell_dofs;
-        let mut reference = vec![0.0; setup.csr.nnz()];
+        let mut reference = vec![0.0; p.csr.nnz()];
         for (k, v) in elem.iter().enumerate() {
             let (e, i, j) = (k / (nl * nl), k / nl % nl, k % nl);
-            reference[setup.csr.position(dofs[e * nl + i] as usize, dofs[e * nl + j]).unwrap()] += v;
+            reference[p.csr.position(dofs[e * nl + i] as usize, dofs[e * nl + j]).unwrap()] += v;
         }
-        let mut k = vec![0.0; setup.csr.nnz()];
-        crate::operator::pointwise::scatter_add(&setup.entry_pos, &elem, &mut k);
+        let mut k = vec![0.0; p.csr.nnz()];
+        crate::operator::pointwise::scatter_add(&p.entry_pos, &elem, &mut k);
         assert_eq!(k, reference);
-        for (r, &p) in setup.diag_pos.iter().enumerate() {
-            assert_eq!(setup.csr.col[p as usize] as usize, r);
+        for (r, &q) in p.diag_pos.iter().enumerate() {
+            assert_eq!(p.csr.col[q as usize] as usize, r);
         }
     }
 
