@@ -52,6 +52,7 @@ pub mod bench;
 pub mod bp;
 pub mod cardiac;
 pub mod demo;
+pub mod expression;
 pub mod guide;
 pub mod info;
 pub mod mesh_solve;

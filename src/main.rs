@@ -22,7 +22,9 @@ mod cli {
     pub mod spmv;
 }
 use cli::{bp::*, cardiac::*, demo::*, mesh::*, residual::*, solve::*, spmv::*};
-use cli::mesh_solve::{KrylovArg, LoadArg, PhysicsArg, SchemeArg};
+use cli::mesh_solve::{KrylovArg, PhysicsArg, SchemeArg};
+use fem::expression::Expression;
+use fem::mesh_solve::LoadKind;
 
 #[derive(Parser)]
 #[command(name = "fem", version, about = "Finite-element computation on NVIDIA GPUs, with a CPU backend")]

@@ -7,6 +7,7 @@
 //! physics) with a Krylov method preconditioned by Jacobi, SSOR or
 //! multigrid, resident on either backend.
 
+use crate::expression::Expression;
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::operator::pointwise::Aux;
 use fem_host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions, TimeReport};
@@ -36,7 +37,7 @@ pub enum Physics {
 }
 
 /// The volume load f.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum LoadKind {
     /// f = d π² Π sin(π xₐ) (every component): −Δu = f has u = Π sin(π xₐ)
     /// on the unit box. Nearly an eigenvector on uniform grids, so CG
@@ -49,18 +50,29 @@ pub enum LoadKind {
     Random,
     /// f = 0: the solution is driven by its boundary values and fluxes.
     Zero,
+    /// f given by expressions of x, y, z and t: one for every component,
+    /// or one per component.
+    Expression(Vec<Expression>),
 }
 
-/// A boundary condition's physical group and its constant values: the
-/// Dirichlet values (none: zero; one: every component; or one per
-/// component), the Neumann flux (Poisson) or traction (elasticity: one
-/// value = pressure-like v·n, or d components), or the Robin g.
+/// A boundary condition's physical group and its values, each an
+/// expression of x, y, z and t (a constant is one too): the Dirichlet
+/// values (none: zero; one: every component; or one per component), the
+/// Neumann flux (Poisson) or traction (elasticity: one value = pressure-like
+/// v·n, or d components), or the Robin g (not of t).
 #[derive(Clone, Debug)]
 pub struct GroupValue {
     /// Physical group name or number.
     pub group: String,
     /// The values.
-    pub value: Vec<f64>,
+    pub value: Vec<Expression>,
+}
+
+impl GroupValue {
+    /// `group` with constant values.
+    pub fn constant(group: &str, value: &[f64]) -> Self {
+        Self { group: group.into(), value: value.iter().map(|&v| Expression::constant(v)).collect() }
+    }
 }
 
 /// What to solve.
@@ -158,34 +170,18 @@ pub fn run(
     // facets of the natural (Neumann, Robin) conditions
     let mut natural_keys = HashSet::new();
     let robin = robin_data(file, &nodes, space, o, &mut natural_keys)?;
-    let mut load = Load::zero(&space, nc);
+    let mut neumann = Vec::new();
     for n in &o.neumann {
         let part = file.boundary(std::slice::from_ref(&n.group), &nodes)?;
         if let BoundaryPart::Facets { keys, .. } = &part {
             natural_keys.extend(keys.iter().copied());
         }
-        let v = n.value.clone();
-        if !(v.len() == 1 || (v.len() == d && nc == d)) {
-            return Err(Error::InvalidArgument(format!(
-                "Neumann group `{}`: {} values; give one{}",
-                n.group,
-                v.len(),
-                if nc == d {
-                    format!(" or {d}")
-                } else {
-                    String::new()
-                }
-            )));
+        let v = n.value.len();
+        if !(v == 1 || (v == d && nc == d)) {
+            let or = if nc == d { format!(" or {d}") } else { String::new() };
+            return Err(Error::InvalidArgument(format!("Neumann group `{}`: {v} values; give one{or}", n.group)));
         }
-        load = load.neumann(&space, &part, |_, normal, g| {
-            for (c, gc) in g.iter_mut().enumerate() {
-                *gc = if v.len() == 1 && nc > 1 {
-                    v[0] * normal[c]
-                } else {
-                    v[c.min(v.len() - 1)]
-                };
-            }
-        })?;
+        neumann.push((part, n.value.clone()));
     }
     let mut constraints = Constraints::none(space, nc);
     if o.dirichlet.is_empty() {
@@ -208,9 +204,25 @@ pub fn run(
     for g in &o.dirichlet {
         let values = dirichlet_values(g, nc)?;
         let part = file.boundary(std::slice::from_ref(&g.group), &nodes)?;
-        constraints = constraints.dirichlet(space, &part, |_, u| u.copy_from_slice(&values))?;
+        let fill = move |x: &[f64; 3], t: f64, u: &mut [f64]| u.iter_mut().zip(&values).for_each(|(u, e)| *u = e.at(x, t));
+        constraints = match g.value.iter().any(Expression::depends_on_time) {
+            true => constraints.dirichlet_in_time(space, &part, fill)?,
+            false => constraints.dirichlet(space, &part, |x, u| fill(x, 0.0, u))?,
+        };
     }
-    load = volume_load(&space, nc, o.load, load)?;
+    if let LoadKind::Expression(f) = &o.load {
+        if !(f.len() == 1 || f.len() == nc) {
+            return Err(Error::InvalidArgument(format!("the load has {} components; give one{}", f.len(), if nc > 1 { format!(" or {nc}") } else { String::new() })));
+        }
+    }
+    let load = natural_load(space, nc, &neumann, &o.load, 0.0)?;
+    let moving_load = neumann.iter().any(|(_, v)| v.iter().any(Expression::depends_on_time)) || matches!(&o.load, LoadKind::Expression(f) if f.iter().any(Expression::depends_on_time));
+    let forcing_load = |t: f64, f: &mut [f64]| match natural_load(space, nc, &neumann, &o.load, t) {
+        Ok(l) => f.copy_from_slice(&l.values),
+        // the same parts built the load at t = 0: not reached
+        Err(_) => f.fill(f64::NAN),
+    };
+    let forcing = Forcing { boundary: Some(&constraints), load: moving_load.then_some(&forcing_load as &(dyn Fn(f64, &mut [f64]) + Sync)) };
     stage("pattern");
     let cpu = CpuBackend::new(None)?;
     let lame = lame(o.young, o.poisson_ratio)?;
@@ -220,7 +232,7 @@ pub fn run(
             let setup = levels(Setup::<Poisson>::constrained(&cpu, space, Aux::Nodal(&coefficients), &constraints, Some(&load))?, &cpu, &nested, o)?;
             let host = start.elapsed().as_secs_f64();
             stage("solve");
-            let (u, n, t) = solve_on(any, &setup, &space, &constraints, o, each)?;
+            let (u, n, t) = solve_on(any, &setup, &space, &constraints, &forcing, o, each)?;
             (u, n, t, host)
         }
         Physics::Radiation => {
@@ -230,7 +242,7 @@ pub fn run(
             let setup = levels(setup, &cpu, &nested, o)?;
             let host = start.elapsed().as_secs_f64();
             stage("solve");
-            let (u, n, t) = solve_on(any, &setup, &space, &constraints, o, each)?;
+            let (u, n, t) = solve_on(any, &setup, &space, &constraints, &forcing, o, each)?;
             (u, n, t, host)
         }
         Physics::Elasticity => {
@@ -238,7 +250,7 @@ pub fn run(
             let setup = levels(Setup::<Elasticity>::constrained(&cpu, space, Aux::Cell(&cells), &constraints, Some(&load))?, &cpu, &nested, o)?;
             let host = start.elapsed().as_secs_f64();
             stage("solve");
-            let (u, n, t) = solve_on(any, &setup, &space, &constraints, o, each)?;
+            let (u, n, t) = solve_on(any, &setup, &space, &constraints, &forcing, o, each)?;
             (u, n, t, host)
         }
     };
@@ -269,7 +281,7 @@ pub fn run(
         cells: space.n_cells(),
         rows: space.n_dofs * nc,
         fixed_rows: constraints.n_fixed(),
-        load: o.load,
+        load: o.load.clone(),
         l2_error: l2,
         host_setup_seconds: host,
         newton,
@@ -293,14 +305,17 @@ fn robin_data(file: &GmshMesh, nodes: &[u32], space: &Space, o: &MeshSolveOption
     }
     let (mut keys, mut g) = (HashSet::new(), vec![0.0; space.n_dofs]);
     for r in &o.robin {
-        let [v] = r.value[..] else {
+        let [v] = &r.value[..] else {
             return Err(Error::InvalidArgument(format!("Robin group `{}`: one value g, not {}", r.group, r.value.len())));
         };
+        if v.depends_on_time() {
+            return Err(Error::InvalidArgument(format!("Robin group `{}`: g = {v} changes in time; the cooling data are fixed", r.group)));
+        }
         let part = file.boundary(std::slice::from_ref(&r.group), nodes)?;
         let facets = part.facets(space)?;
         keys.extend(facets.iter().map(|f| f.key));
         for (node, _) in space.facet_mask(facets).iter().enumerate().filter(|m| *m.1) {
-            g[node] = v;
+            g[node] = v.at(&space.dof_coords[node], 0.0);
         }
     }
     taken.extend(keys.iter().copied());
@@ -322,6 +337,7 @@ fn solve_on<K: Kernels<f64> + 'static>(
     setup: &Setup<K>,
     space: &Space,
     constraints: &Constraints,
+    forcing: &Forcing,
     o: &MeshSolveOptions,
     each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>,
 ) -> Result<(Vec<f64>, NewtonReport, Option<TimeReport>)> {
@@ -330,7 +346,7 @@ fn solve_on<K: Kernels<f64> + 'static>(
         return Ok((u, r, None));
     };
     let opts = TimeOptions { dt: t.dt, steps: t.steps, scheme: t.scheme, newton: o.newton };
-    let (u, report) = with_backend!(any, |b| integrate(b, setup, space, &constraints.initial(), Forcing::boundary(&constraints), &opts, &mut |k, time, v| if t.every > 0 && k % t.every == 0 { each(space, k, time, &b.download(v)?) } else { Ok(()) }))?;
+    let (u, report) = with_backend!(any, |b| integrate(b, setup, space, &constraints.initial(), *forcing, &opts, &mut |k, time, v| if t.every > 0 && k % t.every == 0 { each(space, k, time, &b.download(v)?) } else { Ok(()) }))?;
     let mut last = report.steps.last().cloned().ok_or_else(|| Error::InvalidArgument("no time steps".into()))?;
     last.setup_seconds = report.setup_seconds;
     Ok((u, last, Some(report)))
@@ -343,17 +359,32 @@ fn sine(x: &[f64; 3], d: usize) -> f64 {
 
 /// The `nc` values a Dirichlet group holds: zero without values, one
 /// value in every component, or one per component.
-fn dirichlet_values(g: &GroupValue, nc: usize) -> Result<Vec<f64>> {
+fn dirichlet_values(g: &GroupValue, nc: usize) -> Result<Vec<Expression>> {
     match g.value.len() {
-        0 => Ok(vec![0.0; nc]),
-        1 => Ok(vec![g.value[0]; nc]),
+        0 => Ok(vec![Expression::constant(0.0); nc]),
+        1 => Ok(vec![g.value[0].clone(); nc]),
         n if n == nc => Ok(g.value.clone()),
         n => Err(Error::InvalidArgument(format!("Dirichlet group `{}`: {n} values; give one{}", g.group, if nc > 1 { format!(" or {nc}") } else { String::new() }))),
     }
 }
 
-/// `load` plus the volume load of `kind`.
-fn volume_load(space: &Space, nc: usize, kind: LoadKind, load: Load) -> Result<Load> {
+/// The load at time `t`: the Neumann groups' fluxes or tractions (on
+/// their parts, one value along the outward normal n for a vector field,
+/// else one per component) and the volume load of `kind`.
+fn natural_load(space: &Space, nc: usize, neumann: &[(BoundaryPart, Vec<Expression>)], kind: &LoadKind, t: f64) -> Result<Load> {
+    let mut load = Load::zero(space, nc);
+    for (part, v) in neumann {
+        load = load.neumann(space, part, |x, normal, g| {
+            for (c, gc) in g.iter_mut().enumerate() {
+                *gc = if v.len() == 1 && nc > 1 { v[0].at(x, t) * normal[c] } else { v[c.min(v.len() - 1)].at(x, t) };
+            }
+        })?;
+    }
+    volume_load(space, nc, kind, t, load)
+}
+
+/// `load` plus the volume load of `kind` at time `t`.
+fn volume_load(space: &Space, nc: usize, kind: &LoadKind, t: f64, load: Load) -> Result<Load> {
     let d = space.shape.dim();
     Ok(match kind {
         LoadKind::Sine => load.source(space, |x, f| f.fill(d as f64 * PI * PI * sine(x, d))),
@@ -370,6 +401,7 @@ fn volume_load(space: &Space, nc: usize, kind: LoadKind, load: Load) -> Result<L
             load.nodal_source(space, &nodal)?
         }
         LoadKind::Zero => load,
+        LoadKind::Expression(e) => load.source(space, |x, f| f.iter_mut().enumerate().for_each(|(c, f)| *f = e[c.min(e.len() - 1)].at(x, t))),
     })
 }
 

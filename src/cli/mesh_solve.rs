@@ -9,6 +9,7 @@ use fem::host::problem::nonlinear::time::Scheme;
 use fem::host::space::Space;
 use fem::host::problem::nonlinear::{Assembly, Krylov, NewtonOptions, Precond, Scatter};
 use fem::host::sparse::SpmvFormat;
+use fem::expression::{components, Expression};
 use fem::mesh_solve::{describe, run, GroupValue, LoadKind, MeshSolveOptions, Physics, Transient};
 
 /// `--physics`.
@@ -33,26 +34,28 @@ pub enum KrylovArg {
     Gmres,
 }
 
-/// `--load`.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LoadArg {
-    /// f = d π² Π sin(π xₐ): the manufactured load (nearly an eigenvector on uniform grids).
-    Sine,
-    /// f = 1 (elasticity: weight (0, …, −1)).
-    One,
-    /// Random node values in [−1, 1] (fixed seed): for solver benchmarks.
-    Random,
-    /// f = 0: driven by the boundary values and fluxes.
-    Zero,
+/// `--load`: sine (f = d π² Π sin(π xₐ), the manufactured load, nearly an
+/// eigenvector on uniform grids), one (f = 1; elasticity: weight (0, …,
+/// −1)), random (node values in [−1, 1], fixed seed: for solver
+/// benchmarks), zero, or expressions of x, y, z, t (one, or one per
+/// component separated by `:`).
+pub fn parse_load(s: &str) -> Result<LoadKind, String> {
+    Ok(match s {
+        "sine" => LoadKind::Sine,
+        "one" => LoadKind::One,
+        "random" => LoadKind::Random,
+        "zero" => LoadKind::Zero,
+        _ => LoadKind::Expression(components(s).map_err(|e| format!("{e} (or one of sine, one, random, zero)"))?),
+    })
 }
 
 /// The command line's (group, values) pairs as the solve takes them.
-fn group_values(pairs: &[(String, Vec<f64>)]) -> Vec<GroupValue> {
+fn group_values(pairs: &[(String, Vec<Expression>)]) -> Vec<GroupValue> {
     pairs.iter().map(|(g, v)| GroupValue { group: g.clone(), value: v.clone() }).collect()
 }
 
 /// A Dirichlet group: GROUP (u = 0 there), GROUP=VALUE or GROUP=v1:v2[:v3].
-pub fn parse_dirichlet(s: &str) -> Result<(String, Vec<f64>), String> {
+pub fn parse_dirichlet(s: &str) -> Result<(String, Vec<Expression>), String> {
     match s.contains('=') {
         true => parse_neumann(s),
         false if s.is_empty() => Err("an empty group name".into()),
@@ -60,16 +63,13 @@ pub fn parse_dirichlet(s: &str) -> Result<(String, Vec<f64>), String> {
     }
 }
 
-/// A Neumann group: GROUP=VALUE or GROUP=v1:v2[:v3].
-pub fn parse_neumann(s: &str) -> Result<(String, Vec<f64>), String> {
+/// A Neumann group: GROUP=VALUE or GROUP=v1:v2[:v3], each value a number
+/// or an expression of x, y, z and t.
+pub fn parse_neumann(s: &str) -> Result<(String, Vec<Expression>), String> {
     let (g, v) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}`: expected GROUP=VALUE or GROUP=v1:v2[:v3]"))?;
-    let values = v
-        .split(':')
-        .map(|x| x.parse::<f64>().ok().filter(|x| x.is_finite()))
-        .collect::<Option<Vec<f64>>>()
-        .ok_or_else(|| format!("`{s}`: `{v}` is not one number or numbers separated by `:`"))?;
+    let values = components(v).map_err(|e| format!("`{s}`: {e}"))?;
     if g.is_empty() || values.is_empty() || values.len() > 3 {
         return Err(format!(
             "`{s}`: a group name or number and one to three values"
@@ -169,12 +169,7 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
         PhysicsArg::Elasticity => Physics::Elasticity,
         PhysicsArg::Radiation => Physics::Radiation,
     };
-    let load = match a.load {
-        LoadArg::Sine => LoadKind::Sine,
-        LoadArg::One => LoadKind::One,
-        LoadArg::Random => LoadKind::Random,
-        LoadArg::Zero => LoadKind::Zero,
-    };
+    let load = a.load.clone();
     let rtol = a.rtol.unwrap_or(1e-10);
     let newton = NewtonOptions {
         rtol,

@@ -31,19 +31,22 @@ pub(crate) struct SolveArgs {
     pub(crate) physics: Option<PhysicsArg>,
     /// With --mesh: Neumann conditions, GROUP=VALUE (a flux ∂u/∂n; for
     /// elasticity a traction VALUE·n) or GROUP=tx:ty[:tz] (a traction
-    /// vector), comma-separated. Without --dirichlet-group, u = 0 holds on
+    /// vector), comma-separated; each value a number or an expression of
+    /// x, y, z and t (`0.1*t*x`; no commas). Without --dirichlet-group, u = 0 holds on
     /// the rest of the boundary.
     #[arg(long, requires = "mesh", value_delimiter = ',', value_parser = cli::mesh_solve::parse_neumann)]
-    pub(crate) neumann_group: Vec<(String, Vec<f64>)>,
+    pub(crate) neumann_group: Vec<(String, Vec<Expression>)>,
     /// With --physics radiation: cooling groups, GROUP=g (∂u/∂n + u + u|u|³ = g
     /// there), comma-separated. Without --dirichlet-group, u = 0 holds on
     /// the rest of the boundary.
     #[arg(long, requires = "mesh", value_delimiter = ',', value_parser = cli::mesh_solve::parse_neumann)]
-    pub(crate) robin_group: Vec<(String, Vec<f64>)>,
-    /// With --mesh through the pipeline: the volume load (random excites
-    /// every mode: use it, not sine, to time solvers).
-    #[arg(long, value_enum, default_value_t = LoadArg::Sine)]
-    pub(crate) load: LoadArg,
+    pub(crate) robin_group: Vec<(String, Vec<Expression>)>,
+    /// With --mesh through the pipeline: the volume load, sine, one,
+    /// random, zero, or f as an expression of x, y, z and t (one, or one
+    /// per component separated by `:`, e.g. `sin(PI*x)*y`). Random excites
+    /// every mode: use it, not sine, to time solvers.
+    #[arg(long, default_value = "sine", value_parser = cli::mesh_solve::parse_load)]
+    pub(crate) load: LoadKind,
     /// With --physics: the Krylov method of Newton's updates (preconditioned by --precond).
     #[arg(long, value_enum, default_value_t = KrylovArg::Cg)]
     pub(crate) krylov: KrylovArg,
@@ -77,10 +80,12 @@ pub(crate) struct SolveArgs {
     /// With --mesh: Dirichlet conditions only on these boundary physical
     /// groups (names or numbers, comma-separated), natural conditions
     /// elsewhere: GROUP holds u = 0, GROUP=VALUE every component at VALUE,
-    /// GROUP=v1:v2[:v3] a vector (values other than zero go through
-    /// the pipeline). The L2 error is then not reported (no exact solution).
+    /// GROUP=v1:v2[:v3] a vector, each value a number or an expression of
+    /// x, y, z and t (`sin(PI*x)`; no commas; values other than zero go
+    /// through the pipeline). The L2 error is then not reported (no exact
+    /// solution).
     #[arg(long, requires = "mesh", value_delimiter = ',', value_parser = cli::mesh_solve::parse_dirichlet)]
-    pub(crate) dirichlet_group: Vec<(String, Vec<f64>)>,
+    pub(crate) dirichlet_group: Vec<(String, Vec<Expression>)>,
     /// With --mesh: material regions, κ per cell physical group as
     /// GROUP=VALUE pairs (names or numbers, comma-separated; other cells
     /// κ = 1), solving −∇·(κ∇u) = f. The L2 error is then not reported.
@@ -272,7 +277,7 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     let (mut opts, dim, cells) = match &a.mesh {
         Some(path) => {
             let file = fem::host::io::gmsh::read_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let dirichlet_values = a.dirichlet_group.iter().any(|(_, v)| v.iter().any(|&x| x != 0.0));
+            let dirichlet_values = a.dirichlet_group.iter().any(|(_, v)| v.iter().any(|x| x.as_constant() != Some(0.0)));
             if a.physics.is_some() || file.is_simplex() || !a.neumann_group.is_empty() || !a.robin_group.is_empty() || dirichlet_values {
                 return cli::mesh_solve::solve(a, &file);
             }
