@@ -3,7 +3,7 @@
 //! Exit codes: 0 success, 1 error (message on stderr) or failed check,
 //! 2 usage error.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use fem::host::operator::tensor::gpu::Column;
 use fem::host::operator::tensor::tuning::{BpLaunch, UserLaunch};
 use fem::host::{with_backend, AnyBackend, BackendChoice};
@@ -18,10 +18,11 @@ mod cli {
     pub mod mesh;
     pub mod mesh_solve;
     pub mod residual;
+    pub mod given;
     pub mod solve;
     pub mod spmv;
 }
-use cli::{bp::*, cardiac::*, demo::*, mesh::*, residual::*, solve::*, spmv::*};
+use cli::{bp::*, cardiac::*, demo::*, mesh::*, residual::*, solve::*, given::*, spmv::*};
 use cli::mesh_solve::{KrylovArg, PhysicsArg, SchemeArg};
 use fem::expression::Expression;
 use fem::mesh_solve::LoadKind;
@@ -269,7 +270,11 @@ enum Precision {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let command = Cli::command();
+    let matches = command.clone().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // what was given, not defaulted: options a path would ignore are refused
+    record_given(&command, &matches);
     let result = match cli.command {
         Command::Info { json } => info(json),
         Command::Demo(args) => match args.what {

@@ -116,6 +116,7 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
         return Err("--vtk writes one solution: give one --degree".into());
     }
     let any = open_announced(a.backend, a.json)?;
+    refuse_on_cpu(&any, &[("threads_3d", "picks the GPU kernel's threads"), ("elements_per_block", "sizes the GPU's thread blocks"), ("min_warps", "budgets the GPU kernel's registers"), ("column", "places the GPU line kernel's column"), ("ring", "pipelines the GPU line kernel's factors"), ("l2", "sets how the GPU's timing meets its L2 cache")])?;
     let mut tuning = fem::host::tune::Tuning::open(&any.name());
     let bar = progress_bar(a.json, String::new());
     for &degree in &degrees {

@@ -1,7 +1,7 @@
 //! `fem solve --mesh FILE --physics ...`: the command-line side of
 //! [`fem::mesh_solve`] (arguments, progress, output files).
 
-use crate::{open_announced, spinner, CliResult, CycleArg, FormatArg, PrecondArg, ScatterArg, SolveArgs};
+use crate::{open_announced, refuse_unread, spinner, CliResult, CycleArg, FormatArg, PrecondArg, ScatterArg, SolveArgs, PIPELINE};
 use clap::ValueEnum;
 use fem::host::io::gmsh::GmshMesh;
 use fem::host::io::vtk::{write_collection, write_nodal, Encoding, Field};
@@ -99,28 +99,6 @@ pub enum SchemeArg {
     Bdf2,
 }
 
-/// Options of the Q_p Poisson path that this one does not take.
-fn refuse_other_options(a: &SolveArgs) -> Result<(), String> {
-    let mut given = Vec::new();
-    if !a.kappa.is_empty() {
-        given.push("--kappa");
-    }
-    if a.bench {
-        given.push("--bench");
-    }
-    if a.symmetric {
-        given.push("--symmetric");
-    }
-    if a.no_jacobi {
-        given.push("--no-jacobi");
-    }
-    if given.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{} apply to the Q_p Poisson formats of quadrilateral and hexahedral meshes, not to --physics (whose --format stores the tangent, and which preconditions with Jacobi, SSOR or multigrid)", given.join(", ")))
-    }
-}
-
 /// `--format` as the storage of Newton's tangent.
 fn assembly(a: &SolveArgs) -> Result<Assembly, String> {
     Ok(match a.format.unwrap_or(FormatArg::Auto) {
@@ -159,7 +137,7 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
 
 /// Solves `a` on `file` (read from `--mesh`).
 pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
-    refuse_other_options(a)?;
+    refuse_unread(PIPELINE, "the pipeline's solve of --physics (its --format stores the tangent, in f64, and it preconditions with Jacobi, SSOR or multigrid); they are the Q_p Poisson formats' or the hole benchmark's")?;
     let precond = precond(a)?;
     if a.time_steps == 0 && a.vtk.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "pvd")) {
         return Err("a .pvd series is written by --time-steps; name a .vtu file for one solution".into());

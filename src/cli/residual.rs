@@ -66,6 +66,7 @@ pub(crate) fn residual(a: &ResidualArgs) -> CliResult {
         tune: a.tune,
     };
     let any = open_announced(a.backend, a.json)?;
+    refuse_on_cpu(&any, &[("blocks", "sizes the GPU's thread-transposition launch"), ("batches", "sizes the GPU's thread-transposition launch"), ("tune", "times the GPU's launches")])?;
     let mut tuning = fem::host::tune::Tuning::open(&any.name());
     let bar = progress_bar(a.json, String::new());
     let r = fem::residual::run(&o, &any, &mut tuning, &|m, step| follow(&bar, m, step))?;

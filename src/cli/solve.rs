@@ -301,8 +301,19 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
             (PoissonOptions::new(fem::solve::mesh(dim, cells, a.unstructured, 1), degree), dim, cells)
         }
     };
+    refuse_unread(FORMATS, "the Q_p Poisson formats; they are the pipeline's (--physics) or the hole benchmark's")?;
     opts.dirichlet = a.dirichlet.parse()?;
     let format = a.format.unwrap_or(FormatArg::Csr);
+    // options of one format or one backend
+    if given("symmetric") && !matches!(format, FormatArg::Lma | FormatArg::Auto) {
+        return Err("--symmetric packs the element matrices of --format lma (or of lma chosen by auto)".into());
+    }
+    if given("products") && !matches!(format, FormatArg::Auto) {
+        return Err("--products weighs the choice of --format auto".into());
+    }
+    if given("threads_per_row") && !matches!(format, FormatArg::Csr | FormatArg::Auto) {
+        return Err("--threads-per-row sets the GPU's CSR product (--format csr, or csr chosen by auto)".into());
+    }
     opts.format = match format {
         FormatArg::Csr | FormatArg::Auto => Format::Csr,
         FormatArg::Ell => Format::Ell,
@@ -329,6 +340,9 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     opts.cg.max_iterations = a.max_iterations;
     opts.cg.jacobi = !a.no_jacobi;
     let any = open_announced(a.backend, a.json)?;
+    // the CPU backend sums the element values on the host and runs its CSR
+    // product one row per thread: neither choice exists there
+    refuse_on_cpu(&any, &[("scatter", "chooses how the GPU's element kernels write"), ("threads_per_row", "sets the GPU's CSR product")])?;
     let f32 = matches!(a.precision, Precision::F32);
     if !(a.products >= 1.0 && a.products.is_finite()) {
         return Err("--products must be at least 1".into());
@@ -385,12 +399,10 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
 pub(crate) fn solve_hole(a: &SolveArgs) -> CliResult {
     use fem::host::problem::hole::{HoleOptions, Precond, Solver};
     use fem::host::solver::multigrid::Smoother;
+    refuse_unread(HOLE, "the hole benchmark")?;
     let (dim, degree) = (a.dim as usize, a.degree as usize);
     if degree > 2 {
         return Err("the hole benchmark uses Q1 or Q2 (--degree 1 or 2)".into());
-    }
-    if a.bench {
-        return Err("--bench times one product of the Q_p Poisson formats; the hole benchmark reports its set-up and solve times without it".into());
     }
     let levels = a.levels.unwrap_or(match (dim, degree) {
         (2, 1) => 7,

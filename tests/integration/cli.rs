@@ -553,3 +553,54 @@ fn solve_bench_times_the_product_on_the_cpu() {
         assert!((v["l2_error"].as_f64().unwrap() - plain["l2_error"].as_f64().unwrap()).abs() < 1e-6, "{format}");
     }
 }
+
+/// `fem solve` has three paths (the Q_p Poisson formats, the pipeline of
+/// --physics, the hole benchmark): an option given to a path that does not
+/// read it, or to a backend or format it does not act on, is an error
+/// before any work, exit 1, naming the options; the same options where
+/// they apply still solve.
+#[test]
+fn solve_refuses_options_its_path_ignores() {
+    let dir = scratch("solve-unread");
+    let quad = dir.join("quad.msh");
+    assert!(fem(&["mesh-gen", "--dim", "2", "--cells", "3", quad.to_str().unwrap()]).status.success());
+    let q = quad.to_str().unwrap();
+    let cases: [(&[&str], &str); 8] = [
+        (&["--mesh", q, "--physics", "poisson", "--precision", "f32"], "--precision does not apply to the pipeline's"),
+        (&["--mesh", q, "--physics", "poisson", "--numbering", "aligned", "--products", "3"], "--numbering, --products do not apply to the pipeline's"),
+        (&["--problem", "hole", "--format", "csr"], "--format does not apply to the hole benchmark"),
+        (&["--dim", "2", "--cells", "4", "--load", "random", "--krylov", "gmres"], "--load, --krylov do not apply to the Q_p Poisson formats"),
+        (&["--dim", "2", "--cells", "4", "--format", "csr", "--symmetric"], "--symmetric packs the element matrices of --format lma"),
+        (&["--dim", "2", "--cells", "4", "--format", "lma", "--products", "10"], "--products weighs the choice of --format auto"),
+        (&["--dim", "2", "--cells", "4", "--scatter", "colour"], "the CPU backend has no such choice"),
+        (&["--dim", "2", "--cells", "4", "--format", "ell", "--threads-per-row", "4"], "--threads-per-row sets the GPU's CSR product"),
+    ];
+    let vtu = dir.join("never.vtu");
+    for (args, says) in cases {
+        let mut all = vec!["solve", "--backend", "cpu", "--vtk", vtu.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let out = fem(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code() == Some(1) && err.contains(says), "{args:?}: {err}");
+        assert!(!vtu.exists(), "{args:?} wrote a file");
+    }
+    for args in [&["--dim", "2", "--cells", "4", "--format", "lma", "--symmetric", "--numbering", "aligned"][..], &["--mesh", q, "--physics", "poisson", "--krylov", "gmres", "--load", "random"], &["--problem", "hole", "--levels", "2", "--precision", "f32", "--rtol", "1e-5"]] {
+        let mut all = vec!["solve", "--backend", "cpu"];
+        all.extend_from_slice(args);
+        let out = fem(&all);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // GPU launch settings of fem bp and fem residual on the CPU backend
+    for (args, says) in [
+        (&["bp", "--problem", "bp1", "--degree", "2", "--elements", "8", "--threads-3d"][..], "--threads-3d picks the GPU kernel's threads"),
+        (&["bp", "--problem", "bp1", "--degree", "2", "--elements", "8", "--l2", "warm"], "--l2 sets how the GPU's timing"),
+        (&["residual", "--problem", "poisson", "--dim", "2", "--cells", "64", "--blocks", "4"], "--blocks sizes the GPU's thread-transposition launch"),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--backend", "cpu"]);
+        let out = fem(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code() == Some(1) && err.contains(says) && err.contains("the CPU backend has no such choice"), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
