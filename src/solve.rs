@@ -74,7 +74,7 @@ pub fn run_hole(any: &AnyBackend, opts: &fem_host::problem::hole::HoleOptions, f
 /// Text form of a hole report.
 pub fn describe_hole(r: &fem_host::problem::hole::HoleReport) -> String {
     format!(
-        "hole {}D Q{}: {} levels, {} cells, {} DOFs, {} nonzeros; {:?} + {:?}{} ({:?} ordering), {} on {}\n{} iterations to {:.2e} (true {:.2e}), set-up {:.3} s (smoothers/preconditioner {:.3} s), solve {:.3} s",
+        "hole {}D Q{}: {} levels, {} cells, {} DOFs, {} nonzeros; {:?} + {:?}{} ({:?} ordering), {} on {}\n{} iterations to {:.2e} (true {:.2e}){}, set-up {:.3} s (smoothers/preconditioner {:.3} s), solve {:.3} s",
         r.dim,
         r.degree,
         r.levels,
@@ -90,6 +90,7 @@ pub fn describe_hole(r: &fem_host::problem::hole::HoleReport) -> String {
         r.iterations,
         r.relative_residual,
         r.true_relative_residual,
+        if r.stalled { format!(", stalled: the residual stopped falling at the floor of {} (ask less of --rtol)", r.precision) } else { String::new() },
         r.setup_seconds,
         r.smoother_setup_seconds,
         r.solve_seconds

@@ -85,3 +85,25 @@ fn ssor_and_multigrid_precondition_cg_better_than_jacobi() {
     });
     assert!(w.iterations < 30);
 }
+
+/// Multigrid as the solver stops once its cycles no longer lower the
+/// residual: in f32 a tolerance of 10⁻¹² is below the floor, so the solve
+/// ends unconverged and stalled after a few dozen cycles instead of
+/// running to its 20 000-cycle limit; in f64 the same tolerance is met,
+/// and the test of `stalled` itself fires on a flat history only.
+#[test]
+fn multigrid_stops_at_the_precisions_floor() {
+    use fem::host::solver::multigrid::{stalled, STALL_CYCLES};
+    let anyb = fem::host::AnyBackend::Cpu(fem::host::CpuBackend::new(Some(2)).unwrap());
+    let mut o = HoleOptions::new(2, 1, 3);
+    o.rtol = 1e-12;
+    let single = fem::solve::run_hole(&anyb, &o, true).unwrap();
+    assert!(!single.converged && single.stalled, "{single:?}");
+    assert!(single.iterations < 100 && single.relative_residual < 1e-5, "{} cycles to {:e}", single.iterations, single.relative_residual);
+    let double = fem::solve::run_hole(&anyb, &o, false).unwrap();
+    assert!(double.converged && !double.stalled && double.relative_residual <= 1e-12, "{double:?}");
+    let falling: Vec<f64> = (0..100).map(|k| 0.999f64.powi(k)).collect();
+    assert!(!stalled(&falling[..STALL_CYCLES]) && !stalled(&falling));
+    let flat: Vec<f64> = (0..100).map(|k| if k < 10 { 0.5f64.powi(k) } else { 1e-3 * (1.0 + 0.001 * (k % 3) as f64) }).collect();
+    assert!(stalled(&flat[..10 + STALL_CYCLES + 1]) && !stalled(&flat[..10 + STALL_CYCLES - 1]));
+}

@@ -161,6 +161,11 @@ pub struct HoleReport {
     /// Whether `relative_residual` reached `rtol` within the iteration
     /// limit.
     pub converged: bool,
+    /// Whether multigrid as the solver stopped early, unconverged, because
+    /// its cycles no longer lowered the residual
+    /// ([`crate::solver::multigrid::stalled`]: `rtol` below the precision's
+    /// floor).
+    pub stalled: bool,
     /// Hierarchy (meshes, assembly, transfers), orderings, smoother and
     /// preconditioner construction, uploads.
     pub setup_seconds: f64,
@@ -317,6 +322,7 @@ pub fn solve<B: PrecondOps, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &HoleOptions
         relative_residual: report.relative_residual,
         true_relative_residual,
         converged: report.converged,
+        stalled: !report.converged && crate::solver::multigrid::stalled(&report.history),
         setup_seconds,
         smoother_setup_seconds,
         solve_seconds,

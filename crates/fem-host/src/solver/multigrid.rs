@@ -365,7 +365,9 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     }
 
     /// Solves `A x = b` on the finest level by cycles from the guess in
-    /// `x`, until ‖b − A x‖ ≤ rtol ‖b − A x₀‖ (the paper's criterion).
+    /// `x`, until ‖b − A x‖ ≤ rtol ‖b − A x₀‖ (the paper's criterion), or
+    /// until the cycles stop lowering the residual ([`stalled`]: a
+    /// tolerance below what the precision can reach), unconverged.
     pub fn solve(&self, bk: &B, b: &B::Vector<T>, x: &mut B::Vector<T>, rtol: f64, max_cycles: usize) -> Result<CgReport> {
         let top = self.levels.len() - 1;
         let mut work = self.work.lock().expect("multigrid work poisoned");
@@ -385,10 +387,35 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             history.push(res);
             it += 1;
             super::cg::check_finite("multigrid", res)?;
+            if stalled(&history) {
+                break;
+            }
         }
         bk.copy(&work[top].x, x)?;
         Ok(CgReport { iterations: it, relative_residual: res, converged: res <= rtol, history, iteration_seconds: start.elapsed().as_secs_f64() })
     }
+}
+
+/// Cycles over which multigrid as a solver must lower its best residual
+/// by [`STALL_FACTOR`]: a method that takes longer needs more than 36 000
+/// cycles for eight digits.
+pub const STALL_CYCLES: usize = 20;
+
+/// The least reduction of the best residual over [`STALL_CYCLES`] cycles.
+pub const STALL_FACTOR: f64 = 0.99;
+
+/// Whether the residuals `history` (one per cycle, the start first) have
+/// stopped falling: their minimum over the last [`STALL_CYCLES`] cycles is
+/// above [`STALL_FACTOR`] times the minimum before them. That is the
+/// precision's floor (f32 below about 10⁻⁷, or an operator's rounding),
+/// where more cycles only spend time.
+pub fn stalled(history: &[f64]) -> bool {
+    let n = history.len();
+    if n <= STALL_CYCLES {
+        return false;
+    }
+    let min = |h: &[f64]| h.iter().copied().fold(f64::INFINITY, f64::min);
+    min(&history[n - STALL_CYCLES..]) > STALL_FACTOR * min(&history[..n - STALL_CYCLES])
 }
 
 impl<B: Backend, T: Scalar> LinearOperator<B, T> for Multigrid<B, T> {
