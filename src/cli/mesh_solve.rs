@@ -1,7 +1,7 @@
 //! `fem solve --mesh FILE --physics ...`: the command-line side of
 //! [`fem::mesh_solve`] (arguments, progress, output files).
 
-use crate::{open_announced, refuse_unread, spinner, CliResult, CycleArg, FormatArg, PrecondArg, ScatterArg, SolveArgs, PIPELINE};
+use crate::{given, open_announced, refuse_unread, spinner, SmootherArg, CliResult, CycleArg, FormatArg, PrecondArg, ScatterArg, SolveArgs, PIPELINE};
 use clap::ValueEnum;
 use fem::host::io::gmsh::GmshMesh;
 use fem::host::io::vtk::{write_collection, write_nodal, Encoding, Field};
@@ -122,15 +122,23 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
         PrecondArg::Mg if a.refine == 0 => return Err("--precond mg needs --refine 1 or more: its levels are the file's mesh and its uniform refinements".into()),
         PrecondArg::Mg => match Precond::multigrid() {
             Precond::Multigrid(o) => {
+                use fem::host::solver::multigrid::{MgOptions, Smoother};
                 let steps = a.smoothing_steps.unwrap_or(o.pre);
-                Precond::Multigrid(fem::host::solver::multigrid::MgOptions { cycle: a.cycle.unwrap_or(CycleArg::V).into(), pre: steps, post: steps, ..o })
+                // Jacobi damped as Newton's default; SPAI(1) undamped and
+                // SAINV by ½, as Geveler et al.
+                let (smoother, omega) = match (given("smoother"), a.smoother) {
+                    (false, _) | (true, SmootherArg::Jacobi) => (Smoother::Jacobi, o.omega),
+                    (true, SmootherArg::Spai) => (Smoother::Spai, 1.0),
+                    (true, SmootherArg::Sainv) => (Smoother::Sainv, 0.5),
+                };
+                Precond::Multigrid(MgOptions { cycle: a.cycle.unwrap_or(CycleArg::V).into(), pre: steps, post: steps, smoother, omega, ..o })
             }
             other => other,
         },
         PrecondArg::None | PrecondArg::Spai | PrecondArg::Sainv => return Err("--physics preconditions with jacobi, ssor or mg".into()),
     };
-    if !matches!(p, Precond::Multigrid(_)) && (a.cycle.is_some() || a.smoothing_steps.is_some()) {
-        return Err("--cycle and --smoothing-steps configure --precond mg".into());
+    if !matches!(p, Precond::Multigrid(_)) && (a.cycle.is_some() || a.smoothing_steps.is_some() || given("smoother")) {
+        return Err("--cycle, --smoothing-steps and --smoother configure --precond mg".into());
     }
     Ok(p)
 }

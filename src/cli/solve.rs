@@ -163,7 +163,8 @@ pub(crate) struct SolveArgs {
     /// by rediscretisation on the levels of --refine).
     #[arg(long, value_enum)]
     pub(crate) precond: Option<PrecondArg>,
-    /// Hole problem: the smoother of a multigrid preconditioner.
+    /// The smoother of multigrid (hole problem: default spai; --physics
+    /// with --precond mg: default jacobi, rebuilt from every tangent).
     #[arg(long, value_enum, default_value_t = SmootherArg::Spai)]
     pub(crate) smoother: SmootherArg,
     /// The multigrid cycle (default f for the hole problem, v for --physics).

@@ -104,7 +104,11 @@ fn gpu_preconditioners_equal_the_cpus() {
             o.refine = 2;
             let (_, want, _) = run(&cpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
             let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            for precond in [Precond::Ssor, Precond::multigrid()] {
+            // SPAI(1) and SAINV smoothers are rebuilt on the host and uploaded
+            let Precond::Multigrid(base) = Precond::multigrid() else { unreachable!() };
+            let smoothed = |smoother, omega| Precond::Multigrid(fem::host::solver::multigrid::MgOptions { smoother, omega, ..base });
+            use fem::host::solver::multigrid::Smoother;
+            for precond in [Precond::Ssor, Precond::multigrid(), smoothed(Smoother::Spai, 1.0), smoothed(Smoother::Sainv, 0.5)] {
                 o.newton.precond = precond;
                 let (_, got, report) = run(&gpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
                 let (_, _, on_cpu) = run(&cpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();

@@ -247,8 +247,10 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
 fn refined_meshes_keep_their_groups_and_every_preconditioner_agrees() {
     let hex = fixture("hex27-v41.msh");
     let mut jacobi = 0;
-    for (precond, refine) in [("jacobi", "2"), ("ssor", "2"), ("mg", "2"), ("mg", "1")] {
-        let r = solve_json(&["--mesh", &hex, "--physics", "elasticity", "--degree", "1", "--dirichlet-group", "clamped", "--load", "random", "--refine", refine, "--precond", precond, "--rtol", "1e-11"]);
+    for (precond, refine, smoother) in [("jacobi", "2", None), ("ssor", "2", None), ("mg", "2", None), ("mg", "1", None), ("mg", "2", Some("spai")), ("mg", "2", Some("sainv"))] {
+        let mut args = vec!["--mesh", &hex, "--physics", "elasticity", "--degree", "1", "--dirichlet-group", "clamped", "--load", "random", "--refine", refine, "--precond", precond, "--rtol", "1e-11"];
+        args.extend(smoother.iter().flat_map(|s| ["--smoother", s]));
+        let r = solve_json(&args);
         assert_eq!(r["newton"]["converged"], true, "{precond}: {r}");
         let nodes = if refine == "2" { 9 * 9 } else { 5 * 5 };
         assert_eq!(r["fixed_rows"], 3 * nodes, "{precond}, refine {refine}: {r}");
@@ -259,6 +261,9 @@ fn refined_meshes_keep_their_groups_and_every_preconditioner_agrees() {
             assert!(3 * its < jacobi, "multigrid {its} against Jacobi {jacobi} iterations");
         }
     }
+    let out = fem(&["solve", "--backend", "cpu", "--mesh", &hex, "--physics", "poisson", "--smoother", "spai"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(1) && err.contains("configure --precond mg"), "{err}");
     let dir = common::scratch("mesh-solve-refine");
     let tri = dir.join("tri.msh").display().to_string();
     assert!(fem(&["mesh-gen", "--dim", "2", "--cells", "2", "--simplex", &tri]).status.success());

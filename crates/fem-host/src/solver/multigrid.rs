@@ -240,6 +240,32 @@ pub struct Multigrid<B: Backend, T: Scalar> {
     coarse_inverse: Option<Matrix<B, T>>,
     /// How often [`Multigrid::refresh`] inverted the coarsest operator.
     pub coarse_inversions: usize,
+    /// Per level, a hash of the values its SPAI(1) or SAINV smoother was
+    /// last built from by [`Multigrid::refresh_smoother`].
+    smoother_hash: Vec<Option<u64>>,
+    /// How often [`Multigrid::refresh_smoother`] rebuilt a smoother.
+    pub smoother_builds: usize,
+}
+
+/// The matrix smoother `M` of `smoother` for the operator `a` (SPAI(1)
+/// with its transpose, or SAINV's factored inverse), stored by `upload`;
+/// `None` for Jacobi, which smooths with the inverse diagonal.
+fn matrix_smoother<B: Backend + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, a: &Csr<T>, smoother: Smoother, upload: &impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Option<(Matrix<B, T>, Option<Matrix<B, T>>)>> {
+    let n = a.n_rows;
+    Ok(match smoother {
+        Smoother::Jacobi => None,
+        Smoother::Spai => {
+            let m = spai1(cpu, a)?;
+            Some((upload(&m, n)?, Some(upload(&transpose(&m, n), n)?)))
+        }
+        Smoother::Sainv => Some((Box::new(super::sainv::FactoredInverse::new(bk, a, SAINV_DROP, upload)?) as Matrix<B, T>, None)),
+    })
+}
+
+/// FNV-1a over the values' bits: whether a smoother must be rebuilt,
+/// without keeping the values it was built from.
+fn values_hash<T: Scalar>(v: &[T]) -> u64 {
+    v.iter().fold(0xcbf2_9ce4_8422_2325, |h, x| (h ^ x.to_f64().to_bits()).wrapping_mul(0x0100_0000_01b3))
 }
 
 impl<B: Backend, T: Scalar> Multigrid<B, T> {
@@ -266,22 +292,9 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         let mut smoother_setup_seconds = 0.0;
         for (l, a) in h.a.iter().enumerate() {
             let n = a.n_rows;
-            let m = match opts.smoother {
-                Smoother::Jacobi => None,
-                Smoother::Spai if l > 0 => {
-                    let t0 = std::time::Instant::now();
-                    let m = spai1(cpu, a)?;
-                    smoother_setup_seconds += t0.elapsed().as_secs_f64();
-                    Some((upload(&m, n)?, Some(upload(&transpose(&m, n), n)?)))
-                }
-                Smoother::Sainv if l > 0 => {
-                    let t0 = std::time::Instant::now();
-                    let m = super::sainv::FactoredInverse::new(bk, a, SAINV_DROP, &upload)?;
-                    smoother_setup_seconds += t0.elapsed().as_secs_f64();
-                    Some((Box::new(m) as Matrix<B, T>, None))
-                }
-                Smoother::Spai | Smoother::Sainv => None,
-            };
+            let t0 = std::time::Instant::now();
+            let m = if l > 0 { matrix_smoother(bk, cpu, a, opts.smoother, &upload)? } else { None };
+            smoother_setup_seconds += t0.elapsed().as_secs_f64();
             let p = if l > 0 {
                 let p = &h.p[l - 1];
                 let nc = h.a[l - 1].n_rows;
@@ -295,7 +308,8 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             .iter()
             .map(|l| Ok(Work { b: bk.zeros::<T>(l.n)?, x: bk.zeros::<T>(l.n)?, r: bk.zeros::<T>(l.n)?, z: bk.zeros::<T>(l.n)? }))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { levels, opts, work: Mutex::new(work), smoother_setup_seconds, coarse_pattern: Csr { val: Vec::new(), ..h.a[0].clone() }, coarse_inverse: None, coarse_inversions: 0 })
+        let smoother_hash = vec![None; levels.len()];
+        Ok(Self { levels, opts, work: Mutex::new(work), smoother_setup_seconds, coarse_pattern: Csr { val: Vec::new(), ..h.a[0].clone() }, coarse_inverse: None, coarse_inversions: 0, smoother_hash, smoother_builds: 0 })
     }
 
     /// Rows of the finest level, the size of the system solved.
@@ -440,16 +454,14 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
     /// Level `l`'s operator refilled from values `csr_val` of the pattern
     /// it was built with, already on the backend, and its inverse diagonal
     /// `inv_diag`: for operators that change between solves, such as
-    /// Newton's tangents. Jacobi smoothing only (the other smoothers are
-    /// built on the host from the values). A coarsest level within
+    /// Newton's tangents. The SPAI(1) and SAINV smoothers of the levels
+    /// above the coarsest are rebuilt by [`Multigrid::refresh_smoother`]
+    /// after this. A coarsest level within
     /// [`MgOptions::dense_coarse`] rows is inverted on the host (its values
     /// come back once per refresh) and solved by a dense product; values
     /// equal to those of the last inverse (a linear problem's tangent,
     /// every time step of the same Δt) keep it.
     pub fn refresh(&mut self, bk: &B, l: usize, csr_val: &B::Vector<T>, inv_diag: &B::Vector<T>) -> Result<()> {
-        if self.opts.smoother != Smoother::Jacobi {
-            return Err(Error::InvalidArgument(format!("a multigrid whose operators change smooths with Jacobi, not {:?}", self.opts.smoother)));
-        }
         let level = self.levels.get_mut(l).ok_or_else(|| Error::InvalidArgument(format!("multigrid has no level {l}")))?;
         level.a.reorder(bk, csr_val)?;
         bk.copy(inv_diag, &mut level.jacobi.inv_diag)?;
@@ -462,6 +474,36 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
                 self.coarse_inversions += 1;
             }
         }
+        Ok(())
+    }
+
+    /// Level `l`'s SPAI(1) or SAINV smoother rebuilt on the host from the
+    /// values `csr_val` (on the backend) of the level's operator `pattern`,
+    /// unless they are the values it was last built from (a linear
+    /// problem's tangent, every time step of the same Δt): the values come
+    /// back once per call, the smoother goes up once per build. Nothing to
+    /// do for Jacobi smoothing or the coarsest level.
+    pub fn refresh_smoother(&mut self, bk: &B, cpu: &CpuBackend, l: usize, pattern: &Csr<T>, csr_val: &B::Vector<T>) -> Result<()>
+    where
+        B: 'static,
+    {
+        if self.opts.smoother == Smoother::Jacobi || l == 0 {
+            return Ok(());
+        }
+        let level = self.levels.get(l).ok_or_else(|| Error::InvalidArgument(format!("multigrid has no level {l}")))?;
+        crate::error::same_len("smoother pattern", pattern.n_rows, level.n)?;
+        let val = bk.download(csr_val)?;
+        crate::error::same_len("smoother values", val.len(), pattern.nnz())?;
+        let hash = values_hash(&val);
+        if self.smoother_hash[l] == Some(hash) {
+            return Ok(());
+        }
+        let t0 = std::time::Instant::now();
+        let a = Csr { val, ..pattern.clone() };
+        self.levels[l].m = matrix_smoother(bk, cpu, &a, self.opts.smoother, &|m: &Csr<T>, n| bk.store_matrix(m, n))?;
+        self.smoother_setup_seconds += t0.elapsed().as_secs_f64();
+        self.smoother_hash[l] = Some(hash);
+        self.smoother_builds += 1;
         Ok(())
     }
 }

@@ -6,7 +6,10 @@
 //! spaces ([`NestedSpaces`]): at every update the state is injected level
 //! by level (coarse nodes are fine nodes), the coarse tangents are
 //! assembled there exactly as the fine one is, and the V-cycle of
-//! [`crate::solver::multigrid`] runs on them with Jacobi smoothing. A
+//! [`crate::solver::multigrid`] runs on them, smoothed by Jacobi, or by
+//! SPAI(1) or SAINV rebuilt on the host from each update's tangents
+//! (their values come back once per update, and a tangent with the values
+//! of the last one keeps its smoother). A
 //! nonlinear problem's coarse operators are thus its own linearisations,
 //! not Galerkin products, and nothing returns to the host but the coarse
 //! solve's scalars.
@@ -56,7 +59,7 @@ impl std::fmt::Display for Precond {
         match self {
             Precond::Jacobi => write!(f, "Jacobi"),
             Precond::Ssor => write!(f, "SSOR"),
-            Precond::Multigrid(o) => write!(f, "multigrid {:?}({}, {})", o.cycle, o.pre, o.post),
+            Precond::Multigrid(o) => write!(f, "multigrid {:?}({}, {}) smoothed by {:?}", o.cycle, o.pre, o.post, o.smoother),
         }
     }
 }
@@ -170,7 +173,15 @@ pub(super) struct Level<B: NewtonOps> {
 pub(super) enum Prepared<B: NewtonOps> {
     Jacobi,
     Ssor(B::Ssor<f64>),
-    Multigrid(Box<Multigrid<B, f64>>, Vec<Level<B>>),
+    Multigrid(Box<Multigrid<B, f64>>, Vec<Level<B>>, Option<Box<MatrixSmoothers>>),
+}
+
+/// What rebuilds SPAI(1) or SAINV smoothers from new tangents: every
+/// level's pattern (coarsest first, the set-up's own last) and the host's
+/// thread pool.
+pub(super) struct MatrixSmoothers {
+    patterns: Vec<Csr<f64>>,
+    cpu: CpuBackend,
 }
 
 impl<B: NewtonOps> Prepared<B> {
@@ -181,9 +192,6 @@ impl<B: NewtonOps> Prepared<B> {
             Precond::Ssor => Ok(Self::Ssor(b.ssor(&setup.csr, &RowColouring::new(&setup.csr)?)?)),
             Precond::Multigrid(o) => {
                 let levels = setup.levels.as_ref().ok_or_else(|| Error::InvalidArgument("multigrid needs coarse levels: build the set-up with Setup::with_multigrid".into()))?;
-                if o.smoother != Smoother::Jacobi {
-                    return Err(Error::InvalidArgument("Newton's multigrid smooths with Jacobi: its operators change at every update".into()));
-                }
                 // the operators' values are refilled before every cycle;
                 // a unit diagonal stands in until then
                 let placeholder = |s: &Setup<K>| {
@@ -195,7 +203,11 @@ impl<B: NewtonOps> Prepared<B> {
                 };
                 let a: Vec<Csr<f64>> = levels.setups.iter().chain(std::iter::once(setup)).map(placeholder).collect();
                 let cpu = CpuBackend::new(None)?;
-                let mg = Multigrid::from_matrices(b, &cpu, &a, &levels.prolongation, o, |m, n| b.store_matrix(m, n))?;
+                // matrix smoothers are built from the first tangents, not
+                // from the stand-ins
+                let mut mg = Multigrid::from_matrices(b, &cpu, &a, &levels.prolongation, MgOptions { smoother: Smoother::Jacobi, ..o }, |m, n| b.store_matrix(m, n))?;
+                mg.opts.smoother = o.smoother;
+                let smoothers = (o.smoother != Smoother::Jacobi).then(|| Box::new(MatrixSmoothers { patterns: a.into_iter().map(|m| Csr { val: Vec::new(), ..m }).collect(), cpu }));
                 let coarse = levels
                     .setups
                     .iter()
@@ -219,7 +231,7 @@ impl<B: NewtonOps> Prepared<B> {
                 // backend does on first use happens in the set-up
                 let (x, mut y) = (b.zeros(setup.n_rows())?, b.zeros(setup.n_rows())?);
                 mg.apply(b, &x, &mut y)?;
-                Ok(Self::Multigrid(Box::new(mg), coarse))
+                Ok(Self::Multigrid(Box::new(mg), coarse, smoothers))
             }
         }
     }
@@ -230,9 +242,12 @@ impl<B: NewtonOps> Prepared<B> {
         match self {
             Self::Jacobi => Ok(()),
             Self::Ssor(s) => b.ssor_values(s, kflat),
-            Self::Multigrid(mg, levels) => {
+            Self::Multigrid(mg, levels, smoothers) => {
                 let top = levels.len();
                 mg.refresh(b, top, kflat, inv)?;
+                if let Some(s) = smoothers {
+                    mg.refresh_smoother(b, &s.cpu, top, &s.patterns[top], kflat)?;
+                }
                 for l in (0..top).rev() {
                     let (lower, upper) = levels.split_at_mut(l + 1);
                     let above = upper.first().map_or(u, |a| &a.u);
@@ -243,6 +258,9 @@ impl<B: NewtonOps> Prepared<B> {
                     tangent_values(b, &lv.state, &lv.kelem, &mut lv.kflat, extra.map(|e| (e, &lv.mass)))?;
                     b.inverse_diagonal(&lv.state, &lv.kflat, &mut lv.inv)?;
                     mg.refresh(b, l, &lv.kflat, &lv.inv)?;
+                    if let Some(s) = smoothers {
+                        mg.refresh_smoother(b, &s.cpu, l, &s.patterns[l], &lv.kflat)?;
+                    }
                 }
                 Ok(())
             }
@@ -251,7 +269,7 @@ impl<B: NewtonOps> Prepared<B> {
 
     /// The time the coarse levels' physics sees, as the fine level's.
     pub(super) fn set_time(&mut self, b: &B, t: f64) {
-        if let Self::Multigrid(_, levels) = self {
+        if let Self::Multigrid(_, levels, _) = self {
             for lv in levels {
                 b.set_time(&mut lv.state, t);
             }
@@ -263,7 +281,7 @@ impl<B: NewtonOps> Prepared<B> {
         match self {
             Self::Jacobi => jacobi,
             Self::Ssor(s) => s,
-            Self::Multigrid(mg, _) => &**mg,
+            Self::Multigrid(mg, _, _) => &**mg,
         }
     }
 }
