@@ -32,6 +32,9 @@ pub enum KrylovArg {
     Bicgstab,
     /// GMRES(m), m = --restart.
     Gmres,
+    /// Preconditioned Richardson, x ← x + M (b − A x): with --precond mg,
+    /// multigrid cycles as the solver.
+    Richardson,
 }
 
 /// `--load`: sine (f = d π² Π sin(π xₐ), the manufactured load, nearly an
@@ -167,6 +170,7 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
             KrylovArg::Cg => Krylov::Cg,
             KrylovArg::Bicgstab => Krylov::BiCgStab,
             KrylovArg::Gmres => Krylov::Gmres { restart: a.restart as usize },
+            KrylovArg::Richardson => Krylov::Richardson,
         },
         precond,
         assembly: assembly(a)?,

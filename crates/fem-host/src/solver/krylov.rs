@@ -1,4 +1,5 @@
-//! The Krylov method as a value ([`Krylov`]: CG, BiCGStab or GMRES(m)),
+//! The Krylov method as a value ([`Krylov`]: CG, BiCGStab, GMRES(m), or
+//! the preconditioner's own iteration, Richardson's),
 //! and a Krylov solve as an operator ([`KrylovSolve`]): `z ≈ A⁻¹ r` to a
 //! tolerance is a [`LinearOperator`] like a matrix or a preconditioner, so
 //! an inner solve can precondition an outer method or serve as a coarse
@@ -24,6 +25,9 @@ pub enum Krylov {
         /// Basis vectors kept before a restart.
         restart: usize,
     },
+    /// Preconditioned Richardson, `x ← x + M (b − A x)`: with a multigrid
+    /// preconditioner, multigrid as the solver.
+    Richardson,
 }
 
 impl std::fmt::Display for Krylov {
@@ -32,6 +36,7 @@ impl std::fmt::Display for Krylov {
             Krylov::Cg => write!(f, "CG"),
             Krylov::BiCgStab => write!(f, "BiCGStab"),
             Krylov::Gmres { restart } => write!(f, "GMRES({restart})"),
+            Krylov::Richardson => write!(f, "Richardson"),
         }
     }
 }
@@ -51,6 +56,7 @@ impl Krylov {
             Krylov::Cg => pcg(backend, a, m, b, x, opts),
             Krylov::BiCgStab => bicgstab(backend, a, m, b, x, opts),
             Krylov::Gmres { restart } => gmres(backend, a, m, b, x, restart, opts),
+            Krylov::Richardson => super::richardson::richardson(backend, a, m, b, x, opts),
         }
     }
 }
