@@ -107,18 +107,7 @@ mod tests {
 
     /// A convection–diffusion matrix (unsymmetric, 1D upwind).
     fn convection(n: usize, peclet: f64) -> Csr<f64> {
-        let mut row_ptr = vec![0u32];
-        let (mut col, mut val) = (Vec::new(), Vec::new());
-        for i in 0..n {
-            for (j, v) in [(i.wrapping_sub(1), -1.0 - peclet), (i, 2.0 + peclet + 0.01), (i + 1, -1.0)] {
-                if j < n {
-                    col.push(j as u32);
-                    val.push(v);
-                }
-            }
-            row_ptr.push(col.len() as u32);
-        }
-        Csr { n_rows: n, row_ptr, col, val }
+        crate::solver::tridiagonal(n, -1.0 - peclet, 2.0 + peclet + 0.01, -1.0)
     }
 
     /// GMRES solves an unsymmetric system to the tolerance, with and

@@ -25,3 +25,20 @@ pub use gmres::gmres;
 pub use krylov::{Krylov, KrylovSolve};
 pub use precond::{ApproximateInverse, Identity, Jacobi};
 pub use richardson::richardson;
+
+/// The tridiagonal matrix (`lower`, `diag`, `upper`) of `n` rows: the 1D
+/// Laplacian and upwind convection–diffusion of the solvers' tests.
+#[cfg(test)]
+pub(crate) fn tridiagonal(n: usize, lower: f64, diag: f64, upper: f64) -> crate::operator::csr::Csr<f64> {
+    let (mut row_ptr, mut col, mut val) = (vec![0u32], Vec::new(), Vec::new());
+    for i in 0..n {
+        for (j, v) in [(i.wrapping_sub(1), lower), (i, diag), (i + 1, upper)] {
+            if j < n {
+                col.push(j as u32);
+                val.push(v);
+            }
+        }
+        row_ptr.push(col.len() as u32);
+    }
+    crate::operator::csr::Csr { n_rows: n, row_ptr, col, val }
+}

@@ -379,34 +379,13 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     }
 
     /// Solves `A x = b` on the finest level by cycles from the guess in
-    /// `x`, until ‖b − A x‖ ≤ rtol ‖b − A x₀‖ (the paper's criterion), or
+    /// `x` (Richardson's iteration with one cycle as the preconditioner),
+    /// until ‖b − A x‖ ≤ rtol ‖b‖ (from x₀ = 0 the paper's criterion), or
     /// until the cycles stop lowering the residual ([`stalled`]: a
     /// tolerance below what the precision can reach), unconverged.
     pub fn solve(&self, bk: &B, b: &B::Vector<T>, x: &mut B::Vector<T>, rtol: f64, max_cycles: usize) -> Result<CgReport> {
-        let top = self.levels.len() - 1;
-        let mut work = self.work.lock().expect("multigrid work poisoned");
-        bk.copy(b, &mut work[top].b)?;
-        bk.copy(x, &mut work[top].x)?;
-        self.residual(bk, top, &mut work[top])?;
-        let r0 = bk.norm2(&work[top].r)?.to_f64();
-        let scale = if r0 > 0.0 { r0 } else { 1.0 };
-        let mut res = r0 / scale;
-        let mut history = vec![res];
-        let start = std::time::Instant::now();
-        let mut it = 0;
-        while res > rtol && it < max_cycles {
-            self.cycle(bk, top, &mut work, self.opts.cycle)?;
-            self.residual(bk, top, &mut work[top])?;
-            res = bk.norm2(&work[top].r)?.to_f64() / scale;
-            history.push(res);
-            it += 1;
-            super::cg::check_finite("multigrid", res)?;
-            if stalled(&history) {
-                break;
-            }
-        }
-        bk.copy(&work[top].x, x)?;
-        Ok(CgReport { iterations: it, relative_residual: res, converged: res <= rtol, history, iteration_seconds: start.elapsed().as_secs_f64() })
+        let top = &*self.levels.last().ok_or_else(|| Error::InvalidArgument("multigrid has no level".into()))?.a;
+        super::richardson::richardson(bk, top, self, b, x, CgOptions { rtol, max_iterations: max_cycles, jacobi: false })
     }
 }
 

@@ -42,24 +42,9 @@ pub fn richardson<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: Li
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operator::csr::Csr;
     use crate::solver::{Identity, Jacobi};
     use crate::CpuBackend;
 
-    /// The 1D Laplacian (2, −1) of `n` rows.
-    fn laplacian(n: usize) -> Csr<f64> {
-        let (mut row_ptr, mut col, mut val) = (vec![0u32], Vec::new(), Vec::new());
-        for i in 0..n {
-            for (j, v) in [(i.wrapping_sub(1), -1.0), (i, 2.0), (i + 1, -1.0)] {
-                if j < n {
-                    col.push(j as u32);
-                    val.push(v);
-                }
-            }
-            row_ptr.push(col.len() as u32);
-        }
-        Csr { n_rows: n, row_ptr, col, val }
-    }
 
     /// Jacobi (D⁻¹ as M) converges on the Laplacian at its known rate;
     /// plain Richardson (M = I, spectral radius of I − A near 3) grows and
@@ -68,7 +53,7 @@ mod tests {
     fn richardson_contracts_as_its_preconditioner_does() {
         let cpu = CpuBackend::new(Some(1)).unwrap();
         let n = 10;
-        let a = laplacian(n);
+        let a = crate::solver::tridiagonal(n, -1.0, 2.0, -1.0);
         let b: Vec<f64> = (0..n).map(|i| (i as f64).sin() + 1.0).collect();
         let opts = CgOptions { rtol: 1e-8, max_iterations: 2000, jacobi: false };
         let jacobi = Jacobi::new(&cpu, &a).unwrap();
