@@ -135,3 +135,40 @@ fn refresh_inverts_the_coarsest_operator_only_when_it_changes() {
     let after = cycle(&mg);
     assert!(before.iter().zip(&after).any(|(x, y)| (x - y).abs() > 1e-6 * x.abs().max(1e-12)), "the new inverse is used");
 }
+
+/// A matrix smoother is rebuilt from new values only: refreshing a level
+/// with the values it was built from (a linear problem's updates, time
+/// steps of one Δt) keeps it, other values rebuild it and the cycle then
+/// uses it; the coarsest level and Jacobi smoothing have none to build.
+#[test]
+fn refresh_smoother_rebuilds_only_for_new_values() {
+    let cpu = cpu();
+    let coarse = BoxMesh::unstructured(2, 4, 3).build().unwrap();
+    let h = Hierarchy::<f64>::poisson(&cpu, &coarse, 1, 2).unwrap();
+    let b = rhs(h.a[1].n_rows);
+    for smoother in [Smoother::Spai, Smoother::Sainv] {
+        let opts = MgOptions { cycle: Cycle::V, pre: 2, post: 2, ..MgOptions::paper(2, smoother) };
+        let mut mg = Multigrid::new(&cpu, &cpu, &h, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+        let cycle = |mg: &Multigrid<CpuBackend, f64>| {
+            let mut y = vec![0.0; b.len()];
+            fem::host::operator::LinearOperator::apply(mg, &cpu, &b, &mut y).unwrap();
+            y
+        };
+        let a1 = &h.a[1];
+        for _ in 0..3 {
+            mg.refresh_smoother(&cpu, &cpu, 1, a1, &a1.val).unwrap();
+        }
+        mg.refresh_smoother(&cpu, &cpu, 0, &h.a[0], &h.a[0].val).unwrap();
+        assert_eq!(mg.smoother_builds, 1, "{smoother:?}");
+        let before = cycle(&mg);
+        // a smoother of another operator changes the cycle
+        let shifted: Vec<f64> = a1.val.iter().map(|v| 1.5 * v).collect();
+        mg.refresh_smoother(&cpu, &cpu, 1, a1, &shifted).unwrap();
+        assert_eq!(mg.smoother_builds, 2, "{smoother:?}");
+        let after = cycle(&mg);
+        assert!(before.iter().zip(&after).any(|(x, y)| (x - y).abs() > 1e-6 * x.abs().max(1e-12)), "{smoother:?}: the new smoother is used");
+    }
+    let mut jacobi = Multigrid::new(&cpu, &cpu, &h, MgOptions::paper(2, Smoother::Jacobi), |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+    jacobi.refresh_smoother(&cpu, &cpu, 1, &h.a[1], &h.a[1].val).unwrap();
+    assert_eq!(jacobi.smoother_builds, 0);
+}

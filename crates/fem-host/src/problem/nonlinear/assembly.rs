@@ -170,6 +170,11 @@ pub(crate) fn gather_pattern(cpu: &CpuBackend, pos: &[u32], rows: usize) -> Resu
     EllWarp::pattern(cpu, &e, pos.len(), Some(threshold))
 }
 
+/// Whether every value is zero: a base a sum by SpMV need not add.
+pub(super) fn is_zero(v: &[f64]) -> bool {
+    v.iter().all(|&x| x == 0.0)
+}
+
 /// Length of an element array of `len` entries summed by `scatter`: one
 /// more (a zero) for the padding of SpMV's gather matrix.
 pub fn padded(len: usize, scatter: Scatter) -> usize {

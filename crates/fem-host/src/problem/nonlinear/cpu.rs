@@ -7,7 +7,7 @@
 //! in any CPU sparse format or as element matrices, whose rows are the
 //! per-item functions the GPU kernels apply.
 
-use super::assembly::gather_pattern;
+use super::assembly::{gather_pattern, is_zero};
 use super::{NewtonOps, Scatter, Setup};
 use crate::operator::pointwise::{scatter_add, FacetTerm, Pointwise};
 use crate::space::Restriction;
@@ -25,11 +25,6 @@ pub(crate) fn inverse_diagonal(diag_pos: &[u32], kflat: &[f64], inv: &mut [f64])
     for (i, &p) in inv.iter_mut().zip(diag_pos) {
         *i = 1.0 / kflat[p as usize];
     }
-}
-
-/// Whether every value is zero.
-pub(super) fn is_zero(v: &[f64]) -> bool {
-    v.iter().all(|&x| x == 0.0)
 }
 
 /// A part (cells or facets) of the physics, its type erased.
@@ -86,7 +81,8 @@ pub struct CpuState {
     cell_len: usize,
     /// The E-vector's map from the unknowns.
     gather: Restriction,
-    /// CSR position of every element-tangent entry (empty with LMA).
+    /// CSR position of every element-tangent entry (empty with LMA or
+    /// sums by SpMV).
     entry_pos: Vec<u32>,
     /// What the residual's and the tangent's values start from.
     base: [Vec<f64>; 2],
@@ -115,7 +111,7 @@ impl NewtonOps for CpuBackend {
             facets: setup.facets.clone().map(|t| -> Box<dyn Part> { Box::new(t) }),
             cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
             gather: Restriction::new(setup.gather.clone(), setup.n_rows()),
-            entry_pos: if lma { Vec::new() } else { setup.entry_pos.clone() },
+            entry_pos: if lma || spmv { Vec::new() } else { setup.entry_pos.clone() },
             base: [setup.residual_base.clone(), if lma { Vec::new() } else { setup.csr.val.clone() }],
             diag_pos: setup.diag_pos.clone(),
             fixed: setup.fixed_mask(),

@@ -8,8 +8,7 @@
 //! another is asked for), or its element matrices applied by
 //! `fem_element_spmv` (gather, dense row, atomic scatter in one pass).
 
-use super::assembly::gather_pattern;
-use super::cpu::is_zero;
+use super::assembly::{gather_pattern, is_zero};
 use super::{NewtonOps, Scatter, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::{GpuFacetTerm, GpuPointwise, Transposition};
@@ -124,7 +123,8 @@ impl NewtonOps for CudaBackend {
             }
             _ => [None, None],
         };
-        let tangent = |v: &[u32]| if lma { s.alloc_zeros(1) } else { s.clone_htod(v) };
+        // the atomic adds' map only where they sum the tangent
+        let tangent = |v: &[u32]| if lma || scatter == Scatter::Spmv { s.alloc_zeros(1) } else { s.clone_htod(v) };
         let physics = GpuPointwise::new(self, &setup.physics)?;
         let shared = self.props().shared_mem_per_block_optin as usize;
         Ok(GpuState {

@@ -176,6 +176,17 @@ pub(super) enum Prepared<B: NewtonOps> {
     Multigrid(Box<Multigrid<B, f64>>, Vec<Level<B>>, Option<Box<MatrixSmoothers>>),
 }
 
+/// Level `l` of `mg` refreshed from its tangent's CSR values `kflat` and
+/// inverse diagonal `inv`, and its SPAI(1) or SAINV smoother rebuilt by
+/// `smoothers` where there are such.
+fn refresh<B: NewtonOps>(b: &B, mg: &mut Multigrid<B, f64>, smoothers: Option<&MatrixSmoothers>, l: usize, kflat: &B::Vector<f64>, inv: &B::Vector<f64>) -> Result<()> {
+    mg.refresh(b, l, kflat, inv)?;
+    match smoothers {
+        Some(s) => mg.refresh_smoother(b, &s.cpu, l, &s.patterns[l], kflat),
+        None => Ok(()),
+    }
+}
+
 /// What rebuilds SPAI(1) or SAINV smoothers from new tangents: every
 /// level's pattern (coarsest first, the set-up's own last) and the host's
 /// thread pool.
@@ -244,10 +255,7 @@ impl<B: NewtonOps> Prepared<B> {
             Self::Ssor(s) => b.ssor_values(s, kflat),
             Self::Multigrid(mg, levels, smoothers) => {
                 let top = levels.len();
-                mg.refresh(b, top, kflat, inv)?;
-                if let Some(s) = smoothers {
-                    mg.refresh_smoother(b, &s.cpu, top, &s.patterns[top], kflat)?;
-                }
+                refresh(b, mg, smoothers.as_deref(), top, kflat, inv)?;
                 for l in (0..top).rev() {
                     let (lower, upper) = levels.split_at_mut(l + 1);
                     let above = upper.first().map_or(u, |a| &a.u);
@@ -257,10 +265,7 @@ impl<B: NewtonOps> Prepared<B> {
                     b.elements(&lv.state, true, &lv.ue, &mut lv.kelem)?;
                     tangent_values(b, &lv.state, &lv.kelem, &mut lv.kflat, extra.map(|e| (e, &lv.mass)))?;
                     b.inverse_diagonal(&lv.state, &lv.kflat, &mut lv.inv)?;
-                    mg.refresh(b, l, &lv.kflat, &lv.inv)?;
-                    if let Some(s) = smoothers {
-                        mg.refresh_smoother(b, &s.cpu, l, &s.patterns[l], &lv.kflat)?;
-                    }
+                    refresh(b, mg, smoothers.as_deref(), l, &lv.kflat, &lv.inv)?;
                 }
                 Ok(())
             }
