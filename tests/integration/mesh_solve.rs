@@ -374,6 +374,14 @@ fn radiation_cools_through_robin_groups() {
     }
 }
 
+/// Poisson of `degree` with the `dirichlet` groups, the `load`, and time
+/// steps if any, Newton's updates solved to 10⁻¹².
+fn poisson_options(degree: usize, dirichlet: Vec<fem::mesh_solve::GroupValue>, load: fem::mesh_solve::LoadKind, time: Option<fem::mesh_solve::Transient>) -> fem::mesh_solve::MeshSolveOptions {
+    let mut newton = fem::host::problem::nonlinear::NewtonOptions::default();
+    newton.krylov_rtol = 1e-12;
+    fem::mesh_solve::MeshSolveOptions { physics: fem::mesh_solve::Physics::Poisson, degree, refine: 0, dirichlet, neumann: Vec::new(), robin: Vec::new(), load, young: 1.0, poisson_ratio: 0.3, newton, time }
+}
+
 /// Dirichlet values by group: u = 1 on `xmin` and u = 0 on `xmax` of the
 /// unit square, natural conditions on y = 0 and 1 and no load give
 /// u = 1 − x, which Q1 and Q2 hold at every node; u = 2.5 on the rim of
@@ -383,7 +391,7 @@ fn radiation_cools_through_robin_groups() {
 #[test]
 fn dirichlet_groups_take_values() {
     use fem::host::{AnyBackend, CpuBackend};
-    use fem::mesh_solve::{run, GroupValue, LoadKind, MeshSolveOptions, Physics};
+    use fem::mesh_solve::{run, GroupValue, LoadKind};
     let dir = common::scratch("mesh-solve-dirichlet-values");
     let cpu = AnyBackend::Cpu(CpuBackend::new(Some(2)).unwrap());
     let quad = dir.join("quad.msh").display().to_string();
@@ -397,21 +405,7 @@ fn dirichlet_groups_take_values() {
     ];
     for (path, degree, dirichlet, exact) in cases {
         let file = fem::host::io::gmsh::read_path(Path::new(path)).unwrap();
-        let mut newton = fem::host::problem::nonlinear::NewtonOptions::default();
-        newton.krylov_rtol = 1e-12;
-        let o = MeshSolveOptions {
-            physics: Physics::Poisson,
-            degree,
-            refine: 0,
-            dirichlet,
-            neumann: Vec::new(),
-            robin: Vec::new(),
-            load: LoadKind::Zero,
-            young: 1.0,
-            poisson_ratio: 0.3,
-            newton,
-            time: None,
-        };
+        let o = poisson_options(degree, dirichlet, LoadKind::Zero, None);
         let (space, u, report) = run(&cpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
         assert!(report.newton.converged, "{path} p = {degree}");
         let err = space.dof_coords.iter().zip(&u).fold(0.0f64, |m, (x, v)| m.max((v - exact(x)).abs()));
@@ -440,7 +434,7 @@ fn expressions_drive_boundary_values_and_loads() {
     use fem::expression::Expression;
     use fem::host::problem::nonlinear::time::Scheme;
     use fem::host::{AnyBackend, CpuBackend};
-    use fem::mesh_solve::{run, GroupValue, LoadKind, MeshSolveOptions, Physics, Transient};
+    use fem::mesh_solve::{run, GroupValue, LoadKind, Transient};
     let dir = common::scratch("mesh-solve-expressions");
     let cpu = AnyBackend::Cpu(CpuBackend::new(Some(2)).unwrap());
     let quad = dir.join("quad.msh").display().to_string();
@@ -448,11 +442,7 @@ fn expressions_drive_boundary_values_and_loads() {
     let value = |g: &str, e: &str| GroupValue { group: g.into(), value: vec![Expression::parse(e).unwrap()] };
     let (square, plane) = ("x^2 + x*y - y^2/2", "1 + x - 2*y");
     let sides: Vec<GroupValue> = ["xmin", "xmax", "ymin", "ymax"].iter().map(|g| value(g, square)).collect();
-    let options = |degree, dirichlet, load: &str, time| {
-        let mut newton = fem::host::problem::nonlinear::NewtonOptions::default();
-        newton.krylov_rtol = 1e-12;
-        MeshSolveOptions { physics: Physics::Poisson, degree, refine: 0, dirichlet, neumann: Vec::new(), robin: Vec::new(), load: LoadKind::Expression(vec![Expression::parse(load).unwrap()]), young: 1.0, poisson_ratio: 0.3, newton, time }
-    };
+    let options = |degree, dirichlet, load: &str, time| poisson_options(degree, dirichlet, LoadKind::Expression(vec![Expression::parse(load).unwrap()]), time);
     let disk = fixture("disk-v41.msh");
     let cases = [(&quad, sides, square, "-1"), (&disk, vec![value("rim", plane)], plane, "0")];
     for (path, dirichlet, exact, load) in cases {
