@@ -17,6 +17,7 @@ use fem_host::rng::SplitMix64;
 use fem_host::space::integrate::l2_error;
 use fem_host::space::{BoundaryPart, Constraints, Load, NestedSpaces, Space};
 use fem_host::problem::nonlinear::Precond;
+use fem_host::solver::ordering::Ordering;
 use fem_host::{with_backend, AnyBackend, Backend, CpuBackend, Error, Result};
 use fem_kernels::physics::{Elasticity, Poisson, Radiation};
 use serde::Serialize;
@@ -46,7 +47,8 @@ pub enum LoadKind {
     /// f = 1 (Poisson), f = (0, …, −1) (elasticity: weight).
     One,
     /// The finite-element function of random node values in \[−1, 1\]
-    /// (fixed seed): every mode excited, for solver benchmarks.
+    /// (drawn from each node's position, so the same in any numbering):
+    /// every mode excited, for solver benchmarks.
     Random,
     /// f = 0: the solution is driven by its boundary values and fluxes.
     Zero,
@@ -101,6 +103,9 @@ pub struct MeshSolveOptions {
     pub poisson_ratio: f64,
     /// Newton and Krylov tolerances.
     pub newton: NewtonOptions,
+    /// How the nodes of every level are numbered (a random load is drawn
+    /// from the nodes' positions, so it is the same load in any).
+    pub ordering: Ordering,
     /// Time stepping of M u̇ + R(u) = 0 from u = 0 (for Poisson the heat
     /// equation) instead of the stationary solve.
     pub time: Option<Transient>,
@@ -132,6 +137,8 @@ pub struct MeshSolveReport {
     pub rows: usize,
     /// Rows held by Dirichlet conditions.
     pub fixed_rows: usize,
+    /// The nodes' numbering.
+    pub ordering: Ordering,
     /// The load.
     pub load: LoadKind,
     /// ‖u_h − u‖_L2 where the exact solution is known (Poisson, sine
@@ -162,7 +169,9 @@ pub fn run(
     let start = Instant::now();
     stage("space");
     let (cells, nodes) = file.cell_mesh()?;
-    let mut nested = NestedSpaces::new(cells, o.degree, o.refine + 1)?;
+    let cpu = CpuBackend::new(None)?;
+    let nested = NestedSpaces::new(cells, o.degree, o.refine + 1)?;
+    let mut nested = nested.renumbered(&cpu, o.ordering, 7)?;
     let space = nested.finest();
     let d = space.shape.dim();
     let nc = if o.physics == Physics::Elasticity { d } else { 1 };
@@ -224,7 +233,6 @@ pub fn run(
     };
     let forcing = Forcing { boundary: Some(&constraints), load: moving_load.then_some(&forcing_load as &(dyn Fn(f64, &mut [f64]) + Sync)) };
     stage("pattern");
-    let cpu = CpuBackend::new(None)?;
     let lame = lame(o.young, o.poisson_ratio)?;
     let (u, newton, time, host) = match o.physics {
         Physics::Poisson => {
@@ -281,6 +289,7 @@ pub fn run(
         cells: space.n_cells(),
         rows: space.n_dofs * nc,
         fixed_rows: constraints.n_fixed(),
+        ordering: o.ordering,
         load: o.load.clone(),
         l2_error: l2,
         host_setup_seconds: host,
@@ -394,9 +403,14 @@ fn volume_load(space: &Space, nc: usize, kind: &LoadKind, t: f64, load: Load) ->
             f[nc - 1] = -1.0;
         }),
         LoadKind::Random => {
-            let mut rng = SplitMix64::new(2024);
+            // drawn from each node's position, so that any numbering of
+            // the nodes sees the same load
             let nodal: Vec<f64> = (0..space.n_dofs * nc)
-                .map(|_| 2.0 * rng.next_f64() - 1.0)
+                .map(|r| {
+                    let x = space.dof_coords[r / nc];
+                    let seed = x.iter().fold(2024 + (r % nc) as u64, |h, v| (h ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3));
+                    2.0 * SplitMix64::new(seed).next_f64() - 1.0
+                })
                 .collect();
             load.nodal_source(space, &nodal)?
         }
@@ -422,8 +436,8 @@ pub fn lame(young: f64, nu: f64) -> Result<[f64; 2]> {
 pub fn describe(r: &MeshSolveReport) -> String {
     let n = &r.newton;
     let mut s = format!(
-        "{:?} on {} {} cells: {} rows ({} fixed), load {:?}\n",
-        r.physics, r.cells, r.element, r.rows, r.fixed_rows, r.load
+        "{:?} on {} {} cells: {} rows ({} fixed, {:?} ordering), load {:?}\n",
+        r.physics, r.cells, r.element, r.rows, r.fixed_rows, r.ordering, r.load
     );
     s += &format!("{}\n", n.kernels);
     s += &format!(

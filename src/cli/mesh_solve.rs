@@ -120,8 +120,11 @@ fn assembly(a: &SolveArgs) -> Result<Assembly, String> {
 /// `--precond`, `--cycle` and `--smoothing-steps` as Newton's preconditioner.
 fn precond(a: &SolveArgs) -> Result<Precond, String> {
     let p = match a.precond.unwrap_or(PrecondArg::Jacobi) {
+        PrecondArg::None => Precond::None,
         PrecondArg::Jacobi => Precond::Jacobi,
         PrecondArg::Ssor => Precond::Ssor,
+        PrecondArg::Spai => Precond::Spai,
+        PrecondArg::Sainv => Precond::Sainv,
         PrecondArg::Mg if a.refine == 0 => return Err("--precond mg needs --refine 1 or more: its levels are the file's mesh and its uniform refinements".into()),
         PrecondArg::Mg => match Precond::multigrid() {
             Precond::Multigrid(o) => {
@@ -138,7 +141,6 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
             }
             other => other,
         },
-        PrecondArg::None | PrecondArg::Spai | PrecondArg::Sainv => return Err("--physics preconditions with jacobi, ssor or mg".into()),
     };
     if !matches!(p, Precond::Multigrid(_)) && (a.cycle.is_some() || a.smoothing_steps.is_some() || given("smoother")) {
         return Err("--cycle, --smoothing-steps and --smoother configure --precond mg".into());
@@ -192,6 +194,7 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
         young: a.young,
         poisson_ratio: a.poisson_ratio,
         newton,
+        ordering: a.ordering.parse()?,
         time: match a.time_steps {
             0 => None,
             steps => Some(Transient {

@@ -159,8 +159,9 @@ pub(crate) struct SolveArgs {
     #[arg(long, value_enum, default_value_t = SolverArg::Mg)]
     pub(crate) solver: SolverArg,
     /// The preconditioner. Hole problem (default spai; for --solver mg:
-    /// the smoother); --physics: jacobi (default), ssor, or mg (multigrid
-    /// by rediscretisation on the levels of --refine).
+    /// the smoother); --physics: jacobi (default), none, ssor, spai (not
+    /// with cg), sainv, or mg (multigrid by rediscretisation on the levels
+    /// of --refine).
     #[arg(long, value_enum)]
     pub(crate) precond: Option<PrecondArg>,
     /// The smoother of multigrid (hole problem: default spai; --physics
@@ -177,7 +178,8 @@ pub(crate) struct SolveArgs {
     /// Hole problem: multigrid levels (default 7 in 2D Q1, 6 in 2D Q2, 4 in 3D Q1, 3 in 3D Q2: about 0.5M / 0.1M DOFs).
     #[arg(long)]
     pub(crate) levels: Option<usize>,
-    /// Hole problem: DOF ordering on every level (original, 2lv, hie, cm, xyz, stoch).
+    /// DOF ordering on every level (original, 2lv, hie, cm, xyz, stoch): the hole
+    /// problem's rows, --physics's nodes.
     #[arg(long, default_value = "original")]
     pub(crate) ordering: String,
     #[arg(long)]

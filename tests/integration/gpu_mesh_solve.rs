@@ -25,6 +25,7 @@ fn options(physics: Physics, degree: usize) -> MeshSolveOptions {
         young: 1.0,
         poisson_ratio: 0.3,
         newton,
+        ordering: fem::host::solver::ordering::Ordering::Original,
         time: None,
     }
 }

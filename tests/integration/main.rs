@@ -31,6 +31,7 @@ mod picture;
 mod pointwise;
 mod ptx;
 mod readers;
+mod renumber;
 mod solvers;
 mod spmv;
 mod tune;

@@ -232,7 +232,7 @@ pub fn solve<B: PrecondOps, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &HoleOptions
     let h0 = Hierarchy::<T>::build(cpu, &coarse, o.degree, o.levels, |m| domain.refine(m))?;
     let g = dirichlet_values(&domain, &h0);
     let b0 = lifted_rhs(cpu, &g, &h0)?;
-    let perms = permutations(&h0, o.ordering, 7);
+    let perms = permutations(&h0.a, &h0.p, &h0.coords, o.ordering, 7);
     let h = h0.permuted(&perms);
     let top = perms.last().expect("at least one level");
     let b_host: Vec<T> = top.iter().map(|&r| b0[r as usize]).collect();

@@ -3,6 +3,7 @@
 //! the preconditioners they take (Jacobi, coloured SSOR, SPAI(1), SAINV,
 //! multigrid), built through [`PrecondOps`] on either backend.
 
+pub mod approximate;
 pub mod backend;
 pub mod bicgstab;
 pub mod cg;
@@ -18,6 +19,7 @@ pub mod spai;
 pub mod ssor;
 pub mod transfer;
 
+pub use approximate::MatrixInverse;
 pub use backend::PrecondOps;
 pub use bicgstab::bicgstab;
 pub use cg::{cg, pcg, CgOptions, CgReport};

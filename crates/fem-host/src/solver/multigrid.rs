@@ -13,9 +13,9 @@
 
 use super::bicgstab::bicgstab;
 use super::cg::{CgOptions, CgReport};
+use super::approximate::MatrixInverse;
 use super::precond::Jacobi;
 use super::PrecondOps;
-use super::spai::spai1;
 use super::transfer::{prolongation, transpose};
 use crate::mesh::refine::refine;
 use crate::mesh::Mesh;
@@ -211,8 +211,9 @@ struct Level<B: Backend, T: Scalar> {
     n: usize,
     a: Matrix<B, T>,
     jacobi: Jacobi<B, T>,
-    /// A matrix smoother and its transpose (`None`: symmetric).
-    m: Option<(Matrix<B, T>, Option<Matrix<B, T>>)>,
+    /// SPAI(1) or SAINV; `None` for Jacobi smoothing and the coarsest
+    /// level.
+    m: Option<MatrixInverse<B, T>>,
     /// Prolongation from the next coarser level, and restriction to it.
     p: Option<(Matrix<B, T>, Matrix<B, T>)>,
 }
@@ -231,8 +232,6 @@ pub struct Multigrid<B: Backend, T: Scalar> {
     /// The options the cycles run with.
     pub opts: MgOptions,
     work: Mutex<Vec<Work<B::Vector<T>>>>,
-    /// Host seconds spent building smoothers (SPAI).
-    pub smoother_setup_seconds: f64,
     /// The coarsest operator's pattern and values of its last dense
     /// inverse: a refresh with the same values keeps the inverse.
     coarse_pattern: Csr<T>,
@@ -240,32 +239,6 @@ pub struct Multigrid<B: Backend, T: Scalar> {
     coarse_inverse: Option<Matrix<B, T>>,
     /// How often [`Multigrid::refresh`] inverted the coarsest operator.
     pub coarse_inversions: usize,
-    /// Per level, a hash of the values its SPAI(1) or SAINV smoother was
-    /// last built from by [`Multigrid::refresh_smoother`].
-    smoother_hash: Vec<Option<u64>>,
-    /// How often [`Multigrid::refresh_smoother`] rebuilt a smoother.
-    pub smoother_builds: usize,
-}
-
-/// The matrix smoother `M` of `smoother` for the operator `a` (SPAI(1)
-/// with its transpose, or SAINV's factored inverse), stored by `upload`;
-/// `None` for Jacobi, which smooths with the inverse diagonal.
-fn matrix_smoother<B: Backend + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, a: &Csr<T>, smoother: Smoother, upload: &impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Option<(Matrix<B, T>, Option<Matrix<B, T>>)>> {
-    let n = a.n_rows;
-    Ok(match smoother {
-        Smoother::Jacobi => None,
-        Smoother::Spai => {
-            let m = spai1(cpu, a)?;
-            Some((upload(&m, n)?, Some(upload(&transpose(&m, n), n)?)))
-        }
-        Smoother::Sainv => Some((Box::new(super::sainv::FactoredInverse::new(bk, a, SAINV_DROP, upload)?) as Matrix<B, T>, None)),
-    })
-}
-
-/// FNV-1a over the values' bits: whether a smoother must be rebuilt,
-/// without keeping the values it was built from.
-fn values_hash<T: Scalar>(v: &[T]) -> u64 {
-    v.iter().fold(0xcbf2_9ce4_8422_2325, |h, x| (h ^ x.to_f64().to_bits()).wrapping_mul(0x0100_0000_01b3))
 }
 
 impl<B: Backend, T: Scalar> Multigrid<B, T> {
@@ -289,12 +262,13 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         }
         let h = Levels { a, p };
         let mut levels = Vec::with_capacity(h.a.len());
-        let mut smoother_setup_seconds = 0.0;
         for (l, a) in h.a.iter().enumerate() {
             let n = a.n_rows;
-            let t0 = std::time::Instant::now();
-            let m = if l > 0 { matrix_smoother(bk, cpu, a, opts.smoother, &upload)? } else { None };
-            smoother_setup_seconds += t0.elapsed().as_secs_f64();
+            let m = match opts.smoother {
+                Smoother::Jacobi => None,
+                _ if l == 0 => None,
+                kind => Some(MatrixInverse::new(bk, cpu, a, kind, &upload)?),
+            };
             let p = if l > 0 {
                 let p = &h.p[l - 1];
                 let nc = h.a[l - 1].n_rows;
@@ -308,8 +282,17 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             .iter()
             .map(|l| Ok(Work { b: bk.zeros::<T>(l.n)?, x: bk.zeros::<T>(l.n)?, r: bk.zeros::<T>(l.n)?, z: bk.zeros::<T>(l.n)? }))
             .collect::<Result<Vec<_>>>()?;
-        let smoother_hash = vec![None; levels.len()];
-        Ok(Self { levels, opts, work: Mutex::new(work), smoother_setup_seconds, coarse_pattern: Csr { val: Vec::new(), ..h.a[0].clone() }, coarse_inverse: None, coarse_inversions: 0, smoother_hash, smoother_builds: 0 })
+        Ok(Self { levels, opts, work: Mutex::new(work), coarse_pattern: Csr { val: Vec::new(), ..h.a[0].clone() }, coarse_inverse: None, coarse_inversions: 0 })
+    }
+
+    /// Host seconds spent building SPAI(1) or SAINV smoothers.
+    pub fn smoother_setup_seconds(&self) -> f64 {
+        self.levels.iter().filter_map(|l| l.m.as_ref()).map(|m| m.seconds).sum()
+    }
+
+    /// How often a SPAI(1) or SAINV smoother was built.
+    pub fn smoother_builds(&self) -> usize {
+        self.levels.iter().filter_map(|l| l.m.as_ref()).map(|m| m.builds).sum()
     }
 
     /// Rows of the finest level, the size of the system solved.
@@ -331,7 +314,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         for _ in 0..steps {
             self.residual(bk, l, w)?;
             match &lv.m {
-                Some((m, mt)) => (if post { mt.as_ref().unwrap_or(m) } else { m }).apply(bk, &w.r, &mut w.z)?,
+                Some(m) => m.apply_to(bk, &w.r, &mut w.z, post)?,
                 None => bk.mul(&lv.jacobi.inv_diag, &w.r, &mut w.z)?,
             }
             bk.axpy(omega, &w.z, &mut w.x)?;
@@ -469,20 +452,12 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
         if self.opts.smoother == Smoother::Jacobi || l == 0 {
             return Ok(());
         }
-        let level = self.levels.get(l).ok_or_else(|| Error::InvalidArgument(format!("multigrid has no level {l}")))?;
-        crate::error::same_len("smoother pattern", pattern.n_rows, level.n)?;
-        let val = bk.download(csr_val)?;
-        crate::error::same_len("smoother values", val.len(), pattern.nnz())?;
-        let hash = values_hash(&val);
-        if self.smoother_hash[l] == Some(hash) {
-            return Ok(());
-        }
-        let t0 = std::time::Instant::now();
-        let a = Csr { val, ..pattern.clone() };
-        self.levels[l].m = matrix_smoother(bk, cpu, &a, self.opts.smoother, &|m: &Csr<T>, n| bk.store_matrix(m, n))?;
-        self.smoother_setup_seconds += t0.elapsed().as_secs_f64();
-        self.smoother_hash[l] = Some(hash);
-        self.smoother_builds += 1;
-        Ok(())
+        let kind = self.opts.smoother;
+        let level = self.levels.get_mut(l).ok_or_else(|| Error::InvalidArgument(format!("multigrid has no level {l}")))?;
+        let m = match &mut level.m {
+            Some(m) => m,
+            none => none.insert(MatrixInverse::empty(kind, level.n)?),
+        };
+        m.refresh(bk, cpu, pattern, csr_val)
     }
 }

@@ -5,7 +5,6 @@
 //! (CM, on the matrix graph), coordinate-based (XYZ: sorted by z, y, x),
 //! and pseudo-random (Stoch). Each gives `perm[new] = old` per level.
 
-use super::multigrid::Hierarchy;
 use crate::operator::csr::Csr;
 use crate::rng::SplitMix64;
 use crate::Scalar;
@@ -26,6 +25,7 @@ pub enum Ordering {
     /// (recursively) hierarchical order, so the coarsest rows lead.
     Hierarchical,
     /// CM: Cuthill–McKee on the matrix graph of each level.
+    #[serde(rename = "cuthill-mckee")]
     CuthillMcKee,
     /// XYZ: rows sorted by the z, then y, then x coordinate of their node.
     Xyz,
@@ -110,30 +110,32 @@ fn xyz(coords: &[[f64; 3]]) -> Vec<u32> {
     rows
 }
 
-/// `perm[new] = old` for every level of `h`.
-pub fn permutations<T: Scalar>(h: &Hierarchy<T>, ordering: Ordering, seed: u64) -> Vec<Vec<u32>> {
-    let levels = h.a.len();
+/// `perm[new] = old` for every level of a hierarchy, coarsest first:
+/// `a[l]`, level `l`'s matrix (or its graph), `p[l]` the prolongation from
+/// level `l` to `l + 1`, `coords[l]` the positions of level `l`'s rows.
+pub fn permutations<T: Scalar>(a: &[Csr<T>], p: &[Csr<T>], coords: &[Vec<[f64; 3]>], ordering: Ordering, seed: u64) -> Vec<Vec<u32>> {
+    let levels = a.len();
     let identity = |n: usize| (0..n as u32).collect::<Vec<u32>>();
     match ordering {
-        Ordering::Original => h.a.iter().map(|a| identity(a.n_rows)).collect(),
-        Ordering::CuthillMcKee => h.a.iter().map(cuthill_mckee).collect(),
-        Ordering::Xyz => h.coords.iter().map(|c| xyz(c)).collect(),
+        Ordering::Original => a.iter().map(|a| identity(a.n_rows)).collect(),
+        Ordering::CuthillMcKee => a.iter().map(cuthill_mckee).collect(),
+        Ordering::Xyz => coords.iter().map(|c| xyz(c)).collect(),
         Ordering::Random => {
             let mut rng = SplitMix64::new(seed);
-            h.a.iter().map(|a| rng.permutation(a.n_rows)).collect()
+            a.iter().map(|a| rng.permutation(a.n_rows)).collect()
         }
         Ordering::TwoLevel => {
-            let mut out = vec![identity(h.a[0].n_rows)];
+            let mut out = vec![identity(a[0].n_rows)];
             for l in 1..levels {
-                out.push(inherit_first(&h.p[l - 1], &identity(h.a[l - 1].n_rows)));
+                out.push(inherit_first(&p[l - 1], &identity(a[l - 1].n_rows)));
             }
             out
         }
         Ordering::Hierarchical => {
-            let mut out = vec![identity(h.a[0].n_rows)];
+            let mut out = vec![identity(a[0].n_rows)];
             for l in 1..levels {
                 let rank = super::multigrid::invert(&out[l - 1]);
-                out.push(inherit_first(&h.p[l - 1], &rank));
+                out.push(inherit_first(&p[l - 1], &rank));
             }
             out
         }

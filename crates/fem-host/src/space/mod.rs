@@ -10,6 +10,7 @@ pub mod dofs;
 pub mod facets;
 pub mod integrate;
 pub mod nested;
+pub mod renumber;
 pub mod lagrange;
 pub mod restriction;
 pub(crate) mod hash;

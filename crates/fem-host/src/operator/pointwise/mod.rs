@@ -242,7 +242,7 @@ pub fn assemble_csr<T: Scalar>(cpu: &CpuBackend, space: &Space, nc: usize, elem:
 }
 
 /// Rows of an `nc`-component field: node-major, all free.
-fn field_layout(space: &Space, nc: usize) -> Layout {
+pub fn field_layout(space: &Space, nc: usize) -> Layout {
     let rows = space.n_dofs * nc;
     let cell_rows = space.restriction(nc).map;
     Layout {

@@ -111,14 +111,14 @@ impl Assembly {
     /// whose sparse format is `default`; an error where the two cannot go
     /// together.
     pub(super) fn resolve<K: Kernels<f64>>(self, setup: &Setup<K>, precond: super::Precond, default: SpmvFormat) -> Result<Storage> {
-        let jacobi = matches!(precond, super::Precond::Jacobi);
+        let jacobi = !precond.needs_matrix();
         match self {
             Self::Auto => {
                 let (lma, sparse) = product_bytes(setup);
                 Ok(if jacobi && elements_are_faster(lma, sparse) { Storage::Lma } else { Storage::Sparse(default) })
             }
             Self::Lma if jacobi => Ok(Storage::Lma),
-            Self::Lma => Err(Error::InvalidArgument(format!("{precond} needs the assembled tangent; element matrices (LMA) are preconditioned by Jacobi"))),
+            Self::Lma => Err(Error::InvalidArgument(format!("{precond} needs the assembled tangent; element matrices (LMA) are preconditioned by Jacobi or not at all"))),
             Self::Sparse(f) if f.warp().is_some_and(|(_, n)| n != crate::sparse::warp::Numbering::Remap) => {
                 Err(Error::InvalidArgument(format!("the {} format renumbers its rows; Newton's tangent needs one in the original numbering (csr, ell, ellt, k1, k2, cusparse)", f.name())))
             }

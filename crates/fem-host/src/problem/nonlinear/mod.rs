@@ -1,10 +1,10 @@
 //! Newton's method for a `#[fem_kernel]` physics on a nodal space with
 //! Dirichlet values on the boundary, on either backend and resident there:
 //! per iteration the residual and tangent are evaluated and assembled on
-//! the backend, the update solved by a Krylov method (CG, BiCGStab or
-//! GMRES) on the tangent, assembled in a sparse format or kept as element
-//! matrices ([`assembly`]), preconditioned by Jacobi, SSOR or multigrid by
-//! rediscretisation ([`precond`]),
+//! the backend, the update solved by a Krylov method (CG, BiCGStab,
+//! GMRES or Richardson) on the tangent, assembled in a sparse format or
+//! kept as element matrices ([`assembly`]), preconditioned by Jacobi,
+//! SSOR, SPAI(1), SAINV or multigrid by rediscretisation ([`precond`]),
 //! and a backtracking line search halves the step until the residual norm
 //! falls; only norms come back to the host.
 //!
@@ -421,6 +421,9 @@ impl<B: NewtonOps> Workspace<B> {
         let n = setup.n_rows();
         if o.scatter == Scatter::Colour {
             return Err(Scatter::Colour.unavailable("Newton's assembly"));
+        }
+        if o.precond == Precond::Spai && matches!(o.krylov, Krylov::Cg) {
+            return Err(Error::InvalidArgument("SPAI(1) is not symmetric, so it does not precondition CG: use BiCGStab, GMRES or Richardson, or SAINV".into()));
         }
         let storage = o.assembly.resolve(setup, o.precond, b.default_format())?;
         let state = b.prepare(setup, storage.format(), o.scatter)?;

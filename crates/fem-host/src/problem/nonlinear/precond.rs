@@ -1,6 +1,7 @@
 //! Preconditioners of Newton's linear systems, rebuilt on the backend from
-//! each update's tangent: Jacobi, coloured SSOR, and geometric multigrid
-//! by rediscretisation, for any physics.
+//! each update's tangent: none, Jacobi, coloured SSOR, SPAI(1) and SAINV
+//! (built on the host from the tangent's values whenever they change),
+//! and geometric multigrid by rediscretisation, for any physics.
 //!
 //! Multigrid evaluates the physics itself on the coarser levels of nested
 //! spaces ([`NestedSpaces`]): at every update the state is injected level
@@ -21,7 +22,7 @@ use crate::operator::LinearOperator;
 use crate::operator::pointwise::{Aux, Pointwise};
 use crate::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use crate::solver::ssor::RowColouring;
-use crate::solver::Jacobi;
+use crate::solver::{Identity, Jacobi, MatrixInverse};
 use crate::space::nested::{field_prolongation, injection};
 use crate::space::{BoundaryPart, NestedSpaces, Space};
 use crate::sparse::Spmv;
@@ -37,10 +38,17 @@ pub const DENSE_COARSE: usize = 1500;
 /// How Newton's linear systems are preconditioned.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub enum Precond {
+    /// None: the Krylov method on the tangent itself.
+    None,
     /// The tangent's inverse diagonal.
     Jacobi,
     /// Multi-colour symmetric Gauss–Seidel on the tangent.
     Ssor,
+    /// SPAI(1), the sparse approximate inverse on the tangent's pattern:
+    /// not symmetric, so not for CG.
+    Spai,
+    /// SAINV, the factored approximate inverse `Z D⁻¹ Zᵀ` (symmetric).
+    Sainv,
     /// One multigrid cycle on the levels of [`Setup::with_multigrid`].
     Multigrid(MgOptions),
 }
@@ -57,8 +65,11 @@ impl Precond {
 impl std::fmt::Display for Precond {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Precond::None => write!(f, "none"),
             Precond::Jacobi => write!(f, "Jacobi"),
             Precond::Ssor => write!(f, "SSOR"),
+            Precond::Spai => write!(f, "SPAI(1)"),
+            Precond::Sainv => write!(f, "SAINV"),
             Precond::Multigrid(o) => write!(f, "multigrid {:?}({}, {}) smoothed by {:?}", o.cycle, o.pre, o.post, o.smoother),
         }
     }
@@ -169,10 +180,21 @@ pub(super) struct Level<B: NewtonOps> {
     mass: B::Vector<f64>,
 }
 
+impl Precond {
+    /// Whether it is built from the assembled tangent's values, which
+    /// element matrices (LMA) do not give.
+    pub fn needs_matrix(&self) -> bool {
+        !matches!(self, Precond::None | Precond::Jacobi)
+    }
+}
+
 /// The preconditioner a workspace keeps.
 pub(super) enum Prepared<B: NewtonOps> {
+    Identity(Identity),
     Jacobi,
     Ssor(B::Ssor<f64>),
+    /// SPAI(1) or SAINV, with the tangent's pattern it is rebuilt on.
+    Inverse(Box<MatrixInverse<B, f64>>, Box<MatrixSmoothers>),
     Multigrid(Box<Multigrid<B, f64>>, Vec<Level<B>>, Option<Box<MatrixSmoothers>>),
 }
 
@@ -187,9 +209,9 @@ fn refresh<B: NewtonOps>(b: &B, mg: &mut Multigrid<B, f64>, smoothers: Option<&M
     }
 }
 
-/// What rebuilds SPAI(1) or SAINV smoothers from new tangents: every
-/// level's pattern (coarsest first, the set-up's own last) and the host's
-/// thread pool.
+/// What rebuilds SPAI(1) or SAINV from new tangents: every level's
+/// pattern (coarsest first, the set-up's own last; only its own without
+/// multigrid) and the host's thread pool.
 pub(super) struct MatrixSmoothers {
     patterns: Vec<Csr<f64>>,
     cpu: CpuBackend,
@@ -199,8 +221,15 @@ impl<B: NewtonOps> Prepared<B> {
     /// Builds what `p` needs for `setup` on backend `b`.
     pub(super) fn new<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, p: Precond, scatter: Scatter) -> Result<Self> {
         match p {
+            Precond::None => Ok(Self::Identity(Identity(setup.n_rows()))),
             Precond::Jacobi => Ok(Self::Jacobi),
             Precond::Ssor => Ok(Self::Ssor(b.ssor(&setup.csr, &RowColouring::new(&setup.csr)?)?)),
+            Precond::Spai | Precond::Sainv => {
+                let kind = if p == Precond::Spai { Smoother::Spai } else { Smoother::Sainv };
+                let pattern = Csr { val: Vec::new(), ..setup.csr.clone() };
+                let smoothers = MatrixSmoothers { patterns: vec![pattern], cpu: CpuBackend::new(None)? };
+                Ok(Self::Inverse(Box::new(MatrixInverse::empty(kind, setup.n_rows())?), Box::new(smoothers)))
+            }
             Precond::Multigrid(o) => {
                 let levels = setup.levels.as_ref().ok_or_else(|| Error::InvalidArgument("multigrid needs coarse levels: build the set-up with Setup::with_multigrid".into()))?;
                 // the operators' values are refilled before every cycle;
@@ -251,8 +280,9 @@ impl<B: NewtonOps> Prepared<B> {
     /// `kflat` and inverse diagonal `inv` (with `extra`'s terms).
     pub(super) fn update(&mut self, b: &B, u: &B::Vector<f64>, kflat: &B::Vector<f64>, inv: &B::Vector<f64>, extra: Option<&Extra<B>>) -> Result<()> {
         match self {
-            Self::Jacobi => Ok(()),
+            Self::Identity(_) | Self::Jacobi => Ok(()),
             Self::Ssor(s) => b.ssor_values(s, kflat),
+            Self::Inverse(m, s) => m.refresh(b, &s.cpu, &s.patterns[0], kflat),
             Self::Multigrid(mg, levels, smoothers) => {
                 let top = levels.len();
                 refresh(b, mg, smoothers.as_deref(), top, kflat, inv)?;
@@ -284,8 +314,10 @@ impl<B: NewtonOps> Prepared<B> {
     /// The preconditioner to hand the Krylov method.
     pub(super) fn get<'a>(&'a self, jacobi: &'a Jacobi<B, f64>) -> &'a dyn LinearOperator<B, f64> {
         match self {
+            Self::Identity(i) => i,
             Self::Jacobi => jacobi,
             Self::Ssor(s) => s,
+            Self::Inverse(m, _) => &**m,
             Self::Multigrid(mg, _, _) => &**mg,
         }
     }
