@@ -7,7 +7,7 @@ use fem::host::io::gmsh::GmshMesh;
 use fem::host::io::vtk::{write_collection, write_nodal, Encoding, Field};
 use fem::host::problem::nonlinear::time::Scheme;
 use fem::host::space::Space;
-use fem::host::problem::nonlinear::{Assembly, Krylov, NewtonOptions, Precond, Scatter};
+use fem::host::problem::nonlinear::{Assembly, Krylov, NewtonOptions, Precision, Precond, Scatter};
 use fem::host::sparse::SpmvFormat;
 use fem::expression::{components, Expression};
 use fem::mesh_solve::{describe, run, GroupValue, LoadKind, MeshSolveOptions, Physics, Transient};
@@ -166,8 +166,10 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
         rtol,
         krylov_rtol: 0.5 * rtol,
         max_krylov: a.max_iterations,
-        // one update solves the linear physics
+        // one update solves the linear physics (in f32 a few refine it,
+        // on its one tangent)
         max_iterations: if physics == Physics::Radiation { 30 } else { 5 },
+        lag_tangent: physics != Physics::Radiation,
         krylov: match a.krylov {
             KrylovArg::Cg => Krylov::Cg,
             KrylovArg::Bicgstab => Krylov::BiCgStab,
@@ -180,6 +182,10 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
             ScatterArg::Atomic => Scatter::Atomic,
             ScatterArg::Spmv => Scatter::Spmv,
             ScatterArg::Colour => return Err("--scatter colour orders the writes of the Q_p Poisson kernels; --physics sums by atomic or spmv".into()),
+        },
+        precision: match a.precision {
+            crate::Precision::F32 => Precision::F32,
+            crate::Precision::F64 => Precision::F64,
         },
         ..Default::default()
     };

@@ -566,7 +566,7 @@ fn solve_refuses_options_its_path_ignores() {
     assert!(fem(&["mesh-gen", "--dim", "2", "--cells", "3", quad.to_str().unwrap()]).status.success());
     let q = quad.to_str().unwrap();
     let cases: [(&[&str], &str); 8] = [
-        (&["--mesh", q, "--physics", "poisson", "--precision", "f32"], "--precision does not apply to the pipeline's"),
+        (&["--mesh", q, "--physics", "poisson", "--levels", "3"], "--levels does not apply to the pipeline's"),
         (&["--mesh", q, "--physics", "poisson", "--numbering", "aligned", "--products", "3"], "--numbering, --products do not apply to the pipeline's"),
         (&["--problem", "hole", "--format", "csr"], "--format does not apply to the hole benchmark"),
         (&["--dim", "2", "--cells", "4", "--load", "random", "--krylov", "gmres"], "--load, --krylov do not apply to the Q_p Poisson formats"),
@@ -584,7 +584,7 @@ fn solve_refuses_options_its_path_ignores() {
         assert!(out.status.code() == Some(1) && err.contains(says), "{args:?}: {err}");
         assert!(!vtu.exists(), "{args:?} wrote a file");
     }
-    for args in [&["--dim", "2", "--cells", "4", "--format", "lma", "--symmetric", "--numbering", "aligned"][..], &["--mesh", q, "--physics", "poisson", "--krylov", "gmres", "--load", "random"], &["--problem", "hole", "--levels", "2", "--precision", "f32", "--rtol", "1e-5"]] {
+    for args in [&["--dim", "2", "--cells", "4", "--format", "lma", "--symmetric", "--numbering", "aligned"][..], &["--mesh", q, "--physics", "poisson", "--krylov", "gmres", "--load", "random", "--precision", "f32"], &["--problem", "hole", "--levels", "2", "--precision", "f32", "--rtol", "1e-5"]] {
         let mut all = vec!["solve", "--backend", "cpu"];
         all.extend_from_slice(args);
         let out = fem(&all);

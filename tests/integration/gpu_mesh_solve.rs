@@ -88,9 +88,9 @@ fn gpu_solutions_equal_the_cpus_on_every_cell_kind() {
     }
 }
 
-/// SSOR and multigrid by rediscretisation on the GPU give the CPU's
-/// solution, multigrid in as many iterations, on refined tetrahedra and
-/// hexahedra (Poisson P2, elasticity P1).
+/// SSOR, SAINV and multigrid by rediscretisation on the GPU give the
+/// CPU's solution in as many iterations, on refined tetrahedra and
+/// hexahedra (Poisson P2, elasticity P1), also with f32 linear solves.
 #[test]
 fn gpu_preconditioners_equal_the_cpus() {
     use fem::host::problem::nonlinear::Precond;
@@ -109,14 +109,17 @@ fn gpu_preconditioners_equal_the_cpus() {
             let Precond::Multigrid(base) = Precond::multigrid() else { unreachable!() };
             let smoothed = |smoother, omega| Precond::Multigrid(fem::host::solver::multigrid::MgOptions { smoother, omega, ..base });
             use fem::host::solver::multigrid::Smoother;
-            for precond in [Precond::Ssor, Precond::multigrid(), smoothed(Smoother::Spai, 1.0), smoothed(Smoother::Sainv, 0.5)] {
-                o.newton.precond = precond;
+            use fem::host::problem::nonlinear::Precision::{F32, F64};
+            for (precond, precision) in [(Precond::Ssor, F64), (Precond::multigrid(), F64), (smoothed(Smoother::Spai, 1.0), F64), (smoothed(Smoother::Sainv, 0.5), F64), (Precond::Sainv, F64), (Precond::multigrid(), F32), (Precond::Jacobi, F32)] {
+                (o.newton.precond, o.newton.precision) = (precond, precision);
                 let (_, got, report) = run(&gpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
                 let (_, _, on_cpu) = run(&cpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
                 let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-                let label = format!("{} {physics:?} p = {degree} {precond}", report.element);
+                let label = format!("{} {physics:?} p = {degree} {precond} {precision:?}", report.element);
                 assert!(report.newton.converged && diff <= 1e-9 * scale, "{label}: {diff:e} of {scale:e}");
-                assert!(report.newton.krylov_iterations.abs_diff(on_cpu.newton.krylov_iterations) <= 1, "{label}: GPU {} CPU {}", report.newton.krylov_iterations, on_cpu.newton.krylov_iterations);
+                // f32 rounds differently on the two: its iterations may differ a little more
+                let slack = if precision == F32 { 1 + on_cpu.newton.krylov_iterations / 10 } else { 1 };
+                assert!(report.newton.krylov_iterations.abs_diff(on_cpu.newton.krylov_iterations) <= slack, "{label}: GPU {} CPU {}", report.newton.krylov_iterations, on_cpu.newton.krylov_iterations);
             }
         }
     }

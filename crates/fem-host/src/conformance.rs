@@ -80,6 +80,17 @@ fn check_elementwise<B: Backend, T: Scalar>(b: &B, n: usize, x: &[T], y: &[T], d
     b.axpby(alpha, dx, beta, &mut dy).map_err(e)?;
     let want: Vec<T> = x.iter().zip(y).map(|(&xi, &yi)| alpha * xi + beta * yi).collect();
     first_difference("axpby", &b.download(&dy).map_err(e)?, &want)?;
+    // precision conversions round to nearest and widen exactly
+    let mut single = b.zeros::<f32>(n).map_err(e)?;
+    b.convert(dx, &mut single).map_err(e)?;
+    let rounded: Vec<f32> = x.iter().map(|v| v.to_f64() as f32).collect();
+    first_difference("convert to f32", &b.download(&single).map_err(e)?, &rounded)?;
+    let mut double = b.zeros::<f64>(n).map_err(e)?;
+    b.convert(&single, &mut double).map_err(e)?;
+    first_difference("convert to f64", &b.download(&double).map_err(e)?, &rounded.iter().map(|&v| v as f64).collect::<Vec<_>>())?;
+    let mut same = b.zeros::<T>(n).map_err(e)?;
+    b.convert(dx, &mut same).map_err(e)?;
+    first_difference("convert to the same precision", &b.download(&same).map_err(e)?, x)?;
     let dyv = b.upload(y).map_err(e)?;
     let mut dz = b.zeros::<T>(n).map_err(e)?;
     b.mul(dx, &dyv, &mut dz).map_err(e)?;

@@ -95,6 +95,14 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn convert<S: Scalar, T: Scalar>(&self, src: &Vec<S>, dst: &mut Vec<T>) -> Result<()> {
+        same_len("convert", src.len(), dst.len())?;
+        self.pool.install(|| {
+            dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| d.iter_mut().zip(s).for_each(|(d, s)| *d = T::from_f64(s.to_f64())))
+        });
+        Ok(())
+    }
+
     fn axpy<T: Scalar>(&self, alpha: T, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
         same_len("axpy", x.len(), y.len())?;
         self.pool.install(|| {

@@ -70,6 +70,9 @@ pub trait Backend {
 
     /// `dst ← src`.
     fn copy<T: Scalar>(&self, src: &Self::Vector<T>, dst: &mut Self::Vector<T>) -> Result<()>;
+    /// `dst ← src` in another precision (rounded to nearest when
+    /// narrowing, exact when widening).
+    fn convert<S: Scalar, T: Scalar>(&self, src: &Self::Vector<S>, dst: &mut Self::Vector<T>) -> Result<()>;
     /// `y ← αx + y`.
     fn axpy<T: Scalar>(&self, alpha: T, x: &Self::Vector<T>, y: &mut Self::Vector<T>) -> Result<()>;
     /// `y ← αx + βy`.

@@ -66,6 +66,12 @@ impl<T: Scalar> Csr<T> {
         Ok(Self { n_rows: layout.n_rows, row_ptr, col, val: vec![T::ZERO; nnz] })
     }
 
+    /// The same matrix in precision `U` (values rounded to nearest when
+    /// narrowing).
+    pub fn converted<U: Scalar>(&self) -> Csr<U> {
+        Csr { n_rows: self.n_rows, row_ptr: self.row_ptr.clone(), col: self.col.clone(), val: self.val.iter().map(|v| U::from_f64(v.to_f64())).collect() }
+    }
+
     /// Number of stored entries.
     pub fn nnz(&self) -> usize {
         self.col.len()

@@ -2,6 +2,7 @@
 //! per-item function of [`crate::blas`]. Any 1D launch shape is valid.
 
 use crate::blas;
+use crate::device::grid::grid_stride_fold;
 use crate::device::stream_map;
 use crate::with_lanes;
 use fem_core::Real;
@@ -29,6 +30,21 @@ pub unsafe fn mul<T: Real>(n: usize, x: *const T, y: *const T, z: *mut T) {
 #[kernel(f32, f64)]
 pub unsafe fn reciprocal<T: Real>(n: usize, x: *const T, y: *mut T) {
     with_lanes!(T, L => stream_map::<T, 1, L>(n, [x], y, |[a]| blas::reciprocal(a)))
+}
+
+/// `y ← x` rounded to single precision over `n` elements (for `T = f32` a
+/// copy): a double-precision tangent or residual handed to a
+/// single-precision solve.
+#[kernel(f32, f64)]
+pub unsafe fn to_single<T: Real>(n: usize, x: *const T, y: *mut f32) {
+    grid_stride_fold(n, (), |(), i| *y.add(i) = f32::from_f64((*x.add(i)).to_f64()));
+}
+
+/// `y ← x` widened from single precision over `n` elements (exact): a
+/// single-precision solve's correction handed back.
+#[kernel(f32, f64)]
+pub unsafe fn from_single<T: Real>(n: usize, x: *const f32, y: *mut T) {
+    grid_stride_fold(n, (), |(), i| *y.add(i) = T::from_f64((*x.add(i)).to_f64()));
 }
 
 /// `dst ← src` over `n` elements: the copy-kernel bandwidth probe, compared

@@ -284,6 +284,19 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
+    fn convert<S: Scalar, T: Scalar>(&self, src: &CudaSlice<S>, dst: &mut CudaSlice<T>) -> Result<()> {
+        same_len("convert", src.len(), dst.len())?;
+        let n = src.len();
+        // the kernel's precision names the wider side; same precisions copy
+        let f = match (S::NAME, T::NAME) {
+            (s, t) if s == t => self.kernel::<S>("copy")?,
+            (_, "f32") => self.kernel::<S>("to_single")?,
+            _ => self.kernel::<T>("from_single")?,
+        };
+        unsafe { self.stream.launch_builder(&f).arg(&n).arg(src).arg(dst).launch(self.grid::<S>(n, 0)) }?;
+        Ok(())
+    }
+
     fn axpy<T: Scalar>(&self, alpha: T, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
         same_len("axpy", x.len(), y.len())?;
         let f = self.kernel::<T>("axpy")?;

@@ -110,14 +110,15 @@ impl Assembly {
     /// The storage for `setup` preconditioned by `precond` on a backend
     /// whose sparse format is `default`; an error where the two cannot go
     /// together.
-    pub(super) fn resolve<K: Kernels<f64>>(self, setup: &Setup<K>, precond: super::Precond, default: SpmvFormat) -> Result<Storage> {
-        let jacobi = !precond.needs_matrix();
+    pub(super) fn resolve<K: Kernels<f64>>(self, setup: &Setup<K>, precond: super::Precond, precision: super::Precision, default: SpmvFormat) -> Result<Storage> {
+        let jacobi = !precond.needs_matrix() && precision == super::Precision::F64;
         match self {
             Self::Auto => {
                 let (lma, sparse) = product_bytes(setup);
                 Ok(if jacobi && elements_are_faster(lma, sparse) { Storage::Lma } else { Storage::Sparse(default) })
             }
             Self::Lma if jacobi => Ok(Storage::Lma),
+            Self::Lma if precision == super::Precision::F32 => Err(Error::InvalidArgument("a single-precision solve needs the assembled tangent; element matrices (LMA) are applied in f64".into())),
             Self::Lma => Err(Error::InvalidArgument(format!("{precond} needs the assembled tangent; element matrices (LMA) are preconditioned by Jacobi or not at all"))),
             Self::Sparse(f) if f.warp().is_some_and(|(_, n)| n != crate::sparse::warp::Numbering::Remap) => {
                 Err(Error::InvalidArgument(format!("the {} format renumbers its rows; Newton's tangent needs one in the original numbering (csr, ell, ellt, k1, k2, cusparse)", f.name())))
@@ -197,7 +198,7 @@ mod tests {
     use crate::mesh::simplex::SimplexBox;
     use crate::mesh::BoxMesh;
     use crate::operator::pointwise::Aux;
-    use crate::problem::nonlinear::{solve, NewtonOptions, Precond};
+    use crate::problem::nonlinear::{solve, NewtonOptions, Precision, Precond};
     use crate::rng::SplitMix64;
     use crate::space::{BoundaryPart, Constraints, Space};
     use crate::CpuBackend;
@@ -324,12 +325,12 @@ mod tests {
         assert!(elements_are_faster(40, 100) && !elements_are_faster(60, 100));
         let (lma, sparse) = product_bytes(&low);
         assert!(lma > sparse, "P1: {lma} against {sparse}");
-        assert_eq!(Assembly::Auto.resolve(&high, Precond::Jacobi, SpmvFormat::K2).unwrap(), Storage::Sparse(SpmvFormat::K2));
-        assert_eq!(Assembly::Auto.resolve(&high, Precond::Ssor, SpmvFormat::K2).unwrap(), Storage::Sparse(SpmvFormat::K2));
-        assert_eq!(Assembly::Auto.resolve(&low, Precond::Jacobi, SpmvFormat::Csr).unwrap(), Storage::Sparse(SpmvFormat::Csr));
-        let e = Assembly::Lma.resolve(&high, Precond::Ssor, SpmvFormat::K2).unwrap_err().to_string();
+        assert_eq!(Assembly::Auto.resolve(&high, Precond::Jacobi, Precision::F64, SpmvFormat::K2).unwrap(), Storage::Sparse(SpmvFormat::K2));
+        assert_eq!(Assembly::Auto.resolve(&high, Precond::Ssor, Precision::F64, SpmvFormat::K2).unwrap(), Storage::Sparse(SpmvFormat::K2));
+        assert_eq!(Assembly::Auto.resolve(&low, Precond::Jacobi, Precision::F64, SpmvFormat::Csr).unwrap(), Storage::Sparse(SpmvFormat::Csr));
+        let e = Assembly::Lma.resolve(&high, Precond::Ssor, Precision::F64, SpmvFormat::K2).unwrap_err().to_string();
         assert!(e.contains("Jacobi"), "{e}");
-        let e = Assembly::Sparse(SpmvFormat::K2r).resolve(&high, Precond::Jacobi, SpmvFormat::K2).unwrap_err().to_string();
+        let e = Assembly::Sparse(SpmvFormat::K2r).resolve(&high, Precond::Jacobi, Precision::F64, SpmvFormat::K2).unwrap_err().to_string();
         assert!(e.contains("renumbers"), "{e}");
         let o = NewtonOptions { assembly: Assembly::Sparse(SpmvFormat::Cusparse), ..Default::default() };
         assert!(solve(&cpu, &low, &vec![0.0; low.n_rows()], &o, &mut |_| {}).is_err());

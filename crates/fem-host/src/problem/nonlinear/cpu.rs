@@ -179,8 +179,8 @@ impl NewtonOps for CpuBackend {
         SpmvFormat::Csr
     }
 
-    fn matrix<K: Kernels<f64>>(&self, _: &CpuState, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<CpuBackend, f64>>> {
-        prepare_cpu(self, &setup.csr, format, &SpmvParams::a_priori(&RowStats::of(&setup.csr)))
+    fn matrix<K: Kernels<f64>, T: crate::Scalar>(&self, _: &CpuState, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<CpuBackend, T>>> {
+        prepare_cpu(self, &setup.csr.converted::<T>(), format, &SpmvParams::a_priori(&RowStats::of(&setup.csr)))
     }
 
     fn element_product(&self, s: &CpuState, kelem: &Vec<f64>, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {

@@ -26,7 +26,7 @@ use fem_kernels::sparse::ELEMENT_CHUNK;
 
 /// The assembled matrix `csr` (values refilled later) in `format` with the
 /// a-priori parameters (ELL-WARP's threshold and block).
-pub(crate) fn sparse_matrix(gpu: &CudaBackend, csr: &Csr<f64>, format: SpmvFormat) -> Result<Box<dyn Spmv<CudaBackend, f64>>> {
+pub(crate) fn sparse_matrix<T: crate::Scalar>(gpu: &CudaBackend, csr: &Csr<T>, format: SpmvFormat) -> Result<Box<dyn Spmv<CudaBackend, T>>> {
     prepare_gpu(gpu, &CpuBackend::new(None)?, csr, format, &SpmvParams::a_priori(&RowStats::of(csr)))
 }
 
@@ -201,8 +201,8 @@ impl NewtonOps for CudaBackend {
         SpmvFormat::K2
     }
 
-    fn matrix<K: Kernels<f64>>(&self, _: &GpuState, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<CudaBackend, f64>>> {
-        sparse_matrix(self, &setup.csr, format)
+    fn matrix<K: Kernels<f64>, T: crate::Scalar>(&self, _: &GpuState, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<CudaBackend, T>>> {
+        sparse_matrix(self, &setup.csr.converted::<T>(), format)
     }
 
     fn element_product(&self, s: &GpuState, kelem: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {

@@ -21,10 +21,13 @@
 pub mod assembly;
 pub mod cpu;
 pub mod gpu;
+pub mod linear;
 pub mod precond;
 pub mod time;
 
 pub use assembly::{Assembly, Scatter};
+use linear::Linear;
+pub use linear::Precision;
 pub use precond::{Levels, Precond};
 /// The Krylov method that solves Newton's linear systems.
 pub use crate::solver::Krylov;
@@ -244,9 +247,9 @@ pub trait NewtonOps: PrecondOps {
     fn inverse_diagonal(&self, s: &Self::State, kflat: &Self::Vector<f64>, inv: &mut Self::Vector<f64>) -> Result<()>;
     /// The sparse format the tangent is assembled in by default.
     fn default_format(&self) -> SpmvFormat;
-    /// The tangent's pattern in `format`, for the Krylov method (values
-    /// refilled at every update).
-    fn matrix<K: Kernels<f64>>(&self, s: &Self::State, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<Self, f64>>>;
+    /// The tangent's pattern in `format` and precision `T`, for the
+    /// Krylov method (values refilled at every update).
+    fn matrix<K: Kernels<f64>, T: crate::Scalar>(&self, s: &Self::State, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<Self, T>>>;
     /// `y ← K x` for the element matrices `kelem`, fixed rows and columns
     /// left out, `y = x` in fixed rows.
     fn element_product(&self, s: &Self::State, kelem: &Self::Vector<f64>, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
@@ -285,6 +288,15 @@ pub struct NewtonOptions {
     /// atomics (the default) or SpMV with 0/1 gather matrices
     /// (deterministic); not by colour.
     pub scatter: Scatter,
+    /// Keep the first update's tangent and preconditioner for the
+    /// following updates (modified Newton, PETSc's `-snes_lag_jacobian
+    /// -2`): for a linear problem, whose tangent never changes, the
+    /// updates after the first are iterative refinement at no assembly.
+    pub lag_tangent: bool,
+    /// Precision of the linear solves: f32 solves each update on rounded
+    /// copies of the tangent, to no less than
+    /// [`linear::F32_KRYLOV_FLOOR`], and Newton's f64 residual refines.
+    pub precision: Precision,
 }
 
 /// How Newton's step length is accepted.
@@ -302,7 +314,7 @@ pub enum LineSearch {
 
 impl Default for NewtonOptions {
     fn default() -> Self {
-        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking, krylov: Krylov::Cg, precond: Precond::Jacobi, assembly: Assembly::Auto, scatter: Scatter::Atomic }
+        Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking, krylov: Krylov::Cg, precond: Precond::Jacobi, assembly: Assembly::Auto, scatter: Scatter::Atomic, lag_tangent: false, precision: Precision::F64 }
     }
 }
 
@@ -322,6 +334,12 @@ pub struct NewtonStep {
     pub step_length: f64,
 }
 
+/// Newton's linear solves in the precision of [`NewtonOptions::precision`].
+enum Solve<B: NewtonOps> {
+    F64(Linear<B, f64>),
+    F32(Linear<B, f32>),
+}
+
 /// The outcome of a solve.
 #[derive(Clone, Debug, Serialize)]
 pub struct NewtonReport {
@@ -331,6 +349,8 @@ pub struct NewtonReport {
     pub krylov: Krylov,
     /// Its preconditioner.
     pub precond: Precond,
+    /// Precision of the linear solves.
+    pub precision: Precision,
     /// Rows of the system (nodes × components), fixed ones included.
     pub rows: usize,
     /// ‖R‖ at the start and after every update.
@@ -396,8 +416,6 @@ pub(super) fn tangent_values<B: NewtonOps>(b: &B, state: &B::State, kelem: &B::V
 pub struct Workspace<B: NewtonOps> {
     state: B::State,
     storage: Storage,
-    /// The tangent's sparse format (`None` for element matrices).
-    matrix: Option<Box<dyn Spmv<B, f64>>>,
     trial: B::Vector<f64>,
     ue: B::Vector<f64>,
     relem: B::Vector<f64>,
@@ -406,8 +424,11 @@ pub struct Workspace<B: NewtonOps> {
     kflat: B::Vector<f64>,
     delta: B::Vector<f64>,
     mu: B::Vector<f64>,
+    /// The tangent's f64 inverse diagonal.
     jacobi: Jacobi<B, f64>,
-    precond: precond::Prepared<B>,
+    /// The tangent (`None` for element matrices), its preconditioner and
+    /// the Krylov method's vectors, in the solve's precision.
+    linear: Solve<B>,
     n: usize,
     /// Seconds of [`Workspace::new`]: uploads and format set-up.
     pub setup_seconds: f64,
@@ -425,15 +446,19 @@ impl<B: NewtonOps> Workspace<B> {
         if o.precond == Precond::Spai && matches!(o.krylov, Krylov::Cg) {
             return Err(Error::InvalidArgument("SPAI(1) is not symmetric, so it does not precondition CG: use BiCGStab, GMRES or Richardson, or SAINV".into()));
         }
-        let storage = o.assembly.resolve(setup, o.precond, b.default_format())?;
+        let storage = o.assembly.resolve(setup, o.precond, o.precision, b.default_format())?;
         let state = b.prepare(setup, storage.format(), o.scatter)?;
-        let (matrix, values) = match storage {
-            Storage::Sparse(f) => (Some(b.matrix(&state, setup, f)?), setup.csr.nnz()),
-            Storage::Lma => (None, 0),
+        let values = match storage {
+            Storage::Sparse(_) => setup.csr.nnz(),
+            Storage::Lma => 0,
+        };
+        let linear = match o.precision {
+            Precision::F64 => Solve::F64(Linear::new(storage.format().map(|f| b.matrix(&state, setup, f)).transpose()?, precond::Prepared::new(b, setup, o.precond, o.scatter)?)),
+            Precision::F32 => Solve::F32(Linear::new(storage.format().map(|f| b.matrix(&state, setup, f)).transpose()?, precond::Prepared::new(b, setup, o.precond, o.scatter)?)),
         };
         let mut w = Self {
             storage,
-            matrix,
+            linear,
             trial: b.zeros(n)?,
             ue: b.zeros(setup.gather.len())?,
             relem: b.zeros(assembly::padded(setup.residual_pos.len(), o.scatter))?,
@@ -443,7 +468,6 @@ impl<B: NewtonOps> Workspace<B> {
             delta: b.zeros(n)?,
             mu: b.zeros(n)?,
             jacobi: Jacobi::zeros(b, n)?,
-            precond: precond::Prepared::new(b, setup, o.precond, o.scatter)?,
             n,
             setup_seconds: 0.0,
             state,
@@ -486,7 +510,10 @@ impl<B: NewtonOps> Workspace<B> {
     /// solves and residuals that follow (0 until set).
     pub fn set_time(&mut self, b: &B, t: f64) {
         b.set_time(&mut self.state, t);
-        self.precond.set_time(b, t);
+        match &mut self.linear {
+            Solve::F64(l) => l.precond.set_time(b, t),
+            Solve::F32(l) => l.precond.set_time(b, t),
+        }
     }
 
     /// R(u) at the solution of the last [`Workspace::newton`], which ran
@@ -562,34 +589,35 @@ impl<B: NewtonOps> Workspace<B> {
             let now = *residuals.last().expect("one residual");
             // `ue` holds the gather of u from its residual.
             let (state, ue, kelem, kflat) = (&self.state, &self.ue, &mut self.kelem, &mut self.kflat);
-            timed(b, &mut split.element, || b.elements(state, true, ue, kelem))?;
-            let (matrix, jacobi, pc, d) = (&mut self.matrix, &mut self.jacobi, &mut self.precond, &mut self.trial);
-            timed(b, &mut split.assembly, || {
-                match matrix {
-                    Some(matrix) => {
-                        tangent_values(b, state, kelem, kflat, extra.map(|e| (e, e.mass_values)))?;
-                        matrix.reorder(b, kflat)?;
-                        b.inverse_diagonal(state, kflat, &mut jacobi.inv_diag)?;
+            let (linear, jacobi, d, storage) = (&mut self.linear, &mut self.jacobi, &mut self.trial, self.storage);
+            // a lagged tangent keeps the first update's
+            let fresh = steps.is_empty() || !o.lag_tangent;
+            if fresh {
+                timed(b, &mut split.element, || b.elements(state, true, ue, kelem))?;
+                timed(b, &mut split.assembly, || {
+                    match storage {
+                        Storage::Sparse(_) => {
+                            tangent_values(b, state, kelem, kflat, extra.map(|e| (e, e.mass_values)))?;
+                            b.inverse_diagonal(state, kflat, &mut jacobi.inv_diag)?;
+                        }
+                        Storage::Lma => lma_inverse_diagonal(b, state, kelem, extra, d, &mut jacobi.inv_diag)?,
                     }
-                    None => lma_inverse_diagonal(b, state, kelem, extra, d, &mut jacobi.inv_diag)?,
-                }
-                pc.update(b, u, kflat, &jacobi.inv_diag, extra)
-            })?;
+                    match linear {
+                        Solve::F64(l) => l.update(b, u, kflat, &jacobi.inv_diag, extra),
+                        Solve::F32(l) => l.update(b, u, kflat, &jacobi.inv_diag, extra),
+                    }
+                })?;
+            }
             let opts = CgOptions { rtol: o.krylov_rtol, max_iterations: o.max_krylov, jacobi: false };
-            let (r, delta, kelem) = (&self.r, &mut self.delta, &self.kelem);
+            let (r, delta, kelem, inv) = (&self.r, &mut self.delta, &self.kelem, &self.jacobi.inv_diag);
             let scratch = std::cell::RefCell::new(&mut self.mu);
             let cg = timed(b, &mut split.solve, || {
-                b.axpby(0.0, r, 0.0, delta)?;
-                let elements;
-                let a: &dyn LinearOperator<B, f64> = match matrix {
-                    Some(m) => &*m,
-                    None => {
-                        elements = LmaOp { state, kelem, extra, scratch, n };
-                        &elements
-                    }
-                };
-                let m = pc.get(jacobi);
-                o.krylov.solve(b, a, m, r, delta, opts)
+                let lma = LmaOp { state, kelem, extra, scratch, n };
+                let elements = (storage == Storage::Lma).then_some(&lma as &dyn LinearOperator<B, f64>);
+                match linear {
+                    Solve::F64(l) => l.solve(b, o.krylov, elements, inv, r, delta, opts),
+                    Solve::F32(l) => l.solve(b, o.krylov, elements, inv, r, delta, opts),
+                }
             })
             .map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
             let mut alpha = 1.0;
@@ -622,7 +650,7 @@ impl<B: NewtonOps> Workspace<B> {
             steps.push(s);
         }
         let converged = *residuals.last().expect("one residual") <= tol;
-        Ok(NewtonReport { kernels: self.describe(b), krylov: o.krylov, precond: o.precond, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds: 0.0, split })
+        Ok(NewtonReport { kernels: self.describe(b), krylov: o.krylov, precond: o.precond, precision: o.precision, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds: 0.0, split })
     }
 }
 

@@ -22,7 +22,8 @@ use crate::operator::LinearOperator;
 use crate::operator::pointwise::{Aux, Pointwise};
 use crate::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use crate::solver::ssor::RowColouring;
-use crate::solver::{Identity, Jacobi, MatrixInverse};
+use super::linear::LinearScalar;
+use crate::solver::{Identity, MatrixInverse};
 use crate::space::nested::{field_prolongation, injection};
 use crate::space::{BoundaryPart, NestedSpaces, Space};
 use crate::sparse::Spmv;
@@ -168,7 +169,7 @@ fn coarse_aux(coarse: &Space, finer: &Space, parent: &[u32], inj: &[u32], na: us
 }
 
 /// A coarser level on the backend.
-pub(super) struct Level<B: NewtonOps> {
+pub(super) struct Level<B: NewtonOps, T: LinearScalar> {
     state: B::State,
     /// The injection from the next finer level.
     inject: Box<dyn Spmv<B, f64>>,
@@ -178,6 +179,9 @@ pub(super) struct Level<B: NewtonOps> {
     kflat: B::Vector<f64>,
     inv: B::Vector<f64>,
     mass: B::Vector<f64>,
+    /// `kflat` and `inv` in the solve's precision (f32 only).
+    values: Option<B::Vector<T>>,
+    inv_t: Option<B::Vector<T>>,
 }
 
 impl Precond {
@@ -189,19 +193,19 @@ impl Precond {
 }
 
 /// The preconditioner a workspace keeps.
-pub(super) enum Prepared<B: NewtonOps> {
+pub(super) enum Prepared<B: NewtonOps, T: LinearScalar> {
     Identity(Identity),
     Jacobi,
-    Ssor(B::Ssor<f64>),
+    Ssor(B::Ssor<T>),
     /// SPAI(1) or SAINV, with the tangent's pattern it is rebuilt on.
-    Inverse(Box<MatrixInverse<B, f64>>, Box<MatrixSmoothers>),
-    Multigrid(Box<Multigrid<B, f64>>, Vec<Level<B>>, Option<Box<MatrixSmoothers>>),
+    Inverse(Box<MatrixInverse<B, T>>, Box<MatrixSmoothers<T>>),
+    Multigrid(Box<Multigrid<B, T>>, Vec<Level<B, T>>, Option<Box<MatrixSmoothers<T>>>),
 }
 
 /// Level `l` of `mg` refreshed from its tangent's CSR values `kflat` and
 /// inverse diagonal `inv`, and its SPAI(1) or SAINV smoother rebuilt by
 /// `smoothers` where there are such.
-fn refresh<B: NewtonOps>(b: &B, mg: &mut Multigrid<B, f64>, smoothers: Option<&MatrixSmoothers>, l: usize, kflat: &B::Vector<f64>, inv: &B::Vector<f64>) -> Result<()> {
+fn refresh<B: NewtonOps, T: LinearScalar>(b: &B, mg: &mut Multigrid<B, T>, smoothers: Option<&MatrixSmoothers<T>>, l: usize, kflat: &B::Vector<T>, inv: &B::Vector<T>) -> Result<()> {
     mg.refresh(b, l, kflat, inv)?;
     match smoothers {
         Some(s) => mg.refresh_smoother(b, &s.cpu, l, &s.patterns[l], kflat),
@@ -212,21 +216,21 @@ fn refresh<B: NewtonOps>(b: &B, mg: &mut Multigrid<B, f64>, smoothers: Option<&M
 /// What rebuilds SPAI(1) or SAINV from new tangents: every level's
 /// pattern (coarsest first, the set-up's own last; only its own without
 /// multigrid) and the host's thread pool.
-pub(super) struct MatrixSmoothers {
-    patterns: Vec<Csr<f64>>,
+pub(super) struct MatrixSmoothers<T> {
+    patterns: Vec<Csr<T>>,
     cpu: CpuBackend,
 }
 
-impl<B: NewtonOps> Prepared<B> {
+impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
     /// Builds what `p` needs for `setup` on backend `b`.
     pub(super) fn new<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, p: Precond, scatter: Scatter) -> Result<Self> {
         match p {
             Precond::None => Ok(Self::Identity(Identity(setup.n_rows()))),
             Precond::Jacobi => Ok(Self::Jacobi),
-            Precond::Ssor => Ok(Self::Ssor(b.ssor(&setup.csr, &RowColouring::new(&setup.csr)?)?)),
+            Precond::Ssor => Ok(Self::Ssor(b.ssor(&setup.csr.converted::<T>(), &RowColouring::new(&setup.csr)?)?)),
             Precond::Spai | Precond::Sainv => {
                 let kind = if p == Precond::Spai { Smoother::Spai } else { Smoother::Sainv };
-                let pattern = Csr { val: Vec::new(), ..setup.csr.clone() };
+                let pattern = Csr { val: Vec::new(), ..setup.csr.clone() }.converted::<T>();
                 let smoothers = MatrixSmoothers { patterns: vec![pattern], cpu: CpuBackend::new(None)? };
                 Ok(Self::Inverse(Box::new(MatrixInverse::empty(kind, setup.n_rows())?), Box::new(smoothers)))
             }
@@ -241,11 +245,12 @@ impl<B: NewtonOps> Prepared<B> {
                     }
                     a
                 };
-                let a: Vec<Csr<f64>> = levels.setups.iter().chain(std::iter::once(setup)).map(placeholder).collect();
+                let a: Vec<Csr<T>> = levels.setups.iter().chain(std::iter::once(setup)).map(|s| placeholder(s).converted()).collect();
+                let p: Vec<Csr<T>> = levels.prolongation.iter().map(Csr::converted).collect();
                 let cpu = CpuBackend::new(None)?;
                 // matrix smoothers are built from the first tangents, not
                 // from the stand-ins
-                let mut mg = Multigrid::from_matrices(b, &cpu, &a, &levels.prolongation, MgOptions { smoother: Smoother::Jacobi, ..o }, |m, n| b.store_matrix(m, n))?;
+                let mut mg = Multigrid::from_matrices(b, &cpu, &a, &p, MgOptions { smoother: Smoother::Jacobi, ..o }, |m, n| b.store_matrix(m, n))?;
                 mg.opts.smoother = o.smoother;
                 let smoothers = (o.smoother != Smoother::Jacobi).then(|| Box::new(MatrixSmoothers { patterns: a.into_iter().map(|m| Csr { val: Vec::new(), ..m }).collect(), cpu }));
                 let coarse = levels
@@ -264,6 +269,8 @@ impl<B: NewtonOps> Prepared<B> {
                             kflat: b.zeros(s.csr.nnz())?,
                             inv: b.zeros(n)?,
                             mass: b.upload(&levels.mass[l])?,
+                            values: None,
+                            inv_t: None,
                         })
                     })
                     .collect::<Result<_>>()?;
@@ -278,7 +285,7 @@ impl<B: NewtonOps> Prepared<B> {
 
     /// Rebuilds the preconditioner from the tangent at `u`: its CSR values
     /// `kflat` and inverse diagonal `inv` (with `extra`'s terms).
-    pub(super) fn update(&mut self, b: &B, u: &B::Vector<f64>, kflat: &B::Vector<f64>, inv: &B::Vector<f64>, extra: Option<&Extra<B>>) -> Result<()> {
+    pub(super) fn update(&mut self, b: &B, u: &B::Vector<f64>, kflat: &B::Vector<T>, inv: &B::Vector<T>, extra: Option<&Extra<B>>) -> Result<()> {
         match self {
             Self::Identity(_) | Self::Jacobi => Ok(()),
             Self::Ssor(s) => b.ssor_values(s, kflat),
@@ -295,7 +302,9 @@ impl<B: NewtonOps> Prepared<B> {
                     b.elements(&lv.state, true, &lv.ue, &mut lv.kelem)?;
                     tangent_values(b, &lv.state, &lv.kelem, &mut lv.kflat, extra.map(|e| (e, &lv.mass)))?;
                     b.inverse_diagonal(&lv.state, &lv.kflat, &mut lv.inv)?;
-                    refresh(b, mg, smoothers.as_deref(), l, &lv.kflat, &lv.inv)?;
+                    T::refresh(b, &lv.kflat, &mut lv.values)?;
+                    T::refresh(b, &lv.inv, &mut lv.inv_t)?;
+                    refresh(b, mg, smoothers.as_deref(), l, T::view::<B>(&lv.kflat, &lv.values)?, T::view::<B>(&lv.inv, &lv.inv_t)?)?;
                 }
                 Ok(())
             }
@@ -311,14 +320,15 @@ impl<B: NewtonOps> Prepared<B> {
         }
     }
 
-    /// The preconditioner to hand the Krylov method.
-    pub(super) fn get<'a>(&'a self, jacobi: &'a Jacobi<B, f64>) -> &'a dyn LinearOperator<B, f64> {
+    /// The preconditioner to hand the Krylov method; `None` for Jacobi,
+    /// whose inverse diagonal the workspace keeps.
+    pub(super) fn get(&self) -> Option<&dyn LinearOperator<B, T>> {
         match self {
-            Self::Identity(i) => i,
-            Self::Jacobi => jacobi,
-            Self::Ssor(s) => s,
-            Self::Inverse(m, _) => &**m,
-            Self::Multigrid(mg, _, _) => &**mg,
+            Self::Identity(i) => Some(i),
+            Self::Jacobi => None,
+            Self::Ssor(s) => Some(s),
+            Self::Inverse(m, _) => Some(&**m),
+            Self::Multigrid(mg, _, _) => Some(&**mg),
         }
     }
 }

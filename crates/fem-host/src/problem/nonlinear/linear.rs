@@ -1,0 +1,161 @@
+//! The precision Newton's linear systems are solved in. Residuals,
+//! element kernels and the tangent's assembly stay in f64; in f32 the
+//! tangent, its preconditioner and the Krylov method run on rounded
+//! copies, and the correction comes back widened. Newton's f64 residual
+//! then corrects what f32 cannot resolve: for a linear problem this is
+//! iterative refinement (each update gains about five digits), so an f32
+//! solve reaches a tolerance far below f32's precision at f32's memory
+//! traffic.
+
+use super::NewtonOps;
+use super::precond::Prepared;
+use crate::operator::LinearOperator;
+use crate::solver::{CgOptions, CgReport, Krylov};
+use crate::sparse::Spmv;
+use crate::{Backend, Error, Result, Scalar};
+use serde::Serialize;
+
+/// Precision of Newton's linear solves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// Everything in double precision.
+    #[default]
+    F64,
+    /// The Krylov method, its preconditioner and the tangent in single
+    /// precision; residuals and corrections in double.
+    F32,
+}
+
+/// Relative tolerance below which an f32 Krylov method is not asked to
+/// go: about a hundred times f32's unit round-off, where its recurrences
+/// stop meaning anything. The Newton iteration around it reaches the
+/// rest.
+pub const F32_KRYLOV_FLOOR: f64 = 1e-5;
+
+/// A scalar Newton's linear systems are solved in: f64 works on the
+/// workspace's own vectors, f32 on rounded copies kept beside them.
+pub trait LinearScalar: Scalar {
+    /// The copy of `x` in this precision refreshed in `copy` (allocated on
+    /// first use); nothing to do in f64.
+    fn refresh<B: Backend>(b: &B, x: &B::Vector<f64>, copy: &mut Option<B::Vector<Self>>) -> Result<()>;
+    /// `x` in this precision: `x` itself in f64, else its copy as last
+    /// refreshed.
+    fn view<'a, B: Backend>(x: &'a B::Vector<f64>, copy: &'a Option<B::Vector<Self>>) -> Result<&'a B::Vector<Self>>;
+    /// Runs `solve(r, δ)` in this precision for the f64 right-hand side
+    /// `r`, leaving the correction in the f64 `delta`: directly in f64,
+    /// through the rounded copies `pair` otherwise.
+    fn solve_in<B: Backend>(b: &B, r: &B::Vector<f64>, delta: &mut B::Vector<f64>, pair: &mut Option<(B::Vector<Self>, B::Vector<Self>)>, solve: impl FnOnce(&B::Vector<Self>, &mut B::Vector<Self>) -> Result<CgReport>) -> Result<CgReport>;
+    /// An f64 operator as one of this precision: itself in f64, none
+    /// otherwise (element matrices are applied in f64 only).
+    fn elements<'a, B: Backend + 'a>(a: &'a dyn LinearOperator<B, f64>) -> Option<&'a dyn LinearOperator<B, Self>>;
+}
+
+impl LinearScalar for f64 {
+    fn refresh<B: Backend>(_: &B, _: &B::Vector<f64>, _: &mut Option<B::Vector<f64>>) -> Result<()> {
+        Ok(())
+    }
+    fn view<'a, B: Backend>(x: &'a B::Vector<f64>, _: &'a Option<B::Vector<f64>>) -> Result<&'a B::Vector<f64>> {
+        Ok(x)
+    }
+    fn solve_in<B: Backend>(_: &B, r: &B::Vector<f64>, delta: &mut B::Vector<f64>, _: &mut Option<(B::Vector<f64>, B::Vector<f64>)>, solve: impl FnOnce(&B::Vector<f64>, &mut B::Vector<f64>) -> Result<CgReport>) -> Result<CgReport> {
+        solve(r, delta)
+    }
+    fn elements<'a, B: Backend + 'a>(a: &'a dyn LinearOperator<B, f64>) -> Option<&'a dyn LinearOperator<B, f64>> {
+        Some(a)
+    }
+}
+
+impl LinearScalar for f32 {
+    fn refresh<B: Backend>(b: &B, x: &B::Vector<f64>, copy: &mut Option<B::Vector<f32>>) -> Result<()> {
+        let c = match copy {
+            Some(c) => c,
+            none => none.insert(b.zeros(b.len(x))?),
+        };
+        b.convert(x, c)
+    }
+    fn view<'a, B: Backend>(_: &'a B::Vector<f64>, copy: &'a Option<B::Vector<f32>>) -> Result<&'a B::Vector<f32>> {
+        copy.as_ref().ok_or_else(|| Error::InvalidArgument("a single-precision copy read before it was made".into()))
+    }
+    fn solve_in<B: Backend>(b: &B, r: &B::Vector<f64>, delta: &mut B::Vector<f64>, pair: &mut Option<(B::Vector<f32>, B::Vector<f32>)>, solve: impl FnOnce(&B::Vector<f32>, &mut B::Vector<f32>) -> Result<CgReport>) -> Result<CgReport> {
+        let (r32, d32) = match pair {
+            Some(p) => p,
+            none => none.insert((b.zeros(b.len(r))?, b.zeros(b.len(r))?)),
+        };
+        b.convert(r, r32)?;
+        b.axpby(0.0, r32, 0.0, d32)?;
+        let report = solve(r32, d32)?;
+        b.convert(d32, delta)?;
+        Ok(report)
+    }
+    fn elements<'a, B: Backend + 'a>(_: &'a dyn LinearOperator<B, f64>) -> Option<&'a dyn LinearOperator<B, f32>> {
+        None
+    }
+}
+
+/// What Newton's linear solves keep in their precision `T`: the tangent
+/// (`None`: element matrices, applied in f64), the copies of its values
+/// and inverse diagonal, the right-hand side and correction, and the
+/// preconditioner.
+pub(super) struct Linear<B: NewtonOps, T: LinearScalar> {
+    pub matrix: Option<Box<dyn Spmv<B, T>>>,
+    values: Option<B::Vector<T>>,
+    inv_diag: Option<B::Vector<T>>,
+    pair: Option<(B::Vector<T>, B::Vector<T>)>,
+    pub precond: Prepared<B, T>,
+}
+
+/// The inverse diagonal as an operator: Jacobi on a vector the workspace
+/// owns.
+struct Diagonal<'a, B: Backend, T: Scalar>(&'a B::Vector<T>, usize);
+
+impl<B: Backend, T: Scalar> LinearOperator<B, T> for Diagonal<'_, B, T> {
+    fn rows(&self) -> usize {
+        self.1
+    }
+    fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
+        b.mul(self.0, r, z)
+    }
+    fn name(&self) -> String {
+        "jacobi".into()
+    }
+}
+
+impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
+    pub fn new(matrix: Option<Box<dyn Spmv<B, T>>>, precond: Prepared<B, T>) -> Self {
+        Self { matrix, values: None, inv_diag: None, pair: None, precond }
+    }
+
+    /// Takes the tangent's f64 CSR values `kflat` (empty for element
+    /// matrices) and inverse diagonal `inv`: the matrix and the
+    /// preconditioner refilled in `T`.
+    pub fn update(&mut self, b: &B, u: &B::Vector<f64>, kflat: &B::Vector<f64>, inv: &B::Vector<f64>, extra: Option<&super::Extra<B>>) -> Result<()> {
+        T::refresh(b, kflat, &mut self.values)?;
+        T::refresh(b, inv, &mut self.inv_diag)?;
+        let values = T::view::<B>(kflat, &self.values)?;
+        if let Some(m) = &mut self.matrix {
+            m.reorder(b, values)?;
+        }
+        self.precond.update(b, u, values, T::view::<B>(inv, &self.inv_diag)?, extra)
+    }
+
+    /// `delta` ≈ A⁻¹ `r` by `krylov` in `T`, with the f64 operator
+    /// `elements` where the tangent is element matrices; in f32 to no
+    /// less than [`F32_KRYLOV_FLOOR`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn solve(&mut self, b: &B, krylov: Krylov, elements: Option<&dyn LinearOperator<B, f64>>, inv: &B::Vector<f64>, r: &B::Vector<f64>, delta: &mut B::Vector<f64>, mut opts: CgOptions) -> Result<CgReport> {
+        if T::NAME == "f32" {
+            opts.rtol = opts.rtol.max(F32_KRYLOV_FLOOR);
+        }
+        let n = b.len(r);
+        let (matrix, precond, pair) = (&self.matrix, &self.precond, &mut self.pair);
+        let diagonal = Diagonal::<B, T>(T::view::<B>(inv, &self.inv_diag)?, n);
+        let m = precond.get().unwrap_or(&diagonal);
+        let a: &dyn LinearOperator<B, T> = match (matrix, elements.and_then(T::elements)) {
+            (Some(a), _) => &**a,
+            (None, Some(a)) => a,
+            (None, None) => return Err(Error::InvalidArgument(format!("Newton's linear solve in {} has no operator (element matrices are applied in f64)", T::NAME))),
+        };
+        T::solve_in(b, r, delta, pair, |r, d| krylov.solve(b, a, m, r, d, opts))
+    }
+}
