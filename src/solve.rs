@@ -60,21 +60,16 @@ pub fn describe(r: &PoissonReport) -> String {
     s
 }
 
-/// Runs the hole benchmark on the backend `any` in `f32` or `f64`.
-pub fn run_hole(any: &AnyBackend, opts: &fem_host::problem::hole::HoleOptions, f32: bool) -> Result<fem_host::problem::hole::HoleReport> {
+/// Runs the hole benchmark on the backend `any`.
+pub fn run_hole(any: &AnyBackend, opts: &fem_host::problem::hole::HoleOptions) -> Result<fem_host::problem::hole::HoleReport> {
     let cpu = CpuBackend::new(None)?;
-    use fem_host::problem::hole::solve;
-    if f32 {
-        with_backend!(any, |b| solve::<_, f32>(b, &cpu, opts))
-    } else {
-        with_backend!(any, |b| solve::<_, f64>(b, &cpu, opts))
-    }
+    with_backend!(any, |b| fem_host::problem::hole::solve(b, &cpu, opts))
 }
 
 /// Text form of a hole report.
 pub fn describe_hole(r: &fem_host::problem::hole::HoleReport) -> String {
     format!(
-        "hole {}D Q{}: {} levels, {} cells, {} DOFs, {} nonzeros; {:?} + {:?}{} ({:?} ordering), {} on {}\n{} iterations to {:.2e} (true {:.2e}){}, set-up {:.3} s (smoothers/preconditioner {:.3} s), solve {:.3} s",
+        "hole {}D Q{}: {} levels, {} cells, {} DOFs, {} nonzeros; {:?} + {:?}{} ({:?} ordering), {} on {}\n{} iterations in {} linear solve{} to {:.2e}{}, set-up {:.3} s, operators and preconditioner {:.3} s, solve {:.3} s",
         r.dim,
         r.degree,
         r.levels,
@@ -88,11 +83,12 @@ pub fn describe_hole(r: &fem_host::problem::hole::HoleReport) -> String {
         r.precision,
         r.backend,
         r.iterations,
+        r.updates,
+        if r.updates == 1 { "" } else { "s" },
         r.relative_residual,
-        r.true_relative_residual,
         if r.stalled { format!(", stalled: the residual stopped falling at the floor of {} (ask less of --rtol)", r.precision) } else { String::new() },
         r.setup_seconds,
-        r.smoother_setup_seconds,
+        r.assembly_seconds,
         r.solve_seconds
     )
 }

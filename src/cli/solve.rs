@@ -440,9 +440,13 @@ pub(crate) fn solve_hole(a: &SolveArgs) -> CliResult {
     o.ordering = a.ordering.parse()?;
     o.rtol = a.rtol.unwrap_or(1e-8);
     o.max_iterations = a.max_iterations;
+    o.precision = match a.precision {
+        Precision::F32 => fem::host::problem::nonlinear::Precision::F32,
+        Precision::F64 => fem::host::problem::nonlinear::Precision::F64,
+    };
     let any = open_announced(a.backend, a.json)?;
     let spinner = spinner(a.json, format!("hole benchmark, {dim}D Q{degree}, {levels} levels"));
-    let report = fem::solve::run_hole(&any, &o, matches!(a.precision, Precision::F32))?;
+    let report = fem::solve::run_hole(&any, &o)?;
     spinner.finish_and_clear();
     if let Some(path) = &a.vtk {
         report.field.write_vtk(path, "u", None, &[], if a.vtk_ascii { fem::host::io::vtk::Encoding::Ascii } else { fem::host::io::vtk::Encoding::Binary })?;

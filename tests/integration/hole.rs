@@ -10,18 +10,21 @@ fn run(dim: usize, degree: usize, levels: usize, solver: Solver, precond: Precon
     let mut o = HoleOptions::new(dim, degree, levels);
     (o.solver, o.precond) = (solver, precond);
     f(&mut o);
-    let cpu = fem::host::CpuBackend::new(Some(2)).unwrap();
     let anyb = fem::host::AnyBackend::Cpu(fem::host::CpuBackend::new(Some(2)).unwrap());
-    drop(cpu);
-    let r = fem::solve::run_hole(&anyb, &o, false).unwrap();
-    assert!(r.converged && r.true_relative_residual < 2e-8, "{solver:?}/{precond:?}: {r:?}");
+    let r = fem::solve::run_hole(&anyb, &o).unwrap();
+    assert!(r.converged && r.relative_residual <= o.rtol, "{solver:?}/{precond:?}: {r:?}");
     eprintln!("{dim}D Q{degree} L{levels} {solver:?} {precond:?} {:?}: {} iterations", o.ordering, r.iterations);
     r
 }
 
-fn max_rel_diff(a: &[f64], b: &[f64]) -> f64 {
-    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale
+/// The largest difference of two solutions at the same nodes, whatever
+/// their numbering, relative to the largest value.
+fn max_rel_diff(a: &HoleReport, b: &HoleReport) -> f64 {
+    let key = |x: &[f64; 3]| x.map(|c| (c * 1e9).round() as i64);
+    let at: std::collections::HashMap<_, f64> = b.field.space.dof_coords.iter().map(key).zip(b.field.dofs.iter().copied()).collect();
+    assert_eq!(at.len(), a.field.dofs.len());
+    let scale = b.field.dofs.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    a.field.space.dof_coords.iter().zip(&a.field.dofs).map(|(x, v)| (v - at[&key(x)]).abs()).fold(0.0, f64::max) / scale
 }
 
 #[test]
@@ -60,7 +63,7 @@ fn every_solver_and_ordering_reaches_the_same_solution() {
             o.ordering = ordering;
             o.rtol = 1e-10;
         });
-        let d = max_rel_diff(&r.solution, &reference.solution);
+        let d = max_rel_diff(&r, &reference);
         assert!(d < 1e-8, "{solver:?}/{precond:?}/{ordering:?}: solution differs by {d:e}");
         if solver == Solver::Mg && precond == Precond::Spai {
             spai_iterations.push(r.iterations);
@@ -86,22 +89,29 @@ fn ssor_and_multigrid_precondition_cg_better_than_jacobi() {
     assert!(w.iterations < 30);
 }
 
-/// Multigrid as the solver stops once its cycles no longer lower the
-/// residual: in f32 a tolerance of 10⁻¹² is below the floor, so the solve
-/// ends unconverged and stalled after a few dozen cycles instead of
-/// running to its 20 000-cycle limit; in f64 the same tolerance is met,
-/// and the test of `stalled` itself fires on a flat history only.
+/// Linear solves in f32 reach a tolerance far below f32's precision: each
+/// f32 multigrid solve gains what f32 allows and Newton's f64 residual
+/// refines, to f64's solution. Multigrid as the solver stops once its
+/// cycles no longer lower the residual: asked for 10⁻¹⁷, below f64's
+/// floor, the solve ends unconverged and stalled after a bounded number
+/// of cycles instead of running to its 20 000-cycle limit; the test of
+/// `stalled` itself fires on a flat history only.
 #[test]
-fn multigrid_stops_at_the_precisions_floor() {
+fn single_precision_refines_and_multigrid_stops_at_the_floor() {
+    use fem::host::problem::nonlinear::Precision;
     use fem::host::solver::multigrid::{stalled, STALL_CYCLES};
+    let double = run(2, 1, 3, Solver::Mg, Precond::Spai, |o| o.rtol = 1e-12);
+    let single = run(2, 1, 3, Solver::Mg, Precond::Spai, |o| {
+        o.rtol = 1e-12;
+        o.precision = Precision::F32;
+    });
+    assert!(double.updates == 1 && single.updates >= 2, "{} and {} linear solves", double.updates, single.updates);
+    assert!(max_rel_diff(&single, &double) < 1e-10);
     let anyb = fem::host::AnyBackend::Cpu(fem::host::CpuBackend::new(Some(2)).unwrap());
     let mut o = HoleOptions::new(2, 1, 3);
-    o.rtol = 1e-12;
-    let single = fem::solve::run_hole(&anyb, &o, true).unwrap();
-    assert!(!single.converged && single.stalled, "{single:?}");
-    assert!(single.iterations < 100 && single.relative_residual < 1e-5, "{} cycles to {:e}", single.iterations, single.relative_residual);
-    let double = fem::solve::run_hole(&anyb, &o, false).unwrap();
-    assert!(double.converged && !double.stalled && double.relative_residual <= 1e-12, "{double:?}");
+    o.rtol = 1e-17;
+    let floor = fem::solve::run_hole(&anyb, &o).unwrap();
+    assert!(!floor.converged && floor.stalled && floor.iterations < 500, "{floor:?}");
     let falling: Vec<f64> = (0..100).map(|k| 0.999f64.powi(k)).collect();
     assert!(!stalled(&falling[..STALL_CYCLES]) && !stalled(&falling));
     let flat: Vec<f64> = (0..100).map(|k| if k < 10 { 0.5f64.powi(k) } else { 1e-3 * (1.0 + 0.001 * (k % 3) as f64) }).collect();

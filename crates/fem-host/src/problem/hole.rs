@@ -4,20 +4,25 @@
 //! uniformly into a hierarchy; solved by CG, BiCGStab or multigrid with
 //! the preconditioners and smoothers of [`crate::solver`], on any backend,
 //! stopping at a relative residual of 1e-8 by default.
+//!
+//! It is the pipeline's Poisson physics on nested spaces of the curved
+//! refinement ([`NestedSpaces::with_refinement`]), renumbered by the
+//! paper's orderings ([`NestedSpaces::renumbered`]), with Dirichlet
+//! values on the boundary and one Newton update
+//! ([`crate::problem::nonlinear`]) whose Krylov method and preconditioner
+//! are the benchmark's; multigrid as the solver is Richardson's iteration
+//! with one cycle per step. In f32 the linear solves run in single
+//! precision and Newton's f64 residual refines them.
 
 use crate::mesh::hole::HoleDomain;
-use crate::operator::cell_data::CellData;
-use crate::operator::csr::Csr;
-use crate::operator::LinearOperator;
-use crate::operator::elements::{self, LocalVariant};
-use crate::solver::multigrid::{Cycle, Hierarchy, MgOptions, Multigrid, Smoother, SAINV_DROP};
-use crate::solver::sainv::FactoredInverse;
-use crate::solver::ordering::{permutations, Ordering};
-use crate::solver::ssor::RowColouring;
-use crate::solver::{bicgstab, pcg, spai::spai1, ApproximateInverse, CgOptions, CgReport, Identity, Jacobi, PrecondOps};
-use crate::space::{DirichletMode, Layout};
-use crate::{CpuBackend, Error, Result, Scalar};
-use fem_core::poisson::UnitLoad;
+use crate::operator::pointwise::Aux;
+use crate::problem::nonlinear::{Assembly, Krylov, LineSearch, NewtonOps, NewtonOptions, Precision, Setup, Workspace};
+use crate::problem::nonlinear::Precond as Pipeline;
+use crate::solver::multigrid::{Cycle, MgOptions, Smoother};
+use crate::solver::ordering::Ordering;
+use crate::space::{BoundaryPart, CellMesh, Constraints, Load, NestedSpaces};
+use crate::{CpuBackend, Error, Result};
+use fem_kernels::physics::Poisson;
 use serde::Serialize;
 use std::time::Instant;
 
@@ -83,9 +88,12 @@ pub struct HoleOptions {
     pub ordering: Ordering,
     /// Stop at a relative residual ‖r‖/‖b‖ ≤ rtol.
     pub rtol: f64,
-    /// Iterations (or multigrid cycles) after which the solve stops
-    /// unconverged.
+    /// Iterations (or multigrid cycles) per linear solve after which it
+    /// stops unconverged.
     pub max_iterations: usize,
+    /// Precision of the linear solves (f32: refined in f64 by Newton's
+    /// residual).
+    pub precision: Precision,
 }
 
 impl HoleOptions {
@@ -105,7 +113,30 @@ impl HoleOptions {
             ordering: Ordering::Original,
             rtol: 1e-8,
             max_iterations: 20_000,
+            precision: Precision::F64,
         }
+    }
+
+    /// The pipeline's Krylov method and preconditioner for these options.
+    fn method(&self) -> Result<(Krylov, Pipeline)> {
+        let krylov = match self.solver {
+            Solver::Cg => Krylov::Cg,
+            Solver::Bicgstab => Krylov::BiCgStab,
+            Solver::Mg => Krylov::Richardson,
+        };
+        let precond = match (self.solver, self.precond) {
+            (Solver::Mg, Precond::Ssor | Precond::Mg) => return Err(Error::InvalidArgument("multigrid smooths with jacobi, spai or sainv (--precond names the smoother)".into())),
+            (Solver::Mg, Precond::Jacobi) => Pipeline::Multigrid(self.mg_options(Smoother::Jacobi)),
+            (Solver::Mg, Precond::Sainv) => Pipeline::Multigrid(self.mg_options(Smoother::Sainv)),
+            (Solver::Mg, _) => Pipeline::Multigrid(self.mg_options(Smoother::Spai)),
+            (_, Precond::Mg) => Pipeline::Multigrid(MgOptions { cycle: Cycle::V, ..self.mg_options(self.smoother) }),
+            (_, Precond::None) => Pipeline::None,
+            (_, Precond::Jacobi) => Pipeline::Jacobi,
+            (_, Precond::Ssor) => Pipeline::Ssor,
+            (_, Precond::Spai) => Pipeline::Spai,
+            (_, Precond::Sainv) => Pipeline::Sainv,
+        };
+        Ok((krylov, precond))
     }
 
     fn mg_options(&self, smoother: Smoother) -> MgOptions {
@@ -131,7 +162,8 @@ pub struct HoleReport {
     pub levels: usize,
     /// Cells of the finest mesh.
     pub cells: usize,
-    /// Free DOFs of the finest level (rows of the solved system).
+    /// Free DOFs of the finest level (the unknowns; the system's other
+    /// rows hold the Dirichlet values).
     pub dofs: usize,
     /// Stored nonzeros of the finest matrix.
     pub nnz: usize,
@@ -149,185 +181,110 @@ pub struct HoleReport {
     pub ordering: Ordering,
     /// The backend's name (CPU threads or GPU model).
     pub backend: String,
-    /// Precision of the solve, `f32` or `f64`.
-    pub precision: &'static str,
-    /// Iterations (or multigrid cycles) performed.
+    /// Precision of the linear solves, `f32` or `f64`.
+    pub precision: Precision,
+    /// Iterations (or multigrid cycles) over all linear solves.
     pub iterations: usize,
-    /// The solver's own final ‖r‖/‖b‖ (from x₀ = 0), in the working
-    /// precision.
+    /// Linear solves: one in f64, a few in f32, each refining the last
+    /// from the f64 residual.
+    pub updates: usize,
+    /// ‖b − A x‖/‖b − A x₀‖ in f64, evaluated afresh from the solution
+    /// (not a Krylov recurrence's estimate).
     pub relative_residual: f64,
-    /// ‖b − A x‖/‖b − A x₀‖ recomputed on the host in double precision.
-    pub true_relative_residual: f64,
-    /// Whether `relative_residual` reached `rtol` within the iteration
-    /// limit.
+    /// Whether `relative_residual` reached `rtol`.
     pub converged: bool,
-    /// Whether multigrid as the solver stopped early, unconverged, because
-    /// its cycles no longer lowered the residual
+    /// Whether a multigrid solve stopped early, unconverged, because its
+    /// cycles no longer lowered the residual
     /// ([`crate::solver::multigrid::stalled`]: `rtol` below the precision's
     /// floor).
     pub stalled: bool,
-    /// Hierarchy (meshes, assembly, transfers), orderings, smoother and
-    /// preconditioner construction, uploads.
+    /// Meshes, spaces, orderings, Dirichlet values, the physics on every
+    /// level and its uploads.
     pub setup_seconds: f64,
-    /// Of which building smoothers and preconditioners (SPAI, colouring).
-    pub smoother_setup_seconds: f64,
+    /// The operators of every level (element kernels and assembly on the
+    /// backend) and the preconditioner or smoothers built from them
+    /// (SPAI(1) and SAINV on the host).
+    pub assembly_seconds: f64,
     /// Wall time of the iterations, in seconds (synchronised with the
     /// device).
     pub solve_seconds: f64,
-    /// Relative residual after every iteration, the start first.
+    /// ‖r‖/‖b‖ after every iteration, the start first: each linear solve's
+    /// own estimates, scaled to the first residual.
     pub history: Vec<f64>,
-    /// The solution on the free DOFs of the finest level, in the original
-    /// (unpermuted) numbering.
-    #[serde(skip)]
-    pub solution: Vec<f64>,
     /// u_h on the finest mesh, the hole's Dirichlet values included (for
     /// output files).
     #[serde(skip)]
     pub field: super::field::QpField,
 }
 
-/// The right-hand side with the hole's Dirichlet values lifted:
-/// `b = f − A_{free, hole} · 1` on the free rows of `layout`.
-fn lifted_rhs<T: Scalar>(cpu: &CpuBackend, g: &[f64], h: &Hierarchy<T>) -> Result<Vec<T>> {
-    let (space, layout) = &h.fine;
-    let n = space.n_dofs;
-    let full = Layout { mode: DirichletMode::Zero, n_rows: n, dofs_per_cell: layout.dofs_per_cell, cell_rows: space.cell_dofs.clone(), fixed: vec![false; n], row_dof: (0..n as u32).collect() };
-    let cd = CellData::<T>::new(space, &full);
-    let elems = elements::assemble_with(cpu, &cd, LocalVariant::Reuse, false, &UnitLoad)?;
-    let a_full = Csr::assemble(cpu, &full, &elems)?;
-    let f = elements::load_vector(&cd, &elems);
-    let g: Vec<T> = g.iter().map(|&v| T::from_f64(v)).collect();
-    let mut ag = vec![T::ZERO; n];
-    a_full.spmv(cpu, &g, &mut ag);
-    Ok(layout.row_dof.iter().map(|&i| f[i as usize] - ag[i as usize]).collect())
-}
-
-/// The Dirichlet values of every DOF of the finest level: 1 on the hole's
-/// boundary, 0 elsewhere (the outer boundary, and free DOFs).
-fn dirichlet_values<T: Scalar>(d: &HoleDomain, h: &Hierarchy<T>) -> Vec<f64> {
-    let (space, _) = &h.fine;
-    let x = &space.dof_coords;
-    (0..space.n_dofs).map(|i| if space.boundary[i] && d.is_inner(x[i]) { 1.0 } else { 0.0 }).collect()
-}
-
-/// u_h on the finest level: the solution on the free rows, the Dirichlet
-/// values elsewhere.
-fn fine_field<T: Scalar>(g: &[f64], h: Hierarchy<T>, solution: &[f64]) -> super::field::QpField {
-    let (space, layout) = h.fine;
-    super::field::QpField::from_rows(space, &layout, solution, |i| g[i])
-}
-
 /// Builds and solves the benchmark on backend `bk`.
-pub fn solve<B: PrecondOps, T: Scalar>(bk: &B, cpu: &CpuBackend, o: &HoleOptions) -> Result<HoleReport> {
-    let upload = |m: &Csr<T>, n: usize| bk.store_matrix(m, n);
-    if o.solver == Solver::Mg && matches!(o.precond, Precond::Ssor | Precond::Mg) {
-        return Err(Error::InvalidArgument("multigrid smooths with jacobi, spai or sainv (--precond names the smoother)".into()));
-    }
-    if o.solver == Solver::Cg && o.precond == Precond::Spai {
-        return Err(Error::InvalidArgument("SPAI(1) is not symmetric: use it with bicgstab or as a multigrid smoother".into()));
-    }
+pub fn solve<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOptions) -> Result<HoleReport> {
+    let (krylov, precond) = o.method()?;
     let t0 = Instant::now();
     let domain = HoleDomain::benchmark(o.dim);
-    let coarse = domain.coarse()?;
-    let h0 = Hierarchy::<T>::build(cpu, &coarse, o.degree, o.levels, |m| domain.refine(m))?;
-    let g = dirichlet_values(&domain, &h0);
-    let b0 = lifted_rhs(cpu, &g, &h0)?;
-    let perms = permutations(&h0.a, &h0.p, &h0.coords, o.ordering, 7);
-    let h = h0.permuted(&perms);
-    let top = perms.last().expect("at least one level");
-    let b_host: Vec<T> = top.iter().map(|&r| b0[r as usize]).collect();
-    let a_host = h.a.last().expect("at least one level");
-    let n = a_host.n_rows;
-    let t_smoother = Instant::now();
-    let (mg, smoother_used) = match (o.solver, o.precond) {
-        (Solver::Mg, p) => {
-            let s = match p {
-                Precond::Jacobi => Smoother::Jacobi,
-                Precond::Sainv => Smoother::Sainv,
-                _ => Smoother::Spai,
-            };
-            (Some(Multigrid::new(bk, cpu, &h, o.mg_options(s), &upload)?), Some(s))
-        }
-        (_, Precond::Mg) => (Some(Multigrid::new(bk, cpu, &h, MgOptions { cycle: Cycle::V, ..o.mg_options(o.smoother) }, &upload)?), Some(o.smoother)),
-        _ => (None, None),
-    };
-    let pre: Box<dyn LinearOperator<B, T>> = match o.precond {
-        Precond::None => Box::new(Identity(n)),
-        Precond::Jacobi => Box::new(Jacobi::from_diagonal(bk, &a_host.diag())?),
-        Precond::Ssor => Box::new(bk.ssor(a_host, &RowColouring::new(a_host)?)?),
-        Precond::Spai => Box::new(ApproximateInverse { m: upload(&spai1(cpu, a_host)?, n)?, label: "spai" }),
-        Precond::Sainv => Box::new(ApproximateInverse { m: FactoredInverse::new(bk, a_host, SAINV_DROP, &upload)?, label: "sainv" }),
-        Precond::Mg => Box::new(Identity(n)), // the multigrid itself, below
-    };
-    let smoother_setup_seconds = t_smoother.elapsed().as_secs_f64();
-    let a = upload(a_host, n)?;
-    let b = bk.upload(&b_host)?;
-    let mut x = bk.zeros::<T>(n)?;
-    // One untimed application of everything the solve runs, so kernels a
-    // GPU driver compiles on first use are compiled during set-up.
-    let mut scratch = bk.zeros::<T>(n)?;
-    a.apply(bk, &b, &mut scratch)?;
-    match &mg {
-        Some(m) => m.apply(bk, &b, &mut scratch)?,
-        None => pre.apply(bk, &b, &mut scratch)?,
+    let coarse = CellMesh::Tensor(domain.coarse()?);
+    let nested = NestedSpaces::with_refinement(coarse, o.degree, o.levels, &|m| domain.refine(m))?.renumbered(cpu, o.ordering, 7)?;
+    let space = nested.finest();
+    let constraints = Constraints::none(space, 1).dirichlet(space, &BoundaryPart::All, |x, u| u[0] = if domain.is_inner(*x) { 1.0 } else { 0.0 })?;
+    let kappa: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
+    let load = Load::zero(space, 1).source(space, |_, f| f[0] = 1.0);
+    let mut setup = Setup::<Poisson>::constrained(cpu, space, Aux::Nodal(&kappa), &constraints, Some(&load))?;
+    if matches!(precond, Pipeline::Multigrid(_)) {
+        setup = setup.with_multigrid(cpu, &nested)?;
     }
-    bk.axpby(T::ONE, &b, T::ZERO, &mut scratch)?;
-    bk.axpy(T::ZERO, &b, &mut scratch)?;
-    bk.dot(&b, &scratch)?;
-    bk.norm2(&scratch)?;
-    bk.synchronize()?;
-    let setup_seconds = t0.elapsed().as_secs_f64();
-    let opts = CgOptions { rtol: o.rtol, max_iterations: o.max_iterations, jacobi: false };
-    let t1 = Instant::now();
-    let report: CgReport = match (o.solver, &mg) {
-        (Solver::Mg, Some(mg)) => mg.solve(bk, &b, &mut x, o.rtol, o.max_iterations)?,
-        (Solver::Cg, Some(mg)) => pcg(bk, &a, mg, &b, &mut x, opts)?,
-        (Solver::Bicgstab, Some(mg)) => bicgstab(bk, &a, mg, &b, &mut x, opts)?,
-        (Solver::Cg, None) => pcg(bk, &a, pre.as_ref(), &b, &mut x, opts)?,
-        (_, None) => bicgstab(bk, &a, pre.as_ref(), &b, &mut x, opts)?,
+    let newton = NewtonOptions {
+        rtol: o.rtol,
+        atol: 0.0,
+        max_iterations: 10,
+        krylov_rtol: o.rtol,
+        max_krylov: o.max_iterations,
+        line_search: LineSearch::Full,
+        krylov,
+        precond,
+        assembly: Assembly::Sparse(bk.default_format()),
+        lag_tangent: true,
+        precision: o.precision,
+        ..Default::default()
     };
-    bk.synchronize()?;
-    let solve_seconds = t1.elapsed().as_secs_f64();
-    let xh = bk.download(&x)?;
-    let x64: Vec<f64> = xh.iter().map(|v| v.to_f64()).collect();
-    let a64 = Csr { n_rows: n, row_ptr: a_host.row_ptr.clone(), col: a_host.col.clone(), val: a_host.val.iter().map(|v| v.to_f64()).collect() };
-    let mut ax = vec![0.0; n];
-    a64.spmv(cpu, &x64, &mut ax);
-    let b64: Vec<f64> = b_host.iter().map(|v| v.to_f64()).collect();
-    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let res: Vec<f64> = ax.iter().zip(&b64).map(|(p, q)| q - p).collect();
-    let true_relative_residual = norm(&res) / norm(&b64).max(f64::MIN_POSITIVE);
-    let mg_smoothing = o.smoothing_steps.or(mg.as_ref().map(|m| m.opts.pre));
-    let solution = top.iter().enumerate().fold(vec![0.0; n], |mut u, (k, &r)| {
-        u[r as usize] = x64[k];
-        u
-    });
+    let mut w = Workspace::new(bk, &setup, &newton)?;
+    let mut u = bk.upload(&constraints.initial())?;
+    let setup_seconds = t0.elapsed().as_secs_f64();
+    let r = w.newton(bk, &mut u, &newton, None, &mut |_| {})?;
+    let first = r.residuals[0].max(f64::MIN_POSITIVE);
+    let mut history = vec![1.0];
+    for (s, &start) in r.steps.iter().zip(&r.residuals) {
+        history.extend(s.krylov_history.iter().skip(1).map(|h| h * start / first));
+    }
+    let mg = match precond {
+        Pipeline::Multigrid(m) => Some(m),
+        _ => None,
+    };
+    let n = setup.n_rows();
     Ok(HoleReport {
         problem: "hole",
         dim: o.dim,
         degree: o.degree,
         levels: o.levels,
-        cells: h.fine.0.n_cells(),
-        dofs: n,
-        nnz: a_host.nnz(),
+        cells: space.n_cells(),
+        dofs: n - constraints.n_fixed(),
+        nnz: setup.csr.nnz(),
         solver: o.solver,
         precond: o.precond,
-        smoother: smoother_used,
-        cycle: mg.as_ref().map(|m| m.opts.cycle),
-        smoothing_steps: mg.as_ref().and(mg_smoothing),
+        smoother: mg.map(|m| m.smoother),
+        cycle: mg.map(|m| m.cycle),
+        smoothing_steps: mg.map(|m| m.pre),
         ordering: o.ordering,
         backend: bk.name(),
-        precision: T::NAME,
-        iterations: report.iterations,
-        relative_residual: report.relative_residual,
-        true_relative_residual,
-        converged: report.converged,
-        stalled: !report.converged && crate::solver::multigrid::stalled(&report.history),
+        precision: o.precision,
+        iterations: r.krylov_iterations,
+        updates: r.steps.len(),
+        relative_residual: r.residuals.last().copied().unwrap_or(0.0) / first,
+        converged: r.converged,
+        stalled: !r.converged && r.steps.iter().any(|s| !s.krylov_converged && crate::solver::multigrid::stalled(&s.krylov_history)),
         setup_seconds,
-        smoother_setup_seconds,
-        solve_seconds,
-        history: report.history,
-        field: fine_field(&g, h0, &solution),
-        solution,
+        assembly_seconds: r.split.element + r.split.assembly,
+        solve_seconds: r.split.solve,
+        history,
+        field: super::field::QpField { dofs: bk.download(&u)?, space: nested.spaces.into_iter().last().expect("one level") },
     })
 }

@@ -27,6 +27,15 @@ pub enum Precision {
     F32,
 }
 
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Precision::F64 => "f64",
+            Precision::F32 => "f32",
+        })
+    }
+}
+
 /// Relative tolerance below which an f32 Krylov method is not asked to
 /// go: about a hundred times f32's unit round-off, where its recurrences
 /// stop meaning anything. The Newton iteration around it reaches the

@@ -332,6 +332,10 @@ pub struct NewtonStep {
     pub krylov_converged: bool,
     /// The step length the line search took (1 = the full Newton step).
     pub step_length: f64,
+    /// The Krylov method's relative residual estimate after each of its
+    /// iterations, the start (1) first; left out of JSON reports.
+    #[serde(skip)]
+    pub krylov_history: Vec<f64>,
 }
 
 /// Newton's linear solves in the precision of [`NewtonOptions::precision`].
@@ -645,7 +649,7 @@ impl<B: NewtonOps> Workspace<B> {
             }
             std::mem::swap(u, &mut self.trial);
             residuals.push(next);
-            let s = NewtonStep { iteration: steps.len() + 1, residual: next, krylov_iterations: cg.iterations, krylov_converged: cg.converged, step_length: alpha };
+            let s = NewtonStep { iteration: steps.len() + 1, residual: next, krylov_iterations: cg.iterations, krylov_converged: cg.converged, step_length: alpha, krylov_history: cg.history };
             progress(&s);
             steps.push(s);
         }
