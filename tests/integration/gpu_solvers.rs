@@ -8,7 +8,7 @@ use fem::host::mesh::BoxMesh;
 use fem::host::operator::ell::Ell;
 use fem::host::operator::gpu::{GpuCsr, GpuEll};
 use fem::host::solver::PrecondOps;
-use fem::host::solver::multigrid::{Hierarchy, MgOptions, Multigrid, Smoother};
+use fem::host::solver::multigrid::{MgOptions, Multigrid, Smoother};
 use fem::host::solver::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
 use fem::host::solver::{bicgstab, pcg, CgOptions, Jacobi};
 use fem::host::operator::LinearOperator;
@@ -80,11 +80,11 @@ fn gpu_multigrid_matches_cpu_multigrid() {
     let cpu = CpuBackend::new(None).unwrap();
     for (dim, degree, cells, levels) in [(2, 1, 4, 6), (2, 2, 3, 4), (3, 1, 2, 4)] {
         let coarse = BoxMesh::unstructured(dim, cells, 5).build().unwrap();
-        let h = Hierarchy::<f64>::poisson(&cpu, &coarse, degree, levels).unwrap();
+        let h = common::poisson_levels(&cpu, &coarse, degree, levels);
         for smoother in [Smoother::Jacobi, Smoother::Spai, Smoother::Sainv] {
             let opts = MgOptions::paper(dim, smoother);
-            let mg_cpu = Multigrid::new(&cpu, &cpu, &h, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
-            let mg_gpu = Multigrid::new(&g, &cpu, &h, opts, |m: &_, n| g.store_matrix(m, n)).unwrap();
+            let mg_cpu = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+            let mg_gpu = Multigrid::from_matrices(&g, &cpu, &h.0, &h.1, opts, |m: &_, n| g.store_matrix(m, n)).unwrap();
             let b = rhs(mg_cpu.rows());
             let mut xc = vec![0.0; b.len()];
             let rc = mg_cpu.solve(&cpu, &b, &mut xc, 1e-8, 50).unwrap();

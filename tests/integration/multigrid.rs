@@ -1,14 +1,12 @@
-//! Geometric multigrid on the CPU backend: exact prolongation, iteration
-//! counts independent of the mesh size, agreement with CG, use as a CG
-//! preconditioner.
+//! Geometric multigrid on the CPU backend: iteration counts independent
+//! of the mesh size, agreement with CG, use as a CG preconditioner,
+//! refreshed operators and smoothers.
 
-use fem::host::mesh::refine::refine;
 use fem::host::mesh::BoxMesh;
 use fem::host::solver::PrecondOps;
-use fem::host::solver::multigrid::{Cycle, Hierarchy, MgOptions, Multigrid, Smoother};
-use fem::host::solver::transfer::prolongation;
+use crate::common::poisson_levels;
+use fem::host::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use fem::host::solver::{pcg, CgOptions, Jacobi};
-use fem::host::space::{DirichletMode, Layout, Space};
 use fem::host::CpuBackend;
 
 fn cpu() -> CpuBackend {
@@ -19,42 +17,18 @@ fn rhs(n: usize) -> Vec<f64> {
     (0..n).map(|i| 1.0 + 0.5 * (i as f64 * 0.37).sin()).collect()
 }
 
-#[test]
-fn prolongation_interpolates_q2_functions_exactly() {
-    for dim in [2, 3] {
-        let coarse = BoxMesh::structured(dim, 3).build().unwrap();
-        let r = refine(&coarse);
-        let (sc, sf) = (Space::tensor(&coarse, 2).unwrap(), Space::tensor(&r.fine, 2).unwrap());
-        let (lc, lf) = (Layout::new(&sc, DirichletMode::Eliminate), Layout::new(&sf, DirichletMode::Eliminate));
-        let p = prolongation::<f64>(&sc, &lc, &sf, &lf, &r).unwrap();
-        // A Q2 function vanishing on the boundary of the unit box.
-        let f = |x: [f64; 3]| (0..dim).map(|a| x[a] * (1.0 - x[a])).product::<f64>();
-        let (xc, xf) = (&sc.dof_coords, &sf.dof_coords);
-        let uc: Vec<f64> = lc.row_dof.iter().map(|&d| f(xc[d as usize])).collect();
-        let mut uf = vec![0.0; lf.n_rows];
-        for i in 0..lf.n_rows {
-            uf[i] = (p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize).map(|k| p.val[k] * uc[p.col[k] as usize]).sum();
-        }
-        let err = lf.row_dof.iter().zip(&uf).map(|(&d, u)| (f(xf[d as usize]) - u).abs()).fold(0.0, f64::max);
-        assert!(err < 1e-13, "{dim}D: P u_c misses the fine values by {err}");
-        // Rows of P sum to one away from the boundary (constants are reproduced).
-        let interior_rows = (0..lf.n_rows).filter(|&i| (p.row_ptr[i]..p.row_ptr[i + 1]).map(|k| p.val[k as usize]).sum::<f64>() > 1.0 - 1e-12).count();
-        assert!(interior_rows > lf.n_rows / 3);
-    }
-}
-
 fn mg_iterations(dim: usize, degree: usize, cells: usize, levels: usize, opts: MgOptions) -> (usize, f64) {
     let cpu = cpu();
     let coarse = BoxMesh::unstructured(dim, cells, 11).build().unwrap();
-    let h = Hierarchy::<f64>::poisson(&cpu, &coarse, degree, levels).unwrap();
-    let mg = Multigrid::new(&cpu, &cpu, &h, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+    let h = poisson_levels(&cpu, &coarse, degree, levels);
+    let mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
     let b = rhs(mg.rows());
     let mut x = vec![0.0; mg.rows()];
     let r = mg.solve(&cpu, &b, &mut x, 1e-8, 100).unwrap();
     assert!(r.converged, "{dim}D Q{degree} L{levels} {opts:?}: {:?}", r.history);
     eprintln!("{dim}D Q{degree} L{levels} {:?} {:?}: {} cycles, {} rows", opts.smoother, opts.cycle, r.iterations, mg.rows());
     // Compare with CG on the finest operator.
-    let a = h.a.last().unwrap();
+    let a = h.0.last().unwrap();
     let mut y = vec![0.0; a.n_rows];
     pcg(&cpu, a, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap(), &b, &mut y, CgOptions { rtol: 1e-12, max_iterations: 20_000, jacobi: false }).unwrap();
     let scale = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -90,14 +64,14 @@ fn spai_f_cycle_needs_few_iterations_and_every_cycle_converges() {
 fn multigrid_preconditions_cg() {
     let cpu = cpu();
     let coarse = BoxMesh::unstructured(2, 4, 3).build().unwrap();
-    let h = Hierarchy::<f64>::poisson(&cpu, &coarse, 1, 4).unwrap();
-    let a = h.a.last().unwrap();
+    let h = poisson_levels(&cpu, &coarse, 1, 4);
+    let a = h.0.last().unwrap();
     let b = rhs(a.n_rows);
     let opts = CgOptions { rtol: 1e-8, max_iterations: 2000, jacobi: false };
     let mut x = vec![0.0; a.n_rows];
     let jac = pcg(&cpu, a, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap(), &b, &mut x, opts).unwrap();
     for smoother in [Smoother::Jacobi, Smoother::Spai] {
-        let mg = Multigrid::new(&cpu, &cpu, &h, MgOptions { cycle: Cycle::V, pre: 2, post: 2, ..MgOptions::paper(2, smoother) }, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+        let mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, MgOptions { cycle: Cycle::V, pre: 2, post: 2, ..MgOptions::paper(2, smoother) }, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
         let mut y = vec![0.0; a.n_rows];
         let r = pcg(&cpu, a, &mg, &b, &mut y, opts).unwrap();
         assert!(r.converged && r.iterations * 4 < jac.iterations, "{smoother:?}: MG-PCG {} vs Jacobi-PCG {}", r.iterations, jac.iterations);
@@ -111,17 +85,17 @@ fn multigrid_preconditions_cg() {
 fn refresh_inverts_the_coarsest_operator_only_when_it_changes() {
     let cpu = cpu();
     let coarse = BoxMesh::unstructured(2, 4, 3).build().unwrap();
-    let h = Hierarchy::<f64>::poisson(&cpu, &coarse, 1, 2).unwrap();
+    let h = poisson_levels(&cpu, &coarse, 1, 2);
     let opts = MgOptions { cycle: Cycle::V, pre: 2, post: 2, dense_coarse: 1000, ..MgOptions::paper(2, Smoother::Jacobi) };
-    let mut mg = Multigrid::new(&cpu, &cpu, &h, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
-    let a0 = &h.a[0];
+    let mut mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+    let a0 = &h.0[0];
     let inv = |a: &fem::host::operator::csr::Csr<f64>| a.diag().iter().map(|d| 1.0 / d).collect::<Vec<f64>>();
     for _ in 0..3 {
         mg.refresh(&cpu, 0, &a0.val, &inv(a0)).unwrap();
     }
     assert_eq!(mg.coarse_inversions, 1);
     // twice the coarse operator: its inverse halves the coarse correction
-    let b = rhs(h.a[1].n_rows);
+    let b = rhs(h.0[1].n_rows);
     let cycle = |mg: &Multigrid<CpuBackend, f64>| {
         let mut y = vec![0.0; b.len()];
         fem::host::operator::LinearOperator::apply(mg, &cpu, &b, &mut y).unwrap();
@@ -144,21 +118,21 @@ fn refresh_inverts_the_coarsest_operator_only_when_it_changes() {
 fn refresh_smoother_rebuilds_only_for_new_values() {
     let cpu = cpu();
     let coarse = BoxMesh::unstructured(2, 4, 3).build().unwrap();
-    let h = Hierarchy::<f64>::poisson(&cpu, &coarse, 1, 2).unwrap();
-    let b = rhs(h.a[1].n_rows);
+    let h = poisson_levels(&cpu, &coarse, 1, 2);
+    let b = rhs(h.0[1].n_rows);
     for smoother in [Smoother::Spai, Smoother::Sainv] {
         let opts = MgOptions { cycle: Cycle::V, pre: 2, post: 2, ..MgOptions::paper(2, smoother) };
-        let mut mg = Multigrid::new(&cpu, &cpu, &h, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+        let mut mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
         let cycle = |mg: &Multigrid<CpuBackend, f64>| {
             let mut y = vec![0.0; b.len()];
             fem::host::operator::LinearOperator::apply(mg, &cpu, &b, &mut y).unwrap();
             y
         };
-        let a1 = &h.a[1];
+        let a1 = &h.0[1];
         for _ in 0..3 {
             mg.refresh_smoother(&cpu, &cpu, 1, a1, &a1.val).unwrap();
         }
-        mg.refresh_smoother(&cpu, &cpu, 0, &h.a[0], &h.a[0].val).unwrap();
+        mg.refresh_smoother(&cpu, &cpu, 0, &h.0[0], &h.0[0].val).unwrap();
         assert_eq!(mg.smoother_builds(), 1, "{smoother:?}");
         let before = cycle(&mg);
         // a smoother of another operator changes the cycle
@@ -168,7 +142,7 @@ fn refresh_smoother_rebuilds_only_for_new_values() {
         let after = cycle(&mg);
         assert!(before.iter().zip(&after).any(|(x, y)| (x - y).abs() > 1e-6 * x.abs().max(1e-12)), "{smoother:?}: the new smoother is used");
     }
-    let mut jacobi = Multigrid::new(&cpu, &cpu, &h, MgOptions::paper(2, Smoother::Jacobi), |m: &_, n| cpu.store_matrix(m, n)).unwrap();
-    jacobi.refresh_smoother(&cpu, &cpu, 1, &h.a[1], &h.a[1].val).unwrap();
+    let mut jacobi = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, MgOptions::paper(2, Smoother::Jacobi), |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+    jacobi.refresh_smoother(&cpu, &cpu, 1, &h.0[1], &h.0[1].val).unwrap();
     assert_eq!(jacobi.smoother_builds(), 0);
 }

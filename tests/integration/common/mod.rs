@@ -148,3 +148,26 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// The Laplacian on Q_`degree` spaces of `coarse` and its `levels − 1`
+/// uniform refinements, boundary rows held (unit diagonal), coarsest
+/// first, with the prolongations between them (held rows and columns left
+/// out): a hierarchy for the multigrid tests.
+pub fn poisson_levels(cpu: &fem::host::CpuBackend, coarse: &fem::host::mesh::Mesh, degree: usize, levels: usize) -> (Vec<Csr<f64>>, Vec<Csr<f64>>) {
+    use fem::host::operator::cell_data::CellData;
+    use fem::host::operator::elements::{self, LocalVariant};
+    use fem::host::space::nested::field_prolongation;
+    use fem::host::space::{CellMesh, DirichletMode, Layout, NestedSpaces};
+    let nested = NestedSpaces::new(CellMesh::Tensor(coarse.clone()), degree, levels).unwrap();
+    let a = nested
+        .spaces
+        .iter()
+        .map(|s| {
+            let layout = Layout::new(s, DirichletMode::Zero);
+            let elems = elements::assemble(cpu, &CellData::<f64>::new(s, &layout), LocalVariant::Reuse, false).unwrap();
+            Csr::assemble(cpu, &layout, &elems).unwrap()
+        })
+        .collect();
+    let p = (0..levels - 1).map(|l| field_prolongation(&nested.interpolation(l).unwrap(), 1, &nested.spaces[l].boundary, &nested.spaces[l + 1].boundary).unwrap()).collect();
+    (a, p)
+}

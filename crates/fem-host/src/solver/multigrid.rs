@@ -16,14 +16,9 @@ use super::cg::{CgOptions, CgReport};
 use super::approximate::MatrixInverse;
 use super::precond::Jacobi;
 use super::PrecondOps;
-use super::transfer::{prolongation, transpose};
-use crate::mesh::refine::refine;
-use crate::mesh::Mesh;
-use crate::operator::cell_data::CellData;
+use super::transfer::transpose;
 use crate::operator::csr::Csr;
-use crate::operator::elements::{self, LocalVariant};
 use crate::operator::LinearOperator;
-use crate::space::{DirichletMode, Layout, Space};
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, Error, Result, Scalar};
 use serde::Serialize;
@@ -102,69 +97,6 @@ impl MgOptions {
     }
 }
 
-/// The host side of a hierarchy, coarsest level first.
-pub struct Hierarchy<T> {
-    /// `a[l]`: the operator of level `l` (Dirichlet rows eliminated).
-    pub a: Vec<Csr<T>>,
-    /// `p[l]` prolongs level `l` to level `l + 1`.
-    pub p: Vec<Csr<T>>,
-    /// Position of every row of every level.
-    pub coords: Vec<Vec<[f64; 3]>>,
-    /// The finest level's space and layout.
-    pub fine: (Space, Layout),
-}
-
-impl<T: Scalar> Hierarchy<T> {
-    /// `levels` levels of Q_`degree` on `coarse` and its refinements, the
-    /// Laplacian assembled on each (Dirichlet DOFs eliminated).
-    pub fn poisson(cpu: &CpuBackend, coarse: &Mesh, degree: usize, levels: usize) -> Result<Self> {
-        Self::build(cpu, coarse, degree, levels, refine)
-    }
-
-    /// The same with refinement `refine` (which may move boundary vertices).
-    pub fn build(cpu: &CpuBackend, coarse: &Mesh, degree: usize, levels: usize, refine: impl Fn(&Mesh) -> crate::mesh::refine::Refinement) -> Result<Self> {
-        if levels == 0 {
-            return Err(Error::InvalidArgument("multigrid needs at least one level".into()));
-        }
-        let mut mesh = coarse.clone();
-        let mut space = Space::tensor(&mesh, degree)?;
-        let mut layout = Layout::new(&space, DirichletMode::Eliminate);
-        let (mut a, mut p) = (vec![assemble(cpu, &space, &layout)?], Vec::new());
-        let mut coords = vec![row_coords(&space, &layout)];
-        for _ in 1..levels {
-            let r = refine(&mesh);
-            let fine_space = Space::tensor(&r.fine, degree)?;
-            let fine_layout = Layout::new(&fine_space, DirichletMode::Eliminate);
-            p.push(prolongation(&space, &layout, &fine_space, &fine_layout, &r)?);
-            a.push(assemble(cpu, &fine_space, &fine_layout)?);
-            coords.push(row_coords(&fine_space, &fine_layout));
-            (mesh, space, layout) = (r.fine, fine_space, fine_layout);
-        }
-        Ok(Self { a, p, coords, fine: (space, layout) })
-    }
-
-    /// The hierarchy with every level's rows renumbered: `perms[l][new]`
-    /// is the old row (operators `Q A Qᵀ`, transfers `Q_f P Q_cᵀ`).
-    pub fn permuted(&self, perms: &[Vec<u32>]) -> Self {
-        let inv: Vec<Vec<u32>> = perms.iter().map(|p| invert(p)).collect();
-        let a = self.a.iter().zip(perms).zip(&inv).map(|((a, p), i)| permute_csr(a, p, i)).collect();
-        let p = self.p.iter().enumerate().map(|(l, m)| permute_csr(m, &perms[l + 1], &inv[l])).collect();
-        let coords = self.coords.iter().zip(perms).map(|(c, p)| p.iter().map(|&o| c[o as usize]).collect()).collect();
-        Self { a, p, coords, fine: self.fine.clone() }
-    }
-
-    /// Number of levels, the coarsest included.
-    pub fn levels(&self) -> usize {
-        self.a.len()
-    }
-}
-
-/// Position of every row of `layout`.
-fn row_coords(space: &Space, layout: &Layout) -> Vec<[f64; 3]> {
-    let x = &space.dof_coords;
-    layout.row_dof.iter().map(|&d| x[d as usize]).collect()
-}
-
 /// `inv[p[k]] = k`.
 pub fn invert(p: &[u32]) -> Vec<u32> {
     let mut inv = vec![0u32; p.len()];
@@ -172,29 +104,6 @@ pub fn invert(p: &[u32]) -> Vec<u32> {
         inv[o as usize] = k as u32;
     }
     inv
-}
-
-/// Rows taken in the order `rows` (new → old), columns renamed by
-/// `col_inv` (old → new) and sorted.
-pub fn permute_csr<T: Scalar>(a: &Csr<T>, rows: &[u32], col_inv: &[u32]) -> Csr<T> {
-    let mut row_ptr = vec![0u32];
-    let (mut col, mut val) = (Vec::with_capacity(a.nnz()), Vec::with_capacity(a.nnz()));
-    for &r in rows {
-        let mut entries: Vec<(u32, T)> = (a.row_ptr[r as usize] as usize..a.row_ptr[r as usize + 1] as usize).map(|k| (col_inv[a.col[k] as usize], a.val[k])).collect();
-        entries.sort_by_key(|e| e.0);
-        for (c, v) in entries {
-            col.push(c);
-            val.push(v);
-        }
-        row_ptr.push(col.len() as u32);
-    }
-    Csr { n_rows: rows.len(), row_ptr, col, val }
-}
-
-fn assemble<T: Scalar>(cpu: &CpuBackend, space: &Space, layout: &Layout) -> Result<Csr<T>> {
-    let cd = CellData::<T>::new(space, layout);
-    let elems = elements::assemble(cpu, &cd, LocalVariant::Reuse, false)?;
-    Csr::assemble(cpu, layout, &elems)
 }
 
 /// The matrices of a hierarchy, coarsest first.
@@ -242,17 +151,10 @@ pub struct Multigrid<B: Backend, T: Scalar> {
 }
 
 impl<B: Backend, T: Scalar> Multigrid<B, T> {
-    /// Uploads `h` to backend `bk`; `upload(matrix, columns)` stores one
-    /// matrix in the backend's SpMV format.
-    pub fn new(bk: &B, cpu: &CpuBackend, h: &Hierarchy<T>, opts: MgOptions, upload: impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Self>
-    where
-        B: 'static,
-    {
-        Self::from_matrices(bk, cpu, &h.a, &h.p, opts, upload)
-    }
-
     /// Uploads the operators `a` (coarsest first) and the prolongations
-    /// `p` (`p[l]` from level `l` to `l + 1`) of any hierarchy.
+    /// `p` (`p[l]` from level `l` to `l + 1`) of any hierarchy;
+    /// `upload(matrix, columns)` stores one matrix in the backend's SpMV
+    /// format.
     pub fn from_matrices(bk: &B, cpu: &CpuBackend, a: &[Csr<T>], p: &[Csr<T>], opts: MgOptions, upload: impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Self>
     where
         B: 'static,
