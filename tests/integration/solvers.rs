@@ -5,7 +5,8 @@ use fem::host::operator::csr::Csr;
 use fem::host::operator::ell::Ell;
 use fem::host::solver::spai::{cholesky_solve, inverse_residual, jacobi_matrix, spai1};
 use fem::host::solver::ssor::{CpuSsor, RowColouring, SsorMatrix};
-use fem::host::solver::{bicgstab, pcg, ApproximateInverse, CgOptions, Identity, Jacobi};
+use fem::host::solver::multigrid::Smoother;
+use fem::host::solver::{bicgstab, pcg, CgOptions, Identity, Jacobi, MatrixInverse, PrecondOps};
 use fem::host::operator::LinearOperator;
 use fem::host::sparse::generate::{fem_matrix, power_law};
 use fem::host::CpuBackend;
@@ -102,7 +103,8 @@ fn spai1_approximates_the_inverse_better_than_jacobi() {
         // SPAI(1) is not symmetric: it preconditions BiCGStab (and smooths multigrid).
         let b = rhs(a.n_rows);
         let mut iterations = Vec::new();
-        for m in [&ApproximateInverse { m: m.clone(), label: "spai" } as &dyn LinearOperator<CpuBackend, f64>, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap()] {
+        let spai = MatrixInverse::new(&cpu, &cpu, &a, Smoother::Spai, &|m: &Csr<f64>, n| cpu.store_matrix(m, n)).unwrap();
+        for m in [&spai as &dyn LinearOperator<CpuBackend, f64>, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap()] {
             let mut x = vec![0.0; a.n_rows];
             let r = bicgstab(&cpu, &a, m, &b, &mut x, opts(1e-10)).unwrap();
             assert!(r.converged && true_residual(&cpu, &a, &b, &x) < 1e-9, "{}", m.name());
@@ -148,7 +150,9 @@ fn sainv_approximates_the_inverse_and_preconditions_cg() {
         let m = product(&z, &scaled);
         let (fs, fj) = (inverse_residual(&cpu, &m, &a), inverse_residual(&cpu, &jacobi_matrix(&a), &a));
         assert!(fs < fj, "{dim}D Q{p}: ‖I − MA‖ SAINV {fs} vs Jacobi {fj}");
-        let (its, _) = solve(&cpu, &a, &ApproximateInverse { m, label: "sainv" });
+        // the same inverse as the preconditioner, applied as its factors
+        let sainv = MatrixInverse::new(&cpu, &cpu, &a, Smoother::Sainv, &|m: &Csr<f64>, n| cpu.store_matrix(m, n)).unwrap();
+        let (its, _) = solve(&cpu, &a, &sainv);
         let (itj, _) = solve(&cpu, &a, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap());
         assert!(its < itj, "{dim}D Q{p}: SAINV-PCG {its} vs Jacobi-PCG {itj}");
     }

@@ -1,8 +1,8 @@
 //! Preconditioners `z = M r ≈ A⁻¹ r` for the Krylov solvers: the
-//! identity, Jacobi, and any sparse approximate inverse applied as an SpMV
-//! (SPAI, SAINV); the coloured SSOR of [`super::ssor`] and multigrid are
-//! the others. A preconditioner is a [`LinearOperator`] like the matrix it
-//! preconditions (for CG a symmetric positive definite one).
+//! identity and Jacobi; SPAI(1) and SAINV ([`super::MatrixInverse`]), the
+//! coloured SSOR of [`super::ssor`] and multigrid are the others. A
+//! preconditioner is a [`LinearOperator`] like the matrix it preconditions
+//! (for CG a symmetric positive definite one).
 
 use crate::operator::LinearOperator;
 use crate::{Backend, Error, Result, Scalar};
@@ -60,26 +60,5 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for Jacobi<B, T> {
     }
     fn name(&self) -> String {
         "jacobi".into()
-    }
-}
-
-/// A sparse approximate inverse `M ≈ A⁻¹` stored as an operator (any
-/// SpMV format), applied with one product and reported by its kind.
-pub struct ApproximateInverse<O> {
-    /// The operator `M`.
-    pub m: O,
-    /// What [`LinearOperator::name`] returns (`spai`, `sainv`).
-    pub label: &'static str,
-}
-
-impl<B: Backend, T: Scalar, O: LinearOperator<B, T>> LinearOperator<B, T> for ApproximateInverse<O> {
-    fn rows(&self) -> usize {
-        self.m.rows()
-    }
-    fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
-        self.m.apply(b, r, z)
-    }
-    fn name(&self) -> String {
-        self.label.into()
     }
 }
