@@ -326,3 +326,28 @@ fn single_precision_solves_refine_to_double_precision() {
     let e = solve(&cpu, &setup, &vec![0.0; setup.n_rows()], &NewtonOptions { assembly: Assembly::Lma, ..single(Krylov::Cg, Precond::Jacobi) }, &mut |_| {}).unwrap_err().to_string();
     assert!(e.contains("single-precision"), "{e}");
 }
+
+/// Every linear solve starts from a zero correction, not from the last
+/// one: a workspace solving the same problem twice from the same start
+/// takes the same Krylov iterations both times, in f64 and in f32.
+#[test]
+fn every_update_starts_from_a_zero_correction() {
+    use fem::host::problem::nonlinear::{Precision, Workspace};
+    use fem::host::Backend;
+    let cpu = CpuBackend::new(Some(2)).unwrap();
+    let nested = NestedSpaces::new(CellMesh::Tensor(BoxMesh::unstructured(2, 3, 2).build().unwrap()), 2, 2).unwrap();
+    let setup = poisson(&cpu, &nested);
+    let start = vec![0.0; setup.n_rows()];
+    for precision in [Precision::F64, Precision::F32] {
+        let o = NewtonOptions { precision, ..Default::default() };
+        let mut w = Workspace::new(&cpu, &setup, &o).unwrap();
+        let mut iterations = Vec::new();
+        for _ in 0..2 {
+            let mut u = cpu.upload(&start).unwrap();
+            let r = w.newton(&cpu, &mut u, &o, None, &mut |_| {}).unwrap();
+            assert!(r.converged);
+            iterations.push(r.steps.iter().map(|s| s.krylov_iterations).collect::<Vec<_>>());
+        }
+        assert_eq!(iterations[0], iterations[1], "{precision:?}");
+    }
+}

@@ -113,6 +113,9 @@ fn xyz(coords: &[[f64; 3]]) -> Vec<u32> {
 /// `perm[new] = old` for every level of a hierarchy, coarsest first:
 /// `a[l]`, level `l`'s matrix (or its graph), `p[l]` the prolongation from
 /// level `l` to `l + 1`, `coords[l]` the positions of level `l`'s rows.
+/// Every ordering reads the levels' sizes (`a[l].n_rows`); only
+/// Cuthill–McKee reads `a`'s entries, only 2LV and Hie read `p`, only XYZ
+/// reads `coords`.
 pub fn permutations<T: Scalar>(a: &[Csr<T>], p: &[Csr<T>], coords: &[Vec<[f64; 3]>], ordering: Ordering, seed: u64) -> Vec<Vec<u32>> {
     let levels = a.len();
     let identity = |n: usize| (0..n as u32).collect::<Vec<u32>>();

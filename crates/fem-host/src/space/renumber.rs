@@ -41,9 +41,24 @@ impl NestedSpaces {
         if ordering == Ordering::Original {
             return Ok(self);
         }
-        let graphs = self.spaces.iter().map(|s| Csr::<f64>::pattern(cpu, &field_layout(s, 1))).collect::<Result<Vec<_>>>()?;
-        let p = (0..self.levels() - 1).map(|l| self.interpolation(l)).collect::<Result<Vec<_>>>()?;
-        let coords: Vec<Vec<[f64; 3]>> = self.spaces.iter().map(|s| s.dof_coords.clone()).collect();
+        // each ordering reads only what it needs: graphs (CM), transfers
+        // (2LV, Hie) or positions (XYZ); every one the level sizes
+        let graphs = self
+            .spaces
+            .iter()
+            .map(|s| match ordering {
+                Ordering::CuthillMcKee => Csr::<f64>::pattern(cpu, &field_layout(s, 1)),
+                _ => Ok(Csr { n_rows: s.n_dofs, row_ptr: vec![0; s.n_dofs + 1], col: Vec::new(), val: Vec::new() }),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let p = match ordering {
+            Ordering::TwoLevel | Ordering::Hierarchical => (0..self.levels() - 1).map(|l| self.interpolation(l)).collect::<Result<Vec<_>>>()?,
+            _ => Vec::new(),
+        };
+        let coords: Vec<Vec<[f64; 3]>> = match ordering {
+            Ordering::Xyz => self.spaces.iter().map(|s| s.dof_coords.clone()).collect(),
+            _ => Vec::new(),
+        };
         let perms = permutations(&graphs, &p, &coords, ordering, seed);
         let spaces = self.spaces.iter().zip(&perms).map(|(s, p)| s.renumbered(p)).collect::<Result<_>>()?;
         Ok(Self { spaces, ..self })

@@ -52,8 +52,8 @@ pub trait LinearScalar: Scalar {
     /// refreshed.
     fn view<'a, B: Backend>(x: &'a B::Vector<f64>, copy: &'a Option<B::Vector<Self>>) -> Result<&'a B::Vector<Self>>;
     /// Runs `solve(r, δ)` in this precision for the f64 right-hand side
-    /// `r`, leaving the correction in the f64 `delta`: directly in f64,
-    /// through the rounded copies `pair` otherwise.
+    /// `r` from δ = 0, leaving the correction in the f64 `delta`: directly
+    /// in f64, through the rounded copies `pair` otherwise.
     fn solve_in<B: Backend>(b: &B, r: &B::Vector<f64>, delta: &mut B::Vector<f64>, pair: &mut Option<(B::Vector<Self>, B::Vector<Self>)>, solve: impl FnOnce(&B::Vector<Self>, &mut B::Vector<Self>) -> Result<CgReport>) -> Result<CgReport>;
     /// An f64 operator as one of this precision: itself in f64, none
     /// otherwise (element matrices are applied in f64 only).
@@ -67,7 +67,9 @@ impl LinearScalar for f64 {
     fn view<'a, B: Backend>(x: &'a B::Vector<f64>, _: &'a Option<B::Vector<f64>>) -> Result<&'a B::Vector<f64>> {
         Ok(x)
     }
-    fn solve_in<B: Backend>(_: &B, r: &B::Vector<f64>, delta: &mut B::Vector<f64>, _: &mut Option<(B::Vector<f64>, B::Vector<f64>)>, solve: impl FnOnce(&B::Vector<f64>, &mut B::Vector<f64>) -> Result<CgReport>) -> Result<CgReport> {
+    fn solve_in<B: Backend>(b: &B, r: &B::Vector<f64>, delta: &mut B::Vector<f64>, _: &mut Option<(B::Vector<f64>, B::Vector<f64>)>, solve: impl FnOnce(&B::Vector<f64>, &mut B::Vector<f64>) -> Result<CgReport>) -> Result<CgReport> {
+        // from δ = 0, not from the last update's correction
+        b.axpby(0.0, r, 0.0, delta)?;
         solve(r, delta)
     }
     fn elements<'a, B: Backend + 'a>(a: &'a dyn LinearOperator<B, f64>) -> Option<&'a dyn LinearOperator<B, f64>> {
