@@ -33,12 +33,12 @@ pub mod diffusion {
 }
 "#;
 
-fn write_user_crate(dir: &Path, root: &Path, lib_rs: &str) {
+fn write_user_crate(dir: &Path, root: &Path, package: &str, lib_rs: &str) {
     std::fs::create_dir_all(dir.join("src")).unwrap();
     // the package is published as fem-gpu-macros; its library is fem_macros
     let dep = |c: &str| format!("{} = {{ path = {:?} }}\n", if c == "fem-macros" { "fem-gpu-macros" } else { c }, root.join("crates").join(c).display().to_string());
     let manifest = format!(
-        "[package]\nname = \"user-kernels\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n{}{}{}\n[workspace]\n",
+        "[package]\nname = \"{package}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n{}{}{}\n[workspace]\n",
         dep("fem-core"),
         dep("fem-macros"),
         dep("fem-kernels")
@@ -47,7 +47,8 @@ fn write_user_crate(dir: &Path, root: &Path, lib_rs: &str) {
     std::fs::write(dir.join("src/lib.rs"), lib_rs).unwrap();
 }
 
-/// A user kernel crate named `name` with `lib_rs` as its source, and the
+/// A user kernel crate named `name` (its package and directory) with
+/// `lib_rs` as its source, and the
 /// device target dir to build it in (the workspace's, so the `core` built
 /// for fem is reused); `None` (after a SKIPPED line) without the device
 /// toolchain, which with `CI=true` is a failure.
@@ -62,8 +63,25 @@ fn user_crate(test: &str, name: &str, lib_rs: &str) -> Option<(PathBuf, PathBuf)
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let dir = tmp.join(name);
-    write_user_crate(&dir, &root, lib_rs);
+    write_user_crate(&dir, &root, name, lib_rs);
     Some((dir, tmp.parent().unwrap().join("fem-ptx")))
+}
+
+/// Two checkouts of one kernel crate (same package, other kernels)
+/// building in one target directory each get their own PTX, also when
+/// the first builds again after the second: the output file is shared,
+/// and the first's cargo finds its own build fresh.
+#[test]
+fn two_checkouts_sharing_a_target_dir_keep_their_own_kernels() {
+    let Some((first, target)) = user_crate("two_checkouts_sharing_a_target_dir_keep_their_own_kernels", "checkout-kernels", LIB_RS) else { return };
+    let second = first.with_file_name("checkout-kernels-other");
+    write_user_crate(&second, &PathBuf::from(env!("CARGO_MANIFEST_DIR")), "checkout-kernels", &LIB_RS.replace("fn scale<", "fn stretch<"));
+    let kernels = |dir: &Path| PtxBuilder::new(dir).target_dir(&target).arch("sm_80").build().unwrap().remove(0).entries;
+    let has = |entries: &[String], k: &str| entries.iter().any(|e| e == k);
+    for (dir, own, other) in [(&first, "fem_scale_f64", "fem_stretch_f64"), (&second, "fem_stretch_f64", "fem_scale_f64"), (&first, "fem_scale_f64", "fem_stretch_f64")] {
+        let entries = kernels(dir);
+        assert!(has(&entries, own) && !has(&entries, other), "{}: {entries:?}", dir.display());
+    }
 }
 
 #[test]

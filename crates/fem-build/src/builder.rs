@@ -186,6 +186,7 @@ impl PtxBuilder {
         // One target dir per architecture: the flags differ, so sharing one
         // would rebuild (and overwrite) the other architecture each time.
         let target_dir = target_root.join(arch);
+        claim_output(&target_dir, &self.crate_name(), &self.crate_dir)?;
         let mut cmd = Command::new(&tc.cargo);
         env::scrub(&mut cmd);
         cmd.env("RUSTC", &tc.rustc)
@@ -232,6 +233,7 @@ impl PtxBuilder {
         };
         let text = std::fs::read_to_string(&path)?;
         let entries = embed::entry_names(&text).into_iter().map(String::from).collect();
+        std::fs::write(owner_stamp(&target_dir, &self.crate_name()), checkout(&self.crate_dir))?;
         Ok(PtxArtifact { arch: arch.to_string(), path, entries })
     }
 
@@ -284,6 +286,42 @@ impl PtxBuild {
             Self::Unavailable { crate_name, reason } => embed::write_set(path, const_name, crate_name, &[], Some(reason)),
         }
     }
+}
+
+/// The file naming the checkout whose build last wrote `package`'s PTX
+/// in `target_dir`.
+fn owner_stamp(target_dir: &Path, package: &str) -> PathBuf {
+    target_dir.join(format!("{package}.checkout"))
+}
+
+/// The crate's directory as a stamp: canonical where it can be.
+fn checkout(crate_dir: &Path) -> String {
+    crate_dir.canonicalize().unwrap_or_else(|_| crate_dir.to_path_buf()).display().to_string()
+}
+
+/// The device build's output is named by crate, not by checkout, while
+/// cargo's fingerprints are per source path: two checkouts sharing a
+/// target directory would each find their own build fresh and read the
+/// other's PTX. When another checkout wrote it last, `package`'s
+/// fingerprints are dropped so this one's kernels are compiled again
+/// (`core` stays built).
+fn claim_output(target_dir: &Path, package: &str, crate_dir: &Path) -> std::io::Result<()> {
+    let stamp = owner_stamp(target_dir, package);
+    let Ok(owner) = std::fs::read_to_string(&stamp) else { return Ok(()) };
+    if owner == checkout(crate_dir) {
+        return Ok(());
+    }
+    let fingerprints = target_dir.join("nvptx64-nvidia-cuda/release/.fingerprint");
+    if let Ok(dir) = std::fs::read_dir(&fingerprints) {
+        for entry in dir.flatten() {
+            let file = entry.file_name();
+            let is_package = file.to_str().and_then(|f| f.strip_prefix(package)).is_some_and(|rest| rest.starts_with('-') && rest[1..].chars().all(|c| c.is_ascii_hexdigit()));
+            if is_package {
+                std::fs::remove_dir_all(entry.path())?;
+            }
+        }
+    }
+    std::fs::remove_file(stamp)
 }
 
 #[cfg(test)]
