@@ -72,6 +72,15 @@ impl<T: Scalar> Csr<T> {
         Csr { n_rows: self.n_rows, row_ptr: self.row_ptr.clone(), col: self.col.clone(), val: self.val.iter().map(|v| U::from_f64(v.to_f64())).collect() }
     }
 
+    /// The matrix in precision `U`: itself, borrowed, where `U` is `T`
+    /// (no copy of a large pattern), else [`Csr::converted`].
+    pub fn in_precision<U: Scalar>(&self) -> std::borrow::Cow<'_, Csr<U>> {
+        match (self as &dyn std::any::Any).downcast_ref::<Csr<U>>() {
+            Some(same) => std::borrow::Cow::Borrowed(same),
+            None => std::borrow::Cow::Owned(self.converted()),
+        }
+    }
+
     /// Number of stored entries.
     pub fn nnz(&self) -> usize {
         self.col.len()

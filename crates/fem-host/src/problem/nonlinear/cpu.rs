@@ -180,7 +180,7 @@ impl NewtonOps for CpuBackend {
     }
 
     fn matrix<K: Kernels<f64>, T: crate::Scalar>(&self, _: &CpuState, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<CpuBackend, T>>> {
-        prepare_cpu(self, &setup.csr.converted::<T>(), format, &SpmvParams::a_priori(&RowStats::of(&setup.csr)))
+        prepare_cpu(self, &setup.csr.in_precision::<T>(), format, &SpmvParams::a_priori(&RowStats::of(&setup.csr)))
     }
 
     fn element_product(&self, s: &CpuState, kelem: &Vec<f64>, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {

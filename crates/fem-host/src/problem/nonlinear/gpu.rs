@@ -202,7 +202,7 @@ impl NewtonOps for CudaBackend {
     }
 
     fn matrix<K: Kernels<f64>, T: crate::Scalar>(&self, _: &GpuState, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<CudaBackend, T>>> {
-        sparse_matrix(self, &setup.csr.converted::<T>(), format)
+        sparse_matrix(self, &setup.csr.in_precision::<T>(), format)
     }
 
     fn element_product(&self, s: &GpuState, kelem: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {

@@ -7,8 +7,10 @@
 //! solve reaches a tolerance far below f32's precision at f32's memory
 //! traffic.
 
-use super::NewtonOps;
 use super::precond::Prepared;
+use super::{NewtonOps, NewtonOptions, Setup};
+use crate::sparse::SpmvFormat;
+use fem_kernels::pointwise::Kernels;
 use crate::operator::LinearOperator;
 use crate::solver::{CgOptions, CgReport, Krylov};
 use crate::sparse::Spmv;
@@ -45,6 +47,9 @@ pub const F32_KRYLOV_FLOOR: f64 = 1e-5;
 /// A scalar Newton's linear systems are solved in: f64 works on the
 /// workspace's own vectors, f32 on rounded copies kept beside them.
 pub trait LinearScalar: Scalar {
+    /// The least relative tolerance a Krylov method in this precision is
+    /// asked for.
+    const KRYLOV_FLOOR: f64;
     /// The copy of `x` in this precision refreshed in `copy` (allocated on
     /// first use); nothing to do in f64.
     fn refresh<B: Backend>(b: &B, x: &B::Vector<f64>, copy: &mut Option<B::Vector<Self>>) -> Result<()>;
@@ -61,6 +66,7 @@ pub trait LinearScalar: Scalar {
 }
 
 impl LinearScalar for f64 {
+    const KRYLOV_FLOOR: f64 = 0.0;
     fn refresh<B: Backend>(_: &B, _: &B::Vector<f64>, _: &mut Option<B::Vector<f64>>) -> Result<()> {
         Ok(())
     }
@@ -78,6 +84,7 @@ impl LinearScalar for f64 {
 }
 
 impl LinearScalar for f32 {
+    const KRYLOV_FLOOR: f64 = F32_KRYLOV_FLOOR;
     fn refresh<B: Backend>(b: &B, x: &B::Vector<f64>, copy: &mut Option<B::Vector<f32>>) -> Result<()> {
         let c = match copy {
             Some(c) => c,
@@ -133,8 +140,11 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for Diagonal<'_, B, T> {
 }
 
 impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
-    pub fn new(matrix: Option<Box<dyn Spmv<B, T>>>, precond: Prepared<B, T>) -> Self {
-        Self { matrix, values: None, inv_diag: None, pair: None, precond }
+    /// The tangent in `format` (`None`: element matrices) and the
+    /// preconditioner `o.precond` of `setup`, in `T`.
+    pub fn new<K: Kernels<f64> + 'static>(b: &B, state: &B::State, setup: &Setup<K>, format: Option<SpmvFormat>, o: &NewtonOptions) -> Result<Self> {
+        let matrix = format.map(|f| b.matrix(state, setup, f)).transpose()?;
+        Ok(Self { matrix, values: None, inv_diag: None, pair: None, precond: Prepared::new(b, setup, o.precond, o.scatter)? })
     }
 
     /// Takes the tangent's f64 CSR values `kflat` (empty for element
@@ -155,9 +165,7 @@ impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
     /// less than [`F32_KRYLOV_FLOOR`].
     #[allow(clippy::too_many_arguments)]
     pub fn solve(&mut self, b: &B, krylov: Krylov, elements: Option<&dyn LinearOperator<B, f64>>, inv: &B::Vector<f64>, r: &B::Vector<f64>, delta: &mut B::Vector<f64>, mut opts: CgOptions) -> Result<CgReport> {
-        if T::NAME == "f32" {
-            opts.rtol = opts.rtol.max(F32_KRYLOV_FLOOR);
-        }
+        opts.rtol = opts.rtol.max(T::KRYLOV_FLOOR);
         let n = b.len(r);
         let (matrix, precond, pair) = (&self.matrix, &self.precond, &mut self.pair);
         let diagonal = Diagonal::<B, T>(T::view::<B>(inv, &self.inv_diag)?, n);

@@ -457,8 +457,8 @@ impl<B: NewtonOps> Workspace<B> {
             Storage::Lma => 0,
         };
         let linear = match o.precision {
-            Precision::F64 => Solve::F64(Linear::new(storage.format().map(|f| b.matrix(&state, setup, f)).transpose()?, precond::Prepared::new(b, setup, o.precond, o.scatter)?)),
-            Precision::F32 => Solve::F32(Linear::new(storage.format().map(|f| b.matrix(&state, setup, f)).transpose()?, precond::Prepared::new(b, setup, o.precond, o.scatter)?)),
+            Precision::F64 => Solve::F64(Linear::new(b, &state, setup, storage.format(), o)?),
+            Precision::F32 => Solve::F32(Linear::new(b, &state, setup, storage.format(), o)?),
         };
         let mut w = Self {
             storage,

@@ -227,10 +227,10 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
         match p {
             Precond::None => Ok(Self::Identity(Identity(setup.n_rows()))),
             Precond::Jacobi => Ok(Self::Jacobi),
-            Precond::Ssor => Ok(Self::Ssor(b.ssor(&setup.csr.converted::<T>(), &RowColouring::new(&setup.csr)?)?)),
+            Precond::Ssor => Ok(Self::Ssor(b.ssor(&setup.csr.in_precision::<T>(), &RowColouring::new(&setup.csr)?)?)),
             Precond::Spai | Precond::Sainv => {
                 let kind = if p == Precond::Spai { Smoother::Spai } else { Smoother::Sainv };
-                let pattern = Csr { val: Vec::new(), ..setup.csr.clone() }.converted::<T>();
+                let pattern = Csr::<T> { n_rows: setup.csr.n_rows, row_ptr: setup.csr.row_ptr.clone(), col: setup.csr.col.clone(), val: Vec::new() };
                 let smoothers = MatrixSmoothers { patterns: vec![pattern], cpu: CpuBackend::new(None)? };
                 Ok(Self::Inverse(Box::new(MatrixInverse::empty(kind, setup.n_rows())?), Box::new(smoothers)))
             }
@@ -239,13 +239,13 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                 // the operators' values are refilled before every cycle;
                 // a unit diagonal stands in until then
                 let placeholder = |s: &Setup<K>| {
-                    let mut a = s.csr.clone();
+                    let mut a = s.csr.converted::<T>();
                     for &p in &s.diag_pos {
-                        a.val[p as usize] = 1.0;
+                        a.val[p as usize] = T::ONE;
                     }
                     a
                 };
-                let a: Vec<Csr<T>> = levels.setups.iter().chain(std::iter::once(setup)).map(|s| placeholder(s).converted()).collect();
+                let a: Vec<Csr<T>> = levels.setups.iter().chain(std::iter::once(setup)).map(placeholder).collect();
                 let p: Vec<Csr<T>> = levels.prolongation.iter().map(Csr::converted).collect();
                 let cpu = CpuBackend::new(None)?;
                 // matrix smoothers are built from the first tangents, not
