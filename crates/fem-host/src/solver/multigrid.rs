@@ -97,15 +97,6 @@ impl MgOptions {
     }
 }
 
-/// `inv[p[k]] = k`.
-pub fn invert(p: &[u32]) -> Vec<u32> {
-    let mut inv = vec![0u32; p.len()];
-    for (k, &o) in p.iter().enumerate() {
-        inv[o as usize] = k as u32;
-    }
-    inv
-}
-
 /// The matrices of a hierarchy, coarsest first.
 struct Levels<'a, T> {
     a: &'a [Csr<T>],

@@ -110,6 +110,15 @@ fn xyz(coords: &[[f64; 3]]) -> Vec<u32> {
     rows
 }
 
+/// `inv[p[k]] = k`.
+pub fn invert(p: &[u32]) -> Vec<u32> {
+    let mut inv = vec![0u32; p.len()];
+    for (k, &o) in p.iter().enumerate() {
+        inv[o as usize] = k as u32;
+    }
+    inv
+}
+
 /// `perm[new] = old` for every level of a hierarchy, coarsest first:
 /// `a[l]`, level `l`'s matrix (or its graph), `p[l]` the prolongation from
 /// level `l` to `l + 1`, `coords[l]` the positions of level `l`'s rows.
@@ -137,7 +146,7 @@ pub fn permutations<T: Scalar>(a: &[Csr<T>], p: &[Csr<T>], coords: &[Vec<[f64; 3
         Ordering::Hierarchical => {
             let mut out = vec![identity(a[0].n_rows)];
             for l in 1..levels {
-                let rank = super::multigrid::invert(&out[l - 1]);
+                let rank = invert(&out[l - 1]);
                 out.push(inherit_first(&p[l - 1], &rank));
             }
             out

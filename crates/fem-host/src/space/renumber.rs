@@ -9,8 +9,7 @@
 use super::{NestedSpaces, Space};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::field_layout;
-use crate::solver::multigrid::invert;
-use crate::solver::ordering::{permutations, Ordering};
+use crate::solver::ordering::{invert, permutations, Ordering};
 use crate::{CpuBackend, Error, Result};
 
 impl Space {
