@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod cli {
+    pub mod amg;
     pub mod bp;
     pub mod cardiac;
     pub mod demo;
@@ -22,7 +23,7 @@ mod cli {
     pub mod solve;
     pub mod spmv;
 }
-use cli::{bp::*, cardiac::*, demo::*, mesh::*, residual::*, solve::*, given::*, spmv::*};
+use cli::{amg::*, bp::*, cardiac::*, demo::*, mesh::*, residual::*, solve::*, given::*, spmv::*};
 use cli::mesh_solve::{KrylovArg, PhysicsArg, SchemeArg};
 use fem::expression::Expression;
 use fem::mesh_solve::LoadKind;

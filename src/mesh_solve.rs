@@ -461,6 +461,9 @@ pub fn describe(r: &MeshSolveReport) -> String {
         "residual ‖R‖ {first:.2e} → {last:.2e}, relative {relative:.2e}{}",
         if n.converged { "" } else { " (not converged)" }
     );
+    if let Some(a) = &n.amg {
+        s += &format!("\n{}", crate::solve::describe_amg(a));
+    }
     if let Some(t) = &r.time {
         let its: usize = t.steps.iter().map(|s| s.krylov_iterations).sum();
         s += &format!("\n{} time steps in {:.3} s ({its} Krylov iterations), the last step's residual above", t.steps.len(), t.step_seconds);

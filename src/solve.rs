@@ -66,8 +66,33 @@ pub fn run_hole(any: &AnyBackend, opts: &fem_host::problem::hole::HoleOptions) -
     with_backend!(any, |b| fem_host::problem::hole::solve(b, &cpu, opts))
 }
 
+/// Text form of AMG's report: the hierarchy, its complexities and where
+/// its set-up time went.
+pub fn describe_amg(a: &fem_host::problem::nonlinear::AmgReport) -> String {
+    let l = &a.last;
+    let s = &l.seconds;
+    format!(
+        "AMG: {} level{} ({} rows), operator complexity {:.2}, grid complexity {:.2}; {} build{} in {:.3} s (strength {:.3}, aggregation {:.3}, tentative {:.3}, smoothing {:.3}, Galerkin {:.3}, upload {:.3})",
+        l.levels.len(),
+        if l.levels.len() == 1 { "" } else { "s" },
+        l.levels.iter().map(|v| v.rows.to_string()).collect::<Vec<_>>().join(" → "),
+        l.operator_complexity,
+        l.grid_complexity,
+        a.builds,
+        if a.builds == 1 { "" } else { "s" },
+        a.setup_seconds,
+        s.strength,
+        s.aggregation,
+        s.tentative,
+        s.smoothing,
+        s.galerkin,
+        s.upload
+    )
+}
+
 /// Text form of a hole report.
 pub fn describe_hole(r: &fem_host::problem::hole::HoleReport) -> String {
+    let amg = r.amg.as_ref().map_or(String::new(), |a| format!("\n{}", describe_amg(a)));
     format!(
         "hole {}D Q{}: {} levels, {} cells, {} DOFs, {} nonzeros; {:?} + {:?}{} ({:?} ordering), {} on {}\n{} iterations in {} linear solve{} to {:.2e}{}, set-up {:.3} s, operators and preconditioner {:.3} s, solve {:.3} s",
         r.dim,
@@ -90,5 +115,5 @@ pub fn describe_hole(r: &fem_host::problem::hole::HoleReport) -> String {
         r.setup_seconds,
         r.assembly_seconds,
         r.solve_seconds
-    )
+    ) + &amg
 }

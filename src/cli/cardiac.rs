@@ -39,6 +39,12 @@ pub(crate) struct CardiacArgs {
     /// Relative tolerance of CG on each Newton update.
     #[arg(long, default_value_t = 1e-9)]
     pub(crate) cg_rtol: f64,
+    /// CG's preconditioner: jacobi, or amg (smoothed aggregation, built
+    /// from the first step's tangent and kept).
+    #[arg(long, value_enum, default_value_t = CardiacPrecondArg::Jacobi)]
+    pub(crate) precond: CardiacPrecondArg,
+    #[command(flatten)]
+    pub(crate) amg: AmgArgs,
     /// A ParaView time series: the .pvd collection (pieces are written beside it).
     #[arg(long)]
     pub(crate) vtk: Option<std::path::PathBuf>,
@@ -64,6 +70,22 @@ fn scatter(s: &str) -> Result<Scatter, String> {
     }
 }
 
+/// `--precond`: Jacobi or AMG.
+fn precond(a: &CardiacArgs) -> Result<fem::host::problem::nonlinear::Precond, String> {
+    use fem::host::problem::nonlinear::Precond;
+    AmgArgs::refuse_unless(a.precond == CardiacPrecondArg::Amg)?;
+    Ok(match a.precond {
+        CardiacPrecondArg::Jacobi => Precond::Jacobi,
+        CardiacPrecondArg::Amg => Precond::Amg(a.amg.options()?),
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum CardiacPrecondArg {
+    Jacobi,
+    Amg,
+}
+
 pub(crate) fn cardiac(a: &CardiacArgs) -> CliResult {
     use fem::cardiac::{CardiacOptions, MeshSpec, StimulusSpec};
     use fem::host::problem::cardiac::{Config, Model};
@@ -78,7 +100,7 @@ pub(crate) fn cardiac(a: &CardiacArgs) -> CliResult {
         model: Model { d_iso: a.d_iso, d_ani: a.d_ani, dt: a.dt },
         stimulus: a.stimulus.parse::<StimulusSpec>()?,
         steps: a.steps,
-        config: Config { scatter: scatter(&a.assembly)?, kernel: a.spmv.parse()?, cg_rtol: a.cg_rtol, ..Config::default() },
+        config: Config { scatter: scatter(&a.assembly)?, kernel: a.spmv.parse()?, cg_rtol: a.cg_rtol, precond: precond(a)?, ..Config::default() },
         vtk: a.vtk.clone().map(|p| (p, a.vtk_every)),
         per_step: a.json,
         png: a.png.clone(),
@@ -105,12 +127,13 @@ pub(crate) fn cardiac(a: &CardiacArgs) -> CliResult {
         let (s, t) = (&r.summary, r.summary.split.total().max(1e-300));
         let pct = |x: f64| 100.0 * x / t;
         format!(
-            "{} on {}: {} nodes, {} tetrahedra; {}\n{} steps of {} to t = {:.3}: {} Newton, {} CG iterations; {:.3e} s per step (element {:.1}%, assembly {:.1}%, solve {:.1}%, transfer {:.1}%), set-up {:.2} s\nactivated {:.1}% of nodes{}, max φ {:.3}{}",
+            "{} on {}: {} nodes, {} tetrahedra; {}{}\n{} steps of {} to t = {:.3}: {} Newton, {} CG iterations; {:.3e} s per step (element {:.1}%, assembly {:.1}%, solve {:.1}%, transfer {:.1}%), set-up {:.2} s\nactivated {:.1}% of nodes{}, max φ {:.3}{}",
             r.mesh,
             r.backend,
             r.nodes,
             r.cells,
             r.kernels,
+            r.summary.amg.as_ref().map_or(String::new(), |a| format!("\n{}", fem::solve::describe_amg(a))),
             r.steps,
             r.dt,
             r.time,

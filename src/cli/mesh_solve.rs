@@ -1,7 +1,7 @@
 //! `fem solve --mesh FILE --physics ...`: the command-line side of
 //! [`fem::mesh_solve`] (arguments, progress, output files).
 
-use crate::{given, open_announced, refuse_unread, spinner, SmootherArg, CliResult, CycleArg, FormatArg, PrecondArg, ScatterArg, SolveArgs, PIPELINE};
+use crate::{given, open_announced, AmgArgs, refuse_unread, spinner, SmootherArg, CliResult, CycleArg, FormatArg, PrecondArg, ScatterArg, SolveArgs, PIPELINE};
 use clap::ValueEnum;
 use fem::host::io::gmsh::GmshMesh;
 use fem::host::io::vtk::{write_collection, write_nodal, Encoding, Field};
@@ -125,6 +125,7 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
         PrecondArg::Ssor => Precond::Ssor,
         PrecondArg::Spai => Precond::Spai,
         PrecondArg::Sainv => Precond::Sainv,
+        PrecondArg::Amg => Precond::Amg(a.amg.options()?),
         PrecondArg::Mg if a.refine == 0 => return Err("--precond mg needs --refine 1 or more: its levels are the file's mesh and its uniform refinements".into()),
         PrecondArg::Mg => match Precond::multigrid() {
             Precond::Multigrid(o) => {
@@ -145,6 +146,7 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
     if !matches!(p, Precond::Multigrid(_)) && (a.cycle.is_some() || a.smoothing_steps.is_some() || given("smoother")) {
         return Err("--cycle, --smoothing-steps and --smoother configure --precond mg".into());
     }
+    AmgArgs::refuse_unless(matches!(p, Precond::Amg(_)))?;
     Ok(p)
 }
 

@@ -160,10 +160,12 @@ pub(crate) struct SolveArgs {
     pub(crate) solver: SolverArg,
     /// The preconditioner. Hole problem (default spai; for --solver mg:
     /// the smoother); --physics: jacobi (default), none, ssor, spai (not
-    /// with cg), sainv, or mg (multigrid by rediscretisation on the levels
-    /// of --refine).
+    /// with cg), sainv, mg (multigrid by rediscretisation on the levels
+    /// of --refine), or amg (smoothed aggregation from the tangent).
     #[arg(long, value_enum)]
     pub(crate) precond: Option<PrecondArg>,
+    #[command(flatten)]
+    pub(crate) amg: AmgArgs,
     /// The smoother of multigrid (hole problem: default spai; --physics
     /// with --precond mg: default jacobi, rebuilt from every tangent).
     #[arg(long, value_enum, default_value_t = SmootherArg::Spai)]
@@ -210,6 +212,7 @@ pub(crate) enum PrecondArg {
     Spai,
     Sainv,
     Mg,
+    Amg,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -429,7 +432,10 @@ pub(crate) fn solve_hole(a: &SolveArgs) -> CliResult {
         PrecondArg::Spai => Precond::Spai,
         PrecondArg::Sainv => Precond::Sainv,
         PrecondArg::Mg => Precond::Mg,
+        PrecondArg::Amg => Precond::Amg,
     };
+    AmgArgs::refuse_unless(o.precond == Precond::Amg)?;
+    o.amg = a.amg.options()?;
     o.smoother = match a.smoother {
         SmootherArg::Jacobi => Smoother::Jacobi,
         SmootherArg::Spai => Smoother::Spai,

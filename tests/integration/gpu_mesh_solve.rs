@@ -110,7 +110,8 @@ fn gpu_preconditioners_equal_the_cpus() {
             let smoothed = |smoother, omega| Precond::Multigrid(fem::host::solver::multigrid::MgOptions { smoother, omega, ..base });
             use fem::host::solver::multigrid::Smoother;
             use fem::host::problem::nonlinear::Precision::{F32, F64};
-            for (precond, precision) in [(Precond::Ssor, F64), (Precond::multigrid(), F64), (smoothed(Smoother::Spai, 1.0), F64), (smoothed(Smoother::Sainv, 0.5), F64), (Precond::Sainv, F64), (Precond::multigrid(), F32), (Precond::Jacobi, F32)] {
+            let amg = Precond::Amg(fem::host::solver::amg::AmgOptions::default());
+            for (precond, precision) in [(Precond::Ssor, F64), (Precond::multigrid(), F64), (smoothed(Smoother::Spai, 1.0), F64), (smoothed(Smoother::Sainv, 0.5), F64), (Precond::Sainv, F64), (Precond::multigrid(), F32), (Precond::Jacobi, F32), (amg, F64), (amg, F32)] {
                 (o.newton.precond, o.newton.precision) = (precond, precision);
                 let (_, got, report) = run(&gpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
                 let (_, _, on_cpu) = run(&cpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();

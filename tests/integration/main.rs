@@ -3,6 +3,7 @@
 //! the test threads instead of running file after file.
 
 mod common;
+mod amg;
 mod bench;
 mod boundary_conditions;
 mod boundary_terms;

@@ -19,6 +19,7 @@ use crate::operator::pointwise::Aux;
 use crate::problem::nonlinear::{Assembly, Krylov, LineSearch, NewtonOps, NewtonOptions, Precision, Setup, Workspace};
 use crate::problem::nonlinear::precond::DENSE_COARSE;
 use crate::problem::nonlinear::Precond as Pipeline;
+use crate::solver::amg::AmgOptions;
 use crate::solver::multigrid::{Cycle, MgOptions, Smoother};
 use crate::solver::ordering::Ordering;
 use crate::space::{BoundaryPart, CellMesh, Constraints, Load, NestedSpaces};
@@ -61,6 +62,9 @@ pub enum Precond {
     /// One multigrid V-cycle with [`HoleOptions::smoother`]; not with
     /// solver `mg`.
     Mg,
+    /// Smoothed-aggregation AMG from the finest operator alone
+    /// ([`HoleOptions::amg`]); with solver `mg`, its cycles are the solver.
+    Amg,
 }
 
 /// What to build and how to solve it.
@@ -82,6 +86,8 @@ pub struct HoleOptions {
     /// Multigrid cycle of solver `mg` (preconditioner `mg` always uses a
     /// V-cycle).
     pub cycle: Cycle,
+    /// AMG's set-up and cycle, for preconditioner `amg`.
+    pub amg: AmgOptions,
     /// Pre- and post-smoothing steps (default: the paper's 8 in 2D, 16 in 3D).
     pub smoothing_steps: Option<usize>,
     /// Renumbering of the rows of every level (Geveler et al. §4): it
@@ -111,6 +117,7 @@ impl HoleOptions {
             precond: Precond::Spai,
             smoother: Smoother::Spai,
             cycle: Cycle::F,
+            amg: AmgOptions::default(),
             smoothing_steps: None,
             ordering: Ordering::Original,
             rtol: 1e-8,
@@ -127,6 +134,7 @@ impl HoleOptions {
             Solver::Mg => Krylov::Richardson,
         };
         let precond = match (self.solver, self.precond) {
+            (_, Precond::Amg) => Pipeline::Amg(self.amg),
             (Solver::Mg, Precond::Ssor | Precond::Mg) => return Err(Error::InvalidArgument("multigrid smooths with jacobi, spai or sainv (--precond names the smoother)".into())),
             (Solver::Mg, Precond::Jacobi) => Pipeline::Multigrid(self.mg_options(Smoother::Jacobi)),
             (Solver::Mg, Precond::Sainv) => Pipeline::Multigrid(self.mg_options(Smoother::Sainv)),
@@ -216,6 +224,10 @@ pub struct HoleReport {
     /// ‖r‖/‖b‖ after every iteration, the start first: each linear solve's
     /// own estimates, scaled to the first residual.
     pub history: Vec<f64>,
+    /// AMG's hierarchy and set-up (counted in `assembly_seconds`), for
+    /// preconditioner `amg`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amg: Option<crate::problem::nonlinear::AmgReport>,
     /// u_h on the finest mesh, the hole's Dirichlet values included (for
     /// output files).
     #[serde(skip)]
@@ -295,6 +307,7 @@ pub fn solve<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOptions) 
         assembly_seconds: r.split.element + r.split.assembly,
         solve_seconds: r.split.solve,
         history,
+        amg: r.amg,
         field: super::field::QpField { dofs: bk.download(&u)?, space: finest },
     })
 }

@@ -31,7 +31,7 @@ pub struct MatrixInverse<B: Backend, T: Scalar> {
 
 /// FNV-1a over the values' bits: whether an inverse must be rebuilt,
 /// without keeping the values it was built from.
-fn values_hash<T: Scalar>(v: &[T]) -> u64 {
+pub(crate) fn values_hash<T: Scalar>(v: &[T]) -> u64 {
     v.iter().fold(0xcbf2_9ce4_8422_2325, |h, x| (h ^ x.to_f64().to_bits()).wrapping_mul(0x0100_0000_01b3))
 }
 
@@ -39,8 +39,8 @@ impl<B: Backend + 'static, T: Scalar> MatrixInverse<B, T> {
     /// An inverse of kind `kind` (SPAI or SAINV) for operators of `n`
     /// rows, built by the first [`MatrixInverse::refresh`].
     pub fn empty(kind: Smoother, n: usize) -> Result<Self> {
-        if kind == Smoother::Jacobi {
-            return Err(Error::InvalidArgument("Jacobi is the inverse diagonal, not a matrix inverse".into()));
+        if !kind.is_matrix() {
+            return Err(Error::InvalidArgument(format!("{kind:?} smoothing is not a matrix inverse")));
         }
         Ok(Self { kind, n, m: None, hash: None, builds: 0, seconds: 0.0 })
     }

@@ -3,6 +3,7 @@
 //! the preconditioners they take (Jacobi, coloured SSOR, SPAI(1), SAINV,
 //! multigrid), built through [`PrecondOps`] on either backend.
 
+pub mod amg;
 pub mod approximate;
 pub mod backend;
 pub mod bicgstab;

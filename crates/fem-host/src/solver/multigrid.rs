@@ -35,6 +35,24 @@ pub enum Smoother {
     /// `M = Z D⁻¹ Zᵀ` from SAINV with drop tolerance [`SAINV_DROP`]
     /// (symmetric, so pre- and post-smoothing agree).
     Sainv,
+    /// A Chebyshev polynomial of this degree in `D⁻¹A` on
+    /// `[0.1 λ, 1.1 λ]` (PETSc's interval), `λ` the level's estimate of
+    /// ρ(D⁻¹A) from the matrices the multigrid was built from (Adams et
+    /// al. 2003): symmetric, with no damping factor to tune, and still
+    /// convergent where ρ(D⁻¹A) exceeds 3 and Jacobi damped by ⅔ diverges
+    /// (tetrahedral meshes with obtuse angles: 3.7 on the cardiac shell).
+    /// Against `[0.33 λ, 1.1 λ]`, AMG-CG takes 12 and 15 iterations
+    /// instead of 14 and 17 on P1 tetrahedra, and 440 instead of 547 over
+    /// three cardiac steps.
+    Chebyshev(usize),
+}
+
+impl Smoother {
+    /// Whether it is a sparse approximate inverse built from the values
+    /// (SPAI(1) or SAINV).
+    pub fn is_matrix(self) -> bool {
+        matches!(self, Self::Spai | Self::Sainv)
+    }
 }
 
 /// SAINV's drop tolerance on the factor `Z` (of the unit-diagonal scaled
@@ -111,6 +129,8 @@ struct Level<B: Backend, T: Scalar> {
     n: usize,
     a: Matrix<B, T>,
     jacobi: Jacobi<B, T>,
+    /// ρ(D⁻¹A) estimated on the host, for Chebyshev smoothing.
+    lambda: f64,
     /// SPAI(1) or SAINV; `None` for Jacobi smoothing and the coarsest
     /// level.
     m: Option<MatrixInverse<B, T>>,
@@ -118,12 +138,14 @@ struct Level<B: Backend, T: Scalar> {
     p: Option<(Matrix<B, T>, Matrix<B, T>)>,
 }
 
-/// Work vectors of a level: right-hand side, iterate, residual, correction.
+/// Work vectors of a level: right-hand side, iterate, residual,
+/// correction, and Chebyshev's search direction.
 struct Work<V> {
     b: V,
     x: V,
     r: V,
     z: V,
+    d: V,
 }
 
 /// A multigrid solver / preconditioner on backend `B`.
@@ -158,7 +180,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         for (l, a) in h.a.iter().enumerate() {
             let n = a.n_rows;
             let m = match opts.smoother {
-                Smoother::Jacobi => None,
+                kind if !kind.is_matrix() => None,
                 _ if l == 0 => None,
                 kind => Some(MatrixInverse::new(bk, cpu, a, kind, &upload)?),
             };
@@ -169,11 +191,18 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             } else {
                 None
             };
-            levels.push(Level { n, a: upload(a, n)?, jacobi: Jacobi::from_diagonal(bk, &a.diag())?, m, p });
+            let lambda = match opts.smoother {
+                Smoother::Chebyshev(_) if l > 0 => super::amg::spectral_radius(cpu, &a.converted::<f64>()),
+                _ => 0.0,
+            };
+            levels.push(Level { n, a: upload(a, n)?, jacobi: Jacobi::from_diagonal(bk, &a.diag())?, lambda, m, p });
         }
         let work = levels
             .iter()
-            .map(|l| Ok(Work { b: bk.zeros::<T>(l.n)?, x: bk.zeros::<T>(l.n)?, r: bk.zeros::<T>(l.n)?, z: bk.zeros::<T>(l.n)? }))
+            .map(|l| {
+                let d = if matches!(opts.smoother, Smoother::Chebyshev(_)) { l.n } else { 0 };
+                Ok(Work { b: bk.zeros::<T>(l.n)?, x: bk.zeros::<T>(l.n)?, r: bk.zeros::<T>(l.n)?, z: bk.zeros::<T>(l.n)?, d: bk.zeros::<T>(d)? })
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self { levels, opts, work: Mutex::new(work), coarse_pattern: Csr { val: Vec::new(), ..h.a[0].clone() }, coarse_inverse: None, coarse_inversions: 0 })
     }
@@ -203,6 +232,12 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     /// coarse correction).
     fn smooth(&self, bk: &B, l: usize, w: &mut Work<B::Vector<T>>, steps: usize, post: bool) -> Result<()> {
         let lv = &self.levels[l];
+        if let Smoother::Chebyshev(degree) = self.opts.smoother {
+            for _ in 0..steps {
+                self.chebyshev(bk, l, w, degree)?;
+            }
+            return Ok(());
+        }
         let omega = T::from_f64(self.opts.omega);
         for _ in 0..steps {
             self.residual(bk, l, w)?;
@@ -211,6 +246,35 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
                 None => bk.mul(&lv.jacobi.inv_diag, &w.r, &mut w.z)?,
             }
             bk.axpy(omega, &w.z, &mut w.x)?;
+        }
+        Ok(())
+    }
+
+    /// The Chebyshev polynomial of degree `degree` in `D⁻¹A` on
+    /// `[0.1 λ, 1.1 λ]` applied to the error of `x` (Saad, Iterative
+    /// Methods, Alg. 12.1 preconditioned by `D⁻¹`): `degree` products.
+    fn chebyshev(&self, bk: &B, l: usize, w: &mut Work<B::Vector<T>>, degree: usize) -> Result<()> {
+        let lv = &self.levels[l];
+        if !(lv.lambda > 0.0) {
+            return Err(Error::InvalidArgument("Chebyshev smoothing needs ρ(D⁻¹A) of every level: build the multigrid from the operators' values".into()));
+        }
+        let (hi, lo) = (1.1 * lv.lambda, 0.1 * lv.lambda);
+        let (theta, delta) = ((hi + lo) / 2.0, (hi - lo) / 2.0);
+        let sigma = theta / delta;
+        let mut rho = 1.0 / sigma;
+        self.residual(bk, l, w)?;
+        bk.mul(&lv.jacobi.inv_diag, &w.r, &mut w.z)?;
+        bk.axpby(T::from_f64(1.0 / theta), &w.z, T::ZERO, &mut w.d)?;
+        for k in 1..=degree.max(1) {
+            bk.axpy(T::ONE, &w.d, &mut w.x)?;
+            if k == degree.max(1) {
+                break;
+            }
+            self.residual(bk, l, w)?;
+            bk.mul(&lv.jacobi.inv_diag, &w.r, &mut w.z)?;
+            let next = 1.0 / (2.0 * sigma - rho);
+            bk.axpby(T::from_f64(2.0 * next / delta), &w.z, T::from_f64(next * rho), &mut w.d)?;
+            rho = next;
         }
         Ok(())
     }
@@ -306,6 +370,20 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for Multigrid<B, T> {
 }
 
 impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
+    /// The coarsest level solved exactly from now on, by the dense inverse
+    /// of `a0` (its operator) applied as one product, where it has at most
+    /// [`MgOptions::dense_coarse`] rows; otherwise nothing changes.
+    pub fn invert_coarsest(&mut self, bk: &B, a0: &Csr<T>) -> Result<()> {
+        if a0.n_rows != self.levels[0].n || a0.n_rows > self.opts.dense_coarse {
+            return Ok(());
+        }
+        let inverse = super::dense::inverse(a0)?;
+        self.coarse_inverse = Some(bk.store_matrix(&inverse, a0.n_rows)?);
+        self.coarse_pattern = a0.clone();
+        self.coarse_inversions += 1;
+        Ok(())
+    }
+
     /// Level `l`'s operator refilled from values `csr_val` of the pattern
     /// it was built with, already on the backend, and its inverse diagonal
     /// `inv_diag`: for operators that change between solves, such as
@@ -342,7 +420,7 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
     where
         B: 'static,
     {
-        if self.opts.smoother == Smoother::Jacobi || l == 0 {
+        if !self.opts.smoother.is_matrix() || l == 0 {
             return Ok(());
         }
         let kind = self.opts.smoother;

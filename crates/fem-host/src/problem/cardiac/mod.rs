@@ -112,11 +112,14 @@ pub struct Config {
     /// Cap on CG iterations per Newton update; a capped solve is used as it
     /// stands and Newton iterates on.
     pub max_cg: usize,
+    /// CG's preconditioner: Jacobi, or AMG (built from the first step's
+    /// tangent and kept: M/Δt dominates every later one).
+    pub precond: Precond,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { scatter: Scatter::Spmv, kernel: Kernel::Warp, newton_rtol: 1e-8, newton_atol: 1e-13, max_newton: 25, cg_rtol: 1e-9, max_cg: 20_000 }
+        Self { scatter: Scatter::Spmv, kernel: Kernel::Warp, newton_rtol: 1e-8, newton_atol: 1e-13, max_newton: 25, cg_rtol: 1e-9, max_cg: 20_000, precond: Precond::Jacobi }
     }
 }
 
@@ -141,7 +144,10 @@ impl Config {
             max_krylov: self.max_cg,
             line_search: LineSearch::Full,
             krylov: Krylov::Cg,
-            precond: Precond::Jacobi,
+            precond: match self.precond {
+                Precond::Amg(o) => Precond::Amg(crate::solver::amg::AmgOptions { keep: true, ..o }),
+                p => p,
+            },
             assembly: Assembly::Sparse(format),
             scatter: self.scatter,
             ..NewtonOptions::default()
@@ -275,6 +281,9 @@ pub struct StepReport {
     pub residuals: Vec<f64>,
     /// Seconds of the step per phase.
     pub split: Split,
+    /// AMG's hierarchy and set-up so far, where it preconditions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amg: Option<nonlinear::AmgReport>,
 }
 
 /// The monodomain solver on backend `B`.
@@ -363,7 +372,7 @@ impl<'b, B: Ops> Monodomain<'b, B> {
             b.advance(aux, ue, amp, nl, on)?;
             b.activation(&self.prev, &self.phi, self.time, self.dt, &mut self.act)
         })?;
-        Ok(StepReport { step, time: self.time, newton_iterations: r.steps.len(), cg_iterations: r.krylov_iterations, residuals: r.residuals, split })
+        Ok(StepReport { step, time: self.time, newton_iterations: r.steps.len(), cg_iterations: r.krylov_iterations, residuals: r.residuals, split, amg: r.amg })
     }
 
     /// φ on the host.
@@ -396,6 +405,9 @@ pub struct RunSummary {
     /// Mean wall time of one step, in seconds (the split's total over the
     /// steps).
     pub seconds_per_step: f64,
+    /// AMG's hierarchy and set-up, where it preconditions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amg: Option<nonlinear::AmgReport>,
 }
 
 impl RunSummary {
@@ -406,6 +418,9 @@ impl RunSummary {
         self.cg_iterations += s.cg_iterations;
         self.split.add(&s.split);
         self.seconds_per_step = self.split.total() / self.steps as f64;
+        if s.amg.is_some() {
+            self.amg = s.amg.clone();
+        }
     }
 }
 

@@ -28,7 +28,7 @@ pub mod time;
 pub use assembly::{Assembly, Scatter};
 use linear::Linear;
 pub use linear::Precision;
-pub use precond::{Levels, Precond};
+pub use precond::{AmgReport, Levels, Precond};
 /// The Krylov method that solves Newton's linear systems.
 pub use crate::solver::Krylov;
 
@@ -76,6 +76,9 @@ pub struct Setup<K> {
     pub residual_base: Vec<f64>,
     /// The coarser levels of [`Setup::with_multigrid`], if built.
     pub levels: Option<Box<Levels<K>>>,
+    /// Every node's position where the field has as many components as
+    /// the space has dimensions (empty otherwise): AMG's rigid-body modes.
+    pub node_coords: Vec<[f64; 3]>,
 }
 
 impl<K: Kernels<f64>> Setup<K> {
@@ -145,7 +148,8 @@ impl<K: Kernels<f64>> Setup<K> {
             }
             None => vec![0.0; fixed.len()],
         };
-        Ok(Self { physics, gather, residual_pos, entry_pos, facets: None, csr, diag_pos, fixed, residual_base, levels: None })
+        let node_coords = if nc > 1 && nc == space.dim() { space.dof_coords.clone() } else { Vec::new() };
+        Ok(Self { physics, gather, residual_pos, entry_pos, facets: None, csr, diag_pos, fixed, residual_base, levels: None, node_coords })
     }
 
     /// Adds the physics' boundary term (`bf0`, linearised by `bg0`,
@@ -190,7 +194,7 @@ impl<K: Kernels<f64>> Setup<K> {
         if physics.variant.nc != self.physics.variant.nc || physics.variant.n_local() != self.physics.variant.n_local() || physics.n_cells != self.physics.n_cells {
             return Err(Error::InvalidArgument("the other physics has other components or cells than this set-up".into()));
         }
-        let mut other = Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None };
+        let mut other = Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None, node_coords: self.node_coords.clone() };
         other.cells_only();
         Ok(other)
     }
@@ -370,6 +374,10 @@ pub struct NewtonReport {
     /// Seconds per phase of the iterations (element evaluation, assembly,
     /// CG and the line search's vector updates under `solve`).
     pub split: Split,
+    /// AMG's hierarchy and set-up time, where it preconditions (its
+    /// set-up also counts under `split.assembly`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amg: Option<precond::AmgReport>,
 }
 
 /// Solves R(u) = 0 from `initial` (whose fixed rows hold the Dirichlet
@@ -383,6 +391,20 @@ pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, i
     let mut u = b.upload(initial)?;
     let report = NewtonReport { setup_seconds: w.setup_seconds, ..w.newton(b, &mut u, o, None, progress)? };
     Ok((b.download(&u)?, report))
+}
+
+/// The tangent `∂R/∂u` at `u` (fixed rows and columns as the solve holds
+/// them: a unit diagonal), assembled on backend `b` and returned on the
+/// host: for a look at the operator, or to hand it to another solver.
+pub fn tangent_at<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, u: &[f64]) -> Result<Csr<f64>> {
+    crate::error::same_len("state", u.len(), setup.n_rows())?;
+    let state = b.prepare(setup, Some(b.default_format()), Scatter::Atomic)?;
+    let (u, mut ue) = (b.upload(u)?, b.zeros(setup.gather.len())?);
+    let (mut kelem, mut kflat) = (b.zeros(setup.entry_pos.len())?, b.zeros(setup.csr.nnz())?);
+    b.gather(&state, &u, &mut ue)?;
+    b.elements(&state, true, &ue, &mut kelem)?;
+    b.assemble(&state, true, &kelem, &mut kflat)?;
+    Ok(Csr { val: b.download(&kflat)?, ..setup.csr.clone() })
 }
 
 /// Linear terms a time step adds to the residual: the residual becomes
@@ -654,7 +676,10 @@ impl<B: NewtonOps> Workspace<B> {
             steps.push(s);
         }
         let converged = *residuals.last().expect("one residual") <= tol;
-        Ok(NewtonReport { kernels: self.describe(b), krylov: o.krylov, precond: o.precond, precision: o.precision, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds: 0.0, split })
+        Ok(NewtonReport { kernels: self.describe(b), krylov: o.krylov, precond: o.precond, precision: o.precision, rows: n, krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(), residuals, steps, converged, setup_seconds: 0.0, split, amg: match &self.linear {
+            Solve::F64(l) => l.precond.amg(),
+            Solve::F32(l) => l.precond.amg(),
+        } })
     }
 }
 

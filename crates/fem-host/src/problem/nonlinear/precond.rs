@@ -23,6 +23,7 @@ use crate::operator::pointwise::{Aux, Pointwise};
 use crate::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use crate::solver::ssor::RowColouring;
 use super::linear::LinearScalar;
+use crate::solver::amg::{self, AmgOptions, AmgStats, Nullspace};
 use crate::solver::{Identity, MatrixInverse};
 use crate::space::nested::{field_prolongation, injection};
 use crate::space::{BoundaryPart, NestedSpaces, Space};
@@ -52,6 +53,11 @@ pub enum Precond {
     Sainv,
     /// One multigrid cycle on the levels of [`Setup::with_multigrid`].
     Multigrid(MgOptions),
+    /// One cycle of smoothed-aggregation AMG built from the tangent's
+    /// values ([`crate::solver::amg`]), rebuilt whenever they change; the
+    /// near-nullspace is the constants of a scalar field, the rigid-body
+    /// modes of a field with as many components as dimensions.
+    Amg(AmgOptions),
 }
 
 impl Precond {
@@ -72,6 +78,7 @@ impl std::fmt::Display for Precond {
             Precond::Spai => write!(f, "SPAI(1)"),
             Precond::Sainv => write!(f, "SAINV"),
             Precond::Multigrid(o) => write!(f, "multigrid {:?}({}, {}) smoothed by {:?}", o.cycle, o.pre, o.post, o.smoother),
+            Precond::Amg(o) => write!(f, "AMG {:?}({}, {}) smoothed by {:?}, θ = {}", o.cycle.cycle, o.cycle.pre, o.cycle.post, o.cycle.smoother, o.strength),
         }
     }
 }
@@ -200,6 +207,68 @@ pub(super) enum Prepared<B: NewtonOps, T: LinearScalar> {
     /// SPAI(1) or SAINV, with the tangent's pattern it is rebuilt on.
     Inverse(Box<MatrixInverse<B, T>>, Box<MatrixSmoothers<T>>),
     Multigrid(Box<Multigrid<B, T>>, Vec<Level<B, T>>, Option<Box<MatrixSmoothers<T>>>),
+    Amg(Box<AmgPrepared<B, T>>),
+}
+
+/// AMG in a workspace: the hierarchy of the last tangent and what
+/// rebuilds it from the next.
+pub(super) struct AmgPrepared<B: NewtonOps, T: LinearScalar> {
+    mg: Option<Multigrid<B, T>>,
+    /// The tangent's pattern (no values).
+    pattern: Csr<f64>,
+    /// Unknowns per node, and the near-nullspace.
+    block: usize,
+    nullspace: Nullspace,
+    opts: AmgOptions,
+    /// Hash of the values the hierarchy was built from.
+    hash: Option<u64>,
+    report: AmgReport,
+    cpu: CpuBackend,
+}
+
+/// What AMG did over a solve, for the reports.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AmgReport {
+    /// Hierarchies built (one per distinct tangent).
+    pub builds: usize,
+    /// Host seconds of all builds, values' download and uploads included.
+    pub setup_seconds: f64,
+    /// The last hierarchy.
+    pub last: AmgStats,
+}
+
+impl<B: NewtonOps, T: LinearScalar> AmgPrepared<B, T> {
+    fn new<K: Kernels<f64>>(setup: &Setup<K>, opts: AmgOptions) -> Result<Self> {
+        let (nc, rows) = (setup.physics.variant.nc, setup.n_rows());
+        let nullspace = match setup.node_coords.len() {
+            0 => Nullspace::constants(rows, nc),
+            _ => Nullspace::rigid_body_modes(&setup.node_coords, nc)?,
+        };
+        let pattern = Csr { val: Vec::new(), ..setup.csr.clone() };
+        Ok(Self { mg: None, pattern, block: nc, nullspace, opts, hash: None, report: AmgReport::default(), cpu: CpuBackend::new(None)? })
+    }
+
+    /// The hierarchy rebuilt from the tangent's values `kflat`, unless they
+    /// are the last ones.
+    fn update(&mut self, b: &B, kflat: &B::Vector<T>) -> Result<()> {
+        if self.opts.keep && self.mg.is_some() {
+            return Ok(());
+        }
+        let t = std::time::Instant::now();
+        let val = b.download(kflat)?;
+        let hash = crate::solver::approximate::values_hash(&val);
+        if self.hash == Some(hash) {
+            return Ok(());
+        }
+        let a = Csr { val: val.iter().map(|v| v.to_f64()).collect(), ..self.pattern.clone() };
+        let (mg, stats) = amg::build::<B, T>(b, &self.cpu, &a, self.block, &self.nullspace, &self.opts)?;
+        self.mg = Some(mg);
+        self.hash = Some(hash);
+        self.report.builds += 1;
+        self.report.last = stats;
+        self.report.setup_seconds += t.elapsed().as_secs_f64();
+        Ok(())
+    }
 }
 
 /// Level `l` of `mg` refreshed from its tangent's CSR values `kflat` and
@@ -280,6 +349,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                 mg.apply(b, &x, &mut y)?;
                 Ok(Self::Multigrid(Box::new(mg), coarse, smoothers))
             }
+            Precond::Amg(o) => Ok(Self::Amg(Box::new(AmgPrepared::new(setup, o)?))),
         }
     }
 
@@ -290,6 +360,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
             Self::Identity(_) | Self::Jacobi => Ok(()),
             Self::Ssor(s) => b.ssor_values(s, kflat),
             Self::Inverse(m, s) => m.refresh(b, &s.cpu, &s.patterns[0], kflat),
+            Self::Amg(a) => a.update(b, kflat),
             Self::Multigrid(mg, levels, smoothers) => {
                 let top = levels.len();
                 refresh(b, mg, smoothers.as_deref(), top, kflat, inv)?;
@@ -329,6 +400,15 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
             Self::Ssor(s) => Some(s),
             Self::Inverse(m, _) => Some(&**m),
             Self::Multigrid(mg, _, _) => Some(&**mg),
+            Self::Amg(a) => a.mg.as_ref().map(|m| m as &dyn LinearOperator<B, T>),
+        }
+    }
+
+    /// AMG's report, where it is the preconditioner.
+    pub(super) fn amg(&self) -> Option<AmgReport> {
+        match self {
+            Self::Amg(a) => Some(a.report.clone()),
+            _ => None,
         }
     }
 }

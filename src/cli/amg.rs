@@ -1,0 +1,64 @@
+//! `--precond amg`'s options, shared by `fem solve` and `fem cardiac`.
+
+use crate::{given, CycleArg};
+use clap::{Args, ValueEnum};
+use fem::host::solver::amg::AmgOptions;
+use fem::host::solver::multigrid::Smoother;
+
+/// How AMG is built and cycled.
+#[derive(Args, Clone)]
+pub(crate) struct AmgArgs {
+    /// AMG: strength threshold θ in [0, 1): nodes couple strongly where
+    /// |a_ij| ≥ θ √(a_ii a_jj) (default 0: every coupling).
+    #[arg(long)]
+    pub(crate) amg_strength: Option<f64>,
+    /// AMG: the smoother (default chebyshev, of degree 2 on D⁻¹A; jacobi
+    /// is damped by 2/3).
+    #[arg(long, value_enum)]
+    pub(crate) amg_smoother: Option<AmgSmootherArg>,
+    /// AMG: the cycle (default w).
+    #[arg(long, value_enum)]
+    pub(crate) amg_cycle: Option<CycleArg>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum AmgSmootherArg {
+    Chebyshev,
+    Jacobi,
+}
+
+/// The option ids of [`AmgArgs`].
+pub(crate) const AMG: &[&str] = &["amg_strength", "amg_smoother", "amg_cycle"];
+
+impl AmgArgs {
+    /// The options given over AMG's defaults; an error for a θ outside
+    /// [0, 1).
+    pub(crate) fn options(&self) -> Result<AmgOptions, String> {
+        let mut o = AmgOptions::default();
+        if let Some(t) = self.amg_strength {
+            if !(0.0..1.0).contains(&t) {
+                return Err(format!("--amg-strength must lie in [0, 1), not {t}"));
+            }
+            o.strength = t;
+        }
+        match self.amg_smoother {
+            Some(AmgSmootherArg::Jacobi) => {
+                o.cycle.smoother = Smoother::Jacobi;
+                o.cycle.omega = 2.0 / 3.0;
+            }
+            Some(AmgSmootherArg::Chebyshev) | None => {}
+        }
+        if let Some(c) = self.amg_cycle {
+            o.cycle.cycle = c.into();
+        }
+        Ok(o)
+    }
+
+    /// An error where an AMG option was given without `--precond amg`.
+    pub(crate) fn refuse_unless(amg: bool) -> Result<(), String> {
+        match AMG.iter().find(|id| given(id)) {
+            Some(id) if !amg => Err(format!("--{} configures --precond amg", id.replace('_', "-"))),
+            _ => Ok(()),
+        }
+    }
+}
