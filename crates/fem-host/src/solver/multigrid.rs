@@ -115,11 +115,6 @@ impl MgOptions {
     }
 }
 
-/// The matrices of a hierarchy, coarsest first.
-struct Levels<'a, T> {
-    a: &'a [Csr<T>],
-    p: &'a [Csr<T>],
-}
 
 /// A matrix of the backend.
 pub type Matrix<B, T> = Box<dyn Spmv<B, T>>;
@@ -168,34 +163,51 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     /// `p` (`p[l]` from level `l` to `l + 1`) of any hierarchy;
     /// `upload(matrix, columns)` stores one matrix in the backend's SpMV
     /// format.
-    pub fn from_matrices(bk: &B, cpu: &CpuBackend, a: &[Csr<T>], p: &[Csr<T>], opts: MgOptions, upload: impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Self>
+    pub fn from_matrices<M: std::borrow::Borrow<Csr<T>>>(bk: &B, cpu: &CpuBackend, a: &[M], p: &[Csr<T>], opts: MgOptions, upload: impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Self>
     where
         B: 'static,
     {
+        let rho = match opts.smoother {
+            // the coarsest level is not smoothed
+            Smoother::Chebyshev(_) => a.iter().skip(1).map(|m| super::amg::spectral_radius(cpu, &m.borrow().in_precision::<f64>())).collect(),
+            _ => Vec::new(),
+        };
+        Self::from_hierarchy(bk, cpu, a, p, &rho, opts, upload)
+    }
+
+    /// [`Multigrid::from_matrices`] with ρ(D⁻¹A) of every level above the
+    /// coarsest known (`rho`, coarsest first; Chebyshev smoothing reads
+    /// it, the others need none).
+    pub fn from_hierarchy<M: std::borrow::Borrow<Csr<T>>>(bk: &B, cpu: &CpuBackend, a: &[M], p: &[Csr<T>], rho: &[f64], opts: MgOptions, upload: impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Self>
+    where
+        B: 'static,
+    {
+        let a: Vec<&Csr<T>> = a.iter().map(|m| m.borrow()).collect();
+        if matches!(opts.smoother, Smoother::Chebyshev(_)) && !a.is_empty() && rho.len() + 1 != a.len() {
+            return Err(Error::InvalidArgument(format!("Chebyshev smoothing needs ρ(D⁻¹A) of {} levels, not {}", a.len() - 1, rho.len())));
+        }
         if a.is_empty() || p.len() + 1 != a.len() || p.iter().enumerate().any(|(l, m)| m.n_rows != a[l + 1].n_rows || m.col.iter().any(|&c| c as usize >= a[l].n_rows)) {
             return Err(Error::InvalidArgument(format!("multigrid: {} operators and {} prolongations of other sizes do not make a hierarchy", a.len(), p.len())));
         }
-        let h = Levels { a, p };
-        let mut levels = Vec::with_capacity(h.a.len());
-        for (l, a) in h.a.iter().enumerate() {
-            let n = a.n_rows;
-            let m = match opts.smoother {
+        let mut levels = Vec::with_capacity(a.len());
+        for (l, &m) in a.iter().enumerate() {
+            let n = m.n_rows;
+            let inverse = match opts.smoother {
                 kind if !kind.is_matrix() => None,
                 _ if l == 0 => None,
-                kind => Some(MatrixInverse::new(bk, cpu, a, kind, &upload)?),
+                kind => Some(MatrixInverse::new(bk, cpu, m, kind, &upload)?),
             };
-            let p = if l > 0 {
-                let p = &h.p[l - 1];
-                let nc = h.a[l - 1].n_rows;
+            let transfers = if l > 0 {
+                let (p, nc) = (&p[l - 1], a[l - 1].n_rows);
                 Some((upload(p, nc)?, upload(&transpose(p, nc), n)?))
             } else {
                 None
             };
             let lambda = match opts.smoother {
-                Smoother::Chebyshev(_) if l > 0 => super::amg::spectral_radius(cpu, &a.converted::<f64>()),
+                Smoother::Chebyshev(_) if l > 0 => rho[l - 1],
                 _ => 0.0,
             };
-            levels.push(Level { n, a: upload(a, n)?, jacobi: Jacobi::from_diagonal(bk, &a.diag())?, lambda, m, p });
+            levels.push(Level { n, a: upload(m, n)?, jacobi: Jacobi::from_diagonal(bk, &m.diag())?, lambda, m: inverse, p: transfers });
         }
         let work = levels
             .iter()
@@ -204,7 +216,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
                 Ok(Work { b: bk.zeros::<T>(l.n)?, x: bk.zeros::<T>(l.n)?, r: bk.zeros::<T>(l.n)?, z: bk.zeros::<T>(l.n)?, d: bk.zeros::<T>(d)? })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { levels, opts, work: Mutex::new(work), coarse_pattern: Csr { val: Vec::new(), ..h.a[0].clone() }, coarse_inverse: None, coarse_inversions: 0 })
+        Ok(Self { levels, opts, work: Mutex::new(work), coarse_pattern: Csr { val: Vec::new(), ..a[0].clone() }, coarse_inverse: None, coarse_inversions: 0 })
     }
 
     /// Host seconds spent building SPAI(1) or SAINV smoothers.

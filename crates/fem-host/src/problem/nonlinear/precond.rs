@@ -260,8 +260,15 @@ impl<B: NewtonOps, T: LinearScalar> AmgPrepared<B, T> {
         if self.hash == Some(hash) {
             return Ok(());
         }
-        let a = Csr { val: val.iter().map(|v| v.to_f64()).collect(), ..self.pattern.clone() };
-        let (mg, stats) = amg::build::<B, T>(b, &self.cpu, &a, self.block, &self.nullspace, &self.opts)?;
+        self.mg = None; // its memory before the next one's
+        // the pattern lends its indices to the operator for the build
+        let mut a = std::mem::replace(&mut self.pattern, Csr { n_rows: 0, row_ptr: Vec::new(), col: Vec::new(), val: Vec::new() });
+        a.val = val.iter().map(|v| v.to_f64()).collect();
+        drop(val);
+        let built = amg::build::<B, T>(b, &self.cpu, &a, self.block, &self.nullspace, &self.opts);
+        a.val = Vec::new();
+        self.pattern = a;
+        let (mg, stats) = built?;
         self.mg = Some(mg);
         self.hash = Some(hash);
         self.report.builds += 1;

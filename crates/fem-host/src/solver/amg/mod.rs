@@ -111,13 +111,16 @@ pub struct AmgStats {
     pub seconds: SetupSeconds,
 }
 
-/// The matrices of a hierarchy, coarsest first, as
-/// [`Multigrid::from_matrices`] takes them.
+/// The matrices of a hierarchy below the operator it was built from,
+/// coarsest first, as [`Multigrid::from_hierarchy`] takes them with that
+/// operator after them.
 pub struct Hierarchy {
-    /// The operators.
+    /// The coarser operators.
     pub a: Vec<Csr<f64>>,
-    /// `p[l]` prolongs level `l` to `l + 1`.
+    /// `p[l]` prolongs level `l` to `l + 1` (the last to the operator's).
     pub p: Vec<Csr<f64>>,
+    /// ρ(D⁻¹A) of every level above the coarsest, the operator's last.
+    pub rho: Vec<f64>,
     /// Sizes, complexities and set-up times.
     pub stats: AmgStats,
 }
@@ -132,10 +135,10 @@ pub fn hierarchy(cpu: &CpuBackend, a: &Csr<f64>, block: usize, b: &Nullspace, o:
         return Err(Error::InvalidArgument(format!("AMG: near-nullspace of {} rows and {} vectors for an operator of {} rows", b.rows(), b.k, a.n_rows)));
     }
     let mut stats = AmgStats::default();
-    let (mut levels, mut prolongations) = (vec![a.clone()], Vec::new());
+    let (mut levels, mut prolongations, mut rho): (Vec<Csr<f64>>, Vec<Csr<f64>>, Vec<f64>) = (Vec::new(), Vec::new(), Vec::new());
     let (mut b, mut block) = (b.clone(), block);
-    while levels.len() < o.max_levels.max(1) {
-        let fine = levels.last().expect("the finest level");
+    while levels.len() + 1 < o.max_levels.max(1) {
+        let fine = levels.last().unwrap_or(a);
         if fine.n_rows / block <= o.max_coarse {
             break;
         }
@@ -153,25 +156,30 @@ pub fn hierarchy(cpu: &CpuBackend, a: &Csr<f64>, block: usize, b: &Nullspace, o:
         let (tp, coarse_b) = tentative::tentative(cpu, &agg, n_agg, block, &b)?;
         s.tentative += lap(t);
         let t = Instant::now();
-        let p = smooth_prolongator(cpu, fine, &tp, o.prolongation_omega)?;
+        let r = spectral_radius(cpu, fine);
+        let p = smooth_prolongator(cpu, fine, &tp, o.prolongation_omega, r)?;
         s.smoothing += lap(t);
         let t = Instant::now();
         let coarse = galerkin(cpu, fine, &p, n_agg * b.k)?;
         s.galerkin += lap(t);
         levels.push(coarse);
         prolongations.push(p);
+        rho.push(r);
         (b, block) = (coarse_b, b.k);
     }
-    if levels.len() == 1 && a.n_rows > o.cycle.dense_coarse {
+    if levels.is_empty() && a.n_rows > o.cycle.dense_coarse {
         return Err(Error::InvalidArgument(format!("AMG found no coarser level for {} rows at strength threshold {} (lower it)", a.n_rows, o.strength)));
     }
-    let (n0, z0) = (levels[0].n_rows.max(1) as f64, levels[0].nnz().max(1) as f64);
-    stats.levels = levels.iter().map(|m| LevelStats { rows: m.n_rows, nonzeros: m.nnz() }).collect();
-    stats.grid_complexity = levels.iter().map(|m| m.n_rows as f64).sum::<f64>() / n0;
-    stats.operator_complexity = levels.iter().map(|m| m.nnz() as f64).sum::<f64>() / z0;
-    levels.reverse();
-    prolongations.reverse();
-    Ok(Hierarchy { a: levels, p: prolongations, stats })
+    let all = || std::iter::once(a).chain(&levels);
+    let (n0, z0) = (a.n_rows.max(1) as f64, a.nnz().max(1) as f64);
+    stats.levels = all().map(|m| LevelStats { rows: m.n_rows, nonzeros: m.nnz() }).collect();
+    stats.grid_complexity = all().map(|m| m.n_rows as f64).sum::<f64>() / n0;
+    stats.operator_complexity = all().map(|m| m.nnz() as f64).sum::<f64>() / z0;
+    for list in [&mut levels, &mut prolongations] {
+        list.reverse();
+    }
+    rho.reverse();
+    Ok(Hierarchy { a: levels, p: prolongations, rho, stats })
 }
 
 fn lap(t: Instant) -> f64 {
@@ -193,27 +201,13 @@ fn check(cpu: &CpuBackend, a: &Csr<f64>, block: usize) -> Result<()> {
     if let Some(r) = d.iter().position(|&v| v <= 0.0) {
         return Err(Error::InvalidArgument(format!("AMG needs a symmetric positive definite operator; row {r} has the diagonal {}", d[r])));
     }
-    let at = transpose(a, a.n_rows);
     let scale = a.val.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    // every entry against its mirror, found by a search in its column's
+    // row (no transpose: that would be a second copy of the operator)
+    let mirror = |r: usize, k: usize| a.position(a.col[k] as usize, r as u32).map_or(0.0, |q| a.val[q]);
     let asymmetric = cpu.install(|| {
         use rayon::prelude::*;
-        (0..a.n_rows).into_par_iter().find_any(|&r| {
-            let (x, y) = (a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize, at.row_ptr[r] as usize..at.row_ptr[r + 1] as usize);
-            let (cx, vx, cy, vy) = (&a.col[x.clone()], &a.val[x], &at.col[y.clone()], &at.val[y]);
-            // entries stored on one side only must be zero
-            let mut i = 0;
-            let mut j = 0;
-            while i < cx.len() || j < cy.len() {
-                let (c1, c2) = (cx.get(i).copied().unwrap_or(u32::MAX), cy.get(j).copied().unwrap_or(u32::MAX));
-                let (v1, v2) = (if c1 <= c2 { vx[i] } else { 0.0 }, if c2 <= c1 { vy[j] } else { 0.0 });
-                if (v1 - v2).abs() > 1e-10 * scale {
-                    return true;
-                }
-                i += (c1 <= c2) as usize;
-                j += (c2 <= c1) as usize;
-            }
-            false
-        })
+        (0..a.n_rows).into_par_iter().find_any(|&r| (a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize).any(|k| (a.val[k] - mirror(r, k)).abs() > 1e-10 * scale))
     });
     if let Some(r) = asymmetric {
         return Err(Error::InvalidArgument(format!("AMG needs a symmetric operator; row {r} differs from its column (precondition a non-symmetric one by Jacobi, SPAI(1) or multigrid with GMRES or BiCGStab)")));
@@ -237,8 +231,10 @@ pub fn spectral_radius(cpu: &CpuBackend, a: &Csr<f64>) -> f64 {
         if norm == 0.0 {
             break;
         }
-        let sx: Vec<f64> = x.iter().zip(&s).map(|(v, s)| v * s / norm).collect();
-        a.spmv(cpu, &sx, &mut y);
+        for (v, s) in x.iter_mut().zip(&s) {
+            *v *= s / norm;
+        }
+        a.spmv(cpu, &x, &mut y);
         for (yi, si) in y.iter_mut().zip(&s) {
             *yi *= si;
         }
@@ -248,9 +244,8 @@ pub fn spectral_radius(cpu: &CpuBackend, a: &Csr<f64>) -> f64 {
     1.05 * lambda
 }
 
-/// `P = T − (ω/ρ) D⁻¹ A T`.
-fn smooth_prolongator(cpu: &CpuBackend, a: &Csr<f64>, t: &Csr<f64>, omega: f64) -> Result<Csr<f64>> {
-    let rho = spectral_radius(cpu, a);
+/// `P = T − (ω/ρ) D⁻¹ A T`, `rho` = ρ(D⁻¹A).
+fn smooth_prolongator(cpu: &CpuBackend, a: &Csr<f64>, t: &Csr<f64>, omega: f64, rho: f64) -> Result<Csr<f64>> {
     let at = product::multiply(cpu, a, t)?;
     let d = a.diag();
     let rows = (0..a.n_rows)
@@ -292,8 +287,10 @@ fn galerkin(cpu: &CpuBackend, a: &Csr<f64>, p: &Csr<f64>, n_coarse: usize) -> Re
 pub fn build<B: PrecondOps + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, a: &Csr<f64>, block: usize, b: &Nullspace, o: &AmgOptions) -> Result<(Multigrid<B, T>, AmgStats)> {
     let h = hierarchy(cpu, a, block, b, o)?;
     let t = Instant::now();
-    let (at, pt): (Vec<Csr<T>>, Vec<Csr<T>>) = (h.a.iter().map(Csr::converted).collect(), h.p.iter().map(Csr::converted).collect());
-    let mut mg = Multigrid::from_matrices(bk, cpu, &at, &pt, o.cycle, |m, n| bk.store_matrix(m, n))?;
+    // the operator itself goes up as it is where T is f64
+    let at: Vec<std::borrow::Cow<Csr<T>>> = h.a.iter().chain(std::iter::once(a)).map(|m| m.in_precision::<T>()).collect();
+    let pt: Vec<Csr<T>> = h.p.iter().map(Csr::converted).collect();
+    let mut mg = Multigrid::from_hierarchy(bk, cpu, &at, &pt, &h.rho, o.cycle, |m, n| bk.store_matrix(m, n))?;
     mg.invert_coarsest(bk, &at[0])?;
     let mut stats = h.stats;
     stats.seconds.upload = lap(t);
