@@ -144,7 +144,7 @@ pub fn hierarchy(cpu: &CpuBackend, a: &Csr<f64>, block: usize, b: &Nullspace, o:
         }
         let s = &mut stats.seconds;
         let t = Instant::now();
-        let g = strength::strength(cpu, fine, block, o.strength);
+        let g = strength::strength(cpu, fine, block, o.strength)?;
         s.strength += lap(t);
         let t = Instant::now();
         let (agg, n_agg) = aggregate::aggregate(&g);
@@ -244,19 +244,17 @@ pub fn spectral_radius(cpu: &CpuBackend, a: &Csr<f64>) -> f64 {
     1.05 * lambda
 }
 
-/// `P = T − (ω/ρ) D⁻¹ A T`, `rho` = ρ(D⁻¹A).
+/// `P = T − (ω/ρ) D⁻¹ A T`, `rho` = ρ(D⁻¹A), each row at once from the
+/// rows of `T` that `A`'s row couples (no `A T` kept).
 fn smooth_prolongator(cpu: &CpuBackend, a: &Csr<f64>, t: &Csr<f64>, omega: f64, rho: f64) -> Result<Csr<f64>> {
-    let at = product::multiply(cpu, a, t)?;
     let d = a.diag();
-    let rows = (0..a.n_rows)
-        .map(|r| {
-            let scale = omega / rho / d[r];
-            let (x, y) = (t.row_ptr[r] as usize..t.row_ptr[r + 1] as usize, at.row_ptr[r] as usize..at.row_ptr[r + 1] as usize);
-            let terms = t.col[x.clone()].iter().zip(&t.val[x]).map(|(&c, &v)| (c, v)).chain(at.col[y.clone()].iter().zip(&at.val[y]).map(|(&c, &v)| (c, -scale * v))).collect();
-            product::merge(terms)
-        })
-        .collect();
-    product::from_rows(rows)
+    product::build(cpu, a.n_rows, |r, terms| {
+        let scale = omega / rho / d[r];
+        product::push_row(t, r, 1.0, terms);
+        for k in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
+            product::push_row(t, a.col[k] as usize, -scale * a.val[k], terms);
+        }
+    })
 }
 
 /// `Pᵀ A P` with `n_coarse` rows; a row left empty (a prolongator column
@@ -265,21 +263,14 @@ fn smooth_prolongator(cpu: &CpuBackend, a: &Csr<f64>, t: &Csr<f64>, omega: f64, 
 fn galerkin(cpu: &CpuBackend, a: &Csr<f64>, p: &Csr<f64>, n_coarse: usize) -> Result<Csr<f64>> {
     let ap = product::multiply(cpu, a, p)?;
     let pt = transpose(p, n_coarse);
-    let mut c = product::multiply(cpu, &pt, &ap)?;
-    if (0..c.n_rows).any(|r| c.row_len(r) == 0) {
-        let rows = (0..c.n_rows)
-            .map(|r| {
-                let span = c.row_ptr[r] as usize..c.row_ptr[r + 1] as usize;
-                if span.is_empty() {
-                    (vec![r as u32], vec![1.0])
-                } else {
-                    (c.col[span.clone()].to_vec(), c.val[span].to_vec())
-                }
-            })
-            .collect();
-        c = product::from_rows(rows)?;
-    }
-    Ok(c)
+    product::build(cpu, n_coarse, |c, terms| {
+        for k in pt.row_ptr[c] as usize..pt.row_ptr[c + 1] as usize {
+            product::push_row(&ap, pt.col[k] as usize, pt.val[k], terms);
+        }
+        if terms.is_empty() {
+            terms.push((c as u32, 1.0));
+        }
+    })
 }
 
 /// The hierarchy of `a` as a multigrid preconditioner on backend `bk` in

@@ -1,19 +1,80 @@
-//! Products of CSR matrices for the smoothed prolongators `A T` and the
-//! Galerkin operators `Pᵀ (A P)`: each row of a product is the sum of the
-//! second factor's rows weighted by the first's row, formed on its own
-//! (rows in parallel) by sorting the row's contributions and merging equal
-//! columns. A sort per row needs no accumulator the width of the matrix,
-//! which rayon would allocate per task; rows of these products hold a few
-//! hundred contributions at most. Written here rather than taken from
-//! `sprs`: its product is serial and its index type is not the `u32` CSR
-//! every backend reads.
+//! Products of CSR matrices for the smoothed prolongators and the
+//! Galerkin operators `Pᵀ (A P)`, and the matrices of the set-up built
+//! row by row: each row is the sum by column of the terms it is given,
+//! formed by sorting them and merging equal columns (no accumulator the
+//! width of the matrix), rows in parallel in blocks of [`BLOCK`] so that
+//! a matrix allocates per block, not per row (per-row vectors from many
+//! threads cost time and leave the allocator's arenas fragmented: several
+//! times the matrices' size in peak memory). Written here rather than
+//! taken from `sprs`: its product is serial and its index type is not the
+//! `u32` CSR every backend reads.
 
 use crate::operator::csr::Csr;
 use crate::{CpuBackend, Error, Result};
 use rayon::prelude::*;
 
-/// The entries of one row: columns ascending, each once.
-type Row = (Vec<u32>, Vec<f64>);
+/// Rows per task of [`build`].
+const BLOCK: usize = 2048;
+
+/// One block of rows: each row's length, then the columns and values.
+type Block = (Vec<u32>, Vec<u32>, Vec<f64>);
+
+/// The `n_rows`-row matrix whose row `r` is the sum by column of the
+/// terms `row(r, terms)` pushes (onto an empty vector).
+pub fn build(cpu: &CpuBackend, n_rows: usize, row: impl Fn(usize, &mut Vec<(u32, f64)>) + Sync) -> Result<Csr<f64>> {
+    let blocks: Vec<Block> = cpu.install(|| {
+        (0..n_rows.div_ceil(BLOCK))
+            .into_par_iter()
+            .map(|b| {
+                let mut terms = Vec::new();
+                let rows = b * BLOCK..((b + 1) * BLOCK).min(n_rows);
+                let (mut len, mut col, mut val) = (Vec::with_capacity(rows.len()), Vec::new(), Vec::new());
+                for r in rows {
+                    terms.clear();
+                    row(r, &mut terms);
+                    len.push(merge_into(&mut terms, &mut col, &mut val) as u32);
+                }
+                (len, col, val)
+            })
+            .collect()
+    });
+    let nnz: usize = blocks.iter().map(|b| b.1.len()).sum();
+    if nnz > u32::MAX as usize {
+        return Err(Error::InvalidArgument(format!("{nnz} nonzeros exceed the u32 index range of CSR")));
+    }
+    let mut m = Csr { n_rows, row_ptr: Vec::with_capacity(n_rows + 1), col: Vec::with_capacity(nnz), val: Vec::with_capacity(nnz) };
+    m.row_ptr.push(0);
+    for (len, col, val) in blocks {
+        for l in len {
+            m.row_ptr.push(m.row_ptr.last().expect("one offset") + l);
+        }
+        m.col.extend_from_slice(&col);
+        m.val.extend_from_slice(&val);
+    }
+    Ok(m)
+}
+
+/// `terms` summed by column, columns ascending, appended to `col` and
+/// `val`; returns how many entries that made.
+fn merge_into(terms: &mut [(u32, f64)], col: &mut Vec<u32>, val: &mut Vec<f64>) -> usize {
+    terms.sort_unstable_by_key(|t| t.0);
+    let start = col.len();
+    for &(c, v) in terms.iter() {
+        if col.len() > start && col.last() == Some(&c) {
+            *val.last_mut().expect("a value per column") += v;
+        } else {
+            col.push(c);
+            val.push(v);
+        }
+    }
+    col.len() - start
+}
+
+/// Pushes row `r` of `m` scaled by `s` onto `terms`.
+pub(super) fn push_row(m: &Csr<f64>, r: usize, s: f64, terms: &mut Vec<(u32, f64)>) {
+    let span = m.row_ptr[r] as usize..m.row_ptr[r + 1] as usize;
+    terms.extend(m.col[span.clone()].iter().zip(&m.val[span]).map(|(&c, &v)| (c, s * v)));
+}
 
 /// `A B` for `A` of `a.n_rows` rows and `B` of as many rows as `A` has
 /// columns.
@@ -21,53 +82,11 @@ pub fn multiply(cpu: &CpuBackend, a: &Csr<f64>, b: &Csr<f64>) -> Result<Csr<f64>
     if let Some(&c) = a.col.iter().find(|&&c| c as usize >= b.n_rows) {
         return Err(Error::InvalidArgument(format!("matrix product: column {c} of the first factor beyond the second's {} rows", b.n_rows)));
     }
-    let rows: Vec<Row> = cpu.install(|| {
-        (0..a.n_rows)
-            .into_par_iter()
-            .map(|r| {
-                let mut terms: Vec<(u32, f64)> = Vec::new();
-                for k in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
-                    let (j, v) = (a.col[k] as usize, a.val[k]);
-                    let span = b.row_ptr[j] as usize..b.row_ptr[j + 1] as usize;
-                    terms.extend(b.col[span.clone()].iter().zip(&b.val[span]).map(|(&c, &w)| (c, v * w)));
-                }
-                merge(terms)
-            })
-            .collect()
-    });
-    from_rows(rows)
-}
-
-/// `terms` summed by column, columns ascending.
-pub(super) fn merge(mut terms: Vec<(u32, f64)>) -> Row {
-    terms.sort_unstable_by_key(|t| t.0);
-    let (mut col, mut val): (Vec<u32>, Vec<f64>) = (Vec::with_capacity(terms.len()), Vec::with_capacity(terms.len()));
-    for (c, v) in terms {
-        match col.last() {
-            Some(&last) if last == c => *val.last_mut().expect("a value per column") += v,
-            _ => {
-                col.push(c);
-                val.push(v);
-            }
+    build(cpu, a.n_rows, |r, terms| {
+        for k in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
+            push_row(b, a.col[k] as usize, a.val[k], terms);
         }
-    }
-    (col, val)
-}
-
-/// The matrix of `rows`; an error where its entries overflow `u32`.
-pub(super) fn from_rows(rows: Vec<Row>) -> Result<Csr<f64>> {
-    let nnz: usize = rows.iter().map(|r| r.0.len()).sum();
-    if nnz > u32::MAX as usize {
-        return Err(Error::InvalidArgument(format!("{nnz} nonzeros exceed the u32 index range of CSR")));
-    }
-    let mut m = Csr { n_rows: rows.len(), row_ptr: Vec::with_capacity(rows.len() + 1), col: Vec::with_capacity(nnz), val: Vec::with_capacity(nnz) };
-    m.row_ptr.push(0);
-    for (c, v) in rows {
-        m.col.extend_from_slice(&c);
-        m.val.extend_from_slice(&v);
-        m.row_ptr.push(m.col.len() as u32);
-    }
-    Ok(m)
+    })
 }
 
 #[cfg(test)]
@@ -85,20 +104,21 @@ mod tests {
     }
 
     fn random(rows: usize, cols: usize, fill: f64, seed: u64) -> Csr<f64> {
+        let cpu = CpuBackend::new(Some(1)).unwrap();
         let mut g = crate::rng::SplitMix64::new(seed);
-        let rows = (0..rows)
+        // drawn ahead: one row empty, one full
+        let entries: Vec<Vec<(u32, f64)>> = (0..rows)
             .map(|r| {
-                // one row empty, one full
                 let mut terms = Vec::new();
                 for c in 0..cols as u32 {
                     if r != 3 && (r == 5 || g.next_f64() < fill) {
                         terms.push((c, g.next_f64() - 0.5));
                     }
                 }
-                merge(terms)
+                terms
             })
             .collect();
-        from_rows(rows).unwrap()
+        build(&cpu, rows, |r, t| t.extend_from_slice(&entries[r])).unwrap()
     }
 
     /// The product equals the dense product, empty and full rows included;

@@ -6,8 +6,7 @@
 //! node's components together.
 
 use crate::operator::csr::Csr;
-use crate::CpuBackend;
-use rayon::prelude::*;
+use crate::{CpuBackend, Result};
 
 /// The strong neighbours of every node, itself excluded: node `i`'s are
 /// `col[row_ptr[i]..row_ptr[i + 1]]`, ascending.
@@ -31,39 +30,27 @@ impl Graph {
     }
 }
 
-/// Node `i`'s couplings: (node, squared Frobenius norm), nodes ascending.
-fn couplings(a: &Csr<f64>, block: usize, i: usize) -> Vec<(u32, f64)> {
-    let terms = (i * block..(i + 1) * block).flat_map(|r| (a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize).map(move |k| (a.col[k] / block as u32, a.val[k] * a.val[k]))).collect();
-    let (col, val) = super::product::merge(terms);
-    col.into_iter().zip(val).collect()
-}
-
 /// The strong couplings of `a`'s nodes of `block` rows at threshold
 /// `theta` (0: every nonzero coupling). Couplings whose values are all
 /// zero (entries a pattern keeps for rows held fixed) are never strong.
-pub fn strength(cpu: &CpuBackend, a: &Csr<f64>, block: usize, theta: f64) -> Graph {
+pub fn strength(cpu: &CpuBackend, a: &Csr<f64>, block: usize, theta: f64) -> Result<Graph> {
     let n = a.n_rows / block;
-    let diag: Vec<f64> = cpu.install(|| (0..n).into_par_iter().map(|i| couplings(a, block, i).into_iter().find(|c| c.0 as usize == i).map_or(0.0, |c| c.1.sqrt())).collect());
-    let rows: Vec<Vec<u32>> = cpu.install(|| {
-        (0..n)
-            .into_par_iter()
-            .map(|i| {
-                couplings(a, block, i)
-                    .into_iter()
-                    .filter(|&(j, s2)| {
-                        let j = j as usize;
-                        j != i && s2 > 0.0 && s2.sqrt() >= theta * (diag[i] * diag[j]).sqrt()
-                    })
-                    .map(|c| c.0)
-                    .collect()
-            })
-            .collect()
-    });
-    let mut g = Graph { row_ptr: Vec::with_capacity(n + 1), col: Vec::new() };
-    g.row_ptr.push(0);
-    for r in rows {
-        g.col.extend_from_slice(&r);
-        g.row_ptr.push(g.col.len() as u32);
-    }
-    g
+    // squared Frobenius norms of the node couplings
+    let norms = super::product::build(cpu, n, |i, terms| {
+        for r in i * block..(i + 1) * block {
+            for k in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
+                terms.push((a.col[k] / block as u32, a.val[k] * a.val[k]));
+            }
+        }
+    })?;
+    let diag: Vec<f64> = norms.diag().iter().map(|d| d.sqrt()).collect();
+    let strong = super::product::build(cpu, n, |i, terms| {
+        for k in norms.row_ptr[i] as usize..norms.row_ptr[i + 1] as usize {
+            let (j, s2) = (norms.col[k] as usize, norms.val[k]);
+            if j != i && s2 > 0.0 && s2.sqrt() >= theta * (diag[i] * diag[j]).sqrt() {
+                terms.push((j as u32, 1.0));
+            }
+        }
+    })?;
+    Ok(Graph { row_ptr: strong.row_ptr, col: strong.col })
 }

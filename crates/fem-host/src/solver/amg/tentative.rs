@@ -102,15 +102,13 @@ pub fn tentative(cpu: &CpuBackend, aggregates: &[u32], n_agg: usize, block: usiz
             }
         }
     }
-    let t_rows = row_of
-        .iter()
-        .map(|at| match *at {
-            None => (Vec::new(), Vec::new()),
-            Some((a, l)) => (0..k).filter(|&j| fits[a].0[l * k + j] != 0.0).map(|j| ((a * k + j) as u32, fits[a].0[l * k + j])).unzip(),
-        })
-        .collect();
+    let t = super::product::build(cpu, rows, |r, terms| {
+        if let Some((a, l)) = row_of[r] {
+            terms.extend((0..k).filter(|&j| fits[a].0[l * k + j] != 0.0).map(|j| ((a * k + j) as u32, fits[a].0[l * k + j])));
+        }
+    })?;
     let coarse = Nullspace { k, values: fits.iter().flat_map(|f| f.1.iter().copied()).collect() };
-    Ok((super::product::from_rows(t_rows)?, coarse))
+    Ok((t, coarse))
 }
 
 /// The thin QR of the `m × k` matrix whose rows `rows` yields: `Q`
