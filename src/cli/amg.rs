@@ -13,7 +13,7 @@ pub(crate) struct AmgArgs {
     #[arg(long)]
     pub(crate) amg_strength: Option<f64>,
     /// AMG: the smoother (default chebyshev, of degree 2 on D⁻¹A; jacobi
-    /// is damped by 2/3).
+    /// is damped by 2/3, l1-jacobi undamped).
     #[arg(long, value_enum)]
     pub(crate) amg_smoother: Option<AmgSmootherArg>,
     /// AMG: the cycle (default w).
@@ -25,6 +25,7 @@ pub(crate) struct AmgArgs {
 pub(crate) enum AmgSmootherArg {
     Chebyshev,
     Jacobi,
+    L1Jacobi,
 }
 
 /// The option ids of [`AmgArgs`].
@@ -45,6 +46,10 @@ impl AmgArgs {
             Some(AmgSmootherArg::Jacobi) => {
                 o.cycle.smoother = Smoother::Jacobi;
                 o.cycle.omega = 2.0 / 3.0;
+            }
+            Some(AmgSmootherArg::L1Jacobi) => {
+                o.cycle.smoother = Smoother::L1Jacobi;
+                o.cycle.omega = 1.0;
             }
             Some(AmgSmootherArg::Chebyshev) | None => {}
         }

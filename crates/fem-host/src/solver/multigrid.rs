@@ -30,6 +30,11 @@ use std::sync::Mutex;
 pub enum Smoother {
     /// `M = D⁻¹`, the inverse diagonal.
     Jacobi,
+    /// `M = D_ℓ₁⁻¹` with `(D_ℓ₁)_ii = Σ_j |a_ij|` (Baker, Falgout, Kolev &
+    /// Yang 2011): convergent undamped for any symmetric positive definite
+    /// `A`, where plain Jacobi needs a damping below 2/ρ(D⁻¹A). Built from
+    /// the matrices the multigrid was made from.
+    L1Jacobi,
     /// `M` = SPAI(1) on the pattern of `A`; post-smoothing applies `Mᵀ`.
     Spai,
     /// `M = Z D⁻¹ Zᵀ` from SAINV with drop tolerance [`SAINV_DROP`]
@@ -207,7 +212,11 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
                 Smoother::Chebyshev(_) if l > 0 => rho[l - 1],
                 _ => 0.0,
             };
-            levels.push(Level { n, a: upload(m, n)?, jacobi: Jacobi::from_diagonal(bk, &m.diag())?, lambda, m: inverse, p: transfers });
+            let diagonal = match opts.smoother {
+                Smoother::L1Jacobi => l1_diagonal(m),
+                _ => m.diag(),
+            };
+            levels.push(Level { n, a: upload(m, n)?, jacobi: Jacobi::from_diagonal(bk, &diagonal)?, lambda, m: inverse, p: transfers });
         }
         let work = levels
             .iter()
@@ -341,6 +350,11 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     }
 }
 
+/// `Σ_j |a_ij|` of every row: the ℓ₁ smoother's diagonal.
+fn l1_diagonal<T: Scalar>(a: &Csr<T>) -> Vec<T> {
+    (0..a.n_rows).map(|r| (a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize).fold(T::ZERO, |s, k| s + a.val[k].abs())).collect()
+}
+
 /// Cycles over which multigrid as a solver must lower its best residual
 /// by [`STALL_FACTOR`]: a method that takes longer needs more than 36 000
 /// cycles for eight digits.
@@ -407,6 +421,9 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
     /// equal to those of the last inverse (a linear problem's tangent,
     /// every time step of the same Δt) keep it.
     pub fn refresh(&mut self, bk: &B, l: usize, csr_val: &B::Vector<T>, inv_diag: &B::Vector<T>) -> Result<()> {
+        if self.opts.smoother == Smoother::L1Jacobi {
+            return Err(Error::InvalidArgument("ℓ₁-Jacobi smoothing is built from the host matrices; it cannot take refreshed values".into()));
+        }
         let level = self.levels.get_mut(l).ok_or_else(|| Error::InvalidArgument(format!("multigrid has no level {l}")))?;
         level.a.reorder(bk, csr_val)?;
         bk.copy(inv_diag, &mut level.jacobi.inv_diag)?;

@@ -312,6 +312,11 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
             }
             Precond::Multigrid(o) => {
                 let levels = setup.levels.as_ref().ok_or_else(|| Error::InvalidArgument("multigrid needs coarse levels: build the set-up with Setup::with_multigrid".into()))?;
+                if matches!(o.smoother, Smoother::Chebyshev(_) | Smoother::L1Jacobi) {
+                    // both are set up from the operators' values, which
+                    // rediscretised levels change at every update
+                    return Err(Error::InvalidArgument(format!("multigrid by rediscretisation smooths with Jacobi, SPAI(1) or SAINV, not {:?} (that smooths AMG)", o.smoother)));
+                }
                 // the operators' values are refilled before every cycle;
                 // a unit diagonal stands in until then
                 let placeholder = |s: &Setup<K>| {
@@ -328,7 +333,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                 // from the stand-ins
                 let mut mg = Multigrid::from_matrices(b, &cpu, &a, &p, MgOptions { smoother: Smoother::Jacobi, ..o }, |m, n| b.store_matrix(m, n))?;
                 mg.opts.smoother = o.smoother;
-                let smoothers = (o.smoother != Smoother::Jacobi).then(|| Box::new(MatrixSmoothers { patterns: a.into_iter().map(|m| Csr { val: Vec::new(), ..m }).collect(), cpu }));
+                let smoothers = o.smoother.is_matrix().then(|| Box::new(MatrixSmoothers { patterns: a.into_iter().map(|m| Csr { val: Vec::new(), ..m }).collect(), cpu }));
                 let coarse = levels
                     .setups
                     .iter()
