@@ -13,7 +13,8 @@ pub(crate) struct AmgArgs {
     #[arg(long)]
     pub(crate) amg_strength: Option<f64>,
     /// AMG: the smoother (default chebyshev, of degree 2 on D⁻¹A; jacobi
-    /// is damped by 2/3, l1-jacobi undamped).
+    /// is damped by 2/3, l1-jacobi and spai, SPAI(1) built on the host for
+    /// every level, undamped).
     #[arg(long, value_enum)]
     pub(crate) amg_smoother: Option<AmgSmootherArg>,
     /// AMG: the cycle (default w).
@@ -26,6 +27,7 @@ pub(crate) enum AmgSmootherArg {
     Chebyshev,
     Jacobi,
     L1Jacobi,
+    Spai,
 }
 
 /// The option ids of [`AmgArgs`].
@@ -49,6 +51,10 @@ impl AmgArgs {
             }
             Some(AmgSmootherArg::L1Jacobi) => {
                 o.cycle.smoother = Smoother::L1Jacobi;
+                o.cycle.omega = 1.0;
+            }
+            Some(AmgSmootherArg::Spai) => {
+                o.cycle.smoother = Smoother::Spai;
                 o.cycle.omega = 1.0;
             }
             Some(AmgSmootherArg::Chebyshev) | None => {}

@@ -75,6 +75,10 @@ fn amg_iterations_stay_bounded_under_refinement() {
                 (o.cycle.smoother, o.cycle.omega) = (fem::host::solver::multigrid::Smoother::L1Jacobi, 1.0);
                 let (_, l1) = run(&cpu, &setup, Precond::Amg(o));
                 assert!(2 * l1.steps[0].krylov_iterations < j.steps[0].krylov_iterations, "{label}: ℓ₁-Jacobi {}", l1.steps[0].krylov_iterations);
+                // and SPAI(1), Mᵀ after the coarse correction
+                o.cycle.smoother = fem::host::solver::multigrid::Smoother::Spai;
+                let (_, spai) = run(&cpu, &setup, Precond::Amg(o));
+                assert!(2 * spai.steps[0].krylov_iterations < j.steps[0].krylov_iterations, "{label}: SPAI(1) {}", spai.steps[0].krylov_iterations);
             }
         }
     }
