@@ -58,6 +58,13 @@ impl Smoother {
     pub fn is_matrix(self) -> bool {
         matches!(self, Self::Spai | Self::Sainv)
     }
+
+    /// Whether it is set up from the matrices a multigrid is built from
+    /// and cannot follow values refreshed on the backend (Chebyshev's
+    /// ρ(D⁻¹A), the ℓ₁ diagonal).
+    pub fn needs_host_matrices(self) -> bool {
+        matches!(self, Self::Chebyshev(_) | Self::L1Jacobi)
+    }
 }
 
 /// SAINV's drop tolerance on the factor `Z` (of the unit-diagonal scaled
@@ -282,13 +289,13 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         let (hi, lo) = (1.1 * lv.lambda, 0.1 * lv.lambda);
         let (theta, delta) = ((hi + lo) / 2.0, (hi - lo) / 2.0);
         let sigma = theta / delta;
-        let mut rho = 1.0 / sigma;
+        let (mut rho, degree) = (1.0 / sigma, degree.max(1));
         self.residual(bk, l, w)?;
         bk.mul(&lv.jacobi.inv_diag, &w.r, &mut w.z)?;
         bk.axpby(T::from_f64(1.0 / theta), &w.z, T::ZERO, &mut w.d)?;
-        for k in 1..=degree.max(1) {
+        for k in 1..=degree {
             bk.axpy(T::ONE, &w.d, &mut w.x)?;
-            if k == degree.max(1) {
+            if k == degree {
                 break;
             }
             self.residual(bk, l, w)?;
@@ -403,9 +410,15 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
         if a0.n_rows != self.levels[0].n || a0.n_rows > self.opts.dense_coarse {
             return Ok(());
         }
-        let inverse = super::dense::inverse(a0)?;
-        self.coarse_inverse = Some(bk.store_matrix(&inverse, a0.n_rows)?);
         self.coarse_pattern = a0.clone();
+        self.invert_coarse_pattern(bk)
+    }
+
+    /// The dense inverse of `coarse_pattern` (with its values) stored as
+    /// the coarsest level's solve.
+    fn invert_coarse_pattern(&mut self, bk: &B) -> Result<()> {
+        let inverse = super::dense::inverse(&self.coarse_pattern)?;
+        self.coarse_inverse = Some(bk.store_matrix(&inverse, self.coarse_pattern.n_rows)?);
         self.coarse_inversions += 1;
         Ok(())
     }
@@ -421,8 +434,8 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
     /// equal to those of the last inverse (a linear problem's tangent,
     /// every time step of the same Δt) keep it.
     pub fn refresh(&mut self, bk: &B, l: usize, csr_val: &B::Vector<T>, inv_diag: &B::Vector<T>) -> Result<()> {
-        if self.opts.smoother == Smoother::L1Jacobi {
-            return Err(Error::InvalidArgument("ℓ₁-Jacobi smoothing is built from the host matrices; it cannot take refreshed values".into()));
+        if self.opts.smoother.needs_host_matrices() {
+            return Err(Error::InvalidArgument(format!("{:?} smoothing is set up from the host matrices; it cannot take refreshed values", self.opts.smoother)));
         }
         let level = self.levels.get_mut(l).ok_or_else(|| Error::InvalidArgument(format!("multigrid has no level {l}")))?;
         level.a.reorder(bk, csr_val)?;
@@ -431,9 +444,7 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
             let val = bk.download(csr_val)?;
             if self.coarse_inverse.is_none() || val != self.coarse_pattern.val {
                 self.coarse_pattern.val = val;
-                let inverse = super::dense::inverse(&self.coarse_pattern)?;
-                self.coarse_inverse = Some(bk.store_matrix(&inverse, level.n)?);
-                self.coarse_inversions += 1;
+                self.invert_coarse_pattern(bk)?;
             }
         }
         Ok(())

@@ -312,9 +312,9 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
             }
             Precond::Multigrid(o) => {
                 let levels = setup.levels.as_ref().ok_or_else(|| Error::InvalidArgument("multigrid needs coarse levels: build the set-up with Setup::with_multigrid".into()))?;
-                if matches!(o.smoother, Smoother::Chebyshev(_) | Smoother::L1Jacobi) {
-                    // both are set up from the operators' values, which
-                    // rediscretised levels change at every update
+                if o.smoother.needs_host_matrices() {
+                    // rediscretised levels change their values at every
+                    // update, on the backend
                     return Err(Error::InvalidArgument(format!("multigrid by rediscretisation smooths with Jacobi, SPAI(1) or SAINV, not {:?} (that smooths AMG)", o.smoother)));
                 }
                 // the operators' values are refilled before every cycle;
