@@ -8,7 +8,7 @@
 //! elasticity), smooths it by one damped Jacobi step
 //! `P = (I − ω/ρ D⁻¹A) T`, and takes the Galerkin product `Pᵀ A P` as the
 //! next operator ([`product`]), until at most
-//! [`AmgOptions::max_coarse`] rows are left. The cycles then run as
+//! [`AmgOptions::max_coarse`] nodes are left. The cycles then run as
 //! [`Multigrid`]'s do, on either backend.
 
 pub mod aggregate;

@@ -78,11 +78,13 @@ pub fn tentative(cpu: &CpuBackend, aggregates: &[u32], n_agg: usize, block: usiz
     for a in 0..n_agg {
         start[a + 1] += start[a];
     }
+    // and each node's place in its aggregate
     let mut fill = start.clone();
-    let mut nodes = vec![0u32; start[n_agg]];
+    let (mut nodes, mut place) = (vec![0u32; start[n_agg]], vec![0u32; aggregates.len()]);
     for (i, &a) in aggregates.iter().enumerate().filter(|(_, &a)| a != super::aggregate::UNAGGREGATED) {
-        nodes[fill[a as usize]] = i as u32;
-        fill[a as usize] += 1;
+        let a = a as usize;
+        (nodes[fill[a]], place[i]) = (i as u32, (fill[a] - start[a]) as u32);
+        fill[a] += 1;
     }
     // (Q rows, R) of every aggregate
     let fits: Vec<(Vec<f64>, Vec<f64>)> = cpu.install(|| {
@@ -94,17 +96,14 @@ pub fn tentative(cpu: &CpuBackend, aggregates: &[u32], n_agg: usize, block: usiz
             })
             .collect()
     });
-    let mut row_of: Vec<Option<(usize, usize)>> = vec![None; rows];
-    for a in 0..n_agg {
-        for (l, &i) in nodes[start[a]..start[a + 1]].iter().enumerate() {
-            for c in 0..block {
-                row_of[i as usize * block + c] = Some((a, l * block + c));
-            }
-        }
-    }
+    // row r is unknown c of node i: row `place[i]·block + c` of its
+    // aggregate's Q
     let t = super::product::build(cpu, rows, |r, terms| {
-        if let Some((a, l)) = row_of[r] {
-            terms.extend((0..k).filter(|&j| fits[a].0[l * k + j] != 0.0).map(|j| ((a * k + j) as u32, fits[a].0[l * k + j])));
+        let (i, c) = (r / block, r % block);
+        if aggregates[i] != super::aggregate::UNAGGREGATED {
+            let a = aggregates[i] as usize;
+            let q = &fits[a].0[(place[i] as usize * block + c) * k..][..k];
+            terms.extend((0..k).filter(|&j| q[j] != 0.0).map(|j| ((a * k + j) as u32, q[j])));
         }
     })?;
     let coarse = Nullspace { k, values: fits.iter().flat_map(|f| f.1.iter().copied()).collect() };
