@@ -12,6 +12,7 @@ use fem::host::problem::nonlinear::{solve, NewtonOptions, NewtonReport, Precond,
 use fem::host::rng::SplitMix64;
 use fem::host::solver::amg::{self, AmgOptions, Nullspace};
 use fem::host::space::{BoundaryPart, CellMesh, Constraints, Load, NestedSpaces, Space};
+use crate::common::fem;
 use fem::host::CpuBackend;
 use fem::kernels::physics::{Elasticity, Poisson};
 
@@ -174,7 +175,6 @@ fn amg_hierarchy_matches_pyamgs() {
     }
     let cpu = CpuBackend::new(Some(2)).unwrap();
     let dir = crate::common::scratch("amg-pyamg");
-    std::fs::create_dir_all(&dir).unwrap();
     let nested = NestedSpaces::new(CellMesh::Tensor(BoxMesh::unstructured(3, 2, 5).build().unwrap()), 1, 3).unwrap();
     let space = nested.finest();
     let clamp = BoundaryPart::at("x = 0", |x| x[0] < 1e-12);
@@ -212,10 +212,6 @@ fn amg_hierarchy_matches_pyamgs() {
         assert_eq!(our_rows.len(), rows.len(), "{name}: levels");
         assert!((ours.operator_complexity / complexity - 1.0).abs() <= 0.1, "{name}: operator complexity");
     }
-}
-
-fn fem(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(args).output().expect("running fem")
 }
 
 fn json(args: &[&str]) -> serde_json::Value {

@@ -1,12 +1,8 @@
 //! `fem bench`: each suite writes its JSON, Markdown and PNG charts, and
 //! refuses what it cannot run.
 
+use crate::common::fem;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn fem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(args).output().expect("running fem")
-}
 
 fn out_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fem-bench-{name}-{}", std::process::id()));

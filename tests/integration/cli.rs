@@ -1,13 +1,7 @@
 //! The `fem` binary: output formats and exit codes (0 ok, 1 error, 2 usage).
 
 use crate::common;
-use common::scratch;
-use std::process::{Command, Output};
-
-fn fem(args: &[&str]) -> Output {
-    // Hermetic: no tuning file of the machine running the tests.
-    Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(args).output().expect("running fem")
-}
+use common::{fem, scratch};
 
 fn has_gpu() -> bool {
     fem::host::backend::cuda::device_count().is_ok_and(|n| n > 0)

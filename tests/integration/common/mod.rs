@@ -140,6 +140,12 @@ pub fn pointwise_space(v: &Variant, n: usize) -> Space {
     }
 }
 
+/// Runs the `fem` binary with `args`, hermetic: no tuning file of the
+/// machine running the tests.
+pub fn fem(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(args).output().expect("running fem")
+}
+
 /// An empty directory `fem-<name>-<pid>` in the system's temporary
 /// directory, for one test's files.
 pub fn scratch(name: &str) -> std::path::PathBuf {
