@@ -14,6 +14,12 @@ pub const FINAL_BLOCK: u32 = 1024;
 /// reduction needs.
 pub const MAX_WARPS: u32 = 1024 / WARP;
 
+/// Values each thread of a prefix-sum kernel takes, consecutive.
+pub const SCAN_ITEMS: usize = 8;
+/// Values of one block's tile in the prefix sums: blocks of [`BLOCK`]
+/// threads.
+pub const SCAN_TILE: usize = BLOCK as usize * SCAN_ITEMS;
+
 /// Bytes a streaming kernel moves per load instruction and thread (see
 /// `device::stream`).
 pub const PACKET_BYTES: usize = 16;

@@ -30,6 +30,7 @@ extern crate self as fem_kernels;
 pub use fem_core;
 pub use fem_macros::fem_kernel;
 
+pub mod amg;
 pub mod blas;
 pub mod cells;
 pub mod launch;

@@ -1,4 +1,5 @@
-//! Atomic add on device memory (`atom.add`, `red.add`).
+//! Atomic add on device memory (`atom.add`, `red.add`), and the minimum
+//! of `u32` (`red.min`).
 //!
 //! Generic addressing is used, so the pointer may be global or shared.
 //! `red` (no return value) is what a scatter needs; `atom` returns the old
@@ -51,4 +52,13 @@ pub unsafe fn atomic_add<T: fem_core::Real>(p: *mut T, v: T) {
         let v = f32::from_bits(v.to_bits_u64() as u32);
         core::arch::asm!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; red.global.add.f32 [g], {v}; }}", p = in(reg64) p, v = in(reg32) v);
     }
+}
+
+/// `atomicMin(p, v)` for `u32`, without the old value.
+///
+/// # Safety
+/// `p` must be a valid, 4-byte aligned device pointer.
+#[inline(always)]
+pub unsafe fn atomic_min_u32(p: *mut u32, v: u32) {
+    core::arch::asm!("red.min.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v);
 }

@@ -2,10 +2,12 @@
 //! by `#[kernel(f32, f64)]` as `fem_<name>_<precision>`; host code relies on
 //! these names (see `fem_host::kernels`).
 
+mod amg;
 mod blas;
 mod bp;
 mod cardiac;
 mod fem;
 mod prelude_check;
 mod reduce;
+mod scan;
 mod spmv;

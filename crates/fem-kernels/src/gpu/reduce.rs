@@ -46,3 +46,15 @@ pub unsafe fn sum<T: Real>(n: usize, x: *const T, out: *mut T) {
         *out = s;
     }
 }
+
+/// `partial[block] = Σ x_k h(k)` over this block's grid-stride share, with
+/// [`crate::amg::hash_unit`] as the weights `h`: a fingerprint that tells
+/// whether an operator's values changed, without bringing them back.
+#[kernel(f32, f64)]
+pub unsafe fn fingerprint_partial<T: Real>(n: usize, x: *const T, partial: *mut T) {
+    let acc = crate::device::grid_stride_fold(n, T::ZERO, |a, k| a + *x.add(k) * T::from_f64(crate::amg::hash_unit(k as u32)));
+    let s = block_sum(acc);
+    if thread_idx_x() == 0 {
+        *partial.add(block_idx_x()) = s;
+    }
+}

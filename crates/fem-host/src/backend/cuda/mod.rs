@@ -7,6 +7,7 @@
 
 mod props;
 pub(crate) mod prelude;
+mod scan;
 
 pub use props::{theoretical_bandwidth, DeviceProps};
 
@@ -196,6 +197,13 @@ impl CudaBackend {
         let n = src.len();
         unsafe { self.stream.launch_builder(&f).arg(&n).arg(src).arg(dst).launch(self.grid::<T>(n, 0)) }?;
         Ok(())
+    }
+
+    /// `Σ x_k h(k)` with pseudo-random weights `h`
+    /// ([`fem_kernels::amg::hash_unit`]): whether values changed, told
+    /// without reading them back.
+    pub fn fingerprint<T: Scalar>(&self, x: &CudaSlice<T>) -> Result<f64> {
+        Ok(self.reduce::<T>("fingerprint", x.len(), &[x])?.to_f64())
     }
 
     /// Runs the `<base>_partial` kernel over `inputs` (each of length `n`),

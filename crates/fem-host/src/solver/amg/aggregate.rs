@@ -11,10 +11,9 @@
 
 use super::strength::Graph;
 
-/// The aggregate of a node that joins none.
-pub const UNAGGREGATED: u32 = u32::MAX;
+pub use fem_kernels::amg::NONE;
 
-/// Each node's aggregate ([`UNAGGREGATED`] for isolated nodes) and the
+/// Each node's aggregate ([`NONE`] for isolated nodes) and the
 /// number of aggregates.
 pub fn aggregate(g: &Graph) -> (Vec<u32>, usize) {
     let n = g.n_nodes();
@@ -47,7 +46,7 @@ pub fn aggregate(g: &Graph) -> (Vec<u32>, usize) {
         }
     }
     let mut next = next - 1;
-    let mut agg = vec![UNAGGREGATED; n];
+    let mut agg = vec![NONE; n];
     for i in 0..n {
         match x[i] {
             ISOLATED => {}
@@ -55,7 +54,7 @@ pub fn aggregate(g: &Graph) -> (Vec<u32>, usize) {
                 agg[i] = next as u32;
                 for &j in g.neighbours(i) {
                     let j = j as usize;
-                    if x[j] == 0 && agg[j] == UNAGGREGATED {
+                    if x[j] == 0 && agg[j] == NONE {
                         agg[j] = next as u32;
                         x[j] = ISOLATED + 1; // taken in this pass
                     }
@@ -113,7 +112,7 @@ mod tests {
             g.row_ptr.push(g.col.len() as u32);
         }
         let (agg, n) = aggregate(&g);
-        assert_eq!(agg[3], UNAGGREGATED);
+        assert_eq!(agg[3], NONE);
         assert!(agg.iter().enumerate().all(|(i, &a)| i == 3 || (a as usize) < n));
         for i in (0..7).filter(|&i| i != 3) {
             assert!(g.neighbours(i).iter().any(|&j| agg[j as usize] == agg[i]), "node {i} alone");

@@ -47,7 +47,7 @@ pub fn strength(cpu: &CpuBackend, a: &Csr<f64>, block: usize, theta: f64) -> Res
     let strong = super::product::build(cpu, n, |i, terms| {
         for k in norms.row_ptr[i] as usize..norms.row_ptr[i + 1] as usize {
             let (j, s2) = (norms.col[k] as usize, norms.val[k]);
-            if j != i && s2 > 0.0 && s2.sqrt() >= theta * (diag[i] * diag[j]).sqrt() {
+            if j != i && fem_kernels::amg::strong(s2.sqrt(), diag[i], diag[j], theta) {
                 terms.push((j as u32, 1.0));
             }
         }

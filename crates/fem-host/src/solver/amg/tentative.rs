@@ -63,7 +63,7 @@ impl Nullspace {
 const DEPENDENT: f64 = 1e-10;
 
 /// The tentative prolongator of `aggregates` (one per node of `block`
-/// rows, [`super::aggregate::UNAGGREGATED`] for none; `n_agg` of them)
+/// rows, [`super::aggregate::NONE`] for none; `n_agg` of them)
 /// for the vectors `b`: `rows × (n_agg·k)`, and the coarse vectors.
 pub fn tentative(cpu: &CpuBackend, aggregates: &[u32], n_agg: usize, block: usize, b: &Nullspace) -> Result<(Csr<f64>, Nullspace)> {
     let (k, rows) = (b.k, aggregates.len() * block);
@@ -72,7 +72,7 @@ pub fn tentative(cpu: &CpuBackend, aggregates: &[u32], n_agg: usize, block: usiz
     }
     // the nodes of every aggregate, ascending
     let mut start = vec![0usize; n_agg + 1];
-    for &a in aggregates.iter().filter(|&&a| a != super::aggregate::UNAGGREGATED) {
+    for &a in aggregates.iter().filter(|&&a| a != super::aggregate::NONE) {
         start[a as usize + 1] += 1;
     }
     for a in 0..n_agg {
@@ -81,7 +81,7 @@ pub fn tentative(cpu: &CpuBackend, aggregates: &[u32], n_agg: usize, block: usiz
     // and each node's place in its aggregate
     let mut fill = start.clone();
     let (mut nodes, mut place) = (vec![0u32; start[n_agg]], vec![0u32; aggregates.len()]);
-    for (i, &a) in aggregates.iter().enumerate().filter(|(_, &a)| a != super::aggregate::UNAGGREGATED) {
+    for (i, &a) in aggregates.iter().enumerate().filter(|(_, &a)| a != super::aggregate::NONE) {
         let a = a as usize;
         (nodes[fill[a]], place[i]) = (i as u32, (fill[a] - start[a]) as u32);
         fill[a] += 1;
@@ -100,7 +100,7 @@ pub fn tentative(cpu: &CpuBackend, aggregates: &[u32], n_agg: usize, block: usiz
     // aggregate's Q
     let t = super::product::build(cpu, rows, |r, terms| {
         let (i, c) = (r / block, r % block);
-        if aggregates[i] != super::aggregate::UNAGGREGATED {
+        if aggregates[i] != super::aggregate::NONE {
             let a = aggregates[i] as usize;
             let q = &fits[a].0[(place[i] as usize * block + c) * k..][..k];
             terms.extend((0..k).filter(|&j| q[j] != 0.0).map(|j| ((a * k + j) as u32, q[j])));
@@ -152,7 +152,7 @@ mod tests {
         let cpu = CpuBackend::new(None).unwrap();
         let coords: Vec<[f64; 3]> = (0..9).map(|i| [i as f64 * 0.3, (i * i % 5) as f64, (i % 2) as f64]).collect();
         let b = Nullspace::rigid_body_modes(&coords, 3).unwrap();
-        let aggregates = [0, 0, 1, 1, 1, super::super::aggregate::UNAGGREGATED, 2, 2, 2];
+        let aggregates = [0, 0, 1, 1, 1, super::super::aggregate::NONE, 2, 2, 2];
         let (t, bc) = tentative(&cpu, &aggregates, 3, 3, &b).unwrap();
         assert_eq!((t.n_rows, bc.rows()), (27, 18));
         let k = 6;
