@@ -2,7 +2,7 @@
 
 use crate::{given, CycleArg};
 use clap::{Args, ValueEnum};
-use fem::host::solver::amg::AmgOptions;
+use fem::host::solver::amg::{Aggregation, AmgOptions};
 use fem::host::solver::multigrid::Smoother;
 
 /// How AMG is built and cycled.
@@ -20,6 +20,18 @@ pub(crate) struct AmgArgs {
     /// AMG: the cycle (default w).
     #[arg(long, value_enum)]
     pub(crate) amg_cycle: Option<CycleArg>,
+    /// AMG: the aggregation (default parallel: around a distance-2
+    /// maximal independent set, the same on both backends, and the whole
+    /// set-up on the GPU for a scalar field smoothed by chebyshev or
+    /// jacobi; standard: pyamg's, sequential, on the host).
+    #[arg(long, value_enum)]
+    pub(crate) amg_aggregation: Option<AggregationArg>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum AggregationArg {
+    Parallel,
+    Standard,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -31,7 +43,7 @@ pub(crate) enum AmgSmootherArg {
 }
 
 /// The option ids of [`AmgArgs`].
-pub(crate) const AMG: &[&str] = &["amg_strength", "amg_smoother", "amg_cycle"];
+pub(crate) const AMG: &[&str] = &["amg_strength", "amg_smoother", "amg_cycle", "amg_aggregation"];
 
 impl AmgArgs {
     /// The options given over AMG's defaults; an error for a θ outside
@@ -61,6 +73,10 @@ impl AmgArgs {
         }
         if let Some(c) = self.amg_cycle {
             o.cycle.cycle = c.into();
+        }
+        match self.amg_aggregation {
+            Some(AggregationArg::Standard) => o.aggregation = Aggregation::Standard,
+            Some(AggregationArg::Parallel) | None => {}
         }
         Ok(o)
     }

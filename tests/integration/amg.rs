@@ -10,7 +10,7 @@ use fem::host::operator::csr::Csr;
 use fem::host::operator::pointwise::Aux;
 use fem::host::problem::nonlinear::{solve, NewtonOptions, NewtonReport, Precond, Setup};
 use fem::host::rng::SplitMix64;
-use fem::host::solver::amg::{self, AmgOptions, Nullspace};
+use fem::host::solver::amg::{self, Aggregation, AmgOptions, Nullspace};
 use fem::host::space::{BoundaryPart, CellMesh, Constraints, Load, NestedSpaces, Space};
 use crate::common::fem;
 use fem::host::CpuBackend;
@@ -184,8 +184,9 @@ fn amg_hierarchy_matches_pyamgs() {
     let elasticity = fem::host::problem::nonlinear::tangent_at(&cpu, &setup, &vec![0.0; setup.n_rows()]).unwrap();
     let rigid = Nullspace::rigid_body_modes(&space.dof_coords, 3).unwrap();
     for (name, a, block, b, max_coarse) in [("laplacian", laplacian(40), 1, Nullspace::constants(1600, 1), 10), ("elasticity", elasticity, 3, rigid, 60)] {
-        let o = AmgOptions { max_coarse, max_levels: 10, ..Default::default() };
+        let o = AmgOptions { max_coarse, max_levels: 10, aggregation: Aggregation::Standard, ..Default::default() };
         let ours = amg::hierarchy(&cpu, &a, block, &b, &o).unwrap().stats;
+        let parallel = amg::hierarchy(&cpu, &a, block, &b, &AmgOptions { aggregation: Aggregation::Parallel, ..o }).unwrap().stats;
         let path = dir.join(format!("{name}.mtx"));
         fem::host::io::matrix_market::write_path(&a, false, &path).unwrap();
         let bpath = dir.join(format!("{name}.b"));
@@ -208,9 +209,12 @@ fn amg_hierarchy_matches_pyamgs() {
         let rows: Vec<usize> = lines.next().unwrap().split_whitespace().map(|s| s.parse().unwrap()).collect();
         let complexity: f64 = lines.next().unwrap().trim().parse().unwrap();
         let our_rows: Vec<usize> = ours.levels.iter().map(|l| l.rows).collect();
-        eprintln!("{name}: ours {our_rows:?} complexity {:.3}; pyamg {rows:?} complexity {complexity:.3}", ours.operator_complexity);
+        let parallel_rows: Vec<usize> = parallel.levels.iter().map(|l| l.rows).collect();
+        eprintln!("{name}: ours {our_rows:?} complexity {:.3} (parallel aggregation {parallel_rows:?}, {:.3}); pyamg {rows:?} complexity {complexity:.3}", ours.operator_complexity, parallel.operator_complexity);
         assert_eq!(our_rows.len(), rows.len(), "{name}: levels");
         assert!((ours.operator_complexity / complexity - 1.0).abs() <= 0.1, "{name}: operator complexity");
+        // the parallel aggregation is another algorithm, of like complexity
+        assert!((parallel.operator_complexity / complexity - 1.0).abs() <= 0.1, "{name}: operator complexity of the parallel aggregation");
     }
 }
 
@@ -236,6 +240,9 @@ fn the_commands_take_amg() {
     assert!(amg["newton"]["amg"]["last"]["seconds"]["galerkin"].as_f64().is_some());
     let its = |v: &serde_json::Value| v["newton"]["krylov_iterations"].as_u64().unwrap();
     assert!(2 * its(&amg) < its(&jacobi), "AMG {} Jacobi {}", its(&amg), its(&jacobi));
+    // pyamg's sequential aggregation on request
+    let standard = json(&["solve", "--mesh", mesh, "--physics", "poisson", "--degree", "1", "--refine", "3", "--load", "random", "--precond", "amg", "--amg-aggregation", "standard", "--rtol", "1e-8", "--backend", "cpu", "--json"]);
+    assert!(standard["newton"]["amg"]["last"]["levels"] != amg["newton"]["amg"]["last"]["levels"] && 2 * its(&standard) < its(&jacobi));
 
     let hole = |precond: &str| json(&["solve", "--problem", "hole", "--dim", "2", "--levels", "4", "--solver", "cg", "--precond", precond, "--backend", "cpu", "--json"]);
     let (amg, jacobi) = (hole("amg"), hole("jacobi"));

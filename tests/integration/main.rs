@@ -15,6 +15,7 @@ mod demo;
 mod gmsh;
 mod gmsh_versions;
 mod gpu;
+mod gpu_amg;
 mod gpu_bp;
 mod gpu_cardiac;
 mod gpu_mesh_solve;

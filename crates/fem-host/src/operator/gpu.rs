@@ -399,6 +399,9 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuMatrixFree<T> {
 pub struct GpuCsr<T: Scalar> {
     /// Number of rows.
     pub n_rows: usize,
+    /// Number of columns (the length of `x`): `n_rows` but for the
+    /// transfers of a multigrid hierarchy.
+    pub n_cols: usize,
     /// Row offsets, as in [`Csr::row_ptr`].
     pub row_ptr: CudaSlice<u32>,
     /// Column of every entry, ascending within a row.
@@ -431,7 +434,7 @@ impl<T: Scalar> GpuCsr<T> {
         gpu.ensure_free(csr.nnz() * (4 + T::BYTES))?;
         let s = gpu.stream();
         let diag_pos = (0..csr.n_rows).map(|r| csr.position(r, r as u32).unwrap_or(usize::MAX)).collect();
-        Ok(Self { n_rows: csr.n_rows, row_ptr: s.clone_htod(&csr.row_ptr)?, col: s.clone_htod(&csr.col)?, val: gpu.upload(&val)?, threads_per_row, diag_pos, diag: None })
+        Ok(Self { n_rows: csr.n_rows, n_cols: csr.n_rows, row_ptr: s.clone_htod(&csr.row_ptr)?, col: s.clone_htod(&csr.col)?, val: gpu.upload(&val)?, threads_per_row, diag_pos, diag: None })
     }
 
     /// Uploads an assembled CSR matrix.
@@ -466,7 +469,9 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuCsr<T> {
         self.n_rows
     }
     fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
-        if !crate::error::product_lens("csr spmv", self.n_rows, x.len(), y.len())? {
+        crate::error::same_len("csr spmv", x.len(), self.n_cols)?;
+        crate::error::same_len("csr spmv", y.len(), self.n_rows)?;
+        if self.n_rows == 0 {
             return Ok(());
         }
         let f = gpu.function(&format!("fem_csr_spmv_tpr{}_{}", self.threads_per_row, T::NAME))?;

@@ -3,12 +3,14 @@
 //! building the coloured SSOR, so that generic code (the hole benchmark,
 //! Newton's linear systems) builds either on any backend.
 
-use super::multigrid::Matrix;
+use super::amg;
+use super::multigrid::{Matrix, Multigrid};
 use super::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
 use crate::operator::csr::Csr;
 use crate::operator::gpu::GpuCsr;
 use crate::sparse::device::GpuEllWarp;
 use crate::sparse::warp::{EllWarp, Numbering};
+use cudarc::driver::CudaSlice;
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
 
 /// Matrix storage and coloured SSOR of a backend.
@@ -24,6 +26,13 @@ pub trait PrecondOps: Backend + Sized + 'static {
     /// Refills the SSOR's matrix from CSR values of its pattern on the
     /// backend (a Newton tangent's values at every update).
     fn ssor_values<T: Scalar>(&self, s: &mut Self::Ssor<T>, csr_val: &Self::Vector<T>) -> Result<()>;
+    /// AMG's hierarchy of the operator of pattern `pattern` and values
+    /// `values` (on this backend) as a multigrid preconditioner: set up
+    /// on the GPU where [`amg::on_device`] allows, else on the host.
+    fn amg<T: Scalar>(&self, cpu: &CpuBackend, pattern: &mut amg::Pattern, values: &Self::Vector<T>, nullspace: &amg::Nullspace, o: &amg::AmgOptions) -> Result<(Multigrid<Self, T>, amg::AmgStats)>;
+    /// A number that changes when `values` change (a weighted sum), read
+    /// without bringing them back: whether a hierarchy is still current.
+    fn fingerprint<T: Scalar>(&self, values: &Self::Vector<T>) -> Result<f64>;
 }
 
 impl PrecondOps for CpuBackend {
@@ -42,6 +51,14 @@ impl PrecondOps for CpuBackend {
             SsorMatrix::Csr(a) if a.val.len() == csr_val.len() => Ok(a.val.copy_from_slice(csr_val)),
             _ => Err(Error::InvalidArgument("SSOR values: not the CSR pattern the sweep was built on".into())),
         }
+    }
+
+    fn amg<T: Scalar>(&self, cpu: &CpuBackend, pattern: &mut amg::Pattern, values: &Vec<T>, nullspace: &amg::Nullspace, o: &amg::AmgOptions) -> Result<(Multigrid<Self, T>, amg::AmgStats)> {
+        pattern.on_host(values.iter().map(|v| v.to_f64()).collect(), |a, block| amg::build(self, cpu, a, block, nullspace, o))
+    }
+
+    fn fingerprint<T: Scalar>(&self, values: &Vec<T>) -> Result<f64> {
+        Ok(values.iter().enumerate().map(|(k, v)| v.to_f64() * fem_kernels::amg::hash_unit(k as u32)).sum())
     }
 }
 
@@ -63,5 +80,18 @@ impl PrecondOps for CudaBackend {
             GpuSsorMatrix::Csr(a) if a.val.len() == csr_val.len() => Ok(self.stream().memcpy_dtod(csr_val, &mut a.val)?),
             _ => Err(Error::InvalidArgument("SSOR values: not the CSR pattern the sweep was built on".into())),
         }
+    }
+
+    fn amg<T: Scalar>(&self, cpu: &CpuBackend, pattern: &mut amg::Pattern, values: &CudaSlice<T>, nullspace: &amg::Nullspace, o: &amg::AmgOptions) -> Result<(Multigrid<Self, T>, amg::AmgStats)> {
+        if amg::on_device(pattern.block, nullspace, o) {
+            let a = pattern.on_device(self, values)?;
+            return amg::device::build(self, a, o);
+        }
+        let host = self.download(values)?;
+        pattern.on_host(host.iter().map(|v| v.to_f64()).collect(), |a, block| amg::build(self, cpu, a, block, nullspace, o))
+    }
+
+    fn fingerprint<T: Scalar>(&self, values: &CudaSlice<T>) -> Result<f64> {
+        CudaBackend::fingerprint(self, values)
     }
 }

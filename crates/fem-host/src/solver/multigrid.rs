@@ -145,6 +145,19 @@ struct Level<B: Backend, T: Scalar> {
     p: Option<(Matrix<B, T>, Matrix<B, T>)>,
 }
 
+/// A level already on the backend, for [`Multigrid::from_stored`].
+pub struct StoredLevel<B: Backend, T: Scalar> {
+    /// Its operator.
+    pub a: Matrix<B, T>,
+    /// Its inverse diagonal.
+    pub inv_diag: B::Vector<T>,
+    /// ρ(D⁻¹A), for Chebyshev smoothing (unused on the coarsest level).
+    pub rho: f64,
+    /// Prolongation from the next coarser level and restriction to it
+    /// (`None` on the coarsest).
+    pub p: Option<(Matrix<B, T>, Matrix<B, T>)>,
+}
+
 /// Work vectors of a level: right-hand side, iterate, residual,
 /// correction, and Chebyshev's search direction.
 struct Work<V> {
@@ -225,6 +238,29 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             };
             levels.push(Level { n, a: upload(m, n)?, jacobi: Jacobi::from_diagonal(bk, &diagonal)?, lambda, m: inverse, p: transfers });
         }
+        Ok(Self::with_levels(bk, levels, opts, Csr { val: Vec::new(), ..a[0].clone() })?)
+    }
+
+    /// A hierarchy whose levels are already on the backend (AMG set up on
+    /// the GPU), coarsest first: smoothed by Jacobi or Chebyshev (the
+    /// smoothers that need no host matrix); `coarsest` is the coarsest
+    /// operator on the host, for its dense inverse.
+    pub fn from_stored(bk: &B, levels: Vec<StoredLevel<B, T>>, opts: MgOptions, coarsest: Csr<T>) -> Result<Self> {
+        if opts.smoother.is_matrix() || matches!(opts.smoother, Smoother::L1Jacobi) {
+            return Err(Error::InvalidArgument(format!("{:?} smoothing is set up from the host matrices", opts.smoother)));
+        }
+        if levels.first().is_none_or(|l| l.a.rows() != coarsest.n_rows || l.p.is_some()) || levels.iter().skip(1).any(|l| l.p.is_none()) {
+            return Err(Error::InvalidArgument("multigrid: stored levels that do not make a hierarchy".into()));
+        }
+        let levels = levels
+            .into_iter()
+            .map(|l| Level { n: l.a.rows(), jacobi: Jacobi { n: l.a.rows(), inv_diag: l.inv_diag }, a: l.a, lambda: l.rho, m: None, p: l.p })
+            .collect();
+        Self::with_levels(bk, levels, opts, coarsest)
+    }
+
+    /// The solver of `levels` with the work vectors of its cycles.
+    fn with_levels(bk: &B, levels: Vec<Level<B, T>>, opts: MgOptions, coarse_pattern: Csr<T>) -> Result<Self> {
         let work = levels
             .iter()
             .map(|l| {
@@ -232,7 +268,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
                 Ok(Work { b: bk.zeros::<T>(l.n)?, x: bk.zeros::<T>(l.n)?, r: bk.zeros::<T>(l.n)?, z: bk.zeros::<T>(l.n)?, d: bk.zeros::<T>(d)? })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { levels, opts, work: Mutex::new(work), coarse_pattern: Csr { val: Vec::new(), ..a[0].clone() }, coarse_inverse: None, coarse_inversions: 0 })
+        Ok(Self { levels, opts, work: Mutex::new(work), coarse_pattern, coarse_inverse: None, coarse_inversions: 0 })
     }
 
     /// Host seconds spent building SPAI(1) or SAINV smoothers.

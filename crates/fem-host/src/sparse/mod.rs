@@ -12,6 +12,7 @@ pub mod ellt;
 pub mod generate;
 pub mod model;
 pub mod params;
+pub mod spgemm;
 pub mod stats;
 pub mod tuning;
 pub mod warp;

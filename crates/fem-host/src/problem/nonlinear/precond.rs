@@ -214,14 +214,13 @@ pub(super) enum Prepared<B: NewtonOps, T: LinearScalar> {
 /// rebuilds it from the next.
 pub(super) struct AmgPrepared<B: NewtonOps, T: LinearScalar> {
     mg: Option<Multigrid<B, T>>,
-    /// The tangent's pattern (no values).
-    pattern: Csr<f64>,
-    /// Unknowns per node, and the near-nullspace.
-    block: usize,
+    /// The tangent's pattern.
+    pattern: amg::Pattern,
+    /// The near-nullspace.
     nullspace: Nullspace,
     opts: AmgOptions,
-    /// Hash of the values the hierarchy was built from.
-    hash: Option<u64>,
+    /// Fingerprint of the values the hierarchy was built from.
+    hash: Option<f64>,
     report: AmgReport,
     cpu: CpuBackend,
 }
@@ -231,7 +230,8 @@ pub(super) struct AmgPrepared<B: NewtonOps, T: LinearScalar> {
 pub struct AmgReport {
     /// Hierarchies built (one per distinct tangent).
     pub builds: usize,
-    /// Host seconds of all builds, values' download and uploads included.
+    /// Seconds of all builds, on the host or the GPU, values' transfers
+    /// included.
     pub setup_seconds: f64,
     /// The last hierarchy.
     pub last: AmgStats,
@@ -244,8 +244,8 @@ impl<B: NewtonOps, T: LinearScalar> AmgPrepared<B, T> {
             0 => Nullspace::constants(rows, nc),
             _ => Nullspace::rigid_body_modes(&setup.node_coords, nc)?,
         };
-        let pattern = Csr { val: Vec::new(), ..setup.csr.clone() };
-        Ok(Self { mg: None, pattern, block: nc, nullspace, opts, hash: None, report: AmgReport::default(), cpu: CpuBackend::new(None)? })
+        let pattern = amg::Pattern::new(&setup.csr, nc);
+        Ok(Self { mg: None, pattern, nullspace, opts, hash: None, report: AmgReport::default(), cpu: CpuBackend::new(None)? })
     }
 
     /// The hierarchy rebuilt from the tangent's values `kflat`, unless they
@@ -255,20 +255,12 @@ impl<B: NewtonOps, T: LinearScalar> AmgPrepared<B, T> {
             return Ok(());
         }
         let t = std::time::Instant::now();
-        let val = b.download(kflat)?;
-        let hash = crate::solver::approximate::values_hash(&val);
+        let hash = b.fingerprint(kflat)?;
         if self.hash == Some(hash) {
             return Ok(());
         }
         self.mg = None; // its memory before the next one's
-        // the pattern lends its indices to the operator for the build
-        let mut a = std::mem::replace(&mut self.pattern, Csr { n_rows: 0, row_ptr: Vec::new(), col: Vec::new(), val: Vec::new() });
-        a.val = val.iter().map(|v| v.to_f64()).collect();
-        drop(val);
-        let built = amg::build::<B, T>(b, &self.cpu, &a, self.block, &self.nullspace, &self.opts);
-        a.val = Vec::new();
-        self.pattern = a;
-        let (mg, stats) = built?;
+        let (mg, stats) = b.amg(&self.cpu, &mut self.pattern, kflat, &self.nullspace, &self.opts)?;
         self.mg = Some(mg);
         self.hash = Some(hash);
         self.report.builds += 1;

@@ -12,6 +12,8 @@
 //! [`Multigrid`]'s do, on either backend.
 
 pub mod aggregate;
+pub mod device;
+pub mod mis;
 pub mod product;
 pub mod strength;
 pub mod tentative;
@@ -29,6 +31,8 @@ use std::time::Instant;
 /// How the hierarchy is built and cycled.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct AmgOptions {
+    /// How nodes are aggregated.
+    pub aggregation: Aggregation,
     /// Strength threshold θ: nodes couple strongly where
     /// `|a_ij| ≥ θ √(|a_ii a_jj|)` (pyamg's default 0: every coupling).
     pub strength: f64,
@@ -51,19 +55,45 @@ pub struct AmgOptions {
 impl Default for AmgOptions {
     /// θ = 0, ω = 4/3, coarsening to at most 300 nodes solved exactly (a
     /// dense inverse applied as one product), W(1, 1)-cycles smoothed by
-    /// Chebyshev of degree 2 on D⁻¹A: a preconditioner for CG. On P1
+    /// Chebyshev of degree 2 on D⁻¹A: a preconditioner for CG. With
+    /// standard aggregation, on P1
     /// Poisson on unstructured tetrahedra (5k, 36k, 275k rows; Chebyshev
     /// then on `[0.33ρ, 1.1ρ]`) CG took 14, 17 and 20 iterations to 10⁻⁸
     /// where V-cycles took 14, 18 and 23; θ = 0.1 took 12, 14 and 16 at
     /// operator complexity 1.77 against 1.14 and 2.5 times the set-up.
     fn default() -> Self {
         Self {
+            aggregation: Aggregation::Parallel,
             strength: 0.0,
             prolongation_omega: 4.0 / 3.0,
             max_coarse: 300,
             max_levels: 20,
             cycle: MgOptions { smoother: Smoother::Chebyshev(2), cycle: Cycle::W, pre: 1, post: 1, omega: 1.0, coarse_rtol: 1e-3, dense_coarse: DENSE_COARSE },
             keep: false,
+        }
+    }
+}
+
+/// How the nodes of a level are grouped into aggregates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Aggregation {
+    /// Around a distance-2 maximal independent set found in parallel
+    /// rounds ([`mis`]): the same aggregates on the CPU and the GPU, where
+    /// the whole set-up then runs.
+    Parallel,
+    /// pyamg's `standard_aggregation` ([`aggregate`]), sequential: on the
+    /// host only.
+    Standard,
+}
+
+impl std::str::FromStr for Aggregation {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "parallel" => Ok(Self::Parallel),
+            "standard" => Ok(Self::Standard),
+            other => Err(format!("unknown aggregation '{other}' (parallel or standard)")),
         }
     }
 }
@@ -147,7 +177,10 @@ pub fn hierarchy(cpu: &CpuBackend, a: &Csr<f64>, block: usize, b: &Nullspace, o:
         let g = strength::strength(cpu, fine, block, o.strength)?;
         s.strength += lap(t);
         let t = Instant::now();
-        let (agg, n_agg) = aggregate::aggregate(&g);
+        let (agg, n_agg) = match o.aggregation {
+            Aggregation::Parallel => mis::aggregate(cpu, &g),
+            Aggregation::Standard => aggregate::aggregate(&g),
+        };
         s.aggregation += lap(t);
         if n_agg == 0 || n_agg * b.k >= fine.n_rows {
             break; // nothing coarser to gain
@@ -186,44 +219,49 @@ fn lap(t: Instant) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// Refuses what smoothed aggregation cannot precondition.
+/// Refuses what smoothed aggregation cannot precondition, row by row as
+/// the GPU set-up does ([`fem_kernels::amg::row_defect`]; rows sorted).
 fn check(cpu: &CpuBackend, a: &Csr<f64>, block: usize) -> Result<()> {
     if block == 0 || a.n_rows % block != 0 {
         return Err(Error::InvalidArgument(format!("AMG: {} rows are not nodes of {block} unknowns", a.n_rows)));
     }
-    if a.col.iter().any(|&c| c as usize >= a.n_rows) {
-        return Err(Error::InvalidArgument("AMG needs a square operator".into()));
-    }
-    if let Some(v) = a.val.iter().find(|v| !v.is_finite()) {
-        return Err(Error::InvalidArgument(format!("AMG: the operator holds the value {v}")));
-    }
     let d = a.diag();
-    if let Some(r) = d.iter().position(|&v| v <= 0.0) {
-        return Err(Error::InvalidArgument(format!("AMG needs a symmetric positive definite operator; row {r} has the diagonal {}", d[r])));
-    }
-    let scale = a.val.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    // every entry against its mirror, found by a search in its column's
-    // row (no transpose: that would be a second copy of the operator)
-    let mirror = |r: usize, k: usize| a.position(a.col[k] as usize, r as u32).map_or(0.0, |q| a.val[q]);
-    let asymmetric = cpu.install(|| {
-        use rayon::prelude::*;
-        (0..a.n_rows).into_par_iter().find_any(|&r| (a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize).any(|k| (a.val[k] - mirror(r, k)).abs() > 1e-10 * scale))
-    });
-    if let Some(r) = asymmetric {
-        return Err(Error::InvalidArgument(format!("AMG needs a symmetric operator; row {r} differs from its column (precondition a non-symmetric one by Jacobi, SPAI(1) or multigrid with GMRES or BiCGStab)")));
-    }
-    Ok(())
+    let first = |bit: u32| {
+        cpu.install(|| {
+            use rayon::prelude::*;
+            (0..a.n_rows).into_par_iter().find_first(|&r| unsafe { fem_kernels::amg::row_defect(r, a.n_rows, a.row_ptr.as_ptr(), a.col.as_ptr(), a.val.as_ptr(), d.as_ptr()) } & bit != 0)
+        })
+    };
+    let bad_value = |r: usize| a.val[a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize].iter().find(|v| !v.is_finite()).copied();
+    defects(a.n_rows, DEFECTS.map(first), bad_value, |r| d[r])
+}
+
+/// The defect bits of [`fem_kernels::amg::row_defect`], in the order
+/// [`defects`] reports them.
+pub(crate) const DEFECTS: [u32; 4] = [fem_kernels::amg::NOT_FINITE, fem_kernels::amg::DIAGONAL, fem_kernels::amg::OUT_OF_RANGE, fem_kernels::amg::ASYMMETRIC];
+
+/// The error for the first row with each of [`DEFECTS`], if any, of an
+/// operator of `n` rows; `bad_value(r)` is a value of row `r` that is not
+/// finite, `diag(r)` its diagonal.
+pub(crate) fn defects(n: usize, first: [Option<usize>; 4], bad_value: impl Fn(usize) -> Option<f64>, diag: impl Fn(usize) -> f64) -> Result<()> {
+    let msg = match first {
+        [Some(r), ..] => format!("AMG: the operator holds the value {} in row {r}", bad_value(r).unwrap_or(f64::NAN)),
+        [_, Some(r), ..] => format!("AMG needs a symmetric positive definite operator; row {r} has the diagonal {}", diag(r)),
+        [_, _, Some(r), _] => format!("AMG needs a square operator; row {r} has a column past {n}"),
+        [_, _, _, Some(r)] => format!("AMG needs a symmetric operator; row {r} differs from its column (precondition a non-symmetric one by Jacobi, SPAI(1) or multigrid with GMRES or BiCGStab)"),
+        _ => return Ok(()),
+    };
+    Err(Error::InvalidArgument(msg))
 }
 
 /// ρ(D⁻¹A), the largest eigenvalue of the Jacobi-scaled operator, by 20
 /// power iterations of the symmetric `D^{-1/2} A D^{-1/2}` from a
-/// pseudo-random start, raised by 5 % (power iteration approaches it from
+/// pseudo-random start (the GPU set-up's), raised by 5 % (power iteration approaches it from
 /// below, and an underestimate would let the smoothing amplify the
 /// highest modes).
 pub fn spectral_radius(cpu: &CpuBackend, a: &Csr<f64>) -> f64 {
     let s: Vec<f64> = a.diag().iter().map(|d| if *d > 0.0 { 1.0 / d.sqrt() } else { 0.0 }).collect();
-    let mut g = crate::rng::SplitMix64::new(7);
-    let mut x: Vec<f64> = (0..a.n_rows).map(|_| g.next_f64() - 0.5).collect();
+    let mut x: Vec<f64> = (0..a.n_rows as u32).map(fem_kernels::amg::hash_unit).collect();
     let mut y = vec![0.0; a.n_rows];
     let mut lambda = 0.0;
     for _ in 0..20 {
@@ -271,6 +309,58 @@ fn galerkin(cpu: &CpuBackend, a: &Csr<f64>, p: &Csr<f64>, n_coarse: usize) -> Re
             terms.push((c as u32, 1.0));
         }
     })
+}
+
+/// Whether the whole set-up can run on the GPU ([`device`]): a scalar
+/// field with the constants as near-nullspace, aggregated in parallel,
+/// smoothed by Jacobi or Chebyshev (the others are set up from host
+/// matrices).
+pub fn on_device(block: usize, b: &Nullspace, o: &AmgOptions) -> bool {
+    block == 1 && b.k == 1 && b.values.iter().all(|&v| v == 1.0) && o.aggregation == Aggregation::Parallel && matches!(o.cycle.smoother, Smoother::Jacobi | Smoother::Chebyshev(_))
+}
+
+/// An operator's pattern kept between AMG set-ups from its changing
+/// values, and its copy on the device once the GPU has set up from it.
+pub struct Pattern {
+    host: Csr<f64>,
+    /// Unknowns per node.
+    pub block: usize,
+    device: Option<crate::sparse::spgemm::DeviceCsr>,
+}
+
+impl Pattern {
+    /// The pattern of `a` (its values are not kept), `block` rows a node.
+    pub fn new(a: &Csr<f64>, block: usize) -> Self {
+        Self { host: Csr { n_rows: a.n_rows, row_ptr: a.row_ptr.clone(), col: a.col.clone(), val: Vec::new() }, block, device: None }
+    }
+
+    /// `build(operator, block)` on the host operator of this pattern with
+    /// values `val`, the pattern lending it its indices (no copy).
+    pub fn on_host<R>(&mut self, val: Vec<f64>, build: impl FnOnce(&Csr<f64>, usize) -> Result<R>) -> Result<R> {
+        if val.len() != self.host.col.len() {
+            return Err(Error::InvalidArgument(format!("AMG: {} values for a pattern of {} entries", val.len(), self.host.col.len())));
+        }
+        self.host.val = val;
+        let built = build(&self.host, self.block);
+        self.host.val = Vec::new();
+        built
+    }
+
+    /// The operator of this pattern with values `val` on the device
+    /// (in double precision; the pattern goes up once).
+    pub fn on_device<T: Scalar>(&mut self, gpu: &crate::CudaBackend, val: &cudarc::driver::CudaSlice<T>) -> Result<&crate::sparse::spgemm::DeviceCsr> {
+        if val.len() != self.host.col.len() {
+            return Err(Error::InvalidArgument(format!("AMG: {} values for a pattern of {} entries", val.len(), self.host.col.len())));
+        }
+        if self.device.is_none() {
+            let s = gpu.stream();
+            let (n, nnz) = (self.host.n_rows, self.host.col.len());
+            self.device = Some(crate::sparse::spgemm::DeviceCsr { n_rows: n, n_cols: n, row_ptr: s.clone_htod(&self.host.row_ptr)?, col: s.clone_htod(&self.host.col)?, val: crate::Backend::zeros(gpu, nnz)? });
+        }
+        let a = self.device.as_mut().expect("uploaded above");
+        crate::Backend::convert(gpu, val, &mut a.val)?;
+        Ok(a)
+    }
 }
 
 /// The hierarchy of `a` as a multigrid preconditioner on backend `bk` in

@@ -1,0 +1,95 @@
+//! AMG set up on the GPU equals the CPU's set-up: the same aggregates and
+//! so the same levels, the same CG iterations, the same refusals; and the
+//! device prefix sum it builds on equals the host's (skipped without a
+//! GPU).
+
+use crate::common;
+use fem::host::operator::csr::Csr;
+use fem::host::rng::SplitMix64;
+use fem::host::solver::amg::{self, AmgOptions, Nullspace, Pattern};
+use fem::host::solver::multigrid::Multigrid;
+use fem::host::solver::{pcg, CgOptions};
+use fem::host::sparse::generate::fem_matrix;
+use fem::host::{Backend, CpuBackend, CudaBackend};
+
+#[test]
+fn gpu_prefix_sums_equal_the_hosts() {
+    let Some(gpu) = common::gpu("gpu_prefix_sums_equal_the_hosts") else { return };
+    let mut g = SplitMix64::new(3);
+    // one value, a warp's tail, a tile, a tile and one, many tiles
+    for n in [1usize, 31, 2048, 2049, 300_007] {
+        let x: Vec<u32> = (0..n).map(|_| (g.next_f64() * 4.0) as u32).collect();
+        let (out, total) = gpu.exclusive_scan(&gpu.stream().clone_htod(&x).unwrap()).unwrap();
+        let got = gpu.stream().clone_dtoh(&out).unwrap();
+        let want: Vec<u32> = std::iter::once(0).chain(x.iter().scan(0u32, |s, v| { *s += v; Some(*s) })).collect();
+        assert_eq!(total, *want.last().unwrap(), "n = {n}");
+        assert_eq!(got, want, "n = {n}");
+    }
+}
+
+/// `a` on the device through an AMG pattern, and the hierarchy built there.
+fn on_gpu(gpu: &CudaBackend, a: &Csr<f64>, o: &AmgOptions) -> fem::host::Result<(Multigrid<CudaBackend, f64>, amg::AmgStats)> {
+    let mut pattern = Pattern::new(a, 1);
+    let values = gpu.upload(&a.val)?;
+    let device = pattern.on_device(gpu, &values)?;
+    amg::device::build(gpu, device, o)
+}
+
+/// Iterations of CG to 10⁻¹⁰ on the CPU preconditioned by `m`.
+fn cpu_iterations(cpu: &CpuBackend, a: &Csr<f64>, m: &Multigrid<CpuBackend, f64>, b: &[f64]) -> usize {
+    let mut x = vec![0.0; b.len()];
+    let r = pcg(cpu, a, m, &b.to_vec(), &mut x, CgOptions { rtol: 1e-10, max_iterations: 500, jacobi: false }).unwrap();
+    assert!(r.converged);
+    r.iterations
+}
+
+#[test]
+fn gpu_amg_setup_equals_the_cpus() {
+    let Some(gpu) = common::gpu("gpu_amg_setup_equals_the_cpus") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    // Q1 and Q2 Laplacians on unstructured hexahedra, W- and V-cycles
+    for (dim, degree, rows) in [(3, 1, 30_000), (3, 2, 20_000), (2, 1, 5_000)] {
+        let a: Csr<f64> = fem_matrix(&cpu, dim, degree, rows, 1, true).unwrap();
+        let o = AmgOptions { max_coarse: 50, ..Default::default() };
+        let host = amg::hierarchy(&cpu, &a, 1, &Nullspace::constants(a.n_rows, 1), &o).unwrap().stats;
+        let (mg, stats) = on_gpu(&gpu, &a, &o).unwrap();
+        let label = format!("Q{degree} in {dim}D, {} rows", a.n_rows);
+        let rows = |s: &amg::AmgStats| s.levels.iter().map(|l| (l.rows, l.nonzeros)).collect::<Vec<_>>();
+        // the same aggregates, so the same rows; the products' patterns too
+        // (cuSPARSE keeps structural zeros as the host's product does)
+        let (got, want) = (rows(&stats), rows(&host));
+        assert_eq!(got.len(), want.len(), "{label}: levels {got:?} {want:?}");
+        for ((r, z), (wr, wz)) in got.iter().zip(&want) {
+            assert!(r == wr && z.abs_diff(*wz) <= wz / 100, "{label}: levels {got:?} {want:?}");
+        }
+        let (cpu_mg, _) = amg::build::<CpuBackend, f64>(&cpu, &cpu, &a, 1, &Nullspace::constants(a.n_rows, 1), &o).unwrap();
+        let mut g = SplitMix64::new(5);
+        let b: Vec<f64> = (0..a.n_rows).map(|_| g.next_f64() - 0.5).collect();
+        let gpu_a = fem::host::operator::gpu::GpuCsr::from_csr(&gpu, &a, 4).unwrap();
+        let rhs = gpu.upload(&b).unwrap();
+        let mut x = gpu.zeros::<f64>(a.n_rows).unwrap();
+        let on_device = pcg(&gpu, &gpu_a, &mg, &rhs, &mut x, CgOptions { rtol: 1e-10, max_iterations: 500, jacobi: false }).unwrap();
+        let on_host = cpu_iterations(&cpu, &a, &cpu_mg, &b);
+        eprintln!("{label}: levels {:?}, CG {} iterations on the GPU, {on_host} on the CPU", rows(&stats), on_device.iterations);
+        assert!(on_device.converged && on_device.iterations.abs_diff(on_host) <= 1, "{label}: GPU {} CPU {on_host}", on_device.iterations);
+    }
+}
+
+#[test]
+fn gpu_amg_refuses_what_the_cpu_refuses() {
+    let Some(gpu) = common::gpu("gpu_amg_refuses_what_the_cpu_refuses") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let a: Csr<f64> = fem_matrix(&cpu, 2, 1, 400, 1, false).unwrap();
+    let o = AmgOptions { max_coarse: 10, ..Default::default() };
+    let mut skew = a.clone();
+    skew.val[1] *= 2.0;
+    let mut neg = a.clone();
+    neg.val[a.position(0, 0).unwrap()] = -1.0;
+    let mut nan = a.clone();
+    nan.val[5] = f64::NAN;
+    for (m, want) in [(&skew, "symmetric"), (&neg, "diagonal"), (&nan, "NaN")] {
+        let e = on_gpu(&gpu, m, &o).err().expect("refused").to_string();
+        let host = amg::hierarchy(&cpu, m, 1, &Nullspace::constants(m.n_rows, 1), &o).err().expect("refused").to_string();
+        assert!(e.contains(want) && e == host, "GPU: {e}; CPU: {host}");
+    }
+}
