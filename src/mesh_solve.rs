@@ -332,10 +332,11 @@ fn robin_data(file: &GmshMesh, nodes: &[u32], space: &Space, o: &MeshSolveOption
 }
 
 /// The set-up with the coarser levels of `nested` when multigrid
-/// preconditions.
+/// preconditions, with its low-order level when AMG does.
 fn levels<K: Kernels<f64>>(setup: Setup<K>, cpu: &CpuBackend, nested: &NestedSpaces, o: &MeshSolveOptions) -> Result<Setup<K>> {
     match o.newton.precond {
         Precond::Multigrid(_) => setup.with_multigrid(cpu, nested),
+        Precond::Amg(_) => setup.with_low_order(nested.finest()),
         _ => Ok(setup),
     }
 }

@@ -246,8 +246,10 @@ pub fn solve<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOptions) 
     let kappa: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
     let load = Load::zero(space, 1).source(space, |_, f| f[0] = 1.0);
     let mut setup = Setup::<Poisson>::constrained(cpu, space, Aux::Nodal(&kappa), &constraints, Some(&load))?;
-    if matches!(precond, Pipeline::Multigrid(_)) {
-        setup = setup.with_multigrid(cpu, &nested)?;
+    match precond {
+        Pipeline::Multigrid(_) => setup = setup.with_multigrid(cpu, &nested)?,
+        Pipeline::Amg(_) => setup = setup.with_low_order(space)?,
+        _ => {}
     }
     let newton = NewtonOptions {
         rtol: o.rtol,

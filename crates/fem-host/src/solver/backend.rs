@@ -28,7 +28,7 @@ pub trait PrecondOps: Backend + Sized + 'static {
     fn ssor_values<T: Scalar>(&self, s: &mut Self::Ssor<T>, csr_val: &Self::Vector<T>) -> Result<()>;
     /// AMG's hierarchy of the operator of pattern `pattern` and values
     /// `values` (on this backend) as a multigrid preconditioner: set up
-    /// on the GPU where [`amg::on_device`] allows, else on the host.
+    /// on the GPU where [`amg::Pattern::on_gpu`] allows, else on the host.
     fn amg<T: Scalar>(&self, cpu: &CpuBackend, pattern: &mut amg::Pattern, values: &Self::Vector<T>, nullspace: &amg::Nullspace, o: &amg::AmgOptions) -> Result<(Multigrid<Self, T>, amg::AmgStats)>;
     /// A number that changes when `values` change (a weighted sum), read
     /// without bringing them back: whether a hierarchy is still current.
@@ -54,7 +54,7 @@ impl PrecondOps for CpuBackend {
     }
 
     fn amg<T: Scalar>(&self, cpu: &CpuBackend, pattern: &mut amg::Pattern, values: &Vec<T>, nullspace: &amg::Nullspace, o: &amg::AmgOptions) -> Result<(Multigrid<Self, T>, amg::AmgStats)> {
-        pattern.on_host(values.iter().map(|v| v.to_f64()).collect(), |a, block| amg::build(self, cpu, a, block, nullspace, o))
+        pattern.build_on_host(self, cpu, values.iter().map(|v| v.to_f64()).collect(), nullspace, o)
     }
 
     fn fingerprint<T: Scalar>(&self, values: &Vec<T>) -> Result<f64> {
@@ -83,12 +83,12 @@ impl PrecondOps for CudaBackend {
     }
 
     fn amg<T: Scalar>(&self, cpu: &CpuBackend, pattern: &mut amg::Pattern, values: &CudaSlice<T>, nullspace: &amg::Nullspace, o: &amg::AmgOptions) -> Result<(Multigrid<Self, T>, amg::AmgStats)> {
-        if amg::on_device(pattern.block, nullspace, o) {
+        if pattern.on_gpu(nullspace, o) {
             let a = pattern.on_device(self, values)?;
             return amg::device::build(self, a, o);
         }
         let host = self.download(values)?;
-        pattern.on_host(host.iter().map(|v| v.to_f64()).collect(), |a, block| amg::build(self, cpu, a, block, nullspace, o))
+        pattern.build_on_host(self, cpu, host.iter().map(|v| v.to_f64()).collect(), nullspace, o)
     }
 
     fn fingerprint<T: Scalar>(&self, values: &CudaSlice<T>) -> Result<f64> {

@@ -177,6 +177,32 @@ fn located_interpolation(coarse: &Space, fine: &Space, parent: &[u32]) -> Result
     Ok(from_rows(rows))
 }
 
+/// The interpolation of the P1/Q1 functions of `space`'s mesh into
+/// `space` (`n_dofs × n_vertices`): row `i` holds the vertex basis of the
+/// cell that contains node `i` at its reference point, so the low-order
+/// level of p-multigrid is the mesh's own vertices, whatever the degree.
+pub fn vertex_interpolation(space: &Space) -> Result<Csr<f64>> {
+    let (nv, d) = (space.shape.vertices(), space.shape.dim());
+    let slots = owner_slots(&space.cell_dofs, space.n_dofs);
+    let rows: Vec<Vec<(u32, f64)>> = slots
+        .par_iter()
+        .enumerate()
+        .map(|(i, &k)| {
+            if k == u32::MAX {
+                return Ok(Vec::new()); // a node of no cell
+            }
+            let c = k as usize / space.nb();
+            let xi = reference_point(space, c, &space.dof_coords[i])?;
+            let (mut val, mut grad) = (vec![0.0; nv], vec![0.0; nv * d]);
+            space.shape.geometry_basis(&xi[..d], &mut val, &mut grad);
+            let mut row: Vec<(u32, f64)> = (0..nv).filter(|&v| val[v].abs() > DROP).map(|v| (space.cell_vertices[c * nv + v], val[v])).collect();
+            row.sort_unstable_by_key(|e| e.0);
+            Ok(row)
+        })
+        .collect::<Result<_>>()?;
+    Ok(from_rows(rows))
+}
+
 /// The scalar interpolation between the Q_`degree` numberings `coarse`
 /// and `fine` (cell DOFs in tensor order, `(degree + 1)^dim` per cell) of
 /// a mesh and its uniform tensor refinement: `parent[f]` and `child[f]`
@@ -425,6 +451,26 @@ mod tests {
                         assert!((0..3).all(|k| (a[k] - b[k]).abs() < 1e-12));
                     }
                 }
+            }
+        }
+    }
+
+    /// The vertex interpolation reproduces P1/Q1 functions (linear ones
+    /// on every cell kind) at the nodes of P2 and of Q2 to Q4.
+    #[test]
+    fn vertex_interpolation_is_exact_on_linear_functions() {
+        let cpu = crate::CpuBackend::new(Some(2)).unwrap();
+        for mesh in meshes() {
+            let top = if matches!(mesh, CellMesh::Simplex(_)) { 2 } else { 4 };
+            for degree in 2..=top {
+                let space = mesh.space(degree).unwrap();
+                let lin = |x: &[f64; 3]| 1.0 + x[0] - 2.0 * x[1] + 0.5 * x[2];
+                let p = vertex_interpolation(&space).unwrap();
+                let uv: Vec<f64> = space.vertices.iter().map(lin).collect();
+                let mut u = vec![0.0; space.n_dofs];
+                p.spmv(&cpu, &uv, &mut u);
+                let worst = u.iter().zip(&space.dof_coords).map(|(v, x)| (v - lin(x)).abs()).fold(0.0, f64::max);
+                assert!(worst < 1e-10, "{:?} p{degree}: {worst:e}", space.shape);
             }
         }
     }

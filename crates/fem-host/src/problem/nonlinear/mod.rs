@@ -76,6 +76,9 @@ pub struct Setup<K> {
     pub residual_base: Vec<f64>,
     /// The coarser levels of [`Setup::with_multigrid`], if built.
     pub levels: Option<Box<Levels<K>>>,
+    /// The low-order level of [`Setup::with_low_order`] under AMG, if
+    /// built.
+    pub low_order: Option<Box<crate::solver::amg::LowOrder>>,
     /// Every node's position where the field has as many components as
     /// the space has dimensions (empty otherwise): AMG's rigid-body modes.
     pub node_coords: Vec<[f64; 3]>,
@@ -149,7 +152,7 @@ impl<K: Kernels<f64>> Setup<K> {
             None => vec![0.0; fixed.len()],
         };
         let node_coords = if nc > 1 && nc == space.dim() { space.dof_coords.clone() } else { Vec::new() };
-        Ok(Self { physics, gather, residual_pos, entry_pos, facets: None, csr, diag_pos, fixed, residual_base, levels: None, node_coords })
+        Ok(Self { physics, gather, residual_pos, entry_pos, facets: None, csr, diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords })
     }
 
     /// Adds the physics' boundary term (`bf0`, linearised by `bg0`,
@@ -194,7 +197,7 @@ impl<K: Kernels<f64>> Setup<K> {
         if physics.variant.nc != self.physics.variant.nc || physics.variant.n_local() != self.physics.variant.n_local() || physics.n_cells != self.physics.n_cells {
             return Err(Error::InvalidArgument("the other physics has other components or cells than this set-up".into()));
         }
-        let mut other = Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None, node_coords: self.node_coords.clone() };
+        let mut other = Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None, low_order: None, node_coords: self.node_coords.clone() };
         other.cells_only();
         Ok(other)
     }

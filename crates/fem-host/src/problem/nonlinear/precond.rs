@@ -100,6 +100,21 @@ pub struct Levels<K> {
 }
 
 impl<K: Kernels<f64>> Setup<K> {
+    /// This set-up, built on `space` of degree 2 or more, with the
+    /// low-order level AMG then coarsens instead of the operator itself
+    /// ([`crate::solver::amg::low_order`]); of degree 1 it is unchanged.
+    pub fn with_low_order(mut self, space: &Space) -> Result<Self> {
+        let nc = self.physics.variant.nc;
+        if space.n_cells() != self.physics.n_cells || space.n_dofs * nc != self.n_rows() {
+            return Err(Error::InvalidArgument("AMG's low-order level: the set-up is not of this space".into()));
+        }
+        if space.degree > 1 {
+            let rigid = !self.node_coords.is_empty();
+            self.low_order = Some(Box::new(amg::LowOrder::new(space, nc, &self.fixed, rigid)?));
+        }
+        Ok(self)
+    }
+
     /// This set-up, built on `nested.finest()`, with the physics
     /// rediscretised on the coarser levels of `nested` for multigrid:
     /// auxiliary fields injected (nodal) or averaged over a cell's children
@@ -244,7 +259,8 @@ impl<B: NewtonOps, T: LinearScalar> AmgPrepared<B, T> {
             0 => Nullspace::constants(rows, nc),
             _ => Nullspace::rigid_body_modes(&setup.node_coords, nc)?,
         };
-        let pattern = amg::Pattern::new(&setup.csr, nc);
+        let mut pattern = amg::Pattern::new(&setup.csr, nc);
+        pattern.low_order = setup.low_order.clone();
         Ok(Self { mg: None, pattern, nullspace, opts, hash: None, report: AmgReport::default(), cpu: CpuBackend::new(None)? })
     }
 

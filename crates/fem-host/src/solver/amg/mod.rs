@@ -13,11 +13,13 @@
 
 pub mod aggregate;
 pub mod device;
+pub mod low_order;
 pub mod mis;
 pub mod product;
 pub mod strength;
 pub mod tentative;
 
+pub use low_order::LowOrder;
 pub use tentative::Nullspace;
 
 use super::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
@@ -215,13 +217,13 @@ pub fn hierarchy(cpu: &CpuBackend, a: &Csr<f64>, block: usize, b: &Nullspace, o:
     Ok(Hierarchy { a: levels, p: prolongations, rho, stats })
 }
 
-fn lap(t: Instant) -> f64 {
+pub(crate) fn lap(t: Instant) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
 /// Refuses what smoothed aggregation cannot precondition, row by row as
 /// the GPU set-up does ([`fem_kernels::amg::row_defect`]; rows sorted).
-fn check(cpu: &CpuBackend, a: &Csr<f64>, block: usize) -> Result<()> {
+pub(crate) fn check(cpu: &CpuBackend, a: &Csr<f64>, block: usize) -> Result<()> {
     if block == 0 || a.n_rows % block != 0 {
         return Err(Error::InvalidArgument(format!("AMG: {} rows are not nodes of {block} unknowns", a.n_rows)));
     }
@@ -298,7 +300,7 @@ fn smooth_prolongator(cpu: &CpuBackend, a: &Csr<f64>, t: &Csr<f64>, omega: f64, 
 /// `Pᵀ A P` with `n_coarse` rows; a row left empty (a prolongator column
 /// of zeros: a dependent near-nullspace vector) gets a unit diagonal, so
 /// that the coarse operator stays invertible and that unknown stays zero.
-fn galerkin(cpu: &CpuBackend, a: &Csr<f64>, p: &Csr<f64>, n_coarse: usize) -> Result<Csr<f64>> {
+pub(crate) fn galerkin(cpu: &CpuBackend, a: &Csr<f64>, p: &Csr<f64>, n_coarse: usize) -> Result<Csr<f64>> {
     let ap = product::multiply(cpu, a, p)?;
     let pt = transpose(p, n_coarse);
     product::build(cpu, n_coarse, |c, terms| {
@@ -326,12 +328,14 @@ pub struct Pattern {
     /// Unknowns per node.
     pub block: usize,
     device: Option<crate::sparse::spgemm::DeviceCsr>,
+    /// The low-order level of a high-order space (p-multigrid).
+    pub low_order: Option<Box<LowOrder>>,
 }
 
 impl Pattern {
     /// The pattern of `a` (its values are not kept), `block` rows a node.
     pub fn new(a: &Csr<f64>, block: usize) -> Self {
-        Self { host: Csr { n_rows: a.n_rows, row_ptr: a.row_ptr.clone(), col: a.col.clone(), val: Vec::new() }, block, device: None }
+        Self { host: Csr { n_rows: a.n_rows, row_ptr: a.row_ptr.clone(), col: a.col.clone(), val: Vec::new() }, block, device: None, low_order: None }
     }
 
     /// `build(operator, block)` on the host operator of this pattern with
@@ -344,6 +348,25 @@ impl Pattern {
         let built = build(&self.host, self.block);
         self.host.val = Vec::new();
         built
+    }
+
+    /// The hierarchy of this pattern's operator with values `val` built
+    /// on the host (through its low-order level where it has one) as a
+    /// multigrid on `bk`.
+    pub fn build_on_host<B: PrecondOps + 'static, T: Scalar>(&mut self, bk: &B, cpu: &CpuBackend, val: Vec<f64>, b: &Nullspace, o: &AmgOptions) -> Result<(Multigrid<B, T>, AmgStats)> {
+        let low = self.low_order.take();
+        let built = self.on_host(val, |a, block| match &low {
+            Some(l) => low_order::build(bk, cpu, a, block, l, o),
+            None => build(bk, cpu, a, block, b, o),
+        });
+        self.low_order = low;
+        built
+    }
+
+    /// Whether the set-up of this pattern's operators runs on the GPU
+    /// ([`on_device`], and no low-order level).
+    pub fn on_gpu(&self, b: &Nullspace, o: &AmgOptions) -> bool {
+        self.low_order.is_none() && on_device(self.block, b, o)
     }
 
     /// The operator of this pattern with values `val` on the device
@@ -366,7 +389,11 @@ impl Pattern {
 /// The hierarchy of `a` as a multigrid preconditioner on backend `bk` in
 /// precision `T`, with its statistics (upload seconds included).
 pub fn build<B: PrecondOps + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, a: &Csr<f64>, block: usize, b: &Nullspace, o: &AmgOptions) -> Result<(Multigrid<B, T>, AmgStats)> {
-    let h = hierarchy(cpu, a, block, b, o)?;
+    upload(bk, cpu, a, hierarchy(cpu, a, block, b, o)?, o)
+}
+
+/// The multigrid of `a` over the levels `h` below it on backend `bk`.
+pub(crate) fn upload<B: PrecondOps + 'static, T: Scalar>(bk: &B, cpu: &CpuBackend, a: &Csr<f64>, h: Hierarchy, o: &AmgOptions) -> Result<(Multigrid<B, T>, AmgStats)> {
     let t = Instant::now();
     // the operator itself goes up as it is where T is f64
     let at: Vec<std::borrow::Cow<Csr<T>>> = h.a.iter().chain(std::iter::once(a)).map(|m| m.in_precision::<T>()).collect();
