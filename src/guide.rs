@@ -148,6 +148,21 @@
 //! let o = NewtonOptions { precond: Precond::multigrid(), ..Default::default() };
 //! ```
 //!
+//! Where there is no refinement hierarchy (the file's mesh as it is),
+//! algebraic multigrid builds one from the assembled tangent alone; on P2
+//! and higher spaces it coarsens the tangent's projection on the mesh's
+//! vertices:
+//!
+//! ```ignore
+//! use fem::host::solver::amg::AmgOptions;
+//! let setup = setup.with_low_order(&space)?; // degree 1: unchanged
+//! let o = NewtonOptions { precond: Precond::Amg(AmgOptions::default()), ..Default::default() };
+//! ```
+//!
+//! A scalar field's hierarchy is set up on the GPU; a field with as many
+//! components as the space has dimensions (elasticity) gets the rigid-body
+//! modes as its near-nullspace and is set up on the host.
+//!
 //! The tangent is assembled into ELL-WARP on the GPU and CSR on the CPU
 //! unless [`crate::host::problem::nonlinear::Assembly`] says otherwise:
 //! `assembly: Assembly::Sparse(SpmvFormat::Cusparse)` for another sparse
