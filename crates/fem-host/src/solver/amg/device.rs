@@ -7,7 +7,7 @@
 //! calls too, so both find the same aggregates; the products are
 //! cuSPARSE's ([`crate::sparse::spgemm`]).
 
-use super::{defects, AmgOptions, AmgStats, LevelStats, SetupSeconds, DEFECTS};
+use super::{defects, lap, AmgOptions, AmgStats, LevelStats, SetupSeconds, DEFECTS};
 use crate::operator::csr::Csr;
 use crate::operator::gpu::GpuCsr;
 use crate::solver::multigrid::{Multigrid, StoredLevel};
@@ -67,10 +67,6 @@ pub fn build<T: Scalar>(gpu: &CudaBackend, a: &DeviceCsr, o: &AmgOptions) -> Res
     let mut stats = stats;
     stats.seconds.upload = lap(t);
     Ok((mg, stats))
-}
-
-fn lap(t: Instant) -> f64 {
-    t.elapsed().as_secs_f64()
 }
 
 /// The next coarser level of `top` with near-nullspace `b`, its own
