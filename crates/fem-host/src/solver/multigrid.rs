@@ -238,7 +238,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             };
             levels.push(Level { n, a: upload(m, n)?, jacobi: Jacobi::from_diagonal(bk, &diagonal)?, lambda, m: inverse, p: transfers });
         }
-        Ok(Self::with_levels(bk, levels, opts, Csr { val: Vec::new(), ..a[0].clone() })?)
+        Self::with_levels(bk, levels, opts, Csr { val: Vec::new(), ..a[0].clone() })
     }
 
     /// A hierarchy whose levels are already on the backend (AMG set up on

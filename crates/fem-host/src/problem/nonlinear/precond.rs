@@ -235,7 +235,7 @@ pub(super) struct AmgPrepared<B: NewtonOps, T: LinearScalar> {
     nullspace: Nullspace,
     opts: AmgOptions,
     /// Fingerprint of the values the hierarchy was built from.
-    hash: Option<f64>,
+    fingerprint: Option<f64>,
     report: AmgReport,
     cpu: CpuBackend,
 }
@@ -261,7 +261,7 @@ impl<B: NewtonOps, T: LinearScalar> AmgPrepared<B, T> {
         };
         let mut pattern = amg::Pattern::new(&setup.csr, nc);
         pattern.low_order = setup.low_order.clone();
-        Ok(Self { mg: None, pattern, nullspace, opts, hash: None, report: AmgReport::default(), cpu: CpuBackend::new(None)? })
+        Ok(Self { mg: None, pattern, nullspace, opts, fingerprint: None, report: AmgReport::default(), cpu: CpuBackend::new(None)? })
     }
 
     /// The hierarchy rebuilt from the tangent's values `kflat`, unless they
@@ -271,14 +271,14 @@ impl<B: NewtonOps, T: LinearScalar> AmgPrepared<B, T> {
             return Ok(());
         }
         let t = std::time::Instant::now();
-        let hash = b.fingerprint(kflat)?;
-        if self.hash == Some(hash) {
+        let fingerprint = b.fingerprint(kflat)?;
+        if self.fingerprint == Some(fingerprint) {
             return Ok(());
         }
         self.mg = None; // its memory before the next one's
         let (mg, stats) = b.amg(&self.cpu, &mut self.pattern, kflat, &self.nullspace, &self.opts)?;
         self.mg = Some(mg);
-        self.hash = Some(hash);
+        self.fingerprint = Some(fingerprint);
         self.report.builds += 1;
         self.report.last = stats;
         self.report.setup_seconds += t.elapsed().as_secs_f64();

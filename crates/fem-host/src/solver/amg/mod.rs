@@ -89,17 +89,6 @@ pub enum Aggregation {
     Standard,
 }
 
-impl std::str::FromStr for Aggregation {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "parallel" => Ok(Self::Parallel),
-            "standard" => Ok(Self::Standard),
-            other => Err(format!("unknown aggregation '{other}' (parallel or standard)")),
-        }
-    }
-}
-
 /// Rows up to which the coarsest level is inverted densely: 300 nodes of
 /// 3D elasticity's six rigid-body modes.
 pub const DENSE_COARSE: usize = 1800;
@@ -228,14 +217,21 @@ pub(crate) fn check(cpu: &CpuBackend, a: &Csr<f64>, block: usize) -> Result<()> 
         return Err(Error::InvalidArgument(format!("AMG: {} rows are not nodes of {block} unknowns", a.n_rows)));
     }
     let d = a.diag();
-    let first = |bit: u32| {
-        cpu.install(|| {
-            use rayon::prelude::*;
-            (0..a.n_rows).into_par_iter().find_first(|&r| unsafe { fem_kernels::amg::row_defect(r, a.n_rows, a.row_ptr.as_ptr(), a.col.as_ptr(), a.val.as_ptr(), d.as_ptr()) } & bit != 0)
-        })
-    };
+    // one pass over the rows: the first row with each defect
+    let first = cpu.install(|| {
+        use rayon::prelude::*;
+        let row = |r: usize| {
+            let bits = unsafe { fem_kernels::amg::row_defect(r, a.n_rows, a.row_ptr.as_ptr(), a.col.as_ptr(), a.val.as_ptr(), d.as_ptr()) };
+            DEFECTS.map(|bit| (bits & bit != 0).then_some(r))
+        };
+        let earlier = |x: [Option<usize>; 4], y: [Option<usize>; 4]| std::array::from_fn(|i| match (x[i], y[i]) {
+            (Some(p), Some(q)) => Some(p.min(q)),
+            (p, q) => p.or(q),
+        });
+        (0..a.n_rows).into_par_iter().map(row).reduce(|| [None; 4], earlier)
+    });
     let bad_value = |r: usize| a.val[a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize].iter().find(|v| !v.is_finite()).copied();
-    defects(a.n_rows, DEFECTS.map(first), bad_value, |r| d[r])
+    defects(a.n_rows, first, bad_value, |r| d[r])
 }
 
 /// The defect bits of [`fem_kernels::amg::row_defect`], in the order
@@ -313,14 +309,6 @@ pub(crate) fn galerkin(cpu: &CpuBackend, a: &Csr<f64>, p: &Csr<f64>, n_coarse: u
     })
 }
 
-/// Whether the whole set-up can run on the GPU ([`device`]): a scalar
-/// field with the constants as near-nullspace, aggregated in parallel,
-/// smoothed by Jacobi or Chebyshev (the others are set up from host
-/// matrices).
-pub fn on_device(block: usize, b: &Nullspace, o: &AmgOptions) -> bool {
-    block == 1 && b.k == 1 && b.values.iter().all(|&v| v == 1.0) && o.aggregation == Aggregation::Parallel && matches!(o.cycle.smoother, Smoother::Jacobi | Smoother::Chebyshev(_))
-}
-
 /// An operator's pattern kept between AMG set-ups from its changing
 /// values, and its copy on the device once the GPU has set up from it.
 pub struct Pattern {
@@ -338,43 +326,48 @@ impl Pattern {
         Self { host: Csr { n_rows: a.n_rows, row_ptr: a.row_ptr.clone(), col: a.col.clone(), val: Vec::new() }, block, device: None, low_order: None }
     }
 
-    /// `build(operator, block)` on the host operator of this pattern with
-    /// values `val`, the pattern lending it its indices (no copy).
-    pub fn on_host<R>(&mut self, val: Vec<f64>, build: impl FnOnce(&Csr<f64>, usize) -> Result<R>) -> Result<R> {
-        if val.len() != self.host.col.len() {
-            return Err(Error::InvalidArgument(format!("AMG: {} values for a pattern of {} entries", val.len(), self.host.col.len())));
+    /// An error unless `len` values fill this pattern.
+    fn check_len(&self, len: usize) -> Result<()> {
+        if len != self.host.col.len() {
+            return Err(Error::InvalidArgument(format!("AMG: {len} values for a pattern of {} entries", self.host.col.len())));
         }
-        self.host.val = val;
-        let built = build(&self.host, self.block);
-        self.host.val = Vec::new();
-        built
+        Ok(())
     }
 
     /// The hierarchy of this pattern's operator with values `val` built
     /// on the host (through its low-order level where it has one) as a
-    /// multigrid on `bk`.
+    /// multigrid on `bk`; the pattern lends the operator its indices (no
+    /// copy).
     pub fn build_on_host<B: PrecondOps + 'static, T: Scalar>(&mut self, bk: &B, cpu: &CpuBackend, val: Vec<f64>, b: &Nullspace, o: &AmgOptions) -> Result<(Multigrid<B, T>, AmgStats)> {
-        let low = self.low_order.take();
-        let built = self.on_host(val, |a, block| match &low {
+        self.check_len(val.len())?;
+        self.host.val = val;
+        let (a, block) = (&self.host, self.block);
+        let built = match &self.low_order {
             Some(l) => low_order::build(bk, cpu, a, block, l, o),
             None => build(bk, cpu, a, block, b, o),
-        });
-        self.low_order = low;
+        };
+        self.host.val = Vec::new();
         built
     }
 
-    /// Whether the set-up of this pattern's operators runs on the GPU
-    /// ([`on_device`], and no low-order level).
+    /// Whether the whole set-up of this pattern's operators can run on the
+    /// GPU ([`device`]): a scalar field with the constants as
+    /// near-nullspace and no low-order level, aggregated in parallel,
+    /// smoothed by Jacobi or Chebyshev (the others are set up from host
+    /// matrices).
     pub fn on_gpu(&self, b: &Nullspace, o: &AmgOptions) -> bool {
-        self.low_order.is_none() && on_device(self.block, b, o)
+        self.low_order.is_none()
+            && self.block == 1
+            && b.k == 1
+            && b.values.iter().all(|&v| v == 1.0)
+            && o.aggregation == Aggregation::Parallel
+            && matches!(o.cycle.smoother, Smoother::Jacobi | Smoother::Chebyshev(_))
     }
 
     /// The operator of this pattern with values `val` on the device
     /// (in double precision; the pattern goes up once).
     pub fn on_device<T: Scalar>(&mut self, gpu: &crate::CudaBackend, val: &cudarc::driver::CudaSlice<T>) -> Result<&crate::sparse::spgemm::DeviceCsr> {
-        if val.len() != self.host.col.len() {
-            return Err(Error::InvalidArgument(format!("AMG: {} values for a pattern of {} entries", val.len(), self.host.col.len())));
-        }
+        self.check_len(val.len())?;
         if self.device.is_none() {
             let s = gpu.stream();
             let (n, nnz) = (self.host.n_rows, self.host.col.len());
