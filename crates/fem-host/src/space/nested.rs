@@ -283,6 +283,16 @@ pub fn field_prolongation(p: &Csr<f64>, nc: usize, fixed_coarse: &[bool], fixed_
 /// level. An error when some coarse node is not a fine one (nodes that do
 /// not nest, as the Gauss–Lobatto nodes of Q3 and above).
 pub fn injection(p: &Csr<f64>, n_coarse: usize) -> Result<Vec<u32>> {
+    let inj = same_nodes(p, n_coarse);
+    if let Some(j) = inj.iter().position(|&v| v == u32::MAX) {
+        return Err(Error::InvalidArgument(format!("coarse node {j} is no node of the refined space: the nodes of this degree do not nest (multigrid by rediscretisation takes degrees 1 and 2)")));
+    }
+    Ok(inj)
+}
+
+/// For every coarse node, the fine node at the same point (the row of
+/// `p` that is a single 1), `u32::MAX` where there is none.
+pub fn same_nodes(p: &Csr<f64>, n_coarse: usize) -> Vec<u32> {
     let mut inj = vec![u32::MAX; n_coarse];
     for i in 0..p.n_rows {
         let (a, b) = (p.row_ptr[i] as usize, p.row_ptr[i + 1] as usize);
@@ -290,10 +300,7 @@ pub fn injection(p: &Csr<f64>, n_coarse: usize) -> Result<Vec<u32>> {
             inj[p.col[a] as usize] = i as u32;
         }
     }
-    if let Some(j) = inj.iter().position(|&v| v == u32::MAX) {
-        return Err(Error::InvalidArgument(format!("coarse node {j} is no node of the refined space: the nodes of this degree do not nest (multigrid by rediscretisation takes degrees 1 and 2)")));
-    }
-    Ok(inj)
+    inj
 }
 
 /// Reference coordinates in cell `c` of `space` of the physical point `x`

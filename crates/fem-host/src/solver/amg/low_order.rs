@@ -10,7 +10,7 @@ use super::{check, galerkin, hierarchy, lap, spectral_radius, upload, AmgOptions
 use crate::operator::csr::Csr;
 use crate::solver::multigrid::Multigrid;
 use crate::solver::PrecondOps;
-use crate::space::nested::{field_prolongation, vertex_interpolation};
+use crate::space::nested::{field_prolongation, same_nodes, vertex_interpolation};
 use crate::space::Space;
 use crate::{CpuBackend, Result, Scalar};
 use std::time::Instant;
@@ -35,16 +35,9 @@ impl LowOrder {
     pub fn new(space: &Space, nc: usize, fixed: &[bool], rigid: bool) -> Result<Self> {
         let scalar = vertex_interpolation(space)?;
         let n_vertices = space.vertices.len();
-        // a vertex is held where its own node is (the row that is a single 1)
-        let mut fixed_coarse = vec![true; n_vertices * nc];
-        for i in 0..scalar.n_rows {
-            let (a, b) = (scalar.row_ptr[i] as usize, scalar.row_ptr[i + 1] as usize);
-            if b == a + 1 && (scalar.val[a] - 1.0).abs() < 1e-10 {
-                for c in 0..nc {
-                    fixed_coarse[scalar.col[a] as usize * nc + c] = fixed[i * nc + c];
-                }
-            }
-        }
+        // a vertex is held where its own node is; one of no node is left out
+        let node = same_nodes(&scalar, n_vertices);
+        let fixed_coarse: Vec<bool> = (0..n_vertices * nc).map(|r| node[r / nc] == u32::MAX || fixed[node[r / nc] as usize * nc + r % nc]).collect();
         let p = field_prolongation(&scalar, nc, &fixed_coarse, fixed)?;
         let n_coarse = n_vertices * nc;
         let nullspace = if rigid { Nullspace::rigid_body_modes(&space.vertices, nc)? } else { Nullspace::constants(n_coarse, nc) };
