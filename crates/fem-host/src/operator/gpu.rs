@@ -464,6 +464,18 @@ impl<T: Scalar> GpuCsr<T> {
     }
 }
 
+/// `y = A x` for the CSR arrays of `A` (`row_ptr.len() − 1` rows, not
+/// none) by the kernel of `threads_per_row` threads a row: [`GpuCsr`]'s
+/// product, and that of the device matrices of AMG's set-up.
+pub fn csr_spmv<T: Scalar>(gpu: &CudaBackend, threads_per_row: usize, row_ptr: &CudaSlice<u32>, col: &CudaSlice<u32>, val: &CudaSlice<T>, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+    let n_rows = row_ptr.len() - 1;
+    let f = gpu.function(&format!("fem_csr_spmv_tpr{threads_per_row}_{}", T::NAME))?;
+    let blocks = ((n_rows * threads_per_row).div_ceil(256) as u32).clamp(1, gpu.props().sm_count * 8);
+    let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    unsafe { gpu.stream().launch_builder(&f).arg(&n_rows).arg(row_ptr).arg(col).arg(val).arg(x).arg(y).launch(cfg) }?;
+    Ok(())
+}
+
 impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuCsr<T> {
     fn rows(&self) -> usize {
         self.n_rows
@@ -474,12 +486,7 @@ impl<T: Scalar> LinearOperator<CudaBackend, T> for GpuCsr<T> {
         if self.n_rows == 0 {
             return Ok(());
         }
-        let f = gpu.function(&format!("fem_csr_spmv_tpr{}_{}", self.threads_per_row, T::NAME))?;
-        let threads = self.n_rows * self.threads_per_row;
-        let blocks = (threads.div_ceil(256) as u32).clamp(1, gpu.props().sm_count * 8);
-        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        unsafe { gpu.stream().launch_builder(&f).arg(&self.n_rows).arg(&self.row_ptr).arg(&self.col).arg(&self.val).arg(x).arg(y).launch(cfg) }?;
-        Ok(())
+        csr_spmv(gpu, self.threads_per_row, &self.row_ptr, &self.col, &self.val, x, y)
     }
     fn diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
         match &self.diag {

@@ -79,10 +79,8 @@ impl Sparse {
         let s = gpu.stream();
         let nnz = a.nnz();
         gpu.ensure_free((a.n_cols + 1) * 4 + nnz * 12)?;
-        let mut t = DeviceCsr { n_rows: a.n_cols, n_cols: a.n_rows, row_ptr: s.alloc_zeros(a.n_cols + 1)?, col: s.alloc_zeros(nnz.max(1))?, val: s.alloc_zeros(nnz.max(1))? };
+        let mut t = DeviceCsr { n_rows: a.n_cols, n_cols: a.n_rows, row_ptr: s.alloc_zeros(a.n_cols + 1)?, col: s.alloc_zeros(nnz)?, val: s.alloc_zeros(nnz)? };
         if nnz == 0 {
-            t.col = s.alloc_zeros(0)?;
-            t.val = s.alloc_zeros(0)?;
             return Ok(t);
         }
         let (m, n) = (a.n_rows as i32, a.n_cols as i32);

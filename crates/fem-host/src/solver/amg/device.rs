@@ -9,7 +9,7 @@
 
 use super::{defects, lap, AmgOptions, AmgStats, LevelStats, SetupSeconds, DEFECTS};
 use crate::operator::csr::Csr;
-use crate::operator::gpu::GpuCsr;
+use crate::operator::gpu::{csr_spmv, GpuCsr};
 use crate::solver::multigrid::{Multigrid, StoredLevel};
 use crate::sparse::spgemm::{DeviceCsr, Sparse};
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
@@ -199,11 +199,7 @@ fn tentative(gpu: &CudaBackend, agg: &CudaSlice<u32>, n_agg: usize, b: &CudaSlic
 
 /// `y = A x` on the device.
 fn spmv(gpu: &CudaBackend, a: &DeviceCsr, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
-    let f = gpu.function(&format!("fem_csr_spmv_tpr{THREADS_PER_ROW}_f64"))?;
-    let n = a.n_rows;
-    let cfg = grid(gpu, n * THREADS_PER_ROW);
-    unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(x).arg(y).launch(cfg) }?;
-    Ok(())
+    csr_spmv(gpu, THREADS_PER_ROW, &a.row_ptr, &a.col, &a.val, x, y)
 }
 
 /// ρ(D⁻¹A) as [`super::spectral_radius`] estimates it: 20 power
@@ -241,7 +237,10 @@ fn spectral_radius(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>) -> R
 
 /// `I − s D⁻¹A` on `a`'s pattern.
 fn jacobi_step(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>, scale: f64) -> Result<DeviceCsr> {
-    let mut step = copy(gpu, a)?;
+    // the pattern's copy, with values the kernel writes
+    gpu.ensure_free(a.bytes())?;
+    let s = gpu.stream();
+    let mut step = DeviceCsr { n_rows: a.n_rows, n_cols: a.n_cols, row_ptr: s.clone_dtod(&a.row_ptr)?, col: s.clone_dtod(&a.col)?, val: s.alloc_zeros(a.nnz())? };
     let n = a.n_rows;
     unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_jacobi_step")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(diag).arg(&scale).arg(&mut step.val).launch(grid(gpu, n)) }?;
     Ok(step)
