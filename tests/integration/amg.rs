@@ -125,6 +125,20 @@ fn amg_with_rigid_body_modes_solves_elasticity() {
     assert!(counts[1] as f64 <= 1.2 * counts[0] as f64 + 1.0, "{counts:?}");
 }
 
+/// The Q1 elasticity matrix of a unit cube of unstructured hexahedra
+/// refined `levels − 1` times, clamped at x = 0 (those rows kept as
+/// identity rows), and its rigid-body modes.
+pub(crate) fn elasticity_matrix(cpu: &CpuBackend, levels: usize) -> (Csr<f64>, Nullspace) {
+    let nested = NestedSpaces::new(CellMesh::Tensor(BoxMesh::unstructured(3, 2, 5).build().unwrap()), 1, levels).unwrap();
+    let space = nested.finest();
+    let clamp = BoundaryPart::at("x = 0", |x| x[0] < 1e-12);
+    let constraints = Constraints::none(space, 3).dirichlet(space, &clamp, |_, u| u.fill(0.0)).unwrap();
+    let lame: Vec<f64> = (0..space.n_cells()).flat_map(|_| [1.0, 1.0]).collect();
+    let setup = Setup::<Elasticity>::constrained(cpu, space, Aux::Cell(&lame), &constraints, None).unwrap();
+    let a = fem::host::problem::nonlinear::tangent_at(cpu, &setup, &vec![0.0; setup.n_rows()]).unwrap();
+    (a, Nullspace::rigid_body_modes(&space.dof_coords, 3).unwrap())
+}
+
 /// The 2D five-point Laplacian of `n × n` interior nodes.
 fn laplacian(n: usize) -> Csr<f64> {
     let mut a = Csr { n_rows: n * n, row_ptr: vec![0], col: Vec::new(), val: Vec::new() };
@@ -181,14 +195,7 @@ fn amg_hierarchy_matches_pyamgs() {
     }
     let cpu = CpuBackend::new(Some(2)).unwrap();
     let dir = crate::common::scratch("amg-pyamg");
-    let nested = NestedSpaces::new(CellMesh::Tensor(BoxMesh::unstructured(3, 2, 5).build().unwrap()), 1, 3).unwrap();
-    let space = nested.finest();
-    let clamp = BoundaryPart::at("x = 0", |x| x[0] < 1e-12);
-    let constraints = Constraints::none(space, 3).dirichlet(space, &clamp, |_, u| u.fill(0.0)).unwrap();
-    let lame: Vec<f64> = (0..space.n_cells()).flat_map(|_| [1.0, 1.0]).collect();
-    let setup = Setup::<Elasticity>::constrained(&cpu, space, Aux::Cell(&lame), &constraints, None).unwrap();
-    let elasticity = fem::host::problem::nonlinear::tangent_at(&cpu, &setup, &vec![0.0; setup.n_rows()]).unwrap();
-    let rigid = Nullspace::rigid_body_modes(&space.dof_coords, 3).unwrap();
+    let (elasticity, rigid) = elasticity_matrix(&cpu, 3);
     for (name, a, block, b, max_coarse) in [("laplacian", laplacian(40), 1, Nullspace::constants(1600, 1), 10), ("elasticity", elasticity, 3, rigid, 60)] {
         let o = AmgOptions { max_coarse, max_levels: 10, aggregation: Aggregation::Standard, ..Default::default() };
         let ours = amg::hierarchy(&cpu, &a, block, &b, &o).unwrap().stats;

@@ -3,7 +3,9 @@
 //! the distance-2 maximal independent set whose nodes seed the aggregates
 //! (Bell, Dalton & Olson 2012, the parallel aggregation of Cusp and AmgX),
 //! the aggregates grown from it, and the rows of the Jacobi step that
-//! smooths the tentative prolongator.
+//! smooths the tentative prolongator; the node graph of a vector field
+//! ([`nodes`]) and the fit of the near-nullspace on an aggregate
+//! ([`fit`]).
 //!
 //! A graph is given as CSR arrays with an optional mask: node `i`'s
 //! neighbours are the `col[k]`, `k` in `lo..hi`, whose `strong[k]` is not
@@ -11,6 +13,9 @@
 //! own pattern, the CPU passes its compacted strength graph.
 
 use fem_core::Real;
+
+pub mod fit;
+pub mod nodes;
 
 /// State of a node that is out of the set (a neighbour within distance 2
 /// is in it, or it has no neighbour at all).

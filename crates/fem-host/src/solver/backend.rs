@@ -84,8 +84,7 @@ impl PrecondOps for CudaBackend {
 
     fn amg<T: Scalar>(&self, cpu: &CpuBackend, pattern: &mut amg::Pattern, values: &CudaSlice<T>, nullspace: &amg::Nullspace, o: &amg::AmgOptions) -> Result<(Multigrid<Self, T>, amg::AmgStats)> {
         if pattern.on_gpu(nullspace, o) {
-            let a = pattern.on_device(self, values)?;
-            return amg::device::build(self, a, o);
+            return pattern.build_on_gpu(self, values, nullspace, o);
         }
         let host = self.download(values)?;
         pattern.build_on_host(self, cpu, host.iter().map(|v| v.to_f64()).collect(), nullspace, o)

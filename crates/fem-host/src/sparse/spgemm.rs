@@ -26,6 +26,14 @@ pub struct DeviceCsr {
 }
 
 impl DeviceCsr {
+    /// `m` (`n_cols` columns) on the device; a pattern without values
+    /// gets zeros.
+    pub fn upload(gpu: &CudaBackend, m: &crate::operator::csr::Csr<f64>, n_cols: usize) -> Result<Self> {
+        let s = gpu.stream();
+        let val = if m.val.is_empty() { gpu.zeros(m.col.len())? } else { gpu.upload(&m.val)? };
+        Ok(Self { n_rows: m.n_rows, n_cols, row_ptr: s.clone_htod(&m.row_ptr)?, col: s.clone_htod(&m.col)?, val })
+    }
+
     /// Stored entries.
     pub fn nnz(&self) -> usize {
         self.col.len()
@@ -53,6 +61,14 @@ impl DeviceCsr {
 
 fn check(what: &str, s: sys::cusparseStatus_t) -> Result<()> {
     s.result().map_err(|e| Error::Cusparse(format!("{what}: {:?}", e.0)))
+}
+
+/// `false` where cuSPARSE finds a product too large, else as [`check`].
+fn fits(what: &str, s: sys::cusparseStatus_t) -> Result<bool> {
+    if s == sys::cusparseStatus_t::CUSPARSE_STATUS_INSUFFICIENT_RESOURCES {
+        return Ok(false);
+    }
+    check(what, s).map(|()| true)
 }
 
 /// A cuSPARSE handle on the backend's stream, destroyed when dropped.
@@ -103,11 +119,38 @@ impl Sparse {
         Ok(t)
     }
 
-    /// `A B`.
+    /// `A B`, in runs of `A`'s rows of about [`CHUNK_PRODUCTS`]
+    /// intermediate products each: cuSPARSE refuses a product of more than
+    /// 2³¹ (`CUSPARSE_STATUS_INSUFFICIENT_RESOURCES`, e.g. the Galerkin
+    /// product `A P` of 3D elasticity at 3M rows), and its buffers grow
+    /// with them. A run it still refuses is halved.
     pub fn multiply(&self, gpu: &CudaBackend, a: &DeviceCsr, b: &DeviceCsr) -> Result<DeviceCsr> {
         if a.n_cols != b.n_rows {
             return Err(Error::InvalidArgument(format!("SpGEMM: {} columns times {} rows", a.n_cols, b.n_rows)));
         }
+        // finite-element rows are alike: the average row of B stands for all
+        let products = a.nnz() as f64 * b.nnz() as f64 / b.n_rows.max(1) as f64;
+        self.multiply_runs(gpu, a, b, ((products / CHUNK_PRODUCTS).ceil() as usize).clamp(1, a.n_rows.max(1)))
+    }
+
+    /// `A B` from the products of `runs` runs of `A`'s rows (at most one
+    /// a row), stacked.
+    pub fn multiply_runs(&self, gpu: &CudaBackend, a: &DeviceCsr, b: &DeviceCsr, runs: usize) -> Result<DeviceCsr> {
+        if runs == 1 {
+            match self.multiply_whole(gpu, a, b)? {
+                Some(c) => return Ok(c),
+                None if a.n_rows > 1 => return self.multiply_runs(gpu, a, b, 2),
+                None => return Err(Error::Cusparse("SpGEMM: a single row's product exceeds cuSPARSE's resources".into())),
+            }
+        }
+        let bounds: Vec<usize> = (0..=runs).map(|i| i * a.n_rows / runs).collect();
+        let parts = bounds.windows(2).map(|w| self.multiply_runs(gpu, &rows(gpu, a, w[0], w[1])?, b, 1)).collect::<Result<Vec<_>>>()?;
+        stack(gpu, b.n_cols, parts)
+    }
+
+    /// `A B` in one cuSPARSE product; `None` where cuSPARSE finds it too
+    /// large.
+    fn multiply_whole(&self, gpu: &CudaBackend, a: &DeviceCsr, b: &DeviceCsr) -> Result<Option<DeviceCsr>> {
         let s = gpu.stream();
         let (op, ty, alg) = (sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE, sys::cudaDataType::CUDA_R_64F, sys::cusparseSpGEMMAlg_t::CUSPARSE_SPGEMM_DEFAULT);
         let (one, zero) = (1.0f64, 0.0f64);
@@ -125,12 +168,18 @@ impl Sparse {
             let (ca, cb) = (ma as sys::cusparseConstSpMatDescr_t, mb as sys::cusparseConstSpMatDescr_t);
             let sp = descs.spgemm;
             let mut size1 = 0usize;
-            check("work estimation", sys::cusparseSpGEMM_workEstimation(self.handle, op, op, alpha, ca, cb, beta, mc, ty, alg, sp, &mut size1, std::ptr::null_mut()))?;
+            if !fits("work estimation", sys::cusparseSpGEMM_workEstimation(self.handle, op, op, alpha, ca, cb, beta, mc, ty, alg, sp, &mut size1, std::ptr::null_mut()))? {
+                return Ok(None);
+            }
             let buffer1 = s.alloc_zeros::<u8>(size1.max(1))?;
             let (b1, _g1) = buffer1.device_ptr(s);
-            check("work estimation", sys::cusparseSpGEMM_workEstimation(self.handle, op, op, alpha, ca, cb, beta, mc, ty, alg, sp, &mut size1, b1 as *mut c_void))?;
+            if !fits("work estimation", sys::cusparseSpGEMM_workEstimation(self.handle, op, op, alpha, ca, cb, beta, mc, ty, alg, sp, &mut size1, b1 as *mut c_void))? {
+                return Ok(None);
+            }
             let mut size2 = 0usize;
-            check("compute size", sys::cusparseSpGEMM_compute(self.handle, op, op, alpha, ca, cb, beta, mc, ty, alg, sp, &mut size2, std::ptr::null_mut()))?;
+            if !fits("compute size", sys::cusparseSpGEMM_compute(self.handle, op, op, alpha, ca, cb, beta, mc, ty, alg, sp, &mut size2, std::ptr::null_mut()))? {
+                return Ok(None);
+            }
             gpu.ensure_free(size2)?;
             let buffer2 = s.alloc_zeros::<u8>(size2.max(1))?;
             let (b2, _g2) = buffer2.device_ptr(s);
@@ -151,9 +200,54 @@ impl Sparse {
             }
             gpu.synchronize()?; // the buffers go when this scope ends
             drop(_g);
-            Ok(DeviceCsr { n_rows: a.n_rows, n_cols: b.n_cols, row_ptr, col, val })
+            Ok(Some(DeviceCsr { n_rows: a.n_rows, n_cols: b.n_cols, row_ptr, col, val }))
         }
     }
+}
+
+/// Intermediate products one cuSPARSE product is given at most (a
+/// quarter of its 2³¹ limit: the estimate takes the rows as alike).
+pub const CHUNK_PRODUCTS: f64 = (1u64 << 29) as f64;
+
+/// Rows `r0..r1` of `a` as a matrix of their own.
+fn rows(gpu: &CudaBackend, a: &DeviceCsr, r0: usize, r1: usize) -> Result<DeviceCsr> {
+    let s = gpu.stream();
+    let span = s.clone_dtoh(&a.row_ptr.slice(r0..r1 + 1))?;
+    let (lo, hi) = (span[0] as usize, span[r1 - r0] as usize);
+    let mut row_ptr = s.alloc_zeros::<u32>(r1 - r0 + 1)?;
+    shift(gpu, &a.row_ptr.slice(r0..r1 + 1), span[0].wrapping_neg(), &mut row_ptr.slice_mut(..))?;
+    Ok(DeviceCsr { n_rows: r1 - r0, n_cols: a.n_cols, row_ptr, col: s.clone_dtod(&a.col.slice(lo..hi))?, val: s.clone_dtod(&a.val.slice(lo..hi))? })
+}
+
+/// The matrix whose rows are those of `parts` in turn.
+fn stack(gpu: &CudaBackend, n_cols: usize, parts: Vec<DeviceCsr>) -> Result<DeviceCsr> {
+    let s = gpu.stream();
+    let (n_rows, nnz) = (parts.iter().map(|p| p.n_rows).sum::<usize>(), parts.iter().map(DeviceCsr::nnz).sum::<usize>());
+    if nnz > i32::MAX as usize {
+        return Err(Error::InvalidArgument(format!("SpGEMM: {nnz} entries exceed 32-bit indices")));
+    }
+    gpu.ensure_free(nnz * 12 + n_rows * 4)?;
+    let mut c = DeviceCsr { n_rows, n_cols, row_ptr: s.alloc_zeros(n_rows + 1)?, col: s.alloc_zeros(nnz)?, val: s.alloc_zeros(nnz)? };
+    let (mut row, mut at) = (0, 0);
+    for p in parts {
+        let (r, z) = (p.n_rows, p.nnz());
+        shift(gpu, &p.row_ptr.slice(..), at as u32, &mut c.row_ptr.slice_mut(row..row + r + 1))?;
+        if z > 0 {
+            s.memcpy_dtod(&p.col, &mut c.col.slice_mut(at..at + z))?;
+            s.memcpy_dtod(&p.val, &mut c.val.slice_mut(at..at + z))?;
+        }
+        (row, at) = (row + r, at + z);
+    }
+    Ok(c)
+}
+
+/// `out = x + delta` (wrapping) on the device.
+fn shift(gpu: &CudaBackend, x: &cudarc::driver::CudaView<u32>, delta: u32, out: &mut cudarc::driver::CudaViewMut<u32>) -> Result<()> {
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    let n = x.len();
+    let cfg = LaunchConfig { grid_dim: (n.div_ceil(256).clamp(1, 4096) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_shift")?).arg(&n).arg(x).arg(&delta).arg(out).launch(cfg) }?;
+    Ok(())
 }
 
 impl Drop for Sparse {

@@ -5,7 +5,7 @@
 //! `strong` (one byte per entry).
 
 use crate::amg;
-use crate::device::{atomic_add, atomic_min_u32, grid_stride_fold};
+use crate::device::{atomic_add_u32, atomic_min_u32, grid_stride_fold};
 use fem_macros::kernel;
 
 /// Row `r`'s bounds.
@@ -103,36 +103,122 @@ pub unsafe fn amg_join_aggregate(n: usize, row_ptr: *const u32, col: *const u32,
     });
 }
 
-/// `flags[i]` = 1 where node `i` joined an aggregate, and
-/// `norm2[a] += b[i]²` over the nodes of aggregate `a`.
+/// `count[i]` = the couplings of node `i` (rows `i·block..(i+1)·block`):
+/// the row lengths of the node graph.
 #[kernel]
-pub unsafe fn amg_aggregate_norms(n: usize, agg: *const u32, b: *const f64, flags: *mut u32, norm2: *mut f64) {
+pub unsafe fn amg_node_count(n: usize, block: usize, row_ptr: *const u32, col: *const u32, count: *mut u32) {
+    grid_stride_fold(n, (), |(), i| *count.add(i) = amg::nodes::node_couplings(i, block, row_ptr, col, core::ptr::null(), |_, _| ()));
+}
+
+/// The node graph's rows from their offsets `node_ptr`: columns and the
+/// Frobenius norms of the node couplings.
+#[kernel]
+pub unsafe fn amg_node_couplings(n: usize, block: usize, row_ptr: *const u32, col: *const u32, val: *const f64, node_ptr: *const u32, node_col: *mut u32, node_val: *mut f64) {
+    grid_stride_fold(n, (), |(), i| {
+        let mut at = *node_ptr.add(i) as usize;
+        amg::nodes::node_couplings(i, block, row_ptr, col, val, |j, s| {
+            *node_col.add(at) = j;
+            *node_val.add(at) = fem_core::Real::sqrt(s);
+            at += 1;
+        });
+    });
+}
+
+/// `size[a]` counts the nodes of aggregate `a`; `rows[u]` = `k` for every
+/// unknown `u` of an aggregated node (its entries in the tentative
+/// prolongator), else 0.
+#[kernel]
+pub unsafe fn amg_aggregate_sizes(n: usize, block: usize, k: u32, agg: *const u32, size: *mut u32, rows: *mut u32) {
     grid_stride_fold(n, (), |(), i| {
         let a = *agg.add(i);
-        *flags.add(i) = (a != amg::NONE) as u32;
         if a != amg::NONE {
-            atomic_add(norm2.add(a as usize), *b.add(i) * *b.add(i));
+            atomic_add_u32(size.add(a as usize), 1);
+        }
+        for c in 0..block {
+            *rows.add(i * block + c) = if a != amg::NONE { k } else { 0 };
         }
     });
 }
 
-/// The tentative prolongator of one near-nullspace vector `b`: row `i`
-/// holds `b[i] / ‖b‖` of its aggregate at `row_ptr[i]` (rows of nodes in
-/// no aggregate are empty).
+/// Every aggregated node into its aggregate's list `nodes[start[a]..]`
+/// (`fill` counts the places taken; the fit sorts each list).
 #[kernel]
-pub unsafe fn amg_tentative(n: usize, agg: *const u32, b: *const f64, norm2: *const f64, row_ptr: *const u32, col: *mut u32, val: *mut f64) {
+pub unsafe fn amg_aggregate_nodes(n: usize, agg: *const u32, start: *const u32, fill: *mut u32, nodes: *mut u32) {
     grid_stride_fold(n, (), |(), i| {
         let a = *agg.add(i);
         if a != amg::NONE {
-            let k = *row_ptr.add(i) as usize;
-            *col.add(k) = a;
-            *val.add(k) = *b.add(i) / fem_core::Real::sqrt(*norm2.add(a as usize));
+            let at = *start.add(a as usize) + atomic_add_u32(fill.add(a as usize), 1);
+            *nodes.add(at as usize) = i as u32;
         }
     });
 }
 
-/// `x[i] = √x[i]`: the coarse near-nullspace from the aggregates' squared
-/// norms.
+/// [`amg::fit::fit_aggregate`] of every aggregate, its node list sorted
+/// first: the tentative prolongator's rows (`k` entries each from
+/// `row_ptr`, columns `a·k..(a+1)·k`) and the coarse near-nullspace.
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn amg_fit(n_agg: usize, start: *const u32, nodes: *mut u32, block: usize, k: usize, b: *const f64, row_ptr: *const u32, col: *mut u32, val: *mut f64, coarse: *mut f64) {
+    grid_stride_fold(n_agg, (), |(), a| {
+        let lo = *start.add(a) as usize;
+        let (list, len) = (nodes.add(lo), *start.add(a + 1) as usize - lo);
+        amg::fit::sort(list, len);
+        let unknown = |l: usize| *list.add(l / block) as usize * block + l % block;
+        for l in 0..len * block {
+            let at = *row_ptr.add(unknown(l)) as usize;
+            for j in 0..k {
+                *col.add(at + j) = (a * k + j) as u32;
+            }
+        }
+        amg::fit::fit_aggregate(len * block, k, b, unknown, |l| val.add(*row_ptr.add(unknown(l)) as usize), coarse.add(a * k * k));
+    });
+}
+
+/// Whether row `r` holds only zeros (or nothing).
+#[inline(always)]
+unsafe fn zero_row(row_ptr: *const u32, val: *const f64, r: usize) -> bool {
+    let (lo, hi) = bounds(row_ptr, r);
+    (lo..hi).all(|k| *val.add(k) == 0.0)
+}
+
+/// `len[r]` = row `r`'s entries, or 1 where it holds only zeros or
+/// nothing (and then `found[0]` = 1): the rows of [`amg_unit_rows`]'
+/// matrix.
+#[kernel]
+pub unsafe fn amg_unit_row_lengths(n: usize, row_ptr: *const u32, val: *const f64, len: *mut u32, found: *mut u32) {
+    grid_stride_fold(n, (), |(), r| {
+        let (lo, hi) = bounds(row_ptr, r);
+        let zero = zero_row(row_ptr, val, r);
+        *len.add(r) = if zero { 1 } else { (hi - lo) as u32 };
+        if zero {
+            *found = 1;
+        }
+    });
+}
+
+/// The matrix whose rows of zeros (or of nothing) are a unit diagonal and
+/// whose other rows are the input's: the coarse unknowns of dependent
+/// near-nullspace vectors and of held vertices, kept invertible and zero
+/// (the host's Galerkin product gives those rows the same).
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn amg_unit_rows(n: usize, row_ptr: *const u32, col: *const u32, val: *const f64, out_ptr: *const u32, out_col: *mut u32, out_val: *mut f64) {
+    grid_stride_fold(n, (), |(), r| {
+        let (lo, hi) = bounds(row_ptr, r);
+        let at = *out_ptr.add(r) as usize;
+        if zero_row(row_ptr, val, r) {
+            *out_col.add(at) = r as u32;
+            *out_val.add(at) = 1.0;
+        } else {
+            for k in lo..hi {
+                *out_col.add(at + k - lo) = *col.add(k);
+                *out_val.add(at + k - lo) = *val.add(k);
+            }
+        }
+    });
+}
+
+/// `x[i] = √x[i]`: the diagonal's roots that scale the power iterations.
 #[kernel]
 pub unsafe fn amg_sqrt(n: usize, x: *mut f64) {
     grid_stride_fold(n, (), |(), i| *x.add(i) = fem_core::Real::sqrt(*x.add(i)));
@@ -154,4 +240,11 @@ pub unsafe fn amg_hash_start(n: usize, x: *mut f64) {
 #[kernel]
 pub unsafe fn amg_scaled_product(n: usize, alpha: f64, x: *const f64, y: *const f64, z: *mut f64) {
     grid_stride_fold(n, (), |(), i| *z.add(i) = alpha * *x.add(i) * *y.add(i));
+}
+
+/// `out[i] = x[i] + delta` (wrapping): the row offsets of a run of rows
+/// taken out of a matrix, or of a product's rows placed after others.
+#[kernel]
+pub unsafe fn amg_shift(n: usize, x: *const u32, delta: u32, out: *mut u32) {
+    grid_stride_fold(n, (), |(), i| *out.add(i) = (*x.add(i)).wrapping_add(delta));
 }

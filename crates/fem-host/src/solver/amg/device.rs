@@ -1,19 +1,21 @@
-//! Smoothed-aggregation set-up on the GPU, for a scalar field (one
-//! unknown a node, the constants as near-nullspace): every stage of
-//! [`super::hierarchy`] runs on the device, nothing but scalars comes
-//! back until the coarsest level (a few hundred rows) is inverted on the
-//! host. Validation, strength, aggregation and the tentative prolongator
-//! are the per-item functions of [`fem_kernels::amg`] that the CPU set-up
-//! calls too, so both find the same aggregates; the products are
-//! cuSPARSE's ([`crate::sparse::spgemm`]).
+//! Smoothed-aggregation set-up on the GPU, for a scalar or a vector field
+//! (up to [`MAX_BLOCK`] unknowns a node) with any near-nullspace (the
+//! constants, rigid-body modes): every stage of [`super::hierarchy`] runs
+//! on the device, nothing but scalars comes back until the coarsest level
+//! (a few hundred nodes) is inverted on the host. Validation, the node
+//! graph, strength, aggregation and the fit of the near-nullspace on
+//! every aggregate are the per-item functions of [`fem_kernels::amg`]
+//! that the CPU set-up calls too, so both find the same aggregates and
+//! prolongators; the products are cuSPARSE's ([`crate::sparse::spgemm`]).
 
-use super::{defects, lap, AmgOptions, AmgStats, LevelStats, SetupSeconds, DEFECTS};
+use super::{defects, lap, AmgOptions, AmgStats, LevelStats, Nullspace, SetupSeconds, DEFECTS};
 use crate::operator::csr::Csr;
 use crate::operator::gpu::{csr_spmv, GpuCsr};
 use crate::solver::multigrid::{Multigrid, StoredLevel};
 use crate::sparse::spgemm::{DeviceCsr, Sparse};
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use fem_kernels::amg::nodes::MAX_BLOCK;
 use std::time::Instant;
 
 /// Threads per row of the levels' CSR products: the coarse operators of
@@ -30,12 +32,19 @@ struct Built {
     p: Option<(DeviceCsr, DeviceCsr)>,
 }
 
-/// The hierarchy of the symmetric positive definite `a` (rows sorted),
-/// built on the GPU, as a multigrid preconditioner in precision `T`.
-/// Errors as [`super::hierarchy`]'s; smoothers that are set up from host
-/// matrices (SPAI(1), SAINV, ℓ1-Jacobi) are refused: the caller sets
-/// those up on the host.
-pub fn build<T: Scalar>(gpu: &CudaBackend, a: &DeviceCsr, o: &AmgOptions) -> Result<(Multigrid<CudaBackend, T>, AmgStats)> {
+/// The hierarchy of the symmetric positive definite `a` (rows sorted,
+/// `block` a node) with near-nullspace `b`, built on the GPU, as a
+/// multigrid preconditioner in precision `T`. With `low`, the
+/// prolongation from a low-order level (p-multigrid, as
+/// [`super::low_order::build`]), that level comes first and `b` is its
+/// near-nullspace. Errors as [`super::hierarchy`]'s; the smoothers are
+/// Jacobi's and Chebyshev's (the others are set up from host matrices, on
+/// the host).
+pub fn build<T: Scalar>(gpu: &CudaBackend, a: &DeviceCsr, block: usize, b: &Nullspace, low: Option<&DeviceCsr>, o: &AmgOptions) -> Result<(Multigrid<CudaBackend, T>, AmgStats)> {
+    let b_rows = low.map_or(a.n_rows, |p| p.n_cols);
+    if !(1..=MAX_BLOCK).contains(&block) || a.n_rows % block != 0 || b.k == 0 || b.k > MAX_BLOCK || b.rows() != b_rows || low.is_some_and(|p| p.n_rows != a.n_rows) {
+        return Err(Error::InvalidArgument(format!("AMG on the GPU: {} rows of {block} unknowns a node with {} near-nullspace vectors of {} rows", a.n_rows, b.k, b.rows())));
+    }
     let mut seconds = SetupSeconds::default();
     let t = Instant::now();
     let sparse = Sparse::new(gpu)?;
@@ -44,16 +53,29 @@ pub fn build<T: Scalar>(gpu: &CudaBackend, a: &DeviceCsr, o: &AmgOptions) -> Res
     seconds.strength += lap(t);
     let fine = Built { a: copy(gpu, a)?, diag, rho: 0.0, p: None };
     let mut levels = vec![fine];
-    let mut b = gpu.upload(&vec![1.0f64; a.n_rows])?;
-    while levels.len() < o.max_levels.max(1) {
+    let (mut b, k, mut block) = (gpu.upload(&b.values)?, b.k, block);
+    if let Some(p) = low {
         let top = levels.last_mut().expect("the finest level is there");
-        if top.a.n_rows <= o.max_coarse {
+        let t = Instant::now();
+        top.rho = spectral_radius(gpu, &top.a, &top.diag)?;
+        seconds.smoothing += lap(t);
+        let t = Instant::now();
+        let p = copy(gpu, p)?;
+        let (coarse, pt) = galerkin(gpu, &sparse, &top.a, &p)?;
+        seconds.galerkin += lap(t);
+        top.p = Some((p, pt));
+        levels.push(coarse);
+    }
+    // the levels below a low-order one count as the host's below the operator
+    while levels.len() < o.max_levels.max(1) + low.is_some() as usize {
+        let top = levels.last_mut().expect("the finest level is there");
+        if top.a.n_rows / block <= o.max_coarse {
             break;
         }
-        let Some((coarse, coarse_b, rho, transfers)) = coarsen(gpu, &sparse, top, &b, o, &mut seconds)? else { break };
+        let Some((coarse, coarse_b, rho, transfers)) = coarsen(gpu, &sparse, top, block, (&b, k), o, &mut seconds)? else { break };
         (top.rho, top.p) = (rho, Some(transfers));
         levels.push(coarse);
-        b = coarse_b;
+        (b, block) = (coarse_b, k);
     }
     if levels.len() == 1 && a.n_rows > o.cycle.dense_coarse {
         return Err(Error::InvalidArgument(format!("AMG found no coarser level for {} rows at strength threshold {} (lower it)", a.n_rows, o.strength)));
@@ -69,24 +91,31 @@ pub fn build<T: Scalar>(gpu: &CudaBackend, a: &DeviceCsr, o: &AmgOptions) -> Res
     Ok((mg, stats))
 }
 
-/// The next coarser level of `top` with near-nullspace `b`, its own
-/// near-nullspace, ρ(D⁻¹A) of `top` and the prolongation to `top` with
-/// its transpose; `None` where aggregation gains nothing.
+/// The next coarser level of `top` (`block` rows a node) with the `k`
+/// near-nullspace vectors `b`, its own near-nullspace, ρ(D⁻¹A) of `top`
+/// and the prolongation to `top` with its transpose; `None` where
+/// aggregation gains nothing.
 #[allow(clippy::type_complexity)]
-fn coarsen(gpu: &CudaBackend, sparse: &Sparse, top: &Built, b: &CudaSlice<f64>, o: &AmgOptions, s: &mut SetupSeconds) -> Result<Option<(Built, CudaSlice<f64>, f64, (DeviceCsr, DeviceCsr))>> {
+fn coarsen(gpu: &CudaBackend, sparse: &Sparse, top: &Built, block: usize, (b, k): (&CudaSlice<f64>, usize), o: &AmgOptions, s: &mut SetupSeconds) -> Result<Option<(Built, CudaSlice<f64>, f64, (DeviceCsr, DeviceCsr))>> {
     let (a, n) = (&top.a, top.a.n_rows);
     let t = Instant::now();
-    let strong = strength(gpu, a, &top.diag, o.strength)?;
+    // a vector field aggregates its nodes: the graph of their couplings
+    let nodes = if block > 1 { Some(node_graph(gpu, a, block)?) } else { None };
+    let (graph, graph_diag) = match &nodes {
+        Some((g, d)) => (g, d),
+        None => (a, &top.diag),
+    };
+    let strong = strength(gpu, graph, graph_diag, o.strength)?;
     s.strength += lap(t);
     let t = Instant::now();
-    let (agg, n_agg) = aggregate(gpu, a, &strong)?;
-    drop(strong);
+    let (agg, n_agg) = aggregate(gpu, graph, &strong)?;
+    drop((strong, nodes));
     s.aggregation += lap(t);
-    if n_agg == 0 || n_agg >= n {
+    if n_agg == 0 || n_agg * k >= n {
         return Ok(None);
     }
     let t = Instant::now();
-    let (tp, coarse_b) = tentative(gpu, &agg, n_agg, b)?;
+    let (tp, coarse_b) = tentative(gpu, &agg, n_agg, block, (b, k))?;
     s.tentative += lap(t);
     let t = Instant::now();
     let rho = spectral_radius(gpu, a, &top.diag)?;
@@ -95,13 +124,38 @@ fn coarsen(gpu: &CudaBackend, sparse: &Sparse, top: &Built, b: &CudaSlice<f64>, 
     drop((step, tp));
     s.smoothing += lap(t);
     let t = Instant::now();
-    let pt = sparse.transpose(gpu, &p)?;
-    let ap = sparse.multiply(gpu, a, &p)?;
-    let coarse = sparse.multiply(gpu, &pt, &ap)?;
+    let (coarse, pt) = galerkin(gpu, sparse, a, &p)?;
+    s.galerkin += lap(t);
+    Ok(Some((coarse, coarse_b, rho, (p, pt))))
+}
+
+/// The level below `a` through `p`: `Pᵀ A P` with its diagonal, where a
+/// row of zeros or of nothing (a dependent near-nullspace vector's, a
+/// held vertex's) is a unit diagonal as the host's [`super::galerkin`]
+/// makes it; and `Pᵀ`.
+fn galerkin(gpu: &CudaBackend, sparse: &Sparse, a: &DeviceCsr, p: &DeviceCsr) -> Result<(Built, DeviceCsr)> {
+    let pt = sparse.transpose(gpu, p)?;
+    let ap = sparse.multiply(gpu, a, p)?;
+    let coarse = unit_rows(gpu, sparse.multiply(gpu, &pt, &ap)?)?;
     drop(ap);
     let diag = diagonal(gpu, &coarse)?;
-    s.galerkin += lap(t);
-    Ok(Some((Built { a: coarse, diag, rho: 0.0, p: None }, coarse_b, rho, (p, pt))))
+    Ok((Built { a: coarse, diag, rho: 0.0, p: None }, pt))
+}
+
+/// `a` with a unit diagonal for each row of zeros or of nothing (`a`
+/// itself where there is none).
+fn unit_rows(gpu: &CudaBackend, a: DeviceCsr) -> Result<DeviceCsr> {
+    let (s, n) = (gpu.stream(), a.n_rows);
+    let mut len = s.alloc_zeros::<u32>(n)?;
+    let mut found = s.alloc_zeros::<u32>(1)?;
+    unsafe { s.launch_builder(&gpu.function("fem_amg_unit_row_lengths")?).arg(&n).arg(&a.row_ptr).arg(&a.val).arg(&mut len).arg(&mut found).launch(grid(gpu, n)) }?;
+    if s.clone_dtoh(&found)?[0] == 0 {
+        return Ok(a);
+    }
+    let (row_ptr, nnz) = gpu.exclusive_scan(&len)?;
+    let mut out = DeviceCsr { n_rows: n, n_cols: a.n_cols, row_ptr, col: s.alloc_zeros(nnz as usize)?, val: s.alloc_zeros(nnz as usize)? };
+    unsafe { s.launch_builder(&gpu.function("fem_amg_unit_rows")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(&out.row_ptr).arg(&mut out.col).arg(&mut out.val).launch(grid(gpu, n)) }?;
+    Ok(out)
 }
 
 /// A one-dimensional launch over `n` items, grid-stride.
@@ -179,22 +233,45 @@ fn aggregate(gpu: &CudaBackend, a: &DeviceCsr, strong: &CudaSlice<u8>) -> Result
     Ok((agg, roots as usize))
 }
 
-/// The tentative prolongator of the single near-nullspace vector `b`
-/// (`b_i / ‖b‖` of its aggregate in each aggregated row) and the coarse
-/// near-nullspace (the aggregates' norms).
-fn tentative(gpu: &CudaBackend, agg: &CudaSlice<u32>, n_agg: usize, b: &CudaSlice<f64>) -> Result<(DeviceCsr, CudaSlice<f64>)> {
+/// The graph of the nodes of `a` (`block` rows each) weighted by the
+/// Frobenius norms of their couplings, and its diagonal.
+fn node_graph(gpu: &CudaBackend, a: &DeviceCsr, block: usize) -> Result<(DeviceCsr, CudaSlice<f64>)> {
+    let (s, n) = (gpu.stream(), a.n_rows / block);
+    let mut count = s.alloc_zeros::<u32>(n)?;
+    unsafe { s.launch_builder(&gpu.function("fem_amg_node_count")?).arg(&n).arg(&block).arg(&a.row_ptr).arg(&a.col).arg(&mut count).launch(grid(gpu, n)) }?;
+    let (row_ptr, nnz) = gpu.exclusive_scan(&count)?;
+    drop(count);
+    let mut g = DeviceCsr { n_rows: n, n_cols: n, row_ptr, col: s.alloc_zeros(nnz as usize)?, val: s.alloc_zeros(nnz as usize)? };
+    unsafe { s.launch_builder(&gpu.function("fem_amg_node_couplings")?).arg(&n).arg(&block).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(&g.row_ptr).arg(&mut g.col).arg(&mut g.val).launch(grid(gpu, n)) }?;
+    let diag = diagonal(gpu, &g)?;
+    Ok((g, diag))
+}
+
+/// The tentative prolongator of the `k` near-nullspace vectors `b` on the
+/// aggregates `agg` of nodes of `block` rows (`k` entries in every
+/// aggregated row, zeros kept) and the coarse near-nullspace (`k` vectors
+/// on `n_agg·k` rows), as [`super::tentative::tentative`] fits them.
+fn tentative(gpu: &CudaBackend, agg: &CudaSlice<u32>, n_agg: usize, block: usize, (b, k): (&CudaSlice<f64>, usize)) -> Result<(DeviceCsr, CudaSlice<f64>)> {
     let (s, n, cfg) = (gpu.stream(), agg.len(), grid(gpu, agg.len()));
-    let mut flags = s.alloc_zeros::<u32>(n)?;
-    let mut norm = s.alloc_zeros::<f64>(n_agg)?;
-    unsafe { s.launch_builder(&gpu.function("fem_amg_aggregate_norms")?).arg(&n).arg(agg).arg(b).arg(&mut flags).arg(&mut norm).launch(cfg) }?;
-    let (row_ptr, nnz) = gpu.exclusive_scan(&flags)?;
+    let rows = n * block;
+    let mut size = s.alloc_zeros::<u32>(n_agg)?;
+    let mut row_len = s.alloc_zeros::<u32>(rows)?;
+    let k32 = k as u32;
+    unsafe { s.launch_builder(&gpu.function("fem_amg_aggregate_sizes")?).arg(&n).arg(&block).arg(&k32).arg(agg).arg(&mut size).arg(&mut row_len).launch(cfg) }?;
+    let (start, aggregated) = gpu.exclusive_scan(&size)?;
+    let (row_ptr, nnz) = gpu.exclusive_scan(&row_len)?;
+    drop(row_len);
+    let mut fill = size; // reused: the sizes are in `start` now
+    s.memset_zeros(&mut fill)?;
+    let mut nodes = s.alloc_zeros::<u32>((aggregated as usize).max(1))?;
+    unsafe { s.launch_builder(&gpu.function("fem_amg_aggregate_nodes")?).arg(&n).arg(agg).arg(&start).arg(&mut fill).arg(&mut nodes).launch(cfg) }?;
     let mut col = s.alloc_zeros::<u32>(nnz as usize)?;
     let mut val = s.alloc_zeros::<f64>(nnz as usize)?;
+    let mut coarse = s.alloc_zeros::<f64>(n_agg * k * k)?;
     unsafe {
-        s.launch_builder(&gpu.function("fem_amg_tentative")?).arg(&n).arg(agg).arg(b).arg(&norm).arg(&row_ptr).arg(&mut col).arg(&mut val).launch(cfg)?;
-        s.launch_builder(&gpu.function("fem_amg_sqrt")?).arg(&n_agg).arg(&mut norm).launch(grid(gpu, n_agg))?;
+        s.launch_builder(&gpu.function("fem_amg_fit")?).arg(&n_agg).arg(&start).arg(&mut nodes).arg(&block).arg(&k).arg(b).arg(&row_ptr).arg(&mut col).arg(&mut val).arg(&mut coarse).launch(grid(gpu, n_agg))?;
     }
-    Ok((DeviceCsr { n_rows: n, n_cols: n_agg, row_ptr, col, val }, norm))
+    Ok((DeviceCsr { n_rows: rows, n_cols: n_agg * k, row_ptr, col, val }, coarse))
 }
 
 /// `y = A x` on the device.

@@ -26,7 +26,9 @@ use super::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use crate::operator::csr::Csr;
 use crate::solver::transfer::transpose;
 use crate::solver::PrecondOps;
-use crate::{CpuBackend, Error, Result, Scalar};
+use crate::sparse::spgemm::DeviceCsr;
+use crate::{CpuBackend, CudaBackend, Error, Result, Scalar};
+use cudarc::driver::CudaSlice;
 use serde::Serialize;
 use std::time::Instant;
 
@@ -315,7 +317,9 @@ pub struct Pattern {
     host: Csr<f64>,
     /// Unknowns per node.
     pub block: usize,
-    device: Option<crate::sparse::spgemm::DeviceCsr>,
+    /// The operator (values of the last build) and the low-order level's
+    /// prolongation on the device, uploaded once.
+    device: Option<(DeviceCsr, Option<DeviceCsr>)>,
     /// The low-order level of a high-order space (p-multigrid).
     pub low_order: Option<Box<LowOrder>>,
 }
@@ -351,31 +355,33 @@ impl Pattern {
     }
 
     /// Whether the whole set-up of this pattern's operators can run on the
-    /// GPU ([`device`]): a scalar field with the constants as
-    /// near-nullspace and no low-order level, aggregated in parallel,
-    /// smoothed by Jacobi or Chebyshev (the others are set up from host
-    /// matrices).
+    /// GPU ([`device`]): at most [`fem_kernels::amg::nodes::MAX_BLOCK`]
+    /// unknowns a node and near-nullspace vectors, aggregated in
+    /// parallel, smoothed by Jacobi or Chebyshev (the others are set up
+    /// from host matrices).
     pub fn on_gpu(&self, b: &Nullspace, o: &AmgOptions) -> bool {
-        self.low_order.is_none()
-            && self.block == 1
-            && b.k == 1
-            && b.values.iter().all(|&v| v == 1.0)
-            && o.aggregation == Aggregation::Parallel
-            && matches!(o.cycle.smoother, Smoother::Jacobi | Smoother::Chebyshev(_))
+        use fem_kernels::amg::nodes::MAX_BLOCK;
+        let k = self.low_order.as_ref().map_or(b.k, |l| l.nullspace.k);
+        self.block <= MAX_BLOCK && (1..=MAX_BLOCK).contains(&k) && o.aggregation == Aggregation::Parallel && matches!(o.cycle.smoother, Smoother::Jacobi | Smoother::Chebyshev(_))
     }
 
-    /// The operator of this pattern with values `val` on the device
-    /// (in double precision; the pattern goes up once).
-    pub fn on_device<T: Scalar>(&mut self, gpu: &crate::CudaBackend, val: &cudarc::driver::CudaSlice<T>) -> Result<&crate::sparse::spgemm::DeviceCsr> {
+    /// The hierarchy of this pattern's operator with values `val` (on the
+    /// device) built on the GPU, through its low-order level where it has
+    /// one; the pattern and that level's prolongation go up once.
+    pub fn build_on_gpu<T: Scalar>(&mut self, gpu: &CudaBackend, val: &CudaSlice<T>, b: &Nullspace, o: &AmgOptions) -> Result<(Multigrid<CudaBackend, T>, AmgStats)> {
         self.check_len(val.len())?;
         if self.device.is_none() {
-            let s = gpu.stream();
-            let (n, nnz) = (self.host.n_rows, self.host.col.len());
-            self.device = Some(crate::sparse::spgemm::DeviceCsr { n_rows: n, n_cols: n, row_ptr: s.clone_htod(&self.host.row_ptr)?, col: s.clone_htod(&self.host.col)?, val: crate::Backend::zeros(gpu, nnz)? });
+            let n = self.host.n_rows;
+            let a = DeviceCsr::upload(gpu, &self.host, n)?;
+            let p = self.low_order.as_ref().map(|l| DeviceCsr::upload(gpu, &l.p, l.n_coarse)).transpose()?;
+            self.device = Some((a, p));
         }
-        let a = self.device.as_mut().expect("uploaded above");
+        let (a, p) = self.device.as_mut().expect("uploaded above");
         crate::Backend::convert(gpu, val, &mut a.val)?;
-        Ok(a)
+        match (&self.low_order, p) {
+            (Some(l), Some(p)) => device::build(gpu, a, self.block, &l.nullspace, Some(p), o),
+            _ => device::build(gpu, a, self.block, b, None, o),
+        }
     }
 }
 

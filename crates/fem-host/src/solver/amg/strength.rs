@@ -6,7 +6,8 @@
 //! node's components together.
 
 use crate::operator::csr::Csr;
-use crate::{CpuBackend, Result};
+use crate::{CpuBackend, Error, Result};
+use fem_kernels::amg::nodes::{node_couplings, MAX_BLOCK};
 
 /// The strong neighbours of every node, itself excluded: node `i`'s are
 /// `col[row_ptr[i]..row_ptr[i + 1]]`, ascending.
@@ -34,23 +35,27 @@ impl Graph {
 /// `theta` (0: every nonzero coupling). Couplings whose values are all
 /// zero (entries a pattern keeps for rows held fixed) are never strong.
 pub fn strength(cpu: &CpuBackend, a: &Csr<f64>, block: usize, theta: f64) -> Result<Graph> {
-    let n = a.n_rows / block;
-    // squared Frobenius norms of the node couplings
-    let norms = super::product::build(cpu, n, |i, terms| {
-        for r in i * block..(i + 1) * block {
-            for k in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
-                terms.push((a.col[k] / block as u32, a.val[k] * a.val[k]));
-            }
-        }
-    })?;
-    let diag: Vec<f64> = norms.diag().iter().map(|d| d.sqrt()).collect();
-    let strong = super::product::build(cpu, n, |i, terms| {
+    let norms = node_graph(cpu, a, block)?;
+    let diag = norms.diag();
+    let strong = super::product::build(cpu, norms.n_rows, |i, terms| {
         for k in norms.row_ptr[i] as usize..norms.row_ptr[i + 1] as usize {
-            let (j, s2) = (norms.col[k] as usize, norms.val[k]);
-            if j != i && fem_kernels::amg::strong(s2.sqrt(), diag[i], diag[j], theta) {
+            let j = norms.col[k] as usize;
+            if j != i && fem_kernels::amg::strong(norms.val[k], diag[i], diag[j], theta) {
                 terms.push((j as u32, 1.0));
             }
         }
     })?;
     Ok(Graph { row_ptr: strong.row_ptr, col: strong.col })
+}
+
+/// The node graph of `a` (`block` rows a node): the Frobenius norms of
+/// the node couplings, as the GPU set-up forms them
+/// ([`fem_kernels::amg::nodes::node_couplings`]).
+pub fn node_graph(cpu: &CpuBackend, a: &Csr<f64>, block: usize) -> Result<Csr<f64>> {
+    if !(1..=MAX_BLOCK).contains(&block) {
+        return Err(Error::InvalidArgument(format!("AMG takes 1 to {MAX_BLOCK} unknowns a node, not {block}")));
+    }
+    super::product::build(cpu, a.n_rows / block, |i, terms| unsafe {
+        node_couplings(i, block, a.row_ptr.as_ptr(), a.col.as_ptr(), a.val.as_ptr(), |j, s2| terms.push((j, s2.sqrt())));
+    })
 }

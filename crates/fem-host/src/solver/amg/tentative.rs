@@ -1,13 +1,12 @@
 //! The tentative prolongator (Vaněk, Mandel & Brezina 1996, §3; pyamg's
-//! `fit_candidates`): on every aggregate, the near-nullspace vectors
-//! restricted to its unknowns are orthonormalised (a thin QR by modified
-//! Gram–Schmidt); `Q` gives the prolongator's rows there, `R` the coarse
-//! level's near-nullspace, so the vectors are reproduced exactly by the
-//! coarse space. A vector that is (numerically) dependent on the others
-//! in an aggregate too small to tell them apart gives a zero column.
+//! `fit_candidates`) on the host: the near-nullspace fitted on every
+//! aggregate by [`fem_kernels::amg::fit`], as the GPU set-up fits it, and
+//! the zeros of `Q` (a dependent vector's column, the other components of
+//! a translation) left out of the matrix.
 
 use crate::operator::csr::Csr;
 use crate::{CpuBackend, Error, Result};
+use fem_kernels::amg::fit::fit_aggregate;
 use rayon::prelude::*;
 
 /// Near-nullspace vectors: `k` values per row, row-major.
@@ -58,10 +57,6 @@ impl Nullspace {
     }
 }
 
-/// Relative size below which an orthogonalised vector counts as
-/// dependent on the ones before it.
-const DEPENDENT: f64 = 1e-10;
-
 /// The tentative prolongator of `aggregates` (one per node of `block`
 /// rows, [`super::aggregate::NONE`] for none; `n_agg` of them)
 /// for the vectors `b`: `rows × (n_agg·k)`, and the coarse vectors.
@@ -91,8 +86,14 @@ pub fn tentative(cpu: &CpuBackend, aggregates: &[u32], n_agg: usize, block: usiz
         (0..n_agg)
             .into_par_iter()
             .map(|a| {
-                let unknowns: Vec<usize> = nodes[start[a]..start[a + 1]].iter().flat_map(|&i| (0..block).map(move |c| i as usize * block + c)).collect();
-                orthonormalise(unknowns.iter().map(|&r| &b.values[r * k..(r + 1) * k]), unknowns.len(), k)
+                let list = &nodes[start[a]..start[a + 1]];
+                let m = list.len() * block;
+                let (mut q, mut r) = (vec![0.0; m * k], vec![0.0; k * k]);
+                let qp = q.as_mut_ptr();
+                // SAFETY: `b` holds k values a row for every unknown, `q`
+                // k for each of the m, `r` k²
+                unsafe { fit_aggregate(m, k, b.values.as_ptr(), |l| list[l / block] as usize * block + l % block, |l| qp.add(l * k), r.as_mut_ptr()) };
+                (q, r)
             })
             .collect()
     });
@@ -108,36 +109,6 @@ pub fn tentative(cpu: &CpuBackend, aggregates: &[u32], n_agg: usize, block: usiz
     })?;
     let coarse = Nullspace { k, values: fits.iter().flat_map(|f| f.1.iter().copied()).collect() };
     Ok((t, coarse))
-}
-
-/// The thin QR of the `m × k` matrix whose rows `rows` yields: `Q`
-/// (`m × k`, row-major; zero columns for dependent vectors) and `R`
-/// (`k × k`, row-major).
-fn orthonormalise<'a>(rows: impl Iterator<Item = &'a [f64]>, m: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
-    let mut q: Vec<f64> = rows.flat_map(|r| r.iter().copied()).collect();
-    let mut r = vec![0.0; k * k];
-    for j in 0..k {
-        let norm0 = (0..m).map(|i| q[i * k + j].powi(2)).sum::<f64>().sqrt();
-        for i in 0..j {
-            let d: f64 = (0..m).map(|l| q[l * k + i] * q[l * k + j]).sum();
-            r[i * k + j] = d;
-            for l in 0..m {
-                q[l * k + j] -= d * q[l * k + i];
-            }
-        }
-        let norm = (0..m).map(|i| q[i * k + j].powi(2)).sum::<f64>().sqrt();
-        if norm > DEPENDENT * norm0 && norm > 0.0 {
-            r[j * k + j] = norm;
-            for l in 0..m {
-                q[l * k + j] /= norm;
-            }
-        } else {
-            for l in 0..m {
-                q[l * k + j] = 0.0;
-            }
-        }
-    }
-    (q, r)
 }
 
 #[cfg(test)]
