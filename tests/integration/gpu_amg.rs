@@ -119,6 +119,34 @@ fn gpu_amg_setup_equals_the_cpus() {
     }
 }
 
+/// From its second application on, the GPU's cycle replays as one CUDA
+/// graph, and every application, replayed or not, equals the CPU's for a
+/// new right-hand side (a graph that read stale buffers would not).
+#[test]
+fn gpu_cycles_replayed_from_a_graph_equal_the_cpus() {
+    let Some(gpu) = common::gpu("gpu_cycles_replayed_from_a_graph_equal_the_cpus") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let a: Csr<f64> = fem_matrix(&cpu, 3, 1, 8_000, 1, true).unwrap();
+    let b = Nullspace::constants(a.n_rows, 1);
+    let o = AmgOptions { max_coarse: 50, ..Default::default() };
+    let (on_device, _) = on_gpu(&gpu, &a, 1, &b, &o).unwrap();
+    let (on_host, _) = amg::build::<CpuBackend, f64>(&cpu, &cpu, &a, 1, &b, &o).unwrap();
+    use fem::host::operator::LinearOperator;
+    let mut g = SplitMix64::new(11);
+    for k in 0..4 {
+        let r: Vec<f64> = (0..a.n_rows).map(|_| g.next_f64() - 0.5).collect();
+        let mut z = gpu.zeros::<f64>(a.n_rows).unwrap();
+        on_device.apply(&gpu, &gpu.upload(&r).unwrap(), &mut z).unwrap();
+        let got = gpu.download(&z).unwrap();
+        let mut want = vec![0.0; a.n_rows];
+        on_host.apply(&cpu, &r, &mut want).unwrap();
+        let err = got.iter().zip(&want).map(|(p, q)| (p - q).powi(2)).sum::<f64>().sqrt();
+        let norm = want.iter().map(|q| q * q).sum::<f64>().sqrt();
+        assert!(err <= 1e-9 * norm, "application {k}: {err:e} of {norm:e}");
+        assert_eq!(on_device.replays(), k >= 1, "application {k}");
+    }
+}
+
 #[test]
 fn gpu_amg_refuses_what_the_cpu_refuses() {
     let Some(gpu) = common::gpu("gpu_amg_refuses_what_the_cpu_refuses") else { return };

@@ -8,6 +8,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod recording;
 
 use crate::{Result, Scalar};
 use serde::Serialize;
@@ -89,6 +90,17 @@ pub trait Backend {
     /// Seconds `f` takes on this backend (CUDA events on the GPU, so launch
     /// latency on the host is not counted twice).
     fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<f64>;
+    /// Runs `f`, whose work is the same every time it runs under `key`
+    /// (the same launches on the same buffers), from `recording` where the
+    /// backend records (the GPU: a CUDA graph captured at the second run,
+    /// replayed from then on); a new key records anew. The CPU runs `f`.
+    /// `f` must not read results back or wait on the device (a capture
+    /// cannot hold that; it may fail or stall): an iterative coarse solve,
+    /// for one, is run outside.
+    fn replay<K: PartialEq + Clone>(&self, recording: &recording::Recording<K>, key: &K, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        let _ = (recording, key);
+        f()
+    }
 }
 
 /// The backend chosen at run time.

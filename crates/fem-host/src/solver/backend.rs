@@ -66,6 +66,14 @@ impl PrecondOps for CudaBackend {
     type Ssor<T: Scalar> = GpuSsor<T>;
 
     fn store_matrix<T: Scalar>(&self, m: &Csr<T>, n_cols: usize) -> Result<Matrix<Self, T>> {
+        // rows of 64 entries and more (a dense coarse inverse, the small
+        // coarse levels of AMG) share a warp: ELL-WARP's thread a row
+        // leaves the GPU waiting on a few long rows
+        if m.nnz() >= LONG_ROWS * m.n_rows.max(1) {
+            let mut g = GpuCsr::from_csr(self, m, GpuCsr::<T>::default_threads_per_row(m.nnz(), m.n_rows))?;
+            g.n_cols = n_cols;
+            return Ok(Box::new(g));
+        }
         let host = EllWarp::new(&CpuBackend::new(None)?, m, n_cols, None, Numbering::Remap)?;
         Ok(Box::new(GpuEllWarp::upload(self, &host, 128)?))
     }
@@ -94,3 +102,7 @@ impl PrecondOps for CudaBackend {
         CudaBackend::fingerprint(self, values)
     }
 }
+
+/// Average row length from which [`PrecondOps::store_matrix`] stores CSR
+/// products of a warp a row on the GPU instead of ELL-WARP.
+const LONG_ROWS: usize = 64;

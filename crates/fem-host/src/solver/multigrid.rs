@@ -17,6 +17,7 @@ use super::approximate::MatrixInverse;
 use super::precond::Jacobi;
 use super::PrecondOps;
 use super::transfer::transpose;
+use crate::backend::recording::Recording;
 use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
 use crate::sparse::Spmv;
@@ -181,6 +182,9 @@ pub struct Multigrid<B: Backend, T: Scalar> {
     coarse_inverse: Option<Matrix<B, T>>,
     /// How often [`Multigrid::refresh`] inverted the coarsest operator.
     pub coarse_inversions: usize,
+    /// The cycle as the backend recorded it (a CUDA graph), valid while
+    /// the levels stay as they are and under the options it ran with.
+    recording: Recording<MgOptions>,
 }
 
 impl<B: Backend, T: Scalar> Multigrid<B, T> {
@@ -268,7 +272,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
                 Ok(Work { b: bk.zeros::<T>(l.n)?, x: bk.zeros::<T>(l.n)?, r: bk.zeros::<T>(l.n)?, z: bk.zeros::<T>(l.n)?, d: bk.zeros::<T>(d)? })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { levels, opts, work: Mutex::new(work), coarse_pattern, coarse_inverse: None, coarse_inversions: 0 })
+        Ok(Self { levels, opts, work: Mutex::new(work), coarse_pattern, coarse_inverse: None, coarse_inversions: 0, recording: Recording::default() })
     }
 
     /// Host seconds spent building SPAI(1) or SAINV smoothers.
@@ -382,6 +386,12 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         self.smooth(bk, l, w, self.opts.post, true)
     }
 
+    /// Whether the cycle now replays from the backend's recording (a CUDA
+    /// graph on the GPU).
+    pub fn replays(&self) -> bool {
+        self.recording.replays()
+    }
+
     /// Solves `A x = b` on the finest level by cycles from the guess in
     /// `x` (Richardson's iteration with one cycle as the preconditioner),
     /// until ‖b − A x‖ ≤ rtol ‖b‖ (from x₀ = 0 the paper's criterion), or
@@ -429,8 +439,17 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for Multigrid<B, T> {
         let top = self.levels.len() - 1;
         let mut work = self.work.lock().expect("multigrid work poisoned");
         bk.copy(r, &mut work[top].b)?;
-        bk.axpby(T::ZERO, r, T::ZERO, &mut work[top].x)?;
-        self.cycle(bk, top, &mut work, self.opts.cycle)?;
+        // on the levels' own buffers only: the same launches every time
+        let mut cycle = || {
+            let w = &mut work[top];
+            bk.axpby(T::ZERO, &w.b, T::ZERO, &mut w.x)?; // x = 0
+            self.cycle(bk, top, &mut work, self.opts.cycle)
+        };
+        // an iterative coarse solve reads its residuals back: not recorded
+        match self.coarse_inverse {
+            Some(_) => bk.replay(&self.recording, &self.opts, &mut cycle)?,
+            None => cycle()?,
+        }
         bk.copy(&work[top].x, z)
     }
     fn name(&self) -> String {
@@ -453,6 +472,7 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
     /// The dense inverse of `coarse_pattern` (with its values) stored as
     /// the coarsest level's solve.
     fn invert_coarse_pattern(&mut self, bk: &B) -> Result<()> {
+        self.recording.clear();
         let inverse = super::dense::inverse(&self.coarse_pattern)?;
         self.coarse_inverse = Some(bk.store_matrix(&inverse, self.coarse_pattern.n_rows)?);
         self.coarse_inversions += 1;
@@ -473,6 +493,7 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
         if self.opts.smoother.needs_host_matrices() {
             return Err(Error::InvalidArgument(format!("{:?} smoothing is set up from the host matrices; it cannot take refreshed values", self.opts.smoother)));
         }
+        self.recording.clear();
         let level = self.levels.get_mut(l).ok_or_else(|| Error::InvalidArgument(format!("multigrid has no level {l}")))?;
         level.a.reorder(bk, csr_val)?;
         bk.copy(inv_diag, &mut level.jacobi.inv_diag)?;
@@ -499,6 +520,7 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
         if !self.opts.smoother.is_matrix() || l == 0 {
             return Ok(());
         }
+        self.recording.clear();
         let kind = self.opts.smoother;
         let level = self.levels.get_mut(l).ok_or_else(|| Error::InvalidArgument(format!("multigrid has no level {l}")))?;
         let m = match &mut level.m {

@@ -18,9 +18,12 @@ use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use fem_kernels::amg::nodes::MAX_BLOCK;
 use std::time::Instant;
 
-/// Threads per row of the levels' CSR products: the coarse operators of
-/// aggregation hold 20 to 60 entries a row.
-const THREADS_PER_ROW: usize = 8;
+/// Threads per row of `a`'s CSR products, from its average row: the
+/// levels' rows hold 7 (P1) to 200 entries (the small coarse levels, where
+/// a thread a row would leave the GPU waiting on a few long rows).
+fn threads_per_row(a: &DeviceCsr) -> usize {
+    GpuCsr::<f64>::default_threads_per_row(a.nnz(), a.n_rows)
+}
 
 /// One level on the way down: its operator, diagonal and ρ(D⁻¹A), and the
 /// prolongation from the next coarser level with its transpose (as
@@ -276,7 +279,7 @@ fn tentative(gpu: &CudaBackend, agg: &CudaSlice<u32>, n_agg: usize, block: usize
 
 /// `y = A x` on the device.
 fn spmv(gpu: &CudaBackend, a: &DeviceCsr, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
-    csr_spmv(gpu, THREADS_PER_ROW, &a.row_ptr, &a.col, &a.val, x, y)
+    csr_spmv(gpu, threads_per_row(a), &a.row_ptr, &a.col, &a.val, x, y)
 }
 
 /// ρ(D⁻¹A) as [`super::spectral_radius`] estimates it: 20 power
@@ -347,7 +350,8 @@ fn statistics(levels: &[Built], seconds: SetupSeconds) -> AmgStats {
 
 /// A built level as the multigrid cycles take it, in precision `T`.
 fn store<T: Scalar>(gpu: &CudaBackend, l: Built) -> Result<StoredLevel<CudaBackend, T>> {
-    let a: GpuCsr<T> = l.a.into_gpu(gpu, THREADS_PER_ROW, Some(&l.diag))?;
+    let tpr = threads_per_row(&l.a);
+    let a: GpuCsr<T> = l.a.into_gpu(gpu, tpr, Some(&l.diag))?;
     let mut inv_diag = gpu.zeros::<T>(a.n_rows)?;
     if a.n_rows > 0 {
         let d = a.diag.as_ref().expect("stored with its diagonal");
@@ -356,7 +360,10 @@ fn store<T: Scalar>(gpu: &CudaBackend, l: Built) -> Result<StoredLevel<CudaBacke
         unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(d).arg(&mut inv_diag).launch(gpu.grid::<T>(n, 0)) }?;
     }
     let p = match l.p {
-        Some((p, pt)) => Some((Box::new(p.into_gpu::<T>(gpu, THREADS_PER_ROW, None)?) as _, Box::new(pt.into_gpu::<T>(gpu, THREADS_PER_ROW, None)?) as _)),
+        Some((p, pt)) => {
+            let (tp, tpt) = (threads_per_row(&p), threads_per_row(&pt));
+            Some((Box::new(p.into_gpu::<T>(gpu, tp, None)?) as _, Box::new(pt.into_gpu::<T>(gpu, tpt, None)?) as _))
+        }
         None => None,
     };
     Ok(StoredLevel { a: Box::new(a), inv_diag, rho: l.rho, p })
