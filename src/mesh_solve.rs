@@ -147,6 +147,11 @@ pub struct MeshSolveReport {
     /// Seconds to read nothing but build the space, conditions, load and
     /// the tangent's pattern on the host.
     pub host_setup_seconds: f64,
+    /// Those seconds by stage, in order: `mesh` (the file's cells),
+    /// `spaces` (refinement and every level's space), `numbering` (the
+    /// nodes' ordering), `boundary` (conditions and load), `pattern` (the
+    /// tangent's pattern, Dirichlet layout and multigrid levels).
+    pub host_setup_split: Vec<(String, f64)>,
     /// The Newton solve (its own set-up on the backend, then the phases);
     /// of the last step when time stepping.
     pub newton: NewtonReport,
@@ -167,11 +172,21 @@ pub fn run(
     each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>,
 ) -> Result<(Space, Vec<f64>, MeshSolveReport)> {
     let start = Instant::now();
+    let split = std::cell::RefCell::new(Vec::new());
+    let mut last = Instant::now();
+    // the seconds since the last mark, as stage `name`
+    let mut mark = |name: &str| {
+        split.borrow_mut().push((name.to_string(), last.elapsed().as_secs_f64()));
+        last = Instant::now();
+    };
     stage("space");
     let (cells, nodes) = file.cell_mesh()?;
+    mark("mesh");
     let cpu = CpuBackend::new(None)?;
     let nested = NestedSpaces::new(cells, o.degree, o.refine + 1)?;
+    mark("spaces");
     let mut nested = nested.renumbered(&cpu, o.ordering, 7)?;
+    mark("numbering");
     let space = nested.finest();
     let d = space.shape.dim();
     let nc = if o.physics == Physics::Elasticity { d } else { 1 };
@@ -232,6 +247,7 @@ pub fn run(
         Err(_) => f.fill(f64::NAN),
     };
     let forcing = Forcing { boundary: Some(&constraints), load: moving_load.then_some(&forcing_load as &(dyn Fn(f64, &mut [f64]) + Sync)) };
+    mark("boundary");
     stage("pattern");
     let lame = lame(o.young, o.poisson_ratio)?;
     let (u, newton, time, host) = match o.physics {
@@ -239,6 +255,7 @@ pub fn run(
             let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
             let setup = levels(Setup::<Poisson>::constrained(&cpu, space, Aux::Nodal(&coefficients), &constraints, Some(&load))?, &cpu, &nested, o)?;
             let host = start.elapsed().as_secs_f64();
+            mark("pattern");
             stage("solve");
             let (u, n, t) = solve_on(any, &setup, &space, &constraints, &forcing, o, each)?;
             (u, n, t, host)
@@ -249,6 +266,7 @@ pub fn run(
             let setup = Setup::<Radiation>::constrained(&cpu, space, Aux::Nodal(&aux), &constraints, Some(&load))?.with_boundary_term(space, &part)?;
             let setup = levels(setup, &cpu, &nested, o)?;
             let host = start.elapsed().as_secs_f64();
+            mark("pattern");
             stage("solve");
             let (u, n, t) = solve_on(any, &setup, &space, &constraints, &forcing, o, each)?;
             (u, n, t, host)
@@ -257,6 +275,7 @@ pub fn run(
             let cells: Vec<f64> = (0..space.n_cells()).flat_map(|_| lame).collect();
             let setup = levels(Setup::<Elasticity>::constrained(&cpu, space, Aux::Cell(&cells), &constraints, Some(&load))?, &cpu, &nested, o)?;
             let host = start.elapsed().as_secs_f64();
+            mark("pattern");
             stage("solve");
             let (u, n, t) = solve_on(any, &setup, &space, &constraints, &forcing, o, each)?;
             (u, n, t, host)
@@ -293,6 +312,7 @@ pub fn run(
         load: o.load.clone(),
         l2_error: l2,
         host_setup_seconds: host,
+        host_setup_split: split.into_inner(),
         newton,
         time,
         total_seconds: start.elapsed().as_secs_f64(),
@@ -441,9 +461,11 @@ pub fn describe(r: &MeshSolveReport) -> String {
         r.physics, r.cells, r.element, r.rows, r.fixed_rows, r.ordering, r.load
     );
     s += &format!("{}\n", n.kernels);
+    let split: Vec<String> = r.host_setup_split.iter().map(|(k, v)| format!("{k} {v:.3}")).collect();
     s += &format!(
-        "host set-up {:.3} s, backend set-up {:.3} s, solve {:.3} s ({} Newton update{}, {} {} iterations, {}-preconditioned), total {:.3} s\n",
+        "host set-up {:.3} s ({}), backend set-up {:.3} s, solve {:.3} s ({} Newton update{}, {} {} iterations, {}-preconditioned), total {:.3} s\n",
         r.host_setup_seconds,
+        split.join(", "),
         n.setup_seconds,
         n.split.total(),
         n.steps.len(),

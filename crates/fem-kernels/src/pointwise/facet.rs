@@ -48,12 +48,12 @@ pub fn facet_point<T: Real, const D: usize, const NC: usize, const NA: usize, co
     let mut m = [T::ZERO; D];
     for (a, ma) in m.iter_mut().enumerate() {
         for e in 0..D {
-            *ma = inv[e][a].mul_add(at(tab, normals + e), *ma);
+            *ma = inv[e][a].mad(at(tab, normals + e), *ma);
         }
     }
     let mut len = T::ZERO;
     for v in &m {
-        len = v.mul_add(*v, len);
+        len = v.mad(*v, len);
     }
     let len = len.sqrt();
     let n = core::array::from_fn(|a| m[a] / len);
@@ -96,7 +96,7 @@ pub fn facet_residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
         for b in 0..NB {
             let phi = at(tab, row + b * (1 + D)) * ws;
             for c in 0..NC {
-                out[b * NC + c] = phi.mul_add(f[c], out[b * NC + c]);
+                out[b * NC + c] = phi.mad(f[c], out[b * NC + c]);
             }
         }
     });
@@ -131,10 +131,10 @@ pub fn facet_jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
                     for e in 0..NC {
                         let mut s = T::ZERO;
                         for k in 0..=D {
-                            s = at(tab, row + bj * (1 + D) + k).mul_add(h[c][e][k], s);
+                            s = at(tab, row + bj * (1 + D) + k).mad(h[c][e][k], s);
                         }
                         let i = (b * NC + c) * n + bj * NC + e;
-                        out[i] = phi.mul_add(s, out[i]);
+                        out[i] = phi.mad(s, out[i]);
                     }
                 }
             }

@@ -213,9 +213,9 @@ pub fn geometry<T: Real, const D: usize, const NB: usize, const NV: usize>(row: 
         let psi = at(row, o + v * (1 + D));
         for a in 0..D {
             let xv = at(x, v * D + a);
-            pos[a] = xv.mul_add(psi, pos[a]);
+            pos[a] = xv.mad(psi, pos[a]);
             for e in 0..D {
-                jac[a][e] = xv.mul_add(at(row, o + v * (1 + D) + 1 + e), jac[a][e]);
+                jac[a][e] = xv.mad(at(row, o + v * (1 + D) + 1 + e), jac[a][e]);
             }
         }
     }
@@ -238,9 +238,9 @@ fn fields<T: Real, const D: usize, const N: usize, const NB: usize>(
         let phi = at(row, o);
         for c in 0..N {
             let k = coef(b * N + c);
-            v[c] = k.mul_add(phi, v[c]);
+            v[c] = k.mad(phi, v[c]);
             for e in 0..D {
-                dref[c][e] = k.mul_add(at(row, o + 1 + e), dref[c][e]);
+                dref[c][e] = k.mad(at(row, o + 1 + e), dref[c][e]);
             }
         }
     }
@@ -248,7 +248,7 @@ fn fields<T: Real, const D: usize, const N: usize, const NB: usize>(
     for c in 0..N {
         for a in 0..D {
             for e in 0..D {
-                grad[c][a] = dref[c][e].mul_add(inv[e][a], grad[c][a]);
+                grad[c][a] = dref[c][e].mad(inv[e][a], grad[c][a]);
             }
         }
     }
@@ -279,7 +279,7 @@ pub fn point<T: Real, const D: usize, const NC: usize, const NA: usize, const NB
 pub(crate) fn pull<T: Real, const D: usize>(v: &[T; D], inv: &[[T; D]; D], e: usize) -> T {
     let mut s = T::ZERO;
     for a in 0..D {
-        s = v[a].mul_add(inv[e][a], s);
+        s = v[a].mad(inv[e][a], s);
     }
     s
 }
@@ -361,7 +361,7 @@ impl<T: Real, const NQ: usize> BasisRow<T, NQ> {
         let mut r = T::ZERO;
         for q in 0..NQ {
             for h in self.first..self.last {
-                r = self.phi[q][h].mul_add(f(q, h), r);
+                r = self.phi[q][h].mad(f(q, h), r);
             }
         }
         r
@@ -402,7 +402,7 @@ pub fn jacobian_point<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
                 for k in 0..D {
                     let mut s = T::ZERO;
                     for d in 0..D {
-                        s = inv[h][d].mul_add(right[d][k], s);
+                        s = inv[h][d].mad(right[d][k], s);
                     }
                     put(idx(c, e, 1 + h, 1 + k), s * wdet);
                 }
@@ -435,9 +435,9 @@ pub fn jacobian_entry<T: Real, const D: usize, const NC: usize, const NB: usize,
         for h in 0..=D {
             let mut s = T::ZERO;
             for k in 0..=D {
-                s = at(tab, o + bj * (1 + D) + k).mul_add(g(q, ((c * NC + e) * (1 + D) + h) * (1 + D) + k), s);
+                s = at(tab, o + bj * (1 + D) + k).mad(g(q, ((c * NC + e) * (1 + D) + h) * (1 + D) + k), s);
             }
-            r = at(tab, o + b * (1 + D) + h).mul_add(s, r);
+            r = at(tab, o + b * (1 + D) + h).mad(s, r);
         }
     }
     r

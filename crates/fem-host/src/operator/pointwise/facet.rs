@@ -211,7 +211,7 @@ mod tests {
         use fem_core::Real;
 
         fn normal_derivative<T: Real, const D: usize>(du: &[T; D], n: &[T; D]) -> T {
-            (0..D).fold(T::ZERO, |s, k| du[k].mul_add(n[k], s))
+            (0..D).fold(T::ZERO, |s, k| du[k].mad(n[k], s))
         }
 
         pub fn f1<T: Real, const D: usize>(_u: &[T; 1], du: &[[T; D]; 1], _a: &[T; 0], _da: &[[T; D]; 0], _x: &[T; D]) -> [[T; D]; 1] {
