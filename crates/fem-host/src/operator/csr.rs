@@ -34,34 +34,43 @@ impl<T: Scalar> Csr<T> {
     pub fn pattern(cpu: &CpuBackend, layout: &Layout) -> Result<Self> {
         let nb = layout.dofs_per_cell;
         let (offsets, touching) = row_cells(layout);
-        let rows: Vec<Vec<u32>> = cpu.install(|| {
-            (0..layout.n_rows)
+        // rows in blocks, each block's columns in one vector: a vector per
+        // row from many threads costs more than the sorting
+        let blocks: Vec<(Vec<u32>, Vec<u32>)> = cpu.install(|| {
+            (0..layout.n_rows.div_ceil(PATTERN_BLOCK))
                 .into_par_iter()
-                .map(|r| {
-                    if layout.fixed[r] {
-                        return vec![r as u32];
+                .map(|b| {
+                    let (mut len, mut col) = (Vec::new(), Vec::new());
+                    for r in b * PATTERN_BLOCK..((b + 1) * PATTERN_BLOCK).min(layout.n_rows) {
+                        let start = col.len();
+                        if layout.fixed[r] {
+                            col.push(r as u32);
+                        } else {
+                            for &c in &touching[offsets[r]..offsets[r + 1]] {
+                                col.extend(layout.cell_rows[c as usize * nb..(c as usize + 1) * nb].iter().copied().filter(|&j| j != NONE && !layout.fixed[j as usize]));
+                            }
+                            col[start..].sort_unstable();
+                            let kept = dedup_sorted(&mut col[start..]);
+                            col.truncate(start + kept);
+                        }
+                        len.push((col.len() - start) as u32);
                     }
-                    let mut cols: Vec<u32> = touching[offsets[r]..offsets[r + 1]]
-                        .iter()
-                        .flat_map(|&c| layout.cell_rows[c as usize * nb..(c as usize + 1) * nb].iter().copied())
-                        .filter(|&j| j != NONE && !layout.fixed[j as usize])
-                        .collect();
-                    cols.sort_unstable();
-                    cols.dedup();
-                    cols
+                    (len, col)
                 })
                 .collect()
         });
-        let nnz: usize = rows.iter().map(Vec::len).sum();
+        let nnz: usize = blocks.iter().map(|b| b.1.len()).sum();
         if nnz > u32::MAX as usize {
             return Err(Error::InvalidArgument(format!("{nnz} nonzeros exceed the u32 index range of CSR")));
         }
         let mut row_ptr = Vec::with_capacity(layout.n_rows + 1);
         row_ptr.push(0u32);
         let mut col = Vec::with_capacity(nnz);
-        for r in rows {
-            col.extend_from_slice(&r);
-            row_ptr.push(col.len() as u32);
+        for (len, cols) in blocks {
+            for l in len {
+                row_ptr.push(row_ptr.last().expect("one offset") + l);
+            }
+            col.extend_from_slice(&cols);
         }
         Ok(Self { n_rows: layout.n_rows, row_ptr, col, val: vec![T::ZERO; nnz] })
     }
@@ -127,6 +136,40 @@ impl<T: Scalar> Csr<T> {
         pos
     }
 
+    /// The position in `val` of every entry of every element matrix, cell
+    /// by cell (`(e·nb + i)·nb + j`; `u32::MAX` where the entry does not
+    /// enter). Each cell's columns are sorted once and merged with each of
+    /// its rows: no search per entry, and cells in parallel.
+    pub fn cell_positions(&self, layout: &Layout) -> Vec<u32> {
+        let nb = layout.dofs_per_cell;
+        let mut pos = vec![u32::MAX; layout.n_cells() * nb * nb];
+        if nb == 0 {
+            return pos;
+        }
+        pos.par_chunks_mut(nb * nb).enumerate().for_each_init(Vec::new, |order: &mut Vec<usize>, (c, out)| {
+            let rows = &layout.cell_rows[c * nb..(c + 1) * nb];
+            // the cell's local columns, ascending by global column
+            order.clear();
+            order.extend((0..nb).filter(|&j| rows[j] != NONE));
+            order.sort_unstable_by_key(|&j| rows[j]);
+            for i in 0..nb {
+                if rows[i] == NONE {
+                    continue;
+                }
+                let r = rows[i] as usize;
+                let (mut k, hi) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
+                for &j in order.iter().filter(|&&j| layout.couples(c, i, j)) {
+                    while k < hi && self.col[k] < rows[j] {
+                        k += 1;
+                    }
+                    debug_assert!(k < hi && self.col[k] == rows[j], "pattern holds every coupling");
+                    out[i * nb + j] = k as u32;
+                }
+            }
+        });
+        pos
+    }
+
     /// Assembles the global matrix from element matrices (sum of the
     /// entries at each position; unit diagonal on fixed rows).
     pub fn assemble(cpu: &CpuBackend, layout: &Layout, elems: &ElementMatrices<T>) -> Result<Self> {
@@ -181,5 +224,51 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for Csr<T> {
     }
     fn name(&self) -> String {
         "csr".into()
+    }
+}
+
+/// Rows per task of [`Csr::pattern`].
+const PATTERN_BLOCK: usize = 4096;
+
+/// Moves the distinct values of the sorted `x` to its front; returns
+/// their number.
+fn dedup_sorted(x: &mut [u32]) -> usize {
+    let mut kept = 0;
+    for i in 0..x.len() {
+        if kept == 0 || x[i] != x[kept - 1] {
+            x[kept] = x[i];
+            kept += 1;
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::simplex::SimplexBox;
+    use crate::operator::pointwise::field_layout;
+    use crate::space::Space;
+
+    /// The merge finds the positions the search by entry finds, on a P2
+    /// vector field with rows held fixed (entries that do not enter).
+    #[test]
+    fn cell_positions_are_element_positions_cell_by_cell() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let space = Space::simplex(&SimplexBox::unstructured(2, 3, 2).build().unwrap(), 2).unwrap();
+        let mut layout = field_layout(&space, 2);
+        for r in (0..layout.n_rows).step_by(7) {
+            layout.fixed[r] = true;
+        }
+        let csr = Csr::<f64>::pattern(&cpu, &layout).unwrap();
+        let (nb, ne) = (layout.dofs_per_cell, layout.n_cells());
+        let lma = csr.element_positions(&layout);
+        let by_cell = csr.cell_positions(&layout);
+        assert_eq!(by_cell.len(), lma.len());
+        for k in 0..by_cell.len() {
+            let (e, ij) = (k / (nb * nb), k % (nb * nb));
+            assert_eq!(by_cell[k], lma[ij * ne + e], "cell {e}, entry {ij}");
+        }
+        assert!(by_cell.iter().any(|&p| p == u32::MAX) && by_cell.iter().any(|&p| p != u32::MAX));
     }
 }

@@ -213,10 +213,8 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
 pub fn csr_pattern<T: Scalar>(cpu: &CpuBackend, space: &Space, nc: usize) -> Result<(Csr<T>, Vec<u32>)> {
     let layout = field_layout(space, nc);
     let csr = Csr::<T>::pattern(cpu, &layout)?;
-    // `element_positions` is in the transposed (LMA) layout `(i·nl + j)·ne + e`.
-    let pos = csr.element_positions(&layout);
-    let (nl2, ne) = (layout.dofs_per_cell * layout.dofs_per_cell, layout.n_cells());
-    Ok((csr, (0..ne * nl2).map(|k| pos[(k % nl2) * ne + k / nl2]).collect()))
+    let pos = cpu.install(|| csr.cell_positions(&layout));
+    Ok((csr, pos))
 }
 
 /// `out[pos[k]] += v[k]` in order, skipping `pos[k]` = `u32::MAX`: the
