@@ -125,17 +125,20 @@ impl<K: Kernels<f64>> Setup<K> {
         let nc = physics.variant.nc;
         let gather = space.restriction(nc).map;
         let residual_pos = gather.par_iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
-        let (mut csr, pos) = csr_pattern::<f64>(cpu, space, nc)?;
+        let (mut csr, mut entry_pos) = csr_pattern::<f64>(cpu, space, nc)?;
         let nl = space.nb() * nc;
-        let entry_pos = pos
-            .par_iter()
-            .enumerate()
-            .map(|(k, &p)| {
-                let (e, i, j) = (k / (nl * nl), k / nl % nl, k % nl);
-                let (r, c) = (gather[e * nl + i] as usize, gather[e * nl + j] as usize);
-                if fixed[r] || fixed[c] { NONE } else { p }
+        // entries of held rows or columns are not scattered (in place: the
+        // map holds every entry of every element matrix)
+        cpu.install(|| {
+            entry_pos.par_chunks_mut(nl * nl).enumerate().for_each(|(e, cell)| {
+                let rows = &gather[e * nl..(e + 1) * nl];
+                for (k, p) in cell.iter_mut().enumerate() {
+                    if fixed[rows[k / nl] as usize] || fixed[rows[k % nl] as usize] {
+                        *p = NONE;
+                    }
+                }
             })
-            .collect();
+        });
         let diag_pos: Vec<u32> = (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map(|p| p as u32).ok_or_else(|| Error::InvalidArgument(format!("row {r} has no diagonal")))).collect::<Result<_>>()?;
         csr.val.fill(0.0);
         for (r, &p) in diag_pos.iter().enumerate() {
