@@ -37,10 +37,9 @@ fn gpu_products_in_runs_of_rows_equal_the_whole() {
     let cpu = CpuBackend::new(None).unwrap();
     let a: Csr<f64> = fem_matrix(&cpu, 3, 1, 3_000, 1, true).unwrap();
     let s = gpu.stream();
-    let up = |m: &Csr<f64>| DeviceCsr { n_rows: m.n_rows, n_cols: m.n_rows, row_ptr: s.clone_htod(&m.row_ptr).unwrap(), col: s.clone_htod(&m.col).unwrap(), val: gpu.upload(&m.val).unwrap() };
     let down = |m: &DeviceCsr| (s.clone_dtoh(&m.row_ptr).unwrap(), s.clone_dtoh(&m.col).unwrap(), gpu.download(&m.val).unwrap());
     let sparse = Sparse::new(&gpu).unwrap();
-    let (da, host) = (up(&a), amg::product::multiply(&cpu, &a, &a).unwrap());
+    let (da, host) = (DeviceCsr::upload(&gpu, &a, a.n_rows).unwrap(), amg::product::multiply(&cpu, &a, &a).unwrap());
     let whole = down(&sparse.multiply_runs(&gpu, &da, &da, 1).unwrap());
     // the same product as the host's, applied to a vector
     let x: Vec<f64> = (0..a.n_rows).map(|i| (i as f64 * 0.37).sin()).collect();

@@ -470,9 +470,7 @@ impl<T: Scalar> GpuCsr<T> {
 pub fn csr_spmv<T: Scalar>(gpu: &CudaBackend, threads_per_row: usize, row_ptr: &CudaSlice<u32>, col: &CudaSlice<u32>, val: &CudaSlice<T>, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
     let n_rows = row_ptr.len() - 1;
     let f = gpu.function(&format!("fem_csr_spmv_tpr{threads_per_row}_{}", T::NAME))?;
-    let blocks = ((n_rows * threads_per_row).div_ceil(256) as u32).clamp(1, gpu.props().sm_count * 8);
-    let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-    unsafe { gpu.stream().launch_builder(&f).arg(&n_rows).arg(row_ptr).arg(col).arg(val).arg(x).arg(y).launch(cfg) }?;
+    unsafe { gpu.stream().launch_builder(&f).arg(&n_rows).arg(row_ptr).arg(col).arg(val).arg(x).arg(y).launch(gpu.per_item(n_rows * threads_per_row)) }?;
     Ok(())
 }
 

@@ -243,10 +243,9 @@ fn stack(gpu: &CudaBackend, n_cols: usize, parts: Vec<DeviceCsr>) -> Result<Devi
 
 /// `out = x + delta` (wrapping) on the device.
 fn shift(gpu: &CudaBackend, x: &cudarc::driver::CudaView<u32>, delta: u32, out: &mut cudarc::driver::CudaViewMut<u32>) -> Result<()> {
-    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    use cudarc::driver::PushKernelArg;
     let n = x.len();
-    let cfg = LaunchConfig { grid_dim: (n.div_ceil(256).clamp(1, 4096) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-    unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_shift")?).arg(&n).arg(x).arg(&delta).arg(out).launch(cfg) }?;
+    unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_shift")?).arg(&n).arg(x).arg(&delta).arg(out).launch(gpu.per_item(n)) }?;
     Ok(())
 }
 

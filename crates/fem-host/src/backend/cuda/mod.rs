@@ -182,6 +182,13 @@ impl CudaBackend {
         LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: shared }
     }
 
+    /// Launch shape of a grid-stride kernel of one thread per item over
+    /// `n` items: blocks of 256, at most 8 a multiprocessor.
+    pub fn per_item(&self, n: usize) -> LaunchConfig {
+        let blocks = n.div_ceil(256).clamp(1, self.props.sm_count as usize * 8) as u32;
+        LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
+    }
+
     /// Device memory free now, in bytes.
     pub fn free_bytes(&self) -> Result<usize> {
         Ok(self.ctx.mem_get_info()?.0)

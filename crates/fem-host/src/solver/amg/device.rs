@@ -14,7 +14,7 @@ use crate::operator::gpu::{csr_spmv, GpuCsr};
 use crate::solver::multigrid::{Multigrid, StoredLevel};
 use crate::sparse::spgemm::{DeviceCsr, Sparse};
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, PushKernelArg};
 use fem_kernels::amg::nodes::MAX_BLOCK;
 use std::time::Instant;
 
@@ -151,26 +151,20 @@ fn unit_rows(gpu: &CudaBackend, a: DeviceCsr) -> Result<DeviceCsr> {
     let (s, n) = (gpu.stream(), a.n_rows);
     let mut len = s.alloc_zeros::<u32>(n)?;
     let mut found = s.alloc_zeros::<u32>(1)?;
-    unsafe { s.launch_builder(&gpu.function("fem_amg_unit_row_lengths")?).arg(&n).arg(&a.row_ptr).arg(&a.val).arg(&mut len).arg(&mut found).launch(grid(gpu, n)) }?;
+    unsafe { s.launch_builder(&gpu.function("fem_amg_unit_row_lengths")?).arg(&n).arg(&a.row_ptr).arg(&a.val).arg(&mut len).arg(&mut found).launch(gpu.per_item(n)) }?;
     if s.clone_dtoh(&found)?[0] == 0 {
         return Ok(a);
     }
     let (row_ptr, nnz) = gpu.exclusive_scan(&len)?;
     let mut out = DeviceCsr { n_rows: n, n_cols: a.n_cols, row_ptr, col: s.alloc_zeros(nnz as usize)?, val: s.alloc_zeros(nnz as usize)? };
-    unsafe { s.launch_builder(&gpu.function("fem_amg_unit_rows")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(&out.row_ptr).arg(&mut out.col).arg(&mut out.val).launch(grid(gpu, n)) }?;
+    unsafe { s.launch_builder(&gpu.function("fem_amg_unit_rows")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(&out.row_ptr).arg(&mut out.col).arg(&mut out.val).launch(gpu.per_item(n)) }?;
     Ok(out)
-}
-
-/// A one-dimensional launch over `n` items, grid-stride.
-fn grid(gpu: &CudaBackend, n: usize) -> LaunchConfig {
-    let blocks = n.div_ceil(256).clamp(1, gpu.props().sm_count as usize * 8) as u32;
-    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
 }
 
 fn diagonal(gpu: &CudaBackend, a: &DeviceCsr) -> Result<CudaSlice<f64>> {
     let mut d = gpu.zeros::<f64>(a.n_rows)?;
     let n = a.n_rows;
-    unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_diagonal")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(&mut d).launch(grid(gpu, n)) }?;
+    unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_diagonal")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(&mut d).launch(gpu.per_item(n)) }?;
     Ok(d)
 }
 
@@ -180,7 +174,7 @@ fn check(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>) -> Result<()> 
     let s = gpu.stream();
     let mut first = s.clone_htod(&[u32::MAX; 4])?;
     let n = a.n_rows;
-    unsafe { s.launch_builder(&gpu.function("fem_amg_defects")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(diag).arg(&mut first).launch(grid(gpu, n)) }?;
+    unsafe { s.launch_builder(&gpu.function("fem_amg_defects")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(diag).arg(&mut first).launch(gpu.per_item(n)) }?;
     let bits = s.clone_dtoh(&first)?;
     // the kernel's bit b is DEFECTS' entry of that value
     let found = DEFECTS.map(|d| Some(bits[d.trailing_zeros() as usize] as usize).filter(|&r| r != u32::MAX as usize));
@@ -199,14 +193,14 @@ fn check(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>) -> Result<()> 
 fn strength(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>, theta: f64) -> Result<CudaSlice<u8>> {
     let mut strong = gpu.stream().alloc_zeros::<u8>(a.nnz().max(1))?;
     let n = a.n_rows;
-    unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_strength")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(diag).arg(&theta).arg(&mut strong).launch(grid(gpu, n)) }?;
+    unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_strength")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(diag).arg(&theta).arg(&mut strong).launch(gpu.per_item(n)) }?;
     Ok(strong)
 }
 
 /// Every node's aggregate ([`fem_kernels::amg::NONE`] for none) and the
 /// number of aggregates, as [`super::mis::aggregate`] finds them.
 fn aggregate(gpu: &CudaBackend, a: &DeviceCsr, strong: &CudaSlice<u8>) -> Result<(CudaSlice<u32>, usize)> {
-    let (s, n, cfg) = (gpu.stream(), a.n_rows, grid(gpu, a.n_rows));
+    let (s, n, cfg) = (gpu.stream(), a.n_rows, gpu.per_item(a.n_rows));
     let mut keys = s.alloc_zeros::<u64>(n)?;
     let mut max1 = s.alloc_zeros::<u64>(n)?;
     let mut max2 = s.alloc_zeros::<u64>(n)?;
@@ -241,11 +235,11 @@ fn aggregate(gpu: &CudaBackend, a: &DeviceCsr, strong: &CudaSlice<u8>) -> Result
 fn node_graph(gpu: &CudaBackend, a: &DeviceCsr, block: usize) -> Result<(DeviceCsr, CudaSlice<f64>)> {
     let (s, n) = (gpu.stream(), a.n_rows / block);
     let mut count = s.alloc_zeros::<u32>(n)?;
-    unsafe { s.launch_builder(&gpu.function("fem_amg_node_count")?).arg(&n).arg(&block).arg(&a.row_ptr).arg(&a.col).arg(&mut count).launch(grid(gpu, n)) }?;
+    unsafe { s.launch_builder(&gpu.function("fem_amg_node_count")?).arg(&n).arg(&block).arg(&a.row_ptr).arg(&a.col).arg(&mut count).launch(gpu.per_item(n)) }?;
     let (row_ptr, nnz) = gpu.exclusive_scan(&count)?;
     drop(count);
     let mut g = DeviceCsr { n_rows: n, n_cols: n, row_ptr, col: s.alloc_zeros(nnz as usize)?, val: s.alloc_zeros(nnz as usize)? };
-    unsafe { s.launch_builder(&gpu.function("fem_amg_node_couplings")?).arg(&n).arg(&block).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(&g.row_ptr).arg(&mut g.col).arg(&mut g.val).launch(grid(gpu, n)) }?;
+    unsafe { s.launch_builder(&gpu.function("fem_amg_node_couplings")?).arg(&n).arg(&block).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(&g.row_ptr).arg(&mut g.col).arg(&mut g.val).launch(gpu.per_item(n)) }?;
     let diag = diagonal(gpu, &g)?;
     Ok((g, diag))
 }
@@ -255,7 +249,7 @@ fn node_graph(gpu: &CudaBackend, a: &DeviceCsr, block: usize) -> Result<(DeviceC
 /// aggregated row, zeros kept) and the coarse near-nullspace (`k` vectors
 /// on `n_agg·k` rows), as [`super::tentative::tentative`] fits them.
 fn tentative(gpu: &CudaBackend, agg: &CudaSlice<u32>, n_agg: usize, block: usize, (b, k): (&CudaSlice<f64>, usize)) -> Result<(DeviceCsr, CudaSlice<f64>)> {
-    let (s, n, cfg) = (gpu.stream(), agg.len(), grid(gpu, agg.len()));
+    let (s, n, cfg) = (gpu.stream(), agg.len(), gpu.per_item(agg.len()));
     let rows = n * block;
     let mut size = s.alloc_zeros::<u32>(n_agg)?;
     let mut row_len = s.alloc_zeros::<u32>(rows)?;
@@ -272,7 +266,7 @@ fn tentative(gpu: &CudaBackend, agg: &CudaSlice<u32>, n_agg: usize, block: usize
     let mut val = s.alloc_zeros::<f64>(nnz as usize)?;
     let mut coarse = s.alloc_zeros::<f64>(n_agg * k * k)?;
     unsafe {
-        s.launch_builder(&gpu.function("fem_amg_fit")?).arg(&n_agg).arg(&start).arg(&mut nodes).arg(&block).arg(&k).arg(b).arg(&row_ptr).arg(&mut col).arg(&mut val).arg(&mut coarse).launch(grid(gpu, n_agg))?;
+        s.launch_builder(&gpu.function("fem_amg_fit")?).arg(&n_agg).arg(&start).arg(&mut nodes).arg(&block).arg(&k).arg(b).arg(&row_ptr).arg(&mut col).arg(&mut val).arg(&mut coarse).launch(gpu.per_item(n_agg))?;
     }
     Ok((DeviceCsr { n_rows: rows, n_cols: n_agg * k, row_ptr, col, val }, coarse))
 }
@@ -285,7 +279,7 @@ fn spmv(gpu: &CudaBackend, a: &DeviceCsr, x: &CudaSlice<f64>, y: &mut CudaSlice<
 /// ρ(D⁻¹A) as [`super::spectral_radius`] estimates it: 20 power
 /// iterations of `D^{-1/2} A D^{-1/2}` from the same start, raised by 5 %.
 fn spectral_radius(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>) -> Result<f64> {
-    let (s, n, cfg) = (gpu.stream(), a.n_rows, grid(gpu, a.n_rows));
+    let (s, n, cfg) = (gpu.stream(), a.n_rows, gpu.per_item(a.n_rows));
     // D^{-1/2} (the diagonal is positive: checked on the finest level, and
     // a Galerkin product keeps it so)
     let mut root = s.clone_dtod(diag)?;
@@ -322,7 +316,7 @@ fn jacobi_step(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>, scale: f
     let s = gpu.stream();
     let mut step = DeviceCsr { n_rows: a.n_rows, n_cols: a.n_cols, row_ptr: s.clone_dtod(&a.row_ptr)?, col: s.clone_dtod(&a.col)?, val: s.alloc_zeros(a.nnz())? };
     let n = a.n_rows;
-    unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_jacobi_step")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(diag).arg(&scale).arg(&mut step.val).launch(grid(gpu, n)) }?;
+    unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_jacobi_step")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(diag).arg(&scale).arg(&mut step.val).launch(gpu.per_item(n)) }?;
     Ok(step)
 }
 
