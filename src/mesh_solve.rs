@@ -172,11 +172,10 @@ pub fn run(
     each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>,
 ) -> Result<(Space, Vec<f64>, MeshSolveReport)> {
     let start = Instant::now();
-    let split = std::cell::RefCell::new(Vec::new());
-    let mut last = Instant::now();
+    let (mut split, mut last) = (Vec::new(), Instant::now());
     // the seconds since the last mark, as stage `name`
     let mut mark = |name: &str| {
-        split.borrow_mut().push((name.to_string(), last.elapsed().as_secs_f64()));
+        split.push((name.to_string(), last.elapsed().as_secs_f64()));
         last = Instant::now();
     };
     stage("space");
@@ -312,7 +311,7 @@ pub fn run(
         load: o.load.clone(),
         l2_error: l2,
         host_setup_seconds: host,
-        host_setup_split: split.into_inner(),
+        host_setup_split: split,
         newton,
         time,
         total_seconds: start.elapsed().as_secs_f64(),

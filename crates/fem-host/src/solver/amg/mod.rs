@@ -371,16 +371,18 @@ impl Pattern {
     pub fn build_on_gpu<T: Scalar>(&mut self, gpu: &CudaBackend, val: &CudaSlice<T>, b: &Nullspace, o: &AmgOptions) -> Result<(Multigrid<CudaBackend, T>, AmgStats)> {
         self.check_len(val.len())?;
         if self.device.is_none() {
-            let n = self.host.n_rows;
-            let a = DeviceCsr::upload(gpu, &self.host, n)?;
-            let p = self.low_order.as_ref().map(|l| DeviceCsr::upload(gpu, &l.p, l.n_coarse)).transpose()?;
-            self.device = Some((a, p));
+            self.device = Some((DeviceCsr::upload(gpu, &self.host, self.host.n_rows)?, None));
         }
         let (a, p) = self.device.as_mut().expect("uploaded above");
         crate::Backend::convert(gpu, val, &mut a.val)?;
-        match (&self.low_order, p) {
-            (Some(l), Some(p)) => device::build(gpu, a, self.block, &l.nullspace, Some(p), o),
-            _ => device::build(gpu, a, self.block, b, None, o),
+        match &self.low_order {
+            Some(l) => {
+                if p.is_none() {
+                    *p = Some(DeviceCsr::upload(gpu, &l.p, l.n_coarse)?);
+                }
+                device::build(gpu, a, self.block, &l.nullspace, p.as_ref(), o)
+            }
+            None => device::build(gpu, a, self.block, b, None, o),
         }
     }
 }
