@@ -159,9 +159,11 @@
 //! let o = NewtonOptions { precond: Precond::Amg(AmgOptions::default()), ..Default::default() };
 //! ```
 //!
-//! A scalar field's hierarchy is set up on the GPU; a field with as many
-//! components as the space has dimensions (elasticity) gets the rigid-body
-//! modes as its near-nullspace and is set up on the host.
+//! A field with as many components as the space has dimensions
+//! (elasticity) gets the rigid-body modes as its near-nullspace, any other
+//! the constants. Smoothed by Chebyshev or Jacobi, the hierarchy is set up
+//! on the GPU, through the low-order level too; `standard` aggregation
+//! and the SPAI(1) and ℓ1-Jacobi smoothers are set up on the host.
 //!
 //! The tangent is assembled into ELL-WARP on the GPU and CSR on the CPU
 //! unless [`crate::host::problem::nonlinear::Assembly`] says otherwise:
