@@ -22,8 +22,8 @@ pub(crate) struct AmgArgs {
     pub(crate) amg_cycle: Option<CycleArg>,
     /// AMG: the aggregation (default parallel: around a distance-2
     /// maximal independent set, the same on both backends, and the whole
-    /// set-up on the GPU for a scalar field smoothed by chebyshev or
-    /// jacobi; standard: pyamg's, sequential, on the host).
+    /// set-up on the GPU when smoothed by chebyshev or jacobi; standard:
+    /// pyamg's, sequential, on the host).
     #[arg(long, value_enum)]
     pub(crate) amg_aggregation: Option<AggregationArg>,
 }
