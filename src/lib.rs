@@ -73,6 +73,11 @@ pub fn open_backend(choice: BackendChoice) -> fem_host::Result<(AnyBackend, Opti
     AnyBackend::open(choice, &KERNELS_PTX)
 }
 
+/// [`open_backend`] on GPU `ordinal`.
+pub fn open_backend_on(choice: BackendChoice, ordinal: usize) -> fem_host::Result<(AnyBackend, Option<String>)> {
+    AnyBackend::open_on(choice, ordinal, &KERNELS_PTX)
+}
+
 /// Opens GPU `ordinal` with fem's embedded kernels.
 pub fn cuda(ordinal: usize) -> fem_host::Result<CudaBackend> {
     CudaBackend::new(ordinal, &KERNELS_PTX)

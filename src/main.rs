@@ -276,6 +276,11 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // what was given, not defaulted: options a path would ignore are refused
     record_given(&command, &matches);
+    let ranks = launched_ranks();
+    if ranks > 1 && !matches!(cli.command, Command::Solve(_)) {
+        eprintln!("error: only `fem solve --mesh FILE --physics ...` runs across ranks; this command would run {ranks} times over");
+        return ExitCode::from(1);
+    }
     let result = match cli.command {
         Command::Info { json } => info(json),
         Command::Demo(args) => match args.what {
@@ -316,6 +321,11 @@ fn main() -> ExitCode {
 
 type CliResult = Result<bool, Box<dyn std::error::Error>>;
 
+/// Ranks of the MPI job that started this process (1 without one).
+fn launched_ranks() -> usize {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"].iter().find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok()).unwrap_or(1)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn bench(suite: &str, size: Option<usize>, degrees: Option<&str>, precision: Precision, backend: BackendArg, repeats: usize, out: &std::path::Path, json: bool) -> CliResult {
     use fem::bench::{BenchOptions, Suite};
@@ -354,7 +364,12 @@ fn info(json: bool) -> CliResult {
 /// Opens the backend, saying on stderr which one runs (and why not the GPU)
 /// unless the output is JSON.
 fn open_announced(b: BackendArg, json: bool) -> Result<AnyBackend, Box<dyn std::error::Error>> {
-    let (any, why_not_gpu) = fem::open_backend(backend_choice(b))?;
+    open_announced_on(b, 0, json)
+}
+
+/// [`open_announced`] on GPU `ordinal`.
+fn open_announced_on(b: BackendArg, ordinal: usize, json: bool) -> Result<AnyBackend, Box<dyn std::error::Error>> {
+    let (any, why_not_gpu) = fem::open_backend_on(backend_choice(b), ordinal)?;
     if !json {
         match &why_not_gpu {
             Some(why) => eprintln!("backend: cpu (auto; GPU not used: {why})"),

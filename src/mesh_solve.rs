@@ -18,6 +18,8 @@ use fem_host::space::integrate::l2_error;
 use fem_host::space::{BoundaryPart, Constraints, Load, NestedSpaces, Space};
 use fem_host::problem::nonlinear::Precond;
 use fem_host::solver::ordering::Ordering;
+use fem_host::distributed::{self, agree, Communicator, Partition, Partitioner, Piece, Ranks, Serial};
+use fem_host::problem::phases::Split;
 use fem_host::{with_backend, AnyBackend, Backend, CpuBackend, Error, Result};
 use fem_kernels::physics::{Elasticity, Poisson, Radiation};
 use serde::Serialize;
@@ -157,6 +159,9 @@ pub struct MeshSolveReport {
     pub newton: NewtonReport,
     /// The time steps, when time stepping.
     pub time: Option<TimeReport>,
+    /// Every rank's share, when solved across ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<Ranks>,
     /// Seconds from the mesh in memory to the solution on the host.
     pub total_seconds: f64,
 }
@@ -166,6 +171,20 @@ pub struct MeshSolveReport {
 /// `each(space, step, t, u)` sees every `o.time.every`-th step's solution.
 pub fn run(
     any: &AnyBackend,
+    file: &GmshMesh,
+    o: &MeshSolveOptions,
+    stage: &dyn Fn(&str),
+    each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>,
+) -> Result<(Space, Vec<f64>, MeshSolveReport)> {
+    run_on(any, &Serial, file, o, stage, each)
+}
+
+/// [`run`] on the ranks of `comm`, each with its backend `any` (one rank:
+/// the same as [`run`]): every rank returns the whole solution and the
+/// report.
+pub fn run_on(
+    any: &AnyBackend,
+    comm: &dyn Communicator,
     file: &GmshMesh,
     o: &MeshSolveOptions,
     stage: &dyn Fn(&str),
@@ -249,35 +268,20 @@ pub fn run(
     mark("boundary");
     stage("pattern");
     let lame = lame(o.young, o.poisson_ratio)?;
-    let (u, newton, time, host) = match o.physics {
+    let ctx = Context { any, comm, cpu: &cpu, nested: &nested, constraints: &constraints, load: &load, forcing: &forcing, o, start };
+    let (u, newton, time, host, ranks) = match o.physics {
         Physics::Poisson => {
             let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
-            let setup = levels(Setup::<Poisson>::constrained(&cpu, space, Aux::Nodal(&coefficients), &constraints, Some(&load))?, &cpu, &nested, o)?;
-            let host = start.elapsed().as_secs_f64();
-            mark("pattern");
-            stage("solve");
-            let (u, n, t) = solve_on(any, &setup, &space, &constraints, &forcing, o, each)?;
-            (u, n, t, host)
+            solve_physics::<Poisson>(&ctx, AuxValues::Nodal(coefficients), None, &mut mark, stage, each)?
         }
         Physics::Radiation => {
             let (part, g) = robin.ok_or_else(|| Error::InvalidArgument("radiation needs Robin groups".into()))?;
             let aux: Vec<f64> = g.iter().flat_map(|&g| [0.0, g]).collect();
-            let setup = Setup::<Radiation>::constrained(&cpu, space, Aux::Nodal(&aux), &constraints, Some(&load))?.with_boundary_term(space, &part)?;
-            let setup = levels(setup, &cpu, &nested, o)?;
-            let host = start.elapsed().as_secs_f64();
-            mark("pattern");
-            stage("solve");
-            let (u, n, t) = solve_on(any, &setup, &space, &constraints, &forcing, o, each)?;
-            (u, n, t, host)
+            solve_physics::<Radiation>(&ctx, AuxValues::Nodal(aux), Some(&part), &mut mark, stage, each)?
         }
         Physics::Elasticity => {
             let cells: Vec<f64> = (0..space.n_cells()).flat_map(|_| lame).collect();
-            let setup = levels(Setup::<Elasticity>::constrained(&cpu, space, Aux::Cell(&cells), &constraints, Some(&load))?, &cpu, &nested, o)?;
-            let host = start.elapsed().as_secs_f64();
-            mark("pattern");
-            stage("solve");
-            let (u, n, t) = solve_on(any, &setup, &space, &constraints, &forcing, o, each)?;
-            (u, n, t, host)
+            solve_physics::<Elasticity>(&ctx, AuxValues::Cell(cells), None, &mut mark, stage, each)?
         }
     };
     stage("error");
@@ -314,6 +318,7 @@ pub fn run(
         host_setup_split: split,
         newton,
         time,
+        ranks,
         total_seconds: start.elapsed().as_secs_f64(),
     };
     let space = nested.spaces.pop().expect("the finest level");
@@ -348,6 +353,117 @@ fn robin_data(file: &GmshMesh, nodes: &[u32], space: &Space, o: &MeshSolveOption
     }
     taken.extend(keys.iter().copied());
     Ok(Some((BoundaryPart::Facets { name: "the Robin groups".into(), keys }, g)))
+}
+
+/// A physics' auxiliary values: a run of them for every node, or for
+/// every cell.
+enum AuxValues {
+    Nodal(Vec<f64>),
+    Cell(Vec<f64>),
+}
+
+impl AuxValues {
+    /// The values as the physics takes them.
+    fn view(&self) -> Aux<'_> {
+        match self {
+            Self::Nodal(v) => Aux::Nodal(v),
+            Self::Cell(v) => Aux::Cell(v),
+        }
+    }
+
+    /// The values on `piece` of `space`.
+    fn on(&self, piece: &Piece, space: &Space) -> Self {
+        match self {
+            Self::Nodal(v) => Self::Nodal(piece.restrict(v.len() / space.n_dofs.max(1), v)),
+            Self::Cell(v) => {
+                let per = v.len() / space.n_cells().max(1);
+                Self::Cell(piece.cells.iter().flat_map(|&c| v[c as usize * per..(c as usize + 1) * per].iter().copied()).collect())
+            }
+        }
+    }
+}
+
+/// What every physics' solve reads.
+struct Context<'a> {
+    any: &'a AnyBackend,
+    comm: &'a dyn Communicator,
+    cpu: &'a CpuBackend,
+    nested: &'a NestedSpaces,
+    constraints: &'a Constraints,
+    load: &'a Load,
+    forcing: &'a Forcing<'a>,
+    o: &'a MeshSolveOptions,
+    start: Instant,
+}
+
+/// What a physics' solve gives: u, Newton's report, the time steps',
+/// the host set-up seconds, and every rank's share.
+type Solved = (Vec<f64>, NewtonReport, Option<TimeReport>, f64, Option<Ranks>);
+
+/// Physics `K` with auxiliary values `aux` and boundary term on
+/// `boundary`, set up and solved on one rank or across the ranks.
+fn solve_physics<K: Kernels<f64> + 'static>(c: &Context, aux: AuxValues, boundary: Option<&BoundaryPart>, mark: &mut dyn FnMut(&str), stage: &dyn Fn(&str), each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>) -> Result<Solved> {
+    if c.comm.size() > 1 {
+        return solve_distributed::<K>(c, aux, boundary, mark, stage);
+    }
+    let space = c.nested.finest();
+    let setup = Setup::<K>::constrained(c.cpu, space, aux.view(), c.constraints, Some(c.load))?;
+    let setup = match boundary {
+        Some(part) => setup.with_boundary_term(space, part)?,
+        None => setup,
+    };
+    let setup = levels(setup, c.cpu, c.nested, c.o)?;
+    let host = c.start.elapsed().as_secs_f64();
+    mark("pattern");
+    stage("solve");
+    let (u, n, t) = solve_on(c.any, &setup, space, c.constraints, c.forcing, c.o, each)?;
+    Ok((u, n, t, host, None))
+}
+
+/// [`solve_physics`] across ranks: the cells split by METIS, each rank
+/// assembling its piece and Newton's updates solved on all.
+fn solve_distributed<K: Kernels<f64> + 'static>(c: &Context, aux: AuxValues, boundary: Option<&BoundaryPart>, mark: &mut dyn FnMut(&str), stage: &dyn Fn(&str)) -> Result<Solved> {
+    let (space, comm, o) = (c.nested.finest(), c.comm, c.o);
+    if o.time.is_some() {
+        return Err(Error::InvalidArgument("time stepping runs on one rank; a distributed solve is stationary".into()));
+    }
+    let partition = agree(comm, Partition::new(space, comm.size(), Partitioner::Metis))?;
+    let piece = Piece::new(comm, space, &partition)?;
+    let nc = c.constraints.nc;
+    let setup = agree(
+        comm,
+        piece.space(space).and_then(|local| {
+            let setup = Setup::<K>::constrained(c.cpu, &local, aux.on(&piece, space).view(), &piece.constraints(&local, c.constraints)?, Some(&piece.load(c.load)))?;
+            match boundary {
+                // a piece away from the boundary term's facets has none of it
+                Some(part) if part.facets(&local).is_ok() => setup.with_boundary_term(&local, part),
+                _ => Ok(setup),
+            }
+        }),
+    )?;
+    let host = c.start.elapsed().as_secs_f64();
+    mark("pattern");
+    stage("solve");
+    let initial = piece.restrict(nc, &c.constraints.initial());
+    let (owned, r) = agree(comm, with_backend!(c.any, |b| distributed::newton::solve(b, comm, &piece, &setup, &initial, &o.newton)))?;
+    let u = piece.assemble(comm, nc, &owned)?;
+    let ranks = Ranks::gather(comm, &partition, &r)?;
+    let split = Split { solve: r.solve_seconds, ..Split::default() };
+    let newton = NewtonReport {
+        kernels: format!("{} on each of {} ranks, local tangent {}", c.any.name(), r.ranks, r.format),
+        krylov: o.newton.krylov,
+        precond: o.newton.precond,
+        precision: o.newton.precision,
+        rows: r.rows,
+        krylov_iterations: r.krylov_iterations,
+        converged: r.converged,
+        residuals: r.residuals,
+        steps: r.steps,
+        setup_seconds: r.setup_seconds,
+        split,
+        amg: None,
+    };
+    Ok((u, newton, None, host, Some(ranks)))
 }
 
 /// The set-up with the coarser levels of `nested` when multigrid
@@ -485,6 +601,14 @@ pub fn describe(r: &MeshSolveReport) -> String {
     );
     if let Some(a) = &n.amg {
         s += &format!("\n{}", crate::solve::describe_amg(a));
+    }
+    if let Some(p) = &r.ranks {
+        let span = |v: &[usize]| format!("{}–{}", v.iter().min().unwrap_or(&0), v.iter().max().unwrap_or(&0));
+        let most = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(*x));
+        s += &format!(
+            "\nacross {} ranks ({:?}: {} facets cut, imbalance {:.3}): owned rows {}, ghost rows {}, halo exchanges up to {:.3} s and {} bytes a rank, {} global sums up to {:.3} s",
+            p.ranks, p.partition.partitioner, p.partition.cut_facets, p.partition.imbalance, span(&p.owned_rows), span(&p.ghost_rows), most(&p.halo_seconds), p.halo_bytes.iter().max().unwrap_or(&0), p.reductions, most(&p.reduction_seconds)
+        );
     }
     if let Some(t) = &r.time {
         let its: usize = t.steps.iter().map(|s| s.krylov_iterations).sum();

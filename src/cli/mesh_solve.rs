@@ -1,7 +1,7 @@
 //! `fem solve --mesh FILE --physics ...`: the command-line side of
 //! [`fem::mesh_solve`] (arguments, progress, output files).
 
-use crate::{given, open_announced, AmgArgs, refuse_unread, spinner, SmootherArg, CliResult, CycleArg, FormatArg, PrecondArg, ScatterArg, SolveArgs, PIPELINE};
+use crate::{given, open_announced_on, AmgArgs, refuse_unread, spinner, SmootherArg, CliResult, CycleArg, FormatArg, PrecondArg, ScatterArg, SolveArgs, PIPELINE};
 use clap::ValueEnum;
 use fem::host::io::gmsh::GmshMesh;
 use fem::host::io::vtk::{write_collection, write_nodal, Encoding, Field};
@@ -10,7 +10,8 @@ use fem::host::space::Space;
 use fem::host::problem::nonlinear::{Assembly, Krylov, NewtonOptions, Precision, Precond, Scatter};
 use fem::host::sparse::SpmvFormat;
 use fem::expression::{components, Expression};
-use fem::mesh_solve::{describe, run, GroupValue, LoadKind, MeshSolveOptions, Physics, Transient};
+use fem::host::distributed::{Communicator, Serial};
+use fem::mesh_solve::{describe, run_on, GroupValue, LoadKind, MeshSolveOptions, Physics, Transient};
 
 /// `--physics`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -150,8 +151,34 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
     Ok(p)
 }
 
-/// Solves `a` on `file` (read from `--mesh`).
+/// Solves `a` on `file` (read from `--mesh`): on the ranks of an MPI job
+/// when `mpirun` started this process, else on one.
 pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
+    #[cfg(feature = "mpi")]
+    if fem::host::distributed::mpi::Mpi::launched() {
+        let mpi = fem::host::distributed::mpi::Mpi::init()?;
+        let result = solve_on(a, file, &mpi);
+        if let Err(e) = &result {
+            if mpi.size() > 1 {
+                // the other ranks may wait in a collective: end them all
+                eprintln!("error on rank {}: {e}", mpi.rank());
+                mpi.abort(1);
+            }
+        }
+        return result;
+    }
+    solve_on(a, file, &Serial)
+}
+
+/// The rank's GPU: its rank among the processes of its host, modulo the
+/// GPUs there.
+fn local_gpu(comm: &dyn Communicator) -> usize {
+    let local = ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"].iter().find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok()).unwrap_or(comm.rank());
+    local % fem::host::backend::cuda::device_count().unwrap_or(1).max(1)
+}
+
+/// [`solve`] on the ranks of `comm`; rank 0 reports and writes the files.
+fn solve_on(a: &SolveArgs, file: &GmshMesh, comm: &dyn Communicator) -> CliResult {
     refuse_unread(PIPELINE, "the pipeline's solve of --physics (its --format stores the tangent, in f64, and it preconditions with Jacobi, SSOR or multigrid); they are the Q_p Poisson formats' or the hole benchmark's")?;
     let precond = precond(a)?;
     if a.time_steps == 0 && a.vtk.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "pvd")) {
@@ -217,7 +244,8 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
             }),
         },
     };
-    let any = open_announced(a.backend, a.json)?;
+    let quiet = a.json || comm.rank() > 0;
+    let any = open_announced_on(a.backend, local_gpu(comm), quiet)?;
     let what = format!(
         "{physics:?} on {}",
         a.mesh
@@ -225,7 +253,7 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
             .map(|p| p.display().to_string())
             .unwrap_or_default()
     );
-    let bar = spinner(a.json, what.clone());
+    let bar = spinner(quiet, what.clone());
     let enc = if a.vtk_ascii { Encoding::Ascii } else { Encoding::Binary };
     let mut series = Vec::new();
     let mut snapshot = |space: &Space, step: usize, t: f64, u: &[f64]| -> fem::host::Result<()> {
@@ -237,8 +265,11 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
         series.push((t, name));
         Ok(())
     };
-    let (space, u, report) = run(&any, file, &o, &|stage| bar.set_message(format!("{what}: {stage}")), &mut snapshot)?;
+    let (space, u, report) = run_on(&any, comm, file, &o, &|stage| bar.set_message(format!("{what}: {stage}")), &mut snapshot)?;
     bar.finish_and_clear();
+    if comm.rank() > 0 {
+        return Ok(report.newton.converged);
+    }
     let nc = report.rows / space.n_dofs.max(1);
     match &a.vtk {
         Some(path) if o.time.is_some_and(|t| t.every > 0) => write_collection(path, &series).map_err(|e| format!("cannot write {}: {e}", path.display()))?,

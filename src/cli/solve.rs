@@ -272,6 +272,9 @@ pub(crate) enum LocalArg {
 }
 
 pub(crate) fn solve(a: &SolveArgs) -> CliResult {
+    if a.mesh.is_none() && crate::launched_ranks() > 1 {
+        return Err("across ranks, `fem solve` takes a Gmsh file: --mesh FILE --physics ...".into());
+    }
     if a.problem == ProblemArg::Hole {
         return solve_hole(a);
     }
@@ -286,6 +289,9 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
             let dirichlet_values = a.dirichlet_group.iter().any(|(_, v)| v.iter().any(|x| x.as_constant() != Some(0.0)));
             if a.physics.is_some() || file.is_simplex() || !a.neumann_group.is_empty() || !a.robin_group.is_empty() || dirichlet_values {
                 return cli::mesh_solve::solve(a, &file);
+            }
+            if crate::launched_ranks() > 1 {
+                return Err("across ranks, `fem solve --mesh` runs the pipeline: name --physics".into());
             }
             let (mesh, nodes) = file.to_mesh_and_nodes()?;
             let (dim, n) = (mesh.dim, mesh.n_cells());

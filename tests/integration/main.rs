@@ -12,6 +12,7 @@ mod builder;
 mod cardiac;
 mod cli;
 mod demo;
+mod distributed;
 mod gmsh;
 mod gmsh_versions;
 mod gpu;

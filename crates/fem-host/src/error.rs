@@ -88,6 +88,16 @@ pub fn same_len(op: &'static str, left: usize, right: usize) -> Result<()> {
     }
 }
 
+/// Checks that a reduction over the first `n` entries stays within a
+/// vector of `len`.
+pub fn first(op: &'static str, n: usize, len: usize) -> Result<()> {
+    if n <= len {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { op, left: n, right: len })
+    }
+}
+
 /// Checks the input and output of a product with an operator of `rows`
 /// rows; `Ok(false)` when it has none, so there is nothing to compute (and
 /// nothing a gather could read).

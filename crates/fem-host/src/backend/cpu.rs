@@ -6,7 +6,7 @@
 //! their result does not depend on the number of threads.
 
 use super::{Backend, BackendKind};
-use crate::error::{same_len, Error};
+use crate::error::{first, same_len, Error};
 use crate::{Result, Scalar};
 use fem_kernels::blas;
 use rayon::prelude::*;
@@ -134,13 +134,14 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn dot<T: Scalar>(&self, x: &Vec<T>, y: &Vec<T>) -> Result<T> {
-        same_len("dot", x.len(), y.len())?;
-        Ok(self.chunked_sum(x.len(), |r| blas::dot_chunk(&x[r.clone()], &y[r])))
+    fn dot_first<T: Scalar>(&self, n: usize, x: &Vec<T>, y: &Vec<T>) -> Result<T> {
+        first("dot", n, x.len().min(y.len()))?;
+        Ok(self.chunked_sum(n, |r| blas::dot_chunk(&x[r.clone()], &y[r])))
     }
 
-    fn norm2<T: Scalar>(&self, x: &Vec<T>) -> Result<T> {
-        Ok(self.chunked_sum(x.len(), |r| blas::sumsq_chunk(&x[r])).sqrt())
+    fn sumsq_first<T: Scalar>(&self, n: usize, x: &Vec<T>) -> Result<T> {
+        first("sum of squares", n, x.len())?;
+        Ok(self.chunked_sum(n, |r| blas::sumsq_chunk(&x[r])))
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -80,10 +80,20 @@ pub trait Backend {
     fn axpby<T: Scalar>(&self, alpha: T, x: &Self::Vector<T>, beta: T, y: &mut Self::Vector<T>) -> Result<()>;
     /// `z ← x ∘ y`, the element-wise product.
     fn mul<T: Scalar>(&self, x: &Self::Vector<T>, y: &Self::Vector<T>, z: &mut Self::Vector<T>) -> Result<()>;
+    /// `Σ_{i<n} xᵢyᵢ`: the dot product of the first `n` entries (a
+    /// distributed vector's owned part; `n` at most either length).
+    fn dot_first<T: Scalar>(&self, n: usize, x: &Self::Vector<T>, y: &Self::Vector<T>) -> Result<T>;
+    /// `Σ_{i<n} xᵢ²` over the first `n` entries.
+    fn sumsq_first<T: Scalar>(&self, n: usize, x: &Self::Vector<T>) -> Result<T>;
     /// `Σ xᵢyᵢ`.
-    fn dot<T: Scalar>(&self, x: &Self::Vector<T>, y: &Self::Vector<T>) -> Result<T>;
+    fn dot<T: Scalar>(&self, x: &Self::Vector<T>, y: &Self::Vector<T>) -> Result<T> {
+        crate::error::same_len("dot", self.len(x), self.len(y))?;
+        self.dot_first(self.len(x), x, y)
+    }
     /// `‖x‖₂`.
-    fn norm2<T: Scalar>(&self, x: &Self::Vector<T>) -> Result<T>;
+    fn norm2<T: Scalar>(&self, x: &Self::Vector<T>) -> Result<T> {
+        Ok(self.sumsq_first(self.len(x), x)?.sqrt())
+    }
 
     /// Waits for all work submitted so far.
     fn synchronize(&self) -> Result<()>;
@@ -116,10 +126,15 @@ impl AnyBackend {
     /// device and the embedded PTX are all there, else the CPU, and returns
     /// why the GPU was not taken.
     pub fn open(choice: BackendChoice, ptx: &'static fem_build::PtxSet) -> Result<(Self, Option<String>)> {
+        Self::open_on(choice, 0, ptx)
+    }
+
+    /// [`AnyBackend::open`] on GPU `ordinal` (a rank's own GPU).
+    pub fn open_on(choice: BackendChoice, ordinal: usize, ptx: &'static fem_build::PtxSet) -> Result<(Self, Option<String>)> {
         match choice {
             BackendChoice::Cpu => Ok((Self::Cpu(cpu::CpuBackend::new(None)?), None)),
-            BackendChoice::Cuda => Ok((Self::Cuda(cuda::CudaBackend::new(0, ptx)?), None)),
-            BackendChoice::Auto => match cuda::CudaBackend::new(0, ptx) {
+            BackendChoice::Cuda => Ok((Self::Cuda(cuda::CudaBackend::new(ordinal, ptx)?), None)),
+            BackendChoice::Auto => match cuda::CudaBackend::new(ordinal, ptx) {
                 Ok(gpu) => Ok((Self::Cuda(gpu), None)),
                 Err(e) => Ok((Self::Cpu(cpu::CpuBackend::new(None)?), Some(e.to_string()))),
             },

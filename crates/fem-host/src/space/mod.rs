@@ -13,6 +13,7 @@ pub mod nested;
 pub mod renumber;
 pub mod lagrange;
 pub mod restriction;
+pub mod subspace;
 pub(crate) mod hash;
 
 pub use hash::IntMap;

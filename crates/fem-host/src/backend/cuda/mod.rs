@@ -13,7 +13,7 @@ pub use props::{theoretical_bandwidth, DeviceProps};
 
 use super::recording::{Graph, Recorded, Recording};
 use super::{Backend, BackendKind};
-use crate::error::{same_len, Error};
+use crate::error::{first, same_len, Error};
 use crate::{Result, Scalar};
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -347,13 +347,14 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
-    fn dot<T: Scalar>(&self, x: &CudaSlice<T>, y: &CudaSlice<T>) -> Result<T> {
-        same_len("dot", x.len(), y.len())?;
-        self.reduce("dot", x.len(), &[x, y])
+    fn dot_first<T: Scalar>(&self, n: usize, x: &CudaSlice<T>, y: &CudaSlice<T>) -> Result<T> {
+        first("dot", n, x.len().min(y.len()))?;
+        self.reduce("dot", n, &[x, y])
     }
 
-    fn norm2<T: Scalar>(&self, x: &CudaSlice<T>) -> Result<T> {
-        Ok(self.reduce::<T>("sumsq", x.len(), &[x])?.sqrt())
+    fn sumsq_first<T: Scalar>(&self, n: usize, x: &CudaSlice<T>) -> Result<T> {
+        first("sum of squares", n, x.len())?;
+        self.reduce::<T>("sumsq", n, &[x])
     }
 
     fn synchronize(&self) -> Result<()> {

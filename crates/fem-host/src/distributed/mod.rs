@@ -1,0 +1,31 @@
+//! Solves across ranks: one process (or thread) a rank, each with its
+//! own backend (a CPU or one GPU), the mesh's cells partitioned among them
+//! ([`partition`]), each rank owning some nodes and reading its
+//! neighbours' as ghosts ([`piece`]), ghost values exchanged before every
+//! operator application ([`halo`], [`operator`]), and global sums in the
+//! Krylov methods ([`backend`]). The ranks talk through a
+//! [`Communicator`]: MPI (feature `mpi`) between processes, threads in
+//! one process, or none for one rank.
+//!
+//! The mesh and its space are built on every rank (as MFEM's `ParMesh` is
+//! made from a serial mesh that every rank reads), the partition is
+//! computed the same way on each, and each rank then assembles and solves
+//! on its piece alone.
+
+pub mod backend;
+pub mod comm;
+pub mod halo;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod newton;
+pub mod operator;
+pub mod partition;
+pub mod piece;
+
+pub use backend::Distributed;
+pub use comm::{agree, Communicator, Serial, Threads};
+pub use halo::{Halo, HaloBackend};
+pub use newton::{DistributedReport, Ranks};
+pub use operator::HaloOperator;
+pub use partition::{Partition, Partitioner};
+pub use piece::Piece;

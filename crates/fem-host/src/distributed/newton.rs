@@ -1,0 +1,284 @@
+//! Newton's method across ranks: each rank evaluates the residual and the
+//! tangent on its piece with the backend's own kernels ([`NewtonOps`]),
+//! the owned rows being exact; the Krylov method runs on [`Distributed`]
+//! vectors with the halo exchanged before every product; norms and the
+//! line search's decisions are global, so every rank takes the same steps.
+
+use super::backend::Distributed;
+use super::comm::Communicator;
+use super::halo::{Halo, HaloBackend};
+use super::operator::{HaloOperator, InverseDiagonal};
+use super::partition::Partition;
+use super::piece::Piece;
+use crate::problem::nonlinear::{LineSearch, NewtonOps, NewtonOptions, NewtonStep, Precond, Scatter, Setup};
+use crate::solver::CgOptions;
+use crate::sparse::SpmvFormat;
+use crate::{Error, Result};
+use fem_kernels::pointwise::Kernels;
+use serde::Serialize;
+use std::time::Instant;
+
+/// What a distributed Newton solve did, the same on every rank except
+/// where a field says "this rank".
+#[derive(Clone, Debug, Serialize)]
+pub struct DistributedReport {
+    /// Ranks.
+    pub ranks: usize,
+    /// Rows of the whole system.
+    pub rows: usize,
+    /// Rows this rank owns, and its ghost rows.
+    pub owned_rows: usize,
+    /// Ghost rows of this rank.
+    pub ghost_rows: usize,
+    /// The local tangent's format.
+    pub format: String,
+    /// ‖R‖ at the start and after every update.
+    pub residuals: Vec<f64>,
+    /// Every update.
+    pub steps: Vec<NewtonStep>,
+    /// Krylov iterations over all updates.
+    pub krylov_iterations: usize,
+    /// Whether ‖R‖ reached the tolerance.
+    pub converged: bool,
+    /// Seconds of this rank's uploads and format set-up.
+    pub setup_seconds: f64,
+    /// Seconds of the updates (element kernels, assembly, Krylov, line search).
+    pub solve_seconds: f64,
+    /// Seconds this rank spent in halo exchanges (packing, copies and
+    /// waiting for its neighbours included).
+    pub halo_seconds: f64,
+    /// Bytes this rank sent and received in halo exchanges.
+    pub halo_bytes: usize,
+    /// Global sums (dot products, norms) and the seconds they took.
+    pub reductions: usize,
+    /// Seconds in global sums, waiting for the slowest rank included.
+    pub reduction_seconds: f64,
+}
+
+/// Every rank's figures side by side, for the report of the whole solve.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ranks {
+    /// Ranks.
+    pub ranks: usize,
+    /// How the cells were split, and how well.
+    pub partition: Partition,
+    /// Rows each rank owns.
+    pub owned_rows: Vec<usize>,
+    /// Ghost rows of each rank.
+    pub ghost_rows: Vec<usize>,
+    /// Each rank's seconds of uploads and format set-up.
+    pub setup_seconds: Vec<f64>,
+    /// Each rank's seconds of the updates.
+    pub solve_seconds: Vec<f64>,
+    /// Each rank's seconds in halo exchanges.
+    pub halo_seconds: Vec<f64>,
+    /// Bytes each rank sent and received in halo exchanges.
+    pub halo_bytes: Vec<usize>,
+    /// Global sums (the same on every rank).
+    pub reductions: usize,
+    /// Each rank's seconds in global sums.
+    pub reduction_seconds: Vec<f64>,
+}
+
+impl Ranks {
+    /// Every rank's figures of `report`, on every rank. Collective.
+    pub fn gather(comm: &dyn Communicator, partition: &Partition, report: &DistributedReport) -> Result<Self> {
+        let r = report;
+        let mine = [r.owned_rows as f64, r.ghost_rows as f64, r.setup_seconds, r.solve_seconds, r.halo_seconds, r.halo_bytes as f64, r.reduction_seconds];
+        let all = comm.all_gather(&mine)?;
+        let column = |k: usize| -> Vec<f64> { all.chunks_exact(mine.len()).map(|c| c[k]).collect() };
+        let count = |k: usize| -> Vec<usize> { column(k).into_iter().map(|v| v as usize).collect() };
+        Ok(Self { ranks: comm.size(), partition: partition.clone(), owned_rows: count(0), ghost_rows: count(1), setup_seconds: column(2), solve_seconds: column(3), halo_seconds: column(4), halo_bytes: count(5), reductions: r.reductions, reduction_seconds: column(6) })
+    }
+}
+
+/// Buffers of one piece's residual and tangent.
+struct Work<B: NewtonOps> {
+    ue: B::Vector<f64>,
+    relem: B::Vector<f64>,
+    r: B::Vector<f64>,
+}
+
+/// The residual at `u` (ghost rows filled) into `w.r`; ‖R‖ over all ranks.
+fn residual<B: NewtonOps>(d: &Distributed<'_, B>, state: &B::State, u: &B::Vector<f64>, w: &mut Work<B>) -> Result<f64> {
+    let b = d.inner;
+    b.gather(state, u, &mut w.ue)?;
+    b.elements(state, false, &w.ue, &mut w.relem)?;
+    b.assemble(state, false, &w.relem, &mut w.r)?;
+    Ok(crate::Backend::norm2(d, &w.r)?)
+}
+
+/// Solves R(u) = 0 on `piece` from `initial` (the piece's rows, owned and
+/// ghost, fixed rows at their values): the set-up was built on the
+/// piece's space. Returns the owned rows of u and the report. Takes
+/// Jacobi or no preconditioner, with any Krylov method.
+pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm: &dyn Communicator, piece: &Piece, setup: &Setup<K>, initial: &[f64], o: &NewtonOptions) -> Result<(Vec<f64>, DistributedReport)> {
+    let nc = setup.physics.variant.nc;
+    if !matches!(o.precond, Precond::Jacobi | Precond::None) {
+        return Err(Error::InvalidArgument(format!("a distributed solve takes Jacobi or no preconditioner, not {:?}", o.precond)));
+    }
+    crate::error::same_len("piece rows", setup.n_rows(), piece.len() * nc)?;
+    crate::error::same_len("initial guess", initial.len(), piece.len() * nc)?;
+    let start = Instant::now();
+    let halo = Halo::new(b, piece, nc)?;
+    let d = Distributed::new(b, comm, halo.owned_rows());
+    let state = b.prepare(setup, Some(SpmvFormat::Csr), Scatter::Atomic)?;
+    let mut matrix = b.matrix::<K, f64>(&state, setup, SpmvFormat::Csr)?;
+    let n = halo.rows();
+    let mut w = Work::<B> { ue: b.zeros(setup.gather.len())?, relem: b.zeros(setup.gather.len())?, r: b.zeros(n)? };
+    let (mut kelem, mut kflat, mut inv) = (b.zeros(setup.entry_pos.len())?, b.zeros(setup.csr.nnz())?, b.zeros(n)?);
+    let (mut u, mut trial, mut delta) = (b.upload(initial)?, b.zeros(n)?, b.zeros(n)?);
+    let ghosts = vec![1.0; n - halo.owned_rows()];
+    b.synchronize()?;
+    let setup_seconds = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    halo.update(b, comm, &mut u)?;
+    let first = residual(&d, &state, &u, &mut w)?;
+    if !first.is_finite() {
+        return Err(Error::InvalidArgument("the residual at the start is not finite".into()));
+    }
+    let mut residuals = vec![first];
+    let tol = (o.rtol * first).max(o.atol);
+    let mut steps: Vec<NewtonStep> = Vec::new();
+    while *residuals.last().expect("one residual") > tol && steps.len() < o.max_iterations {
+        let now = *residuals.last().expect("one residual");
+        // `w.ue` holds the gather of u from its residual
+        b.elements(&state, true, &w.ue, &mut kelem)?;
+        b.assemble(&state, true, &kelem, &mut kflat)?;
+        matrix.reorder(b, &kflat)?;
+        b.inverse_diagonal(&state, &kflat, &mut inv)?;
+        if !ghosts.is_empty() {
+            b.write_at(&mut inv, halo.owned_rows(), &ghosts)?;
+        }
+        let op = HaloOperator::new(b, &*matrix, &halo)?;
+        let identity = crate::solver::precond::Identity(n);
+        let jacobi = InverseDiagonal::<Distributed<'_, B>>(&inv, n);
+        let m: &dyn crate::operator::LinearOperator<Distributed<'_, B>, f64> = match o.precond {
+            Precond::None => &identity,
+            _ => &jacobi,
+        };
+        b.axpby(0.0, &w.r, 0.0, &mut delta)?;
+        let opts = CgOptions { rtol: o.krylov_rtol, max_iterations: o.max_krylov, jacobi: false };
+        let cg = o.krylov.solve(&d, &op, m, &w.r, &mut delta, opts).map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
+        let mut alpha = 1.0;
+        let next = loop {
+            b.copy(&u, &mut trial)?;
+            b.axpy(-alpha, &delta, &mut trial)?;
+            halo.update(b, comm, &mut trial)?;
+            let next = residual(&d, &state, &trial, &mut w)?;
+            let accept = match o.line_search {
+                LineSearch::Backtracking => next < (1.0 - 1e-4 * alpha) * now,
+                LineSearch::Full => next.is_finite(),
+            };
+            if accept {
+                break next;
+            }
+            if alpha <= 0.5f64.powi(o.max_halvings as i32) {
+                return Err(Error::InvalidArgument(format!("Newton update {}: no step length down to {alpha} lowers ‖R‖ = {now:.3e}; start closer to the solution", steps.len() + 1)));
+            }
+            alpha *= 0.5;
+        };
+        std::mem::swap(&mut u, &mut trial);
+        residuals.push(next);
+        steps.push(NewtonStep { iteration: steps.len() + 1, residual: next, krylov_iterations: cg.iterations, krylov_converged: cg.converged, step_length: alpha, krylov_history: cg.history });
+    }
+    let owned = b.download(&u)?[..halo.owned_rows()].to_vec();
+    let (reductions, reduction_seconds) = d.reductions();
+    let report = DistributedReport {
+        ranks: comm.size(),
+        rows: piece.global * nc,
+        owned_rows: halo.owned_rows(),
+        ghost_rows: n - halo.owned_rows(),
+        format: matrix.name(),
+        converged: *residuals.last().expect("one residual") <= tol,
+        krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(),
+        residuals,
+        steps,
+        setup_seconds,
+        solve_seconds: start.elapsed().as_secs_f64(),
+        halo_seconds: halo.seconds(),
+        halo_bytes: halo.bytes(),
+        reductions,
+        reduction_seconds,
+    };
+    Ok((owned, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distributed::{Partition, Partitioner, Threads};
+    use crate::mesh::simplex::SimplexBox;
+    use crate::operator::pointwise::Aux;
+    use crate::problem::nonlinear;
+    use crate::solver::Krylov;
+    use crate::space::{BoundaryPart, Constraints, Load, Space};
+    use crate::CpuBackend;
+    use fem_kernels::physics::{Elasticity, Poisson};
+
+    /// Auxiliary values: `na` per node or per cell.
+    enum Values {
+        Nodal(Vec<f64>),
+        Cell(Vec<f64>),
+    }
+
+    fn aux_of<'a>(v: &Values, x: &'a [f64]) -> Aux<'a> {
+        match v {
+            Values::Nodal(_) => Aux::Nodal(x),
+            Values::Cell(_) => Aux::Cell(x),
+        }
+    }
+
+    /// The distributed solve on 2, 3 and 4 ranks equals the one-rank solve.
+    fn equals_one_rank<K: Kernels<f64> + 'static>(space: &Space, nc: usize, aux: Values, krylov: Krylov) {
+        let cpu = CpuBackend::new(Some(1)).unwrap();
+        let cons = Constraints::none(space, nc).dirichlet(space, &BoundaryPart::at("x = 0", |x| x[0] < 1e-12), |x, u| u.iter_mut().enumerate().for_each(|(c, u)| *u = x[1] + c as f64)).unwrap();
+        // not an eigenvector: the load varies along every axis and component
+        let load = Load::zero(space, nc).source(space, |x, f| f.iter_mut().enumerate().for_each(|(c, f)| *f = (3.0 * x[0] + x[1] * x[1] - 2.0 * x[2] + c as f64).cos()));
+        let view = |a: &Values, cells: Option<&[u32]>, nodes: Option<&[u32]>| -> Vec<f64> {
+            match (a, cells, nodes) {
+                (Values::Nodal(v), _, Some(n)) => n.iter().flat_map(|&g| v[g as usize * 2..g as usize * 2 + 2].to_vec()).collect(),
+                (Values::Cell(v), Some(c), _) => c.iter().flat_map(|&g| v[g as usize * 2..g as usize * 2 + 2].to_vec()).collect(),
+                (Values::Nodal(v), _, None) | (Values::Cell(v), None, _) => v.clone(),
+            }
+        };
+        let o = NewtonOptions { krylov_rtol: 1e-13, krylov, ..NewtonOptions::default() };
+        let whole = view(&aux, None, None);
+        let setup = Setup::<K>::constrained(&cpu, space, aux_of(&aux, &whole), &cons, Some(&load)).unwrap();
+        let (u, _) = nonlinear::solve(&cpu, &setup, &cons.initial(), &o, &mut |_| {}).unwrap();
+        let scale = u.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for ranks in [2, 3, 4] {
+            let partition = Partition::new(space, ranks, Partitioner::Metis).unwrap();
+            let out = Threads::run(ranks, |c| {
+                let cpu = CpuBackend::new(Some(1)).unwrap();
+                let piece = Piece::new(c, space, &partition).unwrap();
+                let local = piece.space(space).unwrap();
+                let a = view(&aux, Some(&piece.cells), Some(&piece.nodes));
+                let setup = Setup::<K>::constrained(&cpu, &local, aux_of(&aux, &a), &piece.constraints(&local, &cons).unwrap(), Some(&piece.load(&load))).unwrap();
+                let (owned, report) = solve(&cpu, c, &piece, &setup, &piece.restrict(nc, &cons.initial()), &o).unwrap();
+                (piece.assemble(c, nc, &owned).unwrap(), report)
+            });
+            for (r, (v, report)) in out.iter().enumerate() {
+                let worst = v.iter().zip(&u).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                assert!(worst <= 1e-10 * scale, "{ranks} ranks, rank {r}: {worst:e} of {scale:e}");
+                assert!(report.converged && report.halo_bytes > 0 && report.reductions > 0);
+            }
+        }
+    }
+
+    #[test]
+    fn poisson_on_ranks_equals_one_rank() {
+        let mesh = SimplexBox::unstructured(3, 4, 5).build().unwrap();
+        let space = Space::simplex(&mesh, 2).unwrap();
+        let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
+        equals_one_rank::<Poisson>(&space, 1, Values::Nodal(coefficients), Krylov::Cg);
+    }
+
+    #[test]
+    fn elasticity_on_ranks_equals_one_rank_by_gmres() {
+        let mesh = SimplexBox::unstructured(3, 4, 6).build().unwrap();
+        let space = Space::simplex(&mesh, 1).unwrap();
+        let lame: Vec<f64> = (0..space.n_cells()).flat_map(|_| [1.0, 0.7]).collect();
+        equals_one_rank::<Elasticity>(&space, 3, Values::Cell(lame), Krylov::Gmres { restart: 30 });
+    }
+}

@@ -1,0 +1,118 @@
+//! `mpirun -np R fem solve --mesh FILE --physics ...` on 2, 3 and 4 CPU
+//! ranks gives the one-rank solution, and a rank's error ends every rank.
+
+use crate::common;
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `mpirun` if present (CI installs it: there its absence fails the test).
+fn mpirun() -> Option<&'static str> {
+    let there = Command::new("mpirun").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !there {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI installs Open MPI (.ci/setup), but mpirun is missing");
+        eprintln!("skipped: no mpirun on this machine");
+    }
+    there.then_some("mpirun")
+}
+
+/// Runs `fem args` on `ranks` ranks (one: without mpirun), failing the
+/// test past a minute (a rank left waiting).
+fn fem_on(ranks: usize, args: &[&str]) -> Output {
+    let mut cmd = match ranks {
+        1 => Command::new(env!("CARGO_BIN_EXE_fem")),
+        r => {
+            let mut c = Command::new("mpirun");
+            c.args(["--oversubscribe", "-np", &r.to_string(), env!("CARGO_BIN_EXE_fem")]);
+            c
+        }
+    };
+    // one thread a rank: the ranks share the machine's cores
+    let mut child = cmd
+        .env("FEM_TUNING", "off")
+        .env("RAYON_NUM_THREADS", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("{ranks} ranks of {args:?} still running after a minute");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The solution written to `vtu` by a solve on `ranks` ranks, and its report.
+fn solution(ranks: usize, args: &[&str], vtu: &str) -> (Vec<f64>, serde_json::Value) {
+    let mut all = vec!["solve", "--backend", "cpu", "--json", "--vtk", vtu];
+    all.extend_from_slice(args);
+    let out = fem_on(ranks, &all);
+    assert!(out.status.success(), "{ranks} ranks, {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fields = fem::host::io::vtk::read_fields(&std::fs::read_to_string(vtu).unwrap()).unwrap();
+    (fields.into_iter().find(|f| f.0 == "u").unwrap().1, report)
+}
+
+#[test]
+fn ranks_solve_as_one_rank_does() {
+    let Some(_) = mpirun() else { return };
+    let dir = common::scratch("distributed");
+    let (tet, hex) = (dir.join("tet.msh").display().to_string(), dir.join("hex.msh").display().to_string());
+    for (path, args) in [(&tet, vec!["--dim", "3", "--cells", "5", "--simplex", "--unstructured"]), (&hex, vec!["--dim", "3", "--cells", "4", "--unstructured"])] {
+        let mut all = vec!["mesh-gen"];
+        all.extend_from_slice(&args);
+        all.push(path);
+        assert!(fem_on(1, &all).status.success());
+    }
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("poisson P2", vec!["--mesh", &tet, "--physics", "poisson", "--degree", "2", "--load", "random"]),
+        ("elasticity Q1", vec!["--mesh", &hex, "--physics", "elasticity", "--dirichlet-group", "xmin", "--load", "one", "--krylov", "gmres"]),
+        ("radiation Q2, Newton", vec!["--mesh", &hex, "--physics", "radiation", "--degree", "2", "--robin-group", "xmax=4,ymin=-2", "--load", "one"]),
+    ];
+    for (name, args) in cases {
+        let mut args = args;
+        args.extend_from_slice(&["--rtol", "1e-12"]);
+        let one = dir.join("one.vtu").display().to_string();
+        let (u1, r1) = solution(1, &args, &one);
+        let scale = u1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(scale > 0.0 && r1.get("ranks").is_none(), "{name}");
+        for ranks in [2, 3, 4] {
+            let vtu = dir.join(format!("r{ranks}.vtu")).display().to_string();
+            let (u, r) = solution(ranks, &args, &vtu);
+            let worst = u.iter().zip(&u1).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(worst <= 1e-10 * scale, "{name} on {ranks} ranks: {worst:e} of {scale:e}");
+            let p = &r["ranks"];
+            assert_eq!(p["ranks"], ranks, "{name}");
+            let owned: u64 = p["owned_rows"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).sum();
+            assert_eq!(owned, r["rows"].as_u64().unwrap(), "{name}: every row owned once");
+            assert!(p["partition"]["cut_facets"].as_u64().unwrap() > 0 && p["halo_bytes"].as_array().unwrap().iter().all(|b| b.as_u64().unwrap() > 0), "{name}: {p}");
+            assert_eq!(r["newton"]["steps"].as_array().unwrap().len(), r1["newton"]["steps"].as_array().unwrap().len(), "{name}: the same Newton updates");
+        }
+    }
+}
+
+#[test]
+fn an_error_on_the_ranks_ends_them_all() {
+    let Some(_) = mpirun() else { return };
+    let dir = common::scratch("distributed-errors");
+    let tet = dir.join("tet.msh").display().to_string();
+    assert!(fem_on(1, &["mesh-gen", "--dim", "2", "--cells", "4", "--simplex", &tet]).status.success());
+    for (args, want) in [
+        (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precond", "ssor"], "Jacobi or no preconditioner"),
+        (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--time-steps", "2"], "time stepping runs on one rank"),
+        (vec!["info"], "only `fem solve --mesh FILE --physics ...` runs across ranks"),
+    ] {
+        let out = fem_on(3, &args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
