@@ -19,7 +19,6 @@ use fem_host::space::{BoundaryPart, Constraints, Load, NestedSpaces, Space};
 use fem_host::problem::nonlinear::Precond;
 use fem_host::solver::ordering::Ordering;
 use fem_host::distributed::{self, agree, Communicator, Partition, Partitioner, Piece, Ranks, Serial};
-use fem_host::problem::phases::Split;
 use fem_host::{with_backend, AnyBackend, Backend, CpuBackend, Error, Result};
 use fem_kernels::physics::{Elasticity, Poisson, Radiation};
 use serde::Serialize;
@@ -427,7 +426,7 @@ fn solve_distributed<K: Kernels<f64> + 'static>(c: &Context, aux: AuxValues, bou
     if o.time.is_some() {
         return Err(Error::InvalidArgument("time stepping runs on one rank; a distributed solve is stationary".into()));
     }
-    let partition = agree(comm, Partition::new(space, comm.size(), Partitioner::Metis))?;
+    let partition = Partition::shared(comm, space, Partitioner::Metis)?;
     let piece = Piece::new(comm, space, &partition)?;
     let nc = c.constraints.nc;
     let setup = agree(
@@ -448,7 +447,6 @@ fn solve_distributed<K: Kernels<f64> + 'static>(c: &Context, aux: AuxValues, bou
     let (owned, r) = agree(comm, with_backend!(c.any, |b| distributed::newton::solve(b, comm, &piece, &setup, &initial, &o.newton)))?;
     let u = piece.assemble(comm, nc, &owned)?;
     let ranks = Ranks::gather(comm, &partition, &r)?;
-    let split = Split { solve: r.solve_seconds, ..Split::default() };
     let newton = NewtonReport {
         kernels: format!("{} on each of {} ranks, local tangent {}", c.any.name(), r.ranks, r.format),
         krylov: o.newton.krylov,
@@ -460,7 +458,7 @@ fn solve_distributed<K: Kernels<f64> + 'static>(c: &Context, aux: AuxValues, bou
         residuals: r.residuals,
         steps: r.steps,
         setup_seconds: r.setup_seconds,
-        split,
+        split: r.split,
         amg: None,
     };
     Ok((u, newton, None, host, Some(ranks)))
@@ -606,8 +604,8 @@ pub fn describe(r: &MeshSolveReport) -> String {
         let span = |v: &[usize]| format!("{}–{}", v.iter().min().unwrap_or(&0), v.iter().max().unwrap_or(&0));
         let most = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(*x));
         s += &format!(
-            "\nacross {} ranks ({:?}: {} facets cut, imbalance {:.3}): owned rows {}, ghost rows {}, halo exchanges up to {:.3} s and {} bytes a rank, {} global sums up to {:.3} s",
-            p.ranks, p.partition.partitioner, p.partition.cut_facets, p.partition.imbalance, span(&p.owned_rows), span(&p.ghost_rows), most(&p.halo_seconds), p.halo_bytes.iter().max().unwrap_or(&0), p.reductions, most(&p.reduction_seconds)
+            "\nacross {} ranks ({:?}: {} facets cut, imbalance {:.3}): owned rows {}, ghost rows {}, halo exchanges ({}) up to {:.3} s and {} bytes a rank, {} global sums up to {:.3} s, peak host memory up to {:.2} GB a rank",
+            p.ranks, p.partition.partitioner, p.partition.cut_facets, p.partition.imbalance, span(&p.owned_rows), span(&p.ghost_rows), p.halo_transport, most(&p.halo_seconds), p.halo_bytes.iter().max().unwrap_or(&0), p.reductions, most(&p.reduction_seconds), *p.peak_rss_bytes.iter().max().unwrap_or(&0) as f64 / 1e9
         );
     }
     if let Some(t) = &r.time {

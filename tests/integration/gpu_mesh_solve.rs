@@ -206,3 +206,41 @@ fn every_tangent_storage_on_the_gpu_gives_the_cpus_solution() {
         }
     }
 }
+
+/// Ranks on the GPUs (threads of this process, each with its own CUDA
+/// backend, rank r on GPU r mod the GPUs) solve as the CPU does on one
+/// rank: the halo's device gather and ghost writes (through NCCL where
+/// each rank has a GPU of its own and NCCL is there, through the host
+/// where ranks share a GPU), and reductions over the owned rows.
+#[test]
+fn gpu_ranks_solve_as_one_cpu_rank() {
+    let Some(first) = common::gpu("gpu_ranks_solve_as_one_cpu_rank") else {
+        return;
+    };
+    drop(first);
+    let gpus = fem::host::backend::cuda::device_count().unwrap();
+    let cpu = AnyBackend::Cpu(CpuBackend::new(None).unwrap());
+    let mesh = BoxMesh::unstructured(3, 6, 4).build().unwrap();
+    let file = GmshMesh::from_box_mesh(&mesh, &vec![0; mesh.n_cells()], &["domain"]).unwrap();
+    for (physics, degree) in [(Physics::Poisson, 2), (Physics::Elasticity, 1)] {
+        let o = options(physics, degree);
+        let (_, want, _) = run(&cpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for ranks in [2, 3] {
+            let out = fem::host::distributed::Threads::run(ranks, |comm| {
+                let gpu = AnyBackend::Cuda(fem::cuda(fem::host::distributed::Communicator::rank(comm) % gpus).unwrap());
+                fem::mesh_solve::run_on(&gpu, comm, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap()
+            });
+            for (r, (_, got, report)) in out.iter().enumerate() {
+                let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                assert!(report.newton.converged && diff <= 1e-10 * scale, "{physics:?} p = {degree}, rank {r} of {ranks}: {diff:e} of {scale:e}");
+                let p = report.ranks.as_ref().unwrap();
+                assert_eq!(p.ranks, ranks);
+                eprintln!("{physics:?} p = {degree}, {ranks} ranks on {gpus} GPUs: halo through {}", p.halo_transport);
+                if ranks > gpus {
+                    assert_eq!(p.halo_transport, "host", "ranks sharing a GPU exchange through the host");
+                }
+            }
+        }
+    }
+}

@@ -1,12 +1,15 @@
 //! The halo exchange: each rank sends the owned values its neighbours read
 //! as ghosts and fills its own ghost rows from their owners, before every
 //! operator application. The values to send are packed on the backend
-//! (a gather on the device for the GPU), so only the halo crosses to the
-//! host and between ranks.
+//! (a gather on the device for the GPU). Between GPUs the packed values go
+//! device to device through NCCL, on the backend's stream, so a product
+//! waits for its ghosts without the host; elsewhere (the CPU, or GPUs
+//! without NCCL, or `FEM_NCCL=off`) they cross through the host and the
+//! [`Communicator`].
 
 use super::comm::Communicator;
 use super::piece::Piece;
-use crate::{Backend, CpuBackend, CudaBackend, Result};
+use crate::{Backend, CpuBackend, CudaBackend, Error, Result};
 use cudarc::driver::CudaSlice;
 use std::cell::{Cell, RefCell};
 use std::ops::Range;
@@ -21,6 +24,14 @@ pub trait HaloBackend: Backend {
     fn pack(&self, list: &Self::SendList, x: &Self::Vector<f64>, out: &mut [f64]) -> Result<()>;
     /// `x[at..at + v.len()] ← v`.
     fn write_at(&self, x: &mut Self::Vector<f64>, at: usize, v: &[f64]) -> Result<()>;
+    /// A device-to-device link among the ranks (NCCL between GPUs).
+    type Link;
+    /// The link among `comm`'s ranks, made collectively: `None` where the
+    /// backend has none or some rank lacks it (all ranks agree).
+    fn link(&self, comm: &dyn Communicator) -> Result<Option<Self::Link>>;
+    /// The exchange over `link`: the rows of each send list to its rank,
+    /// the ghost rows `recv` of `x` from theirs.
+    fn exchange_linked(&self, link: &Self::Link, send: &[(usize, Self::SendList, usize)], recv: &[(usize, Range<usize>)], x: &mut Self::Vector<f64>) -> Result<()>;
 }
 
 impl HaloBackend for CpuBackend {
@@ -36,6 +47,23 @@ impl HaloBackend for CpuBackend {
         x[at..at + v.len()].copy_from_slice(v);
         Ok(())
     }
+    type Link = std::convert::Infallible;
+    fn link(&self, _: &dyn Communicator) -> Result<Option<Self::Link>> {
+        Ok(None)
+    }
+    fn exchange_linked(&self, link: &Self::Link, _: &[(usize, Vec<u32>, usize)], _: &[(usize, Range<usize>)], _: &mut Vec<f64>) -> Result<()> {
+        match *link {}
+    }
+}
+
+/// NCCL among the ranks' GPUs, with a buffer for each neighbour's ghosts.
+pub struct NcclLink {
+    comm: cudarc::nccl::Comm,
+    received: RefCell<Vec<CudaSlice<f64>>>,
+}
+
+fn nccl_error(e: cudarc::nccl::result::NcclError) -> Error {
+    Error::InvalidArgument(format!("NCCL: {e:?}"))
 }
 
 /// The rows on the device and a buffer the gather fills.
@@ -59,6 +87,60 @@ impl HaloBackend for CudaBackend {
         self.stream().memcpy_htod(v, &mut x.slice_mut(at..at + v.len()))?;
         Ok(())
     }
+    type Link = NcclLink;
+    fn link(&self, comm: &dyn Communicator) -> Result<Option<NcclLink>> {
+        // SAFETY: only probes whether the library can be opened.
+        let here = std::env::var("FEM_NCCL").as_deref() != Ok("off") && unsafe { cudarc::nccl::sys::is_culib_present() };
+        if comm.size() < 2 || !comm.all_ok(here)? {
+            return Ok(None);
+        }
+        // NCCL takes one rank a GPU: ranks sharing one exchange through the host
+        let uuid = self.stream().context().uuid()?;
+        let bytes: Vec<f64> = uuid.bytes.iter().map(|&b| b as u8 as f64).collect();
+        let all = comm.all_gather(&bytes)?;
+        let mut devices: Vec<&[f64]> = all.chunks(bytes.len()).collect();
+        devices.sort_by(|a, b| a.partial_cmp(b).expect("bytes"));
+        if devices.windows(2).any(|w| w[0] == w[1]) {
+            return Ok(None);
+        }
+        // rank 0's unique id, to every rank
+        let words: Vec<u64> = match comm.rank() {
+            0 => cudarc::nccl::Id::new().map_err(nccl_error)?.internal().chunks(8).map(|c| c.iter().enumerate().fold(0u64, |w, (k, &b)| w | ((b as u8 as u64) << (8 * k)))).collect(),
+            _ => Vec::new(),
+        };
+        let sent = vec![words; comm.size()];
+        let got = comm.all_to_all(&sent)?;
+        let mut id = [0 as std::ffi::c_char; 128];
+        for (k, b) in id.iter_mut().enumerate() {
+            *b = (got[0][k / 8] >> (8 * (k % 8))) as u8 as std::ffi::c_char;
+        }
+        let nccl = cudarc::nccl::Comm::from_rank(self.stream().clone(), comm.rank(), comm.size(), cudarc::nccl::Id::uninit(id)).map_err(nccl_error)?;
+        Ok(Some(NcclLink { comm: nccl, received: RefCell::new(Vec::new()) }))
+    }
+    fn exchange_linked(&self, link: &NcclLink, send: &[(usize, DeviceSendList, usize)], recv: &[(usize, Range<usize>)], x: &mut CudaSlice<f64>) -> Result<()> {
+        for (_, list, _) in send {
+            crate::sparse::device::gpu_gather(self, &list.rows, x, &mut list.packed.borrow_mut())?;
+        }
+        let mut received = link.received.borrow_mut();
+        if received.len() != recv.len() {
+            *received = recv.iter().map(|(_, r)| self.zeros(r.len())).collect::<Result<_>>()?;
+        }
+        let packed: Vec<_> = send.iter().map(|(_, l, _)| l.packed.borrow()).collect();
+        {
+            // sends and receives in one group: no pair of ranks waits on the other
+            let mut group = link.comm.group();
+            for ((q, _, _), p) in send.iter().zip(&packed) {
+                group.send(p.as_view(), *q as i32).map_err(nccl_error)?;
+            }
+            for ((q, _), buf) in recv.iter().zip(received.iter_mut()) {
+                group.recv(buf.as_view_mut(), *q as i32).map_err(nccl_error)?;
+            }
+        }
+        for ((_, r), buf) in recv.iter().zip(received.iter()) {
+            self.stream().memcpy_dtod(buf, &mut x.slice_mut(r.clone()))?;
+        }
+        Ok(())
+    }
 }
 
 /// One rank's halo exchange of an `nc`-component field.
@@ -72,15 +154,18 @@ pub struct Halo<B: HaloBackend> {
     recv: Vec<(usize, Range<usize>)>,
     seconds: Cell<f64>,
     values: Cell<usize>,
+    link: Option<B::Link>,
 }
 
 impl<B: HaloBackend> Halo<B> {
-    /// The exchange of `piece`'s ghosts, for `nc` components a node.
-    pub fn new(b: &B, piece: &Piece, nc: usize) -> Result<Self> {
+    /// The exchange of `piece`'s ghosts among `comm`'s ranks, for `nc`
+    /// components a node. Collective (the ranks set up their link).
+    pub fn new(b: &B, comm: &dyn Communicator, piece: &Piece, nc: usize) -> Result<Self> {
         let rows = |nodes: &[u32]| -> Vec<u32> { nodes.iter().flat_map(|&n| (0..nc as u32).map(move |c| n * nc as u32 + c)).collect() };
         let send = piece.send.iter().map(|(q, nodes)| Ok((*q, b.send_list(&rows(nodes))?, nodes.len() * nc))).collect::<Result<_>>()?;
         let recv = piece.recv.iter().map(|(q, r)| (*q, r.start * nc..r.end * nc)).collect();
-        Ok(Self { owned_rows: piece.owned * nc, rows: piece.len() * nc, send, recv, seconds: Cell::new(0.0), values: Cell::new(0) })
+        let link = b.link(comm)?;
+        Ok(Self { owned_rows: piece.owned * nc, rows: piece.len() * nc, send, recv, seconds: Cell::new(0.0), values: Cell::new(0), link })
     }
 
     /// Rows this rank owns.
@@ -93,9 +178,22 @@ impl<B: HaloBackend> Halo<B> {
         self.rows
     }
 
-    /// Fills the ghost rows of `x` with their owners' values.
+    /// Whether the values go device to device (NCCL), not through the host.
+    pub fn linked(&self) -> bool {
+        self.link.is_some()
+    }
+
+    /// Fills the ghost rows of `x` with their owners' values: queued on
+    /// the device when linked, done when it returns otherwise.
     pub fn update(&self, b: &B, comm: &dyn Communicator, x: &mut B::Vector<f64>) -> Result<()> {
         let start = std::time::Instant::now();
+        if let Some(link) = &self.link {
+            b.exchange_linked(link, &self.send, &self.recv, x)?;
+            let sent: usize = self.send.iter().map(|s| s.2).sum();
+            self.values.set(self.values.get() + sent + self.rows - self.owned_rows);
+            self.seconds.set(self.seconds.get() + start.elapsed().as_secs_f64());
+            return Ok(());
+        }
         let mut packed: Vec<Vec<f64>> = Vec::with_capacity(self.send.len());
         for (_, list, n) in &self.send {
             let mut out = vec![0.0; *n];
@@ -122,6 +220,13 @@ impl<B: HaloBackend> Halo<B> {
         Ok(())
     }
 
+    /// Counts exchanges from here on (the set-up's first exchange, which
+    /// connects the ranks, is not the solve's).
+    pub fn restart_counts(&self) {
+        self.seconds.set(0.0);
+        self.values.set(0);
+    }
+
     /// Seconds spent in exchanges so far, packing and copies included.
     pub fn seconds(&self) -> f64 {
         self.seconds.get()
@@ -130,5 +235,36 @@ impl<B: HaloBackend> Halo<B> {
     /// Bytes this rank sent and received in exchanges so far.
     pub fn bytes(&self) -> usize {
         self.values.get() * std::mem::size_of::<f64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distributed::{Partition, Partitioner, Threads};
+    use crate::mesh::simplex::SimplexBox;
+    use crate::space::Space;
+
+    #[test]
+    fn ghosts_receive_their_owners_values() {
+        let mesh = SimplexBox::unstructured(3, 3, 7).build().unwrap();
+        let space = Space::simplex(&mesh, 1).unwrap();
+        // uneven parts (the curve cuts 5 runs of unequal shape), and more
+        // ranks than cells: most own nothing
+        for (ranks, how) in [(5, Partitioner::Curve), (2, Partitioner::Metis), (space.n_cells() + 3, Partitioner::Metis)] {
+            let partition = Partition::new(&space, ranks, how).unwrap();
+            let ok = Threads::run(ranks, |c| {
+                let cpu = CpuBackend::new(Some(1)).unwrap();
+                let piece = Piece::new(c, &space, &partition).unwrap();
+                let nc = 2;
+                let halo = Halo::new(&cpu, c, &piece, nc).unwrap();
+                // owned rows hold a value of their global row, ghosts NaN until filled
+                let value = |g: u32, k: usize| (g as usize * nc + k) as f64 + 0.5;
+                let mut x: Vec<f64> = (0..piece.len() * nc).map(|r| if r < piece.owned * nc { value(piece.nodes[r / nc], r % nc) } else { f64::NAN }).collect();
+                halo.update(&cpu, c, &mut x).unwrap();
+                (0..piece.len() * nc).all(|r| x[r] == value(piece.nodes[r / nc], r % nc))
+            });
+            assert!(ok.iter().all(|&o| o), "{ranks} ranks by {how:?}: {ok:?}");
+        }
     }
 }

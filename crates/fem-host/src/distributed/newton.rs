@@ -10,9 +10,10 @@ use super::halo::{Halo, HaloBackend};
 use super::operator::{HaloOperator, InverseDiagonal};
 use super::partition::Partition;
 use super::piece::Piece;
-use crate::problem::nonlinear::{LineSearch, NewtonOps, NewtonOptions, NewtonStep, Precond, Scatter, Setup};
+use crate::problem::nonlinear::{NewtonOps, NewtonOptions, NewtonStep, Precond, Scatter, Setup};
+use crate::problem::phases::{timed, Split};
 use crate::solver::CgOptions;
-use crate::sparse::SpmvFormat;
+use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Error, Result};
 use fem_kernels::pointwise::Kernels;
 use serde::Serialize;
@@ -44,11 +45,17 @@ pub struct DistributedReport {
     pub setup_seconds: f64,
     /// Seconds of the updates (element kernels, assembly, Krylov, line search).
     pub solve_seconds: f64,
+    /// Those seconds by phase, as one rank's Newton reports them.
+    pub split: Split,
     /// Seconds this rank spent in halo exchanges (packing, copies and
     /// waiting for its neighbours included).
     pub halo_seconds: f64,
     /// Bytes this rank sent and received in halo exchanges.
     pub halo_bytes: usize,
+    /// How halo values travel: `nccl` (device to device, queued on the
+    /// stream: `halo_seconds` is then the host's time to queue them) or
+    /// `host` (through the host and the communicator).
+    pub halo_transport: String,
     /// Global sums (dot products, norms) and the seconds they took.
     pub reductions: usize,
     /// Seconds in global sums, waiting for the slowest rank included.
@@ -74,21 +81,34 @@ pub struct Ranks {
     pub halo_seconds: Vec<f64>,
     /// Bytes each rank sent and received in halo exchanges.
     pub halo_bytes: Vec<usize>,
+    /// How halo values travel (the same on every rank): `nccl` or `host`.
+    pub halo_transport: String,
     /// Global sums (the same on every rank).
     pub reductions: usize,
     /// Each rank's seconds in global sums.
     pub reduction_seconds: Vec<f64>,
+    /// Each rank's peak resident host memory in bytes (Linux; 0 elsewhere).
+    pub peak_rss_bytes: Vec<usize>,
+}
+
+/// This process's peak resident memory (`VmHWM` of `/proc/self/status`),
+/// 0 where the system does not say.
+pub fn peak_rss_bytes() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok()))
+        .map_or(0, |kb| kb * 1024)
 }
 
 impl Ranks {
     /// Every rank's figures of `report`, on every rank. Collective.
     pub fn gather(comm: &dyn Communicator, partition: &Partition, report: &DistributedReport) -> Result<Self> {
         let r = report;
-        let mine = [r.owned_rows as f64, r.ghost_rows as f64, r.setup_seconds, r.solve_seconds, r.halo_seconds, r.halo_bytes as f64, r.reduction_seconds];
+        let mine = [r.owned_rows as f64, r.ghost_rows as f64, r.setup_seconds, r.solve_seconds, r.halo_seconds, r.halo_bytes as f64, r.reduction_seconds, peak_rss_bytes() as f64];
         let all = comm.all_gather(&mine)?;
         let column = |k: usize| -> Vec<f64> { all.chunks_exact(mine.len()).map(|c| c[k]).collect() };
         let count = |k: usize| -> Vec<usize> { column(k).into_iter().map(|v| v as usize).collect() };
-        Ok(Self { ranks: comm.size(), partition: partition.clone(), owned_rows: count(0), ghost_rows: count(1), setup_seconds: column(2), solve_seconds: column(3), halo_seconds: column(4), halo_bytes: count(5), reductions: r.reductions, reduction_seconds: column(6) })
+        Ok(Self { ranks: comm.size(), partition: partition.clone(), owned_rows: count(0), ghost_rows: count(1), setup_seconds: column(2), solve_seconds: column(3), halo_seconds: column(4), halo_bytes: count(5), halo_transport: r.halo_transport.clone(), reductions: r.reductions, reduction_seconds: column(6), peak_rss_bytes: count(7) })
     }
 }
 
@@ -100,12 +120,24 @@ struct Work<B: NewtonOps> {
 }
 
 /// The residual at `u` (ghost rows filled) into `w.r`; ‖R‖ over all ranks.
-fn residual<B: NewtonOps>(d: &Distributed<'_, B>, state: &B::State, u: &B::Vector<f64>, w: &mut Work<B>) -> Result<f64> {
+fn residual<B: NewtonOps>(d: &Distributed<'_, B>, state: &B::State, u: &B::Vector<f64>, w: &mut Work<B>, split: &mut Split) -> Result<f64> {
     let b = d.inner;
-    b.gather(state, u, &mut w.ue)?;
-    b.elements(state, false, &w.ue, &mut w.relem)?;
-    b.assemble(state, false, &w.relem, &mut w.r)?;
-    Ok(crate::Backend::norm2(d, &w.r)?)
+    timed(b, &mut split.element, || {
+        b.gather(state, u, &mut w.ue)?;
+        b.elements(state, false, &w.ue, &mut w.relem)
+    })?;
+    timed(b, &mut split.assembly, || b.assemble(state, false, &w.relem, &mut w.r))?;
+    crate::Backend::norm2(d, &w.r)
+}
+
+/// The tangent's local format: the backend's default unless it numbers
+/// rows its own way (the halo exchange reads them in the piece's order).
+fn local_matrix<B: NewtonOps, K: Kernels<f64>>(b: &B, state: &B::State, setup: &Setup<K>) -> Result<Box<dyn Spmv<B, f64>>> {
+    let m = b.matrix::<K, f64>(state, setup, b.default_format())?;
+    match m.numbering() {
+        None => Ok(m),
+        Some(_) => b.matrix::<K, f64>(state, setup, SpmvFormat::Csr),
+    }
 }
 
 /// Solves R(u) = 0 on `piece` from `initial` (the piece's rows, owned and
@@ -120,20 +152,23 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
     crate::error::same_len("piece rows", setup.n_rows(), piece.len() * nc)?;
     crate::error::same_len("initial guess", initial.len(), piece.len() * nc)?;
     let start = Instant::now();
-    let halo = Halo::new(b, piece, nc)?;
+    let halo = Halo::new(b, comm, piece, nc)?;
     let d = Distributed::new(b, comm, halo.owned_rows());
-    let state = b.prepare(setup, Some(SpmvFormat::Csr), Scatter::Atomic)?;
-    let mut matrix = b.matrix::<K, f64>(&state, setup, SpmvFormat::Csr)?;
+    let state = b.prepare(setup, Some(b.default_format()), Scatter::Atomic)?;
+    let mut matrix = local_matrix(b, &state, setup)?;
     let n = halo.rows();
     let mut w = Work::<B> { ue: b.zeros(setup.gather.len())?, relem: b.zeros(setup.gather.len())?, r: b.zeros(n)? };
     let (mut kelem, mut kflat, mut inv) = (b.zeros(setup.entry_pos.len())?, b.zeros(setup.csr.nnz())?, b.zeros(n)?);
     let (mut u, mut trial, mut delta) = (b.upload(initial)?, b.zeros(n)?, b.zeros(n)?);
     let ghosts = vec![1.0; n - halo.owned_rows()];
+    // the first exchange also connects the ranks (NCCL connects lazily)
+    halo.update(b, comm, &mut u)?;
     b.synchronize()?;
+    halo.restart_counts();
     let setup_seconds = start.elapsed().as_secs_f64();
     let start = Instant::now();
-    halo.update(b, comm, &mut u)?;
-    let first = residual(&d, &state, &u, &mut w)?;
+    let mut split = Split::default();
+    let first = residual(&d, &state, &u, &mut w, &mut split)?;
     if !first.is_finite() {
         return Err(Error::InvalidArgument("the residual at the start is not finite".into()));
     }
@@ -143,13 +178,16 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
     while *residuals.last().expect("one residual") > tol && steps.len() < o.max_iterations {
         let now = *residuals.last().expect("one residual");
         // `w.ue` holds the gather of u from its residual
-        b.elements(&state, true, &w.ue, &mut kelem)?;
-        b.assemble(&state, true, &kelem, &mut kflat)?;
-        matrix.reorder(b, &kflat)?;
-        b.inverse_diagonal(&state, &kflat, &mut inv)?;
-        if !ghosts.is_empty() {
-            b.write_at(&mut inv, halo.owned_rows(), &ghosts)?;
-        }
+        timed(b, &mut split.element, || b.elements(&state, true, &w.ue, &mut kelem))?;
+        timed(b, &mut split.assembly, || {
+            b.assemble(&state, true, &kelem, &mut kflat)?;
+            matrix.reorder(b, &kflat)?;
+            b.inverse_diagonal(&state, &kflat, &mut inv)?;
+            match ghosts.is_empty() {
+                true => Ok(()),
+                false => b.write_at(&mut inv, halo.owned_rows(), &ghosts),
+            }
+        })?;
         let op = HaloOperator::new(b, &*matrix, &halo)?;
         let identity = crate::solver::precond::Identity(n);
         let jacobi = InverseDiagonal::<Distributed<'_, B>>(&inv, n);
@@ -159,18 +197,16 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         };
         b.axpby(0.0, &w.r, 0.0, &mut delta)?;
         let opts = CgOptions { rtol: o.krylov_rtol, max_iterations: o.max_krylov, jacobi: false };
-        let cg = o.krylov.solve(&d, &op, m, &w.r, &mut delta, opts).map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
+        let cg = timed(b, &mut split.solve, || o.krylov.solve(&d, &op, m, &w.r, &mut delta, opts)).map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
         let mut alpha = 1.0;
         let next = loop {
-            b.copy(&u, &mut trial)?;
-            b.axpy(-alpha, &delta, &mut trial)?;
-            halo.update(b, comm, &mut trial)?;
-            let next = residual(&d, &state, &trial, &mut w)?;
-            let accept = match o.line_search {
-                LineSearch::Backtracking => next < (1.0 - 1e-4 * alpha) * now,
-                LineSearch::Full => next.is_finite(),
-            };
-            if accept {
+            timed(b, &mut split.solve, || {
+                b.copy(&u, &mut trial)?;
+                b.axpy(-alpha, &delta, &mut trial)?;
+                halo.update(b, comm, &mut trial)
+            })?;
+            let next = residual(&d, &state, &trial, &mut w, &mut split)?;
+            if o.line_search.accepts(now, next, alpha) {
                 break next;
             }
             if alpha <= 0.5f64.powi(o.max_halvings as i32) {
@@ -196,8 +232,10 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         steps,
         setup_seconds,
         solve_seconds: start.elapsed().as_secs_f64(),
+        split,
         halo_seconds: halo.seconds(),
         halo_bytes: halo.bytes(),
+        halo_transport: if halo.linked() { "nccl" } else { "host" }.into(),
         reductions,
         reduction_seconds,
     };

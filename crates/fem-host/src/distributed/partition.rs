@@ -96,17 +96,49 @@ impl Partition {
                 Partitioner::Curve => curve_parts(space, parts),
             }
         };
+        Ok(Self::of(parts, how, rank, &ptr, &adj))
+    }
+
+    /// The partition rank 0 computes, on every rank: the ranks agree on
+    /// it even where a partitioner's result could differ between runs.
+    /// Collective.
+    pub fn shared(comm: &dyn super::Communicator, space: &Space, how: Partitioner) -> Result<Self> {
+        let made = match comm.rank() {
+            0 => Some(super::agree(comm, Self::new(space, comm.size(), how))?),
+            _ => super::agree(comm, Ok(None))?,
+        };
+        let mine: Vec<f64> = made.as_ref().map_or_else(Vec::new, |p| p.rank.iter().map(|&r| r as f64).collect());
+        let rank: Vec<u32> = comm.all_gather(&mine)?.into_iter().map(|r| r as u32).collect();
+        crate::error::same_len("partitioned cells", rank.len(), space.n_cells())?;
+        match made {
+            Some(p) => Ok(p),
+            None => {
+                let (ptr, adj) = dual_graph(space);
+                Ok(Self::of(comm.size(), how, rank, &ptr, &adj))
+            }
+        }
+    }
+
+    /// The quality of the partition `rank` of the cells of dual graph
+    /// `ptr`, `adj`.
+    fn of(parts: usize, how: Partitioner, rank: Vec<u32>, ptr: &[usize], adj: &[u32]) -> Self {
+        let n = rank.len();
         let mut cells = vec![0usize; parts];
         rank.iter().for_each(|&r| cells[r as usize] += 1);
         let cut_facets = (0..n).map(|c| adj[ptr[c]..ptr[c + 1]].iter().filter(|&&o| rank[o as usize] != rank[c]).count()).sum::<usize>() / 2;
         let mean = n as f64 / parts as f64;
         let imbalance = if n == 0 { 1.0 } else { *cells.iter().max().unwrap_or(&0) as f64 / mean };
-        Ok(Self { parts, rank, partitioner: how, cut_facets, cells, imbalance })
+        Self { parts, rank, partitioner: how, cut_facets, cells, imbalance }
     }
 }
 
+/// METIS keeps state between the steps of a call: calls from several
+/// threads (ranks run as threads) take turns.
+static METIS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// METIS k-way (contiguous parts, edge cut minimised, 3 % imbalance).
 fn metis_parts(ptr: &[usize], adj: &[u32], parts: usize) -> Result<Vec<u32>> {
+    let _turn = METIS.lock().unwrap_or_else(|p| p.into_inner());
     let idx = |v: usize| metis::Idx::try_from(v).map_err(|_| Error::InvalidArgument(format!("{v} exceeds METIS's 32-bit indices")));
     let xadj = ptr.iter().map(|&p| idx(p)).collect::<Result<Vec<_>>>()?;
     let adjncy = adj.iter().map(|&a| idx(a as usize)).collect::<Result<Vec<_>>>()?;
@@ -178,5 +210,18 @@ mod tests {
         let p = Partition::new(&space, 70, Partitioner::Metis).unwrap();
         assert_eq!((p.cells[63], p.cells[64], p.cut_facets), (1, 0, 112));
         assert!(Partition::new(&space, 0, Partitioner::Curve).is_err());
+    }
+
+    #[test]
+    fn ranks_as_threads_share_one_partition() {
+        let mesh = BoxMesh::unstructured(3, 6, 2).build().unwrap();
+        let space = Space::tensor(&mesh, 1).unwrap();
+        let serial = Partition::new(&space, 3, Partitioner::Metis).unwrap();
+        // METIS called from several threads at once, and the partition rank 0 shares
+        let each = crate::distributed::Threads::run(3, |_| Partition::new(&space, 3, Partitioner::Metis).unwrap());
+        let shared = crate::distributed::Threads::run(3, |c| Partition::shared(c, &space, Partitioner::Metis).unwrap());
+        for p in each.iter().chain(&shared) {
+            assert_eq!((&p.rank, p.cut_facets), (&serial.rank, serial.cut_facets));
+        }
     }
 }

@@ -53,13 +53,26 @@ pub fn owners(space: &Space, partition: &Partition) -> Vec<u32> {
     owner
 }
 
+/// A hash of the space's cell-to-node map and the partition, exact as an
+/// `f64` (48 bits), to check that the ranks agree on both.
+fn fingerprint(space: &Space, partition: &Partition) -> f64 {
+    let mix = |h: u64, v: u64| (h ^ v).wrapping_mul(0x0100_0000_01b3);
+    let h = space.cell_dofs.iter().chain(&partition.rank).fold(mix(0xcbf2_9ce4_8422_2325, space.n_dofs as u64), |h, &v| mix(h, v as u64));
+    (h >> 16) as f64
+}
+
 impl Piece {
     /// This rank's piece of `space` split by `partition` (the same on
     /// every rank). Collective: the ranks tell each owner which of its
     /// nodes they read.
     pub fn new(comm: &dyn Communicator, space: &Space, partition: &Partition) -> Result<Self> {
-        let local = Self::local(comm, space, partition);
         let (me, size) = (comm.rank(), comm.size());
+        // every rank built the space on its own: it must be the same one
+        let print = fingerprint(space, partition);
+        if comm.all_gather(&[print])?.iter().any(|&p| p != print) {
+            return Err(Error::InvalidArgument("the ranks built different spaces or partitions of the mesh (a different file or numbering on some rank)".into()));
+        }
+        let local = Self::local(comm, space, partition);
         let piece = agree(comm, local)?;
         // ask each owner for the ghosts it owns, by global node
         let mut ask = vec![Vec::new(); size];

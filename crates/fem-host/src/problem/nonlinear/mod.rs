@@ -322,6 +322,18 @@ pub enum LineSearch {
     Full,
 }
 
+impl LineSearch {
+    /// Whether a step of length `alpha` that took ‖R‖ from `now` to
+    /// `next` is taken. A step to where the physics is undefined (a
+    /// non-finite residual) counts as no decrease.
+    pub fn accepts(self, now: f64, next: f64, alpha: f64) -> bool {
+        match self {
+            LineSearch::Backtracking => next < (1.0 - 1e-4 * alpha) * now,
+            LineSearch::Full => next.is_finite(),
+        }
+    }
+}
+
 impl Default for NewtonOptions {
     fn default() -> Self {
         Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking, krylov: Krylov::Cg, precond: Precond::Jacobi, assembly: Assembly::Auto, scatter: Scatter::Atomic, lag_tangent: false, precision: Precision::F64 }
@@ -663,11 +675,7 @@ impl<B: NewtonOps> Workspace<B> {
                 // a step to where the physics is undefined (a non-finite
                 // residual) counts as no decrease: the search shortens it
                 next = Self::residual(b, &self.state, &self.trial, &mut self.ue, &mut self.relem, &mut self.r, &mut self.mu, extra, &mut split)?;
-                let accept = match o.line_search {
-                    LineSearch::Backtracking => next < (1.0 - 1e-4 * alpha) * now,
-                    LineSearch::Full => next.is_finite(),
-                };
-                if accept {
+                if o.line_search.accepts(now, next, alpha) {
                     break;
                 }
                 if alpha <= 0.5f64.powi(o.max_halvings as i32) {
