@@ -92,6 +92,32 @@ fn vtk_values(u: &[f64], nc: usize) -> Vec<f64> {
     }
 }
 
+/// `path` (`.pvtu`) and one `.vtu` piece a rank beside it (`STEM-RANK.vtu`,
+/// the cells of that rank, with u and the cells' rank), each rank writing
+/// its own; rank 0 writes the `.pvtu` once all pieces are there.
+fn write_pieces(path: &std::path::Path, comm: &dyn Communicator, space: &Space, u: &[f64], nc: usize, ranks: &[f64], enc: Encoding) -> Result<(), Box<dyn std::error::Error>> {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("u");
+    let name = |r: usize| format!("{stem}-{r:04}.vtu");
+    let me = comm.rank() as f64;
+    let cells: Vec<u32> = (0..space.n_cells() as u32).filter(|&c| ranks[c as usize] == me).collect();
+    let nb = space.nb();
+    let mut nodes: Vec<u32> = cells.iter().flat_map(|&c| space.cell_dofs[c as usize * nb..(c as usize + 1) * nb].iter().copied()).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let piece = space.subspace(&cells, &nodes)?;
+    let values: Vec<f64> = nodes.iter().flat_map(|&g| u[g as usize * nc..(g as usize + 1) * nc].iter().copied()).collect();
+    let here = path.with_file_name(name(comm.rank()));
+    let wrote = write_nodal(&here, &piece, &[Field { name: "u", values: &vtk_values(&values, nc) }], &[Field { name: "rank", values: &vec![me; cells.len()] }], enc).map_err(|e| format!("cannot write {}: {e}", here.display()));
+    // every piece written before the collection names them
+    fem::host::distributed::agree(comm, wrote.map_err(fem::host::Error::InvalidArgument))?;
+    if comm.rank() == 0 {
+        let pieces: Vec<String> = (0..comm.size()).map(name).collect();
+        let components = if nc == 1 { 1 } else { 3 };
+        fem::host::io::vtk::write_parallel(path, &pieces, &[("u", components)], &[("rank", 1)]).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// `--scheme`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SchemeArg {
@@ -267,13 +293,25 @@ fn solve_on(a: &SolveArgs, file: &GmshMesh, comm: &dyn Communicator) -> CliResul
     };
     let (space, u, report) = run_on(&any, comm, file, &o, &|stage| bar.set_message(format!("{what}: {stage}")), &mut snapshot)?;
     bar.finish_and_clear();
+    let nc = report.rows / space.n_dofs.max(1);
+    // each cell's rank: the partition's, or 0 on one rank
+    let ranks: Vec<f64> = match &report.ranks {
+        Some(p) => p.partition.rank.iter().map(|&r| r as f64).collect(),
+        None => vec![0.0; space.n_cells()],
+    };
+    if let Some(path) = a.vtk.as_ref().filter(|p| p.extension().is_some_and(|e| e == "pvtu")) {
+        write_pieces(path, comm, &space, &u, nc, &ranks, enc)?;
+    }
     if comm.rank() > 0 {
         return Ok(report.newton.converged);
     }
-    let nc = report.rows / space.n_dofs.max(1);
     match &a.vtk {
         Some(path) if o.time.is_some_and(|t| t.every > 0) => write_collection(path, &series).map_err(|e| format!("cannot write {}: {e}", path.display()))?,
-        Some(path) => write_nodal(path, &space, &[Field { name: "u", values: &vtk_values(&u, nc) }], &[], enc).map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        Some(path) if path.extension().is_some_and(|e| e == "pvtu") => {}
+        Some(path) => {
+            let cells = if report.ranks.is_some() { vec![Field { name: "rank", values: &ranks }] } else { Vec::new() };
+            write_nodal(path, &space, &[Field { name: "u", values: &vtk_values(&u, nc) }], &cells, enc).map_err(|e| format!("cannot write {}: {e}", path.display()))?
+        }
         None => {}
     }
     if let Some(path) = &a.png {

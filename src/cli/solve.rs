@@ -143,7 +143,9 @@ pub(crate) struct SolveArgs {
     /// Write u_h as a VTK file (ParaView's .vtu): on linear cells for
     /// p = 1, on Lagrange cells of order p above; with the exact solution
     /// and the error where it is known, κ and the Gmsh region per cell
-    /// with --mesh; the hole problem writes u_h on its finest mesh.
+    /// with --mesh; the hole problem writes u_h on its finest mesh. With
+    /// --physics: a .pvtu writes one .vtu piece a rank beside it, and every
+    /// file carries each cell's rank.
     #[arg(long)]
     pub(crate) vtk: Option<PathBuf>,
     /// The VTK file in ASCII instead of base64-encoded binary.

@@ -99,6 +99,37 @@ fn ranks_solve_as_one_rank_does() {
     }
 }
 
+/// `--vtk u.pvtu` writes one piece a rank (its cells, each with its rank)
+/// and the collection naming them; `--vtk u.vtu` the whole with the ranks.
+#[test]
+fn ranks_write_their_pieces_and_the_partition() {
+    let Some(_) = mpirun() else { return };
+    let dir = common::scratch("distributed-vtk");
+    let tet = dir.join("tet.msh").display().to_string();
+    assert!(fem_on(1, &["mesh-gen", "--dim", "3", "--cells", "4", "--simplex", &tet]).status.success());
+    let (pvtu, vtu) = (dir.join("u.pvtu"), dir.join("u.vtu"));
+    for path in [&pvtu, &vtu] {
+        let out = fem_on(3, &["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--load", "random", "--vtk", path.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let text = std::fs::read_to_string(&pvtu).unwrap();
+    let mut cells = 0;
+    for r in 0..3 {
+        let name = format!("u-{r:04}.vtu");
+        assert!(text.contains(&format!("<Piece Source=\"{name}\"/>")), "{text}");
+        let fields = fem::host::io::vtk::read_fields(&std::fs::read_to_string(dir.join(&name)).unwrap()).unwrap();
+        let rank = &fields.iter().find(|f| f.0 == "rank").unwrap().1;
+        assert!(!rank.is_empty() && rank.iter().all(|&v| v == r as f64), "piece {r}: {rank:?}");
+        cells += rank.len();
+    }
+    // 4³ cubes of 6 tetrahedra
+    assert_eq!(cells, 384);
+    let fields = fem::host::io::vtk::read_fields(&std::fs::read_to_string(&vtu).unwrap()).unwrap();
+    let rank = &fields.iter().find(|f| f.0 == "rank").unwrap().1;
+    assert_eq!(rank.len(), 384);
+    assert!((0..3).all(|r| rank.contains(&(r as f64))));
+}
+
 #[test]
 fn an_error_on_the_ranks_ends_them_all() {
     let Some(_) = mpirun() else { return };

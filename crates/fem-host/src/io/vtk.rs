@@ -211,6 +211,21 @@ pub fn write_collection(path: &Path, pieces: &[(f64, String)]) -> Result<(), Vtk
     write_text(path, &s)
 }
 
+/// A parallel `.vtu` (`.pvtu`): the `pieces` files (one a rank, names
+/// relative to its directory) read as one dataset, whose point and cell
+/// fields are named with their components.
+pub fn write_parallel(path: &Path, pieces: &[String], points: &[(&str, usize)], cells: &[(&str, usize)]) -> Result<(), VtkError> {
+    let declare = |fields: &[(&str, usize)]| -> String { fields.iter().map(|(n, c)| format!("<PDataArray type=\"Float64\" Name=\"{n}\" NumberOfComponents=\"{c}\"/>\n")).collect() };
+    let mut s = String::from("<?xml version=\"1.0\"?>\n<VTKFile type=\"PUnstructuredGrid\" version=\"2.2\" byte_order=\"LittleEndian\" header_type=\"UInt32\">\n<PUnstructuredGrid GhostLevel=\"0\">\n");
+    s += &format!("<PPointData>\n{}</PPointData>\n<PCellData>\n{}</PCellData>\n", declare(points), declare(cells));
+    s += "<PPoints>\n<PDataArray type=\"Float64\" Name=\"Points\" NumberOfComponents=\"3\"/>\n</PPoints>\n";
+    for p in pieces {
+        s += &format!("<Piece Source=\"{p}\"/>\n");
+    }
+    s += "</PUnstructuredGrid>\n</VTKFile>\n";
+    write_text(path, &s)
+}
+
 /// Components of a field over `n` items: one (scalar) or three (vector).
 fn components(f: &Field, n: usize) -> Result<usize, VtkError> {
     match f.values.len() {
