@@ -153,6 +153,10 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
         PrecondArg::Spai => Precond::Spai,
         PrecondArg::Sainv => Precond::Sainv,
         PrecondArg::Amg => Precond::Amg(a.amg.options()?),
+        PrecondArg::Chebyshev => match a.chebyshev_degree.unwrap_or(3) {
+            0 => return Err("--chebyshev-degree is at least 1".into()),
+            k => Precond::Chebyshev(k),
+        },
         PrecondArg::Mg if a.refine == 0 => return Err("--precond mg needs --refine 1 or more: its levels are the file's mesh and its uniform refinements".into()),
         PrecondArg::Mg => match Precond::multigrid() {
             Precond::Multigrid(o) => {
@@ -174,6 +178,9 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
         return Err("--cycle, --smoothing-steps and --smoother configure --precond mg".into());
     }
     AmgArgs::refuse_unless(matches!(p, Precond::Amg(_)))?;
+    if a.chebyshev_degree.is_some() && !matches!(p, Precond::Chebyshev(_)) {
+        return Err("--chebyshev-degree configures --precond chebyshev".into());
+    }
     Ok(p)
 }
 

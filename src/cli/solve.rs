@@ -163,7 +163,9 @@ pub(crate) struct SolveArgs {
     /// The preconditioner. Hole problem (default spai; for --solver mg:
     /// the smoother); --physics: jacobi (default), none, ssor, spai (not
     /// with cg), sainv, mg (multigrid by rediscretisation on the levels
-    /// of --refine), or amg (smoothed aggregation from the tangent).
+    /// of --refine), amg (smoothed aggregation from the tangent), or
+    /// chebyshev (the Chebyshev–Jacobi polynomial of --chebyshev-degree;
+    /// it and jacobi and none run across ranks).
     #[arg(long, value_enum)]
     pub(crate) precond: Option<PrecondArg>,
     #[command(flatten)]
@@ -179,6 +181,10 @@ pub(crate) struct SolveArgs {
     /// in 2D, 16 in 3D; --physics: 2).
     #[arg(long)]
     pub(crate) smoothing_steps: Option<usize>,
+    /// --precond chebyshev: the polynomial's degree, its products with the
+    /// tangent an application (default 3).
+    #[arg(long)]
+    pub(crate) chebyshev_degree: Option<usize>,
     /// Hole problem: multigrid levels (default 7 in 2D Q1, 6 in 2D Q2, 4 in 3D Q1, 3 in 3D Q2: about 0.5M / 0.1M DOFs).
     #[arg(long)]
     pub(crate) levels: Option<usize>,
@@ -215,6 +221,7 @@ pub(crate) enum PrecondArg {
     Sainv,
     Mg,
     Amg,
+    Chebyshev,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -441,6 +448,7 @@ pub(crate) fn solve_hole(a: &SolveArgs) -> CliResult {
         PrecondArg::Sainv => Precond::Sainv,
         PrecondArg::Mg => Precond::Mg,
         PrecondArg::Amg => Precond::Amg,
+        PrecondArg::Chebyshev => return Err("--precond chebyshev preconditions the pipeline's solve (--physics); the hole benchmark takes none, jacobi, ssor, spai, sainv, mg or amg".into()),
     };
     AmgArgs::refuse_unless(o.precond == Precond::Amg)?;
     o.amg = a.amg.options()?;

@@ -76,7 +76,9 @@ fn ranks_solve_as_one_rank_does() {
         ("poisson P2", vec!["--mesh", &tet, "--physics", "poisson", "--degree", "2", "--load", "random"]),
         ("elasticity Q1", vec!["--mesh", &hex, "--physics", "elasticity", "--dirichlet-group", "xmin", "--load", "one", "--krylov", "gmres"]),
         ("radiation Q2, Newton", vec!["--mesh", &hex, "--physics", "radiation", "--degree", "2", "--robin-group", "xmax=4,ymin=-2", "--load", "one"]),
+        ("poisson P2, Chebyshev", vec!["--mesh", &tet, "--physics", "poisson", "--degree", "2", "--load", "random", "--precond", "chebyshev"]),
     ];
+    let mut iterations = Vec::new();
     for (name, args) in cases {
         let mut args = args;
         args.extend_from_slice(&["--rtol", "1e-12"]);
@@ -84,6 +86,7 @@ fn ranks_solve_as_one_rank_does() {
         let (u1, r1) = solution(1, &args, &one);
         let scale = u1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         assert!(scale > 0.0 && r1.get("ranks").is_none(), "{name}");
+        iterations.push(r1["newton"]["krylov_iterations"].as_u64().unwrap());
         for ranks in [2, 3, 4] {
             let vtu = dir.join(format!("r{ranks}.vtu")).display().to_string();
             let (u, r) = solution(ranks, &args, &vtu);
@@ -97,6 +100,8 @@ fn ranks_solve_as_one_rank_does() {
             assert_eq!(r["newton"]["steps"].as_array().unwrap().len(), r1["newton"]["steps"].as_array().unwrap().len(), "{name}: the same Newton updates");
         }
     }
+    // the degree-3 polynomial takes far fewer iterations than Jacobi on the same problem
+    assert!(2 * iterations[3] < iterations[0], "Chebyshev {} against Jacobi {}", iterations[3], iterations[0]);
 }
 
 /// `--vtk u.pvtu` writes one piece a rank (its cells, each with its rank)
@@ -137,7 +142,7 @@ fn an_error_on_the_ranks_ends_them_all() {
     let tet = dir.join("tet.msh").display().to_string();
     assert!(fem_on(1, &["mesh-gen", "--dim", "2", "--cells", "4", "--simplex", &tet]).status.success());
     for (args, want) in [
-        (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precond", "ssor"], "Jacobi or no preconditioner"),
+        (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precond", "ssor"], "Jacobi, Chebyshev or no preconditioner"),
         (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--time-steps", "2"], "time stepping runs on one rank"),
         (vec!["info"], "only `fem solve --mesh FILE --physics ...` runs across ranks"),
     ] {

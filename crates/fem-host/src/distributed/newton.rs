@@ -12,7 +12,7 @@ use super::partition::Partition;
 use super::piece::Piece;
 use crate::problem::nonlinear::{NewtonOps, NewtonOptions, NewtonStep, Precond, Scatter, Setup};
 use crate::problem::phases::{timed, Split};
-use crate::solver::CgOptions;
+use crate::solver::{chebyshev, CgOptions};
 use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Error, Result};
 use fem_kernels::pointwise::Kernels;
@@ -146,8 +146,8 @@ fn local_matrix<B: NewtonOps, K: Kernels<f64>>(b: &B, state: &B::State, setup: &
 /// Jacobi or no preconditioner, with any Krylov method.
 pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm: &dyn Communicator, piece: &Piece, setup: &Setup<K>, initial: &[f64], o: &NewtonOptions) -> Result<(Vec<f64>, DistributedReport)> {
     let nc = setup.physics.variant.nc;
-    if !matches!(o.precond, Precond::Jacobi | Precond::None) {
-        return Err(Error::InvalidArgument(format!("a distributed solve takes Jacobi or no preconditioner, not {:?}", o.precond)));
+    if !matches!(o.precond, Precond::Jacobi | Precond::None | Precond::Chebyshev(_)) {
+        return Err(Error::InvalidArgument(format!("a distributed solve takes Jacobi, Chebyshev or no preconditioner, not {}", o.precond)));
     }
     crate::error::same_len("piece rows", setup.n_rows(), piece.len() * nc)?;
     crate::error::same_len("initial guess", initial.len(), piece.len() * nc)?;
@@ -191,8 +191,15 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         let op = HaloOperator::new(b, &*matrix, &halo)?;
         let identity = crate::solver::precond::Identity(n);
         let jacobi = InverseDiagonal::<Distributed<'_, B>>(&inv, n);
+        let polynomial;
         let m: &dyn crate::operator::LinearOperator<Distributed<'_, B>, f64> = match o.precond {
             Precond::None => &identity,
+            Precond::Chebyshev(degree) => {
+                // ρ(D⁻¹A) of the whole operator: the power iterations' norms are global
+                let rho = timed(b, &mut split.assembly, || chebyshev::spectral_radius_of(&d, &op, &inv))?;
+                polynomial = chebyshev::Chebyshev::new(&d, &op, &inv, rho, degree)?;
+                &polynomial
+            }
             _ => &jacobi,
         };
         b.axpby(0.0, &w.r, 0.0, &mut delta)?;

@@ -8,6 +8,7 @@ pub mod approximate;
 pub mod backend;
 pub mod bicgstab;
 pub mod cg;
+pub mod chebyshev;
 pub mod dense;
 pub mod gmres;
 pub mod krylov;

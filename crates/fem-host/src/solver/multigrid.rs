@@ -319,32 +319,15 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     }
 
     /// The Chebyshev polynomial of degree `degree` in `D⁻¹A` on
-    /// `[0.1 λ, 1.1 λ]` applied to the error of `x` (Saad, Iterative
-    /// Methods, Alg. 12.1 preconditioned by `D⁻¹`): `degree` products.
+    /// `[0.1 λ, 1.1 λ]` applied to the error of `x` ([`super::chebyshev::iterate`]):
+    /// `degree` products.
     fn chebyshev(&self, bk: &B, l: usize, w: &mut Work<B::Vector<T>>, degree: usize) -> Result<()> {
         let lv = &self.levels[l];
         if !(lv.lambda > 0.0) {
             return Err(Error::InvalidArgument("Chebyshev smoothing needs ρ(D⁻¹A) of every level: build the multigrid from the operators' values".into()));
         }
-        let (hi, lo) = (1.1 * lv.lambda, 0.1 * lv.lambda);
-        let (theta, delta) = ((hi + lo) / 2.0, (hi - lo) / 2.0);
-        let sigma = theta / delta;
-        let (mut rho, degree) = (1.0 / sigma, degree.max(1));
-        self.residual(bk, l, w)?;
-        bk.mul(&lv.jacobi.inv_diag, &w.r, &mut w.z)?;
-        bk.axpby(T::from_f64(1.0 / theta), &w.z, T::ZERO, &mut w.d)?;
-        for k in 1..=degree {
-            bk.axpy(T::ONE, &w.d, &mut w.x)?;
-            if k == degree {
-                break;
-            }
-            self.residual(bk, l, w)?;
-            bk.mul(&lv.jacobi.inv_diag, &w.r, &mut w.z)?;
-            let next = 1.0 / (2.0 * sigma - rho);
-            bk.axpby(T::from_f64(2.0 * next / delta), &w.z, T::from_f64(next * rho), &mut w.d)?;
-            rho = next;
-        }
-        Ok(())
+        let work = super::chebyshev::Work { r: &mut w.r, z: &mut w.z, d: &mut w.d };
+        super::chebyshev::iterate(bk, &*lv.a, &lv.jacobi.inv_diag, lv.lambda, degree, &w.b, &mut w.x, work)
     }
 
     /// One cycle of kind `kind` on level `l` for `work[l].b`, improving

@@ -230,18 +230,6 @@ pub unsafe fn amg_jacobi_step(n: usize, row_ptr: *const u32, col: *const u32, va
     grid_stride_fold(n, (), |(), r| amg::jacobi_step_row(r, row_ptr, col, val, *diag.add(r), s, out));
 }
 
-/// `x[i]` = [`amg::hash_unit`]`(i)`: the power iterations' start.
-#[kernel]
-pub unsafe fn amg_hash_start(n: usize, x: *mut f64) {
-    grid_stride_fold(n, (), |(), i| *x.add(i) = amg::hash_unit(i as u32));
-}
-
-/// `z = α x ∘ y`.
-#[kernel]
-pub unsafe fn amg_scaled_product(n: usize, alpha: f64, x: *const f64, y: *const f64, z: *mut f64) {
-    grid_stride_fold(n, (), |(), i| *z.add(i) = alpha * *x.add(i) * *y.add(i));
-}
-
 /// `out[i] = x[i] + delta` (wrapping): the row offsets of a run of rows
 /// taken out of a matrix, or of a product's rows placed after others.
 #[kernel]

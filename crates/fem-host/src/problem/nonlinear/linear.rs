@@ -12,7 +12,7 @@ use super::{NewtonOps, NewtonOptions, Setup};
 use crate::sparse::SpmvFormat;
 use fem_kernels::pointwise::Kernels;
 use crate::operator::LinearOperator;
-use crate::solver::{CgOptions, CgReport, Krylov};
+use crate::solver::{chebyshev, CgOptions, CgReport, Krylov};
 use crate::sparse::Spmv;
 use crate::{Backend, Error, Result, Scalar};
 use serde::Serialize;
@@ -167,13 +167,25 @@ impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
     pub fn solve(&mut self, b: &B, krylov: Krylov, elements: Option<&dyn LinearOperator<B, f64>>, inv: &B::Vector<f64>, r: &B::Vector<f64>, delta: &mut B::Vector<f64>, mut opts: CgOptions) -> Result<CgReport> {
         opts.rtol = opts.rtol.max(T::KRYLOV_FLOOR);
         let n = b.len(r);
-        let (matrix, precond, pair) = (&self.matrix, &self.precond, &mut self.pair);
-        let diagonal = Diagonal::<B, T>(T::view::<B>(inv, &self.inv_diag)?, n);
-        let m = precond.get().unwrap_or(&diagonal);
+        let (matrix, precond, pair) = (&self.matrix, &mut self.precond, &mut self.pair);
+        let inv_t = T::view::<B>(inv, &self.inv_diag)?;
+        let diagonal = Diagonal::<B, T>(inv_t, n);
         let a: &dyn LinearOperator<B, T> = match (matrix, elements.and_then(T::elements)) {
             (Some(a), _) => &**a,
             (None, Some(a)) => a,
             (None, None) => return Err(Error::InvalidArgument(format!("Newton's linear solve in {} has no operator (element matrices are applied in f64)", T::NAME))),
+        };
+        let polynomial;
+        let m: &dyn LinearOperator<B, T> = match precond {
+            Prepared::Chebyshev { degree, rho } => {
+                let lambda = match *rho {
+                    Some(l) => l,
+                    None => *rho.insert(chebyshev::spectral_radius_of(b, a, inv_t)?),
+                };
+                polynomial = chebyshev::Chebyshev::new(b, a, inv_t, lambda, *degree)?;
+                &polynomial
+            }
+            p => p.get().unwrap_or(&diagonal),
         };
         T::solve_in(b, r, delta, pair, |r, d| krylov.solve(b, a, m, r, d, opts))
     }

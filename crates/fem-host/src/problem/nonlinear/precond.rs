@@ -58,6 +58,12 @@ pub enum Precond {
     /// near-nullspace is the constants of a scalar field, the rigid-body
     /// modes of a field with as many components as dimensions.
     Amg(AmgOptions),
+    /// The Chebyshev–Jacobi polynomial of this degree in `D⁻¹A` on
+    /// `[0.1 ρ, 1.1 ρ]` ([`crate::solver::chebyshev`]), ρ(D⁻¹A) estimated
+    /// at every new tangent: symmetric, for CG; `degree` products with the
+    /// tangent an application and no set-up beyond the estimate, so it
+    /// runs across ranks as it does on one.
+    Chebyshev(usize),
 }
 
 impl Precond {
@@ -79,6 +85,7 @@ impl std::fmt::Display for Precond {
             Precond::Sainv => write!(f, "SAINV"),
             Precond::Multigrid(o) => write!(f, "multigrid {:?}({}, {}) smoothed by {:?}", o.cycle, o.pre, o.post, o.smoother),
             Precond::Amg(o) => write!(f, "AMG {:?}({}, {}) smoothed by {:?}, θ = {}", o.cycle.cycle, o.cycle.pre, o.cycle.post, o.cycle.smoother, o.strength),
+            Precond::Chebyshev(k) => write!(f, "Chebyshev({k})"),
         }
     }
 }
@@ -223,6 +230,9 @@ pub(super) enum Prepared<B: NewtonOps, T: LinearScalar> {
     Inverse(Box<MatrixInverse<B, T>>, Box<MatrixSmoothers<T>>),
     Multigrid(Box<Multigrid<B, T>>, Vec<Level<B, T>>, Option<Box<MatrixSmoothers<T>>>),
     Amg(Box<AmgPrepared<B, T>>),
+    /// Chebyshev–Jacobi of `degree`: ρ(D⁻¹A) of the current tangent,
+    /// estimated at its first use (`None` until then).
+    Chebyshev { degree: usize, rho: Option<f64> },
 }
 
 /// AMG in a workspace: the hierarchy of the last tangent and what
@@ -370,6 +380,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                 Ok(Self::Multigrid(Box::new(mg), coarse, smoothers))
             }
             Precond::Amg(o) => Ok(Self::Amg(Box::new(AmgPrepared::new(setup, o)?))),
+            Precond::Chebyshev(degree) => Ok(Self::Chebyshev { degree, rho: None }),
         }
     }
 
@@ -378,6 +389,10 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
     pub(super) fn update(&mut self, b: &B, u: &B::Vector<f64>, kflat: &B::Vector<T>, inv: &B::Vector<T>, extra: Option<&Extra<B>>) -> Result<()> {
         match self {
             Self::Identity(_) | Self::Jacobi => Ok(()),
+            Self::Chebyshev { rho, .. } => {
+                *rho = None;
+                Ok(())
+            }
             Self::Ssor(s) => b.ssor_values(s, kflat),
             Self::Inverse(m, s) => m.refresh(b, &s.cpu, &s.patterns[0], kflat),
             Self::Amg(a) => a.update(b, kflat),
@@ -416,7 +431,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
     pub(super) fn get(&self) -> Option<&dyn LinearOperator<B, T>> {
         match self {
             Self::Identity(i) => Some(i),
-            Self::Jacobi => None,
+            Self::Jacobi | Self::Chebyshev { .. } => None,
             Self::Ssor(s) => Some(s),
             Self::Inverse(m, _) => Some(&**m),
             Self::Multigrid(mg, _, _) => Some(&**mg),

@@ -10,6 +10,7 @@
 
 use super::{defects, lap, AmgOptions, AmgStats, LevelStats, Nullspace, SetupSeconds, DEFECTS};
 use crate::operator::csr::Csr;
+use crate::operator::LinearOperator;
 use crate::operator::gpu::{csr_spmv, GpuCsr};
 use crate::solver::multigrid::{Multigrid, StoredLevel};
 use crate::sparse::spgemm::{DeviceCsr, Sparse};
@@ -276,8 +277,23 @@ fn spmv(gpu: &CudaBackend, a: &DeviceCsr, x: &CudaSlice<f64>, y: &mut CudaSlice<
     csr_spmv(gpu, threads_per_row(a), &a.row_ptr, &a.col, &a.val, x, y)
 }
 
-/// ρ(D⁻¹A) as [`super::spectral_radius`] estimates it: 20 power
-/// iterations of `D^{-1/2} A D^{-1/2}` from the same start, raised by 5 %.
+/// A device CSR matrix as an operator, for the power iterations.
+struct Product<'a>(&'a DeviceCsr);
+
+impl LinearOperator<CudaBackend, f64> for Product<'_> {
+    fn rows(&self) -> usize {
+        self.0.n_rows
+    }
+    fn apply(&self, gpu: &CudaBackend, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        spmv(gpu, self.0, x, y)
+    }
+    fn name(&self) -> String {
+        "csr".into()
+    }
+}
+
+/// ρ(D⁻¹A) as [`super::spectral_radius`] estimates it, on the device:
+/// the same iterations from the same start.
 fn spectral_radius(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>) -> Result<f64> {
     let (s, n, cfg) = (gpu.stream(), a.n_rows, gpu.per_item(a.n_rows));
     // D^{-1/2} (the diagonal is positive: checked on the finest level, and
@@ -288,25 +304,7 @@ fn spectral_radius(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>) -> R
         s.launch_builder(&gpu.function("fem_amg_sqrt")?).arg(&n).arg(&mut root).launch(cfg)?;
         s.launch_builder(&gpu.kernel::<f64>("reciprocal")?).arg(&n).arg(&root).arg(&mut scale).launch(gpu.grid::<f64>(n, 0))?;
     }
-    let mut x = gpu.zeros::<f64>(n)?;
-    let mut u = gpu.zeros::<f64>(n)?;
-    let mut z = gpu.zeros::<f64>(n)?;
-    let product = gpu.function("fem_amg_scaled_product")?;
-    unsafe { s.launch_builder(&gpu.function("fem_amg_hash_start")?).arg(&n).arg(&mut x).launch(cfg) }?;
-    let mut lambda = 0.0;
-    for _ in 0..20 {
-        let norm = gpu.norm2(&x)?;
-        if norm == 0.0 {
-            break;
-        }
-        let inv = 1.0 / norm;
-        unsafe { s.launch_builder(&product).arg(&n).arg(&inv).arg(&x).arg(&scale).arg(&mut u).launch(cfg) }?;
-        spmv(gpu, a, &u, &mut z)?;
-        let one = 1.0f64;
-        unsafe { s.launch_builder(&product).arg(&n).arg(&one).arg(&z).arg(&scale).arg(&mut x).launch(cfg) }?;
-        lambda = gpu.norm2(&x)?;
-    }
-    Ok(1.05 * lambda)
+    crate::solver::chebyshev::spectral_radius(gpu, &Product(a), &scale, &super::power_start(n))
 }
 
 /// `I − s D⁻¹A` on `a`'s pattern.

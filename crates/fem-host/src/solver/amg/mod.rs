@@ -254,32 +254,18 @@ pub(crate) fn defects(n: usize, first: [Option<usize>; 4], bad_value: impl Fn(us
     Err(Error::InvalidArgument(msg))
 }
 
-/// ρ(D⁻¹A), the largest eigenvalue of the Jacobi-scaled operator, by 20
-/// power iterations of the symmetric `D^{-1/2} A D^{-1/2}` from a
-/// pseudo-random start (the GPU set-up's), raised by 5 % (power iteration approaches it from
-/// below, and an underestimate would let the smoothing amplify the
-/// highest modes).
+/// ρ(D⁻¹A) of `a` on the host ([`super::chebyshev::spectral_radius`]
+/// from the start the GPU set-up takes too).
 pub fn spectral_radius(cpu: &CpuBackend, a: &Csr<f64>) -> f64 {
-    let s: Vec<f64> = a.diag().iter().map(|d| if *d > 0.0 { 1.0 / d.sqrt() } else { 0.0 }).collect();
-    let mut x: Vec<f64> = (0..a.n_rows as u32).map(fem_kernels::amg::hash_unit).collect();
-    let mut y = vec![0.0; a.n_rows];
-    let mut lambda = 0.0;
-    for _ in 0..20 {
-        let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
-        if norm == 0.0 {
-            break;
-        }
-        for (v, s) in x.iter_mut().zip(&s) {
-            *v *= s / norm;
-        }
-        a.spmv(cpu, &x, &mut y);
-        for (yi, si) in y.iter_mut().zip(&s) {
-            *yi *= si;
-        }
-        lambda = y.iter().map(|v| v * v).sum::<f64>().sqrt();
-        std::mem::swap(&mut x, &mut y);
-    }
-    1.05 * lambda
+    let scale: Vec<f64> = a.diag().iter().map(|d| if *d > 0.0 { 1.0 / d.sqrt() } else { 0.0 }).collect();
+    // lengths agree by construction: the host's vector operations cannot fail
+    super::chebyshev::spectral_radius(cpu, a, &scale, &power_start(a.n_rows)).unwrap_or(f64::NAN)
+}
+
+/// The pseudo-random start of the power iterations, the same on every
+/// backend.
+pub fn power_start(n: usize) -> Vec<f64> {
+    (0..n as u32).map(fem_kernels::amg::hash_unit).collect()
 }
 
 /// `P = T − (ω/ρ) D⁻¹ A T`, `rho` = ρ(D⁻¹A), each row at once from the
