@@ -241,11 +241,38 @@
 //!
 //! The shipped [`crate::kernels::physics::Radiation`] is such a physics.
 //!
-//! # 6. Without writing code
+//! # 6. Across ranks
+//!
+//! The same set-up runs on every rank of an MPI job (or ranks run as
+//! threads, [`crate::host::distributed::Threads`]), each with its own
+//! backend: the partition, made on rank 0, gives each rank its piece (the
+//! nodes it owns and the ghosts it reads), the set-up is built on the
+//! piece's space from the whole space's conditions and load, and Newton's
+//! updates run across the ranks, the halo exchanged before every product
+//! (through NCCL between GPUs):
+//!
+//! ```ignore
+//! use fem::host::distributed::{mpi::Mpi, newton, Partition, Partitioner, Piece};
+//! let comm = Mpi::init()?; // feature `mpi`, under mpirun
+//! let partition = Partition::shared(&comm, &space, Partitioner::Metis)?;
+//! let piece = Piece::new(&comm, &space, &partition)?;
+//! let local = piece.space(&space)?;
+//! let setup = Setup::<MyPhysics>::constrained(&cpu, &local, Aux::None, &piece.constraints(&local, &constraints)?, Some(&piece.load(&load)))?;
+//! let (owned, report) = newton::solve(&gpu, &comm, &piece, &setup, &piece.restrict(1, &constraints.initial()), &NewtonOptions::default())?;
+//! let u = piece.assemble(&comm, 1, &owned)?; // the whole solution, on every rank
+//! ```
+//!
+//! Jacobi, Chebyshev–Jacobi and no preconditioner run across ranks, with
+//! CG, BiCGStab or GMRES: their dot products and norms are sums over the
+//! ranks' owned rows ([`crate::host::distributed::Distributed`]).
+//!
+//! # 7. Without writing code
 //!
 //! The shipped physics solve from the command line on any Gmsh file:
 //!
 //! ```text
 //! fem solve --mesh bracket.msh --physics elasticity --degree 2 \
 //!     --dirichlet-group clamp --neumann-group load=0:0:-1 --load one --vtk u.vtu
+//! mpirun -np 4 fem solve --mesh bracket.msh --physics elasticity --degree 2 \
+//!     --dirichlet-group clamp --neumann-group load=0:0:-1 --load one --vtk u.pvtu
 //! ```
