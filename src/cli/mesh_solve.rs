@@ -189,6 +189,7 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
 pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
     #[cfg(feature = "mpi")]
     if fem::host::distributed::mpi::Mpi::launched() {
+        share_cores();
         let mpi = fem::host::distributed::mpi::Mpi::init()?;
         let result = solve_on(a, file, &mpi);
         if let Err(e) = &result {
@@ -201,6 +202,21 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
         return result;
     }
     solve_on(a, file, &Serial)
+}
+
+/// The ranks of one host share its cores: each rank's thread pools take
+/// its share, unless `RAYON_NUM_THREADS` says otherwise. Called before
+/// MPI starts threads of its own.
+#[cfg(feature = "mpi")]
+fn share_cores() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
+        return;
+    }
+    let local = ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"].iter().find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok());
+    if let Some(local) = local.filter(|&l| l > 1) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        std::env::set_var("RAYON_NUM_THREADS", (cores / local).max(1).to_string());
+    }
 }
 
 /// The rank's GPU: its rank among the processes of its host, modulo the
