@@ -150,7 +150,8 @@ pub struct MeshSolveReport {
     pub host_setup_seconds: f64,
     /// Those seconds by stage, in order: `mesh` (the file's cells),
     /// `spaces` (refinement and every level's space), `numbering` (the
-    /// nodes' ordering), `boundary` (conditions and load), `pattern` (the
+    /// nodes' ordering), `boundary` (conditions and load), across ranks
+    /// `partition` (the cells' ranks and this rank's piece), `pattern` (the
     /// tangent's pattern, Dirichlet layout and multigrid levels).
     pub host_setup_split: Vec<(String, f64)>,
     /// The Newton solve (its own set-up on the backend, then the phases);
@@ -428,6 +429,7 @@ fn solve_distributed<K: Kernels<f64> + 'static>(c: &Context, aux: AuxValues, bou
     }
     let partition = Partition::shared(comm, space, Partitioner::Metis)?;
     let piece = Piece::new(comm, space, &partition)?;
+    mark("partition");
     let nc = c.constraints.nc;
     let setup = agree(
         comm,
