@@ -375,10 +375,7 @@ impl AuxValues {
     fn on(&self, piece: &Piece, space: &Space) -> Self {
         match self {
             Self::Nodal(v) => Self::Nodal(piece.restrict(v.len() / space.n_dofs.max(1), v)),
-            Self::Cell(v) => {
-                let per = v.len() / space.n_cells().max(1);
-                Self::Cell(piece.cells.iter().flat_map(|&c| v[c as usize * per..(c as usize + 1) * per].iter().copied()).collect())
-            }
+            Self::Cell(v) => Self::Cell(piece.restrict_cells(v.len() / space.n_cells().max(1), v)),
         }
     }
 }

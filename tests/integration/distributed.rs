@@ -144,6 +144,7 @@ fn an_error_on_the_ranks_ends_them_all() {
     for (args, want) in [
         (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precond", "ssor"], "Jacobi, Chebyshev or no preconditioner"),
         (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--time-steps", "2"], "time stepping runs on one rank"),
+        (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precision", "f32"], "leave the precision, format and scatter"),
         (vec!["info"], "only `fem solve --mesh FILE --physics ...` runs across ranks"),
     ] {
         let out = fem_on(3, &args);

@@ -187,13 +187,19 @@ impl<B: HaloBackend> Halo<B> {
     /// the device when linked, done when it returns otherwise.
     pub fn update(&self, b: &B, comm: &dyn Communicator, x: &mut B::Vector<f64>) -> Result<()> {
         let start = std::time::Instant::now();
-        if let Some(link) = &self.link {
-            b.exchange_linked(link, &self.send, &self.recv, x)?;
-            let sent: usize = self.send.iter().map(|s| s.2).sum();
-            self.values.set(self.values.get() + sent + self.rows - self.owned_rows);
-            self.seconds.set(self.seconds.get() + start.elapsed().as_secs_f64());
-            return Ok(());
+        match &self.link {
+            Some(link) => b.exchange_linked(link, &self.send, &self.recv, x)?,
+            None => self.through_host(b, comm, x)?,
         }
+        let sent: usize = self.send.iter().map(|s| s.2).sum();
+        self.values.set(self.values.get() + sent + self.rows - self.owned_rows);
+        self.seconds.set(self.seconds.get() + start.elapsed().as_secs_f64());
+        Ok(())
+    }
+
+    /// The exchange through the host: packed values down, across by the
+    /// communicator, ghosts up.
+    fn through_host(&self, b: &B, comm: &dyn Communicator, x: &mut B::Vector<f64>) -> Result<()> {
         let mut packed: Vec<Vec<f64>> = Vec::with_capacity(self.send.len());
         for (_, list, n) in &self.send {
             let mut out = vec![0.0; *n];
@@ -212,12 +218,10 @@ impl<B: HaloBackend> Halo<B> {
             }
             comm.exchange(&sends, &mut recvs)?;
         }
-        if !ghosts.is_empty() {
-            b.write_at(x, self.owned_rows, &ghosts)?;
+        match ghosts.is_empty() {
+            true => Ok(()),
+            false => b.write_at(x, self.owned_rows, &ghosts),
         }
-        self.values.set(self.values.get() + ghosts.len() + packed.iter().map(Vec::len).sum::<usize>());
-        self.seconds.set(self.seconds.get() + start.elapsed().as_secs_f64());
-        Ok(())
     }
 
     /// Counts exchanges from here on (the set-up's first exchange, which

@@ -7,12 +7,12 @@
 use super::backend::Distributed;
 use super::comm::Communicator;
 use super::halo::{Halo, HaloBackend};
-use super::operator::{HaloOperator, InverseDiagonal};
+use super::operator::HaloOperator;
 use super::partition::Partition;
 use super::piece::Piece;
-use crate::problem::nonlinear::{NewtonOps, NewtonOptions, NewtonStep, Precond, Scatter, Setup};
+use crate::problem::nonlinear::{line_search, Assembly, NewtonOps, NewtonOptions, NewtonStep, Precision, Precond, Scatter, Setup};
 use crate::problem::phases::{timed, Split};
-use crate::solver::{chebyshev, CgOptions};
+use crate::solver::{chebyshev, CgOptions, InverseDiagonal};
 use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Error, Result};
 use fem_kernels::pointwise::Kernels;
@@ -27,7 +27,7 @@ pub struct DistributedReport {
     pub ranks: usize,
     /// Rows of the whole system.
     pub rows: usize,
-    /// Rows this rank owns, and its ghost rows.
+    /// Rows this rank owns.
     pub owned_rows: usize,
     /// Ghost rows of this rank.
     pub ghost_rows: usize,
@@ -143,11 +143,16 @@ fn local_matrix<B: NewtonOps, K: Kernels<f64>>(b: &B, state: &B::State, setup: &
 /// Solves R(u) = 0 on `piece` from `initial` (the piece's rows, owned and
 /// ghost, fixed rows at their values): the set-up was built on the
 /// piece's space. Returns the owned rows of u and the report. Takes
-/// Jacobi or no preconditioner, with any Krylov method.
+/// Jacobi, Chebyshev–Jacobi or no preconditioner, with any Krylov
+/// method, in f64 on the backend's default tangent format (lagged or
+/// not); an error for options it would not honour.
 pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm: &dyn Communicator, piece: &Piece, setup: &Setup<K>, initial: &[f64], o: &NewtonOptions) -> Result<(Vec<f64>, DistributedReport)> {
     let nc = setup.physics.variant.nc;
     if !matches!(o.precond, Precond::Jacobi | Precond::None | Precond::Chebyshev(_)) {
         return Err(Error::InvalidArgument(format!("a distributed solve takes Jacobi, Chebyshev or no preconditioner, not {}", o.precond)));
+    }
+    if o.precision != Precision::F64 || o.assembly != Assembly::Auto || o.scatter != Scatter::Atomic {
+        return Err(Error::InvalidArgument("a distributed solve assembles the tangent in the backend's own format by atomics and solves in f64: leave the precision, format and scatter at their defaults".into()));
     }
     crate::error::same_len("piece rows", setup.n_rows(), piece.len() * nc)?;
     crate::error::same_len("initial guess", initial.len(), piece.len() * nc)?;
@@ -175,29 +180,38 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
     let mut residuals = vec![first];
     let tol = (o.rtol * first).max(o.atol);
     let mut steps: Vec<NewtonStep> = Vec::new();
+    let mut rho: Option<f64> = None;
     while *residuals.last().expect("one residual") > tol && steps.len() < o.max_iterations {
         let now = *residuals.last().expect("one residual");
-        // `w.ue` holds the gather of u from its residual
-        timed(b, &mut split.element, || b.elements(&state, true, &w.ue, &mut kelem))?;
-        timed(b, &mut split.assembly, || {
-            b.assemble(&state, true, &kelem, &mut kflat)?;
-            matrix.reorder(b, &kflat)?;
-            b.inverse_diagonal(&state, &kflat, &mut inv)?;
-            match ghosts.is_empty() {
-                true => Ok(()),
-                false => b.write_at(&mut inv, halo.owned_rows(), &ghosts),
-            }
-        })?;
+        // a lagged tangent keeps the first update's
+        if steps.is_empty() || !o.lag_tangent {
+            // `w.ue` holds the gather of u from its residual
+            timed(b, &mut split.element, || b.elements(&state, true, &w.ue, &mut kelem))?;
+            timed(b, &mut split.assembly, || {
+                b.assemble(&state, true, &kelem, &mut kflat)?;
+                matrix.reorder(b, &kflat)?;
+                b.inverse_diagonal(&state, &kflat, &mut inv)?;
+                match ghosts.is_empty() {
+                    true => Ok(()),
+                    false => b.write_at(&mut inv, halo.owned_rows(), &ghosts),
+                }
+            })?;
+            rho = None;
+        }
         let op = HaloOperator::new(b, &*matrix, &halo)?;
         let identity = crate::solver::precond::Identity(n);
-        let jacobi = InverseDiagonal::<Distributed<'_, B>>(&inv, n);
+        let jacobi = InverseDiagonal::<Distributed<'_, B>, f64>(&inv, n);
         let polynomial;
         let m: &dyn crate::operator::LinearOperator<Distributed<'_, B>, f64> = match o.precond {
             Precond::None => &identity,
             Precond::Chebyshev(degree) => {
-                // ρ(D⁻¹A) of the whole operator: the power iterations' norms are global
-                let rho = timed(b, &mut split.assembly, || chebyshev::spectral_radius_of(&d, &op, &inv))?;
-                polynomial = chebyshev::Chebyshev::new(&d, &op, &inv, rho, degree)?;
+                // ρ(D⁻¹A) of the whole operator, once a tangent: the power
+                // iterations' norms are global
+                let lambda = match rho {
+                    Some(l) => l,
+                    None => *rho.insert(timed(b, &mut split.assembly, || chebyshev::spectral_radius_of(&d, &op, &inv))?),
+                };
+                polynomial = chebyshev::Chebyshev::new(&d, &op, &inv, lambda, degree)?;
                 &polynomial
             }
             _ => &jacobi,
@@ -205,22 +219,14 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         b.axpby(0.0, &w.r, 0.0, &mut delta)?;
         let opts = CgOptions { rtol: o.krylov_rtol, max_iterations: o.max_krylov, jacobi: false };
         let cg = timed(b, &mut split.solve, || o.krylov.solve(&d, &op, m, &w.r, &mut delta, opts)).map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
-        let mut alpha = 1.0;
-        let next = loop {
+        let (alpha, next) = line_search(o, now, steps.len() + 1, |alpha| {
             timed(b, &mut split.solve, || {
                 b.copy(&u, &mut trial)?;
                 b.axpy(-alpha, &delta, &mut trial)?;
                 halo.update(b, comm, &mut trial)
             })?;
-            let next = residual(&d, &state, &trial, &mut w, &mut split)?;
-            if o.line_search.accepts(now, next, alpha) {
-                break next;
-            }
-            if alpha <= 0.5f64.powi(o.max_halvings as i32) {
-                return Err(Error::InvalidArgument(format!("Newton update {}: no step length down to {alpha} lowers ‖R‖ = {now:.3e}; start closer to the solution", steps.len() + 1)));
-            }
-            alpha *= 0.5;
-        };
+            residual(&d, &state, &trial, &mut w, &mut split)
+        })?;
         std::mem::swap(&mut u, &mut trial);
         residuals.push(next);
         steps.push(NewtonStep { iteration: steps.len() + 1, residual: next, krylov_iterations: cg.iterations, krylov_converged: cg.converged, step_length: alpha, krylov_history: cg.history });
@@ -280,15 +286,16 @@ mod tests {
         let cons = Constraints::none(space, nc).dirichlet(space, &BoundaryPart::at("x = 0", |x| x[0] < 1e-12), |x, u| u.iter_mut().enumerate().for_each(|(c, u)| *u = x[1] + c as f64)).unwrap();
         // not an eigenvector: the load varies along every axis and component
         let load = Load::zero(space, nc).source(space, |x, f| f.iter_mut().enumerate().for_each(|(c, f)| *f = (3.0 * x[0] + x[1] * x[1] - 2.0 * x[2] + c as f64).cos()));
-        let view = |a: &Values, cells: Option<&[u32]>, nodes: Option<&[u32]>| -> Vec<f64> {
-            match (a, cells, nodes) {
-                (Values::Nodal(v), _, Some(n)) => n.iter().flat_map(|&g| v[g as usize * 2..g as usize * 2 + 2].to_vec()).collect(),
-                (Values::Cell(v), Some(c), _) => c.iter().flat_map(|&g| v[g as usize * 2..g as usize * 2 + 2].to_vec()).collect(),
-                (Values::Nodal(v), _, None) | (Values::Cell(v), None, _) => v.clone(),
+        // two values a node or a cell, whole or on a piece
+        let view = |a: &Values, piece: Option<&Piece>| -> Vec<f64> {
+            match (a, piece) {
+                (Values::Nodal(v), Some(p)) => p.restrict(2, v),
+                (Values::Cell(v), Some(p)) => p.restrict_cells(2, v),
+                (Values::Nodal(v) | Values::Cell(v), None) => v.clone(),
             }
         };
         let o = NewtonOptions { krylov_rtol: 1e-13, krylov, ..NewtonOptions::default() };
-        let whole = view(&aux, None, None);
+        let whole = view(&aux, None);
         let setup = Setup::<K>::constrained(&cpu, space, aux_of(&aux, &whole), &cons, Some(&load)).unwrap();
         let (u, _) = nonlinear::solve(&cpu, &setup, &cons.initial(), &o, &mut |_| {}).unwrap();
         let scale = u.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -298,7 +305,7 @@ mod tests {
                 let cpu = CpuBackend::new(Some(1)).unwrap();
                 let piece = Piece::new(c, space, &partition).unwrap();
                 let local = piece.space(space).unwrap();
-                let a = view(&aux, Some(&piece.cells), Some(&piece.nodes));
+                let a = view(&aux, Some(&piece));
                 let setup = Setup::<K>::constrained(&cpu, &local, aux_of(&aux, &a), &piece.constraints(&local, &cons).unwrap(), Some(&piece.load(&load))).unwrap();
                 let (owned, report) = solve(&cpu, c, &piece, &setup, &piece.restrict(nc, &cons.initial()), &o).unwrap();
                 (piece.assemble(c, nc, &owned).unwrap(), report)

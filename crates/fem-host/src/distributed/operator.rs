@@ -47,18 +47,3 @@ impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloOperator<'_
         self.local.name()
     }
 }
-
-/// Jacobi by an inverse diagonal the caller keeps up to date.
-pub struct InverseDiagonal<'a, B: crate::Backend>(pub &'a B::Vector<f64>, pub usize);
-
-impl<B: crate::Backend> LinearOperator<B, f64> for InverseDiagonal<'_, B> {
-    fn rows(&self) -> usize {
-        self.1
-    }
-    fn apply(&self, b: &B, r: &B::Vector<f64>, z: &mut B::Vector<f64>) -> Result<()> {
-        b.mul(self.0, r, z)
-    }
-    fn name(&self) -> String {
-        "jacobi".into()
-    }
-}

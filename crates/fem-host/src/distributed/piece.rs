@@ -140,6 +140,12 @@ impl Piece {
         self.nodes.iter().flat_map(|&g| (0..nc).map(move |c| global[g as usize * nc + c])).collect()
     }
 
+    /// The piece's cells' values of a field given on every cell of the
+    /// whole space, `per` values a cell.
+    pub fn restrict_cells<T: Copy>(&self, per: usize, global: &[T]) -> Vec<T> {
+        self.cells.iter().flat_map(|&c| global[c as usize * per..(c as usize + 1) * per].iter().copied()).collect()
+    }
+
     /// The Dirichlet rows of the whole space's `c` on the piece's space
     /// `local`; an error for values that change in time (not carried to
     /// the pieces yet).
@@ -187,7 +193,7 @@ mod tests {
     fn pieces_own_every_node_once_and_their_halos_match() {
         let mesh = SimplexBox::unstructured(2, 5, 3).build().unwrap();
         let space = Space::simplex(&mesh, 2).unwrap();
-        // 3 ranks on METIS and the curve; 40 ranks: more than the cells, most own nothing
+        // 3 ranks on METIS and the curve; 40 ranks for 50 cells: ranks that own no node
         for (ranks, how) in [(3, Partitioner::Metis), (3, Partitioner::Curve), (40, Partitioner::Metis)] {
             let partition = Partition::new(&space, ranks, how).unwrap();
             let pieces = Threads::run(ranks, |c| Piece::new(c, &space, &partition).unwrap());

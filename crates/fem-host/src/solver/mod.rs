@@ -27,7 +27,7 @@ pub use bicgstab::bicgstab;
 pub use cg::{cg, pcg, CgOptions, CgReport};
 pub use gmres::gmres;
 pub use krylov::{Krylov, KrylovSolve};
-pub use precond::{Identity, Jacobi};
+pub use precond::{Identity, InverseDiagonal, Jacobi};
 pub use richardson::richardson;
 
 /// The tridiagonal matrix (`lower`, `diag`, `upper`) of `n` rows: the 1D

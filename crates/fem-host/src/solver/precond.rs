@@ -22,6 +22,22 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for Identity {
     }
 }
 
+/// Jacobi by an inverse diagonal `.0` of `.1` rows that its owner keeps
+/// up to date (Newton refreshes it with every tangent).
+pub struct InverseDiagonal<'a, B: Backend, T: Scalar>(pub &'a B::Vector<T>, pub usize);
+
+impl<B: Backend, T: Scalar> LinearOperator<B, T> for InverseDiagonal<'_, B, T> {
+    fn rows(&self) -> usize {
+        self.1
+    }
+    fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
+        b.mul(self.0, r, z)
+    }
+    fn name(&self) -> String {
+        "jacobi".into()
+    }
+}
+
 /// The inverse diagonal.
 pub struct Jacobi<B: Backend, T: Scalar> {
     /// `1 / a_ii` for every row, on the backend.

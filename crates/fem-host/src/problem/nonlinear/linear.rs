@@ -12,7 +12,7 @@ use super::{NewtonOps, NewtonOptions, Setup};
 use crate::sparse::SpmvFormat;
 use fem_kernels::pointwise::Kernels;
 use crate::operator::LinearOperator;
-use crate::solver::{chebyshev, CgOptions, CgReport, Krylov};
+use crate::solver::{chebyshev, CgOptions, CgReport, InverseDiagonal, Krylov};
 use crate::sparse::Spmv;
 use crate::{Backend, Error, Result, Scalar};
 use serde::Serialize;
@@ -123,22 +123,6 @@ pub(super) struct Linear<B: NewtonOps, T: LinearScalar> {
     pub precond: Prepared<B, T>,
 }
 
-/// The inverse diagonal as an operator: Jacobi on a vector the workspace
-/// owns.
-struct Diagonal<'a, B: Backend, T: Scalar>(&'a B::Vector<T>, usize);
-
-impl<B: Backend, T: Scalar> LinearOperator<B, T> for Diagonal<'_, B, T> {
-    fn rows(&self) -> usize {
-        self.1
-    }
-    fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
-        b.mul(self.0, r, z)
-    }
-    fn name(&self) -> String {
-        "jacobi".into()
-    }
-}
-
 impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
     /// The tangent in `format` (`None`: element matrices) and the
     /// preconditioner `o.precond` of `setup`, in `T`.
@@ -169,7 +153,7 @@ impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
         let n = b.len(r);
         let (matrix, precond, pair) = (&self.matrix, &mut self.precond, &mut self.pair);
         let inv_t = T::view::<B>(inv, &self.inv_diag)?;
-        let diagonal = Diagonal::<B, T>(inv_t, n);
+        let diagonal = InverseDiagonal::<B, T>(inv_t, n);
         let a: &dyn LinearOperator<B, T> = match (matrix, elements.and_then(T::elements)) {
             (Some(a), _) => &**a,
             (None, Some(a)) => a,

@@ -334,6 +334,25 @@ impl LineSearch {
     }
 }
 
+/// The step length of Newton update `update` from ‖R‖ = `now`: 1, halved
+/// until `o.line_search` accepts ‖R‖ at the step, which `residual(alpha)`
+/// evaluates (leaving the trial state behind), at most `o.max_halvings`
+/// times; the length and ‖R‖ there. A step to where the physics is
+/// undefined (a non-finite residual) counts as no decrease.
+pub fn line_search(o: &NewtonOptions, now: f64, update: usize, mut residual: impl FnMut(f64) -> Result<f64>) -> Result<(f64, f64)> {
+    let mut alpha = 1.0;
+    loop {
+        let next = residual(alpha)?;
+        if o.line_search.accepts(now, next, alpha) {
+            return Ok((alpha, next));
+        }
+        if alpha <= 0.5f64.powi(o.max_halvings as i32) {
+            return Err(Error::InvalidArgument(format!("Newton update {update}: no step length down to {alpha} lowers ‖R‖ = {now:.3e}; start closer to the solution")));
+        }
+        alpha *= 0.5;
+    }
+}
+
 impl Default for NewtonOptions {
     fn default() -> Self {
         Self { rtol: 1e-10, atol: 1e-13, max_iterations: 30, krylov_rtol: 1e-10, max_krylov: 20_000, max_halvings: 10, line_search: LineSearch::Backtracking, krylov: Krylov::Cg, precond: Precond::Jacobi, assembly: Assembly::Auto, scatter: Scatter::Atomic, lag_tangent: false, precision: Precision::F64 }
@@ -664,25 +683,14 @@ impl<B: NewtonOps> Workspace<B> {
                 }
             })
             .map_err(|e| Error::InvalidArgument(format!("Newton update {}: {e}", steps.len() + 1)))?;
-            let mut alpha = 1.0;
-            let mut next;
-            loop {
+            let (alpha, next) = line_search(o, now, steps.len() + 1, |alpha| {
                 let (trial, delta) = (&mut self.trial, &self.delta);
                 timed(b, &mut split.solve, || {
                     b.copy(u, trial)?;
                     b.axpy(-alpha, delta, trial)
                 })?;
-                // a step to where the physics is undefined (a non-finite
-                // residual) counts as no decrease: the search shortens it
-                next = Self::residual(b, &self.state, &self.trial, &mut self.ue, &mut self.relem, &mut self.r, &mut self.mu, extra, &mut split)?;
-                if o.line_search.accepts(now, next, alpha) {
-                    break;
-                }
-                if alpha <= 0.5f64.powi(o.max_halvings as i32) {
-                    return Err(Error::InvalidArgument(format!("Newton update {}: no step length down to {alpha} lowers ‖R‖ = {now:.3e}; start closer to the solution", steps.len() + 1)));
-                }
-                alpha *= 0.5;
-            }
+                Self::residual(b, &self.state, &self.trial, &mut self.ue, &mut self.relem, &mut self.r, &mut self.mu, extra, &mut split)
+            })?;
             std::mem::swap(u, &mut self.trial);
             residuals.push(next);
             let s = NewtonStep { iteration: steps.len() + 1, residual: next, krylov_iterations: cg.iterations, krylov_converged: cg.converged, step_length: alpha, krylov_history: cg.history };
