@@ -93,21 +93,21 @@ fn vtk_values(u: &[f64], nc: usize) -> Vec<f64> {
 }
 
 /// `path` (`.pvtu`) and one `.vtu` piece a rank beside it (`STEM-RANK.vtu`,
-/// the cells of that rank, with u and the cells' rank), each rank writing
-/// its own; rank 0 writes the `.pvtu` once all pieces are there.
-fn write_pieces(path: &std::path::Path, comm: &dyn Communicator, space: &Space, u: &[f64], nc: usize, ranks: &[f64], enc: Encoding) -> Result<(), Box<dyn std::error::Error>> {
+/// the cells the partition gives that rank, with u and the cells' rank),
+/// each rank writing its own from its `space` (`own_cells` of it) and the
+/// values `u` there; rank 0 writes the `.pvtu` once all pieces are there.
+fn write_pieces(path: &std::path::Path, comm: &dyn Communicator, space: &Space, u: &[f64], own_cells: &[u32], enc: Encoding) -> Result<(), Box<dyn std::error::Error>> {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("u");
     let name = |r: usize| format!("{stem}-{r:04}.vtu");
-    let me = comm.rank() as f64;
-    let cells: Vec<u32> = (0..space.n_cells() as u32).filter(|&c| ranks[c as usize] == me).collect();
-    let nb = space.nb();
-    let mut nodes: Vec<u32> = cells.iter().flat_map(|&c| space.cell_dofs[c as usize * nb..(c as usize + 1) * nb].iter().copied()).collect();
+    let (nb, nc) = (space.nb(), u.len() / space.n_dofs.max(1));
+    let mut nodes: Vec<u32> = own_cells.iter().flat_map(|&c| space.cell_dofs[c as usize * nb..(c as usize + 1) * nb].iter().copied()).collect();
     nodes.sort_unstable();
     nodes.dedup();
-    let piece = space.subspace(&cells, &nodes)?;
+    let (shown, _) = space.subspace(own_cells, &nodes)?;
     let values: Vec<f64> = nodes.iter().flat_map(|&g| u[g as usize * nc..(g as usize + 1) * nc].iter().copied()).collect();
     let here = path.with_file_name(name(comm.rank()));
-    let wrote = write_nodal(&here, &piece, &[Field { name: "u", values: &vtk_values(&values, nc) }], &[Field { name: "rank", values: &vec![me; cells.len()] }], enc).map_err(|e| format!("cannot write {}: {e}", here.display()));
+    let me = comm.rank() as f64;
+    let wrote = write_nodal(&here, &shown, &[Field { name: "u", values: &vtk_values(&values, nc) }], &[Field { name: "rank", values: &vec![me; own_cells.len()] }], enc).map_err(|e| format!("cannot write {}: {e}", here.display()));
     // every piece written before the collection names them
     fem::host::distributed::agree(comm, wrote.map_err(fem::host::Error::InvalidArgument))?;
     if comm.rank() == 0 {
@@ -209,15 +209,40 @@ pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
 /// MPI starts threads of its own.
 #[cfg(feature = "mpi")]
 fn share_cores() {
-    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
-        return;
-    }
     let local = ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"].iter().find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok());
-    if let Some(local) = local.filter(|&l| l > 1) {
+    let Some(local) = local.filter(|&l| l > 1) else { return };
+    widen_binding(local);
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         std::env::set_var("RAYON_NUM_THREADS", (cores / local).max(1).to_string());
     }
 }
+
+/// A launcher's default binding can leave a rank fewer cores than its
+/// share of the host (Open MPI binds each of two ranks to one core, all
+/// its threads with it). Such a rank takes its launcher's cores (the
+/// parent process's affinity) instead, and shares them with the host's
+/// other ranks through its thread count; a binding of at least its share
+/// (`--map-by slot:PE=n`, `--bind-to none`) stays as given.
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+fn widen_binding(local: usize) {
+    // SAFETY: cpu_set_t is plain bits, filled by the kernel; the calls
+    // read and set this thread's affinity (threads started later inherit it).
+    unsafe {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let (mut mine, mut launcher): (libc::cpu_set_t, libc::cpu_set_t) = (std::mem::zeroed(), std::mem::zeroed());
+        if libc::sched_getaffinity(0, size, &mut mine) != 0 || libc::sched_getaffinity(libc::getppid(), size, &mut launcher) != 0 {
+            return;
+        }
+        let (have, host) = (libc::CPU_COUNT(&mine) as usize, libc::CPU_COUNT(&launcher) as usize);
+        if have < (host / local).max(1) {
+            libc::sched_setaffinity(0, size, &launcher);
+        }
+    }
+}
+
+#[cfg(all(feature = "mpi", not(target_os = "linux")))]
+fn widen_binding(_: usize) {}
 
 /// The rank's GPU: its rank among the processes of its host, modulo the
 /// GPUs there.
@@ -314,20 +339,26 @@ fn solve_on(a: &SolveArgs, file: &GmshMesh, comm: &dyn Communicator) -> CliResul
         series.push((t, name));
         Ok(())
     };
-    let (space, u, report) = run_on(&any, comm, file, &o, &|stage| bar.set_message(format!("{what}: {stage}")), &mut snapshot)?;
+    let solution = run_on(&any, comm, file, &o, &|stage| bar.set_message(format!("{what}: {stage}")), &mut snapshot)?;
     bar.finish_and_clear();
+    let report = &solution.report;
+    if let Some(path) = a.vtk.as_ref().filter(|p| p.extension().is_some_and(|e| e == "pvtu")) {
+        match (&solution.piece, &solution.whole) {
+            (Some(p), _) => write_pieces(path, comm, &p.space, &p.u, &p.own_cells, enc)?,
+            (None, Some((space, u))) => write_pieces(path, comm, space, u, &(0..space.n_cells() as u32).collect::<Vec<_>>(), enc)?,
+            (None, None) => {}
+        }
+    }
+    if comm.rank() > 0 {
+        return Ok(report.newton.converged);
+    }
+    let (space, u) = solution.whole.as_ref().ok_or("rank 0 holds no whole solution")?;
     let nc = report.rows / space.n_dofs.max(1);
     // each cell's rank: the partition's, or 0 on one rank
     let ranks: Vec<f64> = match &report.ranks {
         Some(p) => p.partition.rank.iter().map(|&r| r as f64).collect(),
         None => vec![0.0; space.n_cells()],
     };
-    if let Some(path) = a.vtk.as_ref().filter(|p| p.extension().is_some_and(|e| e == "pvtu")) {
-        write_pieces(path, comm, &space, &u, nc, &ranks, enc)?;
-    }
-    if comm.rank() > 0 {
-        return Ok(report.newton.converged);
-    }
     match &a.vtk {
         Some(path) if o.time.is_some_and(|t| t.every > 0) => write_collection(path, &series).map_err(|e| format!("cannot write {}: {e}", path.display()))?,
         Some(path) if path.extension().is_some_and(|e| e == "pvtu") => {}

@@ -153,3 +153,40 @@ fn an_error_on_the_ranks_ends_them_all() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// Ranks as threads of this process (no mpirun): rank 0 gathers the
+/// one-rank solution, every rank's piece holds it at its nodes (ghosts
+/// filled), the pieces' own cells cover every cell once, and the report
+/// counts what the one-rank report does.
+#[test]
+fn every_rank_holds_its_piece_of_the_solution() {
+    use fem::mesh_solve::{run, run_on, LoadKind, MeshSolveOptions, Physics};
+    let mesh = fem::host::mesh::BoxMesh::unstructured(3, 4, 9).build().unwrap();
+    let file = fem::host::io::gmsh::GmshMesh::from_box_mesh(&mesh, &vec![0; mesh.n_cells()], &["domain"]).unwrap();
+    let mut newton = fem::host::problem::nonlinear::NewtonOptions::default();
+    newton.krylov_rtol = 1e-12;
+    let o = MeshSolveOptions { physics: Physics::Elasticity, degree: 2, refine: 0, dirichlet: Vec::new(), neumann: Vec::new(), robin: Vec::new(), load: LoadKind::Random, young: 1.0, poisson_ratio: 0.3, newton, ordering: fem::host::solver::ordering::Ordering::Original, time: None };
+    let cpu = fem::host::AnyBackend::Cpu(fem::host::CpuBackend::new(Some(1)).unwrap());
+    let (space, want, one) = run(&cpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+    let (nc, scale) = (want.len() / space.n_dofs, want.iter().fold(0.0f64, |m, v| m.max(v.abs())));
+    for ranks in [2, 3] {
+        let out = fem::host::distributed::Threads::run(ranks, |comm| run_on(&cpu, comm, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap());
+        let mut shown = 0;
+        for (r, s) in out.iter().enumerate() {
+            let p = s.piece.as_ref().unwrap();
+            let worst = p.u.iter().enumerate().fold(0.0f64, |m, (i, a)| m.max((a - want[p.nodes[i / nc] as usize * nc + i % nc]).abs()));
+            assert!(worst <= 1e-10 * scale, "rank {r} of {ranks}: piece off by {worst:e}");
+            assert_eq!(s.whole.is_some(), r == 0);
+            if let Some((whole, u)) = &s.whole {
+                assert_eq!(whole.n_dofs, space.n_dofs);
+                let worst = u.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                assert!(worst <= 1e-10 * scale, "{ranks} ranks: gathered off by {worst:e}");
+            }
+            shown += p.own_cells.len();
+            let rep = &s.report;
+            assert_eq!((rep.cells, rep.rows, rep.fixed_rows), (one.cells, one.rows, one.fixed_rows), "rank {r} of {ranks}");
+            assert!(rep.host_setup_split.iter().any(|(k, _)| k == "partition"));
+        }
+        assert_eq!(shown, space.n_cells(), "{ranks} ranks");
+    }
+}

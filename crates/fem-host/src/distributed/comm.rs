@@ -1,7 +1,7 @@
 //! The communication a distributed solve needs, behind one trait: global
 //! sums (Krylov methods' dot products), neighbour exchanges (halo values),
-//! an all-to-all (who needs which node from whom, at set-up) and an
-//! all-gather (the solution, for output). [`Serial`] is the one-rank
+//! an all-to-all (rank 0's shares of the problem, at set-up), gathers
+//! (the solution, for output; every rank's figures) and an idle wait. [`Serial`] is the one-rank
 //! case, [`Threads`] runs ranks as threads of one process (the tests'
 //! harness: uneven partitions and empty ranks without `mpirun`), and
 //! `Mpi` (feature `mpi`) is the real thing.
@@ -34,6 +34,18 @@ pub trait Communicator {
         let mut v = [x];
         self.sum(&mut v)?;
         Ok(v[0])
+    }
+    /// Every rank's `v`, concatenated in rank order, on rank 0 (`None`
+    /// elsewhere): the solution for output, without a copy on every rank.
+    fn gather(&self, v: &[f64]) -> Result<Option<Vec<f64>>> {
+        let all = self.all_gather(v)?;
+        Ok((self.rank() == 0).then_some(all))
+    }
+    /// Waits until every rank has called it, the waiting ranks idle rather
+    /// than spinning: for a rank that works alone (rank 0 building the
+    /// pieces) with the host's cores to itself.
+    fn wait_idle(&self) -> Result<()> {
+        self.sum_one(0.0).map(|_| ())
     }
     /// Whether every rank passes `ok`: the same answer on all ranks, so
     /// that one rank's error stops them all instead of leaving the others
@@ -218,9 +230,12 @@ mod tests {
             let lists: Vec<Vec<u64>> = (0..3).map(|q| vec![(c.rank() * 10 + q) as u64]).collect();
             let back = c.all_to_all(&lists).unwrap();
             let ok = c.all_ok(c.rank() != 1).unwrap();
-            (v, all, got[0], back, ok)
+            c.wait_idle().unwrap();
+            let root = c.gather(&[c.rank() as f64 + 0.5]).unwrap();
+            (v, all, got[0], back, ok, root)
         });
-        for (r, (v, all, got, back, ok)) in out.into_iter().enumerate() {
+        for (r, (v, all, got, back, ok, root)) in out.into_iter().enumerate() {
+            assert_eq!(root, (r == 0).then(|| vec![0.5, 1.5, 2.5]));
             assert_eq!(v, [3.0, 3.0]);
             assert_eq!(all, vec![1.0, 2.0, 2.0]);
             assert_eq!(got, ((r + 2) % 3) as f64 * 10.0);

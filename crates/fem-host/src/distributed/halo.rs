@@ -257,11 +257,12 @@ mod tests {
         // ranks than cells: most own nothing
         for (ranks, how) in [(5, Partitioner::Curve), (2, Partitioner::Metis), (space.n_cells() + 3, Partitioner::Metis)] {
             let partition = Partition::new(&space, ranks, how).unwrap();
+            let pieces = Piece::split(&space, &partition).unwrap();
             let ok = Threads::run(ranks, |c| {
                 let cpu = CpuBackend::new(Some(1)).unwrap();
-                let piece = Piece::new(c, &space, &partition).unwrap();
+                let piece = &pieces[c.rank()];
                 let nc = 2;
-                let halo = Halo::new(&cpu, c, &piece, nc).unwrap();
+                let halo = Halo::new(&cpu, c, piece, nc).unwrap();
                 // owned rows hold a value of their global row, ghosts NaN until filled
                 let value = |g: u32, k: usize| (g as usize * nc + k) as f64 + 0.5;
                 let mut x: Vec<f64> = (0..piece.len() * nc).map(|r| if r < piece.owned * nc { value(piece.nodes[r / nc], r % nc) } else { f64::NAN }).collect();

@@ -7,10 +7,9 @@
 //! [`Communicator`]: MPI (feature `mpi`) between processes, threads in
 //! one process, or none for one rank.
 //!
-//! The mesh and its space are built on every rank (as MFEM's `ParMesh` is
-//! made from a serial mesh that every rank reads), the partition is
-//! computed the same way on each, and each rank then assembles and solves
-//! on its piece alone.
+//! Rank 0 alone builds the whole space, partitions it and cuts every
+//! rank's piece ([`share`]); each rank then receives its share, and
+//! assembles and solves on its piece alone.
 
 pub mod backend;
 pub mod comm;
@@ -19,8 +18,10 @@ pub mod halo;
 pub mod mpi;
 pub mod newton;
 pub mod operator;
+pub mod packing;
 pub mod partition;
 pub mod piece;
+pub mod share;
 
 pub use backend::Distributed;
 pub use comm::{agree, Communicator, Serial, Threads};
@@ -29,3 +30,4 @@ pub use newton::{DistributedReport, Ranks};
 pub use operator::HaloOperator;
 pub use partition::{Partition, Partitioner};
 pub use piece::Piece;
+pub use share::{AuxAt, Share, Whole};

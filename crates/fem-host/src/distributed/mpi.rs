@@ -100,6 +100,37 @@ impl Communicator for Mpi {
         });
         Ok(())
     }
+    fn gather(&self, v: &[f64]) -> Result<Option<Vec<f64>>> {
+        let root = self.world.process_at_rank(0);
+        let mine = v.len() as u64;
+        if self.rank() != 0 {
+            root.gather_into(&mine);
+            root.gather_varcount_into(v);
+            return Ok(None);
+        }
+        let mut lens = vec![0u64; self.size()];
+        root.gather_into_root(&mine, &mut lens[..]);
+        let lens: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
+        let (c, d) = layout(&lens)?;
+        let mut out = vec![0.0; lens.iter().sum()];
+        {
+            let mut into = PartitionMut::new(&mut out[..], c, &d[..]);
+            root.gather_varcount_into_root(v, &mut into);
+        }
+        Ok(Some(out))
+    }
+    fn wait_idle(&self) -> Result<()> {
+        // MPI's blocking calls spin on a core; a pending barrier tested
+        // now and then leaves the cores to the rank at work
+        let mut pending = self.world.immediate_barrier();
+        loop {
+            match pending.test() {
+                Ok(_) => return Ok(()),
+                Err(p) => pending = p,
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
     fn all_gather(&self, v: &[f64]) -> Result<Vec<f64>> {
         let n = self.size();
         let mut lens = vec![0u64; n];

@@ -99,26 +99,6 @@ impl Partition {
         Ok(Self::of(parts, how, rank, &ptr, &adj))
     }
 
-    /// The partition rank 0 computes, on every rank: the ranks agree on
-    /// it even where a partitioner's result could differ between runs.
-    /// Collective.
-    pub fn shared(comm: &dyn super::Communicator, space: &Space, how: Partitioner) -> Result<Self> {
-        let made = match comm.rank() {
-            0 => Some(super::agree(comm, Self::new(space, comm.size(), how))?),
-            _ => super::agree(comm, Ok(None))?,
-        };
-        let mine: Vec<f64> = made.as_ref().map_or_else(Vec::new, |p| p.rank.iter().map(|&r| r as f64).collect());
-        let rank: Vec<u32> = comm.all_gather(&mine)?.into_iter().map(|r| r as u32).collect();
-        crate::error::same_len("partitioned cells", rank.len(), space.n_cells())?;
-        match made {
-            Some(p) => Ok(p),
-            None => {
-                let (ptr, adj) = dual_graph(space);
-                Ok(Self::of(comm.size(), how, rank, &ptr, &adj))
-            }
-        }
-    }
-
     /// The quality of the partition `rank` of the cells of dual graph
     /// `ptr`, `adj`.
     fn of(parts: usize, how: Partitioner, rank: Vec<u32>, ptr: &[usize], adj: &[u32]) -> Self {
@@ -213,14 +193,13 @@ mod tests {
     }
 
     #[test]
-    fn ranks_as_threads_share_one_partition() {
+    fn metis_called_from_threads_at_once_partitions_alike() {
         let mesh = BoxMesh::unstructured(3, 6, 2).build().unwrap();
         let space = Space::tensor(&mesh, 1).unwrap();
         let serial = Partition::new(&space, 3, Partitioner::Metis).unwrap();
-        // METIS called from several threads at once, and the partition rank 0 shares
+        // METIS called from several threads at once
         let each = crate::distributed::Threads::run(3, |_| Partition::new(&space, 3, Partitioner::Metis).unwrap());
-        let shared = crate::distributed::Threads::run(3, |c| Partition::shared(c, &space, Partitioner::Metis).unwrap());
-        for p in each.iter().chain(&shared) {
+        for p in &each {
             assert_eq!((&p.rank, p.cut_facets), (&serial.rank, serial.cut_facets));
         }
     }

@@ -7,24 +7,34 @@
 //! and one layer of its neighbours' cells), so the rows of the nodes it
 //! owns are complete: an operator applied to owned values and ghost values
 //! gives the owned rows exactly, with one exchange of ghost values before
-//! it (PETSc's and MFEM's layout of a distributed matrix).
+//! it (PETSc's and MFEM's layout of a distributed matrix). It also keeps
+//! its own cells that have no node it owns, so that its output piece
+//! covers every cell the partition gives it.
 //!
 //! Local numbering: owned nodes first (in global order), then ghosts
 //! grouped by owner (in global order within each), so that the values
 //! from one owner land in one contiguous range. The distributed global
 //! numbering is this rank's offset plus the local index of an owned node.
+//!
+//! Every piece is cut where the whole space is ([`Piece::split`], on rank
+//! 0): the send lists then follow from the receivers' ghost lists without
+//! a message.
 
-use super::comm::{agree, Communicator};
+use super::comm::Communicator;
 use super::partition::Partition;
 use crate::space::{Constraints, Load, Space};
 use crate::{Error, Result};
+use rayon::prelude::*;
 use std::ops::Range;
 
 /// One rank's share of a partitioned space.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Piece {
     /// Cells of the whole space this rank assembles, in global order.
     pub cells: Vec<u32>,
+    /// The partition's cells of this rank, as indices into `cells`: what
+    /// its output piece shows.
+    pub own_cells: Vec<u32>,
     /// The whole space's node of every local node.
     pub nodes: Vec<u32>,
     /// Local nodes this rank owns: the first `owned` of `nodes`.
@@ -53,57 +63,43 @@ pub fn owners(space: &Space, partition: &Partition) -> Vec<u32> {
     owner
 }
 
-/// A hash of the space's cell-to-node map and the partition, exact as an
-/// `f64` (48 bits), to check that the ranks agree on both.
-fn fingerprint(space: &Space, partition: &Partition) -> f64 {
-    let mix = |h: u64, v: u64| (h ^ v).wrapping_mul(0x0100_0000_01b3);
-    let h = space.cell_dofs.iter().chain(&partition.rank).fold(mix(0xcbf2_9ce4_8422_2325, space.n_dofs as u64), |h, &v| mix(h, v as u64));
-    (h >> 16) as f64
-}
-
 impl Piece {
-    /// This rank's piece of `space` split by `partition` (the same on
-    /// every rank). Collective: the ranks tell each owner which of its
-    /// nodes they read.
-    pub fn new(comm: &dyn Communicator, space: &Space, partition: &Partition) -> Result<Self> {
-        let (me, size) = (comm.rank(), comm.size());
-        // every rank built the space on its own: it must be the same one
-        let print = fingerprint(space, partition);
-        if comm.all_gather(&[print])?.iter().any(|&p| p != print) {
-            return Err(Error::InvalidArgument("the ranks built different spaces or partitions of the mesh (a different file or numbering on some rank)".into()));
-        }
-        let local = Self::local(comm, space, partition);
-        let piece = agree(comm, local)?;
-        // ask each owner for the ghosts it owns, by global node
-        let mut ask = vec![Vec::new(); size];
-        for (q, range) in &piece.recv {
-            ask[*q] = piece.nodes[range.clone()].iter().map(|&g| g as u64).collect();
-        }
-        let asked = comm.all_to_all(&ask)?;
-        let position = |g: u64| piece.nodes[..piece.owned].binary_search(&(g as u32)).map(|i| i as u32);
-        let send: Result<Vec<(usize, Vec<u32>)>> = asked
-            .into_iter()
-            .enumerate()
-            .filter(|(_, a)| !a.is_empty())
-            .map(|(q, a)| {
-                let idx = a.iter().map(|&g| position(g)).collect::<std::result::Result<Vec<u32>, usize>>();
-                idx.map(|i| (q, i)).map_err(|_| Error::InvalidArgument(format!("rank {q} asked rank {me} for a node it does not own")))
-            })
-            .collect();
-        let send = agree(comm, send)?;
-        Ok(Self { send, ..piece })
-    }
-
-    /// Everything but the send lists, from the replicated space alone.
-    fn local(comm: &dyn Communicator, space: &Space, partition: &Partition) -> Result<Self> {
-        let (me, nb) = (comm.rank() as u32, space.nb());
-        if partition.parts != comm.size() || partition.rank.len() != space.n_cells() {
-            return Err(Error::InvalidArgument(format!("a partition into {} parts of {} cells does not fit {} ranks and {} cells", partition.parts, partition.rank.len(), comm.size(), space.n_cells())));
+    /// Every rank's piece of `space` split by `partition`, in rank order.
+    pub fn split(space: &Space, partition: &Partition) -> Result<Vec<Self>> {
+        let size = partition.parts;
+        if partition.rank.len() != space.n_cells() || partition.rank.iter().any(|&r| r as usize >= size) {
+            return Err(Error::InvalidArgument(format!("a partition into {size} parts of {} cells does not fit a space of {} cells", partition.rank.len(), space.n_cells())));
         }
         let owner = owners(space, partition);
-        let cells: Vec<u32> = (0..space.n_cells()).filter(|&c| space.cell_dofs[c * nb..(c + 1) * nb].iter().any(|&d| owner[d as usize] == me)).map(|c| c as u32).collect();
-        let mut nodes: Vec<u32> = cells.iter().flat_map(|&c| space.cell_dofs[c as usize * nb..(c as usize + 1) * nb].iter().copied()).collect();
-        nodes.sort_unstable_by_key(|&g| (owner[g as usize] != me, owner[g as usize], g));
+        if let Some(n) = owner.iter().position(|&o| o == u32::MAX) {
+            return Err(Error::InvalidArgument(format!("node {n} lies in no cell, so no rank owns it")));
+        }
+        let mut first = vec![0usize; size + 1];
+        owner.iter().for_each(|&o| first[o as usize + 1] += 1);
+        for q in 0..size {
+            first[q + 1] += first[q];
+        }
+        let mut pieces: Vec<Self> = (0..size).into_par_iter().map(|me| Self::of_rank(space, partition, &owner, me as u32, first[me])).collect();
+        // what r reads from q, q sends r: q's local positions of r's ghosts
+        for r in 0..size {
+            for (q, range) in pieces[r].recv.clone() {
+                let (ghosts, from) = (&pieces[r].nodes[range], &pieces[q]);
+                let list: Vec<u32> = ghosts.par_iter().map(|g| from.nodes[..from.owned].binary_search(g).map(|i| i as u32).map_err(|_| *g)).collect::<std::result::Result<_, u32>>().map_err(|g| Error::InvalidArgument(format!("rank {r} reads node {g} from rank {q}, which does not own it")))?;
+                pieces[q].send.push((r, list));
+            }
+        }
+        Ok(pieces)
+    }
+
+    /// Rank `me`'s piece but for its send lists: its first owned node is
+    /// `first`.
+    fn of_rank(space: &Space, partition: &Partition, owner: &[u32], me: u32, first: usize) -> Self {
+        let nb = space.nb();
+        let keep = |c: usize| partition.rank[c] == me || space.cell_dofs[c * nb..(c + 1) * nb].iter().any(|&d| owner[d as usize] == me);
+        let cells: Vec<u32> = (0..space.n_cells()).into_par_iter().filter(|&c| keep(c)).map(|c| c as u32).collect();
+        let own_cells = cells.iter().enumerate().filter(|(_, &c)| partition.rank[c as usize] == me).map(|(k, _)| k as u32).collect();
+        let mut nodes: Vec<u32> = cells.par_iter().flat_map_iter(|&c| space.cell_dofs[c as usize * nb..(c as usize + 1) * nb].iter().copied()).collect();
+        nodes.par_sort_unstable_by_key(|&g| (owner[g as usize] != me, owner[g as usize], g));
         nodes.dedup();
         let owned = nodes.iter().take_while(|&&g| owner[g as usize] == me).count();
         let mut recv: Vec<(usize, Range<usize>)> = Vec::new();
@@ -114,8 +110,7 @@ impl Piece {
                 _ => recv.push((q, i..i + 1)),
             }
         }
-        let first = owner.iter().filter(|&&o| o < me).count();
-        Ok(Self { cells, nodes, owned, first, global: space.n_dofs, recv, send: Vec::new() })
+        Self { cells, own_cells, nodes, owned, first, global: space.n_dofs, recv, send: Vec::new() }
     }
 
     /// Nodes in the piece: owned and ghosts.
@@ -131,7 +126,7 @@ impl Piece {
 
     /// The piece's subspace: its cells, its nodes in local order.
     pub fn space(&self, space: &Space) -> Result<Space> {
-        space.subspace(&self.cells, &self.nodes)
+        space.subspace(&self.cells, &self.nodes).map(|(s, _)| s)
     }
 
     /// The local values of an `nc`-component field given on the whole
@@ -164,29 +159,29 @@ impl Piece {
         Load { nc: l.nc, values: self.restrict(l.nc, &l.values) }
     }
 
-    /// The whole field on every rank from each rank's owned values
-    /// (`owned·nc` of them, local order). Collective.
-    pub fn assemble(&self, comm: &dyn Communicator, nc: usize, owned: &[f64]) -> Result<Vec<f64>> {
+    /// The whole field on rank 0 (`None` elsewhere) from each rank's
+    /// owned values (`owned·nc` of them, local order). Collective.
+    pub fn gather(&self, comm: &dyn Communicator, nc: usize, owned: &[f64]) -> Result<Option<Vec<f64>>> {
         crate::error::same_len("owned values", owned.len(), self.owned * nc)?;
         let mut tagged = Vec::with_capacity(owned.len() + self.owned);
         for (i, &g) in self.nodes[..self.owned].iter().enumerate() {
             tagged.push(g as f64);
             tagged.extend_from_slice(&owned[i * nc..(i + 1) * nc]);
         }
-        let all = comm.all_gather(&tagged)?;
+        let Some(all) = comm.gather(&tagged)? else { return Ok(None) };
         let mut out = vec![f64::NAN; self.global * nc];
         for chunk in all.chunks_exact(nc + 1) {
             let g = chunk[0] as usize;
             out[g * nc..(g + 1) * nc].copy_from_slice(&chunk[1..]);
         }
-        Ok(out)
+        Ok(Some(out))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::distributed::{Partitioner, Threads};
+    use crate::distributed::Partitioner;
     use crate::mesh::simplex::SimplexBox;
 
     #[test]
@@ -196,7 +191,8 @@ mod tests {
         // 3 ranks on METIS and the curve; 40 ranks for 50 cells: ranks that own no node
         for (ranks, how) in [(3, Partitioner::Metis), (3, Partitioner::Curve), (40, Partitioner::Metis)] {
             let partition = Partition::new(&space, ranks, how).unwrap();
-            let pieces = Threads::run(ranks, |c| Piece::new(c, &space, &partition).unwrap());
+            let pieces = Piece::split(&space, &partition).unwrap();
+            assert_eq!(pieces.len(), ranks);
             let mut owner = vec![usize::MAX; space.n_dofs];
             let mut first = 0;
             for (r, p) in pieces.iter().enumerate() {
@@ -205,14 +201,17 @@ mod tests {
                 for &g in &p.nodes[..p.owned] {
                     assert_eq!(std::mem::replace(&mut owner[g as usize], r), usize::MAX, "node {g} owned twice");
                 }
-                // every cell with an owned node is in the piece
+                // every cell with an owned node, and every own cell, is in the piece
                 for c in 0..space.n_cells() {
                     let has = space.cell_dofs[c * 6..(c + 1) * 6].iter().any(|g| p.nodes[..p.owned].contains(g));
-                    assert_eq!(has, p.cells.contains(&(c as u32)));
+                    let own = partition.rank[c] as usize == r;
+                    assert_eq!(has || own, p.cells.contains(&(c as u32)));
+                    assert_eq!(own, p.own_cells.iter().any(|&k| p.cells[k as usize] == c as u32));
                 }
             }
             assert!(owner.iter().all(|&o| o != usize::MAX));
-            assert_eq!(pieces.iter().filter(|p| p.is_empty()).count(), if ranks == 40 { 40 - pieces.iter().filter(|p| p.owned > 0).count() } else { 0 });
+            // a rank is empty only without cells
+            assert!(pieces.iter().enumerate().all(|(r, p)| p.is_empty() == (partition.cells[r] == 0)));
             // what q sends r is what r's ghost slots from q hold
             for (r, p) in pieces.iter().enumerate() {
                 for (q, range) in &p.recv {

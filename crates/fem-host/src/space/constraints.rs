@@ -32,13 +32,13 @@ pub enum BoundaryPart {
         /// What messages call it.
         name: String,
         /// The predicate on the facet's centre.
-        accept: Box<dyn Fn(&[f64; 3]) -> bool + Sync>,
+        accept: Box<dyn Fn(&[f64; 3]) -> bool + Send + Sync>,
     },
 }
 
 impl BoundaryPart {
     /// Facets whose centre satisfies `accept` (e.g. `|x| x[0] < 1e-12` for x = 0).
-    pub fn at(name: &str, accept: impl Fn(&[f64; 3]) -> bool + Sync + 'static) -> Self {
+    pub fn at(name: &str, accept: impl Fn(&[f64; 3]) -> bool + Send + Sync + 'static) -> Self {
         Self::Where {
             name: name.to_string(),
             accept: Box::new(accept),

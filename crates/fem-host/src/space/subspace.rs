@@ -2,8 +2,9 @@
 //! solve assembles on. The nodes keep their identity (position, boundary
 //! flag) and take the numbering the caller gives, so that a rank can put
 //! the nodes it owns first and its ghosts after them; the mesh's vertices
-//! keep theirs, so that facet keys (and the Gmsh groups that name facets
-//! by them) mean the same on every rank.
+//! only those its cells use, numbered in the same order (so a facet's
+//! sorted key stays sorted), and [`Space::subspace`] gives the mesh's
+//! vertex of each, to translate the keys Gmsh groups name facets by.
 
 use super::Space;
 use crate::{Error, Result};
@@ -16,8 +17,9 @@ impl Space {
     /// renumbered `i`. Boundary facets stay those of the whole mesh that
     /// belong to the kept cells, so a facet where the kept cells meet the
     /// others is not mistaken for the boundary. An error when a cell is
-    /// out of range or has a node that `nodes` does not list.
-    pub fn subspace(&self, cells: &[u32], nodes: &[u32]) -> Result<Space> {
+    /// out of range or has a node that `nodes` does not list. Also gives
+    /// the whole mesh's vertex of every vertex of the subspace.
+    pub fn subspace(&self, cells: &[u32], nodes: &[u32]) -> Result<(Space, Vec<u32>)> {
         let (nb, nv) = (self.nb(), self.shape.vertices());
         let mut local = vec![ABSENT; self.n_dofs];
         for (i, &g) in nodes.iter().enumerate() {
@@ -44,23 +46,30 @@ impl Space {
             }
             cell_vertices.extend_from_slice(&self.cell_vertices[c * nv..(c + 1) * nv]);
         }
+        // the cells' vertices, renumbered in increasing order
+        let mut used: Vec<u32> = cell_vertices.clone();
+        used.sort_unstable();
+        used.dedup();
+        let vertex = |v: u32| used.binary_search(&v).map_or(ABSENT, |i| i as u32);
+        cell_vertices.iter_mut().for_each(|v| *v = vertex(*v));
         let facets = self
             .facets
             .iter()
             .filter(|f| new_cell[f.cell as usize] != ABSENT)
-            .map(|f| super::facets::Facet { cell: new_cell[f.cell as usize], ..*f })
+            .map(|f| super::facets::Facet { cell: new_cell[f.cell as usize], key: f.key.map(|v| if v == ABSENT { v } else { vertex(v) }), ..*f })
             .collect();
-        Ok(Space {
+        let space = Space {
             shape: self.shape,
             degree: self.degree,
             n_dofs: nodes.len(),
             cell_dofs,
-            vertices: self.vertices.clone(),
+            vertices: used.iter().map(|&v| self.vertices[v as usize]).collect(),
             cell_vertices,
             dof_coords: nodes.iter().map(|&g| self.dof_coords[g as usize]).collect(),
             boundary: nodes.iter().map(|&g| self.boundary[g as usize]).collect(),
             facets,
-        })
+        };
+        Ok((space, used))
     }
 }
 
@@ -84,8 +93,18 @@ mod tests {
             }
         }
         nodes.reverse();
-        let sub = space.subspace(&cells, &nodes).unwrap();
-        assert_eq!((sub.n_cells(), sub.n_dofs), (8, 5 * 9));
+        let (sub, vertices) = space.subspace(&cells, &nodes).unwrap();
+        assert_eq!((sub.n_cells(), sub.n_dofs, sub.vertices.len()), (8, 5 * 9, 5 * 3));
+        // the same corners, numbered apart from the mesh's, and keys translated
+        for (k, &c) in cells.iter().enumerate() {
+            for v in 0..4 {
+                assert_eq!(vertices[sub.cell_vertices[k * 4 + v] as usize], space.cell_vertices[c as usize * 4 + v]);
+            }
+        }
+        for f in &sub.facets {
+            let whole = space.facets.iter().find(|g| g.cell == cells[f.cell as usize] && g.local == f.local).unwrap();
+            assert_eq!(f.key.map(|v| if v == u32::MAX { v } else { vertices[v as usize] }), whole.key);
+        }
         for (k, &c) in cells.iter().enumerate() {
             for b in 0..9 {
                 let (l, g) = (sub.cell_dofs[k * 9 + b], space.cell_dofs[c as usize * 9 + b]);
