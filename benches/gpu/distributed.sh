@@ -25,9 +25,9 @@ run() { # ranks label args (ranks 0: one GPU, no mpirun)
 import json, sys
 d = sys.argv[3]; r = json.load(open(f"{d}/o.json")); n = r['newton']; t = open(f"{d}/t").read().split(); p = r.get('ranks')
 its = n['krylov_iterations']; sp = n['split']
-s = f"{sys.argv[1]:20s} np={sys.argv[2]} rows {r['rows']} its {its} host-setup {r['host_setup_seconds']:.2f} backend-setup {n['setup_seconds']:.3f} element {sp['element']:.3f} assembly {sp['assembly']:.3f} krylov {sp['solve']:.3f} per-it {1e6 * sp['solve'] / max(its, 1):.1f}us wall {t[0]}"
+s = f"{sys.argv[1]:20s} np={sys.argv[2]} rows {r['rows']} its {its} host-setup {r['host_setup_seconds']:.2f} {[(k, round(v, 2)) for k, v in r['host_setup_split']]} backend-setup {n['setup_seconds']:.3f} element {sp['element']:.3f} assembly {sp['assembly']:.3f} krylov {sp['solve']:.3f} per-it {1e6 * sp['solve'] / max(its, 1):.1f}us wall {t[0]}"
 if p:
-    s += f" | {p['halo_transport']} cut {p['partition']['cut_facets']} imb {p['partition']['imbalance']:.3f} owned {min(p['owned_rows'])}-{max(p['owned_rows'])} ghost {max(p['ghost_rows'])} halo-s {max(p['halo_seconds']):.3f} sums {p['reductions']} sums-s {max(p['reduction_seconds']):.3f} rss-GB {max(p['peak_rss_bytes']) / 1e9:.2f}"
+    s += f" | {p['halo_transport']} cut {p['partition']['cut_facets']} imb {p['partition']['imbalance']:.3f} owned {min(p['owned_rows'])}-{max(p['owned_rows'])} ghost {max(p['ghost_rows'])} halo-s {max(p['halo_seconds']):.3f} sums {p['reductions']} sums-s {max(p['reduction_seconds']):.3f} rss-GB {[round(b / 1e9, 2) for b in p['peak_rss_bytes']]} threads {p['threads']} cores {p['cores']}"
 else:
     s += f" rss-GB {int(t[1]) / 1e6:.2f}"
 print(s, flush=True)
