@@ -245,22 +245,35 @@
 //!
 //! The same set-up runs on every rank of an MPI job (or ranks run as
 //! threads, [`crate::host::distributed::Threads`]), each with its own
-//! backend: the partition, made on rank 0, gives each rank its piece (the
-//! nodes it owns and the ghosts it reads), the set-up is built on the
-//! piece's space from the whole space's conditions and load, and Newton's
+//! backend. Rank 0 alone builds the whole space, its conditions and load,
+//! partitions the cells and cuts every rank's share: its piece (the nodes
+//! it owns and the ghosts it reads), the piece's space, and the
+//! conditions, load and auxiliary values there. The other ranks wait idle
+//! and receive theirs; each builds its set-up on its piece, and Newton's
 //! updates run across the ranks, the halo exchanged before every product
 //! (through NCCL between GPUs):
 //!
 //! ```ignore
-//! use fem::host::distributed::{mpi::Mpi, newton, Partition, Partitioner, Piece};
+//! use fem::host::distributed::{agree, mpi::Mpi, newton, Communicator, Partition, Partitioner, Share, Whole};
 //! let comm = Mpi::init()?; // feature `mpi`, under mpirun
-//! let partition = Partition::shared(&comm, &space, Partitioner::Metis)?;
-//! let piece = Piece::new(&comm, &space, &partition)?;
-//! let local = piece.space(&space)?;
-//! let setup = Setup::<MyPhysics>::constrained(&cpu, &local, Aux::None, &piece.constraints(&local, &constraints)?, Some(&piece.load(&load)))?;
-//! let (owned, report) = newton::solve(&gpu, &comm, &piece, &setup, &piece.restrict(1, &constraints.initial()), &NewtonOptions::default())?;
-//! let u = piece.assemble(&comm, 1, &owned)?; // the whole solution, on every rank
+//! let made = match comm.rank() {
+//!     0 => {
+//!         // the whole problem, on rank 0 only
+//!         let partition = Partition::new(&space, comm.size(), Partitioner::Metis)?;
+//!         let whole = Whole { space: &space, constraints: &constraints, load: &load, aux: Aux::None, boundary: None };
+//!         Some(Share::cut(&whole, &partition)?)
+//!     }
+//!     _ => None,
+//! };
+//! let share = Share::scatter(&comm, made)?;
+//! let setup = Setup::<MyPhysics>::constrained(&cpu, &share.space, share.aux(), &share.constraints, Some(&share.load))?;
+//! let (owned, report) = newton::solve(&gpu, &comm, &share.piece, &setup, &share.constraints.initial(), &NewtonOptions::default())?;
+//! let u = share.piece.gather(&comm, 1, &owned)?; // the whole solution, on rank 0
 //! ```
+//!
+//! (A rank's error before a collective would leave the others waiting:
+//! [`crate::host::distributed::agree`] makes every rank's result one, as
+//! `fem solve` does around each step.)
 //!
 //! Jacobi, Chebyshev–Jacobi and no preconditioner run across ranks, with
 //! CG, BiCGStab or GMRES: their dot products and norms are sums over the
