@@ -77,6 +77,8 @@ fn ranks_solve_as_one_rank_does() {
         ("elasticity Q1", vec!["--mesh", &hex, "--physics", "elasticity", "--dirichlet-group", "xmin", "--load", "one", "--krylov", "gmres"]),
         ("radiation Q2, Newton", vec!["--mesh", &hex, "--physics", "radiation", "--degree", "2", "--robin-group", "xmax=4,ymin=-2", "--load", "one"]),
         ("poisson P2, Chebyshev", vec!["--mesh", &tet, "--physics", "poisson", "--degree", "2", "--load", "random", "--precond", "chebyshev"]),
+        ("poisson Q3, element matrices", vec!["--mesh", &hex, "--physics", "poisson", "--degree", "3", "--load", "random", "--format", "lma"]),
+        ("elasticity Q2, ELLPACK", vec!["--mesh", &hex, "--physics", "elasticity", "--degree", "2", "--dirichlet-group", "xmin", "--load", "one", "--format", "ell"]),
     ];
     let mut iterations = Vec::new();
     for (name, args) in cases {
@@ -98,6 +100,10 @@ fn ranks_solve_as_one_rank_does() {
             assert_eq!(owned, r["rows"].as_u64().unwrap(), "{name}: every row owned once");
             assert!(p["partition"]["cut_facets"].as_u64().unwrap() > 0 && p["halo_bytes"].as_array().unwrap().iter().all(|b| b.as_u64().unwrap() > 0), "{name}: {p}");
             assert_eq!(r["newton"]["steps"].as_array().unwrap().len(), r1["newton"]["steps"].as_array().unwrap().len(), "{name}: the same Newton updates");
+            // the tangent stored as asked, on every rank as on one
+            let kernels = r["newton"]["kernels"].as_str().unwrap();
+            assert!(!name.contains("element") || kernels.contains("LMA"), "{name}: {kernels}");
+            assert!(!name.contains("ELLPACK") || kernels.contains("ell"), "{name}: {kernels}");
         }
     }
     // the degree-3 polynomial takes far fewer iterations than Jacobi on the same problem
@@ -144,7 +150,8 @@ fn an_error_on_the_ranks_ends_them_all() {
     for (args, want) in [
         (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precond", "ssor"], "Jacobi, Chebyshev or no preconditioner"),
         (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--time-steps", "2"], "time stepping runs on one rank"),
-        (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precision", "f32"], "leave the precision, format and scatter"),
+        (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precision", "f32"], "leave the precision and scatter"),
+        (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--format", "lma", "--precond", "chebyshev"], "element matrices (LMA) are preconditioned by Jacobi"),
         (vec!["info"], "only `fem solve --mesh FILE --physics ...` runs across ranks"),
     ] {
         let out = fem_on(3, &args);

@@ -222,8 +222,11 @@ fn gpu_ranks_solve_as_one_cpu_rank() {
     let cpu = AnyBackend::Cpu(CpuBackend::new(None).unwrap());
     let mesh = BoxMesh::unstructured(3, 6, 4).build().unwrap();
     let file = GmshMesh::from_box_mesh(&mesh, &vec![0; mesh.n_cells()], &["domain"]).unwrap();
-    for (physics, degree) in [(Physics::Poisson, 2), (Physics::Elasticity, 1)] {
-        let o = options(physics, degree);
+    // the tangent assembled (the default format) and as element matrices
+    let lma = fem::host::problem::nonlinear::Assembly::Lma;
+    for (physics, degree, assembly) in [(Physics::Poisson, 2, None), (Physics::Elasticity, 1, None), (Physics::Poisson, 3, Some(lma))] {
+        let mut o = options(physics, degree);
+        o.newton.assembly = assembly.unwrap_or_default();
         let (space, want, _) = run(&cpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
         let nc = want.len() / space.n_dofs;
         let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -244,7 +247,8 @@ fn gpu_ranks_solve_as_one_cpu_rank() {
                 assert!(report.newton.converged && diff <= 1e-10 * scale, "{physics:?} p = {degree}, rank {r} of {ranks}: {diff:e} of {scale:e}");
                 let p = report.ranks.as_ref().unwrap();
                 assert_eq!(p.ranks, ranks);
-                eprintln!("{physics:?} p = {degree}, {ranks} ranks on {gpus} GPUs: halo through {}", p.halo_transport);
+                eprintln!("{physics:?} p = {degree}, {ranks} ranks on {gpus} GPUs: halo through {}, {}", p.halo_transport, report.newton.kernels);
+                assert_eq!(assembly.is_some(), report.newton.kernels.contains("LMA"), "{}", report.newton.kernels);
                 if ranks > gpus {
                     assert_eq!(p.halo_transport, "host", "ranks sharing a GPU exchange through the host");
                 }

@@ -10,7 +10,8 @@ use super::halo::{Halo, HaloBackend};
 use super::operator::HaloOperator;
 use super::partition::Partition;
 use super::piece::Piece;
-use crate::problem::nonlinear::{line_search, Assembly, NewtonOps, NewtonOptions, NewtonStep, Precision, Precond, Scatter, Setup};
+use crate::problem::nonlinear::assembly::{lma_inverse_diagonal, LmaOp};
+use crate::problem::nonlinear::{line_search, NewtonOps, NewtonOptions, NewtonStep, Precision, Precond, Scatter, Setup};
 use crate::problem::phases::{timed, Split};
 use crate::solver::{chebyshev, CgOptions, InverseDiagonal};
 use crate::sparse::{Spmv, SpmvFormat};
@@ -136,10 +137,10 @@ fn residual<B: NewtonOps>(d: &Distributed<'_, B>, state: &B::State, u: &B::Vecto
     crate::Backend::norm2(d, &w.r)
 }
 
-/// The tangent's local format: the backend's default unless it numbers
+/// The tangent assembled in `format`, or in CSR where that format numbers
 /// rows its own way (the halo exchange reads them in the piece's order).
-fn local_matrix<B: NewtonOps, K: Kernels<f64>>(b: &B, state: &B::State, setup: &Setup<K>) -> Result<Box<dyn Spmv<B, f64>>> {
-    let m = b.matrix::<K, f64>(state, setup, b.default_format())?;
+fn local_matrix<B: NewtonOps, K: Kernels<f64>>(b: &B, state: &B::State, setup: &Setup<K>, format: SpmvFormat) -> Result<Box<dyn Spmv<B, f64>>> {
+    let m = b.matrix::<K, f64>(state, setup, format)?;
     match m.numbering() {
         None => Ok(m),
         Some(_) => b.matrix::<K, f64>(state, setup, SpmvFormat::Csr),
@@ -150,26 +151,29 @@ fn local_matrix<B: NewtonOps, K: Kernels<f64>>(b: &B, state: &B::State, setup: &
 /// ghost, fixed rows at their values): the set-up was built on the
 /// piece's space. Returns the owned rows of u and the report. Takes
 /// Jacobi, Chebyshev–Jacobi or no preconditioner, with any Krylov
-/// method, in f64 on the backend's default tangent format (lagged or
-/// not); an error for options it would not honour.
+/// method, in f64, the tangent (lagged or not) stored as `o.assembly`
+/// says (a sparse format or element matrices, chosen as on one rank by
+/// default); an error for options it would not honour.
 pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm: &dyn Communicator, piece: &Piece, setup: &Setup<K>, initial: &[f64], o: &NewtonOptions) -> Result<(Vec<f64>, DistributedReport)> {
     let nc = setup.physics.variant.nc;
     if !matches!(o.precond, Precond::Jacobi | Precond::None | Precond::Chebyshev(_)) {
         return Err(Error::InvalidArgument(format!("a distributed solve takes Jacobi, Chebyshev or no preconditioner, not {}", o.precond)));
     }
-    if o.precision != Precision::F64 || o.assembly != Assembly::Auto || o.scatter != Scatter::Atomic {
-        return Err(Error::InvalidArgument("a distributed solve assembles the tangent in the backend's own format by atomics and solves in f64: leave the precision, format and scatter at their defaults".into()));
+    if o.precision != Precision::F64 || o.scatter != Scatter::Atomic {
+        return Err(Error::InvalidArgument("a distributed solve assembles by atomics and solves in f64: leave the precision and scatter at their defaults".into()));
     }
     crate::error::same_len("piece rows", setup.n_rows(), piece.len() * nc)?;
     crate::error::same_len("initial guess", initial.len(), piece.len() * nc)?;
     let start = Instant::now();
     let halo = Halo::new(b, comm, piece, nc)?;
     let d = Distributed::new(b, comm, halo.owned_rows());
-    let state = b.prepare(setup, Some(b.default_format()), Scatter::Atomic)?;
-    let mut matrix = local_matrix(b, &state, setup)?;
+    let storage = o.assembly.resolve(setup, o.precond, o.precision, b.default_format())?;
+    let state = b.prepare(setup, storage.format(), Scatter::Atomic)?;
+    let mut matrix = storage.format().map(|f| local_matrix(b, &state, setup, f)).transpose()?;
     let n = halo.rows();
     let mut w = Work::<B> { ue: b.zeros(setup.gather.len())?, relem: b.zeros(setup.gather.len())?, r: b.zeros(n)? };
-    let (mut kelem, mut kflat, mut inv) = (b.zeros(setup.entry_pos.len())?, b.zeros(setup.csr.nnz())?, b.zeros(n)?);
+    let values = if matrix.is_some() { setup.csr.nnz() } else { 0 };
+    let (mut kelem, mut kflat, mut inv, mut scratch) = (b.zeros(setup.entry_pos.len())?, b.zeros(values)?, b.zeros(n)?, b.zeros(n)?);
     let (mut u, mut trial, mut delta) = (b.upload(initial)?, b.zeros(n)?, b.zeros(n)?);
     let ghosts = vec![1.0; n - halo.owned_rows()];
     // the first exchange also connects the ranks (NCCL connects lazily)
@@ -194,9 +198,14 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
             // `w.ue` holds the gather of u from its residual
             timed(b, &mut split.element, || b.elements(&state, true, &w.ue, &mut kelem))?;
             timed(b, &mut split.assembly, || {
-                b.assemble(&state, true, &kelem, &mut kflat)?;
-                matrix.reorder(b, &kflat)?;
-                b.inverse_diagonal(&state, &kflat, &mut inv)?;
+                match matrix.as_mut() {
+                    Some(m) => {
+                        b.assemble(&state, true, &kelem, &mut kflat)?;
+                        m.reorder(b, &kflat)?;
+                        b.inverse_diagonal(&state, &kflat, &mut inv)?;
+                    }
+                    None => lma_inverse_diagonal(b, &state, &kelem, None, &mut scratch, &mut inv)?,
+                }
                 match ghosts.is_empty() {
                     true => Ok(()),
                     false => b.write_at(&mut inv, halo.owned_rows(), &ghosts),
@@ -204,7 +213,12 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
             })?;
             rho = None;
         }
-        let op = HaloOperator::new(b, &*matrix, &halo)?;
+        let lma = LmaOp { state: &state, kelem: &kelem, extra: None, scratch: std::cell::RefCell::new(&mut scratch), n };
+        let local: &dyn crate::operator::LinearOperator<B, f64> = match matrix.as_deref() {
+            Some(m) => m,
+            None => &lma,
+        };
+        let op = HaloOperator::new(b, local, &halo)?;
         let identity = crate::solver::precond::Identity(n);
         let jacobi = InverseDiagonal::<Distributed<'_, B>, f64>(&inv, n);
         let polynomial;
@@ -244,7 +258,7 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         rows: piece.global * nc,
         owned_rows: halo.owned_rows(),
         ghost_rows: n - halo.owned_rows(),
-        format: matrix.name(),
+        format: matrix.as_ref().map_or_else(|| "element matrices (LMA)".into(), |m| m.name()),
         converged: *residuals.last().expect("one residual") <= tol,
         krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(),
         residuals,

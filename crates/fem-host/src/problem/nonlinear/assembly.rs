@@ -58,7 +58,7 @@ impl std::str::FromStr for Assembly {
 
 /// What a workspace stores: [`Assembly`] resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Storage {
+pub(crate) enum Storage {
     /// Assembled into this format.
     Sparse(SpmvFormat),
     /// Element matrices.
@@ -68,7 +68,7 @@ pub(super) enum Storage {
 impl Storage {
     /// The sparse format of the assembled tangent; `None` for element
     /// matrices.
-    pub(super) fn format(self) -> Option<SpmvFormat> {
+    pub(crate) fn format(self) -> Option<SpmvFormat> {
         match self {
             Self::Sparse(f) => Some(f),
             Self::Lma => None,
@@ -110,7 +110,7 @@ impl Assembly {
     /// The storage for `setup` preconditioned by `precond` on a backend
     /// whose sparse format is `default`; an error where the two cannot go
     /// together.
-    pub(super) fn resolve<K: Kernels<f64>>(self, setup: &Setup<K>, precond: super::Precond, precision: super::Precision, default: SpmvFormat) -> Result<Storage> {
+    pub(crate) fn resolve<K: Kernels<f64>>(self, setup: &Setup<K>, precond: super::Precond, precision: super::Precision, default: SpmvFormat) -> Result<Storage> {
         let jacobi = !precond.needs_matrix() && precision == super::Precision::F64;
         match self {
             Self::Auto => {
@@ -130,7 +130,7 @@ impl Assembly {
 
 /// The tangent as element matrices, with a time step's `c · M` term:
 /// `y = weight · (K x) + c · M x`, where `K x` holds `x` in fixed rows.
-pub(super) struct LmaOp<'a, B: NewtonOps> {
+pub(crate) struct LmaOp<'a, B: NewtonOps> {
     pub state: &'a B::State,
     pub kelem: &'a B::Vector<f64>,
     pub extra: Option<&'a Extra<'a, B>>,
@@ -184,7 +184,7 @@ pub fn padded(len: usize, scatter: Scatter) -> usize {
 
 /// `inv ← 1 / diag(weight · K + c · M)` of element matrices `kelem`,
 /// through `d` (a vector of the rows' length).
-pub(super) fn lma_inverse_diagonal<B: NewtonOps>(b: &B, state: &B::State, kelem: &B::Vector<f64>, extra: Option<&Extra<B>>, d: &mut B::Vector<f64>, inv: &mut B::Vector<f64>) -> Result<()> {
+pub(crate) fn lma_inverse_diagonal<B: NewtonOps>(b: &B, state: &B::State, kelem: &B::Vector<f64>, extra: Option<&Extra<B>>, d: &mut B::Vector<f64>, inv: &mut B::Vector<f64>) -> Result<()> {
     b.element_diagonal(state, kelem, d)?;
     if let Some(e) = extra {
         b.axpby(e.c, e.mass_diagonal, e.weight, d)?;
