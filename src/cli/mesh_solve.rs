@@ -1,7 +1,7 @@
 //! `fem solve --mesh FILE --physics ...`: the command-line side of
 //! [`fem::mesh_solve`] (arguments, progress, output files).
 
-use crate::{given, open_announced_on, AmgArgs, refuse_unread, spinner, SmootherArg, CliResult, CycleArg, FormatArg, PrecondArg, ScatterArg, SolveArgs, PIPELINE};
+use crate::{given, open_announced_on, AmgArgs, refuse_unread, spinner, SmootherArg, CliResult, CycleArg, FormatArg, PartitionerArg, PrecondArg, ScatterArg, SolveArgs, PIPELINE};
 use clap::ValueEnum;
 use fem::host::io::gmsh::GmshMesh;
 use fem::host::io::vtk::{write_collection, write_nodal, Encoding, Field};
@@ -10,7 +10,7 @@ use fem::host::space::Space;
 use fem::host::problem::nonlinear::{Assembly, Krylov, NewtonOptions, Precision, Precond, Scatter};
 use fem::host::sparse::SpmvFormat;
 use fem::expression::{components, Expression};
-use fem::host::distributed::{Communicator, Serial};
+use fem::host::distributed::{Communicator, Partitioner, Serial};
 use fem::mesh_solve::{describe, run_on, GroupValue, LoadKind, MeshSolveOptions, Physics, Transient};
 
 /// `--physics`.
@@ -255,6 +255,9 @@ fn local_gpu(comm: &dyn Communicator) -> usize {
 fn solve_on(a: &SolveArgs, file: &GmshMesh, comm: &dyn Communicator) -> CliResult {
     refuse_unread(PIPELINE, "the pipeline's solve of --physics (its --format stores the tangent, in f64, and it preconditions with Jacobi, SSOR or multigrid); they are the Q_p Poisson formats' or the hole benchmark's")?;
     let precond = precond(a)?;
+    if a.partitioner.is_some() && comm.size() == 1 {
+        return Err("--partitioner splits the cells among ranks: run under mpirun -np R".into());
+    }
     if a.time_steps == 0 && a.vtk.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "pvd")) {
         return Err("a .pvd series is written by --time-steps; name a .vtu file for one solution".into());
     }
@@ -304,6 +307,10 @@ fn solve_on(a: &SolveArgs, file: &GmshMesh, comm: &dyn Communicator) -> CliResul
         poisson_ratio: a.poisson_ratio,
         newton,
         ordering: a.ordering.parse()?,
+        partitioner: match a.partitioner {
+            Some(PartitionerArg::Curve) => Partitioner::Curve,
+            _ => Partitioner::Metis,
+        },
         time: match a.time_steps {
             0 => None,
             steps => Some(Transient {

@@ -185,6 +185,11 @@ pub(crate) struct SolveArgs {
     /// tangent an application (default 3).
     #[arg(long)]
     pub(crate) chebyshev_degree: Option<usize>,
+    /// Across ranks (under mpirun): how the cells are split, by METIS's
+    /// k-way partition of the dual graph (few facets cut; the default) or
+    /// in equal runs along a Morton curve (no graph: faster to make).
+    #[arg(long, value_enum)]
+    pub(crate) partitioner: Option<PartitionerArg>,
     /// Hole problem: multigrid levels (default 7 in 2D Q1, 6 in 2D Q2, 4 in 3D Q1, 3 in 3D Q2: about 0.5M / 0.1M DOFs).
     #[arg(long)]
     pub(crate) levels: Option<usize>,
@@ -194,6 +199,15 @@ pub(crate) struct SolveArgs {
     pub(crate) ordering: String,
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// `--partitioner`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PartitionerArg {
+    /// METIS k-way on the dual graph.
+    Metis,
+    /// Equal runs of cells along a Morton curve.
+    Curve,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

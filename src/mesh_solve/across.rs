@@ -8,7 +8,7 @@
 
 use super::problem::Problem;
 use super::{aux_view, element, l2_if_known, Marks, MeshSolveOptions, Physics, RankPiece, Sizes, Solution};
-use fem_host::distributed::{self, agree, Communicator, Halo, Partition, Partitioner, Ranks, Share, Whole};
+use fem_host::distributed::{self, agree, Communicator, Halo, Partition, Ranks, Share, Whole};
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::problem::nonlinear::{NewtonReport, Setup};
 use fem_host::{with_backend, AnyBackend, CpuBackend, Error, Result};
@@ -94,7 +94,7 @@ fn cut(cpu: &CpuBackend, ranks: usize, file: &GmshMesh, o: &MeshSolveOptions, ma
     stage("partition");
     let (aux, at, boundary) = problem.aux(o)?;
     let space = problem.space();
-    let partition = Partition::new(space, ranks, Partitioner::Metis)?;
+    let partition = Partition::new(space, ranks, o.partitioner)?;
     let whole = Whole { space, constraints: &problem.constraints, load: &problem.load, aux: aux_view(&aux, at), boundary };
     let made = Share::cut(&whole, &partition)?;
     let Problem { mut nested, .. } = problem;

@@ -8,7 +8,7 @@
 //! multigrid, resident on either backend.
 
 use crate::expression::Expression;
-use fem_host::distributed::{AuxAt, Communicator, Ranks, Serial};
+use fem_host::distributed::{AuxAt, Communicator, Partitioner, Ranks, Serial};
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::operator::pointwise::Aux;
 use fem_host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions, TimeReport};
@@ -130,6 +130,8 @@ pub struct MeshSolveOptions {
     /// Time stepping of M u̇ + R(u) = 0 from u = 0 (for Poisson the heat
     /// equation) instead of the stationary solve.
     pub time: Option<Transient>,
+    /// How the cells are split among ranks (read across ranks only).
+    pub partitioner: Partitioner,
 }
 
 /// Time stepping.

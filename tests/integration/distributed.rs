@@ -119,10 +119,16 @@ fn ranks_write_their_pieces_and_the_partition() {
     let tet = dir.join("tet.msh").display().to_string();
     assert!(fem_on(1, &["mesh-gen", "--dim", "3", "--cells", "4", "--simplex", &tet]).status.success());
     let (pvtu, vtu) = (dir.join("u.pvtu"), dir.join("u.vtu"));
-    for path in [&pvtu, &vtu] {
-        let out = fem_on(3, &["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--load", "random", "--vtk", path.to_str().unwrap()]);
+    // the pieces by METIS, the whole by the Morton curve
+    for (path, partitioner) in [(&pvtu, "metis"), (&vtu, "curve")] {
+        let out = fem_on(3, &["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--load", "random", "--json", "--partitioner", partitioner, "--vtk", path.to_str().unwrap()]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["ranks"]["partition"]["partitioner"].as_str().unwrap().to_lowercase(), partitioner);
     }
+    // one rank has nothing to split
+    let out = fem_on(1, &["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--partitioner", "curve"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("mpirun"));
     let text = std::fs::read_to_string(&pvtu).unwrap();
     let mut cells = 0;
     for r in 0..3 {
@@ -172,7 +178,7 @@ fn every_rank_holds_its_piece_of_the_solution() {
     let file = fem::host::io::gmsh::GmshMesh::from_box_mesh(&mesh, &vec![0; mesh.n_cells()], &["domain"]).unwrap();
     let mut newton = fem::host::problem::nonlinear::NewtonOptions::default();
     newton.krylov_rtol = 1e-12;
-    let o = MeshSolveOptions { physics: Physics::Elasticity, degree: 2, refine: 0, dirichlet: Vec::new(), neumann: Vec::new(), robin: Vec::new(), load: LoadKind::Random, young: 1.0, poisson_ratio: 0.3, newton, ordering: fem::host::solver::ordering::Ordering::Original, time: None };
+    let o = MeshSolveOptions { physics: Physics::Elasticity, degree: 2, refine: 0, dirichlet: Vec::new(), neumann: Vec::new(), robin: Vec::new(), load: LoadKind::Random, young: 1.0, poisson_ratio: 0.3, newton, ordering: fem::host::solver::ordering::Ordering::Original, time: None, partitioner: fem::host::distributed::Partitioner::Metis };
     let cpu = fem::host::AnyBackend::Cpu(fem::host::CpuBackend::new(Some(1)).unwrap());
     let (space, want, one) = run(&cpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
     let (nc, scale) = (want.len() / space.n_dofs, want.iter().fold(0.0f64, |m, v| m.max(v.abs())));

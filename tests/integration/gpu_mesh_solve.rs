@@ -27,6 +27,7 @@ fn options(physics: Physics, degree: usize) -> MeshSolveOptions {
         newton,
         ordering: fem::host::solver::ordering::Ordering::Original,
         time: None,
+        partitioner: fem::host::distributed::Partitioner::Metis,
     }
 }
 

@@ -409,7 +409,7 @@ fn radiation_cools_through_robin_groups() {
 fn poisson_options(degree: usize, dirichlet: Vec<fem::mesh_solve::GroupValue>, load: fem::mesh_solve::LoadKind, time: Option<fem::mesh_solve::Transient>) -> fem::mesh_solve::MeshSolveOptions {
     let mut newton = fem::host::problem::nonlinear::NewtonOptions::default();
     newton.krylov_rtol = 1e-12;
-    fem::mesh_solve::MeshSolveOptions { physics: fem::mesh_solve::Physics::Poisson, degree, refine: 0, dirichlet, neumann: Vec::new(), robin: Vec::new(), load, young: 1.0, poisson_ratio: 0.3, newton, ordering: fem::host::solver::ordering::Ordering::Original, time }
+    fem::mesh_solve::MeshSolveOptions { physics: fem::mesh_solve::Physics::Poisson, degree, refine: 0, dirichlet, neumann: Vec::new(), robin: Vec::new(), load, young: 1.0, poisson_ratio: 0.3, newton, ordering: fem::host::solver::ordering::Ordering::Original, time, partitioner: fem::host::distributed::Partitioner::Metis }
 }
 
 /// Dirichlet values by group: u = 1 on `xmin` and u = 0 on `xmax` of the
