@@ -7,7 +7,7 @@
 //! method; rank 0 gathers the solution.
 
 use super::problem::Problem;
-use super::{aux_view, element, l2_if_known, Marks, MeshSolveOptions, Physics, RankPiece, Sizes, Solution};
+use super::{element, l2_if_known, Marks, MeshSolveOptions, Physics, RankPiece, Sizes, Solution};
 use fem_host::distributed::{self, agree, Communicator, Halo, Partition, Ranks, Share, Whole};
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::problem::nonlinear::{NewtonReport, Setup};
@@ -95,7 +95,7 @@ fn cut(cpu: &CpuBackend, ranks: usize, file: &GmshMesh, o: &MeshSolveOptions, ma
     let (aux, at, boundary) = problem.aux(o)?;
     let space = problem.space();
     let partition = Partition::new(space, ranks, o.partitioner)?;
-    let whole = Whole { space, constraints: &problem.constraints, load: &problem.load, aux: aux_view(&aux, at), boundary };
+    let whole = Whole { space, constraints: &problem.constraints, load: &problem.load, aux: at.view(&aux), boundary };
     let made = Share::cut(&whole, &partition)?;
     let Problem { mut nested, .. } = problem;
     let space = nested.spaces.pop().expect("the finest level");

@@ -8,7 +8,7 @@
 //! multigrid, resident on either backend.
 
 use crate::expression::Expression;
-use fem_host::distributed::{AuxAt, Communicator, Partitioner, Ranks, Serial};
+use fem_host::distributed::{Communicator, Partitioner, Ranks, Serial};
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::operator::pointwise::Aux;
 use fem_host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions, TimeReport};
@@ -251,7 +251,7 @@ pub fn run_on(
         Err(_) => f.fill(f64::NAN),
     };
     let forcing = Forcing { boundary: Some(&problem.constraints), load: problem.moving_load.then_some(&forcing_load as &(dyn Fn(f64, &mut [f64]) + Sync)) };
-    let one = One { any, cpu: &cpu, problem: &problem, aux: aux_view(&aux, at), boundary, forcing: &forcing, o };
+    let one = One { any, cpu: &cpu, problem: &problem, aux: at.view(&aux), boundary, forcing: &forcing, o };
     let (u, newton, time, host) = with_physics!(o.physics, K => solve_one::<K>(&one, &mut marks, stage, each))?;
     stage("error");
     let space = problem.space();
@@ -331,15 +331,6 @@ fn l2_if_known(space: &Space, u: &[f64], o: &MeshSolveOptions) -> Option<f64> {
     let unit_box = space.dof_coords.iter().all(|x| x[..d].iter().all(|&v| (-1e-12..=1.0 + 1e-12).contains(&v))) && space.dof_coords.iter().any(|x| x[..d].iter().all(|&v| v > 1.0 - 1e-12));
     let exact_known = o.physics == Physics::Poisson && o.load == LoadKind::Sine && o.neumann.is_empty() && o.dirichlet.is_empty() && unit_box;
     exact_known.then(|| l2_error(space, 1, u, |x, e| e[0] = problem::sine(x, d)))
-}
-
-/// Auxiliary values as the physics takes them.
-fn aux_view(v: &[f64], at: AuxAt) -> Aux<'_> {
-    match at {
-        AuxAt::None => Aux::None,
-        AuxAt::Nodes => Aux::Nodal(v),
-        AuxAt::Cells => Aux::Cell(v),
-    }
 }
 
 /// What the one-rank solve of a physics reads.

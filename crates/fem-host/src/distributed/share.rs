@@ -69,14 +69,21 @@ pub enum AuxAt {
 
 const AUX_AT: [AuxAt; 3] = [AuxAt::None, AuxAt::Nodes, AuxAt::Cells];
 
+impl AuxAt {
+    /// Values `v` sitting here, as the physics' kernels take them.
+    pub fn view(self, v: &[f64]) -> Aux<'_> {
+        match self {
+            AuxAt::None => Aux::None,
+            AuxAt::Nodes => Aux::Nodal(v),
+            AuxAt::Cells => Aux::Cell(v),
+        }
+    }
+}
+
 impl Share {
     /// The physics' auxiliary values as its kernels take them.
     pub fn aux(&self) -> Aux<'_> {
-        match self.aux_at {
-            AuxAt::None => Aux::None,
-            AuxAt::Nodes => Aux::Nodal(&self.aux),
-            AuxAt::Cells => Aux::Cell(&self.aux),
-        }
+        self.aux_at.view(&self.aux)
     }
 
     /// The boundary term's part on the piece, `None` where the piece has
