@@ -38,7 +38,7 @@ pub(super) fn run(any: &AnyBackend, comm: &dyn Communicator, file: &GmshMesh, o:
         agree(comm, Ok(()))?;
         (None, agree(comm, Share::scatter(comm, None))?)
     };
-    marks.mark("partition");
+    marks.mark("shares");
     stage("pattern");
     let cpu = CpuBackend::new(None)?;
     let (owned, r, host) = with_physics!(o.physics, K => solve_piece::<K>(any, comm, &cpu, &share, o, &mut marks, stage))?;
@@ -95,6 +95,8 @@ fn cut(cpu: &CpuBackend, ranks: usize, file: &GmshMesh, o: &MeshSolveOptions, ma
     let (aux, at, boundary) = problem.aux(o)?;
     let space = problem.space();
     let partition = Partition::new(space, ranks, o.partitioner)?;
+    marks.mark("partition");
+    stage("shares");
     let whole = Whole { space, constraints: &problem.constraints, load: &problem.load, aux: at.view(&aux), boundary };
     let made = Share::cut(&whole, &partition)?;
     let Problem { mut nested, .. } = problem;

@@ -173,8 +173,10 @@ pub struct MeshSolveReport {
     /// Those seconds by stage, in order: `mesh` (the file's cells),
     /// `spaces` (refinement and every level's space), `numbering` (the
     /// nodes' ordering), `boundary` (conditions and load), across ranks
-    /// `partition` (the cells' ranks and this rank's piece), `pattern` (the
-    /// tangent's pattern, Dirichlet layout and multigrid levels).
+    /// `partition` (the cells' ranks, on rank 0) and `shares` (rank 0
+    /// cutting and sending every rank's share; elsewhere waiting for and
+    /// receiving it), `pattern` (the tangent's pattern, Dirichlet layout
+    /// and multigrid levels).
     pub host_setup_split: Vec<(String, f64)>,
     /// The Newton solve (its own set-up on the backend, then the phases);
     /// of the last step when time stepping.

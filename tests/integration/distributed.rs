@@ -198,7 +198,10 @@ fn every_rank_holds_its_piece_of_the_solution() {
             shown += p.own_cells.len();
             let rep = &s.report;
             assert_eq!((rep.cells, rep.rows, rep.fixed_rows), (one.cells, one.rows, one.fixed_rows), "rank {r} of {ranks}");
-            assert!(rep.host_setup_split.iter().any(|(k, _)| k == "partition"));
+            // rank 0 partitions and cuts the shares; the others receive theirs
+            let stages: Vec<&str> = rep.host_setup_split.iter().map(|(k, _)| k.as_str()).collect();
+            assert_eq!(stages.contains(&"partition"), r == 0, "{stages:?}");
+            assert!(stages.ends_with(&["shares", "pattern"]), "{stages:?}");
         }
         assert_eq!(shown, space.n_cells(), "{ranks} ranks");
     }
