@@ -267,8 +267,9 @@
 //! };
 //! let share = Share::scatter(&comm, made)?;
 //! let setup = Setup::<MyPhysics>::constrained(&cpu, &share.space, share.aux(), &share.constraints, Some(&share.load))?;
-//! let (owned, report) = newton::solve(&gpu, &comm, &share.piece, &setup, &share.constraints.initial(), &NewtonOptions::default())?;
-//! let u = share.piece.gather(&comm, 1, &owned)?; // the whole solution, on rank 0
+//! // u on the piece: its owned rows, then its ghosts as their owners hold them
+//! let (local, report) = newton::solve(&gpu, &comm, &share.piece, &setup, &share.constraints.initial(), &NewtonOptions::default())?;
+//! let u = share.piece.gather(&comm, 1, &local[..share.piece.owned])?; // the whole solution, on rank 0
 //! ```
 //!
 //! (A rank's error before a collective would leave the others waiting:

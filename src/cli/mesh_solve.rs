@@ -213,7 +213,7 @@ fn share_cores() {
     let Some(local) = local.filter(|&l| l > 1) else { return };
     widen_binding(local);
     if std::env::var_os("RAYON_NUM_THREADS").is_none() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = fem::host::distributed::newton::cores();
         std::env::set_var("RAYON_NUM_THREADS", (cores / local).max(1).to_string());
     }
 }

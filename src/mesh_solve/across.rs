@@ -8,7 +8,7 @@
 
 use super::problem::Problem;
 use super::{element, l2_if_known, Marks, MeshSolveOptions, Physics, RankPiece, Sizes, Solution};
-use fem_host::distributed::{self, agree, Communicator, Halo, Partition, Ranks, Share, Whole};
+use fem_host::distributed::{self, agree, Communicator, Partition, Ranks, Share, Whole};
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::problem::nonlinear::{NewtonReport, Setup};
 use fem_host::{with_backend, AnyBackend, CpuBackend, Error, Result};
@@ -41,14 +41,11 @@ pub(super) fn run(any: &AnyBackend, comm: &dyn Communicator, file: &GmshMesh, o:
     marks.mark("shares");
     stage("pattern");
     let cpu = CpuBackend::new(None)?;
-    let (owned, r, host) = with_physics!(o.physics, K => solve_piece::<K>(any, comm, &cpu, &share, o, &mut marks, stage))?;
+    // u on the piece, its ghosts filled: the output piece's values
+    let (local, r, host) = with_physics!(o.physics, K => solve_piece::<K>(any, comm, &cpu, &share, o, &mut marks, stage))?;
     stage("gather");
     let nc = share.constraints.nc;
-    let u = share.piece.gather(comm, nc, &owned)?;
-    // the piece's own values and its ghosts', for its output piece
-    let mut local = owned;
-    local.resize(share.piece.len() * nc, 0.0);
-    Halo::new(&cpu, comm, &share.piece, nc)?.update(&cpu, comm, &mut local)?;
+    let u = share.piece.gather(comm, nc, &local[..share.piece.owned * nc])?;
     let fixed_here = share.constraints.fixed[..share.piece.owned * nc].iter().filter(|&&f| f).count();
     let fixed_rows = comm.sum_one(fixed_here as f64)? as usize;
     let ranks = Ranks::gather(comm, kept.as_ref().map_or(&share.partition, |k| &k.1), &r)?;
@@ -82,8 +79,7 @@ pub(super) fn run(any: &AnyBackend, comm: &dyn Communicator, file: &GmshMesh, o:
 /// `f` in a pool of all the host's cores: rank 0's work while the other
 /// ranks of the host wait.
 fn alone<R: Send>(f: impl FnOnce(&CpuBackend) -> Result<R> + Send) -> Result<R> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let cpu = CpuBackend::new(Some(cores))?;
+    let cpu = CpuBackend::new(Some(distributed::newton::cores()))?;
     cpu.install(|| f(&cpu))
 }
 
@@ -105,7 +101,8 @@ fn cut(cpu: &CpuBackend, ranks: usize, file: &GmshMesh, o: &MeshSolveOptions, ma
 }
 
 /// Physics `K` set up on this rank's share and solved across the ranks:
-/// the owned values, the distributed report, and the host set-up seconds.
+/// u on the piece (ghosts filled), the distributed report, and the host
+/// set-up seconds.
 fn solve_piece<K: Kernels<f64> + 'static>(any: &AnyBackend, comm: &dyn Communicator, cpu: &CpuBackend, share: &Share, o: &MeshSolveOptions, marks: &mut Marks, stage: &dyn Fn(&str)) -> Result<(Vec<f64>, distributed::DistributedReport, f64)> {
     let local = &share.space;
     let part = share.boundary_part();
@@ -120,6 +117,6 @@ fn solve_piece<K: Kernels<f64> + 'static>(any: &AnyBackend, comm: &dyn Communica
     marks.mark("pattern");
     stage("solve");
     let initial = share.constraints.initial();
-    let (owned, r) = agree(comm, with_backend!(any, |b| distributed::newton::solve(b, comm, &share.piece, &setup, &initial, &o.newton)))?;
-    Ok((owned, r, host))
+    let (local, r) = agree(comm, with_backend!(any, |b| distributed::newton::solve(b, comm, &share.piece, &setup, &initial, &o.newton)))?;
+    Ok((local, r, host))
 }

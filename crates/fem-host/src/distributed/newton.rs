@@ -90,11 +90,16 @@ pub struct Ranks {
     pub reduction_seconds: Vec<f64>,
     /// Each rank's peak resident host memory in bytes (Linux; 0 elsewhere).
     pub peak_rss_bytes: Vec<usize>,
-    /// The cores each rank may run on (its affinity) and the threads its
-    /// pools take: a launcher's binding shows here.
+    /// The cores each rank may run on ([`cores`]): a launcher's binding
+    /// shows here.
     pub cores: Vec<usize>,
     /// Threads of each rank's pools.
     pub threads: Vec<usize>,
+}
+
+/// The cores this process may run on (its affinity), at least one.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// This process's peak resident memory (`VmHWM` of `/proc/self/status`),
@@ -110,8 +115,7 @@ impl Ranks {
     /// Every rank's figures of `report`, on every rank. Collective.
     pub fn gather(comm: &dyn Communicator, partition: &Partition, report: &DistributedReport) -> Result<Self> {
         let r = report;
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mine = [r.owned_rows as f64, r.ghost_rows as f64, r.setup_seconds, r.solve_seconds, r.halo_seconds, r.halo_bytes as f64, r.reduction_seconds, peak_rss_bytes() as f64, cores as f64, rayon::current_num_threads() as f64];
+        let mine = [r.owned_rows as f64, r.ghost_rows as f64, r.setup_seconds, r.solve_seconds, r.halo_seconds, r.halo_bytes as f64, r.reduction_seconds, peak_rss_bytes() as f64, cores() as f64, rayon::current_num_threads() as f64];
         let all = comm.all_gather(&mine)?;
         let column = |k: usize| -> Vec<f64> { all.chunks_exact(mine.len()).map(|c| c[k]).collect() };
         let count = |k: usize| -> Vec<usize> { column(k).into_iter().map(|v| v as usize).collect() };
@@ -149,7 +153,8 @@ fn local_matrix<B: NewtonOps, K: Kernels<f64>>(b: &B, state: &B::State, setup: &
 
 /// Solves R(u) = 0 on `piece` from `initial` (the piece's rows, owned and
 /// ghost, fixed rows at their values): the set-up was built on the
-/// piece's space. Returns the owned rows of u and the report. Takes
+/// piece's space. Returns u on the piece (owned rows, then the ghost
+/// rows as their owners hold them) and the report. Takes
 /// Jacobi, Chebyshev–Jacobi or no preconditioner, with any Krylov
 /// method, in f64, the tangent (lagged or not) stored as `o.assembly`
 /// says (a sparse format or element matrices, chosen as on one rank by
@@ -227,11 +232,7 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
             Precond::Chebyshev(degree) => {
                 // ρ(D⁻¹A) of the whole operator, once a tangent: the power
                 // iterations' norms are global
-                let lambda = match rho {
-                    Some(l) => l,
-                    None => *rho.insert(timed(b, &mut split.assembly, || chebyshev::spectral_radius_of(&d, &op, &inv))?),
-                };
-                polynomial = chebyshev::Chebyshev::new(&d, &op, &inv, lambda, degree)?;
+                polynomial = timed(b, &mut split.assembly, || chebyshev::Chebyshev::with_radius(&d, &op, &inv, &mut rho, degree))?;
                 &polynomial
             }
             _ => &jacobi,
@@ -251,7 +252,8 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         residuals.push(next);
         steps.push(NewtonStep { iteration: steps.len() + 1, residual: next, krylov_iterations: cg.iterations, krylov_converged: cg.converged, step_length: alpha, krylov_history: cg.history });
     }
-    let owned = b.download(&u)?[..halo.owned_rows()].to_vec();
+    // every update ends with the ghosts of u filled
+    let local = b.download(&u)?;
     let (reductions, reduction_seconds) = d.reductions();
     let report = DistributedReport {
         ranks: comm.size(),
@@ -272,7 +274,7 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         reductions,
         reduction_seconds,
     };
-    Ok((owned, report))
+    Ok((local, report))
 }
 
 #[cfg(test)]
@@ -328,8 +330,11 @@ mod tests {
                 let local = piece.space(space).unwrap();
                 let a = view(&aux, Some(piece));
                 let setup = Setup::<K>::constrained(&cpu, &local, aux_of(&aux, &a), &piece.constraints(&local, &cons).unwrap(), Some(&piece.load(&load))).unwrap();
-                let (owned, report) = solve(&cpu, c, piece, &setup, &piece.restrict(nc, &cons.initial()), &o).unwrap();
-                (piece.gather(c, nc, &owned).unwrap(), report)
+                let (local, report) = solve(&cpu, c, piece, &setup, &piece.restrict(nc, &cons.initial()), &o).unwrap();
+                // owned and ghost rows alike hold the solution
+                let worst = local.iter().enumerate().fold(0.0f64, |m, (i, a)| m.max((a - u[piece.nodes[i / nc] as usize * nc + i % nc]).abs()));
+                assert!(worst <= 1e-10 * scale, "{ranks} ranks, rank {}: the piece is off by {worst:e}", c.rank());
+                (piece.gather(c, nc, &local[..piece.owned * nc]).unwrap(), report)
             });
             for (r, (v, report)) in out.iter().enumerate() {
                 assert_eq!(v.is_some(), r == 0);

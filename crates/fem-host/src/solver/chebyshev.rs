@@ -109,6 +109,17 @@ impl<'a, B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized> Chebyshev<'a, 
         let work = Work { r: bk.zeros(n)?, z: bk.zeros(n)?, d: bk.zeros(n)? };
         Ok(Self { a, inv_diag, lambda, degree: degree.max(1), work: RefCell::new(work) })
     }
+
+    /// [`Chebyshev::new`] with ρ(D⁻¹A) from `rho`, estimated into it by
+    /// [`spectral_radius_of`] when it holds none: once a tangent, as
+    /// Newton's updates use it (it clears `rho` with every new tangent).
+    pub fn with_radius(bk: &B, a: &'a A, inv_diag: &'a B::Vector<T>, rho: &mut Option<f64>, degree: usize) -> Result<Self> {
+        let lambda = match *rho {
+            Some(l) => l,
+            None => *rho.insert(spectral_radius_of(bk, a, inv_diag)?),
+        };
+        Self::new(bk, a, inv_diag, lambda, degree)
+    }
 }
 
 impl<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized> LinearOperator<B, T> for Chebyshev<'_, B, T, A> {

@@ -162,11 +162,7 @@ impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
         let polynomial;
         let m: &dyn LinearOperator<B, T> = match precond {
             Prepared::Chebyshev { degree, rho } => {
-                let lambda = match *rho {
-                    Some(l) => l,
-                    None => *rho.insert(chebyshev::spectral_radius_of(b, a, inv_t)?),
-                };
-                polynomial = chebyshev::Chebyshev::new(b, a, inv_t, lambda, *degree)?;
+                polynomial = chebyshev::Chebyshev::with_radius(b, a, inv_t, rho, *degree)?;
                 &polynomial
             }
             p => p.get().unwrap_or(&diagonal),
