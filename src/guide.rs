@@ -276,9 +276,12 @@
 //! [`crate::host::distributed::agree`] makes every rank's result one, as
 //! `fem solve` does around each step.)
 //!
-//! Jacobi, Chebyshev–Jacobi and no preconditioner run across ranks, with
-//! CG, BiCGStab or GMRES: their dot products and norms are sums over the
-//! ranks' owned rows ([`crate::host::distributed::Distributed`]).
+//! Jacobi, Chebyshev–Jacobi, AMG and no preconditioner run across ranks,
+//! with CG, BiCGStab or GMRES: their dot products and norms are sums over
+//! the ranks' owned rows ([`crate::host::distributed::Distributed`]). AMG
+//! (`Precond::Amg`) builds a partitioned hierarchy
+//! ([`crate::host::distributed::amg`]): each level's rows stay with their
+//! owner, with a halo of their own.
 //!
 //! # 7. Without writing code
 //!

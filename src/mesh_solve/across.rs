@@ -61,7 +61,7 @@ pub(super) fn run(any: &AnyBackend, comm: &dyn Communicator, file: &GmshMesh, o:
         steps: r.steps,
         setup_seconds: r.setup_seconds,
         split: r.split,
-        amg: None,
+        amg: r.amg,
     };
     let whole = kept.zip(u).map(|((space, _), u)| (space, u));
     let sizes = Sizes {

@@ -79,6 +79,8 @@ fn ranks_solve_as_one_rank_does() {
         ("poisson P2, Chebyshev", vec!["--mesh", &tet, "--physics", "poisson", "--degree", "2", "--load", "random", "--precond", "chebyshev"]),
         ("poisson Q3, element matrices", vec!["--mesh", &hex, "--physics", "poisson", "--degree", "3", "--load", "random", "--format", "lma"]),
         ("elasticity Q2, ELLPACK", vec!["--mesh", &hex, "--physics", "elasticity", "--degree", "2", "--dirichlet-group", "xmin", "--load", "one", "--format", "ell"]),
+        ("poisson P2, AMG", vec!["--mesh", &tet, "--physics", "poisson", "--degree", "2", "--load", "random", "--precond", "amg"]),
+        ("elasticity Q1, AMG", vec!["--mesh", &hex, "--physics", "elasticity", "--dirichlet-group", "xmin", "--load", "one", "--precond", "amg"]),
     ];
     let mut iterations = Vec::new();
     for (name, args) in cases {
@@ -104,6 +106,8 @@ fn ranks_solve_as_one_rank_does() {
             let kernels = r["newton"]["kernels"].as_str().unwrap();
             assert!(!name.contains("element") || kernels.contains("LMA"), "{name}: {kernels}");
             assert!(!name.contains("ELLPACK") || kernels.contains("ell"), "{name}: {kernels}");
+            // AMG across ranks reports its partitioned hierarchy
+            assert!(!name.contains("AMG") || r["newton"]["amg"]["builds"].as_u64() == Some(1), "{name}: {}", r["newton"]);
         }
     }
     // the degree-3 polynomial takes far fewer iterations than Jacobi on the same problem
@@ -154,7 +158,7 @@ fn an_error_on_the_ranks_ends_them_all() {
     let tet = dir.join("tet.msh").display().to_string();
     assert!(fem_on(1, &["mesh-gen", "--dim", "2", "--cells", "4", "--simplex", &tet]).status.success());
     for (args, want) in [
-        (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precond", "ssor"], "Jacobi, Chebyshev or no preconditioner"),
+        (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precond", "ssor"], "Jacobi, Chebyshev, AMG or no preconditioner"),
         (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--time-steps", "2"], "time stepping runs on one rank"),
         (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precision", "f32"], "leave the precision and scatter"),
         (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--format", "lma", "--precond", "chebyshev"], "element matrices (LMA) are preconditioned by Jacobi"),

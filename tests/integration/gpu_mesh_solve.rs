@@ -219,15 +219,19 @@ fn gpu_ranks_solve_as_one_cpu_rank() {
         return;
     };
     drop(first);
+    use fem::host::problem::nonlinear::Precond;
     let gpus = fem::host::backend::cuda::device_count().unwrap();
     let cpu = AnyBackend::Cpu(CpuBackend::new(None).unwrap());
     let mesh = BoxMesh::unstructured(3, 6, 4).build().unwrap();
     let file = GmshMesh::from_box_mesh(&mesh, &vec![0; mesh.n_cells()], &["domain"]).unwrap();
-    // the tangent assembled (the default format) and as element matrices
+    // the tangent assembled (the default format) and as element matrices;
+    // AMG's partitioned hierarchy with its halos on every level
     let lma = fem::host::problem::nonlinear::Assembly::Lma;
-    for (physics, degree, assembly) in [(Physics::Poisson, 2, None), (Physics::Elasticity, 1, None), (Physics::Poisson, 3, Some(lma))] {
+    let (jacobi, amg) = (Precond::Jacobi, Precond::Amg(fem::host::solver::amg::AmgOptions { max_coarse: 20, ..Default::default() }));
+    for (physics, degree, assembly, precond) in [(Physics::Poisson, 2, None, jacobi), (Physics::Elasticity, 1, None, jacobi), (Physics::Poisson, 3, Some(lma), jacobi), (Physics::Elasticity, 1, None, amg), (Physics::Poisson, 2, None, amg)] {
         let mut o = options(physics, degree);
         o.newton.assembly = assembly.unwrap_or_default();
+        o.newton.precond = precond;
         let (space, want, _) = run(&cpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
         let nc = want.len() / space.n_dofs;
         let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -250,6 +254,7 @@ fn gpu_ranks_solve_as_one_cpu_rank() {
                 assert_eq!(p.ranks, ranks);
                 eprintln!("{physics:?} p = {degree}, {ranks} ranks on {gpus} GPUs: halo through {}, {}", p.halo_transport, report.newton.kernels);
                 assert_eq!(assembly.is_some(), report.newton.kernels.contains("LMA"), "{}", report.newton.kernels);
+                assert_eq!(precond != jacobi, report.newton.amg.as_ref().is_some_and(|a| a.last.levels.len() >= 2), "{precond}");
                 if ranks > gpus {
                     assert_eq!(p.halo_transport, "host", "ranks sharing a GPU exchange through the host");
                 }

@@ -13,6 +13,7 @@ use crate::{Backend, CpuBackend, CudaBackend, Error, Result};
 use cudarc::driver::CudaSlice;
 use std::cell::{Cell, RefCell};
 use std::ops::Range;
+use std::rc::Rc;
 
 /// What a backend does for the halo exchange.
 pub trait HaloBackend: Backend {
@@ -30,8 +31,9 @@ pub trait HaloBackend: Backend {
     /// backend has none or some rank lacks it (all ranks agree).
     fn link(&self, comm: &dyn Communicator) -> Result<Option<Self::Link>>;
     /// The exchange over `link`: the rows of each send list to its rank,
-    /// the ghost rows `recv` of `x` from theirs.
-    fn exchange_linked(&self, link: &Self::Link, send: &[(usize, Self::SendList, usize)], recv: &[(usize, Range<usize>)], x: &mut Self::Vector<f64>) -> Result<()>;
+    /// the ghost rows `recv` of `x` from theirs (through `received`, a
+    /// buffer for each, made on first use).
+    fn exchange_linked(&self, link: &Self::Link, send: &[(usize, Self::SendList, usize)], recv: &[(usize, Range<usize>)], received: &mut Vec<Self::Vector<f64>>, x: &mut Self::Vector<f64>) -> Result<()>;
 }
 
 impl HaloBackend for CpuBackend {
@@ -51,15 +53,15 @@ impl HaloBackend for CpuBackend {
     fn link(&self, _: &dyn Communicator) -> Result<Option<Self::Link>> {
         Ok(None)
     }
-    fn exchange_linked(&self, link: &Self::Link, _: &[(usize, Vec<u32>, usize)], _: &[(usize, Range<usize>)], _: &mut Vec<f64>) -> Result<()> {
+    fn exchange_linked(&self, link: &Self::Link, _: &[(usize, Vec<u32>, usize)], _: &[(usize, Range<usize>)], _: &mut Vec<Vec<f64>>, _: &mut Vec<f64>) -> Result<()> {
         match *link {}
     }
 }
 
-/// NCCL among the ranks' GPUs, with a buffer for each neighbour's ghosts.
+/// NCCL among the ranks' GPUs: one communicator for every halo of a solve
+/// (each level of a hierarchy has its own), made once.
 pub struct NcclLink {
     comm: cudarc::nccl::Comm,
-    received: RefCell<Vec<CudaSlice<f64>>>,
 }
 
 fn nccl_error(e: cudarc::nccl::result::NcclError) -> Error {
@@ -115,13 +117,12 @@ impl HaloBackend for CudaBackend {
             *b = (got[0][k / 8] >> (8 * (k % 8))) as u8 as std::ffi::c_char;
         }
         let nccl = cudarc::nccl::Comm::from_rank(self.stream().clone(), comm.rank(), comm.size(), cudarc::nccl::Id::uninit(id)).map_err(nccl_error)?;
-        Ok(Some(NcclLink { comm: nccl, received: RefCell::new(Vec::new()) }))
+        Ok(Some(NcclLink { comm: nccl }))
     }
-    fn exchange_linked(&self, link: &NcclLink, send: &[(usize, DeviceSendList, usize)], recv: &[(usize, Range<usize>)], x: &mut CudaSlice<f64>) -> Result<()> {
+    fn exchange_linked(&self, link: &NcclLink, send: &[(usize, DeviceSendList, usize)], recv: &[(usize, Range<usize>)], received: &mut Vec<CudaSlice<f64>>, x: &mut CudaSlice<f64>) -> Result<()> {
         for (_, list, _) in send {
             crate::sparse::device::gpu_gather(self, &list.rows, x, &mut list.packed.borrow_mut())?;
         }
-        let mut received = link.received.borrow_mut();
         if received.len() != recv.len() {
             *received = recv.iter().map(|(_, r)| self.zeros(r.len())).collect::<Result<_>>()?;
         }
@@ -154,7 +155,9 @@ pub struct Halo<B: HaloBackend> {
     recv: Vec<(usize, Range<usize>)>,
     seconds: Cell<f64>,
     values: Cell<usize>,
-    link: Option<B::Link>,
+    link: Option<Rc<B::Link>>,
+    /// The linked exchange's buffer for each owner's ghosts.
+    received: RefCell<Vec<B::Vector<f64>>>,
 }
 
 impl<B: HaloBackend> Halo<B> {
@@ -162,10 +165,26 @@ impl<B: HaloBackend> Halo<B> {
     /// components a node. Collective (the ranks set up their link).
     pub fn new(b: &B, comm: &dyn Communicator, piece: &Piece, nc: usize) -> Result<Self> {
         let rows = |nodes: &[u32]| -> Vec<u32> { nodes.iter().flat_map(|&n| (0..nc as u32).map(move |c| n * nc as u32 + c)).collect() };
-        let send = piece.send.iter().map(|(q, nodes)| Ok((*q, b.send_list(&rows(nodes))?, nodes.len() * nc))).collect::<Result<_>>()?;
+        let send: Vec<(usize, Vec<u32>)> = piece.send.iter().map(|(q, nodes)| (*q, rows(nodes))).collect();
         let recv = piece.recv.iter().map(|(q, r)| (*q, r.start * nc..r.end * nc)).collect();
-        let link = b.link(comm)?;
-        Ok(Self { owned_rows: piece.owned * nc, rows: piece.len() * nc, send, recv, seconds: Cell::new(0.0), values: Cell::new(0), link })
+        let link = b.link(comm)?.map(Rc::new);
+        Self::from_lists(b, piece.owned * nc, piece.len() * nc, &send, recv, link)
+    }
+
+    /// The exchange of a vector of `rows` rows whose first `owned_rows`
+    /// this rank owns: the rows `send` names go to each rank, the ghost
+    /// rows of `recv` come from each (a hierarchy's coarser levels, whose
+    /// rows are no mesh's nodes). `link` may be another halo's
+    /// ([`Halo::shared_link`]): the ranks connect once.
+    pub fn from_lists(b: &B, owned_rows: usize, rows: usize, send: &[(usize, Vec<u32>)], recv: Vec<(usize, Range<usize>)>, link: Option<Rc<B::Link>>) -> Result<Self> {
+        let send = send.iter().map(|(q, r)| Ok((*q, b.send_list(r)?, r.len()))).collect::<Result<_>>()?;
+        Ok(Self { owned_rows, rows, send, recv, seconds: Cell::new(0.0), values: Cell::new(0), link, received: RefCell::new(Vec::new()) })
+    }
+
+    /// This halo's device-to-device link, for other halos among the same
+    /// ranks.
+    pub fn shared_link(&self) -> Option<Rc<B::Link>> {
+        self.link.clone()
     }
 
     /// Rows this rank owns.
@@ -188,7 +207,7 @@ impl<B: HaloBackend> Halo<B> {
     pub fn update(&self, b: &B, comm: &dyn Communicator, x: &mut B::Vector<f64>) -> Result<()> {
         let start = std::time::Instant::now();
         match &self.link {
-            Some(link) => b.exchange_linked(link, &self.send, &self.recv, x)?,
+            Some(link) => b.exchange_linked(link, &self.send, &self.recv, &mut self.received.borrow_mut(), x)?,
             None => self.through_host(b, comm, x)?,
         }
         let sent: usize = self.send.iter().map(|s| s.2).sum();

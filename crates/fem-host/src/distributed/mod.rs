@@ -11,9 +11,11 @@
 //! rank's piece ([`share`]); each rank then receives its share, and
 //! assembles and solves on its piece alone.
 
+pub mod amg;
 pub mod backend;
 pub mod comm;
 pub mod halo;
+pub mod layout;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod newton;
@@ -21,11 +23,13 @@ pub mod operator;
 pub mod packing;
 pub mod partition;
 pub mod piece;
+pub mod rows;
 pub mod share;
 
 pub use backend::Distributed;
 pub use comm::{agree, Communicator, Serial, Threads};
 pub use halo::{Halo, HaloBackend};
+pub use layout::Layout;
 pub use newton::{DistributedReport, Ranks};
 pub use operator::HaloOperator;
 pub use partition::{Partition, Partitioner};

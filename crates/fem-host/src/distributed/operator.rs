@@ -4,9 +4,14 @@
 
 use super::backend::Distributed;
 use super::halo::{Halo, HaloBackend};
+use super::layout::Layout;
+use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
-use crate::Result;
+use crate::solver::multigrid::Matrix;
+use crate::sparse::Spmv;
+use crate::{Error, Result};
 use std::cell::RefCell;
+use std::rc::Rc;
 
 /// `y ← A x` across ranks: `local` on the piece after the halo exchange.
 pub struct HaloOperator<'a, B: HaloBackend> {
@@ -45,5 +50,109 @@ impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloOperator<'_
     }
     fn name(&self) -> String {
         self.local.name()
+    }
+}
+
+/// A level's matrix across ranks, owning its parts: the local product
+/// (output rows of one level, input columns of the same or another) after
+/// the halo exchange of the input level. The operators, prolongations and
+/// restrictions of a partitioned hierarchy ([`super::amg`]); halos are
+/// shared among the matrices that read the same level.
+pub struct HaloMatrix<B: HaloBackend> {
+    local: Matrix<B, f64>,
+    halo: Rc<Halo<B>>,
+    filled: RefCell<B::Vector<f64>>,
+    rows: usize,
+}
+
+impl<B: HaloBackend> HaloMatrix<B> {
+    /// `local` (`rows` output rows, the input level's local columns) after
+    /// `halo`'s exchange of the input.
+    pub fn new(b: &B, local: Matrix<B, f64>, halo: Rc<Halo<B>>, rows: usize) -> Result<Self> {
+        crate::error::same_len("matrix rows", local.rows(), rows)?;
+        let filled = RefCell::new(b.zeros(halo.rows())?);
+        Ok(Self { local, halo, filled, rows })
+    }
+}
+
+impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloMatrix<B> {
+    fn rows(&self) -> usize {
+        self.rows
+    }
+    fn apply(&self, d: &Distributed<'_, B>, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
+        let mut filled = self.filled.borrow_mut();
+        d.inner.copy(x, &mut filled)?;
+        self.halo.update(d.inner, d.comm, &mut filled)?;
+        self.local.apply(d.inner, &filled, y)
+    }
+    fn name(&self) -> String {
+        self.local.name()
+    }
+}
+
+impl<B: HaloBackend> Spmv<Distributed<'_, B>, f64> for HaloMatrix<B> {
+    fn numbering(&self) -> Option<&[u32]> {
+        None
+    }
+    fn matrix_bytes(&self) -> usize {
+        self.local.matrix_bytes()
+    }
+    fn reorder(&mut self, _: &Distributed<'_, B>, _: &B::Vector<f64>) -> Result<()> {
+        Err(Error::InvalidArgument("a level of a partitioned hierarchy is rebuilt, not refilled".into()))
+    }
+}
+
+/// The coarsest level's exact solve across ranks: the right-hand side
+/// gathered onto every rank (one all-gather), the dense inverse of the
+/// whole coarsest operator applied there on the host, and each rank's
+/// rows (owned and ghost) taken from the result.
+pub struct Gathered {
+    inverse: Vec<f64>,
+    n: usize,
+    layout: Layout,
+}
+
+impl Gathered {
+    /// The solve of `whole` (every rank's rows) for the rows of `layout`.
+    pub fn new(whole: &Csr<f64>, layout: Layout) -> Result<Self> {
+        crate::error::same_len("coarsest rows", whole.n_rows, layout.total())?;
+        let inv = crate::solver::dense::inverse(whole)?;
+        let n = whole.n_rows;
+        let mut inverse = vec![0.0; n * n];
+        for r in 0..n {
+            for k in inv.row_ptr[r] as usize..inv.row_ptr[r + 1] as usize {
+                inverse[r * n + inv.col[k] as usize] = inv.val[k];
+            }
+        }
+        Ok(Self { inverse, n, layout })
+    }
+}
+
+impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for Gathered {
+    fn rows(&self) -> usize {
+        self.layout.rows()
+    }
+    fn apply(&self, d: &Distributed<'_, B>, b: &B::Vector<f64>, x: &mut B::Vector<f64>) -> Result<()> {
+        let mine = d.inner.download(b)?;
+        let all = d.comm.all_gather(&mine[..self.layout.owned])?;
+        crate::error::same_len("gathered coarsest rows", all.len(), self.n)?;
+        let row = |g: usize| self.inverse[g * self.n..(g + 1) * self.n].iter().zip(&all).map(|(a, v)| a * v).sum::<f64>();
+        let local: Vec<f64> = (0..self.layout.rows()).map(|i| row(self.layout.global(i) as usize)).collect();
+        d.inner.write(&local, x)
+    }
+    fn name(&self) -> String {
+        "gathered dense inverse".into()
+    }
+}
+
+impl<B: HaloBackend> Spmv<Distributed<'_, B>, f64> for Gathered {
+    fn numbering(&self) -> Option<&[u32]> {
+        None
+    }
+    fn matrix_bytes(&self) -> usize {
+        self.inverse.len() * std::mem::size_of::<f64>()
+    }
+    fn reorder(&mut self, _: &Distributed<'_, B>, _: &B::Vector<f64>) -> Result<()> {
+        Err(Error::InvalidArgument("the gathered coarsest solve is rebuilt, not refilled".into()))
     }
 }

@@ -71,7 +71,7 @@ fn merge_into(terms: &mut [(u32, f64)], col: &mut Vec<u32>, val: &mut Vec<f64>) 
 }
 
 /// Pushes row `r` of `m` scaled by `s` onto `terms`.
-pub(super) fn push_row(m: &Csr<f64>, r: usize, s: f64, terms: &mut Vec<(u32, f64)>) {
+pub(crate) fn push_row(m: &Csr<f64>, r: usize, s: f64, terms: &mut Vec<(u32, f64)>) {
     let span = m.row_ptr[r] as usize..m.row_ptr[r + 1] as usize;
     terms.extend(m.col[span.clone()].iter().zip(&m.val[span]).map(|(&c, &v)| (c, s * v)));
 }

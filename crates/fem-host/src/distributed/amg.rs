@@ -1,0 +1,399 @@
+//! Smoothed-aggregation AMG across ranks ([`crate::solver::amg`] on one),
+//! with a partitioned hierarchy: every level's rows stay with the rank
+//! that owns them, each level has its own ghost rows and halo
+//! ([`Layout`]), and the cycles run as [`Multigrid`]'s do on
+//! [`Distributed`] vectors, the halo exchanged before every product.
+//!
+//! Each rank aggregates its own rows (uncoupled aggregation, as MueLu and
+//! ML do by default): aggregates never straddle ranks, so the tentative
+//! prolongator is local. Its Jacobi smoothing `P = (I − ω/ρ D⁻¹A) T`
+//! reads the tentative rows of the ghosts, and `A P` the rows of `P` of
+//! the ghosts ([`rows::ghost_rows`]); the Galerkin product's and the
+//! restriction `R = Pᵀ`'s entries go to the owners of their coarse rows
+//! ([`rows::to_owners`]). ρ(D⁻¹A) comes from power iterations with global
+//! norms. The coarsest level is gathered onto every rank and inverted
+//! densely there: its solve is one all-gather of the right-hand side.
+
+use super::backend::Distributed;
+use super::comm::Communicator;
+use super::halo::{Halo, HaloBackend};
+use super::layout::{starts, Layout};
+use super::operator::{Gathered, HaloMatrix, HaloOperator};
+use super::rows;
+use crate::operator::csr::Csr;
+use crate::solver::amg::{aggregate, lap, mis, product, strength, tentative, AmgOptions, AmgStats, Aggregation, LevelStats, Nullspace};
+use crate::solver::multigrid::{Multigrid, StoredLevel};
+use crate::solver::{chebyshev, PrecondOps};
+use crate::{CpuBackend, Error, Result};
+use std::rc::Rc;
+use std::time::Instant;
+
+/// One level of a partitioned hierarchy, on the host.
+pub struct Level {
+    /// Its rows across ranks.
+    pub layout: Layout,
+    /// Its operator's owned rows (the ghost rows empty), local columns.
+    pub a: Csr<f64>,
+    /// ρ(D⁻¹A) of the whole operator (not kept on the coarsest).
+    pub rho: f64,
+}
+
+/// The transfers between a level and the next coarser one.
+pub struct Transfer {
+    /// Prolongation: the fine level's owned rows, the coarse level's local
+    /// columns.
+    pub p: Csr<f64>,
+    /// Restriction `Pᵀ`: the coarse level's owned rows, the fine level's
+    /// local columns.
+    pub r: Csr<f64>,
+}
+
+/// A partitioned hierarchy: levels finest first, the transfers between
+/// consecutive ones, and the coarsest operator whole (every rank's rows).
+pub struct Hierarchy {
+    /// Finest first.
+    pub levels: Vec<Level>,
+    /// `transfers[l]` between `levels[l]` and `levels[l + 1]`.
+    pub transfers: Vec<Transfer>,
+    /// The coarsest operator, all its rows, global columns.
+    pub coarsest: Csr<f64>,
+    /// Sizes over all ranks, complexities, this rank's set-up seconds.
+    pub stats: AmgStats,
+}
+
+/// `a` with only its first `owned` rows kept (the rest empty): a piece's
+/// tangent, whose ghost rows are partial sums.
+pub fn owned_rows(a: &Csr<f64>, owned: usize) -> Csr<f64> {
+    let end = a.row_ptr[owned] as usize;
+    let mut row_ptr = a.row_ptr[..=owned].to_vec();
+    row_ptr.resize(a.n_rows + 1, end as u32);
+    Csr { n_rows: a.n_rows, row_ptr, col: a.col[..end].to_vec(), val: a.val[..end].to_vec() }
+}
+
+/// The hierarchy of the operator whose owned rows `a` holds (rows and
+/// columns local to `layout`), `block` rows a node, near-nullspace `b` on
+/// the owned rows. Collective; an error on every rank where one fails.
+pub fn hierarchy(cpu: &CpuBackend, comm: &dyn Communicator, layout: Layout, a: Csr<f64>, block: usize, b: &Nullspace, o: &AmgOptions) -> Result<Hierarchy> {
+    let ok = |what: &str, good: bool| -> Result<()> {
+        match comm.all_ok(good)? {
+            true => Ok(()),
+            false => Err(Error::InvalidArgument(format!("AMG across ranks: {what} on some rank"))),
+        }
+    };
+    ok("an operator whose rows are not the layout's or not nodes", a.n_rows == layout.rows() && block > 0 && layout.owned % block == 0 && b.rows() == layout.owned && b.k > 0)?;
+    let mut stats = AmgStats::default();
+    let (mut levels, mut transfers) = (Vec::new(), Vec::new());
+    let (mut layout, mut a, mut b, mut block) = (layout, a, b.clone(), block);
+    while levels.len() + 1 < o.max_levels.max(1) && layout.total() / block > o.max_coarse {
+        let s = &mut stats.seconds;
+        let t = Instant::now();
+        let g = strength::strength(cpu, &owned_block(&a, layout.owned), block, o.strength)?;
+        s.strength += lap(t);
+        let t = Instant::now();
+        let (agg, n_agg) = match o.aggregation {
+            Aggregation::Parallel => mis::aggregate(cpu, &g),
+            Aggregation::Standard => aggregate::aggregate(&g),
+        };
+        s.aggregation += lap(t);
+        let coarse = comm.sum_one((n_agg * b.k) as f64)? as usize;
+        if coarse == 0 || coarse >= layout.total() {
+            break; // nothing coarser to gain
+        }
+        let t = Instant::now();
+        let (tp, coarse_b) = tentative::tentative(cpu, &agg, n_agg, block, &b)?;
+        let cstarts = starts(comm, n_agg * b.k)?;
+        let tp = shifted(tp, cstarts[comm.rank()] as u32);
+        let t_ghost = rows::ghost_rows(comm, &layout, &tp)?;
+        s.tentative += lap(t);
+        let t = Instant::now();
+        let rho = radius(cpu, comm, &layout, &a)?;
+        let p = smooth(cpu, &layout, &a, &tp, &t_ghost, o.prolongation_omega / rho)?;
+        s.smoothing += lap(t);
+        let t = Instant::now();
+        let (level, transfer, next) = coarsen(cpu, comm, Level { layout, a, rho }, p, cstarts)?;
+        s.galerkin += lap(t);
+        levels.push(level);
+        transfers.push(transfer);
+        (layout, a, b, block) = (next.layout, next.a, coarse_b, b.k);
+    }
+    let coarsest = whole(cpu, comm, &layout, &layout, &a)?;
+    ok(&format!("no coarser level for {} rows (lower the strength threshold)", coarsest.n_rows), coarsest.n_rows <= o.cycle.dense_coarse.max(o.max_coarse * block))?;
+    levels.push(Level { layout, a, rho: 0.0 });
+    let mut sizes = Vec::with_capacity(2 * levels.len());
+    levels.iter().for_each(|l| sizes.extend([l.layout.owned as f64, l.a.nnz() as f64]));
+    comm.sum(&mut sizes)?;
+    stats.levels = sizes.chunks(2).map(|s| LevelStats { rows: s[0] as usize, nonzeros: s[1] as usize }).collect();
+    let (n0, z0) = (stats.levels[0].rows.max(1) as f64, stats.levels[0].nonzeros.max(1) as f64);
+    stats.grid_complexity = stats.levels.iter().map(|l| l.rows as f64).sum::<f64>() / n0;
+    stats.operator_complexity = stats.levels.iter().map(|l| l.nonzeros as f64).sum::<f64>() / z0;
+    Ok(Hierarchy { levels, transfers, coarsest, stats })
+}
+
+/// The owned rows' coupling among owned rows: what aggregation reads.
+fn owned_block(a: &Csr<f64>, owned: usize) -> Csr<f64> {
+    let mut m = Csr { n_rows: owned, row_ptr: vec![0], col: Vec::new(), val: Vec::new() };
+    for r in 0..owned {
+        for k in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
+            if (a.col[k] as usize) < owned {
+                m.col.push(a.col[k]);
+                m.val.push(a.val[k]);
+            }
+        }
+        m.row_ptr.push(m.col.len() as u32);
+    }
+    m
+}
+
+/// `m` with `shift` added to every column: local to global numbers.
+fn shifted(mut m: Csr<f64>, shift: u32) -> Csr<f64> {
+    m.col.iter_mut().for_each(|c| *c += shift);
+    m
+}
+
+/// ρ(D⁻¹A) of the whole operator: power iterations on the ranks, from a
+/// start that depends on the global rows alone.
+fn radius(cpu: &CpuBackend, comm: &dyn Communicator, layout: &Layout, a: &Csr<f64>) -> Result<f64> {
+    let halo: Halo<CpuBackend> = layout.halo(cpu, None)?;
+    let d = Distributed::new(cpu, comm, layout.owned);
+    let op = HaloOperator::new(cpu, a, &halo)?;
+    let diag = a.diag();
+    let scale: Vec<f64> = (0..layout.rows()).map(|i| if i < layout.owned && diag[i] > 0.0 { 1.0 / diag[i].sqrt() } else { 0.0 }).collect();
+    let start: Vec<f64> = (0..layout.rows()).map(|i| fem_kernels::amg::hash_unit(layout.global(i))).collect();
+    chebyshev::spectral_radius(&d, &op, &scale, &start)
+}
+
+/// `P = T − s D⁻¹ A T` on the owned rows, global columns; `t` holds the
+/// owned rows of `T`, `t_ghost` its ghost rows.
+fn smooth(cpu: &CpuBackend, layout: &Layout, a: &Csr<f64>, t: &Csr<f64>, t_ghost: &Csr<f64>, s: f64) -> Result<Csr<f64>> {
+    let (d, owned) = (a.diag(), layout.owned);
+    product::build(cpu, owned, |r, terms| {
+        product::push_row(t, r, 1.0, terms);
+        for k in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
+            let (j, v) = (a.col[k] as usize, -s * a.val[k] / d[r]);
+            match j < owned {
+                true => product::push_row(t, j, v, terms),
+                false => product::push_row(t_ghost, j - owned, v, terms),
+            }
+        }
+    })
+}
+
+/// The next coarser level of `fine` through prolongation `p` (its owned
+/// rows, global columns; coarse rows split as `cstarts` says), and the
+/// transfers between them.
+fn coarsen(cpu: &CpuBackend, comm: &dyn Communicator, fine: Level, p: Csr<f64>, cstarts: Vec<usize>) -> Result<(Level, Transfer, Level)> {
+    let (rank, layout, a) = (comm.rank(), &fine.layout, &fine.a);
+    let (owned, cfirst, cowned) = (layout.owned, cstarts[rank], cstarts[rank + 1] - cstarts[rank]);
+    let p_ghost = rows::ghost_rows(comm, layout, &p)?;
+    let ap = product::build(cpu, owned, |r, terms| {
+        for k in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
+            let j = a.col[k] as usize;
+            match j < owned {
+                true => product::push_row(&p, j, a.val[k], terms),
+                false => product::push_row(&p_ghost, j - owned, a.val[k], terms),
+            }
+        }
+    })?;
+    // Pᵀ (A P) over this rank's fine rows, to the owners of the coarse rows
+    let mut entries = Vec::new();
+    let mut restriction = Vec::new();
+    for i in 0..owned {
+        let fine_global = layout.global(i);
+        for k in p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize {
+            let (c, w) = (p.col[k], p.val[k]);
+            restriction.push((c, fine_global, w));
+            let span = ap.row_ptr[i] as usize..ap.row_ptr[i + 1] as usize;
+            entries.extend(ap.col[span.clone()].iter().zip(&ap.val[span]).map(|(&j, &v)| (c, j, w * v)));
+        }
+    }
+    drop(ap);
+    let mut galerkin = rows::to_owners(cpu, comm, &cstarts, &entries)?;
+    drop(entries);
+    unit_empty_rows(&mut galerkin, cfirst as u32);
+    let r = rows::to_owners(cpu, comm, &cstarts, &restriction)?;
+    drop(restriction);
+    // the coarse ghosts: what the Galerkin rows and the prolongation read
+    let mine = cfirst as u32..(cfirst + cowned) as u32;
+    let ghosts: Vec<u32> = galerkin.col.iter().chain(&p.col).copied().filter(|c| !mine.contains(c)).collect();
+    let clayout = Layout::new(comm, cowned, ghosts)?;
+    let local = |m: Csr<f64>, to: &Layout, rows: usize| -> Result<Csr<f64>> {
+        let col = m.col.iter().map(|&g| to.local(g).ok_or_else(|| Error::InvalidArgument(format!("AMG across ranks: rank {rank} holds no row {g} of a level")))).collect::<Result<Vec<u32>>>()?;
+        let mut row_ptr = m.row_ptr;
+        row_ptr.resize(rows + 1, *row_ptr.last().expect("one offset"));
+        Ok(sorted_rows(Csr { n_rows: rows, row_ptr, col, val: m.val }))
+    };
+    let (fine_rows, coarse_rows) = (layout.rows(), clayout.rows());
+    let found = local(r, layout, coarse_rows).and_then(|r| Ok((r, local(p, &clayout, fine_rows)?, local(galerkin, &clayout, coarse_rows)?)));
+    let (r, p, galerkin) = super::comm::agree(comm, found)?;
+    Ok((fine, Transfer { p, r }, Level { layout: clayout, a: galerkin, rho: 0.0 }))
+}
+
+/// `m` with every row's columns ascending (local numbers do not keep the
+/// order of global ones: lower ranks' ghosts come after the owned rows).
+fn sorted_rows(mut m: Csr<f64>) -> Csr<f64> {
+    let mut pairs = Vec::new();
+    for r in 0..m.n_rows {
+        let span = m.row_ptr[r] as usize..m.row_ptr[r + 1] as usize;
+        pairs.clear();
+        pairs.extend(m.col[span.clone()].iter().copied().zip(m.val[span.clone()].iter().copied()));
+        pairs.sort_unstable_by_key(|p| p.0);
+        for (k, (c, v)) in span.zip(&pairs) {
+            m.col[k] = *c;
+            m.val[k] = *v;
+        }
+    }
+    m
+}
+
+/// A unit diagonal in every empty row of `m` (whose row `r` is global row
+/// `first + r`): a coarse unknown no fine row prolongs to (a dependent
+/// near-nullspace vector) stays zero and the operator invertible.
+fn unit_empty_rows(m: &mut Csr<f64>, first: u32) {
+    if (0..m.n_rows).all(|r| m.row_len(r) > 0) {
+        return;
+    }
+    let mut out = Csr { n_rows: m.n_rows, row_ptr: vec![0], col: Vec::with_capacity(m.nnz()), val: Vec::with_capacity(m.nnz()) };
+    for r in 0..m.n_rows {
+        let span = m.row_ptr[r] as usize..m.row_ptr[r + 1] as usize;
+        match span.is_empty() {
+            true => {
+                out.col.push(first + r as u32);
+                out.val.push(1.0);
+            }
+            false => {
+                out.col.extend_from_slice(&m.col[span.clone()]);
+                out.val.extend_from_slice(&m.val[span]);
+            }
+        }
+        out.row_ptr.push(out.col.len() as u32);
+    }
+    *m = out;
+}
+
+/// The whole matrix of owned rows `a` (rows of `rows`, columns local to
+/// `cols`), on every rank, global rows and columns. Collective.
+fn whole(cpu: &CpuBackend, comm: &dyn Communicator, rows: &Layout, cols: &Layout, a: &Csr<f64>) -> Result<Csr<f64>> {
+    let entries: Vec<f64> = (0..rows.owned)
+        .flat_map(|r| (a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize).flat_map(move |k| [rows.global(r) as f64, cols.global(a.col[k] as usize) as f64, a.val[k]]))
+        .collect();
+    let all = comm.all_gather(&entries)?;
+    let triples: Vec<(u32, u32, f64)> = all.chunks_exact(3).map(|e| (e[0] as u32, e[1] as u32, e[2])).collect();
+    Ok(rows::from_entries(cpu, rows.total(), &triples))
+}
+
+/// The cycles of `h` on backend `b` across `comm`'s ranks, as options `o`
+/// say: every level's matrices stored in `b`'s format for hierarchies,
+/// each level's halo over `link` (the ranks' device link, made once).
+pub fn multigrid<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, h: &Hierarchy, link: Option<Rc<B::Link>>, o: &AmgOptions) -> Result<Multigrid<Distributed<'a, B>, f64>> {
+    let b = d.inner;
+    let halos: Vec<Rc<Halo<B>>> = h.levels.iter().map(|l| Ok(Rc::new(l.layout.halo(b, link.clone())?))).collect::<Result<_>>()?;
+    let n = h.levels.len();
+    let mut stored = Vec::with_capacity(n);
+    // coarsest first, as the multigrid takes them
+    for l in (0..n).rev() {
+        let level = &h.levels[l];
+        let rows = level.layout.rows();
+        let a = HaloMatrix::new(b, b.store_matrix(&level.a, rows)?, halos[l].clone(), rows)?;
+        let diag = level.a.diag();
+        let inv: Vec<f64> = (0..rows).map(|i| if i < level.layout.owned && diag[i] != 0.0 { 1.0 / diag[i] } else { 0.0 }).collect();
+        let p = match l + 1 < n {
+            true => {
+                let (t, coarse) = (&h.transfers[l], &h.levels[l + 1].layout);
+                let prolong = HaloMatrix::new(b, b.store_matrix(&t.p, coarse.rows())?, halos[l + 1].clone(), rows)?;
+                let restrict = HaloMatrix::new(b, b.store_matrix(&t.r, rows)?, halos[l].clone(), coarse.rows())?;
+                Some((Box::new(prolong) as _, Box::new(restrict) as _))
+            }
+            false => None,
+        };
+        stored.push(StoredLevel { a: Box::new(a), inv_diag: b.upload(&inv)?, rho: level.rho, p });
+    }
+    let coarsest = &h.levels[n - 1].layout;
+    let empty = Csr { n_rows: coarsest.rows(), row_ptr: vec![0; coarsest.rows() + 1], col: Vec::new(), val: Vec::new() };
+    let mut mg = Multigrid::from_stored(d, stored, o.cycle, empty)?;
+    mg.solve_coarsest_by(Box::new(Gathered::new(&h.coarsest, coarsest.clone())?));
+    Ok(mg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distributed::{Partition, Partitioner, Piece, Threads};
+    use crate::mesh::simplex::SimplexBox;
+    use crate::solver::amg::{self as serial, galerkin};
+    use crate::solver::transfer::transpose;
+    use crate::space::Space;
+
+    /// The largest difference of two matrices' entries.
+    fn distance(a: &Csr<f64>, b: &Csr<f64>, cols: usize) -> f64 {
+        let dense = |m: &Csr<f64>| {
+            let mut d = vec![0.0; m.n_rows * cols];
+            (0..m.n_rows).for_each(|r| (m.row_ptr[r] as usize..m.row_ptr[r + 1] as usize).for_each(|k| d[r * cols + m.col[k] as usize] += m.val[k]));
+            d
+        };
+        assert_eq!(a.n_rows, b.n_rows);
+        dense(a).iter().zip(dense(b)).fold(0.0, |m, (x, y)| m.max((x - y).abs()))
+    }
+
+    /// Every level of the partitioned hierarchy of the P1 Laplacian, made
+    /// whole, is the Galerkin product of the one above through its
+    /// prolongation, and the restriction its transpose; on one rank the
+    /// hierarchy is the one-rank AMG's.
+    #[test]
+    fn partitioned_levels_are_galerkin_products() {
+        let mesh = SimplexBox::unstructured(3, 6, 4).build().unwrap();
+        let space = Space::simplex(&mesh, 1).unwrap();
+        let cpu = CpuBackend::new(Some(1)).unwrap();
+        // the graph Laplacian of the cells' cliques, shifted: SPD
+        let nb = space.nb();
+        let entries: Vec<(u32, u32, f64)> = space.cell_dofs.chunks(nb).flat_map(|c| c.iter().flat_map(move |&i| c.iter().map(move |&j| (i, j, if i == j { (nb - 1) as f64 + 0.01 } else { -1.0 })))).collect();
+        let whole_a = rows::from_entries(&cpu, space.n_dofs, &entries);
+        let o = AmgOptions { max_coarse: 5, ..AmgOptions::default() };
+        for ranks in [1, 2, 3] {
+            let partition = Partition::new(&space, ranks, Partitioner::Metis).unwrap();
+            let pieces = Piece::split(&space, &partition).unwrap();
+            let out = Threads::run(ranks, |c| {
+                let cpu = CpuBackend::new(Some(1)).unwrap();
+                let piece = &pieces[c.rank()];
+                let layout = Layout::of_piece(c, piece, 1).unwrap();
+                // the owned rows of the whole matrix in the piece's columns
+                let local_of: std::collections::HashMap<u32, u32> = piece.nodes.iter().enumerate().map(|(i, &n)| (n, i as u32)).collect();
+                let entries: Vec<(u32, u32, f64)> = (0..piece.owned)
+                    .flat_map(|i| {
+                        let n = piece.nodes[i] as usize;
+                        (whole_a.row_ptr[n] as usize..whole_a.row_ptr[n + 1] as usize).map(|k| (i as u32, local_of[&whole_a.col[k]], whole_a.val[k])).collect::<Vec<_>>()
+                    })
+                    .collect();
+                let mut a = rows::from_entries(&cpu, layout.owned, &entries);
+                a.row_ptr.resize(layout.rows() + 1, *a.row_ptr.last().unwrap());
+                a.n_rows = layout.rows();
+                let h = hierarchy(&cpu, c, layout.clone(), a, 1, &Nullspace::constants(piece.owned, 1), &o).unwrap();
+                let levels: Vec<Csr<f64>> = h.levels.iter().map(|l| whole(&cpu, c, &l.layout, &l.layout, &l.a).unwrap()).collect();
+                let transfers: Vec<(Csr<f64>, Csr<f64>)> = h.transfers.iter().enumerate().map(|(l, t)| {
+                    let (fine, coarse) = (&h.levels[l].layout, &h.levels[l + 1].layout);
+                    (whole(&cpu, c, fine, coarse, &t.p).unwrap(), whole(&cpu, c, coarse, fine, &t.r).unwrap())
+                }).collect();
+                (levels, transfers, h.coarsest, h.levels.iter().map(|l| l.rho).collect::<Vec<_>>())
+            });
+            let (levels, transfers, coarsest, rho) = &out[0];
+            assert!(levels.len() >= 3, "{ranks} ranks: {} levels", levels.len());
+            assert!(distance(coarsest, levels.last().unwrap(), coarsest.n_rows) == 0.0);
+            for (l, (p, r)) in transfers.iter().enumerate() {
+                let nc = levels[l + 1].n_rows;
+                assert!(distance(r, &transpose(p, nc), levels[l].n_rows) < 1e-14, "{ranks} ranks, level {l}: R is not Pᵀ");
+                let product = galerkin(&cpu, &levels[l], p, nc).unwrap();
+                let scale = levels[l + 1].val.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                assert!(distance(&product, &levels[l + 1], nc) < 1e-12 * scale, "{ranks} ranks, level {l}: not PᵀAP");
+            }
+            if ranks == 1 {
+                let one = serial::hierarchy(&cpu, &whole_a, 1, &Nullspace::constants(whole_a.n_rows, 1), &o).unwrap();
+                assert_eq!(one.a.len() + 1, levels.len());
+                for (l, m) in one.a.iter().rev().enumerate() {
+                    assert!(distance(m, &levels[l + 1], m.n_rows) < 1e-12, "level {}", l + 1);
+                }
+                let mut one_rho = one.rho.clone();
+                one_rho.reverse();
+                assert!(one_rho.iter().zip(rho).all(|(a, b)| (a - b).abs() < 1e-12 * a), "{one_rho:?} against {rho:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Sparse rows across ranks, their columns in global numbers: a rank's
+//! ghost rows fetched from their owners (a product `A P` reads the rows of
+//! `P` its ghost columns name), and entries sent to the owners of their
+//! rows (the Galerkin product and the restriction `Pᵀ` sum entries that
+//! other ranks computed). One all-to-all each; every message is packed
+//! ([`super::packing`]).
+
+use super::comm::Communicator;
+use super::layout::{owner, Layout};
+use super::packing::{Pack, Unpack};
+use crate::operator::csr::Csr;
+use crate::solver::amg::product;
+use crate::{CpuBackend, Result};
+
+/// The rows of `layout`'s ghosts, in its order, from their owners' `rows`
+/// (this rank's owned rows, global columns). Collective.
+pub fn ghost_rows(comm: &dyn Communicator, layout: &Layout, rows: &Csr<f64>) -> Result<Csr<f64>> {
+    let mut sent = vec![Vec::new(); comm.size()];
+    for (q, list) in &layout.send {
+        let mut p = Pack::default();
+        let lens: Vec<u32> = list.iter().map(|&r| rows.row_ptr[r as usize + 1] - rows.row_ptr[r as usize]).collect();
+        p.u32s(&lens);
+        let range = |r: u32| rows.row_ptr[r as usize] as usize..rows.row_ptr[r as usize + 1] as usize;
+        p.u32s(&list.iter().flat_map(|&r| rows.col[range(r)].iter().copied()).collect::<Vec<_>>());
+        p.f64s(&list.iter().flat_map(|&r| rows.val[range(r)].iter().copied()).collect::<Vec<_>>());
+        sent[*q] = p.finish();
+    }
+    let got = comm.all_to_all(&sent)?;
+    let mut out = Csr { n_rows: layout.ghosts.len(), row_ptr: vec![0], col: Vec::new(), val: Vec::new() };
+    for (q, range) in &layout.recv {
+        let mut u = Unpack::new(&got[*q]);
+        let (lens, col, val) = (u.u32s()?, u.u32s()?, u.f64s()?);
+        u.end()?;
+        if lens.len() != range.len() || col.len() != val.len() || lens.iter().map(|&l| l as usize).sum::<usize>() != col.len() {
+            return Err(u.corrupt());
+        }
+        for l in lens {
+            out.row_ptr.push(out.row_ptr.last().expect("one offset") + l);
+        }
+        out.col.extend(col);
+        out.val.extend(val);
+    }
+    Ok(out)
+}
+
+/// Entries `(row, column, value)` by global numbers, each sent to its
+/// row's owner under `starts`; returns the rows this rank owns (`starts`
+/// of this rank on), summed by column, with the entries it kept. Collective.
+pub fn to_owners(cpu: &CpuBackend, comm: &dyn Communicator, starts: &[usize], entries: &[(u32, u32, f64)]) -> Result<Csr<f64>> {
+    let size = comm.size();
+    let mut by_rank: Vec<(Vec<u32>, Vec<u32>, Vec<f64>)> = vec![Default::default(); size];
+    for &(r, c, v) in entries {
+        let q = &mut by_rank[owner(starts, r)];
+        q.0.push(r);
+        q.1.push(c);
+        q.2.push(v);
+    }
+    let sent: Vec<Vec<u64>> = by_rank
+        .iter()
+        .map(|(r, c, v)| {
+            let mut p = Pack::default();
+            p.u32s(r);
+            p.u32s(c);
+            p.f64s(v);
+            p.finish()
+        })
+        .collect();
+    let got = comm.all_to_all(&sent)?;
+    let (first, owned) = (starts[comm.rank()], starts[comm.rank() + 1] - starts[comm.rank()]);
+    let mut all = Vec::new();
+    for words in &got {
+        let mut u = Unpack::new(words);
+        let (r, c, v) = (u.u32s()?, u.u32s()?, u.f64s()?);
+        u.end()?;
+        if r.len() != c.len() || c.len() != v.len() || r.iter().any(|&r| !(first..first + owned).contains(&(r as usize))) {
+            return Err(u.corrupt());
+        }
+        all.extend(r.into_iter().zip(c).zip(v).map(|((r, c), v)| (r - first as u32, c, v)));
+    }
+    Ok(from_entries(cpu, owned, &all))
+}
+
+/// The `n_rows`-row matrix of entries `(row, column, value)`, summed by
+/// column.
+pub fn from_entries(cpu: &CpuBackend, n_rows: usize, entries: &[(u32, u32, f64)]) -> Csr<f64> {
+    let mut start = vec![0usize; n_rows + 1];
+    entries.iter().for_each(|e| start[e.0 as usize + 1] += 1);
+    for r in 0..n_rows {
+        start[r + 1] += start[r];
+    }
+    let mut fill = start.clone();
+    let mut sorted = vec![(0u32, 0.0f64); entries.len()];
+    for &(r, c, v) in entries {
+        sorted[fill[r as usize]] = (c, v);
+        fill[r as usize] += 1;
+    }
+    // as many entries as the input: within the u32 range of its rows
+    product::build(cpu, n_rows, |r, terms| terms.extend_from_slice(&sorted[start[r]..start[r + 1]])).expect("no more entries than given")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distributed::Threads;
+
+    #[test]
+    fn rows_reach_the_ranks_that_read_or_own_them() {
+        let out = Threads::run(3, |c| {
+            let cpu = CpuBackend::new(Some(1)).unwrap();
+            // rank r owns r + 1 rows; global row g holds (g, g) and (g, 0)
+            let owned = c.rank() + 1;
+            let layout = Layout::new(c, owned, (0..6u32).filter(|g| !(layout_first(c.rank())..layout_first(c.rank()) + owned).contains(&(*g as usize))).collect()).unwrap();
+            let g = |i: usize| layout.global(i);
+            let entries: Vec<(u32, u32, f64)> = (0..owned).flat_map(|i| [(i as u32, g(i), g(i) as f64), (i as u32, 0, 1.0)]).collect();
+            let mine = from_entries(&cpu, owned, &entries);
+            let ghosts = ghost_rows(c, &layout, &mine).unwrap();
+            let fetched = (0..layout.ghosts.len()).all(|k| {
+                let gg = layout.ghosts[k];
+                let row: Vec<(u32, f64)> = (ghosts.row_ptr[k] as usize..ghosts.row_ptr[k + 1] as usize).map(|p| (ghosts.col[p], ghosts.val[p])).collect();
+                row == if gg == 0 { vec![(0, 1.0)] } else { vec![(0, 1.0), (gg, gg as f64)] }
+            });
+            // every rank sends 1 to every global row's column 5: owners sum them
+            let sums = to_owners(&cpu, c, &layout.starts, &(0..6u32).map(|r| (r, 5, 1.0)).collect::<Vec<_>>()).unwrap();
+            fetched && sums.n_rows == owned && sums.col.iter().all(|&c| c == 5) && sums.val.iter().all(|&v| v == 3.0)
+        });
+        assert!(out.iter().all(|&o| o), "{out:?}");
+    }
+
+    fn layout_first(rank: usize) -> usize {
+        (0..rank).map(|r| r + 1).sum()
+    }
+}
