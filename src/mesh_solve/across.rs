@@ -108,10 +108,16 @@ fn solve_piece<K: Kernels<f64> + 'static>(any: &AnyBackend, comm: &dyn Communica
     let part = share.boundary_part();
     let setup = agree(
         comm,
-        Setup::<K>::constrained(cpu, local, share.aux(), &share.constraints, Some(&share.load)).and_then(|s| match &part {
-            Some(p) => s.with_boundary_term(local, p),
-            None => Ok(s),
-        }),
+        Setup::<K>::constrained(cpu, local, share.aux(), &share.constraints, Some(&share.load))
+            .and_then(|s| match &part {
+                Some(p) => s.with_boundary_term(local, p),
+                None => Ok(s),
+            })
+            .and_then(|s| match o.newton.precond {
+                // AMG's low-order level below a high-order space, as on one rank
+                fem_host::problem::nonlinear::Precond::Amg(_) => s.with_low_order(local),
+                _ => Ok(s),
+            }),
     )?;
     let host = marks.total();
     marks.mark("pattern");

@@ -21,8 +21,10 @@ use super::layout::{starts, Layout};
 use super::operator::{Gathered, HaloMatrix, HaloOperator};
 use super::rows;
 use crate::operator::csr::Csr;
-use crate::solver::amg::{aggregate, lap, mis, product, strength, tentative, AmgOptions, AmgStats, Aggregation, LevelStats, Nullspace};
-use crate::solver::multigrid::{Multigrid, StoredLevel};
+use crate::solver::amg::{aggregate, lap, mis, product, strength, tentative, AmgOptions, AmgStats, Aggregation, LevelStats, LowOrder, Nullspace};
+use crate::solver::multigrid::{Matrix, Multigrid, StoredLevel};
+use std::cell::RefCell;
+use crate::solver::transfer::transpose;
 use crate::solver::{chebyshev, PrecondOps};
 use crate::{CpuBackend, Error, Result};
 use std::rc::Rc;
@@ -61,19 +63,81 @@ pub struct Hierarchy {
     pub stats: AmgStats,
 }
 
-/// `a` with only its first `owned` rows kept (the rest empty): a piece's
-/// tangent, whose ghost rows are partial sums.
-pub fn owned_rows(a: &Csr<f64>, owned: usize) -> Csr<f64> {
-    let end = a.row_ptr[owned] as usize;
-    let mut row_ptr = a.row_ptr[..=owned].to_vec();
-    row_ptr.resize(a.n_rows + 1, end as u32);
-    Csr { n_rows: a.n_rows, row_ptr, col: a.col[..end].to_vec(), val: a.val[..end].to_vec() }
+/// The matrix of `pattern` with values `val`, only its first `owned` rows
+/// kept (the rest empty): a piece's tangent, whose ghost rows are partial
+/// sums.
+pub fn owned_rows(pattern: &Csr<f64>, mut val: Vec<f64>, owned: usize) -> Csr<f64> {
+    let end = pattern.row_ptr[owned] as usize;
+    let mut row_ptr = pattern.row_ptr[..=owned].to_vec();
+    row_ptr.resize(pattern.n_rows + 1, end as u32);
+    val.truncate(end);
+    Csr { n_rows: pattern.n_rows, row_ptr, col: pattern.col[..end].to_vec(), val }
+}
+
+/// The first coarsening of a high-order operator across ranks
+/// ([`crate::solver::amg::low_order`] on one): the vertex interpolation
+/// from the mesh's P1/Q1 functions, whose unknowns belong to the owners of
+/// the vertices' nodes.
+#[derive(Clone, Debug)]
+pub struct LowLevel {
+    /// The prolongation's owned rows, global columns.
+    pub p: Csr<f64>,
+    /// Every rank's first low-order row, and the total last.
+    pub starts: Vec<usize>,
+    /// The near-nullspace on this rank's low-order rows.
+    pub nullspace: Nullspace,
+}
+
+impl LowLevel {
+    /// The low-order level of `low` (built on this rank's piece, whose
+    /// rows `layout` numbers, `nc` a node). Collective.
+    pub fn new(comm: &dyn Communicator, layout: &Layout, low: &LowOrder, nc: usize) -> Result<Self> {
+        let owned_nodes = layout.owned / nc;
+        let mut vertex = vec![u32::MAX; layout.rows() / nc];
+        let nodes = vertex.len();
+        for (v, &n) in low.node.iter().enumerate().filter(|(_, &n)| (n as usize) < nodes) {
+            vertex[n as usize] = v as u32;
+        }
+        let owned: Vec<u32> = vertex[..owned_nodes].iter().copied().filter(|&v| v != u32::MAX).collect();
+        let starts = starts(comm, owned.len() * nc)?;
+        // the low-order row of every piece row at a vertex: numbered by its
+        // owner, the ghosts' from their owners
+        let mut id = vec![-1.0f64; layout.rows()];
+        let mut next = starts[comm.rank()];
+        for n in (0..owned_nodes).filter(|&n| vertex[n] != u32::MAX) {
+            for c in 0..nc {
+                id[n * nc + c] = next as f64;
+                next += 1;
+            }
+        }
+        let one = CpuBackend::new(Some(1))?;
+        layout.halo::<CpuBackend>(&one, None)?.update(&one, comm, &mut id)?;
+        let column = |vc: u32| -> Option<u32> {
+            let (v, c) = (vc as usize / nc, vc as usize % nc);
+            let n = *low.node.get(v)? as usize;
+            id.get(n * nc + c).filter(|&&g| g >= 0.0).map(|&g| g as u32)
+        };
+        let end = low.p.row_ptr[layout.owned] as usize;
+        let col: Option<Vec<u32>> = low.p.col[..end].iter().map(|&vc| column(vc)).collect();
+        let ok = col.is_some() && low.p.n_rows == layout.rows();
+        if !comm.all_ok(ok)? {
+            return Err(Error::InvalidArgument("AMG across ranks: a low-order unknown whose owner does not number it".into()));
+        }
+        let p = Csr { n_rows: layout.owned, row_ptr: low.p.row_ptr[..=layout.owned].to_vec(), col: col.expect("checked"), val: low.p.val[..end].to_vec() };
+        let k = low.nullspace.k;
+        let values = owned.iter().flat_map(|&v| (0..nc).flat_map(move |c| (0..k).map(move |j| (v as usize * nc + c) * k + j))).map(|i| low.nullspace.values[i]).collect();
+        Ok(Self { p, starts, nullspace: Nullspace { k, values } })
+    }
 }
 
 /// The hierarchy of the operator whose owned rows `a` holds (rows and
 /// columns local to `layout`), `block` rows a node, near-nullspace `b` on
-/// the owned rows. Collective; an error on every rank where one fails.
-pub fn hierarchy(cpu: &CpuBackend, comm: &dyn Communicator, layout: Layout, a: Csr<f64>, block: usize, b: &Nullspace, o: &AmgOptions) -> Result<Hierarchy> {
+/// the owned rows, or through the low-order level `low` (whose
+/// near-nullspace then replaces `b`); `rho` is ρ(D⁻¹A) of the operator
+/// where it is known (estimated on the device), else it is estimated
+/// here. Collective; an error on every rank where one fails.
+#[allow(clippy::too_many_arguments)]
+pub fn hierarchy(cpu: &CpuBackend, comm: &dyn Communicator, layout: Layout, a: Csr<f64>, block: usize, b: &Nullspace, low: Option<&LowLevel>, mut rho: Option<f64>, o: &AmgOptions) -> Result<Hierarchy> {
     let ok = |what: &str, good: bool| -> Result<()> {
         match comm.all_ok(good)? {
             true => Ok(()),
@@ -84,6 +148,15 @@ pub fn hierarchy(cpu: &CpuBackend, comm: &dyn Communicator, layout: Layout, a: C
     let mut stats = AmgStats::default();
     let (mut levels, mut transfers) = (Vec::new(), Vec::new());
     let (mut layout, mut a, mut b, mut block) = (layout, a, b.clone(), block);
+    if let Some(low) = low {
+        let t = Instant::now();
+        let rho = rho.take().map_or_else(|| radius(cpu, comm, &layout, &a), Ok)?;
+        let (level, transfer, next) = coarsen(cpu, comm, Level { layout, a, rho }, low.p.clone(), low.starts.clone())?;
+        stats.seconds.galerkin += lap(t);
+        levels.push(level);
+        transfers.push(transfer);
+        (layout, a, b) = (next.layout, next.a, low.nullspace.clone());
+    }
     while levels.len() + 1 < o.max_levels.max(1) && layout.total() / block > o.max_coarse {
         let s = &mut stats.seconds;
         let t = Instant::now();
@@ -106,8 +179,8 @@ pub fn hierarchy(cpu: &CpuBackend, comm: &dyn Communicator, layout: Layout, a: C
         let t_ghost = rows::ghost_rows(comm, &layout, &tp)?;
         s.tentative += lap(t);
         let t = Instant::now();
-        let rho = radius(cpu, comm, &layout, &a)?;
-        let p = smooth(cpu, &layout, &a, &tp, &t_ghost, o.prolongation_omega / rho)?;
+        let rho = rho.take().map_or_else(|| radius(cpu, comm, &layout, &a), Ok)?;
+        let p = smooth(cpu, &layout, &a, &tp, &t_ghost, o.prolongation_omega / rho, coarse)?;
         s.smoothing += lap(t);
         let t = Instant::now();
         let (level, transfer, next) = coarsen(cpu, comm, Level { layout, a, rho }, p, cstarts)?;
@@ -164,9 +237,9 @@ fn radius(cpu: &CpuBackend, comm: &dyn Communicator, layout: &Layout, a: &Csr<f6
 
 /// `P = T − s D⁻¹ A T` on the owned rows, global columns; `t` holds the
 /// owned rows of `T`, `t_ghost` its ghost rows.
-fn smooth(cpu: &CpuBackend, layout: &Layout, a: &Csr<f64>, t: &Csr<f64>, t_ghost: &Csr<f64>, s: f64) -> Result<Csr<f64>> {
+fn smooth(cpu: &CpuBackend, layout: &Layout, a: &Csr<f64>, t: &Csr<f64>, t_ghost: &Csr<f64>, s: f64, width: usize) -> Result<Csr<f64>> {
     let (d, owned) = (a.diag(), layout.owned);
-    product::build(cpu, owned, |r, terms| {
+    product::build_within(cpu, owned, width, |r, terms| {
         product::push_row(t, r, 1.0, terms);
         for k in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
             let (j, v) = (a.col[k] as usize, -s * a.val[k] / d[r]);
@@ -185,7 +258,8 @@ fn coarsen(cpu: &CpuBackend, comm: &dyn Communicator, fine: Level, p: Csr<f64>, 
     let (rank, layout, a) = (comm.rank(), &fine.layout, &fine.a);
     let (owned, cfirst, cowned) = (layout.owned, cstarts[rank], cstarts[rank + 1] - cstarts[rank]);
     let p_ghost = rows::ghost_rows(comm, layout, &p)?;
-    let ap = product::build(cpu, owned, |r, terms| {
+    let width = *cstarts.last().expect("one start");
+    let ap = product::build_within(cpu, owned, width, |r, terms| {
         for k in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
             let j = a.col[k] as usize;
             match j < owned {
@@ -194,55 +268,51 @@ fn coarsen(cpu: &CpuBackend, comm: &dyn Communicator, fine: Level, p: Csr<f64>, 
             }
         }
     })?;
-    // Pᵀ (A P) over this rank's fine rows, to the owners of the coarse rows
-    let mut entries = Vec::new();
-    let mut restriction = Vec::new();
-    for i in 0..owned {
-        let fine_global = layout.global(i);
-        for k in p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize {
-            let (c, w) = (p.col[k], p.val[k]);
-            restriction.push((c, fine_global, w));
-            let span = ap.row_ptr[i] as usize..ap.row_ptr[i + 1] as usize;
-            entries.extend(ap.col[span.clone()].iter().zip(&ap.val[span]).map(|(&j, &v)| (c, j, w * v)));
+    // Pᵀ (A P) over this rank's fine rows, summed here by coarse row, then
+    // to the owners of the coarse rows
+    let pt = transpose(&p, width);
+    let partial = product::build_within(cpu, pt.n_rows, width, |c, terms| {
+        for k in pt.row_ptr[c] as usize..pt.row_ptr[c + 1] as usize {
+            product::push_row(&ap, pt.col[k] as usize, pt.val[k], terms);
         }
-    }
+    })?;
     drop(ap);
-    let mut galerkin = rows::to_owners(cpu, comm, &cstarts, &entries)?;
-    drop(entries);
+    let mut galerkin = rows::sum_to_owners(cpu, comm, &cstarts, &partial, Some(width), |j| j)?;
+    drop(partial);
     unit_empty_rows(&mut galerkin, cfirst as u32);
-    let r = rows::to_owners(cpu, comm, &cstarts, &restriction)?;
-    drop(restriction);
+    // rows of a few distinct columns each: no accumulator as wide as the fine level
+    let r = rows::sum_to_owners(cpu, comm, &cstarts, &pt, None, |i| layout.global(i as usize))?;
+    drop(pt);
     // the coarse ghosts: what the Galerkin rows and the prolongation read
     let mine = cfirst as u32..(cfirst + cowned) as u32;
     let ghosts: Vec<u32> = galerkin.col.iter().chain(&p.col).copied().filter(|c| !mine.contains(c)).collect();
     let clayout = Layout::new(comm, cowned, ghosts)?;
-    let local = |m: Csr<f64>, to: &Layout, rows: usize| -> Result<Csr<f64>> {
-        let col = m.col.iter().map(|&g| to.local(g).ok_or_else(|| Error::InvalidArgument(format!("AMG across ranks: rank {rank} holds no row {g} of a level")))).collect::<Result<Vec<u32>>>()?;
-        let mut row_ptr = m.row_ptr;
-        row_ptr.resize(rows + 1, *row_ptr.last().expect("one offset"));
-        Ok(sorted_rows(Csr { n_rows: rows, row_ptr, col, val: m.val }))
-    };
+    let local = |m: Csr<f64>, to: &Layout, rows: usize| localized(cpu, &m, to, rows);
     let (fine_rows, coarse_rows) = (layout.rows(), clayout.rows());
     let found = local(r, layout, coarse_rows).and_then(|r| Ok((r, local(p, &clayout, fine_rows)?, local(galerkin, &clayout, coarse_rows)?)));
     let (r, p, galerkin) = super::comm::agree(comm, found)?;
     Ok((fine, Transfer { p, r }, Level { layout: clayout, a: galerkin, rho: 0.0 }))
 }
 
-/// `m` with every row's columns ascending (local numbers do not keep the
-/// order of global ones: lower ranks' ghosts come after the owned rows).
-fn sorted_rows(mut m: Csr<f64>) -> Csr<f64> {
-    let mut pairs = Vec::new();
-    for r in 0..m.n_rows {
-        let span = m.row_ptr[r] as usize..m.row_ptr[r + 1] as usize;
-        pairs.clear();
-        pairs.extend(m.col[span.clone()].iter().copied().zip(m.val[span.clone()].iter().copied()));
-        pairs.sort_unstable_by_key(|p| p.0);
-        for (k, (c, v)) in span.zip(&pairs) {
-            m.col[k] = *c;
-            m.val[k] = *v;
+/// `m` (global columns) in `to`'s local columns, with `rows` rows (those
+/// past `m`'s empty), each row's columns ascending (local numbers do not
+/// keep the order of global ones: lower ranks' ghosts come after the
+/// owned rows); an error for a column `to` does not hold.
+fn localized(cpu: &CpuBackend, m: &Csr<f64>, to: &Layout, rows: usize) -> Result<Csr<f64>> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let missing = AtomicU32::new(u32::MAX);
+    let out = product::build(cpu, rows, |r, terms| {
+        for k in (r < m.n_rows).then(|| m.row_ptr[r] as usize..m.row_ptr[r + 1] as usize).unwrap_or_default() {
+            match to.local(m.col[k]) {
+                Some(c) => terms.push((c, m.val[k])),
+                None => missing.store(m.col[k], Ordering::Relaxed),
+            }
         }
+    })?;
+    match missing.into_inner() {
+        u32::MAX => Ok(out),
+        g => Err(Error::InvalidArgument(format!("AMG across ranks: rank {} holds no row {g} of a level", to.rank))),
     }
-    m
 }
 
 /// A unit diagonal in every empty row of `m` (whose row `r` is global row
@@ -282,9 +352,11 @@ fn whole(cpu: &CpuBackend, comm: &dyn Communicator, rows: &Layout, cols: &Layout
 }
 
 /// The cycles of `h` on backend `b` across `comm`'s ranks, as options `o`
-/// say: every level's matrices stored in `b`'s format for hierarchies,
-/// each level's halo over `link` (the ranks' device link, made once).
-pub fn multigrid<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, h: &Hierarchy, link: Option<Rc<B::Link>>, o: &AmgOptions) -> Result<Multigrid<Distributed<'a, B>, f64>> {
+/// say: every level's matrices stored in `b`'s format for hierarchies
+/// (the finest level's operator `finest` where it is already stored: the
+/// tangent itself), each level's halo over `link` (the ranks' device
+/// link, made once).
+pub fn multigrid<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, h: &Hierarchy, finest: Option<Rc<RefCell<Matrix<B, f64>>>>, link: Option<Rc<B::Link>>, o: &AmgOptions) -> Result<Multigrid<Distributed<'a, B>, f64>> {
     let b = d.inner;
     let halos: Vec<Rc<Halo<B>>> = h.levels.iter().map(|l| Ok(Rc::new(l.layout.halo(b, link.clone())?))).collect::<Result<_>>()?;
     let n = h.levels.len();
@@ -293,14 +365,18 @@ pub fn multigrid<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, h: &Hi
     for l in (0..n).rev() {
         let level = &h.levels[l];
         let rows = level.layout.rows();
-        let a = HaloMatrix::new(b, b.store_matrix(&level.a, rows)?, halos[l].clone(), rows)?;
+        let a = match (l, &finest) {
+            (0, Some(m)) => m.clone(),
+            _ => shared(b, &level.a, rows)?,
+        };
+        let a = HaloMatrix::new(b, a, halos[l].clone(), rows)?;
         let diag = level.a.diag();
         let inv: Vec<f64> = (0..rows).map(|i| if i < level.layout.owned && diag[i] != 0.0 { 1.0 / diag[i] } else { 0.0 }).collect();
         let p = match l + 1 < n {
             true => {
                 let (t, coarse) = (&h.transfers[l], &h.levels[l + 1].layout);
-                let prolong = HaloMatrix::new(b, b.store_matrix(&t.p, coarse.rows())?, halos[l + 1].clone(), rows)?;
-                let restrict = HaloMatrix::new(b, b.store_matrix(&t.r, rows)?, halos[l].clone(), coarse.rows())?;
+                let prolong = HaloMatrix::new(b, shared(b, &t.p, coarse.rows())?, halos[l + 1].clone(), rows)?;
+                let restrict = HaloMatrix::new(b, shared(b, &t.r, rows)?, halos[l].clone(), coarse.rows())?;
                 Some((Box::new(prolong) as _, Box::new(restrict) as _))
             }
             false => None,
@@ -312,6 +388,11 @@ pub fn multigrid<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, h: &Hi
     let mut mg = Multigrid::from_stored(d, stored, o.cycle, empty)?;
     mg.solve_coarsest_by(Box::new(Gathered::new(&h.coarsest, coarsest.clone())?));
     Ok(mg)
+}
+
+/// `m` (`cols` columns) in `b`'s format for hierarchies, to share.
+fn shared<B: PrecondOps>(b: &B, m: &Csr<f64>, cols: usize) -> Result<Rc<RefCell<Matrix<B, f64>>>> {
+    Ok(Rc::new(RefCell::new(b.store_matrix(m, cols)?)))
 }
 
 #[cfg(test)]
@@ -366,7 +447,7 @@ mod tests {
                 let mut a = rows::from_entries(&cpu, layout.owned, &entries);
                 a.row_ptr.resize(layout.rows() + 1, *a.row_ptr.last().unwrap());
                 a.n_rows = layout.rows();
-                let h = hierarchy(&cpu, c, layout.clone(), a, 1, &Nullspace::constants(piece.owned, 1), &o).unwrap();
+                let h = hierarchy(&cpu, c, layout.clone(), a, 1, &Nullspace::constants(piece.owned, 1), None, None, &o).unwrap();
                 let levels: Vec<Csr<f64>> = h.levels.iter().map(|l| whole(&cpu, c, &l.layout, &l.layout, &l.a).unwrap()).collect();
                 let transfers: Vec<(Csr<f64>, Csr<f64>)> = h.transfers.iter().enumerate().map(|(l, t)| {
                     let (fine, coarse) = (&h.levels[l].layout, &h.levels[l + 1].layout);

@@ -17,7 +17,10 @@ use crate::solver::{chebyshev, CgOptions, InverseDiagonal};
 use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Error, Result};
 use fem_kernels::pointwise::Kernels;
+use crate::solver::multigrid::Matrix;
 use serde::Serialize;
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Instant;
 
 /// What a distributed Newton solve did, the same on every rank except
@@ -129,6 +132,7 @@ impl Ranks {
 /// the cycles of the last hierarchy.
 struct Amg<'a, B: NewtonOps + HaloBackend> {
     layout: super::Layout,
+    low: Option<super::amg::LowLevel>,
     nullspace: crate::solver::amg::Nullspace,
     opts: crate::solver::amg::AmgOptions,
     cpu: crate::CpuBackend,
@@ -145,23 +149,25 @@ impl<'a, B: NewtonOps + HaloBackend> Amg<'a, B> {
             0 => Nullspace::constants(layout.owned, nc),
             _ => Nullspace::rigid_body_modes(&setup.node_coords[..piece.owned], nc)?,
         };
-        let cpu = crate::CpuBackend::new(Some(cores()))?;
-        Ok(Self { layout, nullspace, opts, cpu, mg: None, report: AmgReport::default() })
+        // this rank's share of the host's cores
+        let cpu = crate::CpuBackend::new(None)?;
+        let low = setup.low_order.as_ref().map(|l| super::amg::LowLevel::new(comm, &layout, l, nc)).transpose()?;
+        Ok(Self { layout, low, nullspace, opts, cpu, mg: None, report: AmgReport::default() })
     }
 
     /// The hierarchy of the tangent whose values (of the set-up's pattern)
-    /// `kflat` holds, its cycles on `d`.
-    fn build<K: Kernels<f64>>(&mut self, d: &Distributed<'a, B>, setup: &Setup<K>, kflat: &B::Vector<f64>, link: Option<std::rc::Rc<B::Link>>) -> Result<()> {
+    /// `kflat` hold, its cycles on `d`, the finest level's products those
+    /// of the stored `tangent`.
+    #[allow(clippy::too_many_arguments)]
+    fn build<K: Kernels<f64>>(&mut self, d: &Distributed<'a, B>, setup: &Setup<K>, kflat: &B::Vector<f64>, tangent: Rc<RefCell<Matrix<B, f64>>>, rho: f64, link: Option<Rc<B::Link>>) -> Result<()> {
         let start = Instant::now();
         self.mg = None; // its memory before the next one's
-        let csr = crate::operator::csr::Csr { n_rows: setup.csr.n_rows, row_ptr: setup.csr.row_ptr.clone(), col: setup.csr.col.clone(), val: d.inner.download(kflat)? };
-        let a = super::amg::owned_rows(&csr, self.layout.owned);
-        drop(csr);
+        let a = super::amg::owned_rows(&setup.csr, d.inner.download(kflat)?, self.layout.owned);
         let nc = setup.physics.variant.nc;
-        let h = super::amg::hierarchy(&self.cpu, d.comm, self.layout.clone(), a, nc, &self.nullspace, &self.opts)?;
+        let h = super::amg::hierarchy(&self.cpu, d.comm, self.layout.clone(), a, nc, &self.nullspace, self.low.as_ref(), Some(rho), &self.opts)?;
         let mut stats = h.stats.clone();
         let t = Instant::now();
-        self.mg = Some(super::amg::multigrid(d, &h, link, &self.opts)?);
+        self.mg = Some(super::amg::multigrid(d, &h, Some(tangent), link, &self.opts)?);
         stats.seconds.upload = t.elapsed().as_secs_f64();
         self.report.builds += 1;
         self.report.last = stats;
@@ -222,7 +228,8 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
     let d = Distributed::new(b, comm, halo.owned_rows());
     let storage = o.assembly.resolve(setup, o.precond, o.precision, b.default_format())?;
     let state = b.prepare(setup, storage.format(), Scatter::Atomic)?;
-    let mut matrix = storage.format().map(|f| local_matrix(b, &state, setup, f)).transpose()?;
+    // shared with AMG's finest level, which reads the same tangent
+    let matrix = storage.format().map(|f| local_matrix(b, &state, setup, f).map(|m| Rc::new(RefCell::new(m)))).transpose()?;
     let n = halo.rows();
     let mut w = Work::<B> { ue: b.zeros(setup.gather.len())?, relem: b.zeros(setup.gather.len())?, r: b.zeros(n)? };
     let values = if matrix.is_some() { setup.csr.nnz() } else { 0 };
@@ -255,10 +262,10 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
             // `w.ue` holds the gather of u from its residual
             timed(b, &mut split.element, || b.elements(&state, true, &w.ue, &mut kelem))?;
             timed(b, &mut split.assembly, || {
-                match matrix.as_mut() {
+                match matrix.as_ref() {
                     Some(m) => {
                         b.assemble(&state, true, &kelem, &mut kflat)?;
-                        m.reorder(b, &kflat)?;
+                        m.borrow_mut().reorder(b, &kflat)?;
                         b.inverse_diagonal(&state, &kflat, &mut inv)?;
                     }
                     None => lma_inverse_diagonal(b, &state, &kelem, None, &mut scratch, &mut inv)?,
@@ -271,14 +278,19 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
             rho = None;
         }
         let lma = LmaOp { state: &state, kelem: &kelem, extra: None, scratch: std::cell::RefCell::new(&mut scratch), n };
-        let local: &dyn crate::operator::LinearOperator<B, f64> = match matrix.as_deref() {
-            Some(m) => m,
+        let tangent = matrix.as_ref().map(|m| m.borrow());
+        let local: &dyn crate::operator::LinearOperator<B, f64> = match tangent.as_deref() {
+            Some(m) => m.as_ref(),
             None => &lma,
         };
         let op = HaloOperator::new(b, local, &halo)?;
-        if let (Some(amg), Some(_)) = (amg.as_mut(), matrix.as_ref()) {
+        if let (Some(amg), Some(m)) = (amg.as_mut(), matrix.as_ref()) {
             if amg.mg.is_none() || !(amg.opts.keep || o.lag_tangent) {
-                timed(b, &mut split.assembly, || amg.build(&d, setup, &kflat, halo.shared_link()))?;
+                timed(b, &mut split.assembly, || {
+                    // ρ(D⁻¹A) of the finest level from the stored tangent, on the device
+                    let rho = chebyshev::spectral_radius_of(&d, &op, &inv)?;
+                    amg.build(&d, setup, &kflat, m.clone(), rho, halo.shared_link())
+                })?;
             }
         }
         let identity = crate::solver::precond::Identity(n);
@@ -318,7 +330,7 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         rows: piece.global * nc,
         owned_rows: halo.owned_rows(),
         ghost_rows: n - halo.owned_rows(),
-        format: matrix.as_ref().map_or_else(|| "element matrices (LMA)".into(), |m| m.name()),
+        format: matrix.as_ref().map_or_else(|| "element matrices (LMA)".into(), |m| m.borrow().name()),
         converged: *residuals.last().expect("one residual") <= tol,
         krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(),
         residuals,
@@ -392,6 +404,8 @@ mod tests {
                 let local = piece.space(space).unwrap();
                 let a = view(&aux, Some(piece));
                 let setup = Setup::<K>::constrained(&cpu, &local, aux_of(&aux, &a), &piece.constraints(&local, &cons).unwrap(), Some(&piece.load(&load))).unwrap();
+                // AMG's low-order level below a high-order space
+                let setup = if matches!(precond, Precond::Amg(_)) { setup.with_low_order(&local).unwrap() } else { setup };
                 let (local, report) = solve(&cpu, c, piece, &setup, &piece.restrict(nc, &cons.initial()), &o).unwrap();
                 // owned and ghost rows alike hold the solution
                 let worst = local.iter().enumerate().fold(0.0f64, |m, (i, a)| m.max((a - u[piece.nodes[i / nc] as usize * nc + i % nc]).abs()));
@@ -424,16 +438,21 @@ mod tests {
     /// across the same ranks.
     #[test]
     fn amg_on_ranks_equals_one_rank_in_fewer_iterations() {
-        let mesh = SimplexBox::unstructured(3, 10, 8).build().unwrap();
-        let space = Space::simplex(&mesh, 1).unwrap();
-        let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
-        let amg = AmgOptions { max_coarse: 20, ..AmgOptions::default() };
-        let with = equals_one_rank::<Poisson>(&space, 1, Values::Nodal(coefficients.clone()), Krylov::Cg, Precond::Amg(amg));
-        let without = equals_one_rank::<Poisson>(&space, 1, Values::Nodal(coefficients), Krylov::Cg, Precond::Jacobi);
-        for (w, j) in with.iter().zip(&without) {
-            let levels = w[0].amg.as_ref().map_or(0, |a| a.last.levels.len());
-            assert!(levels >= 3, "{} ranks: {levels} levels", w.len());
-            assert!(3 * w[0].krylov_iterations < j[0].krylov_iterations, "{} ranks: AMG took {} iterations, Jacobi {}", w.len(), w[0].krylov_iterations, j[0].krylov_iterations);
+        // P1 aggregated directly; P2 through its low-order level
+        for (cells, degree) in [(10, 1), (6, 2)] {
+            let mesh = SimplexBox::unstructured(3, cells, 8).build().unwrap();
+            let space = Space::simplex(&mesh, degree).unwrap();
+            let coefficients: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
+            let amg = AmgOptions { max_coarse: 20, ..AmgOptions::default() };
+            let with = equals_one_rank::<Poisson>(&space, 1, Values::Nodal(coefficients.clone()), Krylov::Cg, Precond::Amg(amg));
+            let without = equals_one_rank::<Poisson>(&space, 1, Values::Nodal(coefficients), Krylov::Cg, Precond::Jacobi);
+            for (w, j) in with.iter().zip(&without) {
+                let levels: Vec<usize> = w[0].amg.as_ref().map_or(Vec::new(), |a| a.last.levels.iter().map(|l| l.rows).collect());
+                assert!(levels.len() >= 3, "P{degree}, {} ranks: levels {levels:?}", w.len());
+                // the low-order level has the mesh's vertices
+                assert!(degree == 1 || levels[1] == space.vertices.len(), "P{degree}: levels {levels:?}");
+                assert!(3 * w[0].krylov_iterations < j[0].krylov_iterations, "P{degree}, {} ranks: AMG took {} iterations, Jacobi {}", w.len(), w[0].krylov_iterations, j[0].krylov_iterations);
+            }
         }
     }
 

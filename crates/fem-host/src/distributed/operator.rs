@@ -59,17 +59,18 @@ impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloOperator<'_
 /// restrictions of a partitioned hierarchy ([`super::amg`]); halos are
 /// shared among the matrices that read the same level.
 pub struct HaloMatrix<B: HaloBackend> {
-    local: Matrix<B, f64>,
+    local: Rc<RefCell<Matrix<B, f64>>>,
     halo: Rc<Halo<B>>,
     filled: RefCell<B::Vector<f64>>,
     rows: usize,
 }
 
 impl<B: HaloBackend> HaloMatrix<B> {
-    /// `local` (`rows` output rows, the input level's local columns) after
-    /// `halo`'s exchange of the input.
-    pub fn new(b: &B, local: Matrix<B, f64>, halo: Rc<Halo<B>>, rows: usize) -> Result<Self> {
-        crate::error::same_len("matrix rows", local.rows(), rows)?;
+    /// `local` (`rows` output rows, the input level's local columns; shared
+    /// where another operator reads the same matrix) after `halo`'s
+    /// exchange of the input.
+    pub fn new(b: &B, local: Rc<RefCell<Matrix<B, f64>>>, halo: Rc<Halo<B>>, rows: usize) -> Result<Self> {
+        crate::error::same_len("matrix rows", local.borrow().rows(), rows)?;
         let filled = RefCell::new(b.zeros(halo.rows())?);
         Ok(Self { local, halo, filled, rows })
     }
@@ -83,10 +84,10 @@ impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloMatrix<B> {
         let mut filled = self.filled.borrow_mut();
         d.inner.copy(x, &mut filled)?;
         self.halo.update(d.inner, d.comm, &mut filled)?;
-        self.local.apply(d.inner, &filled, y)
+        self.local.borrow().apply(d.inner, &filled, y)
     }
     fn name(&self) -> String {
-        self.local.name()
+        self.local.borrow().name()
     }
 }
 
@@ -95,7 +96,7 @@ impl<B: HaloBackend> Spmv<Distributed<'_, B>, f64> for HaloMatrix<B> {
         None
     }
     fn matrix_bytes(&self) -> usize {
-        self.local.matrix_bytes()
+        self.local.borrow().matrix_bytes()
     }
     fn reorder(&mut self, _: &Distributed<'_, B>, _: &B::Vector<f64>) -> Result<()> {
         Err(Error::InvalidArgument("a level of a partitioned hierarchy is rebuilt, not refilled".into()))

@@ -6,7 +6,7 @@
 //! ([`super::packing`]).
 
 use super::comm::Communicator;
-use super::layout::{owner, Layout};
+use super::layout::Layout;
 use super::packing::{Pack, Unpack};
 use crate::operator::csr::Csr;
 use crate::solver::amg::product;
@@ -43,17 +43,25 @@ pub fn ghost_rows(comm: &dyn Communicator, layout: &Layout, rows: &Csr<f64>) -> 
     Ok(out)
 }
 
-/// Entries `(row, column, value)` by global numbers, each sent to its
-/// row's owner under `starts`; returns the rows this rank owns (`starts`
-/// of this rank on), summed by column, with the entries it kept. Collective.
-pub fn to_owners(cpu: &CpuBackend, comm: &dyn Communicator, starts: &[usize], entries: &[(u32, u32, f64)]) -> Result<Csr<f64>> {
-    let size = comm.size();
+/// The rows this rank owns (under `starts`) of the sum over the ranks of
+/// every rank's `m`, a matrix of all the global rows whose columns `col`
+/// renumbers (summed in an accumulator `width` wide where given, for rows
+/// of many terms on few columns): the rows another rank owns go to
+/// it as entries, the others stay (a Galerkin product's or a
+/// restriction's rows, mostly summed where they were computed).
+/// Collective.
+pub fn sum_to_owners(cpu: &CpuBackend, comm: &dyn Communicator, starts: &[usize], m: &Csr<f64>, width: Option<usize>, col: impl Fn(u32) -> u32 + Sync) -> Result<Csr<f64>> {
+    let (size, rank) = (comm.size(), comm.rank());
+    let (first, owned) = (starts[rank], starts[rank + 1] - starts[rank]);
     let mut by_rank: Vec<(Vec<u32>, Vec<u32>, Vec<f64>)> = vec![Default::default(); size];
-    for &(r, c, v) in entries {
-        let q = &mut by_rank[owner(starts, r)];
-        q.0.push(r);
-        q.1.push(c);
-        q.2.push(v);
+    for (q, out) in by_rank.iter_mut().enumerate().filter(|(q, _)| *q != rank) {
+        for r in starts[q]..starts[q + 1] {
+            for k in m.row_ptr[r] as usize..m.row_ptr[r + 1] as usize {
+                out.0.push(r as u32);
+                out.1.push(col(m.col[k]));
+                out.2.push(m.val[k]);
+            }
+        }
     }
     let sent: Vec<Vec<u64>> = by_rank
         .iter()
@@ -65,19 +73,28 @@ pub fn to_owners(cpu: &CpuBackend, comm: &dyn Communicator, starts: &[usize], en
             p.finish()
         })
         .collect();
+    drop(by_rank);
     let got = comm.all_to_all(&sent)?;
-    let (first, owned) = (starts[comm.rank()], starts[comm.rank() + 1] - starts[comm.rank()]);
-    let mut all = Vec::new();
+    let mut received = Vec::new();
     for words in &got {
         let mut u = Unpack::new(words);
         let (r, c, v) = (u.u32s()?, u.u32s()?, u.f64s()?);
         u.end()?;
-        if r.len() != c.len() || c.len() != v.len() || r.iter().any(|&r| !(first..first + owned).contains(&(r as usize))) {
+        if r.len() != c.len() || c.len() != v.len() || r.iter().any(|&r| !(first..first + owned).contains(&(r as usize))) || c.iter().any(|&c| width.is_some_and(|w| c as usize >= w)) {
             return Err(u.corrupt());
         }
-        all.extend(r.into_iter().zip(c).zip(v).map(|((r, c), v)| (r - first as u32, c, v)));
+        received.extend(r.into_iter().zip(c).zip(v).map(|((r, c), v)| (r - first as u32, c, v)));
     }
-    Ok(from_entries(cpu, owned, &all))
+    let others = from_entries(cpu, owned, &received);
+    let row = |r: usize, terms: &mut Vec<(u32, f64)>| {
+        let g = first + r;
+        terms.extend((m.row_ptr[g] as usize..m.row_ptr[g + 1] as usize).map(|k| (col(m.col[k]), m.val[k])));
+        product::push_row(&others, r, 1.0, terms);
+    };
+    match width {
+        Some(w) => product::build_within(cpu, owned, w, row),
+        None => product::build(cpu, owned, row),
+    }
 }
 
 /// The `n_rows`-row matrix of entries `(row, column, value)`, summed by
@@ -119,8 +136,10 @@ mod tests {
                 let row: Vec<(u32, f64)> = (ghosts.row_ptr[k] as usize..ghosts.row_ptr[k + 1] as usize).map(|p| (ghosts.col[p], ghosts.val[p])).collect();
                 row == if gg == 0 { vec![(0, 1.0)] } else { vec![(0, 1.0), (gg, gg as f64)] }
             });
-            // every rank sends 1 to every global row's column 5: owners sum them
-            let sums = to_owners(&cpu, c, &layout.starts, &(0..6u32).map(|r| (r, 5, 1.0)).collect::<Vec<_>>()).unwrap();
+            // every rank holds 1 at every global row's column 4, renumbered
+            // to 5: owners sum them
+            let ones = from_entries(&cpu, 6, &(0..6u32).map(|r| (r, 4, 1.0)).collect::<Vec<_>>());
+            let sums = sum_to_owners(&cpu, c, &layout.starts, &ones, Some(6), |c| c + 1).unwrap();
             fetched && sums.n_rows == owned && sums.col.iter().all(|&c| c == 5) && sums.val.iter().all(|&v| v == 3.0)
         });
         assert!(out.iter().all(|&o| o), "{out:?}");

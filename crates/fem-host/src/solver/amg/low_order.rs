@@ -26,6 +26,9 @@ pub struct LowOrder {
     pub n_coarse: usize,
     /// Constants, or the rigid-body modes at the vertices.
     pub nullspace: Nullspace,
+    /// The space's node at every vertex (`u32::MAX` for none): who owns a
+    /// vertex's unknowns across ranks.
+    pub node: Vec<u32>,
 }
 
 impl LowOrder {
@@ -41,7 +44,7 @@ impl LowOrder {
         let p = field_prolongation(&scalar, nc, &fixed_coarse, fixed)?;
         let n_coarse = n_vertices * nc;
         let nullspace = if rigid { Nullspace::rigid_body_modes(&space.vertices, nc)? } else { Nullspace::constants(n_coarse, nc) };
-        Ok(Self { p, n_coarse, nullspace })
+        Ok(Self { p, n_coarse, nullspace, node })
     }
 }
 

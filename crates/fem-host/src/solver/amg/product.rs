@@ -22,17 +22,34 @@ type Block = (Vec<u32>, Vec<u32>, Vec<f64>);
 /// The `n_rows`-row matrix whose row `r` is the sum by column of the
 /// terms `row(r, terms)` pushes (onto an empty vector).
 pub fn build(cpu: &CpuBackend, n_rows: usize, row: impl Fn(usize, &mut Vec<(u32, f64)>) + Sync) -> Result<Csr<f64>> {
+    build_with(cpu, n_rows, None, row)
+}
+
+/// [`build`] for rows of many terms on few columns, all below `width`:
+/// each task sums into an accumulator `width` wide and sorts only the
+/// distinct columns (a Galerkin product's rows of thousands of terms on a
+/// few hundred columns: sorting the terms themselves is most of its time).
+pub fn build_within(cpu: &CpuBackend, n_rows: usize, width: usize, row: impl Fn(usize, &mut Vec<(u32, f64)>) + Sync) -> Result<Csr<f64>> {
+    build_with(cpu, n_rows, Some(width), row)
+}
+
+/// [`build`], through an accumulator `width` wide where there is one.
+fn build_with(cpu: &CpuBackend, n_rows: usize, width: Option<usize>, row: impl Fn(usize, &mut Vec<(u32, f64)>) + Sync) -> Result<Csr<f64>> {
     let blocks: Vec<Block> = cpu.install(|| {
         (0..n_rows.div_ceil(BLOCK))
             .into_par_iter()
-            .map(|b| {
-                let mut terms = Vec::new();
+            // one accumulator a task of several blocks, not one a block
+            .map_init(|| (Vec::new(), width.map(Accumulator::new)), |(terms, wide), b| {
                 let rows = b * BLOCK..((b + 1) * BLOCK).min(n_rows);
                 let (mut len, mut col, mut val) = (Vec::with_capacity(rows.len()), Vec::new(), Vec::new());
                 for r in rows {
                     terms.clear();
-                    row(r, &mut terms);
-                    len.push(merge_into(&mut terms, &mut col, &mut val) as u32);
+                    row(r, terms);
+                    let n = match wide.as_mut() {
+                        Some(w) => w.merge_into(r as u32, terms, &mut col, &mut val),
+                        None => merge_into(terms, &mut col, &mut val),
+                    };
+                    len.push(n as u32);
                 }
                 (len, col, val)
             })
@@ -68,6 +85,40 @@ fn merge_into(terms: &mut [(u32, f64)], col: &mut Vec<u32>, val: &mut Vec<f64>) 
         }
     }
     col.len() - start
+}
+
+/// Sums by column over a row's terms, as wide as the matrix.
+struct Accumulator {
+    sum: Vec<f64>,
+    /// The row each column's sum is of.
+    row: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+impl Accumulator {
+    fn new(width: usize) -> Self {
+        Self { sum: vec![0.0; width], row: vec![u32::MAX; width], touched: Vec::new() }
+    }
+
+    /// Row `r`'s `terms` summed by column, columns ascending, appended to
+    /// `col` and `val`; returns how many entries that made.
+    fn merge_into(&mut self, r: u32, terms: &[(u32, f64)], col: &mut Vec<u32>, val: &mut Vec<f64>) -> usize {
+        self.touched.clear();
+        for &(c, v) in terms {
+            let c_ = c as usize;
+            if self.row[c_] == r {
+                self.sum[c_] += v;
+            } else {
+                self.row[c_] = r;
+                self.sum[c_] = v;
+                self.touched.push(c);
+            }
+        }
+        self.touched.sort_unstable();
+        col.extend_from_slice(&self.touched);
+        val.extend(self.touched.iter().map(|&c| self.sum[c as usize]));
+        self.touched.len()
+    }
 }
 
 /// Pushes row `r` of `m` scaled by `s` onto `terms`.
@@ -128,6 +179,10 @@ mod tests {
         let cpu = CpuBackend::new(None).unwrap();
         let (a, b) = (random(37, 23, 0.2, 1), random(23, 41, 0.15, 2));
         let ab = multiply(&cpu, &a, &b).unwrap();
+        // the same product summed in an accumulator as wide as the columns
+        let wide = build_within(&cpu, a.n_rows, 41, |r, terms| (a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize).for_each(|k| push_row(&b, a.col[k] as usize, a.val[k], terms))).unwrap();
+        assert_eq!((&wide.row_ptr, &wide.col), (&ab.row_ptr, &ab.col));
+        assert!(wide.val.iter().zip(&ab.val).all(|(x, y)| (x - y).abs() < 1e-14));
         let (da, db, dab) = (dense(&a, 23), dense(&b, 41), dense(&ab, 41));
         for r in 0..37 {
             for c in 0..41 {
