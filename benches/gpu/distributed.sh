@@ -5,6 +5,8 @@
 # Q1 elasticity on a generated hexahedral box, random load, CG-Jacobi to
 # 1e-8. Prints one line a run: set-up and solve by phase, seconds per
 # Krylov iteration, wall, and per rank the partition, halo and memory.
+# AMG=1: the same problems preconditioned by AMG instead (a partitioned
+# hierarchy across ranks), with its set-up by stage and its levels.
 #   FEM=target/release/fem CELLS=100 bash benches/gpu/distributed.sh
 set -u
 F=${FEM:-target/release/fem}
@@ -25,7 +27,9 @@ run() { # ranks label args (ranks 0: one GPU, no mpirun)
 import json, sys
 d = sys.argv[3]; r = json.load(open(f"{d}/o.json")); n = r['newton']; t = open(f"{d}/t").read().split(); p = r.get('ranks')
 its = n['krylov_iterations']; sp = n['split']
-s = f"{sys.argv[1]:20s} np={sys.argv[2]} rows {r['rows']} its {its} host-setup {r['host_setup_seconds']:.2f} {[(k, round(v, 2)) for k, v in r['host_setup_split']]} backend-setup {n['setup_seconds']:.3f} element {sp['element']:.3f} assembly {sp['assembly']:.3f} krylov {sp['solve']:.3f} per-it {1e6 * sp['solve'] / max(its, 1):.1f}us wall {t[0]}"
+a = n.get('amg') or {}
+amg = f" amg-setup {a['setup_seconds']:.3f} {[(k, round(v, 2)) for k, v in a['last']['seconds'].items()]} levels {[l['rows'] for l in a['last']['levels']]}" if a else ""
+s = f"{sys.argv[1]:20s} np={sys.argv[2]}{amg} rows {r['rows']} its {its} host-setup {r['host_setup_seconds']:.2f} {[(k, round(v, 2)) for k, v in r['host_setup_split']]} backend-setup {n['setup_seconds']:.3f} element {sp['element']:.3f} assembly {sp['assembly']:.3f} krylov {sp['solve']:.3f} per-it {1e6 * sp['solve'] / max(its, 1):.1f}us wall {t[0]}"
 if p:
     s += f" | {p['halo_transport']} cut {p['partition']['cut_facets']} imb {p['partition']['imbalance']:.3f} owned {min(p['owned_rows'])}-{max(p['owned_rows'])} ghost {max(p['ghost_rows'])} halo-s {max(p['halo_seconds']):.3f} sums {p['reductions']} sums-s {max(p['reduction_seconds']):.3f} rss-GB {[round(b / 1e9, 2) for b in p['peak_rss_bytes']]} threads {p['threads']} cores {p['cores']}"
 else:
@@ -35,6 +39,12 @@ PY
 }
 P2="--mesh $tmp/hex.msh --physics poisson --degree 2 --load random --rtol 1e-8 --backend cuda"
 E1="--mesh $tmp/hex.msh --physics elasticity --degree 1 --dirichlet-group xmin --load random --rtol 1e-8 --backend cuda"
+if [ "${AMG:-0}" = 1 ]; then
+  for np in 0 2 4; do [ "$np" -le "$NG" ] && run $np "poisson Q2 amg" $P2 --precond amg; done
+  for np in 0 2 4; do [ "$np" -le "$NG" ] && run $np "elasticity Q1 amg" $E1 --precond amg; done
+  rm -rf "$tmp"
+  exit 0
+fi
 for np in 0 2 4; do [ "$np" -le "$NG" ] && run $np "poisson Q2" $P2; done
 FEM_NCCL=off run 2 "poisson Q2 host" $P2
 for np in 0 2 4; do [ "$np" -le "$NG" ] && run $np "elasticity Q1" $E1; done

@@ -386,7 +386,7 @@ pub fn multigrid<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, h: &Hi
     let coarsest = &h.levels[n - 1].layout;
     let empty = Csr { n_rows: coarsest.rows(), row_ptr: vec![0; coarsest.rows() + 1], col: Vec::new(), val: Vec::new() };
     let mut mg = Multigrid::from_stored(d, stored, o.cycle, empty)?;
-    mg.solve_coarsest_by(Box::new(Gathered::new(&h.coarsest, coarsest.clone())?));
+    mg.solve_coarsest_by(Box::new(Gathered::new(b, &h.coarsest, coarsest.clone())?));
     Ok(mg)
 }
 

@@ -103,55 +103,58 @@ impl<B: HaloBackend> Spmv<Distributed<'_, B>, f64> for HaloMatrix<B> {
     }
 }
 
-/// The coarsest level's exact solve across ranks: the right-hand side
-/// gathered onto every rank (one all-gather), the dense inverse of the
-/// whole coarsest operator applied there on the host, and each rank's
-/// rows (owned and ghost) taken from the result.
-pub struct Gathered {
-    inverse: Vec<f64>,
-    n: usize,
+/// The coarsest level's exact solve across ranks: the right-hand side's
+/// owned rows gathered onto every rank (one all-gather through the host)
+/// and multiplied on the backend by this rank's rows (owned and ghost) of
+/// the whole coarsest operator's dense inverse.
+pub struct Gathered<B: HaloBackend> {
+    /// Rows of the inverse at this rank's rows, all columns.
+    inverse: Matrix<B, f64>,
+    whole: RefCell<B::Vector<f64>>,
     layout: Layout,
 }
 
-impl Gathered {
-    /// The solve of `whole` (every rank's rows) for the rows of `layout`.
-    pub fn new(whole: &Csr<f64>, layout: Layout) -> Result<Self> {
+impl<B: HaloBackend + crate::solver::PrecondOps> Gathered<B> {
+    /// The solve of `whole` (every rank's rows) for the rows of `layout`,
+    /// stored on `b`.
+    pub fn new(b: &B, whole: &Csr<f64>, layout: Layout) -> Result<Self> {
         crate::error::same_len("coarsest rows", whole.n_rows, layout.total())?;
         let inv = crate::solver::dense::inverse(whole)?;
-        let n = whole.n_rows;
-        let mut inverse = vec![0.0; n * n];
-        for r in 0..n {
-            for k in inv.row_ptr[r] as usize..inv.row_ptr[r + 1] as usize {
-                inverse[r * n + inv.col[k] as usize] = inv.val[k];
-            }
+        let mut mine = Csr { n_rows: layout.rows(), row_ptr: vec![0], col: Vec::new(), val: Vec::new() };
+        for i in 0..layout.rows() {
+            let g = layout.global(i) as usize;
+            let span = inv.row_ptr[g] as usize..inv.row_ptr[g + 1] as usize;
+            mine.col.extend_from_slice(&inv.col[span.clone()]);
+            mine.val.extend_from_slice(&inv.val[span]);
+            mine.row_ptr.push(mine.col.len() as u32);
         }
-        Ok(Self { inverse, n, layout })
+        Ok(Self { inverse: b.store_matrix(&mine, whole.n_rows)?, whole: RefCell::new(b.zeros(whole.n_rows)?), layout })
     }
 }
 
-impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for Gathered {
+impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for Gathered<B> {
     fn rows(&self) -> usize {
         self.layout.rows()
     }
     fn apply(&self, d: &Distributed<'_, B>, b: &B::Vector<f64>, x: &mut B::Vector<f64>) -> Result<()> {
         let mine = d.inner.download(b)?;
         let all = d.comm.all_gather(&mine[..self.layout.owned])?;
-        crate::error::same_len("gathered coarsest rows", all.len(), self.n)?;
-        let row = |g: usize| self.inverse[g * self.n..(g + 1) * self.n].iter().zip(&all).map(|(a, v)| a * v).sum::<f64>();
-        let local: Vec<f64> = (0..self.layout.rows()).map(|i| row(self.layout.global(i) as usize)).collect();
-        d.inner.write(&local, x)
+        let mut whole = self.whole.borrow_mut();
+        crate::error::same_len("gathered coarsest rows", all.len(), d.inner.len(&*whole))?;
+        d.inner.write(&all, &mut whole)?;
+        self.inverse.apply(d.inner, &whole, x)
     }
     fn name(&self) -> String {
         "gathered dense inverse".into()
     }
 }
 
-impl<B: HaloBackend> Spmv<Distributed<'_, B>, f64> for Gathered {
+impl<B: HaloBackend> Spmv<Distributed<'_, B>, f64> for Gathered<B> {
     fn numbering(&self) -> Option<&[u32]> {
         None
     }
     fn matrix_bytes(&self) -> usize {
-        self.inverse.len() * std::mem::size_of::<f64>()
+        self.inverse.matrix_bytes()
     }
     fn reorder(&mut self, _: &Distributed<'_, B>, _: &B::Vector<f64>) -> Result<()> {
         Err(Error::InvalidArgument("the gathered coarsest solve is rebuilt, not refilled".into()))
