@@ -21,7 +21,7 @@ use super::layout::{starts, Layout};
 use super::operator::{Gathered, HaloMatrix, HaloOperator};
 use super::rows;
 use crate::operator::csr::Csr;
-use crate::solver::amg::{aggregate, lap, mis, product, strength, tentative, AmgOptions, AmgStats, Aggregation, LevelStats, LowOrder, Nullspace};
+use crate::solver::amg::{aggregates, lap, product, tentative, AmgOptions, AmgStats, LevelStats, LowOrder, Nullspace};
 use crate::solver::multigrid::{Matrix, Multigrid, StoredLevel};
 use std::cell::RefCell;
 use crate::solver::transfer::transpose;
@@ -159,15 +159,8 @@ pub fn hierarchy(cpu: &CpuBackend, comm: &dyn Communicator, layout: Layout, a: C
     }
     while levels.len() + 1 < o.max_levels.max(1) && layout.total() / block > o.max_coarse {
         let s = &mut stats.seconds;
-        let t = Instant::now();
-        let g = strength::strength(cpu, &owned_block(&a, layout.owned), block, o.strength)?;
-        s.strength += lap(t);
-        let t = Instant::now();
-        let (agg, n_agg) = match o.aggregation {
-            Aggregation::Parallel => mis::aggregate(cpu, &g),
-            Aggregation::Standard => aggregate::aggregate(&g),
-        };
-        s.aggregation += lap(t);
+        // each rank aggregates its own rows
+        let (agg, n_agg) = aggregates(cpu, &owned_block(&a, layout.owned), block, o, s)?;
         let coarse = comm.sum_one((n_agg * b.k) as f64)? as usize;
         if coarse == 0 || coarse >= layout.total() {
             break; // nothing coarser to gain

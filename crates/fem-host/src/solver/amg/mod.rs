@@ -166,15 +166,7 @@ pub fn hierarchy(cpu: &CpuBackend, a: &Csr<f64>, block: usize, b: &Nullspace, o:
             break;
         }
         let s = &mut stats.seconds;
-        let t = Instant::now();
-        let g = strength::strength(cpu, fine, block, o.strength)?;
-        s.strength += lap(t);
-        let t = Instant::now();
-        let (agg, n_agg) = match o.aggregation {
-            Aggregation::Parallel => mis::aggregate(cpu, &g),
-            Aggregation::Standard => aggregate::aggregate(&g),
-        };
-        s.aggregation += lap(t);
+        let (agg, n_agg) = aggregates(cpu, fine, block, o, s)?;
         if n_agg == 0 || n_agg * b.k >= fine.n_rows {
             break; // nothing coarser to gain
         }
@@ -206,6 +198,22 @@ pub fn hierarchy(cpu: &CpuBackend, a: &Csr<f64>, block: usize, b: &Nullspace, o:
     }
     rho.reverse();
     Ok(Hierarchy { a: levels, p: prolongations, rho, stats })
+}
+
+/// Each node's aggregate of `a` (`block` rows a node) and their number, by
+/// strength of connection and the aggregation `o` asks for, the seconds
+/// of both added to `s`.
+pub(crate) fn aggregates(cpu: &CpuBackend, a: &Csr<f64>, block: usize, o: &AmgOptions, s: &mut SetupSeconds) -> Result<(Vec<u32>, usize)> {
+    let t = Instant::now();
+    let g = strength::strength(cpu, a, block, o.strength)?;
+    s.strength += lap(t);
+    let t = Instant::now();
+    let aggregated = match o.aggregation {
+        Aggregation::Parallel => mis::aggregate(cpu, &g),
+        Aggregation::Standard => aggregate::aggregate(&g),
+    };
+    s.aggregation += lap(t);
+    Ok(aggregated)
 }
 
 pub(crate) fn lap(t: Instant) -> f64 {
