@@ -348,8 +348,9 @@ fn whole(cpu: &CpuBackend, comm: &dyn Communicator, rows: &Layout, cols: &Layout
 /// say: every level's matrices stored in `b`'s format for hierarchies
 /// (the finest level's operator `finest` where it is already stored: the
 /// tangent itself), each level's halo over `link` (the ranks' device
-/// link, made once).
-pub fn multigrid<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, h: &Hierarchy, finest: Option<Rc<RefCell<Matrix<B, f64>>>>, link: Option<Rc<B::Link>>, o: &AmgOptions) -> Result<Multigrid<Distributed<'a, B>, f64>> {
+/// link, made once). The halos come back too, for their seconds and bytes.
+#[allow(clippy::type_complexity)]
+pub fn multigrid<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, h: &Hierarchy, finest: Option<Rc<RefCell<Matrix<B, f64>>>>, link: Option<Rc<B::Link>>, o: &AmgOptions) -> Result<(Multigrid<Distributed<'a, B>, f64>, Vec<Rc<Halo<B>>>)> {
     let b = d.inner;
     let halos: Vec<Rc<Halo<B>>> = h.levels.iter().map(|l| Ok(Rc::new(l.layout.halo(b, link.clone())?))).collect::<Result<_>>()?;
     let n = h.levels.len();
@@ -380,7 +381,7 @@ pub fn multigrid<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, h: &Hi
     let empty = Csr { n_rows: coarsest.rows(), row_ptr: vec![0; coarsest.rows() + 1], col: Vec::new(), val: Vec::new() };
     let mut mg = Multigrid::from_stored(d, stored, o.cycle, empty)?;
     mg.solve_coarsest_by(Box::new(Gathered::new(b, &h.coarsest, coarsest.clone())?));
-    Ok(mg)
+    Ok((mg, halos))
 }
 
 /// `m` (`cols` columns) in `b`'s format for hierarchies, to share.

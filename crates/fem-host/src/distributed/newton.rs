@@ -52,9 +52,11 @@ pub struct DistributedReport {
     /// Those seconds by phase, as one rank's Newton reports them.
     pub split: Split,
     /// Seconds this rank spent in halo exchanges (packing, copies and
-    /// waiting for its neighbours included).
+    /// waiting for its neighbours included; on every level of AMG's
+    /// hierarchies too).
     pub halo_seconds: f64,
-    /// Bytes this rank sent and received in halo exchanges.
+    /// Bytes this rank sent and received in halo exchanges (AMG's levels
+    /// included).
     pub halo_bytes: usize,
     /// How halo values travel: `nccl` (device to device, queued on the
     /// stream: `halo_seconds` is then the host's time to queue them) or
@@ -137,6 +139,10 @@ struct Amg<'a, B: NewtonOps + HaloBackend> {
     opts: crate::solver::amg::AmgOptions,
     cpu: crate::CpuBackend,
     mg: Option<crate::solver::multigrid::Multigrid<Distributed<'a, B>, f64>>,
+    /// The levels' halos of the current hierarchy.
+    halos: Vec<Rc<super::Halo<B>>>,
+    /// Seconds and bytes of the halos of earlier hierarchies.
+    spent: (f64, usize),
     report: AmgReport,
 }
 
@@ -152,7 +158,7 @@ impl<'a, B: NewtonOps + HaloBackend> Amg<'a, B> {
         // this rank's share of the host's cores
         let cpu = crate::CpuBackend::new(None)?;
         let low = setup.low_order.as_ref().map(|l| super::amg::LowLevel::new(comm, &layout, l, nc)).transpose()?;
-        Ok(Self { layout, low, nullspace, opts, cpu, mg: None, report: AmgReport::default() })
+        Ok(Self { layout, low, nullspace, opts, cpu, mg: None, halos: Vec::new(), spent: (0.0, 0), report: AmgReport::default() })
     }
 
     /// The hierarchy of the tangent whose values (of the set-up's pattern)
@@ -167,12 +173,23 @@ impl<'a, B: NewtonOps + HaloBackend> Amg<'a, B> {
         let h = super::amg::hierarchy(&self.cpu, d.comm, self.layout.clone(), a, nc, &self.nullspace, self.low.as_ref(), Some(rho), &self.opts)?;
         let mut stats = h.stats.clone();
         let t = Instant::now();
-        self.mg = Some(super::amg::multigrid(d, &h, Some(tangent), link, &self.opts)?);
+        self.spent = self.exchanged();
+        self.halos.clear();
+        let (mg, halos) = super::amg::multigrid(d, &h, Some(tangent), link, &self.opts)?;
+        (self.mg, self.halos) = (Some(mg), halos);
         stats.seconds.upload = t.elapsed().as_secs_f64();
         self.report.builds += 1;
         self.report.last = stats;
         self.report.setup_seconds += start.elapsed().as_secs_f64();
         Ok(())
+    }
+}
+
+impl<B: NewtonOps + HaloBackend> Amg<'_, B> {
+    /// Seconds and bytes of the exchanges on every level of every
+    /// hierarchy so far.
+    fn exchanged(&self) -> (f64, usize) {
+        self.halos.iter().fold(self.spent, |(s, n), h| (s + h.seconds(), n + h.bytes()))
     }
 }
 
@@ -324,6 +341,7 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
     }
     // every update ends with the ghosts of u filled
     let local = b.download(&u)?;
+    let amg_exchanged = amg.as_ref().map_or((0.0, 0), |a| a.exchanged());
     let (reductions, reduction_seconds) = d.reductions();
     let report = DistributedReport {
         ranks: comm.size(),
@@ -338,8 +356,9 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         setup_seconds,
         solve_seconds: start.elapsed().as_secs_f64(),
         split,
-        halo_seconds: halo.seconds(),
-        halo_bytes: halo.bytes(),
+        // the hierarchy's levels exchange too
+        halo_seconds: halo.seconds() + amg_exchanged.0,
+        halo_bytes: halo.bytes() + amg_exchanged.1,
         halo_transport: if halo.linked() { "nccl" } else { "host" }.into(),
         reductions,
         reduction_seconds,
@@ -452,6 +471,10 @@ mod tests {
                 // the low-order level has the mesh's vertices
                 assert!(degree == 1 || levels[1] == space.vertices.len(), "P{degree}: levels {levels:?}");
                 assert!(3 * w[0].krylov_iterations < j[0].krylov_iterations, "P{degree}, {} ranks: AMG took {} iterations, Jacobi {}", w.len(), w[0].krylov_iterations, j[0].krylov_iterations);
+                // a cycle exchanges on every level, several times on the finest:
+                // more bytes an iteration than Jacobi's one product
+                let per = |r: &DistributedReport| r.halo_bytes as f64 / r.krylov_iterations as f64;
+                assert!(per(&w[0]) > 3.0 * per(&j[0]), "P{degree}: {} against {} bytes an iteration", per(&w[0]), per(&j[0]));
             }
         }
     }
