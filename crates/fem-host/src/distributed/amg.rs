@@ -10,9 +10,10 @@
 //! reads the tentative rows of the ghosts, and `A P` the rows of `P` of
 //! the ghosts ([`rows::ghost_rows`]); the Galerkin product's and the
 //! restriction `R = Pᵀ`'s entries go to the owners of their coarse rows
-//! ([`rows::to_owners`]). ρ(D⁻¹A) comes from power iterations with global
-//! norms. The coarsest level is gathered onto every rank and inverted
-//! densely there: its solve is one all-gather of the right-hand side.
+//! ([`rows::sum_to_owners`]). ρ(D⁻¹A) comes from power iterations with
+//! global norms. The coarsest level is gathered onto every rank and
+//! inverted densely there: its solve is one all-gather of the right-hand
+//! side ([`Gathered`]).
 
 use super::backend::Distributed;
 use super::comm::Communicator;
@@ -23,10 +24,10 @@ use super::rows;
 use crate::operator::csr::Csr;
 use crate::solver::amg::{aggregates, lap, product, tentative, AmgOptions, AmgStats, LevelStats, LowOrder, Nullspace};
 use crate::solver::multigrid::{Matrix, Multigrid, StoredLevel};
-use std::cell::RefCell;
 use crate::solver::transfer::transpose;
 use crate::solver::{chebyshev, PrecondOps};
 use crate::{CpuBackend, Error, Result};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 

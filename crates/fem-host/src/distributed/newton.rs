@@ -13,11 +13,11 @@ use super::piece::Piece;
 use crate::problem::nonlinear::assembly::{lma_inverse_diagonal, LmaOp};
 use crate::problem::nonlinear::{line_search, AmgReport, NewtonOps, NewtonOptions, NewtonStep, Precision, Precond, Scatter, Setup};
 use crate::problem::phases::{timed, Split};
+use crate::solver::multigrid::Matrix;
 use crate::solver::{chebyshev, CgOptions, InverseDiagonal};
 use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Error, Result};
 use fem_kernels::pointwise::Kernels;
-use crate::solver::multigrid::Matrix;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -148,13 +148,9 @@ struct Amg<'a, B: NewtonOps + HaloBackend> {
 
 impl<'a, B: NewtonOps + HaloBackend> Amg<'a, B> {
     fn new<K: Kernels<f64>>(comm: &dyn Communicator, piece: &Piece, setup: &Setup<K>, opts: crate::solver::amg::AmgOptions) -> Result<Self> {
-        use crate::solver::amg::Nullspace;
         let nc = setup.physics.variant.nc;
         let layout = super::Layout::of_piece(comm, piece, nc)?;
-        let nullspace = match setup.node_coords.len() {
-            0 => Nullspace::constants(layout.owned, nc),
-            _ => Nullspace::rigid_body_modes(&setup.node_coords[..piece.owned], nc)?,
-        };
+        let nullspace = setup.near_nullspace(piece.owned)?;
         // this rank's share of the host's cores
         let cpu = crate::CpuBackend::new(None)?;
         let low = setup.low_order.as_ref().map(|l| super::amg::LowLevel::new(comm, &layout, l, nc)).transpose()?;
@@ -183,9 +179,7 @@ impl<'a, B: NewtonOps + HaloBackend> Amg<'a, B> {
         self.report.setup_seconds += start.elapsed().as_secs_f64();
         Ok(())
     }
-}
 
-impl<B: NewtonOps + HaloBackend> Amg<'_, B> {
     /// Seconds and bytes of the exchanges on every level of every
     /// hierarchy so far.
     fn exchanged(&self) -> (f64, usize) {
@@ -275,7 +269,8 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
     while *residuals.last().expect("one residual") > tol && steps.len() < o.max_iterations {
         let now = *residuals.last().expect("one residual");
         // a lagged tangent keeps the first update's
-        if steps.is_empty() || !o.lag_tangent {
+        let fresh = steps.is_empty() || !o.lag_tangent;
+        if fresh {
             // `w.ue` holds the gather of u from its residual
             timed(b, &mut split.element, || b.elements(&state, true, &w.ue, &mut kelem))?;
             timed(b, &mut split.assembly, || {
@@ -302,7 +297,8 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         };
         let op = HaloOperator::new(b, local, &halo)?;
         if let (Some(amg), Some(m)) = (amg.as_mut(), matrix.as_ref()) {
-            if amg.mg.is_none() || !(amg.opts.keep || o.lag_tangent) {
+            // a new hierarchy for a new tangent, unless the first is kept
+            if fresh && !(amg.opts.keep && amg.mg.is_some()) {
                 timed(b, &mut split.assembly, || {
                     // ρ(D⁻¹A) of the finest level from the stored tangent, on the device
                     let rho = chebyshev::spectral_radius_of(&d, &op, &inv)?;

@@ -34,10 +34,7 @@ impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloOperator<'_
         self.halo.rows()
     }
     fn apply(&self, d: &Distributed<'_, B>, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
-        let mut filled = self.filled.borrow_mut();
-        d.inner.copy(x, &mut filled)?;
-        self.halo.update(d.inner, d.comm, &mut filled)?;
-        self.local.apply(d.inner, &filled, y)
+        after_exchange(d, self.halo, &self.filled, self.local, x, y)
     }
     /// The owned rows' diagonal (exact), ones in the ghost rows.
     fn diagonal(&self, d: &Distributed<'_, B>) -> Result<B::Vector<f64>> {
@@ -53,6 +50,15 @@ impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloOperator<'_
     }
 }
 
+/// `y ← local x` on the ranks: `x` copied into `filled` (the caller's `x`
+/// is shared) and its ghost rows filled by `halo`'s exchange first.
+fn after_exchange<B: HaloBackend>(d: &Distributed<'_, B>, halo: &Halo<B>, filled: &RefCell<B::Vector<f64>>, local: &dyn LinearOperator<B, f64>, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
+    let mut filled = filled.borrow_mut();
+    d.inner.copy(x, &mut filled)?;
+    halo.update(d.inner, d.comm, &mut filled)?;
+    local.apply(d.inner, &filled, y)
+}
+
 /// A level's matrix across ranks, owning its parts: the local product
 /// (output rows of one level, input columns of the same or another) after
 /// the halo exchange of the input level. The operators, prolongations and
@@ -62,7 +68,6 @@ pub struct HaloMatrix<B: HaloBackend> {
     local: Rc<RefCell<Matrix<B, f64>>>,
     halo: Rc<Halo<B>>,
     filled: RefCell<B::Vector<f64>>,
-    rows: usize,
 }
 
 impl<B: HaloBackend> HaloMatrix<B> {
@@ -72,19 +77,16 @@ impl<B: HaloBackend> HaloMatrix<B> {
     pub fn new(b: &B, local: Rc<RefCell<Matrix<B, f64>>>, halo: Rc<Halo<B>>, rows: usize) -> Result<Self> {
         crate::error::same_len("matrix rows", local.borrow().rows(), rows)?;
         let filled = RefCell::new(b.zeros(halo.rows())?);
-        Ok(Self { local, halo, filled, rows })
+        Ok(Self { local, halo, filled })
     }
 }
 
 impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloMatrix<B> {
     fn rows(&self) -> usize {
-        self.rows
+        self.local.borrow().rows()
     }
     fn apply(&self, d: &Distributed<'_, B>, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
-        let mut filled = self.filled.borrow_mut();
-        d.inner.copy(x, &mut filled)?;
-        self.halo.update(d.inner, d.comm, &mut filled)?;
-        self.local.borrow().apply(d.inner, &filled, y)
+        after_exchange(d, &self.halo, &self.filled, self.local.borrow().as_ref(), x, y)
     }
     fn name(&self) -> String {
         self.local.borrow().name()

@@ -185,9 +185,6 @@ pub struct Multigrid<B: Backend, T: Scalar> {
     /// The cycle as the backend recorded it (a CUDA graph), valid while
     /// the levels stay as they are and under the options it ran with.
     recording: Recording<MgOptions>,
-    /// Whether a cycle may be recorded: not where a level's solve reads
-    /// values back on the host.
-    recordable: bool,
 }
 
 impl<B: Backend, T: Scalar> Multigrid<B, T> {
@@ -275,16 +272,16 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
                 Ok(Work { b: bk.zeros::<T>(l.n)?, x: bk.zeros::<T>(l.n)?, r: bk.zeros::<T>(l.n)?, z: bk.zeros::<T>(l.n)?, d: bk.zeros::<T>(d)? })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { levels, opts, work: Mutex::new(work), coarse_pattern, coarse_inverse: None, coarse_inversions: 0, recording: Recording::default(), recordable: true })
+        Ok(Self { levels, opts, work: Mutex::new(work), coarse_pattern, coarse_inverse: None, coarse_inversions: 0, recording: Recording::default() })
     }
 
     /// The coarsest level solved by `solve` from now on (a solve of its
-    /// own, such as a partitioned hierarchy's gathered one, which reads
-    /// values back on the host: the cycles are then never recorded).
+    /// own, such as a partitioned hierarchy's gathered one; whether the
+    /// cycles are recorded is the backend's call, and [`Distributed`
+    /// vectors](crate::distributed::Distributed) never are).
     pub fn solve_coarsest_by(&mut self, solve: Matrix<B, T>) {
         self.recording.clear();
         self.coarse_inverse = Some(solve);
-        self.recordable = false;
     }
 
     /// Host seconds spent building SPAI(1) or SAINV smoothers.
@@ -441,9 +438,9 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for Multigrid<B, T> {
             self.cycle(bk, top, &mut work, self.opts.cycle)
         };
         // an iterative coarse solve reads its residuals back: not recorded
-        match (&self.coarse_inverse, self.recordable) {
-            (Some(_), true) => bk.replay(&self.recording, &self.opts, &mut cycle)?,
-            _ => cycle()?,
+        match self.coarse_inverse {
+            Some(_) => bk.replay(&self.recording, &self.opts, &mut cycle)?,
+            None => cycle()?,
         }
         bk.copy(&work[top].x, z)
     }

@@ -122,6 +122,17 @@ impl<K: Kernels<f64>> Setup<K> {
         Ok(self)
     }
 
+    /// AMG's near-nullspace on the first `nodes` nodes: the rigid-body
+    /// modes where the set-up keeps node coordinates (a field with as many
+    /// components as dimensions), else the constants of each component.
+    pub fn near_nullspace(&self, nodes: usize) -> Result<Nullspace> {
+        let nc = self.physics.variant.nc;
+        match self.node_coords.len() {
+            0 => Ok(Nullspace::constants(nodes * nc, nc)),
+            _ => Nullspace::rigid_body_modes(&self.node_coords[..nodes], nc),
+        }
+    }
+
     /// This set-up, built on `nested.finest()`, with the physics
     /// rediscretised on the coarser levels of `nested` for multigrid:
     /// auxiliary fields injected (nodal) or averaged over a cell's children
@@ -264,11 +275,8 @@ pub struct AmgReport {
 
 impl<B: NewtonOps, T: LinearScalar> AmgPrepared<B, T> {
     fn new<K: Kernels<f64>>(setup: &Setup<K>, opts: AmgOptions) -> Result<Self> {
-        let (nc, rows) = (setup.physics.variant.nc, setup.n_rows());
-        let nullspace = match setup.node_coords.len() {
-            0 => Nullspace::constants(rows, nc),
-            _ => Nullspace::rigid_body_modes(&setup.node_coords, nc)?,
-        };
+        let nc = setup.physics.variant.nc;
+        let nullspace = setup.near_nullspace(setup.n_rows() / nc)?;
         let mut pattern = amg::Pattern::new(&setup.csr, nc);
         pattern.low_order = setup.low_order.clone();
         Ok(Self { mg: None, pattern, nullspace, opts, fingerprint: None, report: AmgReport::default(), cpu: CpuBackend::new(None)? })
