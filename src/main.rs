@@ -277,8 +277,8 @@ fn main() -> ExitCode {
     // what was given, not defaulted: options a path would ignore are refused
     record_given(&command, &matches);
     let ranks = launched_ranks();
-    if ranks > 1 && !matches!(cli.command, Command::Solve(_)) {
-        eprintln!("error: only `fem solve --mesh FILE --physics ...` runs across ranks; this command would run {ranks} times over");
+    if ranks > 1 && !matches!(cli.command, Command::Solve(_) | Command::Bp(_)) {
+        eprintln!("error: only `fem solve --mesh FILE --physics ...` and `fem bp` run across ranks; this command would run {ranks} times over");
         return ExitCode::from(1);
     }
     let result = match cli.command {

@@ -37,7 +37,7 @@ pub(crate) struct BpArgs {
     /// BP3.5's line kernel at N = 7, 8: the geometric factors through a shared ring this many slices ahead (2, 3, 4; 0: through registers; default: 2 at N = 8).
     #[arg(long)]
     pub(crate) ring: Option<usize>,
-    /// Apply on global nodes (gather and atomic scatter in the kernel) instead of element blocks.
+    /// Apply on global nodes (gather and atomic scatter in the kernel) instead of element blocks (always so under mpirun).
     #[arg(long)]
     pub(crate) assembled: bool,
     /// Also time the CPU backend on the same operator (speed-up in the report).
@@ -98,7 +98,7 @@ pub(crate) fn parse_degrees(s: &str) -> Result<Vec<usize>, String> {
 }
 
 pub(crate) fn bp(a: &BpArgs) -> CliResult {
-    use fem::bp::{BpOptions, Size};
+    use fem::bp::Size;
     use fem::host::mesh::spectral::Deformation;
     let problem: fem::host::operator::tensor::Problem = a.problem.parse()?;
     let degrees = parse_degrees(&a.degree)?;
@@ -115,37 +115,15 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
     if a.vtk.is_some() && degrees.len() > 1 {
         return Err("--vtk writes one solution: give one --degree".into());
     }
+    if let Some(result) = crate::cli::mesh_solve::on_ranks(|comm| bp_across(a, problem, &degrees, size, deformation, comm)) {
+        return result;
+    }
     let any = open_announced(a.backend, a.json)?;
     refuse_on_cpu(&any, &[("threads_3d", "picks the GPU kernel's threads"), ("elements_per_block", "sizes the GPU's thread blocks"), ("min_warps", "budgets the GPU kernel's registers"), ("column", "places the GPU line kernel's column"), ("ring", "pipelines the GPU line kernel's factors"), ("l2", "sets how the GPU's timing meets its L2 cache")])?;
     let mut tuning = fem::host::tune::Tuning::open(&any.name());
     let bar = progress_bar(a.json, String::new());
     for &degree in &degrees {
-        let o = BpOptions {
-            problem,
-            degree,
-            size,
-            deformation,
-            lambda: a.lambda,
-            launch: UserLaunch {
-                threads_3d: a.threads_3d,
-                elements_per_block: a.elements_per_block,
-                min_warps: a.min_warps,
-                column: a.column.map(|c| match c {
-                    ColumnArg::Registers => Column::Registers,
-                    ColumnArg::Shared => Column::Shared,
-                }),
-                ring: a.ring,
-            },
-            repeats: a.repeats as usize,
-            assembled: a.assembled,
-            cpu_time: a.cpu_time,
-            solve: a.solve,
-            tune: a.tune,
-            l2: match a.l2 {
-                L2Arg::Cold => fem::bp::L2::Cold,
-                L2Arg::Warm => fem::bp::L2::Warm,
-            },
-        };
+        let o = options(a, problem, degree, size, deformation);
         let r = fem::bp::run(&o, &any, &mut tuning, &|m, step| follow(&bar, &format!("N = {degree}: {m}"), step))?;
         if let (Some(path), Some(s)) = (&a.vtk, &r.solve) {
             fem::bp::write_vtk(&o, s, path, fem::host::io::vtk::Encoding::Binary)?;
@@ -188,5 +166,68 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
     if a.tune {
         save_tuning(&tuning, a.json)?;
     }
+    Ok(true)
+}
+
+/// The run of one degree that `a` asks for.
+fn options(a: &BpArgs, problem: fem::host::operator::tensor::Problem, degree: usize, size: fem::bp::Size, deformation: fem::host::mesh::spectral::Deformation) -> fem::bp::BpOptions {
+    use fem::bp::BpOptions;
+BpOptions {
+        problem,
+        degree,
+        size,
+        deformation,
+        lambda: a.lambda,
+        launch: UserLaunch {
+            threads_3d: a.threads_3d,
+            elements_per_block: a.elements_per_block,
+            min_warps: a.min_warps,
+            column: a.column.map(|c| match c {
+                ColumnArg::Registers => Column::Registers,
+                ColumnArg::Shared => Column::Shared,
+            }),
+            ring: a.ring,
+        },
+        repeats: a.repeats as usize,
+        assembled: a.assembled,
+        cpu_time: a.cpu_time,
+        solve: a.solve,
+        tune: a.tune,
+        l2: match a.l2 {
+            L2Arg::Cold => fem::bp::L2::Cold,
+            L2Arg::Warm => fem::bp::L2::Warm,
+        },
+    }
+}
+
+/// `fem bp` on the ranks of `comm`: one degree, on the GPU of each rank
+/// (or its share of the host's cores); rank 0 reports.
+fn bp_across(a: &BpArgs, problem: fem::host::operator::tensor::Problem, degrees: &[usize], size: fem::bp::Size, deformation: fem::host::mesh::spectral::Deformation, comm: &dyn fem::host::distributed::Communicator) -> CliResult {
+    let [degree] = degrees else { return Err("across ranks fem bp runs one --degree".into()) };
+    if a.vtk.is_some() || a.tune || a.cpu_time {
+        return Err("across ranks fem bp times the operator and solves: --vtk, --tune and --cpu-time run on one rank".into());
+    }
+    let quiet = a.json || comm.rank() > 0;
+    let any = open_announced_on(a.backend, crate::cli::mesh_solve::local_gpu(comm), quiet)?;
+    let tuning = fem::host::tune::Tuning::open(&any.name());
+    let bar = progress_bar(quiet, String::new());
+    // on global nodes, as a solver applies it
+    let o = fem::bp::BpOptions { assembled: true, ..options(a, problem, *degree, size, deformation) };
+    let r = fem::bp::across::run(&o, &any, comm, &tuning, &|m| bar.set_message(format!("N = {degree} on {} ranks: {m}", comm.size())))?;
+    bar.finish_and_clear();
+    if comm.rank() > 0 {
+        return Ok(true);
+    }
+    print_report(a.json, &r, |r| {
+        let mut t = format!(
+            "{} N={} elements={} nodes={} on {} ranks ({:?} bricks, {} cut faces, imbalance {:.3}; {}, halo by {}): {:.3e} s/apply ({:.3e} without the exchange), {:.2} GDOF/s, error vs CPU {:.1e}",
+            r.problem.name(), r.degree, r.elements, r.global_nodes, r.ranks, r.bricks, r.partition.cut_facets, r.partition.imbalance, r.kernel, r.halo_transport,
+            r.seconds_per_apply, r.local_seconds_per_apply, r.gdofs_per_second, r.max_rel_error_vs_cpu
+        );
+        if let Some(s) = &r.solve {
+            t += &format!("\nJacobi-CG: {} iterations, relative residual {:.1e}, {:.3} s, max nodal error {:.2e}", s.iterations, s.relative_residual, s.seconds, s.max_nodal_error);
+        }
+        t
+    })?;
     Ok(true)
 }

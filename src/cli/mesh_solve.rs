@@ -187,21 +187,32 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
 /// Solves `a` on `file` (read from `--mesh`): on the ranks of an MPI job
 /// when `mpirun` started this process, else on one.
 pub fn solve(a: &SolveArgs, file: &GmshMesh) -> CliResult {
+    on_ranks(|comm| solve_on(a, file, comm)).unwrap_or_else(|| solve_on(a, file, &Serial))
+}
+
+/// `f` on the ranks of an MPI job when `mpirun` started this process
+/// (`None` otherwise); an error on one rank ends them all, for the others
+/// may wait in a collective.
+pub(crate) fn on_ranks(f: impl FnOnce(&dyn Communicator) -> CliResult) -> Option<CliResult> {
     #[cfg(feature = "mpi")]
     if fem::host::distributed::mpi::Mpi::launched() {
         share_cores();
-        let mpi = fem::host::distributed::mpi::Mpi::init()?;
-        let result = solve_on(a, file, &mpi);
+        let mpi = match fem::host::distributed::mpi::Mpi::init() {
+            Ok(m) => m,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let result = f(&mpi);
         if let Err(e) = &result {
             if mpi.size() > 1 {
-                // the other ranks may wait in a collective: end them all
                 eprintln!("error on rank {}: {e}", mpi.rank());
                 mpi.abort(1);
             }
         }
-        return result;
+        return Some(result);
     }
-    solve_on(a, file, &Serial)
+    #[cfg(not(feature = "mpi"))]
+    let _ = f;
+    None
 }
 
 /// The ranks of one host share its cores: each rank's thread pools take
@@ -246,7 +257,7 @@ fn widen_binding(_: usize) {}
 
 /// The rank's GPU: its rank among the processes of its host, modulo the
 /// GPUs there.
-fn local_gpu(comm: &dyn Communicator) -> usize {
+pub(crate) fn local_gpu(comm: &dyn Communicator) -> usize {
     let local = ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"].iter().find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok()).unwrap_or(comm.rank());
     local % fem::host::backend::cuda::device_count().unwrap_or(1).max(1)
 }

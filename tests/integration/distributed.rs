@@ -1,5 +1,6 @@
 //! `mpirun -np R fem solve --mesh FILE --physics ...` on 2, 3 and 4 CPU
-//! ranks gives the one-rank solution, and a rank's error ends every rank.
+//! ranks gives the one-rank solution, `mpirun -np R fem bp` the one-rank
+//! product and solve, and a rank's error ends every rank.
 
 use crate::common;
 
@@ -162,7 +163,10 @@ fn an_error_on_the_ranks_ends_them_all() {
         (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--time-steps", "2"], "time stepping runs on one rank"),
         (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--precision", "f32"], "leave the precision and scatter"),
         (vec!["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "poisson", "--format", "lma", "--precond", "chebyshev"], "element matrices (LMA) are preconditioned by Jacobi"),
-        (vec!["info"], "only `fem solve --mesh FILE --physics ...` runs across ranks"),
+        (vec!["info"], "only `fem solve --mesh FILE --physics ...` and `fem bp` run across ranks"),
+        // 3 ranks do not split 2×2×2 elements into bricks
+        (vec!["bp", "--backend", "cpu", "--degree", "2", "--elements", "8"], "do not split 2×2×2 elements into bricks"),
+        (vec!["bp", "--backend", "cpu", "--degree", "2-3"], "runs one --degree"),
     ] {
         let out = fem_on(3, &args);
         assert!(!out.status.success(), "{args:?}");
@@ -208,5 +212,43 @@ fn every_rank_holds_its_piece_of_the_solution() {
             assert!(stages.ends_with(&["shares", "pattern"]), "{stages:?}");
         }
         assert_eq!(shown, space.n_cells(), "{ranks} ranks");
+    }
+}
+
+/// `fem bp` on 1 (under mpirun), 2, 3 and 4 ranks: bricks that split the
+/// grid unevenly, the same product of the same global vector, and the
+/// same Jacobi-CG solve as `fem bp` on one rank without mpirun.
+#[test]
+fn bp_on_ranks_applies_and_solves_as_one_rank() {
+    let Some(_) = mpirun() else { return };
+    let args = ["bp", "--backend", "cpu", "--problem", "bp3.0", "--degree", "3", "--elements", "90", "--deform", "curved", "--solve", "1e-10", "--repeats", "1", "--json"];
+    let out = fem_on(1, &[&args[..], &["--assembled"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let one: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut first: Option<f64> = None;
+    for ranks in [1, 2, 3, 4] {
+        let mut c = Command::new("mpirun");
+        c.args(["--oversubscribe", "-np", &ranks.to_string(), env!("CARGO_BIN_EXE_fem")]).args(args);
+        let out = c.env("RAYON_NUM_THREADS", "1").env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1").env("FEM_TUNING", "off").output().unwrap();
+        assert!(out.status.success(), "{ranks} ranks: {}", String::from_utf8_lossy(&out.stderr));
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let num = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+        assert_eq!((r["ranks"].as_u64(), r["global_nodes"].as_u64()), (Some(ranks as u64), one["global_nodes"].as_u64()));
+        let owned: u64 = r["owned_nodes"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(Some(owned), one["global_nodes"].as_u64(), "{ranks} ranks own every node once");
+        let cells: u64 = r["partition"]["cells"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(cells, 90);
+        // the norm of the product of the same vector, whatever the split
+        let norm = num(&r, "product_norm");
+        let want = *first.get_or_insert(norm);
+        assert!((norm - want).abs() <= 1e-12 * want, "{ranks} ranks: ‖Ax‖ {norm} against {want}");
+        assert_eq!(r["halo_bytes_per_apply"].as_array().unwrap().iter().any(|b| b.as_u64() > Some(0)), ranks > 1);
+        // the solve of one rank: its iterations (give or take rounding) and error
+        let (s, w) = (&r["solve"], &one["solve"]);
+        assert_eq!(s["converged"].as_bool(), Some(true), "{ranks} ranks");
+        let (its, want_its) = (num(s, "iterations"), num(w, "iterations"));
+        assert!((its - want_its).abs() <= 2.0, "{ranks} ranks: {its} iterations against {want_its}");
+        let (e, we) = (num(s, "max_nodal_error"), num(w, "max_nodal_error"));
+        assert!((e - we).abs() <= 1e-6 * we, "{ranks} ranks: error {e:e} against {we:e}");
     }
 }

@@ -160,3 +160,56 @@ fn jacobi_cg_on_the_gpu_matches_the_cpu() {
     let err = rel_err(&g.download(&ud).unwrap(), &uc);
     assert!(err < 1e-8, "solution differs by {err:e}");
 }
+
+/// `fem bp` across ranks on the GPUs (threads of this process, rank r on
+/// GPU r mod the GPUs; through NCCL where each rank has its own): each
+/// rank's product equals the CPU operator on its piece, and the product's
+/// norm and the Jacobi-CG solve equal one CPU rank's.
+#[test]
+fn bp_across_gpu_ranks_equals_one_cpu_rank() {
+    let Some(first) = gpu("bp_across_gpu_ranks_equals_one_cpu_rank") else {
+        return;
+    };
+    drop(first);
+    use fem::bp::{across, BpOptions, Size};
+    use fem::host::distributed::{Communicator, Serial, Threads};
+    use fem::host::AnyBackend;
+    let gpus = fem::host::backend::cuda::device_count().unwrap();
+    let tuning = fem::host::tune::Tuning::at(None, "test");
+    for (problem, degree) in [(Problem::Bp35, 7), (Problem::Bp30, 3), (Problem::Bp35, 2)] {
+        let o = BpOptions {
+            problem,
+            degree,
+            size: Size::Elements(105),
+            deformation: Deformation::Trilinear { amplitude: 0.1, seed: 1 },
+            lambda: 1.0,
+            launch: Default::default(),
+            repeats: 2,
+            assembled: true,
+            cpu_time: false,
+            solve: Some(1e-10),
+            tune: false,
+            l2: fem::bp::L2::Warm,
+        };
+        let cpu = AnyBackend::Cpu(CpuBackend::new(None).unwrap());
+        let one = across::run(&o, &cpu, &Serial, &tuning, &|_| {}).unwrap();
+        for ranks in [2, 3] {
+            let out = Threads::run(ranks, |comm| {
+                let gpu = AnyBackend::Cuda(fem::cuda(comm.rank() % gpus).unwrap());
+                across::run(&o, &gpu, comm, &tuning, &|_| {}).unwrap()
+            });
+            for r in &out {
+                let what = format!("{problem:?} N={degree} on {ranks} ranks ({gpus} GPUs, halo by {})", r.halo_transport);
+                assert!(r.max_rel_error_vs_cpu < 1e-12, "{what}: {:e}", r.max_rel_error_vs_cpu);
+                assert!((r.product_norm - one.product_norm).abs() <= 1e-12 * one.product_norm, "{what}: ‖Ax‖ {} against {}", r.product_norm, one.product_norm);
+                let (s, w) = (r.solve.as_ref().unwrap(), one.solve.as_ref().unwrap());
+                assert!(s.converged && s.iterations.abs_diff(w.iterations) <= 2, "{what}: {} iterations against {}", s.iterations, w.iterations);
+                assert!((s.max_nodal_error - w.max_nodal_error).abs() <= 1e-6 * w.max_nodal_error, "{what}");
+                if ranks <= gpus && std::env::var("FEM_NCCL").as_deref() != Ok("off") {
+                    assert_eq!(r.halo_transport, "nccl", "{what}");
+                }
+                eprintln!("{what}: {:.3e} s an application", r.seconds_per_apply);
+            }
+        }
+    }
+}

@@ -13,6 +13,7 @@
 
 pub mod amg;
 pub mod backend;
+pub mod bricks;
 pub mod comm;
 pub mod halo;
 pub mod layout;
@@ -27,6 +28,7 @@ pub mod rows;
 pub mod share;
 
 pub use backend::Distributed;
+pub use bricks::Bricks;
 pub use comm::{agree, Communicator, Serial, Threads};
 pub use halo::{Halo, HaloBackend};
 pub use layout::Layout;

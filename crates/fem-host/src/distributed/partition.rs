@@ -16,6 +16,9 @@ pub enum Partitioner {
     /// Equal runs of cells along a Morton curve through their centres:
     /// no graph, compact parts on structured meshes.
     Curve,
+    /// Bricks of a structured grid ([`super::bricks`]), which each rank
+    /// works out alone.
+    Bricks,
 }
 
 /// The rank of every cell, and its quality.
@@ -84,6 +87,9 @@ impl Partition {
         if parts == 0 {
             return Err(Error::InvalidArgument("a partition needs at least one part".into()));
         }
+        if how == Partitioner::Bricks {
+            return Err(Error::InvalidArgument("bricks split a structured grid of elements (fem bp); a mesh's cells are split by metis or curve".into()));
+        }
         let n = space.n_cells();
         let (ptr, adj) = dual_graph(space);
         let rank: Vec<u32> = if parts == 1 {
@@ -94,6 +100,7 @@ impl Partition {
             match how {
                 Partitioner::Metis => metis_parts(&ptr, &adj, parts)?,
                 Partitioner::Curve => curve_parts(space, parts),
+                Partitioner::Bricks => unreachable!("refused above"),
             }
         };
         Ok(Self::of(parts, how, rank, &ptr, &adj))

@@ -8,6 +8,7 @@
 
 use crate::rng::SplitMix64;
 use crate::{Error, Result};
+use rayon::prelude::*;
 use fem_core::quadrature::gauss_lobatto;
 use fem_core::tensor::MAX_DEGREE;
 
@@ -40,9 +41,9 @@ pub struct SpectralBox {
     /// Polynomial degree N of the elements, 1..=`MAX_DEGREE`: (N + 1)³ GLL
     /// nodes each.
     pub degree: usize,
-    /// Elements along x, y, z.
+    /// Elements along x, y, z of the whole grid.
     pub cells: [usize; 3],
-    /// Global nodes (the L-vector length).
+    /// Nodes (the L-vector length): the whole grid's, or a piece's.
     pub n_nodes: usize,
     /// `map[e·np + n]`: global node of local node `n` of element `e`.
     pub map: Vec<u32>,
@@ -89,48 +90,77 @@ impl SpectralBox {
     /// [`Error::InvalidArgument`] for a degree outside 1..=`MAX_DEGREE`, an
     /// empty direction or more nodes than 32-bit numbering reaches.
     pub fn new(degree: usize, cells: [usize; 3], deformation: Deformation) -> Result<Self> {
+        let n_nodes = Self::check(degree, cells)?;
+        let all: Vec<u32> = (0..cells.iter().product::<usize>() as u32).collect();
+        Self::elements_of(degree, cells, deformation, &all, n_nodes, |g| g)
+    }
+
+    /// The nodes of the whole grid of `cells` elements of degree `degree`;
+    /// an error for a degree outside 1..=`MAX_DEGREE`, an empty direction
+    /// or more nodes than 32-bit numbering reaches.
+    pub fn check(degree: usize, cells: [usize; 3]) -> Result<usize> {
         if !(1..=MAX_DEGREE).contains(&degree) {
             return Err(Error::InvalidArgument(format!("degree {degree} is outside 1..={MAX_DEGREE}")));
         }
         if cells.contains(&0) {
             return Err(Error::InvalidArgument("every direction needs at least one element".into()));
         }
-        let nq = degree + 1;
-        let np = nq * nq * nq;
-        let ne = cells.iter().product::<usize>();
-        let global = [cells[0] * degree + 1, cells[1] * degree + 1, cells[2] * degree + 1];
-        let n_nodes = global.iter().product::<usize>();
-        if n_nodes > u32::MAX as usize || ne.checked_mul(np * 3).is_none() {
+        let np = (degree + 1).pow(3);
+        let n_nodes = Self::lattice(degree, cells).iter().product::<usize>();
+        if n_nodes > u32::MAX as usize || cells.iter().product::<usize>().checked_mul(np * 3).is_none() {
             return Err(Error::InvalidArgument(format!("{n_nodes} nodes exceed the 32-bit node numbering")));
         }
+        Ok(n_nodes)
+    }
+
+    /// Nodes of the whole grid along x, y, z: the node `[i, j, k]` is
+    /// numbered `i + nx·(j + ny·k)`.
+    pub fn lattice(degree: usize, cells: [usize; 3]) -> [usize; 3] {
+        cells.map(|c| c * degree + 1)
+    }
+
+    /// Only the elements `elements` (numbered x fastest in the whole grid
+    /// of `cells`, which [`Self::check`] accepted) of the mesh [`Self::new`]
+    /// builds, their nodes renumbered by `number` (a node of the whole
+    /// grid → one of the `n_nodes` here): a rank's piece of the mesh, the
+    /// same elements at the same places.
+    pub fn elements_of(degree: usize, cells: [usize; 3], deformation: Deformation, elements: &[u32], n_nodes: usize, number: impl Fn(u32) -> u32 + Sync) -> Result<Self> {
+        let nq = degree + 1;
+        let np = nq * nq * nq;
+        let global = Self::lattice(degree, cells);
         let (mut r, mut w) = (vec![0.0; nq], vec![0.0; nq]);
         gauss_lobatto(&mut r, &mut w);
         let vertices = vertex_grid(cells, deformation);
-        let mut map = vec![0u32; ne * np];
-        let mut coords = vec![0.0; ne * np * 3];
-        for e in 0..ne {
+        let mut map = vec![0u32; elements.len() * np];
+        let mut coords = vec![0.0; elements.len() * np * 3];
+        map.par_chunks_mut(np).zip(coords.par_chunks_mut(3 * np)).zip(elements).for_each(|((map, coords), &e)| {
+            let e = e as usize;
             let ec = [e % cells[0], (e / cells[0]) % cells[1], e / (cells[0] * cells[1])];
             let corners = element_corners(&vertices, cells, ec);
             for n in 0..np {
                 let l = [n % nq, (n / nq) % nq, n / (nq * nq)];
                 let g = [0, 1, 2].map(|a| ec[a] * degree + l[a]);
-                map[e * np + n] = (g[0] + global[0] * (g[1] + global[1] * g[2])) as u32;
+                map[n] = number((g[0] + global[0] * (g[1] + global[1] * g[2])) as u32);
                 let mut x = trilinear(&corners, [r[l[0]], r[l[1]], r[l[2]]]);
                 if let Deformation::Curved { amplitude } = deformation {
                     let bump = amplitude * x.iter().map(|&v| (std::f64::consts::PI * v).sin()).product::<f64>();
                     x = x.map(|v| v + bump);
                 }
                 for c in 0..3 {
-                    coords[(e * 3 + c) * np + n] = x[c];
+                    coords[c * np + n] = x[c];
                 }
             }
+        });
+        if map.iter().any(|&m| m as usize >= n_nodes) {
+            return Err(Error::InvalidArgument(format!("an element's node is numbered past the piece's {n_nodes} nodes")));
         }
         Ok(Self { degree, cells, n_nodes, map, coords })
     }
 
-    /// Number of elements, the product of [`cells`](Self::cells).
+    /// Number of elements: the product of [`cells`](Self::cells) for
+    /// the whole mesh, fewer for a piece.
     pub fn elements(&self) -> usize {
-        self.cells.iter().product()
+        self.map.len() / self.nodes_per_element()
     }
 
     /// Nodes per element, (N + 1)³.
