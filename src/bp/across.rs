@@ -17,6 +17,7 @@ use fem_host::operator::LinearOperator;
 use fem_host::tune::Tuning;
 use fem_host::{AnyBackend, Backend, CpuBackend, Error, Result};
 use serde::Serialize;
+use crate::mesh_solve::Marks;
 use std::time::Instant;
 
 /// What a run across ranks measured; per-rank figures in rank order.
@@ -40,7 +41,7 @@ pub struct AcrossReport {
     pub backend: String,
     /// The GPU kernel variant (`cpu-sum-factorised` on the CPU).
     pub kernel: String,
-    /// How halo values travel: `nccl` or `host`.
+    /// How halo values travel: `nccl`, `host`, or `none` on one rank.
     pub halo_transport: String,
     /// Elements each rank applies (its brick and the layer beyond).
     pub rank_elements: Vec<usize>,
@@ -71,6 +72,8 @@ pub struct AcrossReport {
     pub solve: Option<super::SolveReport>,
     /// Each rank's seconds building its piece, mesh, operator and halo.
     pub setup_seconds: Vec<f64>,
+    /// Rank 0's seconds by stage, from the start to the report.
+    pub stages: Vec<(String, f64)>,
     /// Each rank's peak resident host memory in bytes.
     pub peak_rss_bytes: Vec<usize>,
     /// The cores each rank may run on.
@@ -91,24 +94,27 @@ pub fn run(o: &BpOptions, any: &AnyBackend, comm: &dyn Communicator, tuning: &Tu
     if o.solve.is_some() && o.problem == Problem::Bp1 {
         return Err(Error::InvalidArgument("the solve uses the screened Poisson operator: choose bp3.5 or bp3.0".into()));
     }
-    let start = Instant::now();
+    let mut marks = Marks::new();
     let cells = size_cells(o)?;
     let n_nodes = SpectralBox::check(o.degree, cells)?;
     progress("pieces");
     let bricks = Bricks::new(cells, comm.size())?;
     let piece = bricks.piece(comm, o.degree)?;
+    marks.mark("piece");
     progress("mesh and geometric factors");
     let mesh = agree(comm, bricks.mesh(o.degree, o.deformation, &piece))?;
+    marks.mark("mesh");
     let op = agree(comm, TensorOperator::new(o.problem, &mesh, o.lambda))?;
-    let made = Made { bricks, piece, mesh, op, n_nodes, start };
+    marks.mark("operator");
+    let made = Made { bricks, piece, mesh, op, n_nodes };
     match any {
         AnyBackend::Cuda(gpu) => {
             let launch = tuning::resolve(o.problem, o.degree, made.op.elements, true, &o.launch, tuning);
             let local = agree(comm, GpuTensor::with_launch(gpu, &made.op, launch))?;
             let kernel = format!("{:?}", local.kernel);
-            on(o, gpu, comm, &made, &local, kernel, progress)
+            on(o, gpu, comm, &made, &local, kernel, marks, progress)
         }
-        AnyBackend::Cpu(cpu) => on(o, cpu, comm, &made, &made.op, "cpu-sum-factorised".into(), progress),
+        AnyBackend::Cpu(cpu) => on(o, cpu, comm, &made, &made.op, "cpu-sum-factorised".into(), marks, progress),
     }
 }
 
@@ -119,22 +125,23 @@ struct Made {
     mesh: SpectralBox,
     op: TensorOperator,
     n_nodes: usize,
-    start: Instant,
 }
 
 /// The run on this rank's backend `b`, its piece's product `local`.
-fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, local: &dyn LinearOperator<B, f64>, kernel: String, progress: &dyn Fn(&str)) -> Result<AcrossReport> {
+#[allow(clippy::too_many_arguments)]
+fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, local: &dyn LinearOperator<B, f64>, kernel: String, mut marks: Marks, progress: &dyn Fn(&str)) -> Result<AcrossReport> {
     let piece = &m.piece;
     let halo = agree(comm, Halo::new(b, comm, piece, 1))?;
     let d = Distributed::new(b, comm, piece.owned);
-    let across = HaloOperator::new(b, local, &halo)?;
+    let across = HaloOperator::new(local, &halo)?;
     let xh: Vec<f64> = piece.nodes.iter().map(|&g| test_value(g)).collect();
     let x = b.upload(&xh)?;
     let mut y = b.zeros(piece.len())?;
     // the first exchange also connects the ranks
     across.apply(&d, &x, &mut y)?;
     b.synchronize()?;
-    let setup = m.start.elapsed().as_secs_f64();
+    marks.mark("upload, halo and first product");
+    let setup = marks.stages().iter().map(|s| s.1).sum::<f64>();
     progress("CPU reference");
     let yh = b.download(&y)?;
     let error = match b.kind() {
@@ -148,22 +155,28 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, l
         }
     };
     let product_norm = comm.sum_one(yh[..piece.owned].iter().map(|v| v * v).sum())?.sqrt();
+    marks.mark("check against the CPU");
     progress("timing");
     let (batch, seconds, local_seconds) = timed(o, b, comm, &across, &d, local, &x, &mut y)?;
-    let applications = (batch * (2 + o.repeats.max(1))) as f64;
+    // the exchanges of the timed applications across ranks
+    let applications = (batch * o.repeats.max(1)) as f64;
+    let (halo_seconds, halo_bytes) = (halo.seconds(), halo.bytes());
+    marks.mark("timing");
     let solve = match o.solve {
         Some(rtol) => {
             progress("Jacobi-CG");
             let mut s = super::solve(&d, &across, &m.op, &m.mesh, rtol, piece.owned)?;
             s.max_nodal_error = comm_max(comm, s.max_nodal_error)?;
+            marks.mark("solve: right-hand side and Jacobi");
+            marks.split_last("solve: CG", s.seconds);
             Some(s)
         }
         None => None,
     };
     let gather = |v: f64| comm.all_gather(&[v]);
     let counts = |v: usize| -> Result<Vec<usize>> { Ok(gather(v as f64)?.into_iter().map(|x| x as usize).collect()) };
-    let halo_seconds = gather(halo.seconds())?.into_iter().map(|s| s / applications).collect();
-    let halo_bytes = counts(halo.bytes())?.into_iter().map(|n| (n as f64 / applications).round() as usize).collect();
+    let halo_seconds = gather(halo_seconds)?.into_iter().map(|s| s / applications).collect();
+    let halo_bytes = counts(halo_bytes)?.into_iter().map(|n| (n as f64 / applications).round() as usize).collect();
     Ok(AcrossReport {
         problem: o.problem,
         degree: o.degree,
@@ -174,7 +187,12 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, l
         global_nodes: m.n_nodes,
         backend: b.name(),
         kernel,
-        halo_transport: if halo.linked() { "nccl" } else { "host" }.into(),
+        halo_transport: match (comm.size(), halo.linked()) {
+            (1, _) => "none",
+            (_, true) => "nccl",
+            _ => "host",
+        }
+        .into(),
         rank_elements: counts(m.op.elements)?,
         owned_nodes: counts(piece.owned)?,
         ghost_nodes: counts(piece.len() - piece.owned)?,
@@ -188,6 +206,7 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, l
         product_norm,
         solve,
         setup_seconds: gather(setup)?,
+        stages: marks.stages(),
         peak_rss_bytes: counts(peak_rss_bytes())?,
         cores: counts(cores())?,
     })
@@ -221,6 +240,7 @@ fn timed<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, across: 
     slowest(b, comm, batch, || across.apply(d, x, y))?;
     let repeats = o.repeats.max(1);
     let mut all = Vec::with_capacity(repeats);
+    across.halo().restart_counts();
     for _ in 0..repeats {
         all.push(slowest(b, comm, batch, || across.apply(d, x, y))? / batch as f64);
     }

@@ -409,11 +409,7 @@ fn solve<B: Backend, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &TensorOperato
     }
     let scale = 3.0 * PI * PI + op.lambda;
     let f = mesh.interpolate(|x| scale * exact(x));
-    let mass = TensorOperator::new(Problem::Bp1, mesh, 0.0)?;
-    let cpu = CpuBackend::new(None)?;
-    let mut rhs = vec![0.0; mesh.n_nodes];
-    mass.apply(&cpu, &f, &mut rhs)?;
-    let rhs = b.upload(&rhs)?;
+    let rhs = b.upload(&op.mass(&CpuBackend::new(None)?, &f)?)?;
     let mut u = b.zeros::<f64>(mesh.n_nodes)?;
     let report = cg(b, a, &rhs, &mut u, CgOptions { rtol, max_iterations: 20_000, jacobi: true })?;
     let u = b.download(&u)?;

@@ -221,9 +221,9 @@ pub(crate) fn on_ranks(f: impl FnOnce(&dyn Communicator) -> CliResult) -> Option
 #[cfg(feature = "mpi")]
 fn share_cores() {
     let local = ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"].iter().find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok());
-    let Some(local) = local.filter(|&l| l > 1) else { return };
+    let Some(local) = local else { return };
     widen_binding(local);
-    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+    if local > 1 && std::env::var_os("RAYON_NUM_THREADS").is_none() {
         let cores = fem::host::distributed::newton::cores();
         std::env::set_var("RAYON_NUM_THREADS", (cores / local).max(1).to_string());
     }

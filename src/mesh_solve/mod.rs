@@ -273,14 +273,28 @@ pub(crate) struct Marks {
 }
 
 impl Marks {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self { start: Instant::now(), last: Instant::now(), split: Vec::new() }
     }
 
     /// The seconds since the last mark, as stage `name`.
-    fn mark(&mut self, name: &str) {
+    pub(crate) fn mark(&mut self, name: &str) {
         self.split.push((name.to_string(), self.last.elapsed().as_secs_f64()));
         self.last = Instant::now();
+    }
+
+    /// Moves `seconds` of the last stage into a stage of its own, `name`
+    /// (a part the stage's work timed itself).
+    pub(crate) fn split_last(&mut self, name: &str, seconds: f64) {
+        if let Some(last) = self.split.last_mut() {
+            last.1 -= seconds;
+        }
+        self.split.push((name.to_string(), seconds));
+    }
+
+    /// The stages so far and their seconds.
+    pub(crate) fn stages(&self) -> Vec<(String, f64)> {
+        self.split.clone()
     }
 
     /// Seconds since the solve began.

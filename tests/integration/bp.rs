@@ -38,6 +38,19 @@ fn mass_of_ones_is_the_volume() {
         let ones = vec![1.0; mesh.n_nodes];
         let vol: f64 = apply(&op, &ones).iter().sum();
         assert!((vol - 1.0).abs() < 1e-12, "N={degree}: volume {vol}");
+        // every operator's own mass: GL quadrature, and GLL collocation
+        // (diagonal; exact for the constant Jacobians of affine elements)
+        let cpu = CpuBackend::new(Some(1)).unwrap();
+        let affine = SpectralBox::new(degree, [2, 3, 2], Deformation::None).unwrap();
+        for (problem, mesh) in [(Problem::Bp30, &mesh), (Problem::Bp35, &affine)] {
+            let op = TensorOperator::new(problem, mesh, 0.0).unwrap();
+            let vol: f64 = op.mass(&cpu, &vec![1.0; mesh.n_nodes]).unwrap().iter().sum();
+            assert!((vol - 1.0).abs() < 1e-12, "{problem:?} N={degree}: volume {vol}");
+        }
+        // the GL mass of the screened operator's factors is BP1's
+        let (bp30, x) = (TensorOperator::new(Problem::Bp30, &mesh, 0.0).unwrap(), (0..mesh.n_nodes).map(|i| (i % 7) as f64).collect::<Vec<_>>());
+        let (a, b) = (bp30.mass(&cpu, &x).unwrap(), apply(&op, &x));
+        assert!(a.iter().zip(&b).all(|(a, b)| (a - b).abs() <= 1e-13 * b.abs().max(1.0)), "N={degree}");
     }
     // curved elements: the isoparametric volume converges to 1
     let mesh = SpectralBox::new(8, [2, 2, 2], CURVED).unwrap();

@@ -204,7 +204,8 @@ fn bp_across_gpu_ranks_equals_one_cpu_rank() {
                 assert!((r.product_norm - one.product_norm).abs() <= 1e-12 * one.product_norm, "{what}: ‖Ax‖ {} against {}", r.product_norm, one.product_norm);
                 let (s, w) = (r.solve.as_ref().unwrap(), one.solve.as_ref().unwrap());
                 assert!(s.converged && s.iterations.abs_diff(w.iterations) <= 2, "{what}: {} iterations against {}", s.iterations, w.iterations);
-                assert!((s.max_nodal_error - w.max_nodal_error).abs() <= 1e-6 * w.max_nodal_error, "{what}");
+                // the iterates differ by rounding, within the solve's tolerance
+                assert!((s.max_nodal_error - w.max_nodal_error).abs() <= 1e-8, "{what}: error {:e} against {:e}", s.max_nodal_error, w.max_nodal_error);
                 if ranks <= gpus && std::env::var("FEM_NCCL").as_deref() != Ok("off") {
                     assert_eq!(r.halo_transport, "nccl", "{what}");
                 }

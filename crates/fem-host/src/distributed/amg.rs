@@ -222,7 +222,7 @@ fn shifted(mut m: Csr<f64>, shift: u32) -> Csr<f64> {
 fn radius(cpu: &CpuBackend, comm: &dyn Communicator, layout: &Layout, a: &Csr<f64>) -> Result<f64> {
     let halo: Halo<CpuBackend> = layout.halo(cpu, None)?;
     let d = Distributed::new(cpu, comm, layout.owned);
-    let op = HaloOperator::new(cpu, a, &halo)?;
+    let op = HaloOperator::new(a, &halo)?;
     let diag = a.diag();
     let scale: Vec<f64> = (0..layout.rows()).map(|i| if i < layout.owned && diag[i] > 0.0 { 1.0 / diag[i].sqrt() } else { 0.0 }).collect();
     let start: Vec<f64> = (0..layout.rows()).map(|i| fem_kernels::amg::hash_unit(layout.global(i))).collect();
@@ -364,14 +364,14 @@ pub fn multigrid<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, h: &Hi
             (0, Some(m)) => m.clone(),
             _ => shared(b, &level.a, rows)?,
         };
-        let a = HaloMatrix::new(b, a, halos[l].clone(), rows)?;
+        let a = HaloMatrix::new(a, halos[l].clone(), rows)?;
         let diag = level.a.diag();
         let inv: Vec<f64> = (0..rows).map(|i| if i < level.layout.owned && diag[i] != 0.0 { 1.0 / diag[i] } else { 0.0 }).collect();
         let p = match l + 1 < n {
             true => {
                 let (t, coarse) = (&h.transfers[l], &h.levels[l + 1].layout);
-                let prolong = HaloMatrix::new(b, shared(b, &t.p, coarse.rows())?, halos[l + 1].clone(), rows)?;
-                let restrict = HaloMatrix::new(b, shared(b, &t.r, rows)?, halos[l].clone(), coarse.rows())?;
+                let prolong = HaloMatrix::new(shared(b, &t.p, coarse.rows())?, halos[l + 1].clone(), rows)?;
+                let restrict = HaloMatrix::new(shared(b, &t.r, rows)?, halos[l].clone(), coarse.rows())?;
                 Some((Box::new(prolong) as _, Box::new(restrict) as _))
             }
             false => None,

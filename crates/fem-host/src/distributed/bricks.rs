@@ -283,7 +283,7 @@ mod tests {
                     let local = TensorOperator::new(problem, &bricks.mesh(degree, deformation, &piece).unwrap(), 0.7).unwrap();
                     let halo = super::super::Halo::new(&cpu, c, &piece, 1).unwrap();
                     let d = super::super::Distributed::new(&cpu, c, piece.owned);
-                    let across = super::super::HaloOperator::new(&cpu, &local, &halo).unwrap();
+                    let across = super::super::HaloOperator::new(&local, &halo).unwrap();
                     // owned values only: the ghosts come from the exchange
                     let mut xl: Vec<f64> = piece.nodes.iter().map(|&g| x[g as usize]).collect();
                     xl[piece.owned..].iter_mut().for_each(|v| *v = f64::NAN);

@@ -34,6 +34,15 @@ pub trait HaloBackend: Backend {
     /// the ghost rows `recv` of `x` from theirs (through `received`, a
     /// buffer for each, made on first use).
     fn exchange_linked(&self, link: &Self::Link, send: &[(usize, Self::SendList, usize)], recv: &[(usize, Range<usize>)], received: &mut Vec<Self::Vector<f64>>, x: &mut Self::Vector<f64>) -> Result<()>;
+    /// `halo`'s exchange into the ghost rows of `x` itself, held shared,
+    /// where the backend's vectors let it (device memory): `false` where
+    /// the caller must exchange into a copy. The ghost rows of a
+    /// distributed vector are the halo's to fill whoever holds the
+    /// vector; this saves an operator the copy of its input (on an H200,
+    /// 0.39 of BP5's 4.26 ms at 99M nodes).
+    fn update_in_place(&self, halo: &Halo<Self>, comm: &dyn Communicator, x: &Self::Vector<f64>) -> Result<bool>
+    where
+        Self: Sized;
 }
 
 impl HaloBackend for CpuBackend {
@@ -55,6 +64,9 @@ impl HaloBackend for CpuBackend {
     }
     fn exchange_linked(&self, link: &Self::Link, _: &[(usize, Vec<u32>, usize)], _: &[(usize, Range<usize>)], _: &mut Vec<Vec<f64>>, _: &mut Vec<f64>) -> Result<()> {
         match *link {}
+    }
+    fn update_in_place(&self, _: &Halo<Self>, _: &dyn Communicator, _: &Vec<f64>) -> Result<bool> {
+        Ok(false)
     }
 }
 
@@ -141,6 +153,18 @@ impl HaloBackend for CudaBackend {
             self.stream().memcpy_dtod(buf, &mut x.slice_mut(r.clone()))?;
         }
         Ok(())
+    }
+    fn update_in_place(&self, halo: &Halo<Self>, comm: &dyn Communicator, x: &CudaSlice<f64>) -> Result<bool> {
+        use cudarc::driver::DevicePtr;
+        let (ptr, sync) = x.device_ptr(self.stream());
+        // SAFETY: the alias covers x's allocation and is used, in stream
+        // order, only within this call; `leak` then gives it up without
+        // freeing x's memory.
+        let mut alias = unsafe { self.stream().upgrade_device_ptr::<f64>(ptr, x.len()) };
+        let done = halo.update(self, comm, &mut alias);
+        alias.leak();
+        drop(sync);
+        done.map(|_| true)
     }
 }
 

@@ -295,7 +295,7 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
             Some(m) => m.as_ref(),
             None => &lma,
         };
-        let op = HaloOperator::new(b, local, &halo)?;
+        let op = HaloOperator::new(local, &halo)?;
         if let (Some(amg), Some(m)) = (amg.as_mut(), matrix.as_ref()) {
             // a new hierarchy for a new tangent, unless the first is kept
             if fresh && !(amg.opts.keep && amg.mg.is_some()) {

@@ -17,15 +17,23 @@ use std::rc::Rc;
 pub struct HaloOperator<'a, B: HaloBackend> {
     local: &'a dyn LinearOperator<B, f64>,
     halo: &'a Halo<B>,
-    /// `x` with its ghost rows filled (the Krylov method's `x` is shared).
-    filled: RefCell<B::Vector<f64>>,
+    /// A copy of `x` with its ghost rows filled, where the backend cannot
+    /// fill them in place.
+    filled: RefCell<Option<B::Vector<f64>>>,
 }
 
 impl<'a, B: HaloBackend> HaloOperator<'a, B> {
     /// `local` (rows of the piece, owned then ghost) with `halo`'s exchange.
-    pub fn new(b: &B, local: &'a dyn LinearOperator<B, f64>, halo: &'a Halo<B>) -> Result<Self> {
+    pub fn new(local: &'a dyn LinearOperator<B, f64>, halo: &'a Halo<B>) -> Result<Self> {
         crate::error::same_len("piece rows", local.rows(), halo.rows())?;
-        Ok(Self { local, halo, filled: RefCell::new(b.zeros(halo.rows())?) })
+        Ok(Self { local, halo, filled: RefCell::new(None) })
+    }
+}
+
+impl<'a, B: HaloBackend> HaloOperator<'a, B> {
+    /// The exchange before every product (its seconds and bytes).
+    pub fn halo(&self) -> &'a Halo<B> {
+        self.halo
     }
 }
 
@@ -50,13 +58,22 @@ impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloOperator<'_
     }
 }
 
-/// `y ← local x` on the ranks: `x` copied into `filled` (the caller's `x`
-/// is shared) and its ghost rows filled by `halo`'s exchange first.
-fn after_exchange<B: HaloBackend>(d: &Distributed<'_, B>, halo: &Halo<B>, filled: &RefCell<B::Vector<f64>>, local: &dyn LinearOperator<B, f64>, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
+/// `y ← local x` on the ranks, the ghost rows of `x` filled by `halo`'s
+/// exchange first: in place where the backend can write them through the
+/// shared `x` ([`HaloBackend::update_in_place`]), else in a copy of `x`
+/// in `filled` (made at the first need).
+fn after_exchange<B: HaloBackend>(d: &Distributed<'_, B>, halo: &Halo<B>, filled: &RefCell<Option<B::Vector<f64>>>, local: &dyn LinearOperator<B, f64>, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
+    if d.inner.update_in_place(halo, d.comm, x)? {
+        return local.apply(d.inner, x, y);
+    }
     let mut filled = filled.borrow_mut();
-    d.inner.copy(x, &mut filled)?;
-    halo.update(d.inner, d.comm, &mut filled)?;
-    local.apply(d.inner, &filled, y)
+    if filled.is_none() {
+        *filled = Some(d.inner.zeros(halo.rows())?);
+    }
+    let filled = filled.as_mut().expect("made above");
+    d.inner.copy(x, filled)?;
+    halo.update(d.inner, d.comm, filled)?;
+    local.apply(d.inner, filled, y)
 }
 
 /// A level's matrix across ranks, owning its parts: the local product
@@ -67,17 +84,16 @@ fn after_exchange<B: HaloBackend>(d: &Distributed<'_, B>, halo: &Halo<B>, filled
 pub struct HaloMatrix<B: HaloBackend> {
     local: Rc<RefCell<Matrix<B, f64>>>,
     halo: Rc<Halo<B>>,
-    filled: RefCell<B::Vector<f64>>,
+    filled: RefCell<Option<B::Vector<f64>>>,
 }
 
 impl<B: HaloBackend> HaloMatrix<B> {
     /// `local` (`rows` output rows, the input level's local columns; shared
     /// where another operator reads the same matrix) after `halo`'s
     /// exchange of the input.
-    pub fn new(b: &B, local: Rc<RefCell<Matrix<B, f64>>>, halo: Rc<Halo<B>>, rows: usize) -> Result<Self> {
+    pub fn new(local: Rc<RefCell<Matrix<B, f64>>>, halo: Rc<Halo<B>>, rows: usize) -> Result<Self> {
         crate::error::same_len("matrix rows", local.borrow().rows(), rows)?;
-        let filled = RefCell::new(b.zeros(halo.rows())?);
-        Ok(Self { local, halo, filled })
+        Ok(Self { local, halo, filled: RefCell::new(None) })
     }
 }
 

@@ -170,14 +170,22 @@ impl SpectralBox {
 
     /// `f` at every global node (each node's value taken from one element
     /// that holds it).
-    pub fn interpolate(&self, f: impl Fn([f64; 3]) -> f64) -> Vec<f64> {
+    pub fn interpolate(&self, f: impl Fn([f64; 3]) -> f64 + Sync) -> Vec<f64> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         let np = self.nodes_per_element();
-        let mut out = vec![0.0; self.n_nodes];
-        for (pos, &g) in self.map.iter().enumerate() {
-            let (e, n) = (pos / np, pos % np);
-            out[g as usize] = f([0, 1, 2].map(|c| self.coords[(e * 3 + c) * np + n]));
-        }
-        out
+        // each node's first place in the map: the same value on any thread count
+        let first: Vec<AtomicUsize> = (0..self.n_nodes).map(|_| AtomicUsize::new(usize::MAX)).collect();
+        self.map.par_iter().enumerate().for_each(|(pos, &g)| {
+            first[g as usize].fetch_min(pos, Ordering::Relaxed);
+        });
+        first
+            .par_iter()
+            .map(|p| {
+                let pos = p.load(Ordering::Relaxed);
+                let (e, n) = (pos / np, pos % np);
+                f([0, 1, 2].map(|c| self.coords[(e * 3 + c) * np + n]))
+            })
+            .collect()
     }
 }
 

@@ -160,6 +160,31 @@ impl TensorOperator {
         Ok(())
     }
 
+    /// `M x` on L-vectors for the mass matrix of the operator's own
+    /// quadrature, from its own geometric factors (`w·J`): diagonal for
+    /// BP3.5's GLL collocation, BP1's sum-factorised product at the GL
+    /// points otherwise. The right-hand side `M f` of a solve, without a
+    /// second operator's factors.
+    pub fn mass(&self, cpu: &CpuBackend, x: &[f64]) -> Result<Vec<f64>> {
+        let np = self.np();
+        let mut xe = vec![0.0; self.element_dofs()];
+        self.restriction.gather(cpu, x, &mut xe)?;
+        let mut ye = vec![0.0; self.element_dofs()];
+        cpu.install(|| match self.problem {
+            Problem::Bp35 => {
+                use rayon::prelude::*;
+                ye.par_chunks_mut(np).zip(xe.par_chunks(np)).enumerate().for_each(|(e, (y, x))| {
+                    let wj = &self.factors[(e * NGEO + fem_core::tensor::GWJ) * np..][..np];
+                    y.iter_mut().zip(x).zip(wj).for_each(|((y, x), w)| *y = w * x);
+                });
+            }
+            _ => cpu::apply_elements(Problem::Bp1, &self.tables, &self.factors, 0.0, &xe, &mut ye),
+        });
+        let mut y = vec![0.0; self.restriction.rows()];
+        self.restriction.scatter(cpu, &ye, &mut y);
+        Ok(y)
+    }
+
     /// The diagonal of the element operators, as an E-vector.
     pub fn element_diagonal(&self) -> Vec<f64> {
         diagonal::element_diagonals(self.problem, &self.tables, &self.factors, self.lambda, self.elements)
