@@ -22,7 +22,7 @@ import json, sys
 d = sys.argv[3]; r = json.load(open(f"{d}/o.json")); t = open(f"{d}/t").read().split(); s = r['solve']
 n = r['global_nodes']
 print(f"{sys.argv[1]:8s} np={sys.argv[2]} N={r['degree']} elements {r['elements']} nodes {n} bricks {r['bricks']} {r['kernel']} halo {r['halo_transport']}: "
-      f"{1e3 * r['seconds_per_apply']:.3f} ms/apply ({1e3 * r['local_seconds_per_apply']:.3f} local) {r['gdofs_per_second']:.2f} GDOF/s "
+      f"{1e3 * r['seconds_per_apply']:.3f} ms/apply ({1e3 * (r['sequential_seconds_per_apply'] or 0):.3f} not overlapped, {1e3 * r['local_seconds_per_apply']:.3f} local) {r['gdofs_per_second']:.2f} GDOF/s "
       f"halo {[round(1e6 * h, 1) for h in r['halo_seconds_per_apply']]} us {[round(b / 1e6, 2) for b in r['halo_bytes_per_apply']]} MB, "
       f"owned {r['owned_nodes']} ghosts {r['ghost_nodes']} rank-elements {r['rank_elements']} err-vs-cpu {r['max_rel_error_vs_cpu']:.1e} | "
       f"CG {s['iterations']} its {s['seconds']:.3f} s {1e3 * s['seconds'] / max(s['iterations'], 1):.3f} ms/it err {s['max_nodal_error']:.2e} | "

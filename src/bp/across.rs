@@ -9,7 +9,7 @@
 
 use super::{size_cells, BpOptions};
 use fem_host::distributed::newton::{cores, peak_rss_bytes};
-use fem_host::distributed::{agree, Bricks, Communicator, Distributed, Halo, HaloBackend, HaloOperator, Partition, Piece};
+use fem_host::distributed::{agree, Bricks, Communicator, Distributed, Halo, HaloBackend, HaloOperator, Overlap, Partition, Piece};
 use fem_host::mesh::spectral::SpectralBox;
 use fem_host::operator::tensor::gpu::GpuTensor;
 use fem_host::operator::tensor::{tuning, Problem, TensorOperator};
@@ -52,6 +52,12 @@ pub struct AcrossReport {
     /// Median over the repeats of the slowest rank's seconds per
     /// application: halo exchange, gather, element kernel and scatter.
     pub seconds_per_apply: f64,
+    /// Whether the products of the elements that read no ghost ran while
+    /// the exchange travelled (on the GPU).
+    pub overlapped: bool,
+    /// The same with the exchange first and then every element, where the
+    /// product overlapped: what the overlap saves.
+    pub sequential_seconds_per_apply: Option<f64>,
     /// The same without the exchange (each rank's local product alone).
     pub local_seconds_per_apply: f64,
     /// Global nodes a second, in 10⁹.
@@ -102,9 +108,9 @@ pub fn run(o: &BpOptions, any: &AnyBackend, comm: &dyn Communicator, tuning: &Tu
     let piece = bricks.piece(comm, o.degree)?;
     marks.mark("piece");
     progress("mesh and geometric factors");
-    let mesh = agree(comm, bricks.mesh(o.degree, o.deformation, &piece))?;
+    let (mesh, interior) = agree(comm, bricks.mesh(comm.rank(), o.degree, o.deformation, &piece))?;
     marks.mark("mesh");
-    let op = agree(comm, TensorOperator::new(o.problem, &mesh, o.lambda))?;
+    let op = TensorOperator { interior, ..agree(comm, TensorOperator::new(o.problem, &mesh, o.lambda))? };
     marks.mark("operator");
     let made = Made { bricks, piece, mesh, op, n_nodes };
     match any {
@@ -112,9 +118,9 @@ pub fn run(o: &BpOptions, any: &AnyBackend, comm: &dyn Communicator, tuning: &Tu
             let launch = tuning::resolve(o.problem, o.degree, made.op.elements, true, &o.launch, tuning);
             let local = agree(comm, GpuTensor::with_launch(gpu, &made.op, launch))?;
             let kernel = format!("{:?}", local.kernel);
-            on(o, gpu, comm, &made, &local, kernel, marks, progress)
+            on(o, gpu, comm, &made, (&local, Some(&local)), kernel, marks, progress)
         }
-        AnyBackend::Cpu(cpu) => on(o, cpu, comm, &made, &made.op, "cpu-sum-factorised".into(), marks, progress),
+        AnyBackend::Cpu(cpu) => on(o, cpu, comm, &made, (&made.op, None), "cpu-sum-factorised".into(), marks, progress),
     }
 }
 
@@ -127,13 +133,18 @@ struct Made {
     n_nodes: usize,
 }
 
-/// The run on this rank's backend `b`, its piece's product `local`.
+/// The run on this rank's backend `b`, its piece's product `local` (and
+/// the same in two parts where its interior overlaps the exchange).
 #[allow(clippy::too_many_arguments)]
-fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, local: &dyn LinearOperator<B, f64>, kernel: String, mut marks: Marks, progress: &dyn Fn(&str)) -> Result<AcrossReport> {
+fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, (local, overlap): (&dyn LinearOperator<B, f64>, Option<&dyn Overlap<B>>), kernel: String, mut marks: Marks, progress: &dyn Fn(&str)) -> Result<AcrossReport> {
     let piece = &m.piece;
     let halo = agree(comm, Halo::new(b, comm, piece, 1))?;
     let d = Distributed::new(b, comm, piece.owned);
-    let across = HaloOperator::new(local, &halo)?;
+    let across = match overlap {
+        Some(o) => HaloOperator::overlapped(o, &halo)?,
+        None => HaloOperator::new(local, &halo)?,
+    };
+    let plain = HaloOperator::new(local, &halo)?;
     let xh: Vec<f64> = piece.nodes.iter().map(|&g| test_value(g)).collect();
     let x = b.upload(&xh)?;
     let mut y = b.zeros(piece.len())?;
@@ -157,10 +168,19 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, l
     let product_norm = comm.sum_one(yh[..piece.owned].iter().map(|v| v * v).sum())?.sqrt();
     marks.mark("check against the CPU");
     progress("timing");
-    let (batch, seconds, local_seconds) = timed(o, b, comm, &across, &d, local, &x, &mut y)?;
+    let one = slowest(b, comm, 3, || across.apply(&d, &x, &mut y))? / 3.0;
+    let batch = ((1e-3 / one).ceil() as usize).clamp(1, 1000);
+    slowest(b, comm, batch, || across.apply(&d, &x, &mut y))?;
+    halo.restart_counts();
+    let seconds = median_of(o, b, comm, batch, || across.apply(&d, &x, &mut y))?;
     // the exchanges of the timed applications across ranks
     let applications = (batch * o.repeats.max(1)) as f64;
     let (halo_seconds, halo_bytes) = (halo.seconds(), halo.bytes());
+    let sequential = match overlap {
+        Some(_) => Some(median_of(o, b, comm, batch, || plain.apply(&d, &x, &mut y))?),
+        None => None,
+    };
+    let local_seconds = median_of(o, b, comm, batch, || local.apply(b, &x, &mut y))?;
     marks.mark("timing");
     let solve = match o.solve {
         Some(rtol) => {
@@ -197,6 +217,8 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, l
         owned_nodes: counts(piece.owned)?,
         ghost_nodes: counts(piece.len() - piece.owned)?,
         seconds_per_apply: seconds,
+        overlapped: overlap.is_some(),
+        sequential_seconds_per_apply: sequential,
         local_seconds_per_apply: local_seconds,
         gdofs_per_second: m.n_nodes as f64 / seconds / 1e9,
         applications_per_repeat: batch,
@@ -230,25 +252,11 @@ fn slowest<B: Backend>(b: &B, comm: &dyn Communicator, batch: usize, mut f: impl
     comm_max(comm, t.elapsed().as_secs_f64())
 }
 
-/// The batch (at least a millisecond of applications on the slowest
-/// rank), and the median over the repeats of the seconds an application
-/// takes across ranks and of the local product alone.
-#[allow(clippy::too_many_arguments)]
-fn timed<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, across: &HaloOperator<B>, d: &Distributed<B>, local: &dyn LinearOperator<B, f64>, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<(usize, f64, f64)> {
-    let one = slowest(b, comm, 3, || across.apply(d, x, y))? / 3.0;
-    let batch = ((1e-3 / one).ceil() as usize).clamp(1, 1000);
-    slowest(b, comm, batch, || across.apply(d, x, y))?;
-    let repeats = o.repeats.max(1);
-    let mut all = Vec::with_capacity(repeats);
-    across.halo().restart_counts();
-    for _ in 0..repeats {
-        all.push(slowest(b, comm, batch, || across.apply(d, x, y))? / batch as f64);
-    }
-    let mut alone = Vec::with_capacity(repeats);
-    for _ in 0..repeats {
-        alone.push(slowest(b, comm, batch, || local.apply(b, x, y))? / batch as f64);
-    }
-    Ok((batch, median(&mut all), median(&mut alone)))
+/// The median over the repeats of the seconds an application of `f`
+/// takes across ranks, in batches of `batch`.
+fn median_of<B: Backend>(o: &BpOptions, b: &B, comm: &dyn Communicator, batch: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let mut all = (0..o.repeats.max(1)).map(|_| Ok(slowest(b, comm, batch, &mut f)? / batch as f64)).collect::<Result<Vec<f64>>>()?;
+    Ok(median(&mut all))
 }
 
 fn median(v: &mut [f64]) -> f64 {

@@ -200,6 +200,8 @@ fn bp_across_gpu_ranks_equals_one_cpu_rank() {
             });
             for r in &out {
                 let what = format!("{problem:?} N={degree} on {ranks} ranks ({gpus} GPUs, halo by {})", r.halo_transport);
+                // the interior elements' products ran while the halo travelled
+                assert!(r.overlapped && r.sequential_seconds_per_apply.is_some(), "{what}");
                 assert!(r.max_rel_error_vs_cpu < 1e-12, "{what}: {:e}", r.max_rel_error_vs_cpu);
                 assert!((r.product_norm - one.product_norm).abs() <= 1e-12 * one.product_norm, "{what}: ‖Ax‖ {} against {}", r.product_norm, one.product_norm);
                 let (s, w) = (r.solve.as_ref().unwrap(), one.solve.as_ref().unwrap());

@@ -179,10 +179,22 @@ impl Bricks {
 }
 
 impl Bricks {
-    /// The elements of `piece` (of degree `degree`, deformed as the whole
-    /// mesh is), their nodes in the piece's local numbering.
-    pub fn mesh(&self, degree: usize, deformation: Deformation, piece: &Piece) -> Result<SpectralBox> {
-        SpectralBox::elements_of(degree, self.cells, deformation, &piece.cells, piece.len(), local_numbering(piece))
+    /// The elements of `piece` of rank `rank` (of degree `degree`,
+    /// deformed as the whole mesh is), their nodes in the piece's local
+    /// numbering, those whose nodes are all owned first; and how many
+    /// those are (what an operator applies while the halo travels).
+    pub fn mesh(&self, rank: usize, degree: usize, deformation: Deformation, piece: &Piece) -> Result<(SpectralBox, usize)> {
+        let owned = self.owned_nodes(rank, degree);
+        let [cx, cy, _] = self.cells;
+        let inside = |e: u32| -> bool {
+            let e = e as usize;
+            let ec = [e % cx, (e / cx) % cy, e / (cx * cy)];
+            (0..3).all(|a| owned[a].contains(&(ec[a] * degree)) && owned[a].contains(&((ec[a] + 1) * degree)))
+        };
+        let (mut order, rest): (Vec<u32>, Vec<u32>) = piece.cells.iter().partition(|&&e| inside(e));
+        let interior = order.len();
+        order.extend(rest);
+        Ok((SpectralBox::elements_of(degree, self.cells, deformation, &order, piece.len(), local_numbering(piece))?, interior))
     }
 }
 
@@ -280,7 +292,13 @@ mod tests {
                 let worst = Threads::run(ranks, |c| {
                     let cpu = crate::CpuBackend::new(Some(1)).unwrap();
                     let piece = bricks.piece(c, degree).unwrap();
-                    let local = TensorOperator::new(problem, &bricks.mesh(degree, deformation, &piece).unwrap(), 0.7).unwrap();
+                    let (mesh, interior) = bricks.mesh(c.rank(), degree, deformation, &piece).unwrap();
+                    // the interior elements come first and read only owned nodes
+                    let np = mesh.nodes_per_element();
+                    assert!(mesh.map[..interior * np].iter().all(|&l| (l as usize) < piece.owned));
+                    assert!((interior..mesh.elements()).all(|e| mesh.map[e * np..(e + 1) * np].iter().any(|&l| l as usize >= piece.owned)));
+                    assert!(ranks < 4 || interior > 0 || mesh.elements() < 8);
+                    let local = TensorOperator::new(problem, &mesh, 0.7).unwrap();
                     let halo = super::super::Halo::new(&cpu, c, &piece, 1).unwrap();
                     let d = super::super::Distributed::new(&cpu, c, piece.owned);
                     let across = super::super::HaloOperator::new(&local, &halo).unwrap();

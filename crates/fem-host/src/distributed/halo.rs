@@ -33,14 +33,21 @@ pub trait HaloBackend: Backend {
     /// The exchange over `link`: the rows of each send list to its rank,
     /// the ghost rows `recv` of `x` from theirs (through `received`, a
     /// buffer for each, made on first use).
-    fn exchange_linked(&self, link: &Self::Link, send: &[(usize, Self::SendList, usize)], recv: &[(usize, Range<usize>)], received: &mut Vec<Self::Vector<f64>>, x: &mut Self::Vector<f64>) -> Result<()>;
-    /// `halo`'s exchange into the ghost rows of `x` itself, held shared,
-    /// where the backend's vectors let it (device memory): `false` where
-    /// the caller must exchange into a copy. The ghost rows of a
+    /// Queues the exchange of `x`'s values through `link`: what each
+    /// neighbour reads packed and sent, the ghost rows received into `x`,
+    /// after the work queued so far on the backend; [`Self::wait_linked`]
+    /// makes the backend's later work wait for it.
+    fn post_linked(&self, link: &Self::Link, send: &[(usize, Self::SendList, usize)], recv: &[(usize, Range<usize>)], received: &mut Vec<Self::Vector<f64>>, x: &mut Self::Vector<f64>) -> Result<()>;
+    /// The backend's work queued from now on waits for the exchange
+    /// [`Self::post_linked`] queued.
+    fn wait_linked(&self, link: &Self::Link) -> Result<()>;
+    /// `halo`'s exchange posted into the ghost rows of `x` itself, held
+    /// shared, where the backend's vectors let it (device memory): `false`
+    /// where the caller must exchange into a copy. The ghost rows of a
     /// distributed vector are the halo's to fill whoever holds the
     /// vector; this saves an operator the copy of its input (on an H200,
-    /// 0.39 of BP5's 4.26 ms at 99M nodes).
-    fn update_in_place(&self, halo: &Halo<Self>, comm: &dyn Communicator, x: &Self::Vector<f64>) -> Result<bool>
+    /// 0.39 of BP5's 4.26 ms at 99M nodes). [`Halo::wait`] ends it.
+    fn post_in_place(&self, halo: &Halo<Self>, comm: &dyn Communicator, x: &Self::Vector<f64>) -> Result<bool>
     where
         Self: Sized;
 }
@@ -62,10 +69,13 @@ impl HaloBackend for CpuBackend {
     fn link(&self, _: &dyn Communicator) -> Result<Option<Self::Link>> {
         Ok(None)
     }
-    fn exchange_linked(&self, link: &Self::Link, _: &[(usize, Vec<u32>, usize)], _: &[(usize, Range<usize>)], _: &mut Vec<Vec<f64>>, _: &mut Vec<f64>) -> Result<()> {
+    fn post_linked(&self, link: &Self::Link, _: &[(usize, Vec<u32>, usize)], _: &[(usize, Range<usize>)], _: &mut Vec<Vec<f64>>, _: &mut Vec<f64>) -> Result<()> {
         match *link {}
     }
-    fn update_in_place(&self, _: &Halo<Self>, _: &dyn Communicator, _: &Vec<f64>) -> Result<bool> {
+    fn wait_linked(&self, link: &Self::Link) -> Result<()> {
+        match *link {}
+    }
+    fn post_in_place(&self, _: &Halo<Self>, _: &dyn Communicator, _: &Vec<f64>) -> Result<bool> {
         Ok(false)
     }
 }
@@ -73,7 +83,16 @@ impl HaloBackend for CpuBackend {
 /// NCCL among the ranks' GPUs: one communicator for every halo of a solve
 /// (each level of a hierarchy has its own), made once.
 pub struct NcclLink {
+    /// NCCL's communicator, which queues on `stream`.
     comm: cudarc::nccl::Comm,
+    /// The exchanges' stream, beside the backend's: work queued on the
+    /// backend's stream between an exchange's post and its wait runs
+    /// while the values travel.
+    stream: std::sync::Arc<cudarc::driver::CudaStream>,
+    /// The backend's work an exchange waits for.
+    ready: cudarc::driver::CudaEvent,
+    /// An exchange's end, which the backend's later work waits for.
+    done: cudarc::driver::CudaEvent,
 }
 
 fn nccl_error(e: cudarc::nccl::result::NcclError) -> Error {
@@ -128,12 +147,21 @@ impl HaloBackend for CudaBackend {
         for (k, b) in id.iter_mut().enumerate() {
             *b = (got[0][k / 8] >> (8 * (k % 8))) as u8 as std::ffi::c_char;
         }
-        let nccl = cudarc::nccl::Comm::from_rank(self.stream().clone(), comm.rank(), comm.size(), cudarc::nccl::Id::uninit(id)).map_err(nccl_error)?;
-        Ok(Some(NcclLink { comm: nccl }))
+        // the highest priority: the exchange's kernels take SMs as the
+        // element kernel's blocks free them, rather than after it
+        self.stream().context().bind_to_thread()?;
+        let (_, highest) = cudarc::driver::result::stream::get_priority_range()?;
+        let stream = self.stream().context().new_stream_with_priority(highest)?;
+        stream.join(self.stream())?;
+        let nccl = cudarc::nccl::Comm::from_rank(stream.clone(), comm.rank(), comm.size(), cudarc::nccl::Id::uninit(id)).map_err(nccl_error)?;
+        let event = || self.stream().context().new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING));
+        Ok(Some(NcclLink { comm: nccl, stream, ready: event()?, done: event()? }))
     }
-    fn exchange_linked(&self, link: &NcclLink, send: &[(usize, DeviceSendList, usize)], recv: &[(usize, Range<usize>)], received: &mut Vec<CudaSlice<f64>>, x: &mut CudaSlice<f64>) -> Result<()> {
+    fn post_linked(&self, link: &NcclLink, send: &[(usize, DeviceSendList, usize)], recv: &[(usize, Range<usize>)], received: &mut Vec<CudaSlice<f64>>, x: &mut CudaSlice<f64>) -> Result<()> {
+        link.ready.record(self.stream())?;
+        link.stream.wait(&link.ready)?;
         for (_, list, _) in send {
-            crate::sparse::device::gpu_gather(self, &list.rows, x, &mut list.packed.borrow_mut())?;
+            crate::sparse::device::gpu_gather_on(self, &link.stream, &list.rows, x, &mut list.packed.borrow_mut())?;
         }
         if received.len() != recv.len() {
             *received = recv.iter().map(|(_, r)| self.zeros(r.len())).collect::<Result<_>>()?;
@@ -150,21 +178,26 @@ impl HaloBackend for CudaBackend {
             }
         }
         for ((_, r), buf) in recv.iter().zip(received.iter()) {
-            self.stream().memcpy_dtod(buf, &mut x.slice_mut(r.clone()))?;
+            link.stream.memcpy_dtod(buf, &mut x.slice_mut(r.clone()))?;
         }
+        link.done.record(&link.stream)?;
         Ok(())
     }
-    fn update_in_place(&self, halo: &Halo<Self>, comm: &dyn Communicator, x: &CudaSlice<f64>) -> Result<bool> {
+    fn wait_linked(&self, link: &NcclLink) -> Result<()> {
+        self.stream().wait(&link.done)?;
+        Ok(())
+    }
+    fn post_in_place(&self, halo: &Halo<Self>, comm: &dyn Communicator, x: &CudaSlice<f64>) -> Result<bool> {
         use cudarc::driver::DevicePtr;
         let (ptr, sync) = x.device_ptr(self.stream());
         // SAFETY: the alias covers x's allocation and is used, in stream
-        // order, only within this call; `leak` then gives it up without
-        // freeing x's memory.
+        // order, only to queue the exchange; `leak` then gives it up
+        // without freeing x's memory.
         let mut alias = unsafe { self.stream().upgrade_device_ptr::<f64>(ptr, x.len()) };
-        let done = halo.update(self, comm, &mut alias);
+        let posted = halo.post(self, comm, &mut alias);
         alias.leak();
         drop(sync);
-        done.map(|_| true)
+        posted.map(|_| true)
     }
 }
 
@@ -229,15 +262,33 @@ impl<B: HaloBackend> Halo<B> {
     /// Fills the ghost rows of `x` with their owners' values: queued on
     /// the device when linked, done when it returns otherwise.
     pub fn update(&self, b: &B, comm: &dyn Communicator, x: &mut B::Vector<f64>) -> Result<()> {
+        self.post(b, comm, x)?;
+        self.wait(b)
+    }
+
+    /// Starts the exchange of `x`: between GPUs it is queued on the
+    /// link's stream, and the backend's work queued before [`Self::wait`]
+    /// runs beside it (the products of the elements that read no ghost);
+    /// through the host it is done here.
+    pub fn post(&self, b: &B, comm: &dyn Communicator, x: &mut B::Vector<f64>) -> Result<()> {
         let start = std::time::Instant::now();
         match &self.link {
-            Some(link) => b.exchange_linked(link, &self.send, &self.recv, &mut self.received.borrow_mut(), x)?,
+            Some(link) => b.post_linked(link, &self.send, &self.recv, &mut self.received.borrow_mut(), x)?,
             None => self.through_host(b, comm, x)?,
         }
         let sent: usize = self.send.iter().map(|s| s.2).sum();
         self.values.set(self.values.get() + sent + self.rows - self.owned_rows);
         self.seconds.set(self.seconds.get() + start.elapsed().as_secs_f64());
         Ok(())
+    }
+
+    /// The backend's work queued from now on reads the ghost rows the
+    /// posted exchange fills.
+    pub fn wait(&self, b: &B) -> Result<()> {
+        match &self.link {
+            Some(link) => b.wait_linked(link),
+            None => Ok(()),
+        }
     }
 
     /// The exchange through the host: packed values down, across by the

@@ -33,7 +33,7 @@ pub use comm::{agree, Communicator, Serial, Threads};
 pub use halo::{Halo, HaloBackend};
 pub use layout::Layout;
 pub use newton::{DistributedReport, Ranks};
-pub use operator::HaloOperator;
+pub use operator::{HaloOperator, Overlap};
 pub use partition::{Partition, Partitioner};
 pub use piece::Piece;
 pub use share::{AuxAt, Share, Whole};

@@ -9,13 +9,26 @@ use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
 use crate::solver::multigrid::Matrix;
 use crate::sparse::Spmv;
-use crate::{Error, Result};
+use crate::{Backend, Error, Result};
 use std::cell::RefCell;
 use std::rc::Rc;
+
+/// A local product whose first elements read only the rank's owned rows:
+/// those run while the halo exchange fills the ghost rows, the rest after
+/// it (interior elements first, boundary elements after the exchange is
+/// posted).
+pub trait Overlap<B: Backend>: LinearOperator<B, f64> {
+    /// `y ←` the products of the elements that read no ghost row.
+    fn interior(&self, b: &B, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()>;
+    /// `y +=` the products of the other elements.
+    fn rest(&self, b: &B, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()>;
+}
 
 /// `y ← A x` across ranks: `local` on the piece after the halo exchange.
 pub struct HaloOperator<'a, B: HaloBackend> {
     local: &'a dyn LinearOperator<B, f64>,
+    /// The same product in two parts, where it overlaps the exchange.
+    overlap: Option<&'a dyn Overlap<B>>,
     halo: &'a Halo<B>,
     /// A copy of `x` with its ghost rows filled, where the backend cannot
     /// fill them in place.
@@ -26,11 +39,15 @@ impl<'a, B: HaloBackend> HaloOperator<'a, B> {
     /// `local` (rows of the piece, owned then ghost) with `halo`'s exchange.
     pub fn new(local: &'a dyn LinearOperator<B, f64>, halo: &'a Halo<B>) -> Result<Self> {
         crate::error::same_len("piece rows", local.rows(), halo.rows())?;
-        Ok(Self { local, halo, filled: RefCell::new(None) })
+        Ok(Self { local, overlap: None, halo, filled: RefCell::new(None) })
     }
-}
 
-impl<'a, B: HaloBackend> HaloOperator<'a, B> {
+    /// `local` with `halo`'s exchange, its interior elements applied while
+    /// the exchange travels where the backend fills ghost rows in place.
+    pub fn overlapped(local: &'a dyn Overlap<B>, halo: &'a Halo<B>) -> Result<Self> {
+        Ok(Self { overlap: Some(local), ..Self::new(local, halo)? })
+    }
+
     /// The exchange before every product (its seconds and bytes).
     pub fn halo(&self) -> &'a Halo<B> {
         self.halo
@@ -42,6 +59,13 @@ impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloOperator<'_
         self.halo.rows()
     }
     fn apply(&self, d: &Distributed<'_, B>, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
+        if let Some(o) = self.overlap {
+            if d.inner.post_in_place(self.halo, d.comm, x)? {
+                o.interior(d.inner, x, y)?;
+                self.halo.wait(d.inner)?;
+                return o.rest(d.inner, x, y);
+            }
+        }
         after_exchange(d, self.halo, &self.filled, self.local, x, y)
     }
     /// The owned rows' diagonal (exact), ones in the ghost rows.
@@ -60,10 +84,11 @@ impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloOperator<'_
 
 /// `y ← local x` on the ranks, the ghost rows of `x` filled by `halo`'s
 /// exchange first: in place where the backend can write them through the
-/// shared `x` ([`HaloBackend::update_in_place`]), else in a copy of `x`
+/// shared `x` ([`HaloBackend::post_in_place`]), else in a copy of `x`
 /// in `filled` (made at the first need).
 fn after_exchange<B: HaloBackend>(d: &Distributed<'_, B>, halo: &Halo<B>, filled: &RefCell<Option<B::Vector<f64>>>, local: &dyn LinearOperator<B, f64>, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
-    if d.inner.update_in_place(halo, d.comm, x)? {
+    if d.inner.post_in_place(halo, d.comm, x)? {
+        halo.wait(d.inner)?;
         return local.apply(d.inner, x, y);
     }
     let mut filled = filled.borrow_mut();

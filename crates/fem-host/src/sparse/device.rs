@@ -221,6 +221,17 @@ pub fn gpu_gather<T: Scalar>(
     from: &CudaSlice<T>,
     to: &mut CudaSlice<T>,
 ) -> Result<()> {
+    gpu_gather_on(gpu, gpu.stream(), src, from, to)
+}
+
+/// [`gpu_gather`] queued on `stream` (of `gpu`'s context).
+pub fn gpu_gather_on<T: Scalar>(
+    gpu: &CudaBackend,
+    stream: &cudarc::driver::CudaStream,
+    src: &CudaSlice<u32>,
+    from: &CudaSlice<T>,
+    to: &mut CudaSlice<T>,
+) -> Result<()> {
     crate::error::same_len("gather values", src.len(), to.len())?;
     let n = to.len();
     if n == 0 {
@@ -228,7 +239,7 @@ pub fn gpu_gather<T: Scalar>(
     }
     let f = gpu.kernel::<T>("gather_values")?;
     unsafe {
-        gpu.stream()
+        stream
             .launch_builder(&f)
             .arg(&n)
             .arg(src)

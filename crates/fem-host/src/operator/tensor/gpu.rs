@@ -209,18 +209,31 @@ impl<'a> GpuTensor<'a> {
         Ok(())
     }
 
-    fn config(&self) -> LaunchConfig {
+    fn config(&self, elements: usize) -> LaunchConfig {
         let (nq, gq) = (self.op.degree + 1, gl_points(self.op.degree));
         let epb = self.elements_per_block;
         LaunchConfig {
-            grid_dim: (self.op.elements.div_ceil(epb) as u32, 1, 1),
+            grid_dim: (elements.div_ceil(epb) as u32, 1, 1),
             block_dim: (self.kernel.threads(nq, gq) as u32, epb as u32, 1),
             shared_mem_bytes: shared_bytes(self.kernel, self.op.degree, epb, self.ring) as u32,
         }
     }
 
     fn launch(&self, assembled: bool, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
-        let ne = self.op.elements;
+        self.launch_range(assembled, 0..self.op.elements, x, y)
+    }
+
+    /// The launch over the elements `elements` only: their factors and
+    /// map from the range's first element.
+    fn launch_range(&self, assembled: bool, elements: std::ops::Range<usize>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        let ne = elements.len();
+        if ne == 0 {
+            return Ok(());
+        }
+        let points = self.geo.len() / (self.op.elements * fem_core::tensor::NGEO).max(1);
+        let np = self.op.np();
+        let geo = self.geo.slice(elements.start * fem_core::tensor::NGEO * points..elements.end * fem_core::tensor::NGEO * points);
+        let map = self.restriction.map.slice(elements.start * np..elements.end * np);
         let flag = assembled as u32;
         let mut l = self.gpu.stream().launch_builder(&self.f);
         l.arg(&ne);
@@ -233,8 +246,8 @@ impl<'a> GpuTensor<'a> {
             BpKernel::CollocatedLines => l.arg(&*self.params[2]),
             BpKernel::Collocated | BpKernel::Collocated3d => l.arg(&self.tab),
         };
-        l.arg(&self.geo).arg(&flag).arg(&self.restriction.map).arg(x).arg(y);
-        unsafe { l.launch(self.config()) }?;
+        l.arg(&geo).arg(&flag).arg(&map).arg(x).arg(y);
+        unsafe { l.launch(self.config(ne)) }?;
         Ok(())
     }
 
@@ -350,5 +363,20 @@ impl LinearOperator<CudaBackend, f64> for GpuTensor<'_> {
     }
     fn name(&self) -> String {
         format!("{:?}", self.op.problem).to_lowercase()
+    }
+}
+
+/// The operator's first [`TensorOperator::interior`] elements read only a
+/// rank's owned rows: they run while the halo exchange travels, the rest
+/// after it.
+impl crate::distributed::Overlap<CudaBackend> for GpuTensor<'_> {
+    fn interior(&self, gpu: &CudaBackend, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        crate::error::same_len("bp apply", x.len(), self.rows())?;
+        crate::error::same_len("bp apply", y.len(), self.rows())?;
+        gpu.stream().memset_zeros(y)?;
+        self.launch_range(true, 0..self.op.interior, x, y)
+    }
+    fn rest(&self, _: &CudaBackend, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        self.launch_range(true, self.op.interior..self.op.elements, x, y)
     }
 }

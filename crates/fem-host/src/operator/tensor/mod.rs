@@ -123,6 +123,10 @@ pub struct TensorOperator {
     pub factors: Vec<f64>,
     /// The element-to-node map and its transpose (L-vector ↔ E-vector).
     pub restriction: Restriction,
+    /// The first elements, which read only the owned rows of a rank's
+    /// piece (all of them on one rank): their products run while the
+    /// halo exchange fills the ghost rows ([`crate::distributed::Overlap`]).
+    pub interior: usize,
 }
 
 impl TensorOperator {
@@ -139,6 +143,7 @@ impl TensorOperator {
             tables: CpuTables::new(basis),
             factors,
             restriction: Restriction::new(mesh.map.clone(), mesh.n_nodes),
+            interior: mesh.elements(),
         })
     }
 
