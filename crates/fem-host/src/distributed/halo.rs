@@ -2,8 +2,10 @@
 //! as ghosts and fills its own ghost rows from their owners, before every
 //! operator application. The values to send are packed on the backend
 //! (a gather on the device for the GPU). Between GPUs the packed values go
-//! device to device through NCCL, on the backend's stream, so a product
-//! waits for its ghosts without the host; elsewhere (the CPU, or GPUs
+//! device to device through NCCL, on a stream of the exchange's own that
+//! the backend's stream waits for, so a product waits for its ghosts
+//! without the host and the work queued between the post and the wait
+//! (interior elements) runs beside the exchange; elsewhere (the CPU, or GPUs
 //! without NCCL, or `FEM_NCCL=off`) they cross through the host and the
 //! [`Communicator`].
 
