@@ -56,7 +56,8 @@ pub(crate) struct BpArgs {
     pub(crate) tune: bool,
     /// GPU timing: cold (the operator and the copy cycle through copies of
     /// their data so each application reads DRAM, the paper's roofline) or
-    /// warm (the same data every time, which may sit in L2).
+    /// warm (the same data every time, which may sit in L2; always so
+    /// under mpirun, where products are timed as a solver applies them).
     #[arg(long, value_enum, default_value_t = L2Arg::Cold)]
     pub(crate) l2: L2Arg,
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
