@@ -65,9 +65,9 @@ impl Bricks {
         b * c / g..(b + 1) * c / g
     }
 
-    /// The brick along `axis` of element `m` along it.
-    fn brick_of(&self, axis: usize, m: usize) -> usize {
-        (0..self.grid[axis]).find(|&b| self.span(axis, b).contains(&m)).expect("an element inside the grid")
+    /// The brick of every element along each axis.
+    fn along(&self) -> [Vec<usize>; 3] {
+        std::array::from_fn(|a| (0..self.grid[a]).flat_map(|b| self.span(a, b).map(move |_| b)).collect())
     }
 
     /// The brick coordinates of `rank`.
@@ -78,7 +78,7 @@ impl Bricks {
     /// The rank of every element (x fastest), and the split's quality.
     pub fn partition(&self) -> Partition {
         let [cx, cy, _] = self.cells;
-        let along: [Vec<usize>; 3] = std::array::from_fn(|a| (0..self.cells[a]).map(|m| self.brick_of(a, m)).collect());
+        let along = self.along();
         let n = self.cells.iter().product::<usize>();
         let rank: Vec<u32> = (0..n).into_par_iter().map(|e| (along[0][e % cx] + self.grid[0] * (along[1][(e / cx) % cy] + self.grid[1] * along[2][e / (cx * cy)])) as u32).collect();
         let parts = self.grid.iter().product::<usize>();
@@ -115,7 +115,7 @@ impl Bricks {
             return Err(Error::InvalidArgument(format!("a brick grid of {:?} ranks run on {ranks}", self.grid)));
         }
         let lattice = SpectralBox::lattice(degree, self.cells);
-        let along: [Vec<usize>; 3] = std::array::from_fn(|a| (0..self.cells[a]).map(|m| self.brick_of(a, m)).collect());
+        let along = self.along();
         let boxes: Vec<[Range<usize>; 3]> = (0..ranks).map(|r| self.owned_nodes(r, degree)).collect();
         let mut starts = vec![0usize; ranks + 1];
         for r in 0..ranks {

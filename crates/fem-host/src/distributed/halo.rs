@@ -32,13 +32,11 @@ pub trait HaloBackend: Backend {
     /// The link among `comm`'s ranks, made collectively: `None` where the
     /// backend has none or some rank lacks it (all ranks agree).
     fn link(&self, comm: &dyn Communicator) -> Result<Option<Self::Link>>;
-    /// The exchange over `link`: the rows of each send list to its rank,
-    /// the ghost rows `recv` of `x` from theirs (through `received`, a
-    /// buffer for each, made on first use).
-    /// Queues the exchange of `x`'s values through `link`: what each
-    /// neighbour reads packed and sent, the ghost rows received into `x`,
-    /// after the work queued so far on the backend; [`Self::wait_linked`]
-    /// makes the backend's later work wait for it.
+    /// Queues the exchange of `x`'s values through `link`, after the work
+    /// queued so far on the backend: the rows of each send list to its
+    /// rank, the ghost rows `recv` of `x` from theirs (through `received`,
+    /// a buffer for each, made on first use); [`Self::wait_linked`] makes
+    /// the backend's later work wait for it.
     fn post_linked(&self, link: &Self::Link, send: &[(usize, Self::SendList, usize)], recv: &[(usize, Range<usize>)], received: &mut Vec<Self::Vector<f64>>, x: &mut Self::Vector<f64>) -> Result<()>;
     /// The backend's work queued from now on waits for the exchange
     /// [`Self::post_linked`] queued.

@@ -230,9 +230,10 @@ impl<'a> GpuTensor<'a> {
         if ne == 0 {
             return Ok(());
         }
-        let points = self.geo.len() / (self.op.elements * fem_core::tensor::NGEO).max(1);
+        // an element's factors: NGEO at each of its quadrature points
+        let per = fem_core::tensor::NGEO * self.op.problem.points().per_direction(&self.op.tables.basis).pow(3);
         let np = self.op.np();
-        let geo = self.geo.slice(elements.start * fem_core::tensor::NGEO * points..elements.end * fem_core::tensor::NGEO * points);
+        let geo = self.geo.slice(elements.start * per..elements.end * per);
         let map = self.restriction.map.slice(elements.start * np..elements.end * np);
         let flag = assembled as u32;
         let mut l = self.gpu.stream().launch_builder(&self.f);

@@ -171,21 +171,18 @@ impl TensorOperator {
     /// points otherwise. The right-hand side `M f` of a solve, without a
     /// second operator's factors.
     pub fn mass(&self, cpu: &CpuBackend, x: &[f64]) -> Result<Vec<f64>> {
-        let np = self.np();
+        crate::error::same_len("mass apply", x.len(), self.restriction.rows())?;
+        let mut y = vec![0.0; self.restriction.rows()];
+        if self.problem == Problem::Bp35 {
+            // each element entry w·J x at its node, summed into its row
+            let (np, map) = (self.np(), &self.restriction.map);
+            self.restriction.add_with(cpu, |k| self.factors[((k / np) * NGEO + fem_core::tensor::GWJ) * np + k % np] * x[map[k] as usize], &mut y);
+            return Ok(y);
+        }
         let mut xe = vec![0.0; self.element_dofs()];
         self.restriction.gather(cpu, x, &mut xe)?;
         let mut ye = vec![0.0; self.element_dofs()];
-        cpu.install(|| match self.problem {
-            Problem::Bp35 => {
-                use rayon::prelude::*;
-                ye.par_chunks_mut(np).zip(xe.par_chunks(np)).enumerate().for_each(|(e, (y, x))| {
-                    let wj = &self.factors[(e * NGEO + fem_core::tensor::GWJ) * np..][..np];
-                    y.iter_mut().zip(x).zip(wj).for_each(|((y, x), w)| *y = w * x);
-                });
-            }
-            _ => cpu::apply_elements(Problem::Bp1, &self.tables, &self.factors, 0.0, &xe, &mut ye),
-        });
-        let mut y = vec![0.0; self.restriction.rows()];
+        cpu.install(|| cpu::apply_elements(Problem::Bp1, &self.tables, &self.factors, 0.0, &xe, &mut ye));
         self.restriction.scatter(cpu, &ye, &mut y);
         Ok(y)
     }
