@@ -102,7 +102,8 @@ pub fn run(o: &BpOptions, any: &AnyBackend, comm: &dyn Communicator, tuning: &Tu
     }
     let mut marks = Marks::new();
     let cells = size_cells(o)?;
-    let n_nodes = SpectralBox::check(o.degree, cells)?;
+    // the degree and sizes, refused alike on every rank
+    SpectralBox::check(o.degree, cells)?;
     progress("pieces");
     let bricks = Bricks::new(cells, comm.size())?;
     let piece = bricks.piece(comm, o.degree)?;
@@ -112,7 +113,7 @@ pub fn run(o: &BpOptions, any: &AnyBackend, comm: &dyn Communicator, tuning: &Tu
     marks.mark("mesh");
     let op = TensorOperator { interior, ..agree(comm, TensorOperator::new(o.problem, &mesh, o.lambda))? };
     marks.mark("operator");
-    let made = Made { bricks, piece, mesh, op, n_nodes };
+    let made = Made { bricks, piece, mesh, op };
     match any {
         AnyBackend::Cuda(gpu) => {
             let launch = tuning::resolve(o.problem, o.degree, made.op.elements, true, &o.launch, tuning);
@@ -130,7 +131,6 @@ struct Made {
     piece: Piece,
     mesh: SpectralBox,
     op: TensorOperator,
-    n_nodes: usize,
 }
 
 /// The run on this rank's backend `b`, its piece's product `local` (and
@@ -204,7 +204,7 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, (
         bricks: m.bricks.grid,
         partition: m.bricks.partition(),
         elements: m.bricks.cells.iter().product(),
-        global_nodes: m.n_nodes,
+        global_nodes: piece.global,
         backend: b.name(),
         kernel,
         halo_transport: match (comm.size(), halo.linked()) {
@@ -220,7 +220,7 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, (
         overlapped: overlap.is_some(),
         sequential_seconds_per_apply: sequential,
         local_seconds_per_apply: local_seconds,
-        gdofs_per_second: m.n_nodes as f64 / seconds / 1e9,
+        gdofs_per_second: piece.global as f64 / seconds / 1e9,
         applications_per_repeat: batch,
         halo_seconds_per_apply: halo_seconds,
         halo_bytes_per_apply: halo_bytes,

@@ -176,9 +176,7 @@ impl Bricks {
         nodes.extend(layout.ghosts.iter().map(|&g| lattice_from(g)));
         Ok(Piece { cells, own_cells, nodes, owned: layout.owned, first: starts[rank], global: lattice.iter().product(), recv: layout.recv, send: layout.send })
     }
-}
 
-impl Bricks {
     /// The elements of `piece` of rank `rank` (of degree `degree`,
     /// deformed as the whole mesh is), their nodes in the piece's local
     /// numbering, those whose nodes are all owned first; and how many

@@ -47,11 +47,6 @@ impl<'a, B: HaloBackend> HaloOperator<'a, B> {
     pub fn overlapped(local: &'a dyn Overlap<B>, halo: &'a Halo<B>) -> Result<Self> {
         Ok(Self { overlap: Some(local), ..Self::new(local, halo)? })
     }
-
-    /// The exchange before every product (its seconds and bytes).
-    pub fn halo(&self) -> &'a Halo<B> {
-        self.halo
-    }
 }
 
 impl<B: HaloBackend> LinearOperator<Distributed<'_, B>, f64> for HaloOperator<'_, B> {

@@ -110,6 +110,11 @@ impl SpectralBox {
         if n_nodes > u32::MAX as usize || cells.iter().product::<usize>().checked_mul(np * 3).is_none() {
             return Err(Error::InvalidArgument(format!("{n_nodes} nodes exceed the 32-bit node numbering")));
         }
+        // the restriction and the nodes' first places number element nodes in 32 bits too
+        let element_nodes = cells.iter().product::<usize>() * np;
+        if element_nodes > u32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("{element_nodes} element nodes exceed the 32-bit numbering of the element-to-node map")));
+        }
         Ok(n_nodes)
     }
 
@@ -171,18 +176,11 @@ impl SpectralBox {
     /// `f` at every global node (each node's value taken from one element
     /// that holds it).
     pub fn interpolate(&self, f: impl Fn([f64; 3]) -> f64 + Sync) -> Vec<f64> {
-        use std::sync::atomic::{AtomicUsize, Ordering};
         let np = self.nodes_per_element();
-        // each node's first place in the map: the same value on any thread count
-        let first: Vec<AtomicUsize> = (0..self.n_nodes).map(|_| AtomicUsize::new(usize::MAX)).collect();
-        self.map.par_iter().enumerate().for_each(|(pos, &g)| {
-            first[g as usize].fetch_min(pos, Ordering::Relaxed);
-        });
-        first
-            .par_iter()
-            .map(|p| {
-                let pos = p.load(Ordering::Relaxed);
-                let (e, n) = (pos / np, pos % np);
+        crate::space::lagrange::owner_slots(&self.map, self.n_nodes)
+            .into_par_iter()
+            .map(|pos| {
+                let (e, n) = (pos as usize / np, pos as usize % np);
                 f([0, 1, 2].map(|c| self.coords[(e * 3 + c) * np + n]))
             })
             .collect()

@@ -244,15 +244,15 @@ impl Space {
     }
 }
 
-/// One slot `c·nb + b` of every node of `cell_dofs`: the first that has it.
+/// One slot `c·nb + b` of every node of `cell_dofs`: the first that has
+/// it (the same on any thread count), `u32::MAX` for a node in no cell.
 pub(crate) fn owner_slots(cell_dofs: &[u32], n_dofs: usize) -> Vec<u32> {
-    let mut owner = vec![u32::MAX; n_dofs];
-    for (k, &g) in cell_dofs.iter().enumerate() {
-        if owner[g as usize] == u32::MAX {
-            owner[g as usize] = k as u32;
-        }
-    }
-    owner
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let owner: Vec<AtomicU32> = (0..n_dofs).map(|_| AtomicU32::new(u32::MAX)).collect();
+    cell_dofs.par_iter().enumerate().for_each(|(k, &g)| {
+        owner[g as usize].fetch_min(k as u32, Ordering::Relaxed);
+    });
+    owner.into_iter().map(AtomicU32::into_inner).collect()
 }
 
 #[cfg(test)]
