@@ -234,6 +234,10 @@ fn bad_input_is_an_error() {
     assert!(SpectralBox::new(0, [1, 1, 1], Deformation::None).is_err());
     assert!(SpectralBox::new(16, [1, 1, 1], Deformation::None).is_err());
     assert!(SpectralBox::new(2, [0, 1, 1], Deformation::None).is_err());
+    // nodes within 32 bits (1621³), element nodes past them (108³ · 16³)
+    let err = SpectralBox::check(15, [108, 108, 108]).unwrap_err();
+    assert!(err.to_string().contains("element nodes"), "{err}");
+    assert!(SpectralBox::check(15, [100, 100, 100]).is_ok());
     // a fold: the curved map turns elements inside out
     let mesh = SpectralBox::new(3, [2, 2, 2], Deformation::Curved { amplitude: 2.0 }).unwrap();
     let err = TensorOperator::new(Problem::Bp35, &mesh, 1.0).unwrap_err();
