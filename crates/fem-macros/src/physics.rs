@@ -259,6 +259,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
     let mut table = Vec::new();
     let mut residual_arms = Vec::new();
     let mut jacobian_arms = Vec::new();
+    let mut points_arms = Vec::new();
     let mut facet_arms = [Vec::new(), Vec::new()];
     let mut entries = Vec::new();
     for e in &spec.elements {
@@ -276,12 +277,16 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             if on { quote!(Some(#b)) } else { quote!(None) }
         };
         let (fres, fjac) = (fentry(0, bf0), fentry(1, facet_jacobian));
+        // partial assembly's point data: tensor cells of a linearised physics
+        let partial = has_jacobian && !e.shape.is_simplex();
+        let pbase = format!("fem_points_{name}_{}_p{p}_q{nq}", e.shape.name());
+        let pentry = if partial { quote!(Some(#pbase)) } else { quote!(None) };
         let shape = shape_path(e.shape);
         table.push(quote_spanned! {e.span=>
             ::fem_kernels::pointwise::Variant {
                 shape: #shape, degree: #p, nq: #nq, nc: #nc, na: #na, aux_nodal: #nodal,
                 terms: #terms, block: ::fem_kernels::pointwise::lcm(#nq, #nl), residual: #base, jacobian: #jac, precisions: &[#(#precisions),*],
-                nqf: #nqf, facet_residual: #fres, facet_jacobian: #fjac,
+                nqf: #nqf, facet_residual: #fres, facet_jacobian: #fjac, points: #pentry,
             }
         });
         let generics = quote!(#d, #nc, #na, #nb, #nv, #nq, #nodal);
@@ -325,6 +330,14 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             }),
         });
         let jsizes = quote!([#nl, #nv * #d, #aux, #nl * #nl]);
+        if partial {
+            let psizes = quote!([#nl, #nv * #d, #aux, ::fem_kernels::pointwise::partial::point_len(#d, #nc, <Self as #core::physics::Physics<T, #d, #nc, #na>>::TERMS) * #nq]);
+            points_arms.push(quote! {
+                (#shape, #p, #nq) => ::fem_kernels::pointwise::for_cells(first, #psizes, u, x, a, out, |u, x, a, o| {
+                    ::fem_kernels::pointwise::partial::cell_points::<T, Self, #generics>(tab, u, x, a, t, o)
+                }),
+            });
+        }
         jacobian_arms.push(quote! {
             (#shape, #p, #nq) => ::fem_kernels::pointwise::for_cells(first, #jsizes, u, x, a, out, |u, x, a, o| {
                 ::fem_kernels::pointwise::cell_jacobian::<T, Self, #generics>(tab, u, x, a, t, o)
@@ -341,6 +354,9 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             if has_jacobian {
                 kinds.push(("jacobian", &jbase));
                 kinds.push(("jacobian_cells", &jcell));
+            }
+            if partial {
+                kinds.push(("points", &pbase));
             }
             for (kind, b) in kinds {
                 let entry = format_ident!("{b}_{prec}");
@@ -369,6 +385,17 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
         }
     } else {
         quote!({ let _ = (v, tab, first, u, x, a, t, out); false })
+    };
+    let points_body = if points_arms.is_empty() {
+        quote!({ let _ = (v, tab, first, u, x, a, t, out); false })
+    } else {
+        quote! {
+            match (v.shape, v.degree, v.nq) {
+                #(#points_arms)*
+                _ => return false,
+            }
+            true
+        }
     };
     let facet_body = |k: usize, on: bool| {
         let arms = &facet_arms[k];
@@ -412,6 +439,11 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
                 fn facet_jacobians(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, local: &[u32], u: &[#t], x: &[#t], a: &[#t], t: #t, out: &mut [#t]) -> bool {
                     Self::__facet_jacobians(v, tab, first, local, u, x, a, t, out)
                 }
+
+                #[allow(clippy::too_many_arguments)]
+                fn points_cells(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, u: &[#t], x: &[#t], a: &[#t], t: #t, out: &mut [#t]) -> bool {
+                    Self::__points_cells(v, tab, first, u, x, a, t, out)
+                }
             }
         }
     });
@@ -443,6 +475,11 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             #[allow(clippy::too_many_arguments)]
             fn __jacobian_cells<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool {
                 #jacobian_body
+            }
+
+            #[allow(clippy::too_many_arguments)]
+            fn __points_cells<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool {
+                #points_body
             }
 
             #[allow(clippy::too_many_arguments)]

@@ -10,7 +10,7 @@ use super::halo::{Halo, HaloBackend};
 use super::operator::HaloOperator;
 use super::partition::Partition;
 use super::piece::Piece;
-use crate::problem::nonlinear::assembly::{lma_inverse_diagonal, LmaOp};
+use crate::problem::nonlinear::assembly::{lma_inverse_diagonal, LmaOp, Storage};
 use crate::problem::nonlinear::{line_search, AmgReport, NewtonOps, NewtonOptions, NewtonStep, Precision, Precond, Scatter, Setup};
 use crate::problem::phases::{timed, Split};
 use crate::solver::multigrid::Matrix;
@@ -244,7 +244,11 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
     let n = halo.rows();
     let mut w = Work::<B> { ue: b.zeros(setup.gather.len())?, relem: b.zeros(setup.gather.len())?, r: b.zeros(n)? };
     let values = if matrix.is_some() { setup.csr.nnz() } else { 0 };
-    let (mut kelem, mut kflat, mut inv, mut scratch) = (b.zeros(setup.entry_pos.len())?, b.zeros(values)?, b.zeros(n)?, b.zeros(n)?);
+    let tangent_len = match storage {
+        Storage::Partial => setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(&setup.physics.variant),
+        _ => setup.entry_pos.len(),
+    };
+    let (mut kelem, mut kflat, mut inv, mut scratch) = (b.zeros(tangent_len)?, b.zeros(values)?, b.zeros(n)?, b.zeros(n)?);
     let (mut u, mut trial, mut delta) = (b.upload(initial)?, b.zeros(n)?, b.zeros(n)?);
     let ghosts = vec![1.0; n - halo.owned_rows()];
     // the first exchange also connects the ranks (NCCL connects lazily)
@@ -272,7 +276,10 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         let fresh = steps.is_empty() || !o.lag_tangent;
         if fresh {
             // `w.ue` holds the gather of u from its residual
-            timed(b, &mut split.element, || b.elements(&state, true, &w.ue, &mut kelem))?;
+            timed(b, &mut split.element, || match storage {
+                Storage::Partial => b.points(&state, &w.ue, &mut kelem),
+                _ => b.elements(&state, true, &w.ue, &mut kelem),
+            })?;
             timed(b, &mut split.assembly, || {
                 match matrix.as_ref() {
                     Some(m) => {
@@ -280,7 +287,7 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
                         m.borrow_mut().reorder(b, &kflat)?;
                         b.inverse_diagonal(&state, &kflat, &mut inv)?;
                     }
-                    None => lma_inverse_diagonal(b, &state, &kelem, None, &mut scratch, &mut inv)?,
+                    None => lma_inverse_diagonal(b, storage, &state, &kelem, None, &mut scratch, &mut inv)?,
                 }
                 match ghosts.is_empty() {
                     true => Ok(()),
@@ -289,7 +296,7 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
             })?;
             rho = None;
         }
-        let lma = LmaOp { state: &state, kelem: &kelem, extra: None, scratch: std::cell::RefCell::new(&mut scratch), n };
+        let lma = LmaOp { storage, state: &state, kelem: &kelem, extra: None, scratch: std::cell::RefCell::new(&mut scratch), n };
         let tangent = matrix.as_ref().map(|m| m.borrow());
         let local: &dyn crate::operator::LinearOperator<B, f64> = match tangent.as_deref() {
             Some(m) => m.as_ref(),

@@ -322,6 +322,36 @@ pub unsafe fn residual_cells<T: Real, P: Physics<T, D, NC, NA>, const D: usize, 
     });
 }
 
+/// The Jacobian's point data for partial assembly
+/// ([`super::partial::point_values`]), one thread per (cell, point) over
+/// a 1D grid, reading the cell's E-vectors from global memory: the data
+/// are set up once per Newton update, and neighbouring threads write
+/// neighbouring words (`out[cell][j][q]`, point fastest).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn points<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+    n_cells: usize,
+    _batches: usize,
+    tab: *const T,
+    u: *const T,
+    x: *const T,
+    a: *const T,
+    out: *mut T,
+    time: T,
+) {
+    let (nu, nx, na) = (NB * NC, NV * D, aux_len(NB, NA, AUXN));
+    let len = super::partial::point_len(D, NC, P::TERMS);
+    let tab = core::slice::from_raw_parts(tab, NQ * row_len(D, NB, NV));
+    let mut item = crate::device::global_idx_x();
+    while item < n_cells * NQ {
+        let (cell, q) = (item / NQ, item % NQ);
+        let (uc, xc, ac) = (u.add(cell * nu), core::slice::from_raw_parts(x.add(cell * nx), nx), a.add(cell * na));
+        let o = out.add(cell * len * NQ + q);
+        super::partial::point_values::<T, P, D, NC, NA, NB, NV, AUXN>(tab, q, |i| *uc.add(i), xc, |i| *ac.add(i), time, |j, v| *o.add(j * NQ) = v);
+        item += crate::device::grid_size_x();
+    }
+}
+
 /// Runs `f` on the E-vector slices (`nl`, `nx`, `na` input and `no`
 /// output values per cell) of one cell per thread, over a 1D grid.
 #[inline(always)]

@@ -22,6 +22,7 @@
 //! solution's space) or `a[k]` (P0).
 
 pub mod facet;
+pub mod partial;
 #[cfg(target_arch = "nvptx64")]
 pub mod gpu;
 
@@ -151,6 +152,9 @@ pub struct Variant {
     pub facet_residual: Option<&'static str>,
     /// PTX entry of the boundary element matrices, if it has bg0 or bg1.
     pub facet_jacobian: Option<&'static str>,
+    /// PTX entry of the Jacobian's point data for partial assembly
+    /// ([`partial`]), on tensor cells of a physics with g0..g3.
+    pub points: Option<&'static str>,
 }
 
 impl Variant {
@@ -201,6 +205,13 @@ pub trait Kernels<T: Real> {
     /// without bg0 and bg1.
     #[allow(clippy::too_many_arguments)]
     fn facet_jacobians(v: &Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool;
+
+    /// The Jacobian's point data ([`partial::cell_points`],
+    /// [`partial::point_len`] · N_q per cell) of cells `first..`; `false`
+    /// if `v` is not a variant on a tensor cell or the physics has no
+    /// Jacobian.
+    #[allow(clippy::too_many_arguments)]
+    fn points_cells(v: &Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool;
 }
 
 /// Position, |J|·w and J⁻¹ (`inv[e][a]` = ∂ξ_e/∂x_a) at the point of `row`.

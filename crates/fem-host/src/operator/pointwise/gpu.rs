@@ -174,6 +174,11 @@ impl<T: Scalar> GpuPointwise<T> {
         &self.a
     }
 
+    /// The table, vertex coordinates and auxiliary fields on the device.
+    pub(super) fn inputs(&self) -> (&CudaSlice<T>, &CudaSlice<T>, &CudaSlice<T>) {
+        (&self.tab, &self.x, &self.a)
+    }
+
     /// Uploads `u`, evaluates and downloads.
     pub fn evaluate_host(&self, gpu: &CudaBackend, jacobian: bool, t: Transposition, u: &[T]) -> Result<Vec<T>> {
         let ud = gpu.upload(u)?;

@@ -14,6 +14,7 @@ use std::marker::PhantomData;
 
 pub mod facet;
 mod gpu;
+pub mod partial;
 pub mod tuning;
 
 pub use facet::{FacetTerm, GpuFacetTerm};

@@ -33,6 +33,11 @@ pub enum Assembly {
     Sparse(SpmvFormat),
     /// Element matrices (LMA), preconditioned by Jacobi.
     Lma,
+    /// Partial assembly on quadrilaterals and hexahedra: the
+    /// linearisation stored at the quadrature points and applied by sum
+    /// factorisation, preconditioned by Jacobi (its diagonal by sum
+    /// factorisation too).
+    Partial,
 }
 
 impl std::fmt::Display for Assembly {
@@ -41,6 +46,7 @@ impl std::fmt::Display for Assembly {
             Self::Auto => write!(f, "auto"),
             Self::Sparse(s) => write!(f, "{}", s.name()),
             Self::Lma => write!(f, "lma"),
+            Self::Partial => write!(f, "partial"),
         }
     }
 }
@@ -51,7 +57,8 @@ impl std::str::FromStr for Assembly {
         match s {
             "auto" => Ok(Self::Auto),
             "lma" => Ok(Self::Lma),
-            _ => s.parse().map(Self::Sparse).map_err(|_| format!("unknown assembly `{s}` (auto, lma, or a sparse format: {})", SpmvFormat::ALL.map(|f| f.name()).join(", "))),
+            "partial" => Ok(Self::Partial),
+            _ => s.parse().map(Self::Sparse).map_err(|_| format!("unknown assembly `{s}` (auto, lma, partial, or a sparse format: {})", SpmvFormat::ALL.map(|f| f.name()).join(", "))),
         }
     }
 }
@@ -63,6 +70,8 @@ pub(crate) enum Storage {
     Sparse(SpmvFormat),
     /// Element matrices.
     Lma,
+    /// Point data of partial assembly.
+    Partial,
 }
 
 impl Storage {
@@ -71,7 +80,7 @@ impl Storage {
     pub(crate) fn format(self) -> Option<SpmvFormat> {
         match self {
             Self::Sparse(f) => Some(f),
-            Self::Lma => None,
+            Self::Lma | Self::Partial => None,
         }
     }
 
@@ -80,6 +89,7 @@ impl Storage {
         match self {
             Self::Sparse(f) => format!("the tangent assembled in {}", f.name()),
             Self::Lma => "the tangent as element matrices (LMA)".into(),
+            Self::Partial => "the tangent partially assembled (point data, sum factorisation)".into(),
         }
     }
 }
@@ -118,6 +128,19 @@ impl Assembly {
                 Ok(if jacobi && elements_are_faster(lma, sparse) { Storage::Lma } else { Storage::Sparse(default) })
             }
             Self::Lma if jacobi => Ok(Storage::Lma),
+            Self::Partial => {
+                let v = &setup.physics.variant;
+                if v.points.is_none() {
+                    return Err(Error::InvalidArgument(format!("partial assembly needs a physics with a Jacobian on quadrilaterals or hexahedra, not {}", v.shape.name())));
+                }
+                if setup.facets.is_some() && v.terms.bg.iter().any(|&g| g) {
+                    return Err(Error::InvalidArgument("partial assembly does not take a boundary term's Jacobian (Robin): use lma or a sparse format".into()));
+                }
+                if !jacobi {
+                    return Err(Error::InvalidArgument(format!("{precond} needs the assembled tangent; partial assembly is preconditioned by Jacobi or not at all, in f64")));
+                }
+                Ok(Storage::Partial)
+            }
             Self::Lma if precision == super::Precision::F32 => Err(Error::InvalidArgument("a single-precision solve needs the assembled tangent; element matrices (LMA) are applied in f64".into())),
             Self::Lma => Err(Error::InvalidArgument(format!("{precond} needs the assembled tangent; element matrices (LMA) are preconditioned by Jacobi or not at all"))),
             Self::Sparse(f) if f.warp().is_some_and(|(_, n)| n != crate::sparse::warp::Numbering::Remap) => {
@@ -128,9 +151,11 @@ impl Assembly {
     }
 }
 
-/// The tangent as element matrices, with a time step's `c · M` term:
-/// `y = weight · (K x) + c · M x`, where `K x` holds `x` in fixed rows.
+/// The tangent as element matrices or partially assembled (`storage`),
+/// with a time step's `c · M` term: `y = weight · (K x) + c · M x`, where
+/// `K x` holds `x` in fixed rows.
 pub(crate) struct LmaOp<'a, B: NewtonOps> {
+    pub storage: Storage,
     pub state: &'a B::State,
     pub kelem: &'a B::Vector<f64>,
     pub extra: Option<&'a Extra<'a, B>>,
@@ -144,7 +169,10 @@ impl<B: NewtonOps> LinearOperator<B, f64> for LmaOp<'_, B> {
         self.n
     }
     fn apply(&self, b: &B, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
-        b.element_product(self.state, self.kelem, x, y)?;
+        match self.storage {
+            Storage::Partial => b.partial_product(self.state, self.kelem, x, y)?,
+            _ => b.element_product(self.state, self.kelem, x, y)?,
+        }
         if let Some(e) = self.extra {
             let mut s = self.scratch.borrow_mut();
             e.mass.apply(b, x, &mut s)?;
@@ -156,7 +184,7 @@ impl<B: NewtonOps> LinearOperator<B, f64> for LmaOp<'_, B> {
         Err(Error::InvalidArgument("the element matrices' tangent keeps its inverse diagonal, not its diagonal".into()))
     }
     fn name(&self) -> String {
-        "lma".into()
+        if self.storage == Storage::Partial { "partial" } else { "lma" }.into()
     }
 }
 
@@ -182,10 +210,13 @@ pub fn padded(len: usize, scatter: Scatter) -> usize {
     len + (scatter == Scatter::Spmv) as usize
 }
 
-/// `inv ← 1 / diag(weight · K + c · M)` of element matrices `kelem`,
+/// `inv ← 1 / diag(weight · K + c · M)` of element matrices or point data `kelem`,
 /// through `d` (a vector of the rows' length).
-pub(crate) fn lma_inverse_diagonal<B: NewtonOps>(b: &B, state: &B::State, kelem: &B::Vector<f64>, extra: Option<&Extra<B>>, d: &mut B::Vector<f64>, inv: &mut B::Vector<f64>) -> Result<()> {
-    b.element_diagonal(state, kelem, d)?;
+pub(crate) fn lma_inverse_diagonal<B: NewtonOps>(b: &B, storage: Storage, state: &B::State, kelem: &B::Vector<f64>, extra: Option<&Extra<B>>, d: &mut B::Vector<f64>, inv: &mut B::Vector<f64>) -> Result<()> {
+    match storage {
+        Storage::Partial => b.partial_diagonal(state, kelem, d)?,
+        _ => b.element_diagonal(state, kelem, d)?,
+    }
     if let Some(e) = extra {
         b.axpby(e.c, e.mass_diagonal, e.weight, d)?;
     }
@@ -281,6 +312,91 @@ mod tests {
             let setup = Setup::<Elasticity>::constrained(&cpu, &s, Aux::Cell(&cells), &bcs, None).unwrap();
             compare(&cpu, &setup, &format!("elasticity {:?} p = {}", s.shape, s.degree));
         }
+    }
+
+    /// The partially assembled tangent at a random state of entries up to
+    /// `size` against the assembled one: product (fixed rows kept) and
+    /// diagonal, every value finite.
+    fn compare_partial<K: Kernels<f64> + 'static>(cpu: &CpuBackend, setup: &Setup<K>, size: f64, label: &str) {
+        let n = setup.n_rows();
+        let state = cpu.prepare(setup, Some(SpmvFormat::Csr), Scatter::Atomic).unwrap();
+        let mut ue = vec![0.0; setup.gather.len()];
+        let u: Vec<f64> = random(n, 1).iter().map(|v| size * v).collect();
+        cpu.gather(&state, &u, &mut ue).unwrap();
+        let mut kelem = vec![0.0; setup.entry_pos.len()];
+        cpu.elements(&state, true, &ue, &mut kelem).unwrap();
+        let mut csr = setup.csr.clone();
+        cpu.assemble(&state, true, &kelem, &mut csr.val).unwrap();
+        let v = &setup.physics.variant;
+        let mut g = vec![0.0; setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(v)];
+        cpu.points(&state, &ue, &mut g).unwrap();
+        let x = random(n, 2);
+        let (mut want, mut got) = (vec![0.0; n], vec![0.0; n]);
+        LinearOperator::apply(&csr, cpu, &x, &mut want).unwrap();
+        cpu.partial_product(&state, &g, &x, &mut got).unwrap();
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(got.iter().chain(&want).all(|v| v.is_finite()), "{label}: not finite");
+        assert!(scale > 0.0 && diff <= 1e-12 * scale, "{label}: product {diff:e} of {scale:e}");
+        assert!(setup.fixed.iter().any(|&f| f) && setup.fixed.iter().zip(&got).zip(&x).all(|((&f, g), x)| !f || g == x), "{label}: fixed rows");
+        let mut d = vec![0.0; n];
+        cpu.partial_diagonal(&state, &g, &mut d).unwrap();
+        for (r, &p) in setup.diag_pos.iter().enumerate() {
+            assert!(d[r].is_finite() && (d[r] - csr.val[p as usize]).abs() <= 1e-12 * scale, "{label}: diagonal of row {r}: {} vs {}", d[r], csr.val[p as usize]);
+        }
+    }
+
+    /// Partial assembly applies as the assembled tangent and has its
+    /// diagonal: every term of the Jacobian (g3 alone, g0 with g3, vector
+    /// fields coupling their components, a nonlinear one) on distorted
+    /// quadrilaterals and hexahedra of degree 1 to 3, part of the boundary
+    /// held; simplices and a preconditioner that needs the matrix are
+    /// refused.
+    #[test]
+    fn partial_assembly_applies_as_the_assembled_tangent() {
+        use fem_kernels::physics::NeoHookean;
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let half = BoundaryPart::at("x < 1/2", |c| c[0] < 0.5);
+        let tensor = |dim: usize, n: usize, p: usize| Space::tensor(&BoxMesh::unstructured(dim, n, 3).build().unwrap(), p).unwrap();
+        let nodal = |s: &Space, seed| -> Vec<f64> { random(2 * s.n_dofs, seed).iter().map(|v| v + 2.0).collect() };
+        for s in [tensor(2, 4, 1), tensor(2, 3, 3), tensor(3, 3, 1), tensor(3, 2, 2), tensor(3, 2, 3)] {
+            let bcs = Constraints::none(&s, 1).dirichlet(&s, &half, |_, u| u[0] = 0.0).unwrap();
+            let setup = Setup::<Poisson>::constrained(&cpu, &s, Aux::Nodal(&nodal(&s, 4)), &bcs, None).unwrap();
+            compare_partial(&cpu, &setup, 1.0, &format!("poisson {:?} p = {}", s.shape, s.degree));
+        }
+        for s in [tensor(2, 3, 2), tensor(3, 2, 2)] {
+            let bcs = Constraints::none(&s, 1).dirichlet(&s, &half, |_, u| u[0] = 1.0).unwrap();
+            let setup = Setup::<Radiation>::constrained(&cpu, &s, Aux::Nodal(&nodal(&s, 5)), &bcs, None).unwrap();
+            compare_partial(&cpu, &setup, 1.0, &format!("radiation {:?} p = {}", s.shape, s.degree));
+        }
+        for s in [tensor(2, 3, 3), tensor(3, 3, 1), tensor(3, 2, 2)] {
+            let cells: Vec<f64> = (0..s.n_cells()).flat_map(|_| [1.0, 0.5]).collect();
+            let bcs = Constraints::none(&s, s.dim()).dirichlet(&s, &half, |_, u| u.fill(0.0)).unwrap();
+            let setup = Setup::<Elasticity>::constrained(&cpu, &s, Aux::Cell(&cells), &bcs, None).unwrap();
+            compare_partial(&cpu, &setup, 1.0, &format!("elasticity {:?} p = {}", s.shape, s.degree));
+            if s.degree == 1 {
+                let setup = setup.with_physics::<NeoHookean>(&s, Aux::Cell(&cells)).unwrap();
+                compare_partial(&cpu, &setup, 0.02, &format!("neo-Hookean {:?}", s.shape));
+            }
+        }
+        let tri = Space::simplex(&SimplexBox::unstructured(2, 4, 3).build().unwrap(), 2).unwrap();
+        let e = Assembly::Partial.resolve(&Setup::<MinimalSurface>::new(&cpu, &tri).unwrap(), Precond::Jacobi, Precision::F64, SpmvFormat::Csr).unwrap_err().to_string();
+        assert!(e.contains("quadrilaterals or hexahedra"), "{e}");
+        let q2 = tensor(2, 3, 2);
+        let setup = Setup::<Poisson>::with_aux(&cpu, &q2, Aux::Nodal(&nodal(&q2, 6))).unwrap();
+        let e = Assembly::Partial.resolve(&setup, Precond::Ssor, Precision::F64, SpmvFormat::Csr).unwrap_err().to_string();
+        assert!(e.contains("Jacobi"), "{e}");
+        assert_eq!(Assembly::Partial.resolve(&setup, Precond::Jacobi, Precision::F64, SpmvFormat::Csr).unwrap(), Storage::Partial);
+        // Newton reaches the assembled tangent's solution in as many updates
+        let s = tensor(3, 3, 2);
+        let bcs = Constraints::none(&s, 1).dirichlet(&s, &half, |_, u| u[0] = 1.0).unwrap();
+        let setup = Setup::<Radiation>::constrained(&cpu, &s, Aux::Nodal(&nodal(&s, 7)), &bcs, None).unwrap();
+        let o = NewtonOptions { assembly: Assembly::Sparse(SpmvFormat::Csr), rtol: 1e-10, krylov_rtol: 1e-12, ..Default::default() };
+        let (want, a) = solve(&cpu, &setup, &bcs.initial(), &o, &mut |_| {}).unwrap();
+        let (got, b) = solve(&cpu, &setup, &bcs.initial(), &NewtonOptions { assembly: Assembly::Partial, ..o }, &mut |_| {}).unwrap();
+        assert!(a.converged && b.converged && a.steps.len() == b.steps.len() && b.kernels.contains("partially assembled"), "{}: {:?}", b.kernels, b.residuals);
+        let diff = got.iter().zip(&want).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(diff < 1e-9, "Newton: {diff:e}");
     }
 
     /// Newton on a nonlinear problem reaches the same solution in the same
@@ -379,7 +495,7 @@ mod tests {
 
     #[test]
     fn names_parse_back() {
-        for a in [Assembly::Auto, Assembly::Lma, Assembly::Sparse(SpmvFormat::K2), Assembly::Sparse(SpmvFormat::Cusparse)] {
+        for a in [Assembly::Auto, Assembly::Lma, Assembly::Partial, Assembly::Sparse(SpmvFormat::K2), Assembly::Sparse(SpmvFormat::Cusparse)] {
             assert_eq!(a.to_string().parse::<Assembly>().unwrap(), a);
         }
         assert!("lmx".parse::<Assembly>().unwrap_err().contains("auto, lma"));

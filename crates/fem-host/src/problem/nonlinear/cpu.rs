@@ -16,8 +16,11 @@ use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
 use crate::sparse::warp::EllWarp;
 use crate::sparse::{Spmv, SpmvFormat};
-use crate::{Backend, CpuBackend, Result};
-use fem_kernels::pointwise::Kernels;
+use crate::operator::pointwise::partial::{apply_cpu, diagonal_cpu, Tables1d};
+use crate::space::restriction::SKIP;
+use crate::{Backend, CpuBackend, Error, Result};
+use fem_kernels::pointwise::{Kernels, Variant};
+use rayon::prelude::*;
 use fem_kernels::sparse::{element_diagonal, element_row_part};
 
 /// `inv[r] = 1 / kflat[diag_pos[r]]`: the inverse diagonal of CSR values.
@@ -37,6 +40,10 @@ trait Part: Send + Sync {
     fn aux_mut(&mut self) -> &mut Vec<f64>;
     /// The same, to read.
     fn aux(&self) -> &Vec<f64>;
+    /// Partial assembly's point data from the part's E-vector.
+    fn points(&self, _: &CpuBackend, _: &[f64]) -> Result<Vec<f64>> {
+        Err(Error::InvalidArgument("partial assembly covers the cells only".into()))
+    }
 }
 
 impl<K: Kernels<f64>> Part for Pointwise<f64, K> {
@@ -55,6 +62,9 @@ impl<K: Kernels<f64>> Part for Pointwise<f64, K> {
     }
     fn aux(&self) -> &Vec<f64> {
         &self.a
+    }
+    fn points(&self, cpu: &CpuBackend, u: &[f64]) -> Result<Vec<f64>> {
+        self.points_cpu(cpu, u)
     }
 }
 
@@ -95,6 +105,17 @@ pub struct CpuState {
     sums: [Option<EllWarp<f64>>; 2],
     /// Whether each base is zero, so that a sum by SpMV need not add it.
     base_zero: [bool; 2],
+    /// The cells' variant and, on tensor cells, partial assembly's 1D
+    /// matrices.
+    variant: Variant,
+    tables: Option<Tables1d>,
+}
+
+impl CpuState {
+    /// Partial assembly's 1D matrices; an error on simplices.
+    fn partial_tables(&self) -> Result<&Tables1d> {
+        self.tables.as_ref().ok_or_else(|| Error::InvalidArgument(format!("partial assembly needs quadrilaterals or hexahedra, not {}", self.variant.shape.name())))
+    }
 }
 
 impl NewtonOps for CpuBackend {
@@ -116,6 +137,8 @@ impl NewtonOps for CpuBackend {
             diag_pos: setup.diag_pos.clone(),
             fixed: setup.fixed_mask(),
             restriction: Restriction::new(setup.residual_pos.clone(), setup.n_rows()),
+            variant: setup.physics.variant,
+            tables: Tables1d::new(&setup.physics.variant).ok(),
         })
     }
 
@@ -196,6 +219,33 @@ impl NewtonOps for CpuBackend {
         d.copy_from_slice(&s.fixed);
         // SAFETY: kelem holds nl entries per row of the map
         s.restriction.add_with(self, |r| unsafe { element_diagonal(r, nl, kelem.as_ptr()) }, d);
+        Ok(())
+    }
+
+    fn points(&self, s: &CpuState, ue: &Vec<f64>, g: &mut Vec<f64>) -> Result<()> {
+        let v = s.cells.points(self, &ue[..s.cell_len])?;
+        crate::error::same_len("point data", g.len(), v.len())?;
+        g.copy_from_slice(&v);
+        Ok(())
+    }
+
+    fn partial_product(&self, s: &CpuState, g: &Vec<f64>, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
+        let tables = s.partial_tables()?;
+        // the cells' entries (a boundary term's facets follow them in the map)
+        let map = &s.restriction.map[..s.cell_len];
+        let xe: Vec<f64> = self.install(|| map.par_iter().map(|&r| if r == SKIP { 0.0 } else { x[r as usize] }).collect());
+        let mut ye = vec![0.0; s.restriction.map.len()];
+        apply_cpu(self, tables, &s.variant, g, &xe, &mut ye[..s.cell_len])?;
+        self.mul(&s.fixed, x, y)?;
+        s.restriction.add(self, &ye, y);
+        Ok(())
+    }
+
+    fn partial_diagonal(&self, s: &CpuState, g: &Vec<f64>, d: &mut Vec<f64>) -> Result<()> {
+        let mut de = diagonal_cpu(self, s.partial_tables()?, &s.variant, g)?;
+        de.resize(s.restriction.map.len(), 0.0);
+        d.copy_from_slice(&s.fixed);
+        s.restriction.add(self, &de, d);
         Ok(())
     }
 

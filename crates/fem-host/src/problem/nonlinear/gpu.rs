@@ -11,6 +11,7 @@
 use super::assembly::{gather_pattern, is_zero};
 use super::{NewtonOps, Scatter, Setup};
 use crate::operator::csr::Csr;
+use crate::operator::pointwise::partial::GpuPartial;
 use crate::operator::pointwise::{GpuFacetTerm, GpuPointwise, Transposition};
 use crate::space::restriction::{GpuRestriction, Restriction};
 use crate::sparse::assembly::gather_matrix;
@@ -94,6 +95,8 @@ pub struct GpuState {
     sums: [Option<GatherSum>; 2],
     /// Whether each base is zero, so that a sum by SpMV need not add it.
     base_zero: [bool; 2],
+    /// Partial assembly's kernels, or why the variant has none.
+    partial: std::result::Result<GpuPartial, String>,
 }
 
 /// Threads per element row of `fem_element_spmv` for `nl` × `nl`
@@ -101,6 +104,14 @@ pub struct GpuState {
 /// [`ELEMENT_CHUNK`], up to a warp.
 pub(crate) fn element_lanes(nl: usize) -> u32 {
     (nl.div_ceil(ELEMENT_CHUNK).next_power_of_two() as u32).min(32)
+}
+
+impl GpuState {
+    /// Partial assembly's kernels; an error (why) on the variants they do
+    /// not take.
+    fn partial_kernels(&self) -> Result<&GpuPartial> {
+        self.partial.as_ref().map_err(|e| crate::Error::InvalidArgument(e.clone()))
+    }
 }
 
 impl NewtonOps for CudaBackend {
@@ -139,6 +150,7 @@ impl NewtonOps for CudaBackend {
             fixed: self.upload(&setup.fixed_mask())?,
             sums,
             base_zero: [is_zero(&setup.residual_base), lma || is_zero(&setup.csr.val)],
+            partial: GpuPartial::new(self, &setup.physics.variant, ne).map_err(|e| e.to_string()),
         })
     }
 
@@ -222,6 +234,21 @@ impl NewtonOps for CudaBackend {
         let f = self.kernel::<f64>("element_diagonal_add")?;
         unsafe { self.stream().launch_builder(&f).arg(&rows).arg(&nl).arg(kelem).arg(map).arg(d).launch(self.grid::<f64>(rows, 0)) }?;
         Ok(())
+    }
+
+    fn points(&self, s: &GpuState, ue: &CudaSlice<f64>, g: &mut CudaSlice<f64>) -> Result<()> {
+        s.partial_kernels()?;
+        s.physics.points(self, ue, g)
+    }
+
+    fn partial_product(&self, s: &GpuState, g: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        self.mul(&s.fixed, x, y)?;
+        s.partial_kernels()?.apply(self, g, &s.residual.map, x, y)
+    }
+
+    fn partial_diagonal(&self, s: &GpuState, g: &CudaSlice<f64>, d: &mut CudaSlice<f64>) -> Result<()> {
+        self.copy(&s.fixed, d)?;
+        s.partial_kernels()?.add_diagonal(self, g, &s.residual.map, d)
     }
 
     fn reciprocal(&self, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {

@@ -265,6 +265,14 @@ pub trait NewtonOps: PrecondOps {
     fn element_product(&self, s: &Self::State, kelem: &Self::Vector<f64>, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
     /// `d ←` the diagonal of the matrix of element matrices `kelem` (1 in fixed rows).
     fn element_diagonal(&self, s: &Self::State, kelem: &Self::Vector<f64>, d: &mut Self::Vector<f64>) -> Result<()>;
+    /// Partial assembly's point data of the cells at the solution
+    /// E-vector `ue` ([`crate::operator::pointwise::partial`]).
+    fn points(&self, s: &Self::State, ue: &Self::Vector<f64>, g: &mut Self::Vector<f64>) -> Result<()>;
+    /// `y ← F x + (I − F) A (I − F) x`, A partially assembled from point
+    /// data `g` (F: the fixed rows).
+    fn partial_product(&self, s: &Self::State, g: &Self::Vector<f64>, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
+    /// `d ← diag(F + (I − F) A (I − F))` likewise.
+    fn partial_diagonal(&self, s: &Self::State, g: &Self::Vector<f64>, d: &mut Self::Vector<f64>) -> Result<()>;
     /// `y ← 1 / x` element-wise.
     fn reciprocal(&self, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
     /// The backend and its kernels, for reports.
@@ -513,7 +521,7 @@ impl<B: NewtonOps> Workspace<B> {
         let state = b.prepare(setup, storage.format(), o.scatter)?;
         let values = match storage {
             Storage::Sparse(_) => setup.csr.nnz(),
-            Storage::Lma => 0,
+            Storage::Lma | Storage::Partial => 0,
         };
         let linear = match o.precision {
             Precision::F64 => Solve::F64(Linear::new(b, &state, setup, storage.format(), o)?),
@@ -525,7 +533,11 @@ impl<B: NewtonOps> Workspace<B> {
             trial: b.zeros(n)?,
             ue: b.zeros(setup.gather.len())?,
             relem: b.zeros(assembly::padded(setup.residual_pos.len(), o.scatter))?,
-            kelem: b.zeros(if storage == Storage::Lma { setup.entry_pos.len() } else { assembly::padded(setup.entry_pos.len(), o.scatter) })?,
+            kelem: b.zeros(match storage {
+                Storage::Lma => setup.entry_pos.len(),
+                Storage::Partial => setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(&setup.physics.variant),
+                Storage::Sparse(_) => assembly::padded(setup.entry_pos.len(), o.scatter),
+            })?,
             r: b.zeros(n)?,
             kflat: b.zeros(values)?,
             delta: b.zeros(n)?,
@@ -547,7 +559,7 @@ impl<B: NewtonOps> Workspace<B> {
     pub fn matrix_like<K: Kernels<f64>>(&self, b: &B, setup: &Setup<K>, values: &B::Vector<f64>) -> Result<Box<dyn Spmv<B, f64>>> {
         let format = match self.storage {
             Storage::Sparse(f) => f,
-            Storage::Lma => b.default_format(),
+            Storage::Lma | Storage::Partial => b.default_format(),
         };
         let mut m = b.matrix(&self.state, setup, format)?;
         m.reorder(b, values)?;
@@ -656,14 +668,17 @@ impl<B: NewtonOps> Workspace<B> {
             // a lagged tangent keeps the first update's
             let fresh = steps.is_empty() || !o.lag_tangent;
             if fresh {
-                timed(b, &mut split.element, || b.elements(state, true, ue, kelem))?;
+                timed(b, &mut split.element, || match storage {
+                    Storage::Partial => b.points(state, ue, kelem),
+                    _ => b.elements(state, true, ue, kelem),
+                })?;
                 timed(b, &mut split.assembly, || {
                     match storage {
                         Storage::Sparse(_) => {
                             tangent_values(b, state, kelem, kflat, extra.map(|e| (e, e.mass_values)))?;
                             b.inverse_diagonal(state, kflat, &mut jacobi.inv_diag)?;
                         }
-                        Storage::Lma => lma_inverse_diagonal(b, state, kelem, extra, d, &mut jacobi.inv_diag)?,
+                        Storage::Lma | Storage::Partial => lma_inverse_diagonal(b, storage, state, kelem, extra, d, &mut jacobi.inv_diag)?,
                     }
                     match linear {
                         Solve::F64(l) => l.update(b, u, kflat, &jacobi.inv_diag, extra),
@@ -675,8 +690,8 @@ impl<B: NewtonOps> Workspace<B> {
             let (r, delta, kelem, inv) = (&self.r, &mut self.delta, &self.kelem, &self.jacobi.inv_diag);
             let scratch = std::cell::RefCell::new(&mut self.mu);
             let cg = timed(b, &mut split.solve, || {
-                let lma = LmaOp { state, kelem, extra, scratch, n };
-                let elements = (storage == Storage::Lma).then_some(&lma as &dyn LinearOperator<B, f64>);
+                let lma = LmaOp { storage, state, kelem, extra, scratch, n };
+                let elements = matches!(storage, Storage::Lma | Storage::Partial).then_some(&lma as &dyn LinearOperator<B, f64>);
                 match linear {
                     Solve::F64(l) => l.solve(b, o.krylov, elements, inv, r, delta, opts),
                     Solve::F32(l) => l.solve(b, o.krylov, elements, inv, r, delta, opts),

@@ -1,0 +1,290 @@
+//! Partial assembly of a `#[fem_kernel]` physics' Jacobian on
+//! quadrilaterals and hexahedra (`fem_kernels::pointwise::partial`): the
+//! point data from the physics' generated code, and the product and
+//! diagonal by sum factorisation, on the CPU (any tensor variant) and on
+//! the GPU (hexahedra with as many Gauss points per direction as nodes,
+//! scalar or three-component fields, degrees 1 to 8).
+//!
+//! A product reads the point data, NC²·blocks values per point (9 for the
+//! Laplacian, 81 for elasticity at (p + 1)³ points per hexahedron), where
+//! element matrices read (NC·(p + 1)³)² per cell: from Q2 on the point data
+//! are the fewer bytes, and from Q3 fewer than the assembled matrix's.
+
+use super::gpu::GpuPointwise;
+use super::Pointwise;
+use crate::operator::tensor::basis::{apply_axis, matmul, transpose};
+use crate::{Backend, CpuBackend, CudaBackend, Error, Result};
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use fem_core::physics::Terms;
+use fem_core::quadrature::{gauss_legendre, gauss_lobatto};
+use fem_core::tensor::{differentiation_matrix, interpolation_matrix};
+use fem_kernels::pointwise::partial::{apply_point, diagonal_entry, point_len, shared_len};
+use fem_kernels::pointwise::{Kernels, Variant};
+use rayon::prelude::*;
+
+/// Cells per rayon task.
+const CHUNK: usize = 256;
+
+/// Highest degree of the GPU product's kernels (`fem_partial_n{p}_nc{c}`).
+pub const GPU_MAX_DEGREE: usize = 8;
+
+/// The 1D matrices of a tensor variant: GLL nodes to Gauss points.
+#[derive(Clone, Debug)]
+pub struct Tables1d {
+    /// Nodes per direction (p + 1).
+    pub n1: usize,
+    /// Gauss points per direction (the variant's rule is their product).
+    pub q1: usize,
+    /// B: nodes → point values, `q1 × n1`.
+    pub b: Vec<f64>,
+    /// D: point values → point derivatives, `q1 × q1`.
+    pub d: Vec<f64>,
+    /// D·B: nodes → point derivatives, `q1 × n1`.
+    pub bd: Vec<f64>,
+}
+
+impl Tables1d {
+    /// The matrices of `v`; an error on simplices, where there is no
+    /// tensor structure to factor.
+    pub fn new(v: &Variant) -> Result<Self> {
+        if v.shape.is_simplex() {
+            return Err(Error::InvalidArgument(format!("partial assembly needs quadrilaterals or hexahedra, not {}", v.shape.name())));
+        }
+        let (n1, dim) = (v.degree + 1, v.dim());
+        let q1 = (1..=fem_core::shape::MAX_RULE_1D).find(|q| q.pow(dim as u32) == v.nq).ok_or_else(|| Error::InvalidArgument(format!("{} points are not a tensor rule", v.nq)))?;
+        let (mut nodes, mut w) = (vec![0.0; n1], vec![0.0; n1]);
+        gauss_lobatto(&mut nodes, &mut w);
+        let (mut points, mut wq) = (vec![0.0; q1], vec![0.0; q1]);
+        gauss_legendre(&mut points, &mut wq);
+        let (mut b, mut d) = (vec![0.0; q1 * n1], vec![0.0; q1 * q1]);
+        interpolation_matrix(&nodes, &points, &mut b);
+        differentiation_matrix(&points, &mut d);
+        let bd = matmul(&d, &b, q1, q1, n1);
+        Ok(Self { n1, q1, b, d, bd })
+    }
+}
+
+/// The physics' terms as the GPU kernels take them: bit i for g_i.
+pub fn terms_mask(t: Terms) -> u32 {
+    t.g.iter().enumerate().map(|(i, &g)| (g as u32) << i).sum()
+}
+
+impl<K: Kernels<f64>> Pointwise<f64, K> {
+    /// The Jacobian's point data at the solution E-vector `u` on the CPU
+    /// ([`fem_kernels::pointwise::partial::cell_points`] per cell).
+    pub fn points_cpu(&self, cpu: &CpuBackend, u: &[f64]) -> Result<Vec<f64>> {
+        self.check_u(u)?;
+        let v = &self.variant;
+        if v.points.is_none() {
+            return Err(Error::InvalidArgument(format!("physics `{}` has no partial assembly on {} (it needs a Jacobian and a tensor cell)", K::NAME, v.shape.name())));
+        }
+        Ok(self.over_cells(cpu, u, points_per_cell(v), K::points_cells))
+    }
+}
+
+/// Point values per cell of `v`.
+pub fn points_per_cell(v: &Variant) -> usize {
+    point_len(v.dim(), v.nc, v.terms) * v.nq
+}
+
+/// Runs `f::<D, NC>` for the variant's dimension and components.
+macro_rules! by_shape {
+    ($v:expr, $f:ident ( $($arg:expr),* )) => {
+        match ($v.dim(), $v.nc) {
+            (2, 1) => $f::<2, 1>($($arg),*),
+            (2, 2) => $f::<2, 2>($($arg),*),
+            (3, 1) => $f::<3, 1>($($arg),*),
+            (3, 3) => $f::<3, 3>($($arg),*),
+            (d, nc) => return Err(Error::InvalidArgument(format!("partial assembly takes 1 or {d} components in {d} dimensions, not {nc}"))),
+        }
+    };
+}
+
+/// `ye = A_e xe` for every cell, E-vectors in and out, on the CPU: the
+/// reference the GPU product is checked against.
+pub fn apply_cpu(cpu: &CpuBackend, t: &Tables1d, v: &Variant, g: &[f64], xe: &[f64], ye: &mut [f64]) -> Result<()> {
+    let (nl, per) = (v.n_local(), points_per_cell(v));
+    if xe.len() != ye.len() || xe.len() % nl.max(1) != 0 || g.len() != xe.len() / nl * per {
+        return Err(Error::InvalidArgument(format!("partial product: E-vectors of {} and {} values and {} point values do not match", xe.len(), ye.len(), g.len())));
+    }
+    cpu.install(|| {
+        ye.par_chunks_mut(CHUNK * nl).zip(xe.par_chunks(CHUNK * nl)).zip(g.par_chunks(CHUNK * per)).try_for_each(|((y, x), g)| -> Result<()> {
+            by_shape!(v, apply_cells(t, v.terms, g, x, y));
+            Ok(())
+        })
+    })
+}
+
+/// The per-direction dimensions of a cell's node or point array.
+fn dims(n: usize, d: usize) -> [usize; 3] {
+    [n, n, if d == 3 { n } else { 1 }]
+}
+
+/// `a` along every axis of `input` (`n` per direction in, `a`'s rows out).
+fn along_all(a: &[f64], rows: usize, n: usize, d: usize, input: &[f64], scratch: &mut [Vec<f64>; 2]) -> Vec<f64> {
+    let mut cur = input.to_vec();
+    let mut extent = dims(n, d);
+    for axis in 0..d {
+        let mut out = std::mem::take(&mut scratch[axis % 2]);
+        let mut od = extent;
+        od[axis] = rows;
+        out.resize(od.iter().product(), 0.0);
+        apply_axis(a, rows, axis, extent, &cur, &mut out);
+        scratch[axis % 2] = std::mem::replace(&mut cur, out);
+        extent = od;
+    }
+    cur
+}
+
+/// The cells of one chunk: interpolate and differentiate each component,
+/// apply the point data, integrate back.
+fn apply_cells<const D: usize, const NC: usize>(t: &Tables1d, terms: Terms, g: &[f64], xe: &[f64], ye: &mut [f64]) {
+    let (n1, q1) = (t.n1, t.q1);
+    let (nb, nq) = (n1.pow(D as u32), q1.pow(D as u32));
+    let (per, nl) = (point_len(D, NC, terms) * nq, nb * NC);
+    let (bt, dt) = (transpose(&t.b, q1, n1), transpose(&t.d, q1, q1));
+    let mut scratch = [Vec::new(), Vec::new()];
+    let mut u = vec![[[0.0; 4]; NC]; nq];
+    for ((x, y), gc) in xe.chunks_exact(nl).zip(ye.chunks_exact_mut(nl)).zip(g.chunks_exact(per)) {
+        for e in 0..NC {
+            let xc: Vec<f64> = (0..nb).map(|n| x[n * NC + e]).collect();
+            let val = along_all(&t.b, q1, n1, D, &xc, &mut scratch);
+            for (q, uq) in u.iter_mut().enumerate() {
+                uq[e][0] = val[q];
+            }
+            for a in 0..D {
+                let mut der = vec![0.0; nq];
+                apply_axis(&t.d, q1, a, dims(q1, D), &val, &mut der);
+                for (q, uq) in u.iter_mut().enumerate() {
+                    uq[e][1 + a] = der[q];
+                }
+            }
+        }
+        let v: Vec<[[f64; 4]; NC]> = u.iter().enumerate().map(|(q, uq)| apply_point::<f64, D, NC>(terms, |j| gc[j * nq + q], uq)).collect();
+        for c in 0..NC {
+            let mut acc: Vec<f64> = v.iter().map(|vq| vq[c][0]).collect();
+            for a in 0..D {
+                let va: Vec<f64> = v.iter().map(|vq| vq[c][1 + a]).collect();
+                let mut back = vec![0.0; nq];
+                apply_axis(&dt, q1, a, dims(q1, D), &va, &mut back);
+                acc.iter_mut().zip(&back).for_each(|(s, b)| *s += b);
+            }
+            let r = along_all(&bt, n1, q1, D, &acc, &mut scratch);
+            for (n, &rv) in r.iter().enumerate() {
+                y[n * NC + c] = rv;
+            }
+        }
+    }
+}
+
+/// The diagonal of every cell's matrix as an E-vector, on the CPU.
+pub fn diagonal_cpu(cpu: &CpuBackend, t: &Tables1d, v: &Variant, g: &[f64]) -> Result<Vec<f64>> {
+    let (nl, per) = (v.n_local(), points_per_cell(v));
+    let cells = g.len() / per.max(1);
+    let mut out = vec![0.0; cells * nl];
+    cpu.install(|| {
+        out.par_chunks_mut(nl).zip(g.par_chunks(per)).try_for_each(|(o, gc)| -> Result<()> {
+            by_shape!(v, diagonal_cell(t, v.terms, gc, o));
+            Ok(())
+        })
+    })?;
+    Ok(out)
+}
+
+fn diagonal_cell<const D: usize, const NC: usize>(t: &Tables1d, terms: Terms, g: &[f64], out: &mut [f64]) {
+    let nq = t.q1.pow(D as u32);
+    for (i, o) in out.iter_mut().enumerate() {
+        let (node, c) = (i / NC, i % NC);
+        *o = diagonal_entry::<f64, D, NC>(terms, t.n1, t.q1, |q, n| t.b[q * t.n1 + n], |q, n| t.bd[q * t.n1 + n], node, c, |j, q| g[j * nq + q]);
+    }
+}
+
+/// The GPU product and diagonal of one variant's partial assembly.
+pub struct GpuPartial {
+    /// `[B | D]` for the product, `[B | D·B]` for the diagonal.
+    tabs: [CudaSlice<f64>; 2],
+    n1: usize,
+    q1: usize,
+    nc: usize,
+    mask: u32,
+    /// Elements per thread block of the product.
+    epb: usize,
+    cells: usize,
+}
+
+impl GpuPartial {
+    /// Whether the GPU kernels take `v`, and why not.
+    pub fn supports(v: &Variant) -> Result<()> {
+        let t = Tables1d::new(v)?;
+        if v.dim() != 3 || !(v.nc == 1 || v.nc == 3) || t.q1 != t.n1 || v.degree > GPU_MAX_DEGREE {
+            return Err(Error::InvalidArgument(format!(
+                "partial assembly on the GPU takes hexahedra of degree 1 to {GPU_MAX_DEGREE} with (p + 1)³ points and 1 or 3 components, not {}(p = {}, q = {}) with {}",
+                v.shape.name(),
+                v.degree,
+                v.nq,
+                v.nc
+            )));
+        }
+        Ok(())
+    }
+
+    /// Uploads the tables of `v` for `cells` cells; an error where the
+    /// kernels do not take it or one element's arrays exceed shared memory.
+    pub fn new(gpu: &CudaBackend, v: &Variant, cells: usize) -> Result<Self> {
+        Self::supports(v)?;
+        let t = Tables1d::new(v)?;
+        let n1 = t.n1;
+        let limit = gpu.props().shared_mem_per_block_optin as usize;
+        let mut epb = (256 / (n1 * n1)).max(1);
+        while epb > 1 && 8 * shared_len(n1, v.nc, epb) > limit.min(48 * 1024) {
+            epb -= 1;
+        }
+        if 8 * shared_len(n1, v.nc, epb) > limit {
+            return Err(Error::InvalidArgument(format!("one element of degree {} with {} components needs {} bytes of shared memory (at most {limit})", v.degree, v.nc, 8 * shared_len(n1, v.nc, 1))));
+        }
+        let apply: Vec<f64> = t.b.iter().chain(&t.d).copied().collect();
+        let diag: Vec<f64> = t.b.iter().chain(&t.bd).copied().collect();
+        Ok(Self { tabs: [gpu.upload(&apply)?, gpu.upload(&diag)?], n1, q1: t.q1, nc: v.nc, mask: terms_mask(v.terms), epb, cells })
+    }
+
+    /// `y += (I − F) A (I − F) x` with point data `g`, `map` the
+    /// E-vector's rows ([`crate::space::restriction::SKIP`] where held).
+    pub fn apply(&self, gpu: &CudaBackend, g: &CudaSlice<f64>, map: &CudaSlice<u32>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        let f = gpu.function(&format!("fem_partial_n{}_nc{}_f64", self.n1 - 1, self.nc))?;
+        let shared = 8 * shared_len(self.n1, self.nc, self.epb);
+        if shared > gpu.props().shared_mem_per_block as usize {
+            f.set_attribute(cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+        }
+        let cfg = LaunchConfig { grid_dim: (self.cells.div_ceil(self.epb).max(1) as u32, 1, 1), block_dim: ((self.n1 * self.n1) as u32, self.epb as u32, 1), shared_mem_bytes: shared as u32 };
+        let ne = self.cells;
+        unsafe { gpu.stream().launch_builder(&f).arg(&ne).arg(&self.mask).arg(&self.tabs[0]).arg(g).arg(map).arg(x).arg(y).launch(cfg) }?;
+        Ok(())
+    }
+
+    /// `d += diag((I − F) A (I − F))` with point data `g`.
+    pub fn add_diagonal(&self, gpu: &CudaBackend, g: &CudaSlice<f64>, map: &CudaSlice<u32>, d: &mut CudaSlice<f64>) -> Result<()> {
+        let f = gpu.function(&format!("fem_partial_diagonal_nc{}_f64", self.nc))?;
+        let (ne, n1, q1) = (self.cells, self.n1, self.q1);
+        let items = ne * n1.pow(3) * self.nc;
+        unsafe { gpu.stream().launch_builder(&f).arg(&ne).arg(&n1).arg(&q1).arg(&self.mask).arg(&self.tabs[1]).arg(g).arg(map).arg(d).launch(gpu.grid::<f64>(items, 0)) }?;
+        Ok(())
+    }
+}
+
+impl GpuPointwise<f64> {
+    /// The Jacobian's point data at the solution E-vector `u` on the
+    /// device, one thread per (cell, point).
+    pub fn points(&self, gpu: &CudaBackend, u: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
+        let v = &self.variant;
+        let entry = v.points.ok_or_else(|| Error::InvalidArgument(format!("this physics has no partial assembly on {}", v.shape.name())))?;
+        if u.len() < self.n_cells * v.n_local() || out.len() < self.n_cells * points_per_cell(v) {
+            return Err(Error::InvalidArgument(format!("E-vector of {} and point data of {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
+        }
+        let f = gpu.function(&format!("{entry}_f64"))?;
+        let (n, batches) = (self.n_cells, 1usize);
+        let (tab, x, a) = self.inputs();
+        let cfg = gpu.grid::<f64>(n * v.nq, 0);
+        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&batches).arg(tab).arg(u).arg(x).arg(a).arg(out).arg(&self.time).launch(cfg) }?;
+        Ok(())
+    }
+}

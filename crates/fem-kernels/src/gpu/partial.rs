@@ -1,0 +1,176 @@
+//! Partial assembly of any pointwise physics' Jacobian on hexahedra
+//! ([`crate::pointwise::partial`]): the product and the diagonal, on
+//! L-vectors (gather and atomic scatter fused into the kernel).
+//!
+//! `partial` follows BP3.0's line contractions ([`super::bp`]): one element
+//! per `NQ × NQ` slab of threads, `blockDim.y` elements per block. Per
+//! component it interpolates the element's GLL values to the Gauss points
+//! (x- and y-lines in shared memory, the thread's z-column in registers)
+//! and differentiates there with the collocation matrix, into four shared
+//! arrays (value, three reference derivatives). After a barrier each
+//! thread applies the point data of its column to every component at once
+//! ([`apply_point`]: the physics couples them), then the transposed
+//! contractions run per component and the results are added to `y`.
+//!
+//! The kernel takes as many Gauss points per direction as GLL nodes (the
+//! rule `#[fem_kernel]` hexahedra use, exact for degree 2p + 1). Its 1D
+//! matrices come packed in `tab`, `[B | D]`: B (points × nodes) interpolates,
+//! D (points × points) differentiates at the points; B is centro-symmetric
+//! and D centro-antisymmetric, so the contractions read half of each.
+
+use crate::device::*;
+use crate::pointwise::partial::{apply_point, diagonal_entry, per_element, point_len};
+use crate::tensor::{interp_column, project_column};
+use fem_core::physics::Terms;
+use fem_core::tensor::padded;
+use fem_core::{unroll, Real};
+use fem_macros::kernel;
+
+/// A map entry that is neither read nor written (a held row or column).
+const NONE: u32 = u32::MAX;
+
+/// The Jacobian's terms as the host packs them: bit i for g_i.
+#[inline(always)]
+fn terms_of(mask: u32) -> Terms {
+    Terms { f0: false, f1: false, g: core::array::from_fn(|i| mask >> i & 1 == 1), bf0: false, bg: [false; 2] }
+}
+
+/// `A` (`N × N`, half its rows read through `a`) applied to the line at
+/// `w + m·s`, in place.
+#[inline(always)]
+unsafe fn line<T: Real, const N: usize, const ODD: bool>(src: *const T, dst: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
+    let r: [T; N] = core::array::from_fn(|m| *src.add(m * s));
+    let c = interp_column::<T, N, N, ODD>(a, &r);
+    unroll::<N>(|q| *dst.add(q * s) = c[q]);
+}
+
+/// The transpose of [`line`], in place.
+#[inline(always)]
+unsafe fn line_t<T: Real, const N: usize, const ODD: bool>(w: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
+    let c: [T; N] = core::array::from_fn(|q| *w.add(q * s));
+    let r = project_column::<T, N, N, ODD>(a, &c);
+    unroll::<N>(|m| *w.add(m * s) = r[m]);
+}
+
+/// `y += (I − F) A (I − F) x` for the hexahedral elements `0..ne`, A the
+/// partially assembled Jacobian with point data `g` (terms `mask`), F the
+/// held entries (`map` = [`NONE`]); `map` takes E-vector entries
+/// (`(e·NQ³ + n)·NC + c`) to rows of `x` and `y`.
+#[kernel(f64; degrees = 1..=8; NC = 1, 3)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize>(ne: usize, mask: u32, tab: *const T, g: *const T, map: *const u32, x: *const T, y: *mut T) {
+    let (np, p) = (NQ * NQ * NQ, padded(NQ));
+    let at = |k: usize, j: usize, i: usize| (k * NQ + j) * p + i;
+    let terms = terms_of(mask);
+    let s = dynamic_shared::<T>();
+    let (t, nt) = (thread_idx_x() + block_dim_x() * thread_idx_y(), block_dim_x() * block_dim_y());
+    let mut m = t;
+    while m < 2 * NQ * NQ {
+        *s.add(m) = *tab.add(m);
+        m += nt;
+    }
+    let (sb, sd) = (s as *const T, s.add(NQ * NQ) as *const T);
+    let (b, d) = (|q: usize, m: usize| *sb.add(q * NQ + m), |q: usize, m: usize| *sd.add(q * NQ + m));
+    let w = s.add(2 * NQ * NQ + thread_idx_y() * per_element(NQ, NC));
+    let arr = |c: usize, h: usize| w.add((c * 4 + h) * NQ * NQ * p);
+    let t = thread_idx_x();
+    let (i, j) = (t % NQ, t / NQ);
+    let e = block_idx_x() * block_dim_y() + thread_idx_y();
+    let live = e < ne;
+    let pos = |k: usize, c: usize| (e * np + (k * NQ + j) * NQ + i) * NC + c;
+    // x-line (row t div N, line t mod N) and y-line (column t mod N) of slice t div N
+    let (xl, yl) = (at(t / NQ, t % NQ, 0), at(t / NQ, 0, t % NQ));
+    barrier();
+    for c in 0..NC {
+        let u = arr(c, 0);
+        if live {
+            let v: [T; NQ] = core::array::from_fn(|k| {
+                let r = *map.add(pos(k, c));
+                if r == NONE {
+                    T::ZERO
+                } else {
+                    *x.add(r as usize)
+                }
+            });
+            unroll::<NQ>(|k| *u.add(at(k, j, i)) = v[k]);
+        }
+        barrier();
+        line::<T, NQ, false>(u.add(xl), u.add(xl), 1, b);
+        barrier();
+        line::<T, NQ, false>(u.add(yl), u.add(yl), p, b);
+        barrier();
+        let r: [T; NQ] = core::array::from_fn(|k| *u.add(at(k, j, i)));
+        let col = interp_column::<T, NQ, NQ, false>(b, &r);
+        let dz = interp_column::<T, NQ, NQ, true>(d, &col);
+        unroll::<NQ>(|k| {
+            *u.add(at(k, j, i)) = col[k];
+            *arr(c, 3).add(at(k, j, i)) = dz[k];
+        });
+        barrier();
+        line::<T, NQ, true>(u.add(xl), arr(c, 1).add(xl), 1, d);
+        line::<T, NQ, true>(u.add(yl), arr(c, 2).add(yl), p, d);
+    }
+    barrier();
+    if live {
+        let len = point_len(3, NC, terms);
+        let ge = g.add(e * len * np);
+        for k in 0..NQ {
+            let (n, q) = (at(k, j, i), (k * NQ + j) * NQ + i);
+            let u: [[T; 4]; NC] = core::array::from_fn(|c| core::array::from_fn(|h| *arr(c, h).add(n)));
+            let v = apply_point::<T, 3, NC>(terms, |jj| *ge.add(jj * np + q), &u);
+            for c in 0..NC {
+                unroll::<4>(|h| *arr(c, h).add(n) = v[c][h]);
+            }
+        }
+    }
+    barrier();
+    for c in 0..NC {
+        let u = arr(c, 0);
+        let vz: [T; NQ] = core::array::from_fn(|k| *arr(c, 3).add(at(k, j, i)));
+        let z = project_column::<T, NQ, NQ, true>(d, &vz);
+        let acc: [T; NQ] = core::array::from_fn(|k| *u.add(at(k, j, i)) + z[k]);
+        line_t::<T, NQ, true>(arr(c, 1).add(xl), 1, d);
+        line_t::<T, NQ, true>(arr(c, 2).add(yl), p, d);
+        barrier();
+        let sum: [T; NQ] = core::array::from_fn(|k| acc[k] + *arr(c, 1).add(at(k, j, i)) + *arr(c, 2).add(at(k, j, i)));
+        let r = project_column::<T, NQ, NQ, false>(b, &sum);
+        unroll::<NQ>(|k| *u.add(at(k, j, i)) = r[k]);
+        barrier();
+        line_t::<T, NQ, false>(u.add(yl), p, b);
+        barrier();
+        line_t::<T, NQ, false>(u.add(xl), 1, b);
+        barrier();
+        if live {
+            unroll::<NQ>(|k| {
+                let r = *map.add(pos(k, c));
+                if r != NONE {
+                    atomic_add(y.add(r as usize), *u.add(at(k, j, i)));
+                }
+            });
+        }
+    }
+}
+
+/// `d += diag((I − F) A (I − F))` of the partially assembled Jacobian on
+/// hexahedra, one thread per (element, node, component): `tab` is
+/// `[B | B']` (points × nodes each, B' the basis derivatives at the points),
+/// `n1` nodes and `q1` points per direction.
+#[kernel(f64; NC = 1, 3)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn partial_diagonal<T: Real, const NC: usize>(ne: usize, n1: usize, q1: usize, mask: u32, tab: *const T, g: *const T, map: *const u32, d: *mut T) {
+    let terms = terms_of(mask);
+    let (np, nq) = (n1 * n1 * n1, q1 * q1 * q1);
+    let len = point_len(3, NC, terms);
+    let bd = tab.add(q1 * n1);
+    let mut item = global_idx_x();
+    while item < ne * np * NC {
+        let r = *map.add(item);
+        if r != NONE {
+            let (e, node, c) = (item / (np * NC), (item / NC) % np, item % NC);
+            let ge = g.add(e * len * nq);
+            let v = diagonal_entry::<T, 3, NC>(terms, n1, q1, |q, n| *tab.add(q * n1 + n), |q, n| *bd.add(q * n1 + n), node, c, |jj, q| *ge.add(jj * nq + q));
+            atomic_add(d.add(r as usize), v);
+        }
+        item += grid_size_x();
+    }
+}

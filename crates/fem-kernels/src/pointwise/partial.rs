@@ -1,0 +1,227 @@
+//! Partial assembly of a pointwise physics' Jacobian on tensor cells: the
+//! linearisation is evaluated once per Newton update at every quadrature
+//! point and stored there ("point data"), and each product interpolates,
+//! applies it and integrates back by sum factorisation, so a product costs
+//! O(p^{d+1}) per cell instead of the element matrix's O(p^{2d}), and its
+//! data grow as the points do, not as the square of the nodes.
+//!
+//! The point data are the quadrature phase of the element matrix
+//! ([`super::jacobian_point`]: `G[c][e][h][k]`, pulled back to reference
+//! derivatives and scaled by w|J|) less the blocks the physics' terms leave
+//! zero: block (h, k) exists when h = k = 0 and g0 does, h = 0 < k and g1
+//! does, h > 0 = k and g2 does, h, k > 0 and g3 does. Per cell they are
+//! stored `[(c·NC + e)·blocks + b][q]`, point fastest, so threads of
+//! neighbouring points read neighbouring words.
+//!
+//! The per-point application ([`apply_point`]), the point data of a cell
+//! ([`cell_points`]) and the diagonal ([`diagonal_entry`]) are written once
+//! here for the CPU and the GPU; the contractions differ (sequential per
+//! cell on the CPU, shared-memory lines on the GPU).
+
+use super::{jacobian_point, row_len};
+use fem_core::physics::{Physics, Terms};
+use fem_core::Real;
+
+/// Whether block (h, k) of the point values is nonzero for `terms`.
+#[inline(always)]
+pub const fn present(terms: Terms, h: usize, k: usize) -> bool {
+    match (h == 0, k == 0) {
+        (true, true) => terms.g[0],
+        (true, false) => terms.g[1],
+        (false, true) => terms.g[2],
+        (false, false) => terms.g[3],
+    }
+}
+
+/// Nonzero (h, k) blocks per component pair in `d` dimensions.
+pub const fn blocks(d: usize, terms: Terms) -> usize {
+    terms.g[0] as usize + d * terms.g[1] as usize + d * terms.g[2] as usize + d * d * terms.g[3] as usize
+}
+
+/// Storage index of block (h, k) among the nonzero ones (row-major in
+/// (h, k)), or `None` where it is zero.
+#[inline(always)]
+pub const fn block_of(d: usize, terms: Terms, h: usize, k: usize) -> Option<usize> {
+    if !present(terms, h, k) {
+        return None;
+    }
+    let mut n = 0;
+    let mut i = 0;
+    while i < h * (d + 1) + k {
+        if present(terms, i / (d + 1), i % (d + 1)) {
+            n += 1;
+        }
+        i += 1;
+    }
+    Some(n)
+}
+
+/// Point values per quadrature point: NC²·[`blocks`].
+pub const fn point_len(d: usize, nc: usize, terms: Terms) -> usize {
+    nc * nc * blocks(d, terms)
+}
+
+/// Shared-memory values of one element of the GPU product (`partial`):
+/// four arrays (value, three reference derivatives) of `nq³` points, rows
+/// padded, per component.
+pub const fn per_element(nq: usize, nc: usize) -> usize {
+    4 * nc * nq * nq * fem_core::tensor::padded(nq)
+}
+
+/// Shared-memory values of a block of the GPU product with `epb`
+/// elements: the two 1D matrices, then the elements' arrays.
+pub const fn shared_len(nq: usize, nc: usize, epb: usize) -> usize {
+    2 * nq * nq + epb * per_element(nq, nc)
+}
+
+/// The point data of one cell on the CPU: `out[j·NQ + q]` with j the
+/// stored index of (c, e, block).
+#[inline(always)]
+pub fn cell_points<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+    tab: &[T],
+    u: &[T],
+    x: &[T],
+    a: &[T],
+    time: T,
+    out: &mut [T],
+) {
+    for q in 0..NQ {
+        point_values::<T, P, D, NC, NA, NB, NV, AUXN>(tab, q, |i| u[i], x, |i| a[i], time, |j, v| out[j * NQ + q] = v);
+    }
+}
+
+/// The stored values of point `q` of a cell, handed to `put(j, value)`.
+#[inline(always)]
+pub fn point_values<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const AUXN: bool>(
+    tab: &[T],
+    q: usize,
+    u: impl Fn(usize) -> T,
+    x: &[T],
+    aux: impl Fn(usize) -> T,
+    time: T,
+    mut put: impl FnMut(usize, T),
+) {
+    let stride = row_len(D, NB, NV);
+    let nblk = blocks(D, P::TERMS);
+    jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(&tab[q * stride..(q + 1) * stride], u, x, aux, time, |i, v| {
+        let (ce, hk) = (i / ((1 + D) * (1 + D)), i % ((1 + D) * (1 + D)));
+        if let Some(b) = block_of(D, P::TERMS, hk / (1 + D), hk % (1 + D)) {
+            put(ce * nblk + b, v);
+        }
+    });
+}
+
+/// `V[c][h] = Σ_e Σ_k G[c][e][h][k]·U[e][k]` at one point: `u[e]` holds
+/// component e's value (index 0) and reference derivatives (1..=D), `g(j)`
+/// the point's stored value j.
+#[inline(always)]
+pub fn apply_point<T: Real, const D: usize, const NC: usize>(terms: Terms, g: impl Fn(usize) -> T, u: &[[T; 4]; NC]) -> [[T; 4]; NC] {
+    let nblk = blocks(D, terms);
+    let mut v = [[T::ZERO; 4]; NC];
+    for c in 0..NC {
+        for e in 0..NC {
+            let base = (c * NC + e) * nblk;
+            let mut b = 0;
+            for h in 0..=D {
+                for k in 0..=D {
+                    if present(terms, h, k) {
+                        v[c][h] = g(base + b).mad(u[e][k], v[c][h]);
+                        b += 1;
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Diagonal entry of component `c` at the cell's node `node` (tensor
+/// index, first direction fastest) from the 1D tables: `b(q, n)` the basis
+/// at the points and `bd(q, n)` its derivative, `n1` nodes and `q1` points
+/// per direction; `g(j, q)` the cell's stored values.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn diagonal_entry<T: Real, const D: usize, const NC: usize>(
+    terms: Terms,
+    n1: usize,
+    q1: usize,
+    b: impl Fn(usize, usize) -> T,
+    bd: impl Fn(usize, usize) -> T,
+    node: usize,
+    c: usize,
+    g: impl Fn(usize, usize) -> T,
+) -> T {
+    let nblk = blocks(D, terms);
+    let base = (c * NC + c) * nblk;
+    let mut idx = [0usize; 3];
+    let mut rest = node;
+    for i in idx.iter_mut().take(D) {
+        *i = rest % n1;
+        rest /= n1;
+    }
+    let mut nq = 1;
+    for _ in 0..D {
+        nq *= q1;
+    }
+    let mut s = T::ZERO;
+    for q in 0..nq {
+        // value and reference derivatives of the node's basis function at q
+        let mut qi = [0usize; 3];
+        let mut r = q;
+        for i in qi.iter_mut().take(D) {
+            *i = r % q1;
+            r /= q1;
+        }
+        let mut phi = [T::ONE; 4];
+        for a in 0..D {
+            let (v, dv) = (b(qi[a], idx[a]), bd(qi[a], idx[a]));
+            for (h, p) in phi.iter_mut().enumerate().take(D + 1) {
+                *p = *p * if h == a + 1 { dv } else { v };
+            }
+        }
+        let mut blk = 0;
+        for h in 0..=D {
+            for k in 0..=D {
+                if present(terms, h, k) {
+                    s = (phi[h] * phi[k]).mad(g(base + blk, q), s);
+                    blk += 1;
+                }
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(g: [bool; 4]) -> Terms {
+        Terms { f0: true, f1: true, g, bf0: false, bg: [false; 2] }
+    }
+
+    #[test]
+    fn blocks_are_numbered_densely_in_row_major_order() {
+        for mask in 0..16u32 {
+            let t = terms(core::array::from_fn(|i| mask >> i & 1 == 1));
+            for d in [2, 3] {
+                let mut next = 0;
+                for h in 0..=d {
+                    for k in 0..=d {
+                        match block_of(d, t, h, k) {
+                            Some(b) => {
+                                assert_eq!(b, next);
+                                next += 1;
+                            }
+                            None => assert!(!present(t, h, k)),
+                        }
+                    }
+                }
+                assert_eq!(next, blocks(d, t));
+            }
+        }
+        // the Laplacian keeps only the 3 × 3 gradient block
+        assert_eq!(blocks(3, terms([false, false, false, true])), 9);
+        assert_eq!(blocks(3, terms([true; 4])), 16);
+    }
+}
