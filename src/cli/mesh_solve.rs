@@ -134,13 +134,14 @@ fn assembly(a: &SolveArgs) -> Result<Assembly, String> {
     Ok(match a.format.unwrap_or(FormatArg::Auto) {
         FormatArg::Auto => Assembly::Auto,
         FormatArg::Lma => Assembly::Lma,
+        FormatArg::Partial => Assembly::Partial,
         FormatArg::Csr => Assembly::Sparse(SpmvFormat::Csr),
         FormatArg::Ell => Assembly::Sparse(SpmvFormat::Ell),
         FormatArg::Ellt => Assembly::Sparse(SpmvFormat::EllT),
         FormatArg::K1 => Assembly::Sparse(SpmvFormat::K1),
         FormatArg::K2 => Assembly::Sparse(SpmvFormat::K2),
         FormatArg::Cusparse => Assembly::Sparse(SpmvFormat::Cusparse),
-        FormatArg::LazyEll | FormatArg::MatrixFree => return Err("--physics stores its tangent as auto, csr, ell, ellt, k1, k2, cusparse or lma; lazy-ell and matrix-free are formats of the Q_p Poisson path".into()),
+        FormatArg::LazyEll | FormatArg::MatrixFree => return Err("--physics stores its tangent as auto, csr, ell, ellt, k1, k2, cusparse, lma or partial; lazy-ell and matrix-free are formats of the Q_p Poisson path".into()),
     })
 }
 

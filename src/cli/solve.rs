@@ -271,6 +271,9 @@ pub(crate) enum FormatArg {
     LazyEll,
     Lma,
     MatrixFree,
+    /// The tangent partially assembled: point data, sum factorisation
+    /// (--physics on quadrilaterals and hexahedra).
+    Partial,
     /// ELLR-T (--physics only).
     Ellt,
     /// ELL-WARP, one lane per row (--physics only).
@@ -355,8 +358,8 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
         FormatArg::LazyEll => Format::LazyEll,
         FormatArg::Lma => Format::Lma,
         FormatArg::MatrixFree => Format::MatrixFree,
-        FormatArg::Ellt | FormatArg::K1 | FormatArg::K2 | FormatArg::Cusparse => {
-            return Err("--format ellt, k1, k2 and cusparse store the tangent of --physics; the Q_p Poisson formats are auto, csr, ell, lazy-ell, lma and matrix-free".into())
+        FormatArg::Ellt | FormatArg::K1 | FormatArg::K2 | FormatArg::Cusparse | FormatArg::Partial => {
+            return Err("--format ellt, k1, k2, cusparse and partial store the tangent of --physics; the Q_p Poisson formats are auto, csr, ell, lazy-ell, lma and matrix-free".into())
         }
     };
     opts.symmetric = a.symmetric;

@@ -206,6 +206,20 @@ fn every_tangent_storage_on_the_gpu_gives_the_cpus_solution() {
             assert!(diff <= 1e-10 * scale, "{label}: {diff:e} of {scale:e}");
         }
     }
+    // the partially assembled tangent on the hexahedra, in as many Krylov
+    // iterations as element matrices take on the CPU
+    for (file, physics, degree) in &cases[2..6] {
+        let mut o = options(*physics, *degree);
+        o.newton.assembly = Assembly::Lma;
+        let (_, want, on_cpu) = run(&cpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+        o.newton.assembly = Assembly::Partial;
+        let (_, got, report) = run(&gpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+        let label = format!("{physics:?} p = {degree}, partial: {}", report.newton.kernels);
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(report.newton.converged && report.newton.kernels.contains("partially assembled") && diff <= 1e-10 * scale, "{label}: {diff:e} of {scale:e}");
+        assert!(report.newton.krylov_iterations.abs_diff(on_cpu.newton.krylov_iterations) <= 1, "{label}: GPU {} CPU {}", report.newton.krylov_iterations, on_cpu.newton.krylov_iterations);
+    }
 }
 
 /// Ranks on the GPUs (threads of this process, each with its own CUDA

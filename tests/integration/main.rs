@@ -20,6 +20,7 @@ mod gpu_amg;
 mod gpu_bp;
 mod gpu_cardiac;
 mod gpu_mesh_solve;
+mod gpu_partial;
 mod gpu_pointwise;
 mod gpu_poisson;
 mod gpu_solvers;

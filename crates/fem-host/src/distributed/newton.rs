@@ -237,7 +237,7 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
     let start = Instant::now();
     let halo = Halo::new(b, comm, piece, nc)?;
     let d = Distributed::new(b, comm, halo.owned_rows());
-    let storage = o.assembly.resolve(setup, o.precond, o.precision, b.default_format())?;
+    let storage = o.assembly.resolve(setup, o.precond, o.precision, b.default_format(), b.auto_partial(&setup.physics.variant))?;
     let state = b.prepare(setup, storage.format(), Scatter::Atomic)?;
     // shared with AMG's finest level, which reads the same tangent
     let matrix = storage.format().map(|f| local_matrix(b, &state, setup, f).map(|m| Rc::new(RefCell::new(m)))).transpose()?;

@@ -22,9 +22,12 @@ use std::cell::RefCell;
 /// The assembly level of Newton's tangent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub enum Assembly {
-    /// Element matrices where their product reads at most
-    /// [`LMA_BYTES_FACTOR`] times the assembled matrix's bytes and the
-    /// preconditioner is Jacobi, else the backend's sparse format
+    /// With Jacobi: partial assembly on the backends and variants that
+    /// take it from degree 2 ([`NewtonOps::auto_partial`]: its set-up is
+    /// the point data, not element matrices, and its product reads fewer
+    /// bytes than theirs), else element matrices where their product
+    /// reads at most [`LMA_BYTES_FACTOR`] times the assembled matrix's
+    /// bytes; otherwise the backend's sparse format
     /// ([`NewtonOps::default_format`]).
     #[default]
     Auto,
@@ -118,11 +121,13 @@ fn elements_are_faster(lma: usize, sparse: usize) -> bool {
 
 impl Assembly {
     /// The storage for `setup` preconditioned by `precond` on a backend
-    /// whose sparse format is `default`; an error where the two cannot go
-    /// together.
-    pub(crate) fn resolve<K: Kernels<f64>>(self, setup: &Setup<K>, precond: super::Precond, precision: super::Precision, default: SpmvFormat) -> Result<Storage> {
+    /// whose sparse format is `default` and that takes partial assembly of
+    /// this variant in `auto` when `partial`; an error where the two cannot
+    /// go together.
+    pub(crate) fn resolve<K: Kernels<f64>>(self, setup: &Setup<K>, precond: super::Precond, precision: super::Precision, default: SpmvFormat, partial: bool) -> Result<Storage> {
         let jacobi = !precond.needs_matrix() && precision == super::Precision::F64;
         match self {
+            Self::Auto if jacobi && partial && setup.physics.variant.degree >= 2 && Self::Partial.resolve(setup, precond, precision, default, false).is_ok() => Ok(Storage::Partial),
             Self::Auto => {
                 let (lma, sparse) = product_bytes(setup);
                 Ok(if jacobi && elements_are_faster(lma, sparse) { Storage::Lma } else { Storage::Sparse(default) })
@@ -130,7 +135,7 @@ impl Assembly {
             Self::Lma if jacobi => Ok(Storage::Lma),
             Self::Partial => {
                 let v = &setup.physics.variant;
-                if v.points.is_none() {
+                if v.points.is_none() || setup.physics.variant.shape.is_simplex() {
                     return Err(Error::InvalidArgument(format!("partial assembly needs a physics with a Jacobian on quadrilaterals or hexahedra, not {}", v.shape.name())));
                 }
                 if setup.facets.is_some() && v.terms.bg.iter().any(|&g| g) {
@@ -380,13 +385,13 @@ mod tests {
             }
         }
         let tri = Space::simplex(&SimplexBox::unstructured(2, 4, 3).build().unwrap(), 2).unwrap();
-        let e = Assembly::Partial.resolve(&Setup::<MinimalSurface>::new(&cpu, &tri).unwrap(), Precond::Jacobi, Precision::F64, SpmvFormat::Csr).unwrap_err().to_string();
+        let e = Assembly::Partial.resolve(&Setup::<MinimalSurface>::new(&cpu, &tri).unwrap(), Precond::Jacobi, Precision::F64, SpmvFormat::Csr, false).unwrap_err().to_string();
         assert!(e.contains("quadrilaterals or hexahedra"), "{e}");
         let q2 = tensor(2, 3, 2);
         let setup = Setup::<Poisson>::with_aux(&cpu, &q2, Aux::Nodal(&nodal(&q2, 6))).unwrap();
-        let e = Assembly::Partial.resolve(&setup, Precond::Ssor, Precision::F64, SpmvFormat::Csr).unwrap_err().to_string();
+        let e = Assembly::Partial.resolve(&setup, Precond::Ssor, Precision::F64, SpmvFormat::Csr, false).unwrap_err().to_string();
         assert!(e.contains("Jacobi"), "{e}");
-        assert_eq!(Assembly::Partial.resolve(&setup, Precond::Jacobi, Precision::F64, SpmvFormat::Csr).unwrap(), Storage::Partial);
+        assert_eq!(Assembly::Partial.resolve(&setup, Precond::Jacobi, Precision::F64, SpmvFormat::Csr, false).unwrap(), Storage::Partial);
         // Newton reaches the assembled tangent's solution in as many updates
         let s = tensor(3, 3, 2);
         let bcs = Constraints::none(&s, 1).dirichlet(&s, &half, |_, u| u[0] = 1.0).unwrap();
@@ -423,7 +428,8 @@ mod tests {
     /// Auto takes element matrices only where they read at most
     /// LMA_BYTES_FACTOR of the assembled bytes (not Q2 hexahedra, whose
     /// element matrices are fewer bytes but not by that much), never with
-    /// SSOR, nor where they are more bytes (P1 triangles); element
+    /// SSOR, nor where they are more bytes (P1 triangles); partial
+    /// assembly from Q2 with Jacobi in f64 where the backend takes it; element
     /// matrices with another preconditioner than Jacobi, and formats that
     /// renumber rows, are errors.
     #[test]
@@ -441,12 +447,20 @@ mod tests {
         assert!(elements_are_faster(40, 100) && !elements_are_faster(60, 100));
         let (lma, sparse) = product_bytes(&low);
         assert!(lma > sparse, "P1: {lma} against {sparse}");
-        assert_eq!(Assembly::Auto.resolve(&high, Precond::Jacobi, Precision::F64, SpmvFormat::K2).unwrap(), Storage::Sparse(SpmvFormat::K2));
-        assert_eq!(Assembly::Auto.resolve(&high, Precond::Ssor, Precision::F64, SpmvFormat::K2).unwrap(), Storage::Sparse(SpmvFormat::K2));
-        assert_eq!(Assembly::Auto.resolve(&low, Precond::Jacobi, Precision::F64, SpmvFormat::Csr).unwrap(), Storage::Sparse(SpmvFormat::Csr));
-        let e = Assembly::Lma.resolve(&high, Precond::Ssor, Precision::F64, SpmvFormat::K2).unwrap_err().to_string();
+        assert_eq!(Assembly::Auto.resolve(&high, Precond::Jacobi, Precision::F64, SpmvFormat::K2, false).unwrap(), Storage::Sparse(SpmvFormat::K2));
+        assert_eq!(Assembly::Auto.resolve(&high, Precond::Ssor, Precision::F64, SpmvFormat::K2, false).unwrap(), Storage::Sparse(SpmvFormat::K2));
+        assert_eq!(Assembly::Auto.resolve(&low, Precond::Jacobi, Precision::F64, SpmvFormat::Csr, false).unwrap(), Storage::Sparse(SpmvFormat::Csr));
+        // on a backend that takes partial assembly: from Q2, with Jacobi in f64
+        let q1 = Space::tensor(&BoxMesh::unstructured(3, 4, 1).build().unwrap(), 1).unwrap();
+        let q1 = Setup::<Poisson>::with_aux(&cpu, &q1, Aux::Nodal(&coefficients(&q1))).unwrap();
+        assert_eq!(Assembly::Auto.resolve(&high, Precond::Jacobi, Precision::F64, SpmvFormat::K2, true).unwrap(), Storage::Partial);
+        assert_eq!(Assembly::Auto.resolve(&high, Precond::Ssor, Precision::F64, SpmvFormat::K2, true).unwrap(), Storage::Sparse(SpmvFormat::K2));
+        assert_eq!(Assembly::Auto.resolve(&high, Precond::Jacobi, Precision::F32, SpmvFormat::K2, true).unwrap(), Storage::Sparse(SpmvFormat::K2));
+        assert_eq!(Assembly::Auto.resolve(&q1, Precond::Jacobi, Precision::F64, SpmvFormat::K2, true).unwrap(), Storage::Sparse(SpmvFormat::K2));
+        assert_eq!(Assembly::Auto.resolve(&low, Precond::Jacobi, Precision::F64, SpmvFormat::Csr, true).unwrap(), Storage::Sparse(SpmvFormat::Csr));
+        let e = Assembly::Lma.resolve(&high, Precond::Ssor, Precision::F64, SpmvFormat::K2, false).unwrap_err().to_string();
         assert!(e.contains("Jacobi"), "{e}");
-        let e = Assembly::Sparse(SpmvFormat::K2r).resolve(&high, Precond::Jacobi, Precision::F64, SpmvFormat::K2).unwrap_err().to_string();
+        let e = Assembly::Sparse(SpmvFormat::K2r).resolve(&high, Precond::Jacobi, Precision::F64, SpmvFormat::K2, false).unwrap_err().to_string();
         assert!(e.contains("renumbers"), "{e}");
         let o = NewtonOptions { assembly: Assembly::Sparse(SpmvFormat::Cusparse), ..Default::default() };
         assert!(solve(&cpu, &low, &vec![0.0; low.n_rows()], &o, &mut |_| {}).is_err());

@@ -222,6 +222,12 @@ impl NewtonOps for CpuBackend {
         Ok(())
     }
 
+    /// The CPU's partial product is the reference, not tuned: never in
+    /// `auto`.
+    fn auto_partial(&self, _: &Variant) -> bool {
+        false
+    }
+
     fn points(&self, s: &CpuState, ue: &Vec<f64>, g: &mut Vec<f64>) -> Result<()> {
         let v = s.cells.points(self, &ue[..s.cell_len])?;
         crate::error::same_len("point data", g.len(), v.len())?;

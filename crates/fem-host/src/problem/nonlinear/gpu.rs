@@ -236,6 +236,13 @@ impl NewtonOps for CudaBackend {
         Ok(())
     }
 
+    /// Hexahedra the kernels take: from Q2 their Newton update is several
+    /// times faster than element matrices' or K2's set-up and products
+    /// together (`benches/gpu/results/partial`).
+    fn auto_partial(&self, v: &fem_kernels::pointwise::Variant) -> bool {
+        GpuPartial::supports(v).is_ok()
+    }
+
     fn points(&self, s: &GpuState, ue: &CudaSlice<f64>, g: &mut CudaSlice<f64>) -> Result<()> {
         s.partial_kernels()?;
         s.physics.points(self, ue, g)

@@ -265,6 +265,10 @@ pub trait NewtonOps: PrecondOps {
     fn element_product(&self, s: &Self::State, kelem: &Self::Vector<f64>, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
     /// `d ←` the diagonal of the matrix of element matrices `kelem` (1 in fixed rows).
     fn element_diagonal(&self, s: &Self::State, kelem: &Self::Vector<f64>, d: &mut Self::Vector<f64>) -> Result<()>;
+    /// Whether `auto` stores the tangent of variant `v` partially
+    /// assembled (with Jacobi, from degree 2): where this backend's
+    /// partial product was measured the faster choice.
+    fn auto_partial(&self, v: &fem_kernels::pointwise::Variant) -> bool;
     /// Partial assembly's point data of the cells at the solution
     /// E-vector `ue` ([`crate::operator::pointwise::partial`]).
     fn points(&self, s: &Self::State, ue: &Self::Vector<f64>, g: &mut Self::Vector<f64>) -> Result<()>;
@@ -517,7 +521,7 @@ impl<B: NewtonOps> Workspace<B> {
         if o.precond == Precond::Spai && matches!(o.krylov, Krylov::Cg) {
             return Err(Error::InvalidArgument("SPAI(1) is not symmetric, so it does not precondition CG: use BiCGStab, GMRES or Richardson, or SAINV".into()));
         }
-        let storage = o.assembly.resolve(setup, o.precond, o.precision, b.default_format())?;
+        let storage = o.assembly.resolve(setup, o.precond, o.precision, b.default_format(), b.auto_partial(&setup.physics.variant))?;
         let state = b.prepare(setup, storage.format(), o.scatter)?;
         let values = match storage {
             Storage::Sparse(_) => setup.csr.nnz(),

@@ -1,0 +1,111 @@
+//! Partial assembly's GPU product and diagonal against the CPU's sum
+//! factorisation, at every degree the kernels take (1 to 8), scalar and
+//! three-component fields, random point data with every term of the
+//! Jacobian or only some, some rows held (skipped by the map), on a
+//! distorted hexahedral mesh whose cell count leaves a partial last block;
+//! and the point data of the generated physics on the GPU against their
+//! CPU variants. Skipped without a device.
+
+use crate::common;
+
+use fem::host::mesh::BoxMesh;
+use fem::host::operator::pointwise::partial::{apply_cpu, diagonal_cpu, points_per_cell, GpuPartial, Tables1d, GPU_MAX_DEGREE};
+use fem::host::operator::pointwise::{Aux, GpuPointwise, Pointwise};
+use fem::host::rng::SplitMix64;
+use fem::host::space::restriction::SKIP;
+use fem::host::space::Space;
+use fem::host::{Backend, CpuBackend};
+use fem::kernels::fem_core::physics::Terms;
+use fem::kernels::fem_core::shape::Shape;
+use fem::kernels::physics::{Elasticity, NeoHookean, Poisson, Radiation};
+use fem::kernels::pointwise::{Kernels, Variant};
+
+fn random(n: usize, seed: u64) -> Vec<f64> {
+    let mut r = SplitMix64::new(seed);
+    (0..n).map(|_| 2.0 * r.next_f64() - 1.0).collect()
+}
+
+fn rel(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    assert!(scale > 0.0 && a.iter().chain(b).all(|v| v.is_finite()));
+    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
+}
+
+/// A hexahedral variant of degree `p` with `nc` components and the
+/// Jacobian terms `g` (no entry points: only the product is launched).
+fn variant(p: usize, nc: usize, g: [bool; 4]) -> Variant {
+    let terms = Terms { f0: true, f1: true, g, bf0: false, bg: [false; 2] };
+    Variant { shape: Shape::Hexahedron, degree: p, nq: (p + 1).pow(3), nc, na: 0, aux_nodal: false, terms, block: 1, residual: "", jacobian: None, precisions: &["f64"], nqf: 0, facet_residual: None, facet_jacobian: None, points: None }
+}
+
+#[test]
+fn gpu_partial_product_and_diagonal_equal_the_cpus() {
+    let Some(gpu) = common::gpu("gpu_partial_product_and_diagonal_equal_the_cpus") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    for p in 1..=GPU_MAX_DEGREE {
+        // 3³ = 27 cells: not a multiple of the elements per block at any degree
+        let space = Space::tensor(&BoxMesh::unstructured(3, 3, 5).build().unwrap(), p).unwrap();
+        for (nc, g) in [(1, [false, false, false, true]), (1, [true; 4]), (3, [false, false, false, true]), (3, [true, true, false, true])] {
+            let v = variant(p, nc, g);
+            let (cells, nl) = (space.n_cells(), v.n_local());
+            let rows = space.n_dofs * nc;
+            let mut map = space.restriction(nc).map;
+            // rows divisible by 7 held
+            map.iter_mut().filter(|r| **r % 7 == 0).for_each(|r| *r = SKIP);
+            let data = random(cells * points_per_cell(&v), 3 + p as u64);
+            let x = random(rows, 4);
+            let xe: Vec<f64> = map.iter().map(|&r| if r == SKIP { 0.0 } else { x[r as usize] }).collect();
+            let mut ye = vec![0.0; cells * nl];
+            let t = Tables1d::new(&v).unwrap();
+            apply_cpu(&cpu, &t, &v, &data, &xe, &mut ye).unwrap();
+            let de = diagonal_cpu(&cpu, &t, &v, &data).unwrap();
+            let (mut want, mut dwant) = (vec![0.0; rows], vec![0.0; rows]);
+            for (k, &r) in map.iter().enumerate().filter(|(_, &r)| r != SKIP) {
+                want[r as usize] += ye[k];
+                dwant[r as usize] += de[k];
+            }
+            let op = GpuPartial::new(&gpu, &v, cells).unwrap();
+            let (gd, md, xd) = (gpu.upload(&data).unwrap(), gpu.stream().clone_htod(&map).unwrap(), gpu.upload(&x).unwrap());
+            let (mut y, mut d) = (gpu.zeros::<f64>(rows).unwrap(), gpu.zeros::<f64>(rows).unwrap());
+            op.apply(&gpu, &gd, &md, &xd, &mut y).unwrap();
+            op.add_diagonal(&gpu, &gd, &md, &mut d).unwrap();
+            let what = format!("p = {p}, {nc} components, terms {g:?}");
+            let err = rel(&gpu.download(&y).unwrap(), &want);
+            assert!(err < 1e-13, "{what}: product {err:e}");
+            let err = rel(&gpu.download(&d).unwrap(), &dwant);
+            assert!(err < 1e-13, "{what}: diagonal {err:e}");
+        }
+    }
+    // a degree past the kernels' is refused with the reason
+    let e = GpuPartial::new(&gpu, &variant(GPU_MAX_DEGREE + 1, 1, [false, false, false, true]), 1).err().unwrap().to_string();
+    assert!(e.contains("degree"), "{e}");
+}
+
+/// The point data of one physics' hexahedral variants, GPU against CPU.
+fn points_match<K: Kernels<f64>>(gpu: &fem::host::CudaBackend, aux: impl Fn(&Space) -> (Vec<f64>, bool), scale: f64) {
+    let cpu = CpuBackend::new(None).unwrap();
+    for v in K::VARIANTS.iter().filter(|v| v.shape == Shape::Hexahedron) {
+        let space = Space::tensor(&BoxMesh::unstructured(3, 3, 5).build().unwrap(), v.degree).unwrap();
+        let (a, nodal) = aux(&space);
+        let op = Pointwise::<f64, K>::new(&space, Some(v.nq), if nodal { Aux::Nodal(&a) } else { Aux::Cell(&a) }).unwrap();
+        let u: Vec<f64> = random(space.n_cells() * v.n_local(), 9).iter().map(|x| scale * x).collect();
+        let want = op.points_cpu(&cpu, &u).unwrap();
+        let dev = GpuPointwise::new(gpu, &op).unwrap();
+        let mut out = gpu.zeros::<f64>(want.len()).unwrap();
+        dev.points(gpu, &gpu.upload(&u).unwrap(), &mut out).unwrap();
+        let err = rel(&gpu.download(&out).unwrap(), &want);
+        assert!(err < 1e-13, "{} p = {}: point data {err:e}", K::NAME, v.degree);
+    }
+}
+
+#[test]
+fn gpu_point_data_equal_the_cpus() {
+    let Some(gpu) = common::gpu("gpu_point_data_equal_the_cpus") else { return };
+    let nodal = |s: &Space| (random(2 * s.n_dofs, 2).iter().map(|v| v + 2.0).collect(), true);
+    let lame = |s: &Space| ((0..s.n_cells()).flat_map(|c| [1.0 + (c % 5) as f64 * 0.1, 0.7]).collect(), false);
+    points_match::<Poisson>(&gpu, nodal, 1.0);
+    points_match::<Radiation>(&gpu, nodal, 1.0);
+    points_match::<Elasticity>(&gpu, lame, 1.0);
+    // displacements small enough that no point inverts
+    points_match::<NeoHookean>(&gpu, lame, 0.02);
+}
