@@ -238,8 +238,9 @@ fn gpu_ranks_solve_as_one_cpu_rank() {
     let cpu = AnyBackend::Cpu(CpuBackend::new(None).unwrap());
     let mesh = BoxMesh::unstructured(3, 6, 4).build().unwrap();
     let file = GmshMesh::from_box_mesh(&mesh, &vec![0; mesh.n_cells()], &["domain"]).unwrap();
-    // the tangent assembled (the default format) and as element matrices;
-    // AMG's partitioned hierarchy with its halos on every level
+    // the tangent partially assembled (auto on Q2), assembled (the default
+    // format) and as element matrices; AMG's partitioned hierarchy with its
+    // halos on every level
     let lma = fem::host::problem::nonlinear::Assembly::Lma;
     let (jacobi, amg) = (Precond::Jacobi, Precond::Amg(fem::host::solver::amg::AmgOptions { max_coarse: 20, ..Default::default() }));
     for (physics, degree, assembly, precond) in [(Physics::Poisson, 2, None, jacobi), (Physics::Elasticity, 1, None, jacobi), (Physics::Poisson, 3, Some(lma), jacobi), (Physics::Elasticity, 1, None, amg), (Physics::Poisson, 2, None, amg)] {
@@ -268,6 +269,9 @@ fn gpu_ranks_solve_as_one_cpu_rank() {
                 assert_eq!(p.ranks, ranks);
                 eprintln!("{physics:?} p = {degree}, {ranks} ranks on {gpus} GPUs: halo through {}, {}", p.halo_transport, report.newton.kernels);
                 assert_eq!(assembly.is_some(), report.newton.kernels.contains("LMA"), "{}", report.newton.kernels);
+                // auto takes partial assembly on the GPU from Q2 with Jacobi
+                let partial = assembly.is_none() && precond == jacobi && degree >= 2;
+                assert_eq!(partial, report.newton.kernels.contains("partially assembled"), "{}", report.newton.kernels);
                 assert_eq!(precond != jacobi, report.newton.amg.as_ref().is_some_and(|a| a.last.levels.len() >= 2), "{precond}");
                 if ranks > gpus {
                     assert_eq!(p.halo_transport, "host", "ranks sharing a GPU exchange through the host");

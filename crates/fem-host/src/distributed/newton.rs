@@ -351,7 +351,11 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
         rows: piece.global * nc,
         owned_rows: halo.owned_rows(),
         ghost_rows: n - halo.owned_rows(),
-        format: matrix.as_ref().map_or_else(|| "element matrices (LMA)".into(), |m| m.borrow().name()),
+        format: match (matrix.as_ref(), storage) {
+            (Some(m), _) => m.borrow().name(),
+            (None, Storage::Partial) => "partially assembled (point data, sum factorisation)".into(),
+            (None, _) => "element matrices (LMA)".into(),
+        },
         converged: *residuals.last().expect("one residual") <= tol,
         krylov_iterations: steps.iter().map(|s| s.krylov_iterations).sum(),
         residuals,

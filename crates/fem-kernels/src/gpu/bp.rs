@@ -112,7 +112,7 @@ unsafe fn load_element<T: Real, const NQ: usize, const GQ: usize>(w: *mut T, i: 
 /// the line when `dst` is `src`): the thread owns the line, reads each
 /// value once and writes each result once.
 #[inline(always)]
-unsafe fn line<T: Real, const N: usize, const G: usize, const ODD: bool>(src: *const T, dst: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
+pub(super) unsafe fn line<T: Real, const N: usize, const G: usize, const ODD: bool>(src: *const T, dst: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
     let r: [T; N] = core::array::from_fn(|m| *src.add(m * s));
     let c = interp_column::<T, N, G, ODD>(a, &r);
     unroll::<G>(|q| *dst.add(q * s) = c[q]);
@@ -120,7 +120,7 @@ unsafe fn line<T: Real, const N: usize, const G: usize, const ODD: bool>(src: *c
 
 /// The transpose of [`line`]: `G` values in, `N` results out.
 #[inline(always)]
-unsafe fn line_t<T: Real, const N: usize, const G: usize, const ODD: bool>(w: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
+pub(super) unsafe fn line_t<T: Real, const N: usize, const G: usize, const ODD: bool>(w: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
     let c: [T; G] = core::array::from_fn(|q| *w.add(q * s));
     let r = project_column::<T, N, G, ODD>(a, &c);
     unroll::<N>(|m| *w.add(m * s) = r[m]);

@@ -18,6 +18,7 @@
 //! D (points × points) differentiates at the points; B is centro-symmetric
 //! and D centro-antisymmetric, so the contractions read half of each.
 
+use super::bp::{line, line_t};
 use crate::device::*;
 use crate::pointwise::partial::{apply_point, diagonal_entry, per_element, point_len};
 use crate::tensor::{interp_column, project_column};
@@ -33,23 +34,6 @@ const NONE: u32 = u32::MAX;
 #[inline(always)]
 fn terms_of(mask: u32) -> Terms {
     Terms { f0: false, f1: false, g: core::array::from_fn(|i| mask >> i & 1 == 1), bf0: false, bg: [false; 2] }
-}
-
-/// `A` (`N × N`, half its rows read through `a`) applied to the line at
-/// `w + m·s`, in place.
-#[inline(always)]
-unsafe fn line<T: Real, const N: usize, const ODD: bool>(src: *const T, dst: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
-    let r: [T; N] = core::array::from_fn(|m| *src.add(m * s));
-    let c = interp_column::<T, N, N, ODD>(a, &r);
-    unroll::<N>(|q| *dst.add(q * s) = c[q]);
-}
-
-/// The transpose of [`line`], in place.
-#[inline(always)]
-unsafe fn line_t<T: Real, const N: usize, const ODD: bool>(w: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
-    let c: [T; N] = core::array::from_fn(|q| *w.add(q * s));
-    let r = project_column::<T, N, N, ODD>(a, &c);
-    unroll::<N>(|m| *w.add(m * s) = r[m]);
 }
 
 /// `y += (I − F) A (I − F) x` for the hexahedral elements `0..ne`, A the
@@ -95,9 +79,9 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize>(ne: usize, mask
             unroll::<NQ>(|k| *u.add(at(k, j, i)) = v[k]);
         }
         barrier();
-        line::<T, NQ, false>(u.add(xl), u.add(xl), 1, b);
+        line::<T, NQ, NQ, false>(u.add(xl), u.add(xl), 1, b);
         barrier();
-        line::<T, NQ, false>(u.add(yl), u.add(yl), p, b);
+        line::<T, NQ, NQ, false>(u.add(yl), u.add(yl), p, b);
         barrier();
         let r: [T; NQ] = core::array::from_fn(|k| *u.add(at(k, j, i)));
         let col = interp_column::<T, NQ, NQ, false>(b, &r);
@@ -107,8 +91,8 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize>(ne: usize, mask
             *arr(c, 3).add(at(k, j, i)) = dz[k];
         });
         barrier();
-        line::<T, NQ, true>(u.add(xl), arr(c, 1).add(xl), 1, d);
-        line::<T, NQ, true>(u.add(yl), arr(c, 2).add(yl), p, d);
+        line::<T, NQ, NQ, true>(u.add(xl), arr(c, 1).add(xl), 1, d);
+        line::<T, NQ, NQ, true>(u.add(yl), arr(c, 2).add(yl), p, d);
     }
     barrier();
     if live {
@@ -129,16 +113,16 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize>(ne: usize, mask
         let vz: [T; NQ] = core::array::from_fn(|k| *arr(c, 3).add(at(k, j, i)));
         let z = project_column::<T, NQ, NQ, true>(d, &vz);
         let acc: [T; NQ] = core::array::from_fn(|k| *u.add(at(k, j, i)) + z[k]);
-        line_t::<T, NQ, true>(arr(c, 1).add(xl), 1, d);
-        line_t::<T, NQ, true>(arr(c, 2).add(yl), p, d);
+        line_t::<T, NQ, NQ, true>(arr(c, 1).add(xl), 1, d);
+        line_t::<T, NQ, NQ, true>(arr(c, 2).add(yl), p, d);
         barrier();
         let sum: [T; NQ] = core::array::from_fn(|k| acc[k] + *arr(c, 1).add(at(k, j, i)) + *arr(c, 2).add(at(k, j, i)));
         let r = project_column::<T, NQ, NQ, false>(b, &sum);
         unroll::<NQ>(|k| *u.add(at(k, j, i)) = r[k]);
         barrier();
-        line_t::<T, NQ, false>(u.add(yl), p, b);
+        line_t::<T, NQ, NQ, false>(u.add(yl), p, b);
         barrier();
-        line_t::<T, NQ, false>(u.add(xl), 1, b);
+        line_t::<T, NQ, NQ, false>(u.add(xl), 1, b);
         barrier();
         if live {
             unroll::<NQ>(|k| {

@@ -120,20 +120,30 @@ fn dims(n: usize, d: usize) -> [usize; 3] {
     [n, n, if d == 3 { n } else { 1 }]
 }
 
-/// `a` along every axis of `input` (`n` per direction in, `a`'s rows out).
-fn along_all(a: &[f64], rows: usize, n: usize, d: usize, input: &[f64], scratch: &mut [Vec<f64>; 2]) -> Vec<f64> {
-    let mut cur = input.to_vec();
+/// `a` along every axis of `input` (`n` per direction in, `a`'s rows
+/// out), into `out`; `tmp` holds the intermediate arrays (no allocation
+/// once it has grown).
+fn along_all(a: &[f64], rows: usize, n: usize, d: usize, input: &[f64], out: &mut Vec<f64>, tmp: &mut Vec<f64>) {
+    out.clear();
+    out.extend_from_slice(input);
     let mut extent = dims(n, d);
     for axis in 0..d {
-        let mut out = std::mem::take(&mut scratch[axis % 2]);
         let mut od = extent;
         od[axis] = rows;
-        out.resize(od.iter().product(), 0.0);
-        apply_axis(a, rows, axis, extent, &cur, &mut out);
-        scratch[axis % 2] = std::mem::replace(&mut cur, out);
+        tmp.resize(od.iter().product(), 0.0);
+        apply_axis(a, rows, axis, extent, out, tmp);
+        std::mem::swap(out, tmp);
         extent = od;
     }
-    cur
+}
+
+/// The work arrays of one chunk's cells, reused from cell to cell.
+#[derive(Default)]
+struct Work {
+    nodes: Vec<f64>,
+    points: Vec<f64>,
+    der: Vec<f64>,
+    tmp: Vec<f64>,
 }
 
 /// The cells of one chunk: interpolate and differentiate each component,
@@ -143,34 +153,42 @@ fn apply_cells<const D: usize, const NC: usize>(t: &Tables1d, terms: Terms, g: &
     let (nb, nq) = (n1.pow(D as u32), q1.pow(D as u32));
     let (per, nl) = (point_len(D, NC, terms) * nq, nb * NC);
     let (bt, dt) = (transpose(&t.b, q1, n1), transpose(&t.d, q1, q1));
-    let mut scratch = [Vec::new(), Vec::new()];
+    let mut w = Work::default();
     let mut u = vec![[[0.0; 4]; NC]; nq];
+    let mut v = vec![[[0.0; 4]; NC]; nq];
+    let pdims = dims(q1, D);
     for ((x, y), gc) in xe.chunks_exact(nl).zip(ye.chunks_exact_mut(nl)).zip(g.chunks_exact(per)) {
         for e in 0..NC {
-            let xc: Vec<f64> = (0..nb).map(|n| x[n * NC + e]).collect();
-            let val = along_all(&t.b, q1, n1, D, &xc, &mut scratch);
+            w.nodes.clear();
+            w.nodes.extend((0..nb).map(|n| x[n * NC + e]));
+            along_all(&t.b, q1, n1, D, &w.nodes, &mut w.points, &mut w.tmp);
+            w.der.resize(nq, 0.0);
             for (q, uq) in u.iter_mut().enumerate() {
-                uq[e][0] = val[q];
+                uq[e][0] = w.points[q];
             }
             for a in 0..D {
-                let mut der = vec![0.0; nq];
-                apply_axis(&t.d, q1, a, dims(q1, D), &val, &mut der);
+                apply_axis(&t.d, q1, a, pdims, &w.points, &mut w.der);
                 for (q, uq) in u.iter_mut().enumerate() {
-                    uq[e][1 + a] = der[q];
+                    uq[e][1 + a] = w.der[q];
                 }
             }
         }
-        let v: Vec<[[f64; 4]; NC]> = u.iter().enumerate().map(|(q, uq)| apply_point::<f64, D, NC>(terms, |j| gc[j * nq + q], uq)).collect();
+        for (q, (vq, uq)) in v.iter_mut().zip(&u).enumerate() {
+            *vq = apply_point::<f64, D, NC>(terms, |j| gc[j * nq + q], uq);
+        }
         for c in 0..NC {
-            let mut acc: Vec<f64> = v.iter().map(|vq| vq[c][0]).collect();
+            w.nodes.clear();
+            w.nodes.extend(v.iter().map(|vq| vq[c][0]));
             for a in 0..D {
-                let va: Vec<f64> = v.iter().map(|vq| vq[c][1 + a]).collect();
-                let mut back = vec![0.0; nq];
-                apply_axis(&dt, q1, a, dims(q1, D), &va, &mut back);
-                acc.iter_mut().zip(&back).for_each(|(s, b)| *s += b);
+                w.points.clear();
+                w.points.extend(v.iter().map(|vq| vq[c][1 + a]));
+                apply_axis(&dt, q1, a, pdims, &w.points, &mut w.der);
+                w.nodes.iter_mut().zip(&w.der).for_each(|(s, b)| *s += b);
             }
-            let r = along_all(&bt, n1, q1, D, &acc, &mut scratch);
-            for (n, &rv) in r.iter().enumerate() {
+            let acc = std::mem::take(&mut w.nodes);
+            along_all(&bt, n1, q1, D, &acc, &mut w.points, &mut w.tmp);
+            w.nodes = acc;
+            for (n, &rv) in w.points.iter().enumerate() {
                 y[n * NC + c] = rv;
             }
         }
