@@ -375,28 +375,22 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             }
         }
     }
-    let jacobian_body = if has_jacobian {
-        quote! {
-            match (v.shape, v.degree, v.nq) {
-                #(#jacobian_arms)*
-                _ => return false,
+    // a cell dispatch over the variants' arms; without arms, a stub that says so
+    let cell_body = |arms: &[TokenStream]| {
+        if arms.is_empty() {
+            quote!({ let _ = (v, tab, first, u, x, a, t, out); false })
+        } else {
+            quote! {
+                match (v.shape, v.degree, v.nq) {
+                    #(#arms)*
+                    _ => return false,
+                }
+                true
             }
-            true
-        }
-    } else {
-        quote!({ let _ = (v, tab, first, u, x, a, t, out); false })
-    };
-    let points_body = if points_arms.is_empty() {
-        quote!({ let _ = (v, tab, first, u, x, a, t, out); false })
-    } else {
-        quote! {
-            match (v.shape, v.degree, v.nq) {
-                #(#points_arms)*
-                _ => return false,
-            }
-            true
         }
     };
+    let jacobian_body = cell_body(if has_jacobian { &jacobian_arms } else { &[] });
+    let points_body = cell_body(&points_arms);
     let facet_body = |k: usize, on: bool| {
         let arms = &facet_arms[k];
         if on {

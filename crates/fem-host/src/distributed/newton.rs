@@ -244,11 +244,7 @@ pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm:
     let n = halo.rows();
     let mut w = Work::<B> { ue: b.zeros(setup.gather.len())?, relem: b.zeros(setup.gather.len())?, r: b.zeros(n)? };
     let values = if matrix.is_some() { setup.csr.nnz() } else { 0 };
-    let tangent_len = match storage {
-        Storage::Partial => setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(&setup.physics.variant),
-        _ => setup.entry_pos.len(),
-    };
-    let (mut kelem, mut kflat, mut inv, mut scratch) = (b.zeros(tangent_len)?, b.zeros(values)?, b.zeros(n)?, b.zeros(n)?);
+    let (mut kelem, mut kflat, mut inv, mut scratch) = (b.zeros(storage.values(setup, Scatter::Atomic))?, b.zeros(values)?, b.zeros(n)?, b.zeros(n)?);
     let (mut u, mut trial, mut delta) = (b.upload(initial)?, b.zeros(n)?, b.zeros(n)?);
     let ghosts = vec![1.0; n - halo.owned_rows()];
     // the first exchange also connects the ranks (NCCL connects lazily)

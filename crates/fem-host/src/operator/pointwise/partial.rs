@@ -47,11 +47,7 @@ impl Tables1d {
     /// The matrices of `v`; an error on simplices, where there is no
     /// tensor structure to factor.
     pub fn new(v: &Variant) -> Result<Self> {
-        if v.shape.is_simplex() {
-            return Err(Error::InvalidArgument(format!("partial assembly needs quadrilaterals or hexahedra, not {}", v.shape.name())));
-        }
-        let (n1, dim) = (v.degree + 1, v.dim());
-        let q1 = (1..=fem_core::shape::MAX_RULE_1D).find(|q| q.pow(dim as u32) == v.nq).ok_or_else(|| Error::InvalidArgument(format!("{} points are not a tensor rule", v.nq)))?;
+        let (n1, q1) = (v.degree + 1, points_per_direction(v)?);
         let (mut nodes, mut w) = (vec![0.0; n1], vec![0.0; n1]);
         gauss_lobatto(&mut nodes, &mut w);
         let (mut points, mut wq) = (vec![0.0; q1], vec![0.0; q1]);
@@ -62,6 +58,15 @@ impl Tables1d {
         let bd = matmul(&d, &b, q1, q1, n1);
         Ok(Self { n1, q1, b, d, bd })
     }
+}
+
+/// Gauss points per direction of `v`'s rule; an error on simplices,
+/// where there is no tensor structure to factor.
+fn points_per_direction(v: &Variant) -> Result<usize> {
+    if v.shape.is_simplex() {
+        return Err(Error::InvalidArgument(format!("partial assembly needs quadrilaterals or hexahedra, not {}", v.shape.name())));
+    }
+    (1..=fem_core::shape::MAX_RULE_1D).find(|q| q.pow(v.dim() as u32) == v.nq).ok_or_else(|| Error::InvalidArgument(format!("{} points are not a tensor rule", v.nq)))
 }
 
 /// The physics' terms as the GPU kernels take them: bit i for g_i.
@@ -233,8 +238,7 @@ pub struct GpuPartial {
 impl GpuPartial {
     /// Whether the GPU kernels take `v`, and why not.
     pub fn supports(v: &Variant) -> Result<()> {
-        let t = Tables1d::new(v)?;
-        if v.dim() != 3 || !(v.nc == 1 || v.nc == 3) || t.q1 != t.n1 || v.degree > GPU_MAX_DEGREE {
+        if v.dim() != 3 || !(v.nc == 1 || v.nc == 3) || points_per_direction(v)? != v.degree + 1 || v.degree > GPU_MAX_DEGREE {
             return Err(Error::InvalidArgument(format!(
                 "partial assembly on the GPU takes hexahedra of degree 1 to {GPU_MAX_DEGREE} with (p + 1)³ points and 1 or 3 components, not {}(p = {}, q = {}) with {}",
                 v.shape.name(),

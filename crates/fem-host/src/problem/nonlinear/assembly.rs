@@ -87,6 +87,18 @@ impl Storage {
         }
     }
 
+    /// Values the backend holds for the tangent of `setup` between
+    /// updates: element matrices (with SpMV's padding zero where `scatter`
+    /// sums by SpMV, from which the assembled values are refilled) or
+    /// partial assembly's point data.
+    pub(crate) fn values<K: Kernels<f64>>(self, setup: &Setup<K>, scatter: Scatter) -> usize {
+        match self {
+            Self::Lma => setup.entry_pos.len(),
+            Self::Partial => setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(&setup.physics.variant),
+            Self::Sparse(_) => padded(setup.entry_pos.len(), scatter),
+        }
+    }
+
     /// How the report names it.
     pub(super) fn describe(self) -> String {
         match self {
@@ -135,7 +147,7 @@ impl Assembly {
             Self::Lma if jacobi => Ok(Storage::Lma),
             Self::Partial => {
                 let v = &setup.physics.variant;
-                if v.points.is_none() || setup.physics.variant.shape.is_simplex() {
+                if v.points.is_none() {
                     return Err(Error::InvalidArgument(format!("partial assembly needs a physics with a Jacobian on quadrilaterals or hexahedra, not {}", v.shape.name())));
                 }
                 if setup.facets.is_some() && v.terms.bg.iter().any(|&g| g) {

@@ -537,11 +537,7 @@ impl<B: NewtonOps> Workspace<B> {
             trial: b.zeros(n)?,
             ue: b.zeros(setup.gather.len())?,
             relem: b.zeros(assembly::padded(setup.residual_pos.len(), o.scatter))?,
-            kelem: b.zeros(match storage {
-                Storage::Lma => setup.entry_pos.len(),
-                Storage::Partial => setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(&setup.physics.variant),
-                Storage::Sparse(_) => assembly::padded(setup.entry_pos.len(), o.scatter),
-            })?,
+            kelem: b.zeros(storage.values(setup, o.scatter))?,
             r: b.zeros(n)?,
             kflat: b.zeros(values)?,
             delta: b.zeros(n)?,
