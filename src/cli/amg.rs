@@ -26,6 +26,18 @@ pub(crate) struct AmgArgs {
     /// pyamg's, sequential, on the host).
     #[arg(long, value_enum)]
     pub(crate) amg_aggregation: Option<AggregationArg>,
+    /// AMG: where the hierarchy is set up (default auto: on the GPU where
+    /// the backend is CUDA and the aggregation and smoother allow it, on
+    /// each rank's GPU across ranks; host: on the host's cores, which
+    /// needs less device memory).
+    #[arg(long, value_enum)]
+    pub(crate) amg_setup: Option<SetupArg>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum SetupArg {
+    Auto,
+    Host,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -43,7 +55,7 @@ pub(crate) enum AmgSmootherArg {
 }
 
 /// The option ids of [`AmgArgs`].
-pub(crate) const AMG: &[&str] = &["amg_strength", "amg_smoother", "amg_cycle", "amg_aggregation"];
+pub(crate) const AMG: &[&str] = &["amg_strength", "amg_smoother", "amg_cycle", "amg_aggregation", "amg_setup"];
 
 impl AmgArgs {
     /// The options given over AMG's defaults; an error for a θ outside
@@ -78,6 +90,7 @@ impl AmgArgs {
             Some(AggregationArg::Standard) => o.aggregation = Aggregation::Standard,
             Some(AggregationArg::Parallel) | None => {}
         }
+        o.host_setup = matches!(self.amg_setup, Some(SetupArg::Host));
         Ok(o)
     }
 

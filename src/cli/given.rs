@@ -52,11 +52,11 @@ pub(crate) const FORMATS: &[&str] = &[
 
 /// The pipeline's options.
 pub(crate) const PIPELINE: &[&str] = &[
-    "mesh", "physics", "dirichlet_group", "neumann_group", "robin_group", "load", "krylov", "refine", "restart", "time_steps", "dt", "scheme", "vtk_every", "young", "poisson_ratio", "format", "scatter", "precond", "smoother", "cycle", "smoothing_steps", "chebyshev_degree", "ordering", "precision", "amg_strength", "amg_smoother", "amg_cycle", "amg_aggregation", "partitioner",
+    "mesh", "physics", "dirichlet_group", "neumann_group", "robin_group", "load", "krylov", "refine", "restart", "time_steps", "dt", "scheme", "vtk_every", "young", "poisson_ratio", "format", "scatter", "precond", "smoother", "cycle", "smoothing_steps", "chebyshev_degree", "ordering", "precision", "amg_strength", "amg_smoother", "amg_cycle", "amg_aggregation", "amg_setup", "partitioner",
 ];
 
 /// The hole benchmark's options.
-pub(crate) const HOLE: &[&str] = &["dim", "levels", "solver", "precond", "smoother", "cycle", "smoothing_steps", "ordering", "precision", "amg_strength", "amg_smoother", "amg_cycle", "amg_aggregation"];
+pub(crate) const HOLE: &[&str] = &["dim", "levels", "solver", "precond", "smoother", "cycle", "smoothing_steps", "ordering", "precision", "amg_strength", "amg_smoother", "amg_cycle", "amg_aggregation", "amg_setup"];
 
 /// An error naming the options given to `fem solve` that a path reading
 /// `reads` (and [`COMMON`]) ignores; `path` says which path in the message.

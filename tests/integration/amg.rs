@@ -263,6 +263,9 @@ fn the_commands_take_amg() {
     // pyamg's sequential aggregation on request
     let standard = json(&["solve", "--mesh", mesh, "--physics", "poisson", "--degree", "1", "--refine", "3", "--load", "random", "--precond", "amg", "--amg-aggregation", "standard", "--rtol", "1e-8", "--backend", "cpu", "--json"]);
     assert!(standard["newton"]["amg"]["last"]["levels"] != amg["newton"]["amg"]["last"]["levels"] && 2 * its(&standard) < its(&jacobi));
+    // the set-up on the host on request: the CPU's anyway, the same levels
+    let host = json(&["solve", "--mesh", mesh, "--physics", "poisson", "--degree", "1", "--refine", "3", "--load", "random", "--precond", "amg", "--amg-setup", "host", "--rtol", "1e-8", "--backend", "cpu", "--json"]);
+    assert_eq!(host["newton"]["amg"]["last"]["levels"], amg["newton"]["amg"]["last"]["levels"]);
 
     let hole = |precond: &str| json(&["solve", "--problem", "hole", "--dim", "2", "--levels", "4", "--solver", "cg", "--precond", precond, "--backend", "cpu", "--json"]);
     let (amg, jacobi) = (hole("amg"), hole("jacobi"));
@@ -278,6 +281,7 @@ fn the_commands_take_amg() {
 
     for (args, says) in [
         (vec!["solve", "--mesh", mesh, "--physics", "poisson", "--amg-strength", "0.1"], "configures --precond amg"),
+        (vec!["solve", "--mesh", mesh, "--physics", "poisson", "--amg-setup", "host"], "configures --precond amg"),
         (vec!["solve", "--mesh", mesh, "--physics", "poisson", "--precond", "amg", "--amg-strength", "1.5"], "[0, 1)"),
         (vec!["cardiac", "--mesh", "generated:3000", "--steps", "1", "--amg-cycle", "v"], "configures --precond amg"),
     ] {

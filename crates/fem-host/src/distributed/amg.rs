@@ -131,6 +131,69 @@ impl LowLevel {
     }
 }
 
+/// What a rank's partitioned set-up starts from: its tangent, stored on
+/// the backend, and what AMG needs to know of it.
+pub struct Input<'s, B: HaloBackend> {
+    /// This rank's share of the host's cores.
+    pub cpu: &'s CpuBackend,
+    /// The tangent's rows across ranks.
+    pub layout: &'s Layout,
+    /// The tangent's pattern (the piece's rows, local columns; its ghost
+    /// rows are partial sums, not read).
+    pub pattern: &'s Csr<f64>,
+    /// The pattern's values on the backend.
+    pub values: &'s B::Vector<f64>,
+    /// Unknowns a node.
+    pub block: usize,
+    /// The near-nullspace on the owned rows.
+    pub nullspace: &'s Nullspace,
+    /// The low-order level of a high-order space.
+    pub low: Option<&'s LowLevel>,
+    /// ρ(D⁻¹A) of the tangent.
+    pub rho: f64,
+    /// The tangent as stored for its products: the finest level's operator.
+    pub finest: Rc<RefCell<Matrix<B, f64>>>,
+    /// The ranks' device link.
+    pub link: Option<Rc<B::Link>>,
+}
+
+/// A partitioned hierarchy's cycles, the halos of its levels (for their
+/// seconds and bytes) and its statistics.
+pub struct Cycles<'a, B: HaloBackend> {
+    /// The cycles.
+    pub mg: Multigrid<Distributed<'a, B>, f64>,
+    /// Every level's halo.
+    pub halos: Vec<Rc<Halo<B>>>,
+    /// Sizes, complexities and set-up seconds.
+    pub stats: AmgStats,
+}
+
+/// Where a backend sets up the partitioned hierarchy: the CPU on the
+/// hosts' cores, the GPUs each on their own where the one-GPU set-up's
+/// conditions hold ([`super::amg_device`]).
+pub trait PartitionedSetup: PrecondOps + HaloBackend {
+    /// The cycles of `input`'s tangent across `d`'s ranks. Collective.
+    fn partitioned<'a>(d: &Distributed<'a, Self>, input: Input<'_, Self>, o: &AmgOptions) -> Result<Cycles<'a, Self>>;
+}
+
+impl PartitionedSetup for CpuBackend {
+    fn partitioned<'a>(d: &Distributed<'a, Self>, input: Input<'_, Self>, o: &AmgOptions) -> Result<Cycles<'a, Self>> {
+        on_hosts(d, input, o)
+    }
+}
+
+/// The partitioned hierarchy set up on every rank's host cores, stored
+/// on the backend.
+pub fn on_hosts<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, input: Input<'_, B>, o: &AmgOptions) -> Result<Cycles<'a, B>> {
+    let a = owned_rows(input.pattern, d.inner.download(input.values)?, input.layout.owned);
+    let h = hierarchy(input.cpu, d.comm, input.layout.clone(), a, input.block, input.nullspace, input.low, Some(input.rho), o)?;
+    let t = Instant::now();
+    let (mg, halos) = multigrid(d, &h, Some(input.finest), input.link, o)?;
+    let mut stats = h.stats;
+    stats.seconds.upload = lap(t);
+    Ok(Cycles { mg, halos, stats })
+}
+
 /// The hierarchy of the operator whose owned rows `a` holds (rows and
 /// columns local to `layout`), `block` rows a node, near-nullspace `b` on
 /// the owned rows, or through the low-order level `low` (whose
@@ -139,12 +202,7 @@ impl LowLevel {
 /// here. Collective; an error on every rank where one fails.
 #[allow(clippy::too_many_arguments)]
 pub fn hierarchy(cpu: &CpuBackend, comm: &dyn Communicator, layout: Layout, a: Csr<f64>, block: usize, b: &Nullspace, low: Option<&LowLevel>, mut rho: Option<f64>, o: &AmgOptions) -> Result<Hierarchy> {
-    let ok = |what: &str, good: bool| -> Result<()> {
-        match comm.all_ok(good)? {
-            true => Ok(()),
-            false => Err(Error::InvalidArgument(format!("AMG across ranks: {what} on some rank"))),
-        }
-    };
+    let ok = |what: &str, good: bool| agreed(comm, what, good);
     ok("an operator whose rows are not the layout's or not nodes", a.n_rows == layout.rows() && block > 0 && layout.owned % block == 0 && b.rows() == layout.owned && b.k > 0)?;
     let mut stats = AmgStats::default();
     let (mut levels, mut transfers) = (Vec::new(), Vec::new());
@@ -186,14 +244,30 @@ pub fn hierarchy(cpu: &CpuBackend, comm: &dyn Communicator, layout: Layout, a: C
     let coarsest = whole(cpu, comm, &layout, &layout, &a)?;
     ok(&format!("no coarser level for {} rows (lower the strength threshold)", coarsest.n_rows), coarsest.n_rows <= o.cycle.dense_coarse.max(o.max_coarse * block))?;
     levels.push(Level { layout, a, rho: 0.0 });
-    let mut sizes = Vec::with_capacity(2 * levels.len());
-    levels.iter().for_each(|l| sizes.extend([l.layout.owned as f64, l.a.nnz() as f64]));
-    comm.sum(&mut sizes)?;
-    stats.levels = sizes.chunks(2).map(|s| LevelStats { rows: s[0] as usize, nonzeros: s[1] as usize }).collect();
-    let (n0, z0) = (stats.levels[0].rows.max(1) as f64, stats.levels[0].nonzeros.max(1) as f64);
-    stats.grid_complexity = stats.levels.iter().map(|l| l.rows as f64).sum::<f64>() / n0;
-    stats.operator_complexity = stats.levels.iter().map(|l| l.nonzeros as f64).sum::<f64>() / z0;
+    let sizes: Vec<(usize, usize)> = levels.iter().map(|l| (l.layout.owned, l.a.nnz())).collect();
+    let stats = statistics(comm, &sizes, stats.seconds)?;
     Ok(Hierarchy { levels, transfers, coarsest, stats })
+}
+
+/// `Ok` where `good` holds on every rank, else the same error on all.
+pub(super) fn agreed(comm: &dyn Communicator, what: &str, good: bool) -> Result<()> {
+    match comm.all_ok(good)? {
+        true => Ok(()),
+        false => Err(Error::InvalidArgument(format!("AMG across ranks: {what} on some rank"))),
+    }
+}
+
+/// The statistics of levels of `sizes` (this rank's owned rows and
+/// stored entries each, finest first): sizes over all ranks and
+/// complexities. Collective.
+pub(super) fn statistics(comm: &dyn Communicator, sizes: &[(usize, usize)], seconds: crate::solver::amg::SetupSeconds) -> Result<AmgStats> {
+    let mut sums: Vec<f64> = sizes.iter().flat_map(|&(r, z)| [r as f64, z as f64]).collect();
+    comm.sum(&mut sums)?;
+    let levels: Vec<LevelStats> = sums.chunks(2).map(|s| LevelStats { rows: s[0] as usize, nonzeros: s[1] as usize }).collect();
+    let (n0, z0) = (levels[0].rows.max(1) as f64, levels[0].nonzeros.max(1) as f64);
+    let grid_complexity = levels.iter().map(|l| l.rows as f64).sum::<f64>() / n0;
+    let operator_complexity = levels.iter().map(|l| l.nonzeros as f64).sum::<f64>() / z0;
+    Ok(AmgStats { levels, operator_complexity, grid_complexity, seconds })
 }
 
 /// The owned rows' coupling among owned rows: what aggregation reads.
@@ -336,7 +410,7 @@ fn unit_empty_rows(m: &mut Csr<f64>, first: u32) {
 
 /// The whole matrix of owned rows `a` (rows of `rows`, columns local to
 /// `cols`), on every rank, global rows and columns. Collective.
-fn whole(cpu: &CpuBackend, comm: &dyn Communicator, rows: &Layout, cols: &Layout, a: &Csr<f64>) -> Result<Csr<f64>> {
+pub(super) fn whole(cpu: &CpuBackend, comm: &dyn Communicator, rows: &Layout, cols: &Layout, a: &Csr<f64>) -> Result<Csr<f64>> {
     let entries: Vec<f64> = (0..rows.owned)
         .flat_map(|r| (a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize).flat_map(move |k| [rows.global(r) as f64, cols.global(a.col[k] as usize) as f64, a.val[k]]))
         .collect();
@@ -353,35 +427,70 @@ fn whole(cpu: &CpuBackend, comm: &dyn Communicator, rows: &Layout, cols: &Layout
 #[allow(clippy::type_complexity)]
 pub fn multigrid<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, h: &Hierarchy, finest: Option<Rc<RefCell<Matrix<B, f64>>>>, link: Option<Rc<B::Link>>, o: &AmgOptions) -> Result<(Multigrid<Distributed<'a, B>, f64>, Vec<Rc<Halo<B>>>)> {
     let b = d.inner;
-    let halos: Vec<Rc<Halo<B>>> = h.levels.iter().map(|l| Ok(Rc::new(l.layout.halo(b, link.clone())?))).collect::<Result<_>>()?;
     let n = h.levels.len();
-    let mut stored = Vec::with_capacity(n);
+    let mut finest = finest;
+    let stored = (0..n)
+        .map(|l| {
+            let level = &h.levels[l];
+            let rows = level.layout.rows();
+            let a = match (l, finest.take()) {
+                (0, Some(m)) => m,
+                _ => shared(b, &level.a, rows)?,
+            };
+            let diag = level.a.diag();
+            let inv: Vec<f64> = (0..rows).map(|i| if i < level.layout.owned && diag[i] != 0.0 { 1.0 / diag[i] } else { 0.0 }).collect();
+            let transfer = match l + 1 < n {
+                true => {
+                    let (t, coarse) = (&h.transfers[l], &h.levels[l + 1].layout);
+                    Some((shared(b, &t.p, coarse.rows())?, shared(b, &t.r, rows)?))
+                }
+                false => None,
+            };
+            Ok(Stored { a, inv_diag: b.upload(&inv)?, rho: level.rho, transfer })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let layouts: Vec<&Layout> = h.levels.iter().map(|l| &l.layout).collect();
+    cycles(d, &layouts, stored, &h.coarsest, link, o)
+}
+
+/// A level's matrices on the backend, as the cycles across ranks take
+/// them: its operator (every local row, local columns), inverse diagonal
+/// (zeros on the ghost rows), ρ(D⁻¹A), and the prolongation from the next
+/// coarser level with the restriction to it.
+pub(super) struct Stored<B: HaloBackend> {
+    pub a: Rc<RefCell<Matrix<B, f64>>>,
+    pub inv_diag: B::Vector<f64>,
+    pub rho: f64,
+    pub transfer: Option<(Rc<RefCell<Matrix<B, f64>>>, Rc<RefCell<Matrix<B, f64>>>)>,
+}
+
+/// The cycles over `levels` (finest first, on `layouts`; the coarsest
+/// operator whole on every rank `coarsest`), each matrix after the halo
+/// exchange of the level it reads, the halos over `link`; the halos come
+/// back too. Wherever the levels were set up.
+#[allow(clippy::type_complexity)]
+pub(super) fn cycles<'a, B: PrecondOps + HaloBackend>(d: &Distributed<'a, B>, layouts: &[&Layout], levels: Vec<Stored<B>>, coarsest: &Csr<f64>, link: Option<Rc<B::Link>>, o: &AmgOptions) -> Result<(Multigrid<Distributed<'a, B>, f64>, Vec<Rc<Halo<B>>>)> {
+    let b = d.inner;
+    let halos: Vec<Rc<Halo<B>>> = layouts.iter().map(|l| Ok(Rc::new(l.halo(b, link.clone())?))).collect::<Result<_>>()?;
+    let mut stored = Vec::with_capacity(levels.len());
     // coarsest first, as the multigrid takes them
-    for l in (0..n).rev() {
-        let level = &h.levels[l];
-        let rows = level.layout.rows();
-        let a = match (l, &finest) {
-            (0, Some(m)) => m.clone(),
-            _ => shared(b, &level.a, rows)?,
-        };
-        let a = HaloMatrix::new(a, halos[l].clone(), rows)?;
-        let diag = level.a.diag();
-        let inv: Vec<f64> = (0..rows).map(|i| if i < level.layout.owned && diag[i] != 0.0 { 1.0 / diag[i] } else { 0.0 }).collect();
-        let p = match l + 1 < n {
-            true => {
-                let (t, coarse) = (&h.transfers[l], &h.levels[l + 1].layout);
-                let prolong = HaloMatrix::new(shared(b, &t.p, coarse.rows())?, halos[l + 1].clone(), rows)?;
-                let restrict = HaloMatrix::new(shared(b, &t.r, rows)?, halos[l].clone(), coarse.rows())?;
+    for (l, level) in levels.into_iter().enumerate().rev() {
+        let rows = layouts[l].rows();
+        let a = HaloMatrix::new(level.a, halos[l].clone(), rows)?;
+        let p = match level.transfer {
+            Some((p, r)) => {
+                let prolong = HaloMatrix::new(p, halos[l + 1].clone(), rows)?;
+                let restrict = HaloMatrix::new(r, halos[l].clone(), layouts[l + 1].rows())?;
                 Some((Box::new(prolong) as _, Box::new(restrict) as _))
             }
-            false => None,
+            None => None,
         };
-        stored.push(StoredLevel { a: Box::new(a), inv_diag: b.upload(&inv)?, rho: level.rho, p });
+        stored.push(StoredLevel { a: Box::new(a), inv_diag: level.inv_diag, rho: level.rho, p });
     }
-    let coarsest = &h.levels[n - 1].layout;
-    let empty = Csr { n_rows: coarsest.rows(), row_ptr: vec![0; coarsest.rows() + 1], col: Vec::new(), val: Vec::new() };
+    let last = layouts.last().ok_or_else(|| Error::InvalidArgument("AMG across ranks: no level".into()))?;
+    let empty = Csr { n_rows: last.rows(), row_ptr: vec![0; last.rows() + 1], col: Vec::new(), val: Vec::new() };
     let mut mg = Multigrid::from_stored(d, stored, o.cycle, empty)?;
-    mg.solve_coarsest_by(Box::new(Gathered::new(b, &h.coarsest, coarsest.clone())?));
+    mg.solve_coarsest_by(Box::new(Gathered::new(b, coarsest, (*last).clone())?));
     Ok((mg, halos))
 }
 

@@ -12,6 +12,7 @@
 //! assembles and solves on its piece alone.
 
 pub mod amg;
+pub mod amg_device;
 pub mod backend;
 pub mod bricks;
 pub mod comm;

@@ -6,7 +6,8 @@
 
 use super::backend::Distributed;
 use super::comm::Communicator;
-use super::halo::{Halo, HaloBackend};
+use super::amg::PartitionedSetup;
+use super::halo::Halo;
 use super::operator::HaloOperator;
 use super::partition::Partition;
 use super::piece::Piece;
@@ -132,7 +133,7 @@ impl Ranks {
 
 /// AMG across ranks: the first level's layout, the near-nullspace, and
 /// the cycles of the last hierarchy.
-struct Amg<'a, B: NewtonOps + HaloBackend> {
+struct Amg<'a, B: NewtonOps + PartitionedSetup> {
     layout: super::Layout,
     low: Option<super::amg::LowLevel>,
     nullspace: crate::solver::amg::Nullspace,
@@ -146,7 +147,7 @@ struct Amg<'a, B: NewtonOps + HaloBackend> {
     report: AmgReport,
 }
 
-impl<'a, B: NewtonOps + HaloBackend> Amg<'a, B> {
+impl<'a, B: NewtonOps + PartitionedSetup> Amg<'a, B> {
     fn new<K: Kernels<f64>>(comm: &dyn Communicator, piece: &Piece, setup: &Setup<K>, opts: crate::solver::amg::AmgOptions) -> Result<Self> {
         let nc = setup.physics.variant.nc;
         let layout = super::Layout::of_piece(comm, piece, nc)?;
@@ -164,18 +165,13 @@ impl<'a, B: NewtonOps + HaloBackend> Amg<'a, B> {
     fn build<K: Kernels<f64>>(&mut self, d: &Distributed<'a, B>, setup: &Setup<K>, kflat: &B::Vector<f64>, tangent: Rc<RefCell<Matrix<B, f64>>>, rho: f64, link: Option<Rc<B::Link>>) -> Result<()> {
         let start = Instant::now();
         self.mg = None; // its memory before the next one's
-        let a = super::amg::owned_rows(&setup.csr, d.inner.download(kflat)?, self.layout.owned);
-        let nc = setup.physics.variant.nc;
-        let h = super::amg::hierarchy(&self.cpu, d.comm, self.layout.clone(), a, nc, &self.nullspace, self.low.as_ref(), Some(rho), &self.opts)?;
-        let mut stats = h.stats.clone();
-        let t = Instant::now();
         self.spent = self.exchanged();
         self.halos.clear();
-        let (mg, halos) = super::amg::multigrid(d, &h, Some(tangent), link, &self.opts)?;
-        (self.mg, self.halos) = (Some(mg), halos);
-        stats.seconds.upload = t.elapsed().as_secs_f64();
+        let input = super::amg::Input { cpu: &self.cpu, layout: &self.layout, pattern: &setup.csr, values: kflat, block: setup.physics.variant.nc, nullspace: &self.nullspace, low: self.low.as_ref(), rho, finest: tangent, link };
+        let built = B::partitioned(d, input, &self.opts)?;
+        (self.mg, self.halos) = (Some(built.mg), built.halos);
         self.report.builds += 1;
-        self.report.last = stats;
+        self.report.last = built.stats;
         self.report.setup_seconds += start.elapsed().as_secs_f64();
         Ok(())
     }
@@ -224,7 +220,7 @@ fn local_matrix<B: NewtonOps, K: Kernels<f64>>(b: &B, state: &B::State, setup: &
 /// method, in f64, the tangent (lagged or not) stored as `o.assembly`
 /// says (a sparse format or element matrices, chosen as on one rank by
 /// default); an error for options it would not honour.
-pub fn solve<B: NewtonOps + HaloBackend, K: Kernels<f64> + 'static>(b: &B, comm: &dyn Communicator, piece: &Piece, setup: &Setup<K>, initial: &[f64], o: &NewtonOptions) -> Result<(Vec<f64>, DistributedReport)> {
+pub fn solve<B: NewtonOps + PartitionedSetup, K: Kernels<f64> + 'static>(b: &B, comm: &dyn Communicator, piece: &Piece, setup: &Setup<K>, initial: &[f64], o: &NewtonOptions) -> Result<(Vec<f64>, DistributedReport)> {
     let nc = setup.physics.variant.nc;
     if !matches!(o.precond, Precond::Jacobi | Precond::None | Precond::Chebyshev(_) | Precond::Amg(_)) {
         return Err(Error::InvalidArgument(format!("a distributed solve takes Jacobi, Chebyshev, AMG or no preconditioner, not {}", o.precond)));

@@ -15,17 +15,43 @@ use crate::{CpuBackend, Result};
 /// The rows of `layout`'s ghosts, in its order, from their owners' `rows`
 /// (this rank's owned rows, global columns). Collective.
 pub fn ghost_rows(comm: &dyn Communicator, layout: &Layout, rows: &Csr<f64>) -> Result<Csr<f64>> {
-    let mut sent = vec![Vec::new(); comm.size()];
+    exchange_rows(comm, layout, &taken(rows, &sent_rows(layout)))
+}
+
+/// The rows this rank sends, every neighbour's list in turn.
+pub fn sent_rows(layout: &Layout) -> Vec<u32> {
+    layout.send.iter().flat_map(|(_, list)| list.iter().copied()).collect()
+}
+
+/// The matrix of `m`'s rows `list`, in turn.
+fn taken(m: &Csr<f64>, list: &[u32]) -> Csr<f64> {
+    let mut out = Csr { n_rows: list.len(), row_ptr: vec![0], col: Vec::new(), val: Vec::new() };
+    for &r in list {
+        let span = m.row_ptr[r as usize] as usize..m.row_ptr[r as usize + 1] as usize;
+        out.col.extend_from_slice(&m.col[span.clone()]);
+        out.val.extend_from_slice(&m.val[span]);
+        out.row_ptr.push(out.col.len() as u32);
+    }
+    out
+}
+
+/// The rows of `layout`'s ghosts, in its order, from their owners, where
+/// `sent` holds this rank's rows of [`sent_rows`] in turn (global
+/// columns): taken out wherever the rows live (the host, or the device's
+/// AMG set-up). Collective.
+pub fn exchange_rows(comm: &dyn Communicator, layout: &Layout, sent: &Csr<f64>) -> Result<Csr<f64>> {
+    let mut messages = vec![Vec::new(); comm.size()];
+    let mut row = 0;
     for (q, list) in &layout.send {
         let mut p = Pack::default();
-        let lens: Vec<u32> = list.iter().map(|&r| rows.row_ptr[r as usize + 1] - rows.row_ptr[r as usize]).collect();
-        p.u32s(&lens);
-        let range = |r: u32| rows.row_ptr[r as usize] as usize..rows.row_ptr[r as usize + 1] as usize;
-        p.u32s(&list.iter().flat_map(|&r| rows.col[range(r)].iter().copied()).collect::<Vec<_>>());
-        p.f64s(&list.iter().flat_map(|&r| rows.val[range(r)].iter().copied()).collect::<Vec<_>>());
-        sent[*q] = p.finish();
+        let span = sent.row_ptr[row] as usize..sent.row_ptr[row + list.len()] as usize;
+        p.u32s(&(row..row + list.len()).map(|r| sent.row_ptr[r + 1] - sent.row_ptr[r]).collect::<Vec<_>>());
+        p.u32s(&sent.col[span.clone()]);
+        p.f64s(&sent.val[span]);
+        messages[*q] = p.finish();
+        row += list.len();
     }
-    let got = comm.all_to_all(&sent)?;
+    let got = comm.all_to_all(&messages)?;
     let mut out = Csr { n_rows: layout.ghosts.len(), row_ptr: vec![0], col: Vec::new(), val: Vec::new() };
     for (q, range) in &layout.recv {
         let mut u = Unpack::new(&got[*q]);

@@ -210,7 +210,7 @@ impl Sparse {
 pub const CHUNK_PRODUCTS: f64 = (1u64 << 29) as f64;
 
 /// Rows `r0..r1` of `a` as a matrix of their own.
-fn rows(gpu: &CudaBackend, a: &DeviceCsr, r0: usize, r1: usize) -> Result<DeviceCsr> {
+pub(crate) fn rows(gpu: &CudaBackend, a: &DeviceCsr, r0: usize, r1: usize) -> Result<DeviceCsr> {
     let s = gpu.stream();
     let span = s.clone_dtoh(&a.row_ptr.slice(r0..r1 + 1))?;
     let (lo, hi) = (span[0] as usize, span[r1 - r0] as usize);
@@ -220,7 +220,7 @@ fn rows(gpu: &CudaBackend, a: &DeviceCsr, r0: usize, r1: usize) -> Result<Device
 }
 
 /// The matrix whose rows are those of `parts` in turn.
-fn stack(gpu: &CudaBackend, n_cols: usize, parts: Vec<DeviceCsr>) -> Result<DeviceCsr> {
+pub(crate) fn stack(gpu: &CudaBackend, n_cols: usize, parts: Vec<DeviceCsr>) -> Result<DeviceCsr> {
     let s = gpu.stream();
     let (n_rows, nnz) = (parts.iter().map(|p| p.n_rows).sum::<usize>(), parts.iter().map(DeviceCsr::nnz).sum::<usize>());
     if nnz > i32::MAX as usize {
@@ -242,7 +242,7 @@ fn stack(gpu: &CudaBackend, n_cols: usize, parts: Vec<DeviceCsr>) -> Result<Devi
 }
 
 /// `out = x + delta` (wrapping) on the device.
-fn shift(gpu: &CudaBackend, x: &cudarc::driver::CudaView<u32>, delta: u32, out: &mut cudarc::driver::CudaViewMut<u32>) -> Result<()> {
+pub(crate) fn shift(gpu: &CudaBackend, x: &cudarc::driver::CudaView<u32>, delta: u32, out: &mut cudarc::driver::CudaViewMut<u32>) -> Result<()> {
     use cudarc::driver::PushKernelArg;
     let n = x.len();
     unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_shift")?).arg(&n).arg(x).arg(&delta).arg(out).launch(gpu.per_item(n)) }?;

@@ -236,3 +236,81 @@ pub unsafe fn amg_jacobi_step(n: usize, row_ptr: *const u32, col: *const u32, va
 pub unsafe fn amg_shift(n: usize, x: *const u32, delta: u32, out: *mut u32) {
     grid_stride_fold(n, (), |(), i| *out.add(i) = (*x.add(i)).wrapping_add(delta));
 }
+
+/// `len[r]` = row `r`'s entries in columns below `limit`: the rows of
+/// [`amg_block_entries`]' matrix (a rank's coupling among its owned rows,
+/// which aggregation reads).
+#[kernel]
+pub unsafe fn amg_block_lengths(n: usize, limit: u32, row_ptr: *const u32, col: *const u32, len: *mut u32) {
+    grid_stride_fold(n, (), |(), r| {
+        let (lo, hi) = bounds(row_ptr, r);
+        *len.add(r) = (lo..hi).filter(|&k| *col.add(k) < limit).count() as u32;
+    });
+}
+
+/// The entries of the first `n` rows in columns below `limit`, at the
+/// offsets `out_ptr` of [`amg_block_lengths`].
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn amg_block_entries(n: usize, limit: u32, row_ptr: *const u32, col: *const u32, val: *const f64, out_ptr: *const u32, out_col: *mut u32, out_val: *mut f64) {
+    grid_stride_fold(n, (), |(), r| {
+        let (lo, hi) = bounds(row_ptr, r);
+        let mut at = *out_ptr.add(r) as usize;
+        for k in lo..hi {
+            if *col.add(k) < limit {
+                *out_col.add(at) = *col.add(k);
+                *out_val.add(at) = *val.add(k);
+                at += 1;
+            }
+        }
+    });
+}
+
+/// `len[i]` = the entries of row `rows[i]`: the rows of [`amg_take`]'s
+/// matrix.
+#[kernel]
+pub unsafe fn amg_take_lengths(m: usize, rows: *const u32, row_ptr: *const u32, len: *mut u32) {
+    grid_stride_fold(m, (), |(), i| {
+        let (lo, hi) = bounds(row_ptr, *rows.add(i) as usize);
+        *len.add(i) = (hi - lo) as u32;
+    });
+}
+
+/// The matrix whose row `i` is row `rows[i]` of the input (rows a rank
+/// sends to the ranks that hold them as ghosts), at the offsets `out_ptr`
+/// of [`amg_take_lengths`].
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn amg_take(m: usize, rows: *const u32, row_ptr: *const u32, col: *const u32, val: *const f64, out_ptr: *const u32, out_col: *mut u32, out_val: *mut f64) {
+    grid_stride_fold(m, (), |(), i| {
+        let (lo, hi) = bounds(row_ptr, *rows.add(i) as usize);
+        let at = *out_ptr.add(i) as usize;
+        for k in lo..hi {
+            *out_col.add(at + k - lo) = *col.add(k);
+            *out_val.add(at + k - lo) = *val.add(k);
+        }
+    });
+}
+
+/// `flags[c]` = 1 for every column `c` of the `nnz` entries outside
+/// `first..end`: the ghost columns of a rank's rows in global numbers.
+#[kernel]
+pub unsafe fn amg_mark_outside(nnz: usize, col: *const u32, first: u32, end: u32, flags: *mut u32) {
+    grid_stride_fold(nnz, (), |(), k| {
+        let c = *col.add(k);
+        if c < first || c >= end {
+            *flags.add(c as usize) = 1;
+        }
+    });
+}
+
+/// Global columns to local ones: `c − first` for the `owned` columns from
+/// `first`, else `owned + ghost[c]` (`ghost` the exclusive scan of
+/// [`amg_mark_outside`]'s flags: the ghosts in ascending global order).
+#[kernel]
+pub unsafe fn amg_localize(nnz: usize, col: *mut u32, first: u32, owned: u32, ghost: *const u32) {
+    grid_stride_fold(nnz, (), |(), k| {
+        let c = *col.add(k);
+        *col.add(k) = if c >= first && c - first < owned { c - first } else { owned + *ghost.add(c as usize) };
+    });
+}

@@ -22,7 +22,7 @@ use std::time::Instant;
 /// Threads per row of `a`'s CSR products, from its average row: the
 /// levels' rows hold 7 (P1) to 200 entries (the small coarse levels, where
 /// a thread a row would leave the GPU waiting on a few long rows).
-fn threads_per_row(a: &DeviceCsr) -> usize {
+pub(crate) fn threads_per_row(a: &DeviceCsr) -> usize {
     GpuCsr::<f64>::default_threads_per_row(a.nnz(), a.n_rows)
 }
 
@@ -148,7 +148,7 @@ fn galerkin(gpu: &CudaBackend, sparse: &Sparse, a: &DeviceCsr, p: &DeviceCsr) ->
 
 /// `a` with a unit diagonal for each row of zeros or of nothing (`a`
 /// itself where there is none).
-fn unit_rows(gpu: &CudaBackend, a: DeviceCsr) -> Result<DeviceCsr> {
+pub(crate) fn unit_rows(gpu: &CudaBackend, a: DeviceCsr) -> Result<DeviceCsr> {
     let (s, n) = (gpu.stream(), a.n_rows);
     let mut len = s.alloc_zeros::<u32>(n)?;
     let mut found = s.alloc_zeros::<u32>(1)?;
@@ -162,7 +162,7 @@ fn unit_rows(gpu: &CudaBackend, a: DeviceCsr) -> Result<DeviceCsr> {
     Ok(out)
 }
 
-fn diagonal(gpu: &CudaBackend, a: &DeviceCsr) -> Result<CudaSlice<f64>> {
+pub(crate) fn diagonal(gpu: &CudaBackend, a: &DeviceCsr) -> Result<CudaSlice<f64>> {
     let mut d = gpu.zeros::<f64>(a.n_rows)?;
     let n = a.n_rows;
     unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_diagonal")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(&mut d).launch(gpu.per_item(n)) }?;
@@ -191,7 +191,7 @@ fn check(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>) -> Result<()> 
 }
 
 /// The strong couplings as a mask over `a`'s entries.
-fn strength(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>, theta: f64) -> Result<CudaSlice<u8>> {
+pub(crate) fn strength(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>, theta: f64) -> Result<CudaSlice<u8>> {
     let mut strong = gpu.stream().alloc_zeros::<u8>(a.nnz().max(1))?;
     let n = a.n_rows;
     unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_strength")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(diag).arg(&theta).arg(&mut strong).launch(gpu.per_item(n)) }?;
@@ -200,7 +200,7 @@ fn strength(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>, theta: f64)
 
 /// Every node's aggregate ([`fem_kernels::amg::NONE`] for none) and the
 /// number of aggregates, as [`super::mis::aggregate`] finds them.
-fn aggregate(gpu: &CudaBackend, a: &DeviceCsr, strong: &CudaSlice<u8>) -> Result<(CudaSlice<u32>, usize)> {
+pub(crate) fn aggregate(gpu: &CudaBackend, a: &DeviceCsr, strong: &CudaSlice<u8>) -> Result<(CudaSlice<u32>, usize)> {
     let (s, n, cfg) = (gpu.stream(), a.n_rows, gpu.per_item(a.n_rows));
     let mut keys = s.alloc_zeros::<u64>(n)?;
     let mut max1 = s.alloc_zeros::<u64>(n)?;
@@ -233,7 +233,7 @@ fn aggregate(gpu: &CudaBackend, a: &DeviceCsr, strong: &CudaSlice<u8>) -> Result
 
 /// The graph of the nodes of `a` (`block` rows each) weighted by the
 /// Frobenius norms of their couplings, and its diagonal.
-fn node_graph(gpu: &CudaBackend, a: &DeviceCsr, block: usize) -> Result<(DeviceCsr, CudaSlice<f64>)> {
+pub(crate) fn node_graph(gpu: &CudaBackend, a: &DeviceCsr, block: usize) -> Result<(DeviceCsr, CudaSlice<f64>)> {
     let (s, n) = (gpu.stream(), a.n_rows / block);
     let mut count = s.alloc_zeros::<u32>(n)?;
     unsafe { s.launch_builder(&gpu.function("fem_amg_node_count")?).arg(&n).arg(&block).arg(&a.row_ptr).arg(&a.col).arg(&mut count).launch(gpu.per_item(n)) }?;
@@ -249,7 +249,7 @@ fn node_graph(gpu: &CudaBackend, a: &DeviceCsr, block: usize) -> Result<(DeviceC
 /// aggregates `agg` of nodes of `block` rows (`k` entries in every
 /// aggregated row, zeros kept) and the coarse near-nullspace (`k` vectors
 /// on `n_agg·k` rows), as [`super::tentative::tentative`] fits them.
-fn tentative(gpu: &CudaBackend, agg: &CudaSlice<u32>, n_agg: usize, block: usize, (b, k): (&CudaSlice<f64>, usize)) -> Result<(DeviceCsr, CudaSlice<f64>)> {
+pub(crate) fn tentative(gpu: &CudaBackend, agg: &CudaSlice<u32>, n_agg: usize, block: usize, (b, k): (&CudaSlice<f64>, usize)) -> Result<(DeviceCsr, CudaSlice<f64>)> {
     let (s, n, cfg) = (gpu.stream(), agg.len(), gpu.per_item(agg.len()));
     let rows = n * block;
     let mut size = s.alloc_zeros::<u32>(n_agg)?;
@@ -278,7 +278,7 @@ fn spmv(gpu: &CudaBackend, a: &DeviceCsr, x: &CudaSlice<f64>, y: &mut CudaSlice<
 }
 
 /// A device CSR matrix as an operator, for the power iterations.
-struct Product<'a>(&'a DeviceCsr);
+pub(crate) struct Product<'a>(pub(crate) &'a DeviceCsr);
 
 impl LinearOperator<CudaBackend, f64> for Product<'_> {
     fn rows(&self) -> usize {
@@ -308,7 +308,7 @@ fn spectral_radius(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>) -> R
 }
 
 /// `I − s D⁻¹A` on `a`'s pattern.
-fn jacobi_step(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>, scale: f64) -> Result<DeviceCsr> {
+pub(crate) fn jacobi_step(gpu: &CudaBackend, a: &DeviceCsr, diag: &CudaSlice<f64>, scale: f64) -> Result<DeviceCsr> {
     // the pattern's copy, with values the kernel writes
     gpu.ensure_free(a.bytes())?;
     let s = gpu.stream();
@@ -326,7 +326,7 @@ fn copy(gpu: &CudaBackend, a: &DeviceCsr) -> Result<DeviceCsr> {
 }
 
 /// A small matrix brought to the host.
-fn download(gpu: &CudaBackend, a: &DeviceCsr) -> Result<Csr<f64>> {
+pub(crate) fn download(gpu: &CudaBackend, a: &DeviceCsr) -> Result<Csr<f64>> {
     let s = gpu.stream();
     Ok(Csr { n_rows: a.n_rows, row_ptr: s.clone_dtoh(&a.row_ptr)?, col: s.clone_dtoh(&a.col)?, val: s.clone_dtoh(&a.val)? })
 }

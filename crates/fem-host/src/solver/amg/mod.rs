@@ -54,6 +54,10 @@ pub struct AmgOptions {
     /// preconditioner stays close); otherwise it is rebuilt whenever the
     /// operator's values change.
     pub keep: bool,
+    /// Set the hierarchy up on the host even where the GPU could: the
+    /// GPU's set-up holds the operator, its products and their transposes
+    /// in device memory at once.
+    pub host_setup: bool,
 }
 
 impl Default for AmgOptions {
@@ -74,6 +78,7 @@ impl Default for AmgOptions {
             max_levels: 20,
             cycle: MgOptions { smoother: Smoother::Chebyshev(2), cycle: Cycle::W, pre: 1, post: 1, omega: 1.0, coarse_rtol: 1e-3, dense_coarse: DENSE_COARSE },
             keep: false,
+            host_setup: false,
         }
     }
 }
@@ -354,9 +359,7 @@ impl Pattern {
     /// parallel, smoothed by Jacobi or Chebyshev (the others are set up
     /// from host matrices).
     pub fn on_gpu(&self, b: &Nullspace, o: &AmgOptions) -> bool {
-        use fem_kernels::amg::nodes::MAX_BLOCK;
-        let k = self.low_order.as_ref().map_or(b.k, |l| l.nullspace.k);
-        self.block <= MAX_BLOCK && (1..=MAX_BLOCK).contains(&k) && o.aggregation == Aggregation::Parallel && matches!(o.cycle.smoother, Smoother::Jacobi | Smoother::Chebyshev(_))
+        gpu_sets_up(self.block, self.low_order.as_ref().map_or(b.k, |l| l.nullspace.k), o)
     }
 
     /// The hierarchy of this pattern's operator with values `val` (on the
@@ -379,6 +382,17 @@ impl Pattern {
             None => device::build(gpu, a, self.block, b, None, o),
         }
     }
+}
+
+/// Whether the GPU sets up the hierarchy of an operator of `block`
+/// unknowns a node and `k` near-nullspace vectors ([`device`], and its
+/// partitioned form across ranks): at most
+/// [`fem_kernels::amg::nodes::MAX_BLOCK`] of each, aggregated in
+/// parallel, smoothed by Jacobi or Chebyshev (the others are set up from
+/// host matrices), unless the options ask for the host.
+pub fn gpu_sets_up(block: usize, k: usize, o: &AmgOptions) -> bool {
+    use fem_kernels::amg::nodes::MAX_BLOCK;
+    !o.host_setup && block <= MAX_BLOCK && (1..=MAX_BLOCK).contains(&k) && o.aggregation == Aggregation::Parallel && matches!(o.cycle.smoother, Smoother::Jacobi | Smoother::Chebyshev(_))
 }
 
 /// The hierarchy of `a` as a multigrid preconditioner on backend `bk` in
