@@ -4,7 +4,8 @@
 //! Jacobian or only some, some rows held (skipped by the map), on a
 //! distorted hexahedral mesh whose cell count leaves a partial last block;
 //! and the point data of the generated physics on the GPU against their
-//! CPU variants. Skipped without a device.
+//! CPU variants, with the element matrices built from them against the
+//! CPU element kernels' Jacobian. Skipped without a device.
 
 use crate::common;
 
@@ -95,6 +96,13 @@ fn points_match<K: Kernels<f64>>(gpu: &fem::host::CudaBackend, aux: impl Fn(&Spa
         dev.points(gpu, &gpu.upload(&u).unwrap(), &mut out).unwrap();
         let err = rel(&gpu.download(&out).unwrap(), &want);
         assert!(err < 1e-13, "{} p = {}: point data {err:e}", K::NAME, v.degree);
+        // the element matrices from the point data: the element kernels' Jacobian
+        let kernels = op.jacobian_cpu(&cpu, &u).unwrap();
+        let partial = GpuPartial::new(gpu, v, space.n_cells()).unwrap();
+        let mut k = gpu.zeros::<f64>(kernels.len()).unwrap();
+        partial.elements(gpu, &out, &mut k).unwrap();
+        let err = rel(&gpu.download(&k).unwrap(), &kernels);
+        assert!(err < 1e-12, "{} p = {}: element matrices {err:e}", K::NAME, v.degree);
     }
 }
 

@@ -20,7 +20,7 @@
 
 use super::bp::{line, line_t};
 use crate::device::*;
-use crate::pointwise::partial::{apply_point, diagonal_entry, per_element, point_len};
+use crate::pointwise::partial::{apply_point, diagonal_entry, element_entry, per_element, point_len};
 use crate::tensor::{interp_column, project_column};
 use fem_core::physics::Terms;
 use fem_core::tensor::padded;
@@ -155,6 +155,28 @@ pub unsafe fn partial_diagonal<T: Real, const NC: usize>(ne: usize, n1: usize, q
             let v = diagonal_entry::<T, 3, NC>(terms, n1, q1, |q, n| *tab.add(q * n1 + n), |q, n| *bd.add(q * n1 + n), node, c, |jj, q| *ge.add(jj * nq + q));
             atomic_add(d.add(r as usize), v);
         }
+        item += grid_size_x();
+    }
+}
+
+/// The element matrices of the partially assembled Jacobian on
+/// hexahedra from its point data, one thread per entry: `out[e·nl² +
+/// row·nl + col]` with `nl` = nodes × `NC` and row and col = node·NC +
+/// component, as the element kernels store them. At Q2 and above this
+/// replaces the element kernels' Jacobian, whose thread per element holds
+/// a whole element matrix; `tab` as [`partial_diagonal`]'s.
+#[kernel(f64; NC = 1, 3)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn partial_elements<T: Real, const NC: usize>(ne: usize, n1: usize, q1: usize, mask: u32, tab: *const T, g: *const T, out: *mut T) {
+    let terms = terms_of(mask);
+    let (np, nq) = (n1 * n1 * n1, q1 * q1 * q1);
+    let (len, nl) = (point_len(3, NC, terms), np * NC);
+    let bd = tab.add(q1 * n1);
+    let mut item = global_idx_x();
+    while item < ne * nl * nl {
+        let (e, row, col) = (item / (nl * nl), (item / nl) % nl, item % nl);
+        let ge = g.add(e * len * nq);
+        *out.add(item) = element_entry::<T, 3, NC>(terms, n1, q1, |q, n| *tab.add(q * n1 + n), |q, n| *bd.add(q * n1 + n), (row / NC, row % NC), (col / NC, col % NC), |jj, q| *ge.add(jj * nq + q));
         item += grid_size_x();
     }
 }

@@ -135,10 +135,8 @@ pub fn apply_point<T: Real, const D: usize, const NC: usize>(terms: Terms, g: im
     v
 }
 
-/// Diagonal entry of component `c` at the cell's node `node` (tensor
-/// index, first direction fastest) from the 1D tables: `b(q, n)` the basis
-/// at the points and `bd(q, n)` its derivative, `n1` nodes and `q1` points
-/// per direction; `g(j, q)` the cell's stored values.
+/// Diagonal entry of component `c` at the cell's node `node`
+/// ([`element_entry`] of the row with itself).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub fn diagonal_entry<T: Real, const D: usize, const NC: usize>(
@@ -151,39 +149,66 @@ pub fn diagonal_entry<T: Real, const D: usize, const NC: usize>(
     c: usize,
     g: impl Fn(usize, usize) -> T,
 ) -> T {
+    element_entry::<T, D, NC>(terms, n1, q1, b, bd, (node, c), (node, c), g)
+}
+
+/// Entry (row, col) of the element matrix, each a (node, component) pair
+/// (nodes by tensor index, first direction fastest), from the 1D tables:
+/// `b(q, n)` the basis at the points and `bd(q, n)` its derivative, `n1`
+/// nodes and `q1` points per direction; `g(j, q)` the cell's stored
+/// values. The element matrix is the point data integrated against the
+/// row's and the column's values and reference derivatives, which is how
+/// the element kernels build it, so the two agree to rounding.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn element_entry<T: Real, const D: usize, const NC: usize>(
+    terms: Terms,
+    n1: usize,
+    q1: usize,
+    b: impl Fn(usize, usize) -> T,
+    bd: impl Fn(usize, usize) -> T,
+    (row, c): (usize, usize),
+    (col, e): (usize, usize),
+    g: impl Fn(usize, usize) -> T,
+) -> T {
     let nblk = blocks(D, terms);
-    let base = (c * NC + c) * nblk;
-    let mut idx = [0usize; 3];
-    let mut rest = node;
-    for i in idx.iter_mut().take(D) {
-        *i = rest % n1;
-        rest /= n1;
-    }
+    let base = (c * NC + e) * nblk;
+    let digits = |mut n: usize| {
+        let mut idx = [0usize; 3];
+        for i in idx.iter_mut().take(D) {
+            *i = n % n1;
+            n /= n1;
+        }
+        idx
+    };
+    let (ri, ci) = (digits(row), digits(col));
     let mut nq = 1;
     for _ in 0..D {
         nq *= q1;
     }
     let mut s = T::ZERO;
     for q in 0..nq {
-        // value and reference derivatives of the node's basis function at q
+        // values and reference derivatives of both basis functions at q
         let mut qi = [0usize; 3];
         let mut r = q;
         for i in qi.iter_mut().take(D) {
             *i = r % q1;
             r /= q1;
         }
-        let mut phi = [T::ONE; 4];
+        let (mut phi, mut psi) = ([T::ONE; 4], [T::ONE; 4]);
         for a in 0..D {
-            let (v, dv) = (b(qi[a], idx[a]), bd(qi[a], idx[a]));
-            for (h, p) in phi.iter_mut().enumerate().take(D + 1) {
-                *p = *p * if h == a + 1 { dv } else { v };
+            let (v, dv) = (b(qi[a], ri[a]), bd(qi[a], ri[a]));
+            let (w, dw) = (b(qi[a], ci[a]), bd(qi[a], ci[a]));
+            for h in 0..=D {
+                phi[h] = phi[h] * if h == a + 1 { dv } else { v };
+                psi[h] = psi[h] * if h == a + 1 { dw } else { w };
             }
         }
         let mut blk = 0;
         for h in 0..=D {
             for k in 0..=D {
                 if present(terms, h, k) {
-                    s = (phi[h] * phi[k]).mad(g(base + blk, q), s);
+                    s = (phi[h] * psi[k]).mad(g(base + blk, q), s);
                     blk += 1;
                 }
             }

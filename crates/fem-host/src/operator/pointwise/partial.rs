@@ -18,7 +18,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use fem_core::physics::Terms;
 use fem_core::quadrature::{gauss_legendre, gauss_lobatto};
 use fem_core::tensor::{differentiation_matrix, interpolation_matrix};
-use fem_kernels::pointwise::partial::{apply_point, diagonal_entry, point_len, shared_len};
+use fem_kernels::pointwise::partial::{apply_point, diagonal_entry, element_entry, point_len, shared_len};
 use fem_kernels::pointwise::{Kernels, Variant};
 use rayon::prelude::*;
 
@@ -222,6 +222,31 @@ fn diagonal_cell<const D: usize, const NC: usize>(t: &Tables1d, terms: Terms, g:
     }
 }
 
+/// The element matrices from the point data `g` on the CPU, as the
+/// element kernels store them (`[cell][row·nl + col]`, row and col =
+/// node·NC + component): the reference of the GPU's
+/// [`GpuPartial::elements`].
+pub fn elements_cpu(cpu: &CpuBackend, t: &Tables1d, v: &Variant, g: &[f64]) -> Result<Vec<f64>> {
+    let (nl, per) = (v.n_local(), points_per_cell(v));
+    let cells = g.len() / per.max(1);
+    let mut out = vec![0.0; cells * nl * nl];
+    cpu.install(|| {
+        out.par_chunks_mut(nl * nl).zip(g.par_chunks(per)).try_for_each(|(o, gc)| -> Result<()> {
+            by_shape!(v, elements_cell(t, v.terms, gc, o));
+            Ok(())
+        })
+    })?;
+    Ok(out)
+}
+
+fn elements_cell<const D: usize, const NC: usize>(t: &Tables1d, terms: Terms, g: &[f64], out: &mut [f64]) {
+    let (nq, nl) = (t.q1.pow(D as u32), t.n1.pow(D as u32) * NC);
+    for (i, o) in out.iter_mut().enumerate() {
+        let (row, col) = (i / nl, i % nl);
+        *o = element_entry::<f64, D, NC>(terms, t.n1, t.q1, |q, n| t.b[q * t.n1 + n], |q, n| t.bd[q * t.n1 + n], (row / NC, row % NC), (col / NC, col % NC), |j, q| g[j * nq + q]);
+    }
+}
+
 /// The GPU product and diagonal of one variant's partial assembly.
 pub struct GpuPartial {
     /// `[B | D]` for the product, `[B | D·B]` for the diagonal.
@@ -233,6 +258,8 @@ pub struct GpuPartial {
     /// Elements per thread block of the product.
     epb: usize,
     cells: usize,
+    /// Point data values a cell.
+    per_cell: usize,
 }
 
 impl GpuPartial {
@@ -266,7 +293,7 @@ impl GpuPartial {
         }
         let apply: Vec<f64> = t.b.iter().chain(&t.d).copied().collect();
         let diag: Vec<f64> = t.b.iter().chain(&t.bd).copied().collect();
-        Ok(Self { tabs: [gpu.upload(&apply)?, gpu.upload(&diag)?], n1, q1: t.q1, nc: v.nc, mask: terms_mask(v.terms), epb, cells })
+        Ok(Self { tabs: [gpu.upload(&apply)?, gpu.upload(&diag)?], n1, q1: t.q1, nc: v.nc, mask: terms_mask(v.terms), epb, cells, per_cell: points_per_cell(v) })
     }
 
     /// `y += (I − F) A (I − F) x` with point data `g`, `map` the
@@ -290,6 +317,33 @@ impl GpuPartial {
         let items = ne * n1.pow(3) * self.nc;
         unsafe { gpu.stream().launch_builder(&f).arg(&ne).arg(&n1).arg(&q1).arg(&self.mask).arg(&self.tabs[1]).arg(g).arg(map).arg(d).launch(gpu.grid::<f64>(items, 0)) }?;
         Ok(())
+    }
+
+    /// `out ←` the element matrices from the point data `g`, as the
+    /// element kernels store them: at Q2 and above far faster than those,
+    /// whose thread per element holds a whole element matrix.
+    pub fn elements(&self, gpu: &CudaBackend, g: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
+        let f = gpu.function(&format!("fem_partial_elements_nc{}_f64", self.nc))?;
+        let (ne, n1, q1) = (self.cells, self.n1, self.q1);
+        let nl = n1.pow(3) * self.nc;
+        let items = ne * nl * nl;
+        if out.len() < items {
+            return Err(Error::InvalidArgument(format!("{} values for the element matrices of {ne} cells of {nl} unknowns", out.len())));
+        }
+        unsafe { gpu.stream().launch_builder(&f).arg(&ne).arg(&n1).arg(&q1).arg(&self.mask).arg(&self.tabs[1]).arg(g).arg(out).launch(gpu.grid::<f64>(items, 0)) }?;
+        Ok(())
+    }
+
+    /// Whether [`Self::elements`] replaces the element kernels' Jacobian:
+    /// from Q2, where those hold an element matrix of 27² values or more
+    /// in each thread.
+    pub fn builds_elements(&self) -> bool {
+        self.n1 >= 3
+    }
+
+    /// Point data values of all the cells.
+    pub fn point_values(&self) -> usize {
+        self.cells * self.per_cell
     }
 }
 

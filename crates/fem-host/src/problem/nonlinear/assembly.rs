@@ -347,6 +347,12 @@ mod tests {
         let v = &setup.physics.variant;
         let mut g = vec![0.0; setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(v)];
         cpu.points(&state, &ue, &mut g).unwrap();
+        // the element matrices from the point data are the element kernels'
+        let t = crate::operator::pointwise::partial::Tables1d::new(v).unwrap();
+        let from_points = crate::operator::pointwise::partial::elements_cpu(cpu, &t, v, &g).unwrap();
+        let kscale = kelem.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let kdiff = from_points.iter().zip(&kelem).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(from_points.len() == setup.physics.n_cells * v.n_local().pow(2) && kdiff <= 1e-12 * kscale, "{label}: element matrices {kdiff:e} of {kscale:e}");
         let x = random(n, 2);
         let (mut want, mut got) = (vec![0.0; n], vec![0.0; n]);
         LinearOperator::apply(&csr, cpu, &x, &mut want).unwrap();
@@ -364,7 +370,7 @@ mod tests {
     }
 
     /// Partial assembly applies as the assembled tangent and has its
-    /// diagonal: every term of the Jacobian (g3 alone, g0 with g3, vector
+    /// diagonal and element matrices: every term of the Jacobian (g3 alone, g0 with g3, vector
     /// fields coupling their components, a nonlinear one) on distorted
     /// quadrilaterals and hexahedra of degree 1 to 3, part of the boundary
     /// held; simplices and a preconditioner that needs the matrix are

@@ -179,9 +179,15 @@ impl NewtonOps for CudaBackend {
     }
 
     fn elements(&self, s: &GpuState, jacobian: bool, ue: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
-        match s.launch[jacobian as usize] {
-            Some(t) => s.physics.evaluate(self, jacobian, t, ue, out)?,
-            None => s.physics.evaluate_cells(self, jacobian, ue, out)?,
+        match (jacobian, &s.partial, s.launch[jacobian as usize]) {
+            // from Q2 the element matrices come from the point data
+            (true, Ok(p), _) if p.builds_elements() && s.physics.variant.points.is_some() => {
+                let mut g = self.zeros::<f64>(p.point_values())?;
+                s.physics.points(self, ue, &mut g)?;
+                p.elements(self, &g, out)?;
+            }
+            (_, _, Some(t)) => s.physics.evaluate(self, jacobian, t, ue, out)?,
+            (_, _, None) => s.physics.evaluate_cells(self, jacobian, ue, out)?,
         }
         match &s.facets {
             Some(f) => {
