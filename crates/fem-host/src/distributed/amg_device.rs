@@ -53,7 +53,10 @@ struct Built {
 }
 
 /// The partitioned hierarchy of `input`'s tangent set up on every rank's
-/// GPU, stored there. Collective; an error on every rank where one fails.
+/// GPU, stored there. Collective: a bad input or a level that cannot be
+/// coarsened is an error on every rank; a device error on one rank (out
+/// of memory in a product) is not agreed yet, and leaves the others
+/// waiting in their next exchange.
 pub fn on_gpus<'a>(d: &Distributed<'a, CudaBackend>, input: Input<'_, CudaBackend>, o: &AmgOptions) -> Result<Cycles<'a, CudaBackend>> {
     let (gpu, comm, layout) = (d.inner, d.comm, input.layout);
     let (owned, block) = (layout.owned, input.block);
