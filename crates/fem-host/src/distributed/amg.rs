@@ -294,13 +294,21 @@ fn shifted(mut m: Csr<f64>, shift: u32) -> Csr<f64> {
 /// ρ(D⁻¹A) of the whole operator: power iterations on the ranks, from a
 /// start that depends on the global rows alone.
 fn radius(cpu: &CpuBackend, comm: &dyn Communicator, layout: &Layout, a: &Csr<f64>) -> Result<f64> {
-    let halo: Halo<CpuBackend> = layout.halo(cpu, None)?;
-    let d = Distributed::new(cpu, comm, layout.owned);
-    let op = HaloOperator::new(a, &halo)?;
-    let diag = a.diag();
+    radius_of(cpu, comm, layout, a, &a.diag(), None)
+}
+
+/// ρ(D⁻¹A) of a level on backend `b` across ranks: `local` its product
+/// on this rank's rows (ghost rows filled by `layout`'s halo over
+/// `link`), `diag` its diagonal; power iterations with global norms from
+/// a start that depends on the global rows alone, so the hosts and the
+/// GPUs estimate the same.
+pub(super) fn radius_of<B: HaloBackend>(b: &B, comm: &dyn Communicator, layout: &Layout, local: &dyn crate::operator::LinearOperator<B, f64>, diag: &[f64], link: Option<Rc<B::Link>>) -> Result<f64> {
+    let halo: Halo<B> = layout.halo(b, link)?;
+    let d = Distributed::new(b, comm, layout.owned);
+    let op = HaloOperator::new(local, &halo)?;
     let scale: Vec<f64> = (0..layout.rows()).map(|i| if i < layout.owned && diag[i] > 0.0 { 1.0 / diag[i].sqrt() } else { 0.0 }).collect();
     let start: Vec<f64> = (0..layout.rows()).map(|i| fem_kernels::amg::hash_unit(layout.global(i))).collect();
-    chebyshev::spectral_radius(&d, &op, &scale, &start)
+    chebyshev::spectral_radius(&d, &op, &b.upload(&scale)?, &start)
 }
 
 /// `P = T − s D⁻¹ A T` on the owned rows, global columns; `t` holds the

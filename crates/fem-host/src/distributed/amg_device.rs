@@ -11,19 +11,16 @@
 //! locally on the device from the scan of the ghost columns' flags, in
 //! [`Layout`]'s order (owned, then ghosts ascending).
 
-use super::amg::{agreed, on_hosts, statistics, whole, Cycles, Input, PartitionedSetup, Stored};
+use super::amg::{agreed, on_hosts, radius_of, statistics, whole, Cycles, Input, PartitionedSetup, Stored};
 use super::backend::Distributed;
 use super::comm::Communicator;
-use super::halo::Halo;
 use super::layout::{starts, Layout};
-use super::operator::HaloOperator;
 use super::rows;
 use crate::operator::csr::Csr;
 use crate::solver::amg::device::{aggregate, diagonal, jacobi_step, node_graph, strength, tentative, threads_per_row, unit_rows, Product};
 use crate::solver::amg::{gpu_sets_up, lap, AmgOptions, SetupSeconds};
-use crate::solver::chebyshev;
 use crate::solver::multigrid::Matrix;
-use crate::sparse::spgemm::{self, DeviceCsr, Sparse};
+use crate::sparse::spgemm::{self, u32s, zeros_u32, DeviceCsr, Sparse};
 use crate::{Backend, CudaBackend, Error, Result};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use std::cell::RefCell;
@@ -74,7 +71,7 @@ pub fn on_gpus<'a>(d: &Distributed<'a, CudaBackend>, input: Input<'_, CudaBacken
     if let Some(low) = input.low {
         let top = levels.last_mut().expect("the finest level");
         let t = Instant::now();
-        let p = upload(gpu, &low.p, *low.starts.last().expect("one start"))?;
+        let p = DeviceCsr::upload(gpu, &low.p, *low.starts.last().expect("one start"))?;
         let (coarse, transfer) = coarsen(gpu, &sparse, comm, top, p, &low.starts)?;
         seconds.galerkin += lap(t);
         top.transfer = Some(transfer);
@@ -91,16 +88,15 @@ pub fn on_gpus<'a>(d: &Distributed<'a, CudaBackend>, input: Input<'_, CudaBacken
         (b, block, rho_known) = (coarse_b, k, false);
     }
     let last = levels.last().expect("a level");
-    let coarsest = whole(input.cpu, comm, &last.layout, &last.layout, &download(gpu, &last.a)?)?;
+    let coarsest = whole(input.cpu, comm, &last.layout, &last.layout, &last.a.download(gpu)?)?;
     agreed(comm, &format!("no coarser level for {} rows (lower the strength threshold)", coarsest.n_rows), coarsest.n_rows <= o.cycle.dense_coarse.max(o.max_coarse * block))?;
     let sizes: Vec<(usize, usize)> = levels.iter().map(|l| (l.layout.owned, l.a.nnz())).collect();
-    let stats = statistics(comm, &sizes, seconds)?;
+    let mut stats = statistics(comm, &sizes, seconds)?;
     let t = Instant::now();
     let layouts: Vec<Layout> = levels.iter().map(|l| l.layout.clone()).collect();
     let mut finest = Some(input.finest);
     let stored = levels.into_iter().map(|l| store(gpu, l, finest.take())).collect::<Result<Vec<_>>>()?;
     let (mg, halos) = super::amg::cycles(d, &layouts.iter().collect::<Vec<_>>(), stored, &coarsest, input.link, o)?;
-    let mut stats = stats;
     stats.seconds.upload = lap(t);
     Ok(Cycles { mg, halos, stats })
 }
@@ -136,7 +132,7 @@ fn coarser(d: &Distributed<'_, CudaBackend>, sparse: &Sparse, top: &mut Built, b
     let t = Instant::now();
     let cstarts = starts(comm, n_agg * k)?;
     let (mut tp, coarse_b) = match n_agg {
-        0 => (empty(gpu, owned, coarse)?, gpu.zeros::<f64>(0)?),
+        0 => (DeviceCsr::empty(gpu, owned, coarse)?, gpu.zeros::<f64>(0)?),
         _ => tentative(gpu, &agg, n_agg, block, (b, k))?,
     };
     shift_columns(gpu, &mut tp, cstarts[comm.rank()] as u32, coarse)?;
@@ -175,7 +171,7 @@ fn coarsen(gpu: &CudaBackend, sparse: &Sparse, comm: &dyn Communicator, fine: &B
     // here: a fine row prolongs to an aggregate through its couplings to
     // the aggregate's rows, all owned here
     let pt = sparse.transpose(gpu, &p_all)?;
-    let r = row_range(gpu, &pt, cfirst, cfirst + cowned)?;
+    let r = spgemm::rows(gpu, &pt, cfirst, cfirst + cowned)?;
     drop(pt);
     let mut g = sparse.multiply(gpu, &r, &ap_all)?;
     drop(ap_all);
@@ -216,9 +212,9 @@ fn ghost_rows(gpu: &CudaBackend, comm: &dyn Communicator, layout: &Layout, m: &D
     let list = rows::sent_rows(layout);
     let sent = match list.is_empty() {
         true => Csr { n_rows: 0, row_ptr: vec![0], col: Vec::new(), val: Vec::new() },
-        false => download(gpu, &take(gpu, m, &list)?)?,
+        false => take(gpu, m, &list)?.download(gpu)?,
     };
-    upload(gpu, &rows::exchange_rows(comm, layout, &sent)?, m.n_cols)
+    DeviceCsr::upload(gpu, &rows::exchange_rows(comm, layout, &sent)?, m.n_cols)
 }
 
 /// The matrix of `m`'s rows `list` in turn.
@@ -240,7 +236,7 @@ fn owned_block(gpu: &CudaBackend, a: &DeviceCsr, owned: usize) -> Result<DeviceC
     let mut len = zeros_u32(gpu, n)?;
     let s = gpu.stream();
     if n == 0 {
-        return empty(gpu, 0, 0);
+        return DeviceCsr::empty(gpu, 0, 0);
     }
     unsafe { s.launch_builder(&gpu.function("fem_amg_block_lengths")?).arg(&n).arg(&limit).arg(&a.row_ptr).arg(&a.col).arg(&mut len).launch(gpu.per_item(n)) }?;
     let (row_ptr, nnz) = gpu.exclusive_scan(&len)?;
@@ -278,7 +274,7 @@ fn truncated(gpu: &CudaBackend, m: DeviceCsr, owned: usize) -> Result<DeviceCsr>
     let s = gpu.stream();
     let end = s.clone_dtoh(&m.row_ptr.slice(owned..=owned))?[0] as usize;
     if end < m.nnz() {
-        return row_range(gpu, &m, 0, owned);
+        return spgemm::rows(gpu, &m, 0, owned);
     }
     let row_ptr = s.clone_dtod(&m.row_ptr.slice(..=owned))?;
     Ok(DeviceCsr { n_rows: owned, row_ptr, ..m })
@@ -297,32 +293,12 @@ fn padded(gpu: &CudaBackend, m: DeviceCsr, rows: usize) -> Result<DeviceCsr> {
     Ok(DeviceCsr { n_rows: rows, row_ptr, ..m })
 }
 
-/// Rows `r0..r1` of `m`, as a matrix of their own.
-fn row_range(gpu: &CudaBackend, m: &DeviceCsr, r0: usize, r1: usize) -> Result<DeviceCsr> {
-    match r1 > r0 {
-        true => spgemm::rows(gpu, m, r0, r1),
-        false => empty(gpu, 0, m.n_cols),
-    }
-}
 
-/// A matrix of `n_rows` empty rows.
-fn empty(gpu: &CudaBackend, n_rows: usize, n_cols: usize) -> Result<DeviceCsr> {
-    Ok(DeviceCsr { n_rows, n_cols, row_ptr: zeros_u32(gpu, n_rows + 1)?, col: zeros_u32(gpu, 0)?, val: gpu.zeros(0)? })
-}
 
-/// ρ(D⁻¹A) of the level `a` (diagonal `diag`) across ranks: power
-/// iterations with global norms from a start that depends on the global
-/// rows alone, as the hosts estimate it.
+/// ρ(D⁻¹A) of the level `a` (diagonal `diag`) across ranks, as the hosts
+/// estimate it ([`radius_of`]).
 fn radius(d: &Distributed<'_, CudaBackend>, layout: &Layout, a: &DeviceCsr, diag: &CudaSlice<f64>, link: Option<Rc<<CudaBackend as super::halo::HaloBackend>::Link>>) -> Result<f64> {
-    let gpu = d.inner;
-    let halo: Halo<CudaBackend> = layout.halo(gpu, link)?;
-    let local = Product(a);
-    let op = HaloOperator::new(&local, &halo)?;
-    let diag = gpu.download(diag)?;
-    let scale: Vec<f64> = (0..layout.rows()).map(|i| if i < layout.owned && diag[i] > 0.0 { 1.0 / diag[i].sqrt() } else { 0.0 }).collect();
-    let start: Vec<f64> = (0..layout.rows()).map(|i| fem_kernels::amg::hash_unit(layout.global(i))).collect();
-    let d = Distributed::new(gpu, d.comm, layout.owned);
-    chebyshev::spectral_radius(&d, &op, &gpu.upload(&scale)?, &start)
+    radius_of(d.inner, d.comm, layout, &Product(a), &d.inner.download(diag)?, link)
 }
 
 /// A level as the cycles take it: its operator `finest` where the tangent
@@ -344,35 +320,4 @@ fn store(gpu: &CudaBackend, l: Built, finest: Option<Rc<RefCell<Matrix<CudaBacke
     };
     let transfer = l.transfer.map(|(p, r)| Ok::<_, Error>((matrix(p, None)?, matrix(r, None)?))).transpose()?;
     Ok(Stored { a, inv_diag, rho: l.rho, transfer })
-}
-
-/// `v` on the device (none for nothing).
-fn u32s(gpu: &CudaBackend, v: &[u32]) -> Result<CudaSlice<u32>> {
-    Ok(match v.is_empty() {
-        true => gpu.stream().null()?,
-        false => gpu.stream().clone_htod(v)?,
-    })
-}
-
-/// `n` zeros on the device.
-fn zeros_u32(gpu: &CudaBackend, n: usize) -> Result<CudaSlice<u32>> {
-    Ok(match n {
-        0 => gpu.stream().null()?,
-        _ => gpu.stream().alloc_zeros(n)?,
-    })
-}
-
-/// A host matrix (`n_cols` columns) on the device.
-fn upload(gpu: &CudaBackend, m: &Csr<f64>, n_cols: usize) -> Result<DeviceCsr> {
-    Ok(DeviceCsr { n_rows: m.n_rows, n_cols, row_ptr: u32s(gpu, &m.row_ptr)?, col: u32s(gpu, &m.col)?, val: gpu.upload(&m.val)? })
-}
-
-/// A device matrix on the host.
-fn download(gpu: &CudaBackend, m: &DeviceCsr) -> Result<Csr<f64>> {
-    let s = gpu.stream();
-    let (col, val) = match m.nnz() {
-        0 => (Vec::new(), Vec::new()),
-        _ => (s.clone_dtoh(&m.col)?, s.clone_dtoh(&m.val)?),
-    };
-    Ok(Csr { n_rows: m.n_rows, row_ptr: s.clone_dtoh(&m.row_ptr)?, col, val })
 }

@@ -29,9 +29,23 @@ impl DeviceCsr {
     /// `m` (`n_cols` columns) on the device; a pattern without values
     /// gets zeros.
     pub fn upload(gpu: &CudaBackend, m: &crate::operator::csr::Csr<f64>, n_cols: usize) -> Result<Self> {
-        let s = gpu.stream();
         let val = if m.val.is_empty() { gpu.zeros(m.col.len())? } else { gpu.upload(&m.val)? };
-        Ok(Self { n_rows: m.n_rows, n_cols, row_ptr: s.clone_htod(&m.row_ptr)?, col: s.clone_htod(&m.col)?, val })
+        Ok(Self { n_rows: m.n_rows, n_cols, row_ptr: u32s(gpu, &m.row_ptr)?, col: u32s(gpu, &m.col)?, val })
+    }
+
+    /// The matrix on the host.
+    pub fn download(&self, gpu: &CudaBackend) -> Result<crate::operator::csr::Csr<f64>> {
+        let s = gpu.stream();
+        let (col, val) = match self.nnz() {
+            0 => (Vec::new(), Vec::new()),
+            _ => (s.clone_dtoh(&self.col)?, s.clone_dtoh(&self.val)?),
+        };
+        Ok(crate::operator::csr::Csr { n_rows: self.n_rows, row_ptr: s.clone_dtoh(&self.row_ptr)?, col, val })
+    }
+
+    /// A matrix of `n_rows` empty rows.
+    pub fn empty(gpu: &CudaBackend, n_rows: usize, n_cols: usize) -> Result<Self> {
+        Ok(Self { n_rows, n_cols, row_ptr: zeros_u32(gpu, n_rows + 1)?, col: zeros_u32(gpu, 0)?, val: gpu.zeros(0)? })
     }
 
     /// Stored entries.
@@ -209,8 +223,28 @@ impl Sparse {
 /// quarter of its 2³¹ limit: the estimate takes the rows as alike).
 pub const CHUNK_PRODUCTS: f64 = (1u64 << 29) as f64;
 
-/// Rows `r0..r1` of `a` as a matrix of their own.
+/// `v` on the device (none for nothing: the driver allocates no zero
+/// bytes).
+pub(crate) fn u32s(gpu: &CudaBackend, v: &[u32]) -> Result<CudaSlice<u32>> {
+    Ok(match v.is_empty() {
+        true => gpu.stream().null()?,
+        false => gpu.stream().clone_htod(v)?,
+    })
+}
+
+/// `n` zeros on the device.
+pub(crate) fn zeros_u32(gpu: &CudaBackend, n: usize) -> Result<CudaSlice<u32>> {
+    Ok(match n {
+        0 => gpu.stream().null()?,
+        _ => gpu.stream().alloc_zeros(n)?,
+    })
+}
+
+/// Rows `r0..r1` of `a` as a matrix of their own (none for an empty range).
 pub(crate) fn rows(gpu: &CudaBackend, a: &DeviceCsr, r0: usize, r1: usize) -> Result<DeviceCsr> {
+    if r1 <= r0 {
+        return DeviceCsr::empty(gpu, 0, a.n_cols);
+    }
     let s = gpu.stream();
     let span = s.clone_dtoh(&a.row_ptr.slice(r0..r1 + 1))?;
     let (lo, hi) = (span[0] as usize, span[r1 - r0] as usize);

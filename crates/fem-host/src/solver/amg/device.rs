@@ -9,7 +9,6 @@
 //! prolongators; the products are cuSPARSE's ([`crate::sparse::spgemm`]).
 
 use super::{defects, lap, AmgOptions, AmgStats, LevelStats, Nullspace, SetupSeconds, DEFECTS};
-use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
 use crate::operator::gpu::{csr_spmv, GpuCsr};
 use crate::solver::multigrid::{Multigrid, StoredLevel};
@@ -86,7 +85,7 @@ pub fn build<T: Scalar>(gpu: &CudaBackend, a: &DeviceCsr, block: usize, b: &Null
     }
     let t = Instant::now();
     let stats = statistics(&levels, seconds);
-    let coarsest = download(gpu, &levels.last().expect("a level").a)?;
+    let coarsest = levels.last().expect("a level").a.download(gpu)?;
     let stored = levels.into_iter().rev().map(|l| store(gpu, l)).collect::<Result<Vec<_>>>()?;
     let mut mg = Multigrid::from_stored(gpu, stored, o.cycle, coarsest.converted())?;
     mg.invert_coarsest(gpu, &coarsest.converted())?;
@@ -325,11 +324,6 @@ fn copy(gpu: &CudaBackend, a: &DeviceCsr) -> Result<DeviceCsr> {
     Ok(DeviceCsr { n_rows: a.n_rows, n_cols: a.n_cols, row_ptr: s.clone_dtod(&a.row_ptr)?, col: s.clone_dtod(&a.col)?, val: s.clone_dtod(&a.val)? })
 }
 
-/// A small matrix brought to the host.
-pub(crate) fn download(gpu: &CudaBackend, a: &DeviceCsr) -> Result<Csr<f64>> {
-    let s = gpu.stream();
-    Ok(Csr { n_rows: a.n_rows, row_ptr: s.clone_dtoh(&a.row_ptr)?, col: s.clone_dtoh(&a.col)?, val: s.clone_dtoh(&a.val)? })
-}
 
 /// Sizes and complexities, as [`super::hierarchy`] reports them.
 fn statistics(levels: &[Built], seconds: SetupSeconds) -> AmgStats {
