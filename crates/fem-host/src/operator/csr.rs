@@ -59,20 +59,36 @@ impl<T: Scalar> Csr<T> {
                 })
                 .collect()
         });
-        let nnz: usize = blocks.iter().map(|b| b.1.len()).sum();
-        if nnz > u32::MAX as usize {
-            return Err(Error::InvalidArgument(format!("{nnz} nonzeros exceed the u32 index range of CSR")));
-        }
-        let mut row_ptr = Vec::with_capacity(layout.n_rows + 1);
-        row_ptr.push(0u32);
-        let mut col = Vec::with_capacity(nnz);
-        for (len, cols) in blocks {
-            for l in len {
-                row_ptr.push(row_ptr.last().expect("one offset") + l);
-            }
-            col.extend_from_slice(&cols);
-        }
+        let lens: Vec<u32> = blocks.iter().flat_map(|b| b.0.iter().copied()).collect();
+        let row_ptr = row_offsets(&lens)?;
+        let nnz = *row_ptr.last().expect("one offset") as usize;
+        // the blocks' columns copied where they stay, in parallel: a serial
+        // join of a pattern of 10⁸ entries took as long as building it
+        let mut col = vec![0u32; nnz];
+        cpu.install(|| row_blocks(&row_ptr, PATTERN_BLOCK, &mut col).into_par_iter().zip(blocks).for_each(|(to, (_, from))| to.copy_from_slice(&from)));
         Ok(Self { n_rows: layout.n_rows, row_ptr, col, val: vec![T::ZERO; nnz] })
+    }
+
+    /// The `n_rows` rows of `len(r)` entries each, written by `fill(r,
+    /// columns, values)` (columns ascending), rows in parallel on the
+    /// calling thread's pool: entries are written where they stay, with
+    /// no vector per row.
+    pub fn from_row_fn(n_rows: usize, len: impl Fn(usize) -> usize + Sync, fill: impl Fn(usize, &mut [u32], &mut [T]) + Sync) -> Result<Self> {
+        let lens: Vec<u32> = (0..n_rows).into_par_iter().map(|r| len(r) as u32).collect();
+        let row_ptr = row_offsets(&lens)?;
+        let nnz = *row_ptr.last().expect("one offset") as usize;
+        let (mut col, mut val) = (vec![0u32; nnz], vec![T::ZERO; nnz]);
+        let blocks = row_blocks(&row_ptr, FILL_BLOCK, &mut col).into_par_iter().zip(row_blocks(&row_ptr, FILL_BLOCK, &mut val));
+        blocks.enumerate().for_each(|(b, (mut c, mut v))| {
+            for r in b * FILL_BLOCK..((b + 1) * FILL_BLOCK).min(n_rows) {
+                let l = lens[r] as usize;
+                let (cr, rest_c) = std::mem::take(&mut c).split_at_mut(l);
+                let (vr, rest_v) = std::mem::take(&mut v).split_at_mut(l);
+                fill(r, cr, vr);
+                (c, v) = (rest_c, rest_v);
+            }
+        });
+        Ok(Self { n_rows, row_ptr, col, val })
     }
 
     /// The same matrix in precision `U` (values rounded to nearest when
@@ -142,11 +158,13 @@ impl<T: Scalar> Csr<T> {
     /// its rows: no search per entry, and cells in parallel.
     pub fn cell_positions(&self, layout: &Layout) -> Vec<u32> {
         let nb = layout.dofs_per_cell;
-        let mut pos = vec![u32::MAX; layout.n_cells() * nb * nb];
+        // zeroed pages, set by the threads that fill them
+        let mut pos = vec![0u32; layout.n_cells() * nb * nb];
         if nb == 0 {
             return pos;
         }
         pos.par_chunks_mut(nb * nb).enumerate().for_each_init(Vec::new, |order: &mut Vec<usize>, (c, out)| {
+            out.fill(u32::MAX);
             let rows = &layout.cell_rows[c * nb..(c + 1) * nb];
             // the cell's local columns, ascending by global column
             order.clear();
@@ -230,6 +248,39 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for Csr<T> {
 /// Rows per task of [`Csr::pattern`].
 const PATTERN_BLOCK: usize = 4096;
 
+/// Rows per task of [`Csr::from_row_fn`].
+const FILL_BLOCK: usize = 1024;
+
+/// Offsets of rows of lengths `lens` (`lens.len() + 1`, from 0); an error
+/// past the u32 index range.
+fn row_offsets(lens: &[u32]) -> Result<Vec<u32>> {
+    let mut row_ptr = Vec::with_capacity(lens.len() + 1);
+    let mut at = 0u64;
+    row_ptr.push(0u32);
+    for &l in lens {
+        at += l as u64;
+        if at > u32::MAX as u64 {
+            return Err(Error::InvalidArgument(format!("more than {} nonzeros exceed the u32 index range of CSR", u32::MAX)));
+        }
+        row_ptr.push(at as u32);
+    }
+    Ok(row_ptr)
+}
+
+/// `x` (entries of rows `row_ptr`) cut into the entries of consecutive
+/// blocks of `block` rows.
+fn row_blocks<'a, X>(row_ptr: &[u32], block: usize, mut x: &'a mut [X]) -> Vec<&'a mut [X]> {
+    let n_rows = row_ptr.len() - 1;
+    (0..n_rows.div_ceil(block))
+        .map(|b| {
+            let len = (row_ptr[((b + 1) * block).min(n_rows)] - row_ptr[b * block]) as usize;
+            let (head, rest) = std::mem::take(&mut x).split_at_mut(len);
+            x = rest;
+            head
+        })
+        .collect()
+}
+
 /// Moves the distinct values of the sorted `x` to its front; returns
 /// their number.
 fn dedup_sorted(x: &mut [u32]) -> usize {
@@ -246,6 +297,30 @@ fn dedup_sorted(x: &mut [u32]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows written in place equal rows built one by one: empty rows, one
+    /// long row, a count not a multiple of the block, and no rows at all.
+    #[test]
+    fn rows_written_in_place_equal_rows_built_one_by_one() {
+        for n in [0, 1, 1023, 1024, 2500] {
+            let len = |r: usize| if r == n / 2 { 3000 } else { r % 5 };
+            let m = Csr::<f64>::from_row_fn(n, len, |r, col, val| {
+                for (k, (c, v)) in col.iter_mut().zip(val).enumerate() {
+                    (*c, *v) = ((r + 7 * k) as u32, (r * 10_000 + k) as f64);
+                }
+            })
+            .unwrap();
+            let (mut row_ptr, mut col, mut val) = (vec![0u32], Vec::new(), Vec::new());
+            for r in 0..n {
+                for k in 0..len(r) {
+                    col.push((r + 7 * k) as u32);
+                    val.push((r * 10_000 + k) as f64);
+                }
+                row_ptr.push(col.len() as u32);
+            }
+            assert_eq!((m.n_rows, &m.row_ptr, &m.col, &m.val), (n, &row_ptr, &col, &val), "{n} rows");
+        }
+    }
     use crate::mesh::simplex::SimplexBox;
     use crate::operator::pointwise::field_layout;
     use crate::space::Space;

@@ -13,7 +13,6 @@
 //! in the order a [`Numbering`] prescribes.
 
 use super::facets::{tensor_facets, Facet};
-use super::hash::IntMap;
 use crate::mesh::Mesh;
 use crate::{Error, Result};
 use fem_core::element::pow;
@@ -151,6 +150,41 @@ fn bounding_box(mesh: &Mesh) -> ([f64; 3], [f64; 3]) {
     (lo, hi)
 }
 
+/// For every node slot (`k·nb + i`: node `i` of the `k`-th cell visited),
+/// the first slot of the node's entity: the smallest slot of a vertex
+/// (atomic minimum), the cell's first interior slot, and for edges and
+/// faces the head of the entity's run in a parallel sort by key. Entities
+/// in increasing first slot are the serial first-encounter order, so the
+/// numbering does not depend on the thread count.
+fn first_slots(located: &[(EntityKey, u32)], n_vertices: usize, nb: usize) -> Vec<u32> {
+    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    let vertex: Vec<AtomicU32> = (0..n_vertices).map(|_| AtomicU32::new(u32::MAX)).collect();
+    located.par_iter().enumerate().filter(|(_, l)| l.0 .0 == 0).for_each(|(s, l)| {
+        vertex[l.0 .1[0] as usize].fetch_min(s as u32, Relaxed);
+    });
+    let mut first: Vec<u32> = located
+        .par_chunks(nb)
+        .enumerate()
+        .flat_map_iter(|(k, nodes)| {
+            let interior = nodes.iter().position(|l| l.0 .0 >= 10).map_or(u32::MAX, |i| (k * nb + i) as u32);
+            let vertex = &vertex;
+            nodes.iter().enumerate().map(move |(i, l)| match l.0 .0 {
+                0 => vertex[l.0 .1[0] as usize].load(Relaxed),
+                d if d >= 10 => interior,
+                _ => (k * nb + i) as u32,
+            })
+        })
+        .collect();
+    let mut shared: Vec<(EntityKey, u32)> = located.par_iter().enumerate().filter(|(_, l)| matches!(l.0 .0, 1 | 2)).map(|(s, l)| (l.0, s as u32)).collect();
+    shared.par_sort_unstable();
+    let heads: Vec<(u32, u32)> = shared.par_chunk_by(|a, b| a.0 == b.0).flat_map_iter(|run| run.iter().map(move |&(_, s)| (s, run[0].1))).collect();
+    drop(shared);
+    for (s, head) in heads {
+        first[s as usize] = head;
+    }
+    first
+}
+
 /// Numbers the DOFs of Q_`degree` on a validated `mesh`: their count,
 /// every cell's DOFs (`[c·nb + i]`, tensor node order) and the boundary
 /// facets (a sort of every cell's facet keys, done once here).
@@ -181,38 +215,18 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
             })
         })
         .collect();
-    let mut entity_of_node = vec![(0u32, 0u32); n_cells * nb];
-    // Vertices by id, a cell's interior once per cell (no lookup:
-    // no other cell has it), edges and faces through a map.
-    let mut vertex_entity = vec![u32::MAX; mesh.coords.len()];
-    let mut entities: IntMap<EntityKey, u32> = IntMap::default();
+    if located.len() > u32::MAX as usize {
+        return Err(Error::InvalidArgument(format!("{} cell nodes exceed the u32 index range", located.len())));
+    }
+    // Entities numbered by first encounter: a node slot that is the
+    // first of its entity starts the next entity.
+    let first = first_slots(&located, mesh.coords.len(), nb);
+    let mut entity = vec![0u32; located.len()];
     let mut entity_dim: Vec<u8> = Vec::new();
-    for (&c, nodes) in order.iter().zip(located.chunks(nb)) {
-        let mut interior = u32::MAX;
-        for (i, &(key, idx)) in nodes.iter().enumerate() {
-            let next = entity_dim.len() as u32;
-            let e = match key.0 {
-                0 => {
-                    let slot = &mut vertex_entity[key.1[0] as usize];
-                    if *slot == u32::MAX {
-                        *slot = next;
-                        entity_dim.push(0);
-                    }
-                    *slot
-                }
-                d if d >= 10 => {
-                    if interior == u32::MAX {
-                        interior = next;
-                        entity_dim.push(d - 10);
-                    }
-                    interior
-                }
-                d => *entities.entry(key).or_insert_with(|| {
-                    entity_dim.push(d);
-                    next
-                }),
-            };
-            entity_of_node[c as usize * nb + i] = (e, idx);
+    for (s, (&f, l)) in first.iter().zip(&located).enumerate() {
+        if f as usize == s {
+            entity[s] = entity_dim.len() as u32;
+            entity_dim.push(if l.0 .0 >= 10 { l.0 .0 - 10 } else { l.0 .0 });
         }
     }
     let dofs_of = |d: u8| pow(p - 1, d as usize);
@@ -220,7 +234,7 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
     // for the aligned numberings.
     let mut ranked: Vec<u32> = (0..entity_dim.len() as u32).collect();
     if matches!(numbering, Numbering::Aligned | Numbering::BlockedAligned) {
-        ranked.sort_by_key(|&e| (entity_dim[e as usize], e));
+        ranked.par_sort_by_key(|&e| (entity_dim[e as usize], e));
     }
     let mut offset = vec![0u32; entity_dim.len()];
     let mut n = 0usize;
@@ -231,7 +245,17 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
     if n > u32::MAX as usize {
         return Err(Error::InvalidArgument(format!("{n} DOFs exceed the u32 index range")));
     }
-    let cell_dofs: Vec<u32> = entity_of_node.iter().map(|&(e, k)| offset[e as usize] + k).collect();
+    let mut position = vec![0u32; n_cells];
+    for (k, &c) in order.iter().enumerate() {
+        position[c as usize] = k as u32;
+    }
+    let mut cell_dofs = vec![0u32; n_cells * nb];
+    cell_dofs.par_chunks_mut(nb).zip(&position).for_each(|(dofs, &k)| {
+        for (i, d) in dofs.iter_mut().enumerate() {
+            let s = k as usize * nb + i;
+            *d = offset[entity[first[s] as usize] as usize] + located[s].1;
+        }
+    });
     Ok((n, cell_dofs, facets))
 }
 
@@ -310,6 +334,58 @@ mod tests {
                 for (d, xd) in x.iter().enumerate() {
                     let on = (0..dim).any(|a| xd[a].abs() < 1e-12 || (xd[a] - 1.0).abs() < 1e-12);
                     assert_eq!(s.boundary[d], on, "DOF {d} at {xd:?}");
+                }
+            }
+        }
+    }
+
+    /// The numbering of [`tensor_dofs`] by its definition, serially: cells
+    /// in visiting order, entities numbered at first encounter through a
+    /// map, then given blocks of numbers in the numbering's order.
+    fn serial_reference(mesh: &Mesh, p: usize, numbering: Numbering) -> Vec<u32> {
+        let (np, dim) = (p + 1, mesh.dim);
+        let nb = pow(np, dim);
+        let mut first: std::collections::HashMap<EntityKey, u32> = std::collections::HashMap::new();
+        let mut dims = Vec::new();
+        let mut node_entity = vec![(0u32, 0u32); mesh.n_cells() * nb];
+        for &c in &cell_order(mesh, numbering) {
+            for i in 0..nb {
+                let tensor: Vec<usize> = (0..dim).map(|a| (i / pow(np, a)) % np).collect();
+                let (key, idx) = locate(p, dim, c as usize, &mesh.cells[c as usize][..1 << dim], &tensor);
+                let e = *first.entry(key).or_insert_with(|| {
+                    dims.push(if key.0 >= 10 { key.0 - 10 } else { key.0 });
+                    dims.len() as u32 - 1
+                });
+                node_entity[c as usize * nb + i] = (e, idx as u32);
+            }
+        }
+        let mut ranked: Vec<usize> = (0..dims.len()).collect();
+        if matches!(numbering, Numbering::Aligned | Numbering::BlockedAligned) {
+            ranked.sort_by_key(|&e| (dims[e], e));
+        }
+        let (mut offset, mut n) = (vec![0u32; dims.len()], 0);
+        for e in ranked {
+            offset[e] = n;
+            n += pow(p - 1, dims[e] as usize) as u32;
+        }
+        node_entity.iter().map(|&(e, k)| offset[e as usize] + k).collect()
+    }
+
+    /// The parallel numbering (first slots by sort and atomic minimum) is
+    /// the serial first-encounter one, on shuffled meshes and a thread
+    /// count that splits the cells unevenly.
+    #[test]
+    fn numbering_equals_the_serial_first_encounter_one() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        for dim in [2, 3] {
+            for p in [1, 2, 4] {
+                for mesh in [BoxMesh::structured(dim, 5), BoxMesh::unstructured(dim, 5, 7)] {
+                    let mesh = mesh.build().unwrap();
+                    for numbering in [Numbering::Original, Numbering::Aligned, Numbering::Blocked, Numbering::BlockedAligned] {
+                        let (n, cell_dofs, _) = pool.install(|| tensor_dofs(&mesh, p, numbering)).unwrap();
+                        assert_eq!(n, expected_dofs(dim, 5, p));
+                        assert_eq!(cell_dofs, serial_reference(&mesh, p, numbering), "dim {dim} p {p} {numbering:?}");
+                    }
                 }
             }
         }

@@ -182,25 +182,31 @@ fn located_interpolation(coarse: &Space, fine: &Space, parent: &[u32]) -> Result
 /// cell that contains node `i` at its reference point, so the low-order
 /// level of p-multigrid is the mesh's own vertices, whatever the degree.
 pub fn vertex_interpolation(space: &Space) -> Result<Csr<f64>> {
-    let (nv, d) = (space.shape.vertices(), space.shape.dim());
-    let slots = owner_slots(&space.cell_dofs, space.n_dofs);
-    let rows: Vec<Vec<(u32, f64)>> = slots
-        .par_iter()
-        .enumerate()
-        .map(|(i, &k)| {
-            if k == u32::MAX {
-                return Ok(Vec::new()); // a node of no cell
-            }
-            let c = k as usize / space.nb();
-            let xi = reference_point(space, c, &space.dof_coords[i])?;
+    let (nv, nb, d) = (space.shape.vertices(), space.nb(), space.shape.dim());
+    // the vertex basis at each local node's reference point: one table
+    // for every cell (a node's reference point in its cell is its node's)
+    let table: Vec<Vec<(usize, f64)>> = (0..nb)
+        .map(|b| {
+            let xi = space.shape.node(space.degree, b);
             let (mut val, mut grad) = (vec![0.0; nv], vec![0.0; nv * d]);
             space.shape.geometry_basis(&xi[..d], &mut val, &mut grad);
-            let mut row: Vec<(u32, f64)> = (0..nv).filter(|&v| val[v].abs() > DROP).map(|v| (space.cell_vertices[c * nv + v], val[v])).collect();
-            row.sort_unstable_by_key(|e| e.0);
-            Ok(row)
+            (0..nv).filter(|&v| val[v].abs() > DROP).map(|v| (v, val[v])).collect()
         })
-        .collect::<Result<_>>()?;
-    Ok(from_rows(rows))
+        .collect();
+    let slots = owner_slots(&space.cell_dofs, space.n_dofs);
+    let len = |i: usize| if slots[i] == u32::MAX { 0 } else { table[slots[i] as usize % nb].len() };
+    Csr::from_row_fn(space.n_dofs, len, |i, col, val| {
+        let (c, b) = (slots[i] as usize / nb, slots[i] as usize % nb);
+        let mut row = [(0u32, 0.0); 8];
+        for (e, &(v, w)) in row.iter_mut().zip(&table[b]) {
+            *e = (space.cell_vertices[c * nv + v], w);
+        }
+        let row = &mut row[..col.len()];
+        row.sort_unstable_by_key(|e| e.0);
+        for (k, &(j, w)) in row.iter().enumerate() {
+            (col[k], val[k]) = (j, w);
+        }
+    })
 }
 
 /// The scalar interpolation between the Q_`degree` numberings `coarse`
@@ -263,19 +269,16 @@ pub(crate) fn from_rows<T: Copy>(rows: Vec<Vec<(u32, T)>>) -> Csr<T> {
 /// coarse one are left out, so a correction never moves a held value.
 pub fn field_prolongation(p: &Csr<f64>, nc: usize, fixed_coarse: &[bool], fixed_fine: &[bool]) -> Result<Csr<f64>> {
     crate::error::same_len("fixed fine rows", fixed_fine.len(), p.n_rows * nc)?;
-    let rows = (0..p.n_rows * nc)
-        .map(|r| {
-            let (i, c) = (r / nc, r % nc);
-            if fixed_fine[r] {
-                return Vec::new();
-            }
-            (p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize)
-                .map(|k| (p.col[k] * nc as u32 + c as u32, p.val[k]))
-                .filter(|&(j, _)| !fixed_coarse[j as usize])
-                .collect()
-        })
-        .collect();
-    Ok(from_rows(rows))
+    let entries = |r: usize| {
+        let (i, c) = (r / nc, r % nc);
+        let kept = (p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize).map(move |k| (p.col[k] * nc as u32 + c as u32, p.val[k])).filter(|&(j, _)| !fixed_coarse[j as usize]);
+        kept.take(if fixed_fine[r] { 0 } else { usize::MAX })
+    };
+    Csr::from_row_fn(p.n_rows * nc, |r| entries(r).count(), |r, col, val| {
+        for (k, (j, w)) in entries(r).enumerate() {
+            (col[k], val[k]) = (j, w);
+        }
+    })
 }
 
 /// For every coarse node, the fine node at the same point (the rows of

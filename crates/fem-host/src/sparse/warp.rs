@@ -130,27 +130,19 @@ impl<T: Scalar> EllWarp<T> {
         let len = |r: usize| (csr.row_ptr[r + 1] - csr.row_ptr[r]) as usize;
         let mut perm: Vec<u32> = (0..n as u32).collect();
         // Stable: rows of equal length keep their order and their locality.
-        perm.sort_by_key(|&r| std::cmp::Reverse(len(r as usize)));
+        cpu.install(|| perm.par_sort_by_key(|&r| std::cmp::Reverse(len(r as usize))));
         let mut inv = vec![0u32; if numbering == Numbering::Remap { 0 } else { n }];
         for (s, &r) in perm.iter().enumerate().take(inv.len()) {
             inv[r as usize] = s as u32;
         }
         let slices = Self::slices(n, |s| len(perm[s] as usize), threshold)?;
-        let parts: Vec<(Vec<u32>, Vec<u32>)> = cpu.install(|| {
-            slices
-                .par_iter()
-                .map(|s| fill_slice(csr, n, *s, &perm, &inv, numbering, pad))
-                .collect()
+        // every slice's slots written where they stay, slices in parallel
+        let slots = slices.last().map_or(0, |s| s.offset as usize + s.width as usize * SLICE_LANES);
+        let (mut src, mut col) = (vec![0u32; slots], vec![0u32; slots]);
+        let (src_parts, col_parts) = (slice_slots(&slices, &mut src), slice_slots(&slices, &mut col));
+        cpu.install(|| {
+            slices.par_iter().zip(src_parts).zip(col_parts).for_each_init(Vec::new, |pos, ((s, src), col)| fill_slice(csr, n, *s, &perm, &inv, numbering, pad, pos, src, col))
         });
-        let (mut src, mut col) = (
-            Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum()),
-            Vec::new(),
-        );
-        col.reserve(src.capacity());
-        for (s, c) in parts {
-            src.extend_from_slice(&s);
-            col.extend_from_slice(&c);
-        }
         let mut m = Self {
             n_rows: n,
             n_cols,
@@ -289,8 +281,22 @@ impl<T: Scalar> EllWarp<T> {
     }
 }
 
-/// Source positions and columns of one slice's slots.
+/// `x` (every slice's slots) cut into the slots of each slice.
+fn slice_slots<'a>(slices: &[Slice], mut x: &'a mut [u32]) -> Vec<&'a mut [u32]> {
+    slices
+        .iter()
+        .map(|s| {
+            let (head, rest) = std::mem::take(&mut x).split_at_mut(s.width as usize * SLICE_LANES);
+            x = rest;
+            head
+        })
+        .collect()
+}
+
+/// Source positions and columns of one slice's slots, written into `src`
+/// and `col` (`pos` a reused buffer).
 /// `pad`: the column every padding slot reads (default: the row's first).
+#[allow(clippy::too_many_arguments)]
 fn fill_slice<T: Scalar>(
     csr: &Csr<T>,
     n: usize,
@@ -299,10 +305,13 @@ fn fill_slice<T: Scalar>(
     inv: &[u32],
     numbering: Numbering,
     pad: Option<u32>,
-) -> (Vec<u32>, Vec<u32>) {
+    pos: &mut Vec<u32>,
+    src: &mut [u32],
+    col: &mut [u32],
+) {
     let (w, shift) = (s.width as usize, s.shift as usize);
-    let mut src = vec![NONE; w * SLICE_LANES];
-    let mut col = vec![pad.unwrap_or(0); w * SLICE_LANES];
+    src.fill(NONE);
+    col.fill(pad.unwrap_or(0));
     let new_col = |c: u32| {
         if numbering == Numbering::Remap {
             c
@@ -316,7 +325,8 @@ fn fill_slice<T: Scalar>(
             break;
         }
         let r = perm[sr] as usize;
-        let mut pos: Vec<u32> = (csr.row_ptr[r]..csr.row_ptr[r + 1]).collect();
+        pos.clear();
+        pos.extend(csr.row_ptr[r]..csr.row_ptr[r + 1]);
         if numbering == Numbering::RenumberSorted {
             pos.sort_by_key(|&p| new_col(csr.col[p as usize]));
         }
@@ -333,5 +343,4 @@ fn fill_slice<T: Scalar>(
             col[slot] = new_col(csr.col[p as usize]);
         }
     }
-    (src, col)
 }

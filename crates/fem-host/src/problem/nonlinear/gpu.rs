@@ -22,6 +22,7 @@ use crate::sparse::stats::RowStats;
 use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, CudaBackend, Result};
 use cudarc::driver::{CudaSlice, PushKernelArg};
+use rayon::prelude::*;
 use fem_kernels::pointwise::Kernels;
 use fem_kernels::sparse::ELEMENT_CHUNK;
 
@@ -37,6 +38,11 @@ pub(crate) fn inverse_diagonal(gpu: &CudaBackend, diag_pos: &CudaSlice<u32>, kfl
     let n = inv.len();
     unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(diag_pos).arg(kflat).arg(inv).launch(gpu.grid::<f64>(n, 0)) }?;
     Ok(())
+}
+
+/// The positions and values of the nonzeros of `v`.
+fn nonzeros(v: &[f64]) -> (Vec<u32>, Vec<f64>) {
+    v.par_iter().enumerate().filter(|(_, &x)| x != 0.0).map(|(k, &x)| (k as u32, x)).unzip()
 }
 
 /// Threads per block of the gather matrices' ELL-WARP products.
@@ -85,9 +91,12 @@ pub struct GpuState {
     /// CSR position of every element-tangent entry (empty when the
     /// tangent stays element matrices).
     entry_pos: CudaSlice<u32>,
-    /// What the residual's and the tangent's values start from before the
-    /// adds (minus the load; 1 on fixed diagonals).
-    base: [CudaSlice<f64>; 2],
+    /// What the residual's values start from before the adds (minus the
+    /// load).
+    base: CudaSlice<f64>,
+    /// The tangent's: its nonzero CSR values (1 on fixed diagonals) and
+    /// their positions, not a copy of the whole pattern's values.
+    tangent_base: (CudaSlice<u32>, CudaSlice<f64>),
     diag_pos: CudaSlice<u32>,
     /// 1 in fixed rows, 0 in free ones.
     fixed: CudaSlice<f64>,
@@ -137,20 +146,29 @@ impl NewtonOps for CudaBackend {
         // the atomic adds' map only where they sum the tangent
         let tangent = |v: &[u32]| if lma || scatter == Scatter::Spmv { s.alloc_zeros(1) } else { s.clone_htod(v) };
         let physics = GpuPointwise::new(self, &setup.physics)?;
+        let gather = Restriction::new(setup.gather.clone(), setup.n_rows()).upload(self)?;
+        let residual = Restriction::new(setup.residual_pos.clone(), setup.n_rows()).upload(self)?;
+        let entry_pos = tangent(&setup.entry_pos)?;
+        let base = self.upload(&setup.residual_base)?;
+        let tangent_base = nonzeros(if lma { &[] } else { &setup.csr.val });
+        let positions = if tangent_base.0.is_empty() { s.null()? } else { s.clone_htod(&tangent_base.0)? };
+        let tangent_base = (positions, self.upload(&tangent_base.1)?);
+        let partial = GpuPartial::new(self, &setup.physics.variant, ne).map_err(|e| e.to_string());
         let shared = self.props().shared_mem_per_block_optin as usize;
         Ok(GpuState {
             launch: [false, true].map(|jacobian| Transposition::fitting(&physics.variant, jacobian, 8, shared).ok()),
             physics,
             facets: setup.facets.as_ref().map(|t| GpuFacetTerm::new(self, t)).transpose()?,
-            gather: Restriction::new(setup.gather.clone(), setup.n_rows()).upload(self)?,
-            residual: Restriction::new(setup.residual_pos.clone(), setup.n_rows()).upload(self)?,
-            entry_pos: tangent(&setup.entry_pos)?,
-            base: [self.upload(&setup.residual_base)?, if lma { self.zeros(1)? } else { self.upload(&setup.csr.val)? }],
+            gather,
+            residual,
+            entry_pos,
+            base,
+            tangent_base,
             diag_pos: s.clone_htod(&setup.diag_pos)?,
             fixed: self.upload(&setup.fixed_mask())?,
             sums,
             base_zero: [is_zero(&setup.residual_base), lma || is_zero(&setup.csr.val)],
-            partial: GpuPartial::new(self, &setup.physics.variant, ne).map_err(|e| e.to_string()),
+            partial,
         })
     }
 
@@ -160,7 +178,7 @@ impl NewtonOps for CudaBackend {
 
     fn set_residual_base(&self, s: &mut GpuState, base: &[f64]) -> Result<()> {
         s.base_zero[0] = is_zero(base);
-        self.write(base, &mut s.base[0])
+        self.write(base, &mut s.base)
     }
 
     fn aux<'s>(&self, s: &'s GpuState) -> &'s CudaSlice<f64> {
@@ -202,12 +220,22 @@ impl NewtonOps for CudaBackend {
         let m = matrix as usize;
         if let Some(g) = &s.sums[m] {
             g.sum(self, elem, out)?;
-            return if s.base_zero[m] { Ok(()) } else { self.axpy(1.0, &s.base[m], out) };
+            return match (s.base_zero[m], matrix) {
+                (true, _) => Ok(()),
+                (false, true) => gpu_scatter_add(self, &s.tangent_base.0, &s.tangent_base.1, out),
+                (false, false) => self.axpy(1.0, &s.base, out),
+            };
         }
-        self.copy(&s.base[m], out)?;
         match matrix {
-            true => gpu_scatter_add(self, &s.entry_pos, elem, out),
-            false => s.residual.add(self, elem, out),
+            true => {
+                self.stream().memset_zeros(out)?;
+                gpu_scatter_add(self, &s.tangent_base.0, &s.tangent_base.1, out)?;
+                gpu_scatter_add(self, &s.entry_pos, elem, out)
+            }
+            false => {
+                self.copy(&s.base, out)?;
+                s.residual.add(self, elem, out)
+            }
         }
     }
 

@@ -140,7 +140,7 @@ impl<K: Kernels<f64>> Setup<K> {
             })
         });
         let diag_pos: Vec<u32> = (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map(|p| p as u32).ok_or_else(|| Error::InvalidArgument(format!("row {r} has no diagonal")))).collect::<Result<_>>()?;
-        csr.val.fill(0.0);
+        // the pattern's values are zero
         for (r, &p) in diag_pos.iter().enumerate() {
             if fixed[r] {
                 csr.val[p as usize] = 1.0;
