@@ -8,7 +8,8 @@
 # AMG=1: the same problems preconditioned by AMG instead (a partitioned
 # hierarchy across ranks, set up on each rank's GPU, and on the hosts
 # with --amg-setup host unless HOST_SETUP=0; ELASTICITY=0: Poisson
-# alone), with its set-up by stage and its levels.
+# alone), with its set-up by stage and its levels. NPS: the rank counts
+# (default "0 2 4"; 0 is one GPU without mpirun).
 #   FEM=target/release/fem CELLS=100 bash benches/gpu/distributed.sh
 set -u
 F=${FEM:-target/release/fem}
@@ -42,16 +43,16 @@ PY
 P2="--mesh $tmp/hex.msh --physics poisson --degree 2 --load random --rtol 1e-8 --backend cuda"
 E1="--mesh $tmp/hex.msh --physics elasticity --degree 1 --dirichlet-group xmin --load random --rtol 1e-8 --backend cuda"
 if [ "${AMG:-0}" = 1 ]; then
-  for np in 0 2 4; do [ "$np" -le "$NG" ] && run $np "poisson Q2 amg" $P2 --precond amg; done
+  for np in ${NPS:-0 2 4}; do [ "$np" -le "$NG" ] && run $np "poisson Q2 amg" $P2 --precond amg; done
   [ "${HOST_SETUP:-1}" = 1 ] && run 2 "poisson Q2 amg host" $P2 --precond amg --amg-setup host
   [ "${ELASTICITY:-1}" = 1 ] || { rm -rf "$tmp"; exit 0; }
-  for np in 0 2 4; do [ "$np" -le "$NG" ] && run $np "elasticity Q1 amg" $E1 --precond amg; done
+  for np in ${NPS:-0 2 4}; do [ "$np" -le "$NG" ] && run $np "elasticity Q1 amg" $E1 --precond amg; done
   [ "${HOST_SETUP:-1}" = 1 ] && run 2 "elasticity Q1 amg host" $E1 --precond amg --amg-setup host
   rm -rf "$tmp"
   exit 0
 fi
-for np in 0 2 4; do [ "$np" -le "$NG" ] && run $np "poisson Q2" $P2; done
+for np in ${NPS:-0 2 4}; do [ "$np" -le "$NG" ] && run $np "poisson Q2" $P2; done
 FEM_NCCL=off run 2 "poisson Q2 host" $P2
-for np in 0 2 4; do [ "$np" -le "$NG" ] && run $np "elasticity Q1" $E1; done
+for np in ${NPS:-0 2 4}; do [ "$np" -le "$NG" ] && run $np "elasticity Q1" $E1; done
 FEM_NCCL=off run 2 "elasticity Q1 host" $E1
 rm -rf "$tmp"
