@@ -269,11 +269,16 @@ fn row_offsets(lens: &[u32]) -> Result<Vec<u32>> {
 
 /// `x` (entries of rows `row_ptr`) cut into the entries of consecutive
 /// blocks of `block` rows.
-fn row_blocks<'a, X>(row_ptr: &[u32], block: usize, mut x: &'a mut [X]) -> Vec<&'a mut [X]> {
+fn row_blocks<'a, X>(row_ptr: &[u32], block: usize, x: &'a mut [X]) -> Vec<&'a mut [X]> {
     let n_rows = row_ptr.len() - 1;
-    (0..n_rows.div_ceil(block))
-        .map(|b| {
-            let len = (row_ptr[((b + 1) * block).min(n_rows)] - row_ptr[b * block]) as usize;
+    cut(x, (0..n_rows.div_ceil(block)).map(|b| (row_ptr[((b + 1) * block).min(n_rows)] - row_ptr[b * block]) as usize))
+}
+
+/// `x` cut into consecutive parts of lengths `lens` (which must fit): the
+/// disjoint outputs of work done in parallel.
+pub(crate) fn cut<X>(mut x: &mut [X], lens: impl IntoIterator<Item = usize>) -> Vec<&mut [X]> {
+    lens.into_iter()
+        .map(|len| {
             let (head, rest) = std::mem::take(&mut x).split_at_mut(len);
             x = rest;
             head

@@ -12,7 +12,7 @@
 //!   entries then sorted by their new column.
 
 use super::SharedOut;
-use crate::operator::csr::Csr;
+use crate::operator::csr::{cut, Csr};
 use crate::{CpuBackend, Error, Result, Scalar};
 use fem_kernels::sparse::{slice_lane_part, Slice, NONE, SLICE_LANES};
 use rayon::prelude::*;
@@ -139,7 +139,8 @@ impl<T: Scalar> EllWarp<T> {
         // every slice's slots written where they stay, slices in parallel
         let slots = slices.last().map_or(0, |s| s.offset as usize + s.width as usize * SLICE_LANES);
         let (mut src, mut col) = (vec![0u32; slots], vec![0u32; slots]);
-        let (src_parts, col_parts) = (slice_slots(&slices, &mut src), slice_slots(&slices, &mut col));
+        let widths = || slices.iter().map(|s| s.width as usize * SLICE_LANES);
+        let (src_parts, col_parts) = (cut(&mut src, widths()), cut(&mut col, widths()));
         cpu.install(|| {
             slices.par_iter().zip(src_parts).zip(col_parts).for_each_init(Vec::new, |pos, ((s, src), col)| fill_slice(csr, n, *s, &perm, &inv, numbering, pad, pos, src, col))
         });
@@ -279,18 +280,6 @@ impl<T: Scalar> EllWarp<T> {
             super::unpermute(&self.perm, y)
         }
     }
-}
-
-/// `x` (every slice's slots) cut into the slots of each slice.
-fn slice_slots<'a>(slices: &[Slice], mut x: &'a mut [u32]) -> Vec<&'a mut [u32]> {
-    slices
-        .iter()
-        .map(|s| {
-            let (head, rest) = std::mem::take(&mut x).split_at_mut(s.width as usize * SLICE_LANES);
-            x = rest;
-            head
-        })
-        .collect()
 }
 
 /// Source positions and columns of one slice's slots, written into `src`
