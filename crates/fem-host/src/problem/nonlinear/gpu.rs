@@ -16,6 +16,7 @@ use crate::operator::pointwise::{GpuFacetTerm, GpuPointwise, Transposition};
 use crate::space::restriction::{GpuRestriction, Restriction};
 use crate::sparse::assembly::gather_matrix;
 use crate::sparse::cusparse::CusparseCsr;
+use crate::sparse::spgemm::u32s;
 use crate::sparse::device::{blocks_of, gpu_scatter_add, prepare_gpu, GpuEllWarp};
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
@@ -150,9 +151,9 @@ impl NewtonOps for CudaBackend {
         let residual = Restriction::new(setup.residual_pos.clone(), setup.n_rows()).upload(self)?;
         let entry_pos = tangent(&setup.entry_pos)?;
         let base = self.upload(&setup.residual_base)?;
-        let tangent_base = nonzeros(if lma { &[] } else { &setup.csr.val });
-        let positions = if tangent_base.0.is_empty() { s.null()? } else { s.clone_htod(&tangent_base.0)? };
-        let tangent_base = (positions, self.upload(&tangent_base.1)?);
+        let (positions, values) = nonzeros(if lma { &[] } else { &setup.csr.val });
+        let base_zero = [is_zero(&setup.residual_base), positions.is_empty()];
+        let tangent_base = (u32s(self, &positions)?, self.upload(&values)?);
         let partial = GpuPartial::new(self, &setup.physics.variant, ne).map_err(|e| e.to_string());
         let shared = self.props().shared_mem_per_block_optin as usize;
         Ok(GpuState {
@@ -167,7 +168,7 @@ impl NewtonOps for CudaBackend {
             diag_pos: s.clone_htod(&setup.diag_pos)?,
             fixed: self.upload(&setup.fixed_mask())?,
             sums,
-            base_zero: [is_zero(&setup.residual_base), lma || is_zero(&setup.csr.val)],
+            base_zero,
             partial,
         })
     }
