@@ -378,9 +378,10 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     opts.cg.max_iterations = a.max_iterations;
     opts.cg.jacobi = !a.no_jacobi;
     let any = open_announced(a.backend, a.json)?;
-    // the CPU backend sums the element values on the host and runs its CSR
-    // product one row per thread: neither choice exists there
-    refuse_on_cpu(&any, &[("scatter", "chooses how the GPU's element kernels write"), ("threads_per_row", "sets the GPU's CSR product")])?;
+    // the CPU backend sums the element values on the host, computes each
+    // element matrix by one contraction per cell and runs its CSR product
+    // one row per thread: none of these choices exists there
+    refuse_on_cpu(&any, &[("scatter", "chooses how the GPU's element kernels write"), ("threads_per_row", "sets the GPU's CSR product"), ("local", "chooses the GPU's local assembly (per-point data reused or recomputed per entry)")])?;
     let f32 = matches!(a.precision, Precision::F32);
     if !(a.products >= 1.0 && a.products.is_finite()) {
         return Err("--products must be at least 1".into());

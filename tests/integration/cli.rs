@@ -559,7 +559,7 @@ fn solve_refuses_options_its_path_ignores() {
     let quad = dir.join("quad.msh");
     assert!(fem(&["mesh-gen", "--dim", "2", "--cells", "3", quad.to_str().unwrap()]).status.success());
     let q = quad.to_str().unwrap();
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["--mesh", q, "--physics", "poisson", "--levels", "3"], "--levels does not apply to the pipeline's"),
         (&["--mesh", q, "--physics", "poisson", "--numbering", "aligned", "--products", "3"], "--numbering, --products do not apply to the pipeline's"),
         (&["--problem", "hole", "--format", "csr"], "--format does not apply to the hole benchmark"),
@@ -568,6 +568,7 @@ fn solve_refuses_options_its_path_ignores() {
         (&["--dim", "2", "--cells", "4", "--format", "lma", "--products", "10"], "--products weighs the choice of --format auto"),
         (&["--dim", "2", "--cells", "4", "--scatter", "colour"], "the CPU backend has no such choice"),
         (&["--dim", "2", "--cells", "4", "--format", "ell", "--threads-per-row", "4"], "--threads-per-row sets the GPU's CSR product"),
+        (&["--dim", "2", "--cells", "4", "--local", "redundant"], "--local chooses the GPU's local assembly"),
     ];
     let vtu = dir.join("never.vtu");
     for (args, says) in cases {

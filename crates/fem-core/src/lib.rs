@@ -11,6 +11,7 @@
 #![cfg_attr(target_arch = "nvptx64", feature(core_intrinsics))]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
+pub mod contract;
 pub mod element;
 pub mod lagrange;
 pub mod poisson;

@@ -99,8 +99,10 @@ pub const fn point_data_len(d: usize) -> usize {
     sym_len(d) + 1
 }
 
+/// Index of entry (a, b) of a symmetric D×D matrix stored as its upper
+/// triangle by rows.
 #[inline(always)]
-fn sym_index(a: usize, b: usize, d: usize) -> usize {
+pub fn sym_index(a: usize, b: usize, d: usize) -> usize {
     let (i, j) = if a <= b { (a, b) } else { (b, a) };
     i * d - i * (i + 1) / 2 + j
 }

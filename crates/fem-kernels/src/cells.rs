@@ -8,6 +8,7 @@
 //! each specialisation, so local arrays live in registers where they fit.
 
 use crate::sparse::{is_free, sym_index, NONE};
+use fem_core::contract::add_point;
 use fem_core::element::{Tables, MAX_VERTICES};
 use fem_core::poisson::{self, Coefficients};
 use fem_core::Real;
@@ -96,6 +97,35 @@ pub unsafe fn assemble<T: Real, C: Coefficients<T, D>, const D: usize, const NB:
                 *vals.add((j * NB + i) * ld + e) = k;
             }
         }
+    }
+    min_det
+}
+
+/// Cell `e`'s element matrix (row-major, every entry, coupled or not)
+/// and load on a CPU core: the local-reuse point data contracted with the
+/// reference gradients `grads[q][a][i]` by [`add_point`] (the GPU's
+/// [`assemble`] sums entry by entry instead). Returns the smallest
+/// Jacobian determinant.
+#[inline(always)]
+pub fn element_cpu<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usize, const QD: usize>(
+    tab: &Tables<'_, T>,
+    grads: &[[[T; NB]; D]],
+    verts: &[[T; D]; MAX_VERTICES],
+    coeff: &C,
+    k: &mut [[T; NB]; NB],
+    load: &mut [T; NB],
+) -> T {
+    let mut data = [T::ZERO; QD];
+    let min_det = poisson::point_data(tab, verts, coeff, &mut data);
+    let stride = poisson::point_data_len(D);
+    *k = [[T::ZERO; NB]; NB];
+    let mut scratch = [[T::ZERO; NB]; D];
+    for (q, gq) in grads.iter().enumerate() {
+        let d = &data[q * stride..(q + 1) * stride];
+        add_point::<T, NB, D>(|h, i| gq[h][i], |h, l| d[poisson::sym_index(h, l, D)], 0..D, 0..D, &mut scratch, k);
+    }
+    for (i, l) in load.iter_mut().enumerate() {
+        *l = poisson::load_reuse::<T, D>(tab, &data, i);
     }
     min_det
 }

@@ -340,7 +340,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
         }
         jacobian_arms.push(quote! {
             (#shape, #p, #nq) => ::fem_kernels::pointwise::for_cells(first, #jsizes, u, x, a, out, |u, x, a, o| {
-                ::fem_kernels::pointwise::cell_jacobian::<T, Self, #generics>(tab, u, x, a, t, o)
+                ::fem_kernels::pointwise::cell_jacobian_cpu::<T, Self, #generics>(tab, u, x, a, t, o)
             }),
         });
         let gate = match &spec.gpu_cfg {

@@ -1,13 +1,13 @@
 //! Element stiffness matrices and load vectors of every cell, computed in
-//! parallel on the CPU by the per-cell kernel the GPU runs too
-//! (`fem_kernels::cells::assemble`), in the transposed LMA layout.
+//! parallel on the CPU a cell per task step ([`each_cell`]), and stored in
+//! the transposed LMA layout the GPU kernels write too.
 
 use super::cell_data::{CellData, Disjoint};
 use super::tables::RefTables;
 use crate::{CpuBackend, Error, Result, Scalar};
 use fem_core::poisson::{Coefficients, Scaled, SinePoisson};
 use fem_kernels::cells::{self, Strategy};
-use fem_kernels::sparse::sym_index;
+use fem_kernels::sparse::{is_free, sym_index, NONE};
 use fem_kernels::with_element;
 use rayon::prelude::*;
 
@@ -55,10 +55,13 @@ pub fn assemble<T: Scalar>(cpu: &CpuBackend, cd: &CellData<T>, strategy: Strateg
 }
 
 /// Assembles every cell's element matrix and load for coefficients `coeff`.
+/// The `strategy` is the GPU kernels' (local reuse or redundant compute):
+/// on the CPU every cell goes through [`each_cell`]'s contraction, whose
+/// values equal either up to rounding.
 pub fn assemble_with<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Sync>(
     cpu: &CpuBackend,
     cd: &CellData<T>,
-    strategy: Strategy,
+    _strategy: Strategy,
     symmetric: bool,
     coeff: &C,
 ) -> Result<ElementMatrices<T>> {
@@ -66,31 +69,143 @@ pub fn assemble_with<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Syn
     let len = if symmetric { nb * (nb + 1) / 2 } else { nb * nb };
     let mut vals = vec![T::ZERO; len * ne];
     let mut load = vec![T::ZERO; nb * ne];
+    let (v, l) = (Disjoint(vals.as_mut_ptr()), Disjoint(load.as_mut_ptr()));
+    let all: Vec<u32> = (0..ne as u32).collect();
+    each_cell(cpu, cd, coeff, &[all], || (), |_, e, k, load| {
+        let (v, l) = (v, l);
+        let rows = |i: usize| cd.map[i * ne + e];
+        for i in 0..nb {
+            let free_i = rows(i) != NONE && is_free(rows(i));
+            // SAFETY: cell e writes only its own strided entries.
+            unsafe { *l.0.add(i * ne + e) = if free_i { load[i] } else { T::ZERO } };
+            for j in 0..nb {
+                let kij = if free_i && rows(j) != NONE && is_free(rows(j)) { k[i * nb + j] } else { T::ZERO };
+                let at = match symmetric {
+                    true if j < i => continue,
+                    true => sym_index(i, j, nb),
+                    false => i * nb + j,
+                };
+                // SAFETY: as above.
+                unsafe { *v.0.add(at * ne + e) = kij };
+            }
+        }
+    })?;
+    Ok(ElementMatrices { nb, ne, symmetric, vals, load })
+}
+
+/// Cells per task of [`each_cell`].
+const CELL_CHUNK: usize = 64;
+
+/// Hands `visit(scratch, e, k, load)` every cell `e` of `groups` with its
+/// element matrix `k` (row-major, every entry, coupled or not) and load,
+/// computed on the visiting core ([`cells::element_cpu`]). The groups run
+/// one after another, the cells of a group in parallel tasks of
+/// [`CELL_CHUNK`] with a `scratch` each: cells of one colour per group let
+/// `visit` add into shared rows without atomics. An error names a cell
+/// with a non-positive Jacobian determinant at a quadrature point.
+pub fn each_cell<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Sync, S>(
+    cpu: &CpuBackend,
+    cd: &CellData<T>,
+    coeff: &C,
+    groups: &[Vec<u32>],
+    scratch: impl Fn() -> S + Sync + Send,
+    visit: impl Fn(&mut S, usize, &[T], &[T]) + Sync + Send,
+) -> Result<()> {
     let tables = RefTables::<T>::new(cd.degree, quadrature_points(cd.degree));
     let tab = tables.view();
-    let (v, l) = (Disjoint(vals.as_mut_ptr()), Disjoint(load.as_mut_ptr()));
-    let bad = with_element!(cd.dim, cd.degree, D, NB, QD => cpu.install(|| {
-        (0..ne).into_par_iter().find_any(|&e| {
-            let (v, l) = (v, l);
-            // SAFETY: cell e writes only its own strided entries.
-            unsafe {
-                let verts = cells::vertices::<T, D>(e, ne, cd.verts.as_ptr());
-                let rows: [u32; NB] = core::array::from_fn(|i| cd.map[i * ne + e]);
-                let coeff = &Scaled { factor: cd.kappa[e], inner: coeff };
-                let min_det = if symmetric {
-                    cells::assemble::<T, _, D, NB, QD, true>(e, ne, &tab, &verts, coeff, &rows, strategy, v.0, l.0)
-                } else {
-                    cells::assemble::<T, _, D, NB, QD, false>(e, ne, &tab, &verts, coeff, &rows, strategy, v.0, l.0)
-                };
-                !(min_det > T::ZERO)
-            }
+    let simd = wide_simd();
+    let bad = with_element!(cd.dim, cd.degree, D, NB, QD => {
+        let grads = gradient_table::<T, D, NB>(&tab);
+        let job = Job::<_, _, _, D, NB> { cd, tab: &tab, grads: &grads, coeff, visit: &visit };
+        cpu.install(|| {
+            groups.iter().find_map(|cells| {
+                cells.par_chunks(CELL_CHUNK).map_init(&scratch, |s, chunk| match simd {
+                    // SAFETY: the features were detected on this machine
+                    true => unsafe { job.chunk_wide::<QD, _>(chunk, s) },
+                    false => job.chunk::<QD, _>(chunk, s),
+                }).find_any(Option::is_some).flatten()
+            })
         })
-    }))
+    })
     .ok_or_else(|| unsupported(cd.dim, cd.degree))?;
-    if let Some(e) = bad {
-        return Err(Error::InvalidArgument(format!("cell {e} has a non-positive Jacobian at a quadrature point")));
+    match bad {
+        Some(e) => Err(Error::InvalidArgument(format!("cell {e} has a non-positive Jacobian at a quadrature point"))),
+        None => Ok(()),
     }
-    Ok(ElementMatrices { nb, ne, symmetric, vals, load })
+}
+
+/// What every task of [`each_cell`] shares, for cells of `D` dimensions
+/// and `NB` basis functions.
+struct Job<'a, T, C, V, const D: usize, const NB: usize> {
+    cd: &'a CellData<T>,
+    tab: &'a fem_core::element::Tables<'a, T>,
+    grads: &'a [[[T; NB]; D]],
+    coeff: &'a C,
+    visit: &'a V,
+}
+
+impl<T: Scalar, C: Coefficients<T, D>, V, const D: usize, const NB: usize> Job<'_, T, C, V, D, NB> {
+    /// The cells of `chunk` in turn; the first with a non-positive
+    /// Jacobian determinant.
+    #[inline(always)]
+    fn chunk<const QD: usize, S>(&self, chunk: &[u32], s: &mut S) -> Option<usize>
+    where
+        V: Fn(&mut S, usize, &[T], &[T]),
+    {
+        let (mut k, mut load) = ([[T::ZERO; NB]; NB], [T::ZERO; NB]);
+        // a plain loop: an iterator adaptor's fold would be a function of
+        // its own, compiled without the caller's target features
+        for &e in chunk {
+            let e = e as usize;
+            // SAFETY: `verts` holds every vertex of the cd.ne cells.
+            let verts = unsafe { cells::vertices::<T, D>(e, self.cd.ne, self.cd.verts.as_ptr()) };
+            let coeff = &Scaled { factor: self.cd.kappa[e], inner: self.coeff };
+            let min_det = cells::element_cpu::<T, _, D, NB, QD>(self.tab, self.grads, &verts, coeff, &mut k, &mut load);
+            (self.visit)(s, e, k.as_flattened(), &load);
+            if !(min_det > T::ZERO) {
+                return Some(e);
+            }
+        }
+        None
+    }
+
+    /// [`Job::chunk`] compiled for 256-bit vectors and FMA units: the
+    /// contraction's axpys run four doubles wide.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA ([`wide_simd`]).
+    #[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2,fma"))]
+    unsafe fn chunk_wide<const QD: usize, S>(&self, chunk: &[u32], s: &mut S) -> Option<usize>
+    where
+        V: Fn(&mut S, usize, &[T], &[T]),
+    {
+        self.chunk::<QD, S>(chunk, s)
+    }
+}
+
+/// Whether this CPU runs [`Job::chunk_wide`].
+fn wide_simd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `g[q][a][i]`: derivative a of basis function i at quadrature point q on
+/// the reference cell, the point-major table the CPU's contraction reads
+/// with unit stride over the basis functions.
+fn gradient_table<T: Scalar, const D: usize, const NB: usize>(tab: &fem_core::element::Tables<'_, T>) -> Vec<[[T; NB]; D]> {
+    (0..fem_core::element::pow(tab.nq, D))
+        .map(|q| {
+            let cq = fem_core::element::split::<D>(q, tab.nq);
+            let g: [[T; D]; NB] = std::array::from_fn(|i| tab.grad_at::<D>(&fem_core::element::split::<D>(i, tab.np), &cq));
+            std::array::from_fn(|a| std::array::from_fn(|i| g[i][a]))
+        })
+        .collect()
 }
 
 /// The global load vector: element loads summed into their (free) rows.

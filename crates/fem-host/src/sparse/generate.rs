@@ -6,7 +6,6 @@
 use crate::mesh::BoxMesh;
 use crate::operator::cell_data::CellData;
 use crate::operator::csr::Csr;
-use crate::operator::elements::{self, LocalVariant};
 use crate::rng::SplitMix64;
 use crate::space::{DirichletMode, Layout, Space};
 use crate::{CpuBackend, Error, Result, Scalar};
@@ -160,8 +159,7 @@ pub fn fem_matrix<T: Scalar>(
     let space = Space::tensor(&mesh, degree)?;
     let layout = Layout::new(&space, DirichletMode::Eliminate);
     let cd = CellData::<T>::new(&space, &layout);
-    let elems = elements::assemble(cpu, &cd, LocalVariant::Reuse, false)?;
-    let scalar = Csr::assemble(cpu, &layout, &elems)?;
+    let (scalar, _) = Csr::assemble_cells(cpu, &layout, &cd, &fem_core::poisson::SinePoisson)?;
     kron_block(&scalar, components)
 }
 

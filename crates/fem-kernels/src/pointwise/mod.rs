@@ -504,6 +504,59 @@ pub fn cell_jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC
     }
 }
 
+/// The element matrix of one cell on a CPU core, row-major in `out`: the
+/// physics' point values at each quadrature point contracted with the
+/// basis rows by [`contract::add_point`] (unit-stride axpys over the trial
+/// functions, which vectorise), blocks of components kept apart until the
+/// end. Rows and columns of the point values that the physics' terms leave
+/// zero (the value rows of a pure g3 physics) are skipped. Equals
+/// [`cell_jacobian`], the GPU fallback's entry-by-entry order, up to
+/// rounding. The matrix lives on the stack: `NC² NB²` values (295 KB for
+/// vector Q3 hexahedra).
+///
+/// [`contract::add_point`]: fem_core::contract::add_point
+#[inline(always)]
+pub fn cell_jacobian_cpu<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+    tab: &[T],
+    u: &[T],
+    x: &[T],
+    a: &[T],
+    time: T,
+    out: &mut [T],
+) {
+    let (stride, t) = (row_len(D, NB, NV), P::TERMS.g);
+    // test rows: the value with g0 or g1, the derivatives with g2 or g3;
+    // trial columns: the value with g0 or g2, the derivatives with g1 or g3
+    let rows = if t[0] || t[1] { 0 } else { 1 }..if t[2] || t[3] { D + 1 } else { 1 };
+    let cols = if t[0] || t[2] { 0 } else { 1 }..if t[1] || t[3] { D + 1 } else { 1 };
+    let mut k = [[[[T::ZERO; NB]; NB]; NC]; NC];
+    let mut scratch = [[T::ZERO; NB]; 4];
+    for q in 0..NQ {
+        let row = &tab[q * stride..(q + 1) * stride];
+        let mut g = [[[[T::ZERO; 4]; 4]; NC]; NC];
+        jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(row, |i| u[i], x, |i| a[i], time, |kk, v| {
+            let [c, e, h, l] = jacobian_index::<D, NC>(kk);
+            g[c][e][h][l] = v;
+        });
+        let basis = |h: usize, b: usize| at(row, 1 + b * (1 + D) + h);
+        for (c, kc) in k.iter_mut().enumerate() {
+            for (e, kce) in kc.iter_mut().enumerate() {
+                fem_core::contract::add_point::<T, NB, 4>(basis, |h, l| g[c][e][h][l], rows.clone(), cols.clone(), &mut scratch, kce);
+            }
+        }
+    }
+    let n = NB * NC;
+    for (c, kc) in k.iter().enumerate() {
+        for (e, kce) in kc.iter().enumerate() {
+            for (b, kb) in kce.iter().enumerate() {
+                for (bj, &v) in kb.iter().enumerate() {
+                    out[(b * NC + c) * n + bj * NC + e] = v;
+                }
+            }
+        }
+    }
+}
+
 /// Runs `cell` over the cells of `out` (n_local values each) starting at
 /// cell `first`, handing each its slices of the E-vectors.
 #[inline(always)]

@@ -12,6 +12,8 @@ use fem_kernels::pointwise::{row_len, Kernels, Variant};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 
+#[cfg(test)]
+mod contraction;
 pub mod facet;
 mod gpu;
 pub mod partial;

@@ -93,17 +93,20 @@ pub fn build_operator<T: Scalar>(
     kappa: Option<&[f64]>,
 ) -> Result<(Box<dyn LinearOperator<CpuBackend, T>>, Vec<T>, (usize, usize))> {
     let cd = with_regions(CellData::<T>::new(space, layout), kappa)?;
+    if let Format::Csr | Format::Ell = format {
+        // summed as the element matrices are computed, none stored
+        let (csr, b) = Csr::assemble_cells(cpu, layout, &cd, &SinePoisson)?;
+        let stored = (csr.nnz(), csr.max_row_len() * csr.n_rows);
+        let op: Box<dyn LinearOperator<CpuBackend, T>> = match format {
+            Format::Csr => Box::new(csr),
+            _ => Box::new(cpu.install(|| Ell::from_csr(&csr))),
+        };
+        return Ok((op, b, stored));
+    }
     let elems = elements::assemble(cpu, &cd, variant, format == Format::Lma && symmetric)?;
     let b = elements::load_vector(&cd, &elems);
     let (op, stored): (Box<dyn LinearOperator<CpuBackend, T>>, _) = match format {
-        Format::Csr | Format::Ell => {
-            let csr = Csr::assemble(cpu, layout, &elems)?;
-            let stored = (csr.nnz(), csr.max_row_len() * csr.n_rows);
-            match format {
-                Format::Csr => (Box::new(csr), stored),
-                _ => (Box::new(cpu.install(|| Ell::from_csr(&csr))), stored),
-            }
-        }
+        Format::Csr | Format::Ell => unreachable!("assembled above"),
         Format::LazyEll => {
             let m = LazyEll::assemble(&cd, &elems);
             let slots = m.0.width * m.0.n_rows;
