@@ -138,6 +138,17 @@ fn greedy<S: RowColours>(mut seen: S, items: impl Iterator<Item = Vec<u32>>) -> 
     out
 }
 
+/// Items (cells) grouped by greedy colour, each item given by the rows it
+/// touches (`n_rows` rows in all): the items of one group share no row.
+pub fn colour_items(n_rows: usize, items: impl Iterator<Item = Vec<u32>>) -> Vec<Vec<u32>> {
+    let colour = greedy(vec![Vec::new(); n_rows], items);
+    let mut groups = vec![Vec::new(); colour.iter().map(|&c| c as usize + 1).max().unwrap_or(0)];
+    for (item, &c) in colour.iter().enumerate() {
+        groups[c as usize].push(item as u32);
+    }
+    groups
+}
+
 /// Colours recorded per row.
 trait RowColours {
     fn colours(&self, r: u32) -> &[u32];

@@ -507,6 +507,13 @@ mod tests {
             cpu.elements(&atomic, matrix, &ue, &mut elem).unwrap();
             let (mut want, mut got) = (vec![0.0; rows], vec![f64::NAN; rows]);
             cpu.assemble(&atomic, matrix, &elem, &mut want).unwrap();
+            if matrix {
+                // the cells' parallel scatter by colour against one thread's
+                let mut serial = setup.csr.val.clone();
+                crate::operator::pointwise::scatter_add(&setup.entry_pos, &elem[..setup.entry_pos.len()], &mut serial);
+                let diff = serial.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                assert!(diff <= 1e-13 * serial.iter().fold(0.0f64, |m, v| m.max(v.abs())), "coloured scatter: {diff:e}");
+            }
             cpu.assemble(&spmv, matrix, &elem, &mut got).unwrap();
             let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));

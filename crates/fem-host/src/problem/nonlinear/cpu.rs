@@ -1,14 +1,15 @@
 //! The Newton solver's operations on the CPU: the physics' generated CPU
 //! variants on rayon; the residual's assembly and element matrices'
 //! products sum each row's entries in parallel through the transposed
-//! position map (the residual's [`Restriction`]), the tangent's assembly scatters serially
-//! (the boundary term's facets after the cells), or both sum by SpMV with
+//! position map (the residual's [`Restriction`]), the tangent's assembly scatters the cells of one
+//! colour in parallel (the boundary term's facets after them, serially), or both sum by SpMV with
 //! the ELL-WARP gather matrices on rayon ([`Scatter::Spmv`]); the tangent
 //! in any CPU sparse format or as element matrices, whose rows are the
 //! per-item functions the GPU kernels apply.
 
 use super::assembly::{gather_pattern, is_zero};
 use super::{NewtonOps, Scatter, Setup};
+use crate::operator::cell_data::Disjoint;
 use crate::operator::pointwise::{scatter_add, FacetTerm, Pointwise};
 use crate::space::Restriction;
 use crate::sparse::device::prepare_cpu;
@@ -27,6 +28,42 @@ use fem_kernels::sparse::{element_diagonal, element_row_part};
 pub(crate) fn inverse_diagonal(diag_pos: &[u32], kflat: &[f64], inv: &mut [f64]) {
     for (i, &p) in inv.iter_mut().zip(diag_pos) {
         *i = 1.0 / kflat[p as usize];
+    }
+}
+
+/// The cells of `setup` grouped by colour: cells of a group touch no
+/// common row (the rows of their E-vector entries).
+fn cell_colours<K: Kernels<f64>>(setup: &Setup<K>) -> Vec<Vec<u32>> {
+    let nl = setup.physics.variant.n_local();
+    let cells = setup.gather[..setup.physics.n_cells * nl].chunks_exact(nl.max(1));
+    let rows = setup.gather.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
+    crate::operator::colouring::colour_items(rows, cells.map(<[u32]>::to_vec))
+}
+
+impl CpuBackend {
+    /// Adds the element tangents `elem` into `out` at their CSR positions:
+    /// the cells group by group, a group's cells in parallel (they share
+    /// no row), then the boundary term's facets on one thread.
+    fn scatter_cells(&self, s: &CpuState, elem: &[f64], out: &mut [f64]) {
+        let nl = s.variant.n_local();
+        let (per_cell, cells) = (nl * nl, s.cell_len / nl.max(1));
+        let to = Disjoint(out.as_mut_ptr());
+        self.install(|| {
+            for group in &s.colours {
+                group.par_iter().for_each(|&c| {
+                    let to = to;
+                    let at = c as usize * per_cell..(c as usize + 1) * per_cell;
+                    for (&p, &x) in s.entry_pos[at.clone()].iter().zip(&elem[at]) {
+                        if p != u32::MAX {
+                            // SAFETY: cells of one group write disjoint rows of `out`.
+                            unsafe { *to.0.add(p as usize) += x };
+                        }
+                    }
+                })
+            }
+        });
+        let facets = cells * per_cell..s.entry_pos.len();
+        scatter_add(&s.entry_pos[facets.clone()], &elem[facets], out);
     }
 }
 
@@ -94,6 +131,10 @@ pub struct CpuState {
     /// CSR position of every element-tangent entry (empty with LMA or
     /// sums by SpMV).
     entry_pos: Vec<u32>,
+    /// The cells grouped so that the cells of a group share no row: the
+    /// tangent's scatter runs a group's cells in parallel (empty where
+    /// `entry_pos` is).
+    colours: Vec<Vec<u32>>,
     /// What the residual's and the tangent's values start from.
     base: [Vec<f64>; 2],
     diag_pos: Vec<u32>,
@@ -133,6 +174,7 @@ impl NewtonOps for CpuBackend {
             cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
             gather: Restriction::new(setup.gather.clone(), setup.n_rows()),
             entry_pos: if lma || spmv { Vec::new() } else { setup.entry_pos.clone() },
+            colours: if lma || spmv { Vec::new() } else { cell_colours(setup) },
             base: [setup.residual_base.clone(), if lma { Vec::new() } else { setup.csr.val.clone() }],
             diag_pos: setup.diag_pos.clone(),
             fixed: setup.fixed_mask(),
@@ -187,7 +229,7 @@ impl NewtonOps for CpuBackend {
         }
         out.copy_from_slice(&s.base[m]);
         match matrix {
-            true => scatter_add(&s.entry_pos, &elem[..s.entry_pos.len()], out),
+            true => self.scatter_cells(s, elem, out),
             false => s.restriction.add(self, elem, out),
         }
         Ok(())
@@ -263,7 +305,7 @@ impl NewtonOps for CpuBackend {
     fn describe(&self, s: &CpuState) -> String {
         match s.sums[0] {
             Some(_) => format!("{}, assembly by ELL-WARP SpMV", self.name()),
-            None => format!("{}, residual assembly by row sums, tangent assembly by serial scatter", self.name()),
+            None => format!("{}, residual assembly by row sums, tangent assembly by scatter, cells of one colour in parallel", self.name()),
         }
     }
 }
