@@ -370,8 +370,8 @@ unsafe fn per_cell<T: Real>(n_cells: usize, nl: usize, no: usize, nx: usize, na:
 }
 
 /// Element matrices with one thread per cell, everything read from global
-/// memory and the point values kept per thread ([`cell_jacobian`], the
-/// CPU's sums): the fallback for variants whose point values for one block
+/// memory and the point values kept per thread ([`cell_jacobian`]'s
+/// sums entry by entry): the fallback for variants whose point values for one block
 /// of cells exceed shared memory (vector Q1 hexahedra, vector P2
 /// tetrahedra). `_batches` is unused; the launch is any 1D grid.
 ///

@@ -475,7 +475,10 @@ pub fn cell_residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC
     }
 }
 
-/// The element matrix of one cell on the CPU, row-major in `out`.
+/// The element matrix of one cell, row-major in `out`, entry by entry:
+/// the order of the GPU's one-thread-per-cell fallback
+/// ([`gpu::jacobian_cells`]), whose thread holds no contraction's rows; a
+/// CPU core runs [`cell_jacobian_cpu`].
 #[inline(always)]
 pub fn cell_jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
     tab: &[T],
