@@ -48,6 +48,19 @@ pub fn add_point<T: Real, const N: usize, const H: usize>(
     }
 }
 
+/// Copies the upper triangle of `k` onto the lower: the contraction sums
+/// `(i, j)` and `(j, i)` in different orders, and a symmetric form's
+/// matrix should be symmetric to the last bit (a symmetric Matrix Market
+/// file stores one triangle; CG assumes symmetry).
+#[inline(always)]
+pub fn mirror_upper<T: Real, const N: usize>(k: &mut [[T; N]; N]) {
+    for i in 1..N {
+        for j in 0..i {
+            k[i][j] = k[j][i];
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

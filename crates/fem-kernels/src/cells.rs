@@ -8,7 +8,7 @@
 //! each specialisation, so local arrays live in registers where they fit.
 
 use crate::sparse::{is_free, sym_index, NONE};
-use fem_core::contract::add_point;
+use fem_core::contract::{add_point, mirror_upper};
 use fem_core::element::{Tables, MAX_VERTICES};
 use fem_core::poisson::{self, Coefficients};
 use fem_core::Real;
@@ -124,6 +124,7 @@ pub fn element_cpu<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usi
         let d = &data[q * stride..(q + 1) * stride];
         add_point::<T, NB, D>(|h, i| gq[h][i], |h, l| d[poisson::sym_index(h, l, D)], 0..D, 0..D, &mut scratch, k);
     }
+    mirror_upper(k);
     for (i, l) in load.iter_mut().enumerate() {
         *l = poisson::load_reuse::<T, D>(tab, &data, i);
     }

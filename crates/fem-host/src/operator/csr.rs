@@ -456,6 +456,13 @@ mod tests {
                     close(&m.val, &want.val, &what);
                     close(&b, &load_vector(&cd, &reference), &format!("{what}: load"));
                     assert!(m.val.iter().any(|&v| v < 0.0) && b.iter().any(|&v| v != 0.0), "{what}: not trivial");
+                    // symmetric to the last bit, as a symmetric form's matrix should be
+                    for r in 0..m.n_rows {
+                        for k in m.row_ptr[r] as usize..m.row_ptr[r + 1] as usize {
+                            let t = m.position(m.col[k] as usize, r as u32).expect("symmetric pattern");
+                            assert!(m.val[k] == m.val[t], "{what}: ({r}, {}) {} != {}", m.col[k], m.val[k], m.val[t]);
+                        }
+                    }
                     for symmetric in [false, true] {
                         let got = assemble_with(&cpu, &cd, LocalVariant::Reuse, symmetric, &SinePoisson).unwrap();
                         let want = entry_by_entry(&cd, symmetric);
