@@ -7,7 +7,6 @@ use crate::common;
 use common::gpu;
 
 use fem::host::mesh::BoxMesh;
-use fem::host::operator::elements::LocalVariant;
 use fem::host::operator::gpu::Scatter;
 use fem::host::problem::poisson::{build_gpu_operator, build_operator, solve_cpu, solve_cuda, Format, PoissonOptions};
 use fem::host::space::{DirichletMode, Layout, Space};
@@ -27,7 +26,7 @@ fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
         for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {
             let layout = Layout::new(&space, mode);
             let x = fem::host::conformance::values::<T>(layout.n_rows, 9);
-            let (csr, b_cpu, _) = build_operator::<T>(&cpu, &space, &layout, Format::Csr, LocalVariant::Reuse, false, kappa.as_deref()).unwrap();
+            let (csr, b_cpu, _) = build_operator::<T>(&cpu, &space, &layout, Format::Csr, false, kappa.as_deref()).unwrap();
             let mut want = vec![T::ZERO; layout.n_rows];
             csr.apply(&cpu, &x, &mut want).unwrap();
             let scale = want.iter().fold(0.0f64, |m, v| m.max(v.to_f64().abs()));

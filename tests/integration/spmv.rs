@@ -297,7 +297,7 @@ fn matrix_market_round_trips_general_and_symmetric() {
 fn assembly_by_spmv_equals_scatter_assembly() {
     use fem::host::mesh::BoxMesh;
     use fem::host::operator::cell_data::CellData;
-    use fem::host::operator::elements::{self, LocalVariant};
+    use fem::host::operator::elements;
     use fem::host::space::{DirichletMode, Layout, Space};
     use fem::host::sparse::assembly::{with_zero, AssemblyBySpmv};
     let cpu = cpu();
@@ -310,7 +310,7 @@ fn assembly_by_spmv_equals_scatter_assembly() {
         let space = Space::tensor(&mesh, p).unwrap();
         let layout = Layout::new(&space, mode);
         let cd = CellData::<f64>::new(&space, &layout);
-        let elems = elements::assemble(&cpu, &cd, LocalVariant::Reuse, false).unwrap();
+        let elems = elements::assemble(&cpu, &cd, false).unwrap();
         let csr = Csr::assemble(&cpu, &layout, &elems).unwrap();
         for threshold in [None, Some(2)] {
             let a = AssemblyBySpmv::new(&cpu, &csr, &layout, &cd, threshold).unwrap();

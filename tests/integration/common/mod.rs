@@ -161,7 +161,7 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
 /// out): a hierarchy for the multigrid tests.
 pub fn poisson_levels(cpu: &fem::host::CpuBackend, coarse: &fem::host::mesh::Mesh, degree: usize, levels: usize) -> (Vec<Csr<f64>>, Vec<Csr<f64>>) {
     use fem::host::operator::cell_data::CellData;
-    use fem::host::operator::elements::{self, LocalVariant};
+    use fem::host::operator::elements;
     use fem::host::space::nested::field_prolongation;
     use fem::host::space::{CellMesh, DirichletMode, Layout, NestedSpaces};
     let nested = NestedSpaces::new(CellMesh::Tensor(coarse.clone()), degree, levels).unwrap();
@@ -170,7 +170,7 @@ pub fn poisson_levels(cpu: &fem::host::CpuBackend, coarse: &fem::host::mesh::Mes
         .iter()
         .map(|s| {
             let layout = Layout::new(s, DirichletMode::Zero);
-            let elems = elements::assemble(cpu, &CellData::<f64>::new(s, &layout), LocalVariant::Reuse, false).unwrap();
+            let elems = elements::assemble(cpu, &CellData::<f64>::new(s, &layout), false).unwrap();
             Csr::assemble(cpu, &layout, &elems).unwrap()
         })
         .collect();

@@ -436,7 +436,7 @@ mod tests {
     #[test]
     fn cells_summed_as_computed_equal_the_scatter_of_entry_by_entry_matrices() {
         use crate::mesh::BoxMesh;
-        use crate::operator::elements::{assemble_with, load_vector, LocalVariant};
+        use crate::operator::elements::{assemble_with, load_vector};
         use crate::space::DirichletMode;
         use fem_core::poisson::SinePoisson;
         let cpu = CpuBackend::new(Some(3)).unwrap();
@@ -464,7 +464,7 @@ mod tests {
                         }
                     }
                     for symmetric in [false, true] {
-                        let got = assemble_with(&cpu, &cd, LocalVariant::Reuse, symmetric, &SinePoisson).unwrap();
+                        let got = assemble_with(&cpu, &cd, symmetric, &SinePoisson).unwrap();
                         let want = entry_by_entry(&cd, symmetric);
                         close(&got.vals, &want.vals, &format!("{what}: element matrices, symmetric {symmetric}"));
                         close(&got.load, &want.load, &format!("{what}: element loads"));

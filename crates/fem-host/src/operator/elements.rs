@@ -6,7 +6,7 @@ use super::cell_data::{CellData, Disjoint};
 use super::tables::RefTables;
 use crate::{CpuBackend, Error, Result, Scalar};
 use fem_core::poisson::{Coefficients, Scaled, SinePoisson};
-use fem_kernels::cells::{self, Strategy};
+use fem_kernels::cells;
 use fem_kernels::sparse::{is_free, sym_index, NONE};
 use fem_kernels::with_element;
 use rayon::prelude::*;
@@ -50,18 +50,16 @@ pub fn unsupported(dim: usize, p: usize) -> Error {
 
 /// Assembles every cell's element matrix and load of the sine problem on
 /// the CPU.
-pub fn assemble<T: Scalar>(cpu: &CpuBackend, cd: &CellData<T>, strategy: Strategy, symmetric: bool) -> Result<ElementMatrices<T>> {
-    assemble_with(cpu, cd, strategy, symmetric, &SinePoisson)
+pub fn assemble<T: Scalar>(cpu: &CpuBackend, cd: &CellData<T>, symmetric: bool) -> Result<ElementMatrices<T>> {
+    assemble_with(cpu, cd, symmetric, &SinePoisson)
 }
 
-/// Assembles every cell's element matrix and load for coefficients `coeff`.
-/// The `strategy` is the GPU kernels' (local reuse or redundant compute):
-/// on the CPU every cell goes through [`each_cell`]'s contraction, whose
-/// values equal either up to rounding.
+/// Assembles every cell's element matrix and load for coefficients `coeff`
+/// ([`each_cell`]'s contraction: the GPU kernels' local variants, reuse or
+/// redundant compute, are not a CPU choice).
 pub fn assemble_with<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Sync>(
     cpu: &CpuBackend,
     cd: &CellData<T>,
-    _strategy: Strategy,
     symmetric: bool,
     coeff: &C,
 ) -> Result<ElementMatrices<T>> {

@@ -35,7 +35,7 @@ impl<T: Scalar> MatrixFree<T> {
     /// matrices once, only for the diagonal.
     pub fn new(cpu: &CpuBackend, layout: &Layout, cells: CellData<T>) -> Result<Self> {
         let tables = RefTables::new(cells.degree, quadrature_points(cells.degree));
-        let elems = super::elements::assemble(cpu, &cells, super::elements::LocalVariant::Reuse, true)?;
+        let elems = super::elements::assemble(cpu, &cells, true)?;
         let diagonal = super::elements::diagonal(&cells, &elems);
         Ok(Self { cells, tables, colouring: Colouring::cells(layout), diagonal })
     }

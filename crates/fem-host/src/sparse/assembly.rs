@@ -151,7 +151,7 @@ pub fn bench_gpu<T: Scalar>(
     repeats: usize,
 ) -> Result<AssemblyReport> {
     use super::device::GpuEllWarp;
-    use crate::operator::elements::{self, LocalVariant};
+    use crate::operator::elements;
     use crate::space::{DirichletMode, Space};
     use crate::timing::measure;
     use crate::Backend;
@@ -160,7 +160,7 @@ pub fn bench_gpu<T: Scalar>(
     let space = Space::tensor(&mesh, degree)?;
     let layout = Layout::new(&space, DirichletMode::Eliminate);
     let cd = CellData::<T>::new(&space, &layout);
-    let elems = elements::assemble(cpu, &cd, LocalVariant::Reuse, false)?;
+    let elems = elements::assemble(cpu, &cd, false)?;
     let reference = Csr::assemble(cpu, &layout, &elems)?;
     let a = AssemblyBySpmv::new(cpu, &reference, &layout, &cd, threshold)?;
     let (em, el) = (

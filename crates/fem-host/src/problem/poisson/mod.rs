@@ -82,13 +82,11 @@ impl std::str::FromStr for Format {
 /// The operator on the rows `layout` of `space` in `format`, the load vector, and the
 /// entries a global format stores (CSR nonzeros, ELLPACK slots) for the
 /// bytes model of its product; `kappa`: each cell's material factor on κ.
-#[allow(clippy::too_many_arguments)]
 pub fn build_operator<T: Scalar>(
     cpu: &CpuBackend,
     space: &Space,
     layout: &Layout,
     format: Format,
-    variant: LocalVariant,
     symmetric: bool,
     kappa: Option<&[f64]>,
 ) -> Result<(Box<dyn LinearOperator<CpuBackend, T>>, Vec<T>, (usize, usize))> {
@@ -103,7 +101,7 @@ pub fn build_operator<T: Scalar>(
         };
         return Ok((op, b, stored));
     }
-    let elems = elements::assemble(cpu, &cd, variant, format == Format::Lma && symmetric)?;
+    let elems = elements::assemble(cpu, &cd, format == Format::Lma && symmetric)?;
     let b = elements::load_vector(&cd, &elems);
     let (op, stored): (Box<dyn LinearOperator<CpuBackend, T>>, _) = match format {
         Format::Csr | Format::Ell => unreachable!("assembled above"),
@@ -332,7 +330,7 @@ pub fn solve_cpu_with<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions, stage:
     let (space, layout) = discretise(opts, stage)?;
     stage("assembly");
     let t0 = Instant::now();
-    let (op, b, (nnz, slots)) = build_operator::<T>(cpu, &space, &layout, opts.format, opts.variant, opts.symmetric, opts.kappa.as_deref())?;
+    let (op, b, (nnz, slots)) = build_operator::<T>(cpu, &space, &layout, opts.format, opts.symmetric, opts.kappa.as_deref())?;
     let assembly_seconds = t0.elapsed().as_secs_f64();
     // Benchmarks start CG from a random guess, as on the GPU.
     let mut x = if opts.benchmark { crate::conformance::values::<T>(layout.n_rows, 17) } else { vec![T::ZERO; layout.n_rows] };
@@ -537,7 +535,7 @@ mod tests {
                     let layout = Layout::new(&space, mode);
                     let x = crate::conformance::values::<f64>(layout.n_rows, 3);
                     let mut want = vec![0.0; layout.n_rows];
-                    let (csr, b0, _) = build_operator::<f64>(&cpu, &space, &layout, Format::Csr, LocalVariant::Reuse, false, None).unwrap();
+                    let (csr, b0, _) = build_operator::<f64>(&cpu, &space, &layout, Format::Csr, false, None).unwrap();
                     csr.apply(&cpu, &x, &mut want).unwrap();
                     let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
                     // Redundant compute costs nb²·nq^D geometry evaluations
@@ -545,7 +543,7 @@ mod tests {
                     let variants: &[LocalVariant] = if space.nb() > 64 { &[LocalVariant::Reuse] } else { &[LocalVariant::Reuse, LocalVariant::Redundant] };
                     for format in Format::ALL {
                         for &variant in variants {
-                            let (op, b, _) = build_operator::<f64>(&cpu, &space, &layout, format, variant, variant == LocalVariant::Redundant, None).unwrap();
+                            let (op, b, _) = build_operator::<f64>(&cpu, &space, &layout, format, variant == LocalVariant::Redundant, None).unwrap();
                             let mut got = vec![0.0; layout.n_rows];
                             op.apply(&cpu, &x, &mut got).unwrap();
                             let err = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
@@ -572,7 +570,7 @@ mod tests {
         let layout = Layout::new(&space, DirichletMode::Eliminate);
         assert_eq!(layout.n_rows, 0);
         for format in Format::ALL {
-            let (op, b, _) = build_operator::<f64>(&cpu, &space, &layout, format, LocalVariant::Reuse, false, None).unwrap();
+            let (op, b, _) = build_operator::<f64>(&cpu, &space, &layout, format, false, None).unwrap();
             assert!(b.is_empty());
             op.apply(&cpu, &Vec::new(), &mut Vec::new()).unwrap();
             let err = op.apply(&cpu, &vec![1.0], &mut Vec::new()).unwrap_err();
@@ -587,7 +585,7 @@ mod tests {
         let space = Space::tensor(&mesh, 2).unwrap();
         let layout = Layout::new(&space, DirichletMode::Zero);
         let cd = CellData::<f64>::new(&space, &layout);
-        let elems = elements::assemble(&cpu, &cd, LocalVariant::Reuse, false).unwrap();
+        let elems = elements::assemble(&cpu, &cd, false).unwrap();
         let lazy = LazyEll::assemble(&cd, &elems);
         let ell = Ell::from_csr(&Csr::assemble(&cpu, &layout, &elems).unwrap());
         let merged = lazy.consolidate();
