@@ -34,6 +34,7 @@ fn gpu_blas_conformance() {
     let Some(g) = gpu("gpu_blas_conformance") else { return };
     eprintln!("device: {} (PTX {})", g.name(), g.ptx_arch());
     conformance::check_blas(&g).unwrap();
+    conformance::check_krylov(&g).unwrap();
 }
 
 #[test]

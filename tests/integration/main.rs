@@ -10,6 +10,7 @@ mod boundary_terms;
 mod bp;
 mod builder;
 mod cardiac;
+mod cg;
 mod cli;
 mod demo;
 mod distributed;

@@ -98,6 +98,12 @@ pub fn first(op: &'static str, n: usize, len: usize) -> Result<()> {
     }
 }
 
+/// Checks that a Krylov method's scalar array holds `slot + count` slots
+/// and at least the [`fem_kernels::krylov::SLOTS`] its steps read.
+pub fn scalar_slots(op: &'static str, slot: usize, count: usize, len: usize) -> Result<()> {
+    first(op, (slot + count).max(fem_kernels::krylov::SLOTS), len)
+}
+
 /// Checks the input and output of a product with an operator of `rows`
 /// rows; `Ok(false)` when it has none, so there is nothing to compute (and
 /// nothing a gather could read).

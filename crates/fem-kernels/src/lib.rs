@@ -33,6 +33,7 @@ pub use fem_macros::fem_kernel;
 pub mod amg;
 pub mod blas;
 pub mod cells;
+pub mod krylov;
 pub mod launch;
 pub mod physics;
 pub mod pointwise;

@@ -8,13 +8,26 @@
 use super::{Backend, BackendKind};
 use crate::error::{first, same_len, Error};
 use crate::{Result, Scalar};
-use fem_kernels::blas;
+use fem_kernels::{blas, krylov};
 use rayon::prelude::*;
 use std::time::Instant;
 
 /// Elements per rayon task: large enough to amortise scheduling, small
 /// enough to balance over the cores.
 const CHUNK: usize = 1 << 14;
+
+/// Rows of a vector that parallel chunks write, each its own range.
+struct Rows<T>(*mut T);
+// SAFETY: the tasks that share it touch disjoint ranges.
+unsafe impl<T> Send for Rows<T> {}
+unsafe impl<T> Sync for Rows<T> {}
+
+impl<T> Rows<T> {
+    /// Row `i`. Safety: `i` is within the vector and no other task touches it.
+    unsafe fn at<'a>(&self, i: usize) -> &'a mut T {
+        &mut *self.0.add(i)
+    }
+}
 
 /// Rayon-parallel backend on the host.
 pub struct CpuBackend {
@@ -142,6 +155,81 @@ impl Backend for CpuBackend {
     fn sumsq_first<T: Scalar>(&self, n: usize, x: &Vec<T>) -> Result<T> {
         first("sum of squares", n, x.len())?;
         Ok(self.chunked_sum(n, |r| blas::sumsq_chunk(&x[r])))
+    }
+
+    fn dot_into<T: Scalar>(&self, n: usize, x: &Vec<T>, y: &Vec<T>, s: &mut Vec<f64>, slot: usize) -> Result<()> {
+        crate::error::scalar_slots("dot_into", slot, 1, s.len())?;
+        s[slot] = self.dot_first(n, x, y)?.to_f64();
+        Ok(())
+    }
+
+    fn cg_update<T: Scalar>(&self, n: usize, s: &mut Vec<f64>, p: &Vec<T>, q: &Vec<T>, x: &mut Vec<T>, r: &mut Vec<T>, jacobi: Option<(&Vec<T>, &mut Vec<T>)>) -> Result<()> {
+        crate::error::scalar_slots("cg_update", krylov::RR, 2, s.len())?;
+        let len = x.len();
+        let mut lens = vec![p.len(), q.len(), r.len()];
+        if let Some((d, z)) = &jacobi {
+            lens.extend([d.len(), z.len()]);
+        }
+        for other in lens {
+            same_len("cg_update", len, other)?;
+        }
+        first("cg_update", n, len)?;
+        let Some(alpha) = krylov::step_length(s[krylov::STATUS], s[krylov::RZ], s[krylov::PQ]) else {
+            return Ok(());
+        };
+        let alpha = T::from_f64(alpha);
+        let (xs, rs) = (Rows(x.as_mut_ptr()), Rows(r.as_mut_ptr()));
+        let (ds, zs) = match jacobi {
+            Some((d, z)) => (Some(Rows(d.as_ptr() as *mut T)), Some(Rows(z.as_mut_ptr()))),
+            None => (None, None),
+        };
+        let sums: Vec<[T; 2]> = self.pool.install(|| {
+            (0..len.div_ceil(CHUNK))
+                .into_par_iter()
+                .map(|c| {
+                    let (lo, hi) = (c * CHUNK, ((c + 1) * CHUNK).min(len));
+                    let mut acc = [T::ZERO; 2];
+                    for i in lo..hi {
+                        // SAFETY: chunks are disjoint; every vector holds `len` rows.
+                        let (xi, ri) = unsafe { (xs.at(i), rs.at(i)) };
+                        [*xi, *ri] = krylov::update(alpha, p[i], q[i], *xi, *ri);
+                        let zi = match (&ds, &zs) {
+                            (Some(d), Some(z)) => unsafe {
+                                *z.at(i) = blas::mul(*d.at(i), *ri);
+                                *z.at(i)
+                            },
+                            _ => *ri,
+                        };
+                        if i < n {
+                            acc = [blas::sumsq_term(acc[0], *ri), blas::dot_term(acc[1], *ri, zi)];
+                        }
+                    }
+                    acc
+                })
+                .collect()
+        });
+        let [rr, rz] = sums.into_iter().fold([T::ZERO; 2], |a, b| [a[0] + b[0], a[1] + b[1]]);
+        s[krylov::RR] = rr.to_f64();
+        s[krylov::RZN] = rz.to_f64();
+        Ok(())
+    }
+
+    fn cg_advance(&self, s: &mut Vec<f64>, history: &mut Vec<f64>) -> Result<()> {
+        crate::error::scalar_slots("cg_advance", 0, krylov::SLOTS, s.len())?;
+        let slots: &mut [f64; krylov::SLOTS] = (&mut s[..krylov::SLOTS]).try_into().expect("length checked");
+        if let Some((k, res)) = krylov::advance(slots) {
+            first("cg_advance history", k + 1, history.len())?;
+            history[k] = res;
+        }
+        Ok(())
+    }
+
+    fn cg_direction<T: Scalar>(&self, s: &Vec<f64>, z: &Vec<T>, p: &mut Vec<T>) -> Result<()> {
+        crate::error::scalar_slots("cg_direction", 0, krylov::SLOTS, s.len())?;
+        if s[krylov::STATUS] != krylov::RUNNING {
+            return Ok(());
+        }
+        self.axpby(T::ONE, z, T::from_f64(s[krylov::BETA]), p)
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -95,6 +95,31 @@ pub trait Backend {
         Ok(self.sumsq_first(self.len(x), x)?.sqrt())
     }
 
+    /// `s[slot] ← Σ_{i<n} xᵢyᵢ` (in `f64`), left in the backend's memory:
+    /// a Krylov method's scalars need no read-back
+    /// ([`fem_kernels::krylov`] holds their slots).
+    fn dot_into<T: Scalar>(&self, n: usize, x: &Self::Vector<T>, y: &Self::Vector<T>, s: &mut Self::Vector<f64>, slot: usize) -> Result<()>;
+    /// CG's update from its scalars `s`: α = `s[RZ] / s[PQ]`, `x ← x + αp`,
+    /// `r ← r − αq`; with an inverse diagonal `(d, z)`, `z ← d∘r`. Then
+    /// `s[RR] ← r·r` and `s[RZN] ← r·z` (`r·r` without `d`) over the first
+    /// `n` rows. Nothing moves once `s` says the solve has stopped.
+    #[allow(clippy::too_many_arguments)]
+    fn cg_update<T: Scalar>(
+        &self,
+        n: usize,
+        s: &mut Self::Vector<f64>,
+        p: &Self::Vector<T>,
+        q: &Self::Vector<T>,
+        x: &mut Self::Vector<T>,
+        r: &mut Self::Vector<T>,
+        jacobi: Option<(&Self::Vector<T>, &mut Self::Vector<T>)>,
+    ) -> Result<()>;
+    /// Closes a CG iteration on `s` ([`fem_kernels::krylov::advance`]) and
+    /// records its relative residual in `history`.
+    fn cg_advance(&self, s: &mut Self::Vector<f64>, history: &mut Self::Vector<f64>) -> Result<()>;
+    /// `p ← z + βp` with β = `s[BETA]`, unless the solve has stopped.
+    fn cg_direction<T: Scalar>(&self, s: &Self::Vector<f64>, z: &Self::Vector<T>, p: &mut Self::Vector<T>) -> Result<()>;
+
     /// Waits for all work submitted so far.
     fn synchronize(&self) -> Result<()>;
     /// Seconds `f` takes on this backend (CUDA events on the GPU, so launch

@@ -44,6 +44,16 @@ impl<'a, B: Backend> Distributed<'a, B> {
         self.seconds.set(self.seconds.get() + start.elapsed().as_secs_f64());
         Ok(T::from_f64(s))
     }
+
+    /// Sums slots `slot..slot + count` of the scalars `s` over the ranks:
+    /// each held this rank's part.
+    fn globalize(&self, s: &mut B::Vector<f64>, slot: usize, count: usize) -> Result<()> {
+        let mut v = self.inner.download(s)?;
+        for c in slot..slot + count {
+            v[c] = self.global(v[c])?;
+        }
+        self.inner.write(&v, s)
+    }
 }
 
 impl<B: Backend> Backend for Distributed<'_, B> {
@@ -92,6 +102,31 @@ impl<B: Backend> Backend for Distributed<'_, B> {
     /// Over the owned rows among the first `n` on every rank.
     fn sumsq_first<T: Scalar>(&self, n: usize, x: &Self::Vector<T>) -> Result<T> {
         self.global(self.inner.sumsq_first(n.min(self.owned), x)?)
+    }
+    /// Over the owned rows among the first `n` on every rank.
+    fn dot_into<T: Scalar>(&self, n: usize, x: &Self::Vector<T>, y: &Self::Vector<T>, s: &mut Self::Vector<f64>, slot: usize) -> Result<()> {
+        self.inner.dot_into(n.min(self.owned), x, y, s, slot)?;
+        self.globalize(s, slot, 1)
+    }
+    /// Its sums over the owned rows of every rank.
+    fn cg_update<T: Scalar>(
+        &self,
+        n: usize,
+        s: &mut Self::Vector<f64>,
+        p: &Self::Vector<T>,
+        q: &Self::Vector<T>,
+        x: &mut Self::Vector<T>,
+        r: &mut Self::Vector<T>,
+        jacobi: Option<(&Self::Vector<T>, &mut Self::Vector<T>)>,
+    ) -> Result<()> {
+        self.inner.cg_update(n.min(self.owned), s, p, q, x, r, jacobi)?;
+        self.globalize(s, fem_kernels::krylov::RR, 2)
+    }
+    fn cg_advance(&self, s: &mut Self::Vector<f64>, history: &mut Self::Vector<f64>) -> Result<()> {
+        self.inner.cg_advance(s, history)
+    }
+    fn cg_direction<T: Scalar>(&self, s: &Self::Vector<f64>, z: &Self::Vector<T>, p: &mut Self::Vector<T>) -> Result<()> {
+        self.inner.cg_direction(s, z, p)
     }
     fn synchronize(&self) -> Result<()> {
         self.inner.synchronize()

@@ -18,10 +18,24 @@ pub trait LinearOperator<B: Backend, T: Scalar> {
     fn diagonal(&self, _backend: &B) -> Result<B::Vector<T>> {
         Err(Error::InvalidArgument(format!("{} has no diagonal to give", self.name())))
     }
+    /// How the operator acts row by row, where it does (the identity, an
+    /// inverse diagonal): a Krylov method then fuses it, as a
+    /// preconditioner, into its own vector updates instead of applying it.
+    fn pointwise(&self) -> Option<Pointwise<'_, B, T>> {
+        None
+    }
     /// Short label for reports and logs: the storage format of a matrix
     /// (`csr`, `k2`, `lma`, …) or the kind of a preconditioner (`none`,
     /// `jacobi`, `ssor`, `spai`, `mg`, …).
     fn name(&self) -> String;
+}
+
+/// An operator that acts on each row alone ([`LinearOperator::pointwise`]).
+pub enum Pointwise<'a, B: Backend, T: Scalar> {
+    /// `z = r`.
+    Identity,
+    /// `z = d ∘ r`, the vector `d` on the backend.
+    Scale(&'a B::Vector<T>),
 }
 
 /// Borrowed operators (including trait objects) are operators.
@@ -34,6 +48,9 @@ impl<B: Backend, T: Scalar, O: LinearOperator<B, T> + ?Sized> LinearOperator<B, 
     }
     fn diagonal(&self, backend: &B) -> Result<B::Vector<T>> {
         (**self).diagonal(backend)
+    }
+    fn pointwise(&self) -> Option<Pointwise<'_, B, T>> {
+        (**self).pointwise()
     }
     fn name(&self) -> String {
         (**self).name()
@@ -50,6 +67,9 @@ impl<B: Backend, T: Scalar, O: LinearOperator<B, T> + ?Sized> LinearOperator<B, 
     }
     fn diagonal(&self, backend: &B) -> Result<B::Vector<T>> {
         (**self).diagonal(backend)
+    }
+    fn pointwise(&self) -> Option<Pointwise<'_, B, T>> {
+        (**self).pointwise()
     }
     fn name(&self) -> String {
         (**self).name()

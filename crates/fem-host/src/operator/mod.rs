@@ -15,4 +15,4 @@ pub mod pointwise;
 pub mod tables;
 pub mod tensor;
 
-pub use linear::LinearOperator;
+pub use linear::{LinearOperator, Pointwise};

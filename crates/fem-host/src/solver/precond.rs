@@ -4,7 +4,7 @@
 //! preconditioner is a [`LinearOperator`] like the matrix it preconditions
 //! (for CG a symmetric positive definite one).
 
-use crate::operator::LinearOperator;
+use crate::operator::{LinearOperator, Pointwise};
 use crate::{Backend, Error, Result, Scalar};
 
 /// No preconditioning: `z = r` for vectors of `.0` rows.
@@ -16,6 +16,9 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for Identity {
     }
     fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
         b.copy(r, z)
+    }
+    fn pointwise(&self) -> Option<Pointwise<'_, B, T>> {
+        Some(Pointwise::Identity)
     }
     fn name(&self) -> String {
         "none".into()
@@ -32,6 +35,9 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for InverseDiagonal<'_, B, T> {
     }
     fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
         b.mul(self.0, r, z)
+    }
+    fn pointwise(&self) -> Option<Pointwise<'_, B, T>> {
+        Some(Pointwise::Scale(self.0))
     }
     fn name(&self) -> String {
         "jacobi".into()
@@ -73,6 +79,9 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for Jacobi<B, T> {
     }
     fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
         b.mul(&self.inv_diag, r, z)
+    }
+    fn pointwise(&self) -> Option<Pointwise<'_, B, T>> {
+        Some(Pointwise::Scale(&self.inv_diag))
     }
     fn name(&self) -> String {
         "jacobi".into()

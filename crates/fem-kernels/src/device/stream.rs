@@ -100,3 +100,55 @@ pub unsafe fn stream_map<T: Real, const K: usize, const L: usize>(
     let base = np * L;
     grid_stride_fold(n - base, (), |(), i| *dst.add(base + i) = f(src.map(|s| *s.add(base + i))));
 }
+
+/// `dst[j][i] = f([src₀[i], …])[j]` for `i < n`, as [`stream_map`] with
+/// several outputs, folding `term` over the outputs of the rows below
+/// `owned` (this thread's share; the caller combines threads): an update
+/// and the reductions of its result in one pass over the vectors. A
+/// destination may be one of the sources.
+///
+/// # Safety
+/// Every `src[k]` must be valid for `n` reads and every `dst[j]` for `n`
+/// writes.
+#[inline(always)]
+pub unsafe fn stream_update<T: Real, const K: usize, const M: usize, const R: usize, const L: usize>(
+    n: usize,
+    owned: usize,
+    src: [*const T; K],
+    dst: [*mut T; M],
+    f: impl Fn([T; K]) -> [T; M],
+    term: impl Fn([T; R], [T; M]) -> [T; R],
+) -> [T; R] {
+    let np = if dst.iter().all(|&d| aligned16(d)) { packet_count::<T, L>(n, &src) } else { 0 };
+    let packets = src.map(|s| s as *const Packet<T, L>);
+    let outs = dst.map(|d| d as *mut Packet<T, L>);
+    let acc = grid_stride_fold(np, [T::ZERO; R], |mut acc, p| {
+        let v = packets.map(|s| *s.add(p));
+        let mut out = [[T::ZERO; L]; M];
+        for l in 0..L {
+            let o = f(core::array::from_fn(|k| v[k].0[l]));
+            for j in 0..M {
+                out[j][l] = o[j];
+            }
+            if p * L + l < owned {
+                acc = term(acc, o);
+            }
+        }
+        for j in 0..M {
+            *outs[j].add(p) = Packet(out[j]);
+        }
+        acc
+    });
+    let base = np * L;
+    grid_stride_fold(n - base, acc, |acc, i| {
+        let o = f(src.map(|s| *s.add(base + i)));
+        for j in 0..M {
+            *dst[j].add(base + i) = o[j];
+        }
+        if base + i < owned {
+            term(acc, o)
+        } else {
+            acc
+        }
+    })
+}

@@ -7,6 +7,7 @@ mod blas;
 mod bp;
 mod cardiac;
 mod fem;
+mod krylov;
 mod partial;
 mod prelude_check;
 mod reduce;

@@ -18,6 +18,7 @@ use crate::{Result, Scalar};
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use fem_build::{PtxSet, SplitPtx};
+use fem_kernels::krylov;
 use fem_kernels::launch::{grid_blocks, packets, BLOCK, FINAL_BLOCK, WARP};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -89,7 +90,8 @@ impl CudaBackend {
             archs: ptx.archs().join(", "),
         })?;
         let stream = ctx.new_stream()?;
-        let scratch = stream.alloc_zeros::<f64>((props.sm_count * BLOCKS_PER_SM) as usize + 1)?;
+        // two partials per block (CG's fused update), or one and the sum
+        let scratch = stream.alloc_zeros::<f64>(2 * (props.sm_count * BLOCKS_PER_SM) as usize + 1)?;
         Ok(Self {
             ctx,
             stream,
@@ -253,6 +255,23 @@ impl CudaBackend {
     }
 }
 
+/// The first `len` values of `T` of the reduction scratch.
+fn partials<T: Scalar>(scratch: &mut CudaSlice<f64>, len: usize) -> Result<cudarc::driver::CudaViewMut<'_, T>> {
+    // SAFETY: the f64 scratch holds at least `len` values of T (T is at most 8 bytes).
+    unsafe { scratch.transmute_mut::<T>(len) }.ok_or_else(|| Error::InvalidArgument(format!("a reduction of {len} partials exceeds the scratch")))
+}
+
+impl CudaBackend {
+    /// `s[slot + c] ← Σ partial[c·blocks ..][..blocks]` for `c < count`:
+    /// the sums of a reduction, left on the device.
+    fn sum_to_slots<T: Scalar>(&self, blocks: usize, count: usize, partial: &mut cudarc::driver::CudaViewMut<'_, T>, s: &mut CudaSlice<f64>, slot: usize) -> Result<()> {
+        let f = self.kernel::<T>("sum_to_slots")?;
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (FINAL_BLOCK, 1, 1), shared_mem_bytes: (FINAL_BLOCK / WARP) * T::BYTES as u32 };
+        unsafe { self.stream.launch_builder(&f).arg(&blocks).arg(&count).arg(partial).arg(s).arg(&slot).launch(cfg) }?;
+        Ok(())
+    }
+}
+
 impl Backend for CudaBackend {
     type Vector<T: Scalar> = CudaSlice<T>;
 
@@ -357,6 +376,74 @@ impl Backend for CudaBackend {
         self.reduce::<T>("sumsq", n, &[x])
     }
 
+    fn dot_into<T: Scalar>(&self, n: usize, x: &CudaSlice<T>, y: &CudaSlice<T>, s: &mut CudaSlice<f64>, slot: usize) -> Result<()> {
+        first("dot_into", n, x.len().min(y.len()))?;
+        crate::error::scalar_slots("dot_into", slot, 1, s.len())?;
+        let cfg = self.grid::<T>(n, (BLOCK / WARP) * T::BYTES as u32);
+        let blocks = cfg.grid_dim.0 as usize;
+        let f = self.kernel::<T>("dot_partial")?;
+        let mut scratch = self.scratch.lock().expect("reduction scratch poisoned");
+        let mut partial = partials::<T>(&mut scratch, blocks)?;
+        unsafe { self.stream.launch_builder(&f).arg(&n).arg(x).arg(y).arg(&mut partial).launch(cfg) }?;
+        self.sum_to_slots::<T>(blocks, 1, &mut partial, s, slot)
+    }
+
+    fn cg_update<T: Scalar>(
+        &self,
+        n: usize,
+        s: &mut CudaSlice<f64>,
+        p: &CudaSlice<T>,
+        q: &CudaSlice<T>,
+        x: &mut CudaSlice<T>,
+        r: &mut CudaSlice<T>,
+        jacobi: Option<(&CudaSlice<T>, &mut CudaSlice<T>)>,
+    ) -> Result<()> {
+        crate::error::scalar_slots("cg_update", krylov::RR, 2, s.len())?;
+        let len = x.len();
+        for other in [p.len(), q.len(), r.len()] {
+            same_len("cg_update", len, other)?;
+        }
+        first("cg_update", n, len)?;
+        let cfg = self.grid::<T>(len, (BLOCK / WARP) * T::BYTES as u32);
+        let blocks = cfg.grid_dim.0 as usize;
+        let f = self.kernel::<T>("cg_update")?;
+        let mut scratch = self.scratch.lock().expect("reduction scratch poisoned");
+        let mut partial = partials::<T>(&mut scratch, 2 * blocks)?;
+        let mut launch = self.stream.launch_builder(&f);
+        launch.arg(&len).arg(&n).arg(&*s).arg(p).arg(q).arg(x).arg(r);
+        let null = 0u64;
+        match jacobi {
+            Some((d, z)) => {
+                same_len("cg_update", len, d.len())?;
+                same_len("cg_update", len, z.len())?;
+                launch.arg(d).arg(z).arg(&mut partial);
+                unsafe { launch.launch(cfg) }?;
+            }
+            None => {
+                launch.arg(&null).arg(&null).arg(&mut partial);
+                unsafe { launch.launch(cfg) }?;
+            }
+        }
+        self.sum_to_slots::<T>(blocks, 2, &mut partial, s, krylov::RR)
+    }
+
+    fn cg_advance(&self, s: &mut CudaSlice<f64>, history: &mut CudaSlice<f64>) -> Result<()> {
+        crate::error::scalar_slots("cg_advance", 0, krylov::SLOTS, s.len())?;
+        let f = self.function("fem_cg_advance")?;
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (WARP, 1, 1), shared_mem_bytes: 0 };
+        unsafe { self.stream.launch_builder(&f).arg(s).arg(history).launch(cfg) }?;
+        Ok(())
+    }
+
+    fn cg_direction<T: Scalar>(&self, s: &CudaSlice<f64>, z: &CudaSlice<T>, p: &mut CudaSlice<T>) -> Result<()> {
+        crate::error::scalar_slots("cg_direction", 0, krylov::SLOTS, s.len())?;
+        same_len("cg_direction", z.len(), p.len())?;
+        let f = self.kernel::<T>("cg_direction")?;
+        let n = p.len();
+        unsafe { self.stream.launch_builder(&f).arg(&n).arg(s).arg(z).arg(p).launch(self.grid::<T>(n, 0)) }?;
+        Ok(())
+    }
+
     fn synchronize(&self) -> Result<()> {
         Ok(self.stream.synchronize()?)
     }
@@ -370,7 +457,8 @@ impl Backend for CudaBackend {
     }
 
     fn replay<K: PartialEq + Clone>(&self, recording: &Recording<K>, key: &K, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-        if !self.graphs {
+        // inside another recording's capture: becomes part of that graph
+        if !self.graphs || self.stream.capture_status()? != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
             return f();
         }
         let mut state = recording.state.lock().unwrap_or_else(|e| e.into_inner());

@@ -7,6 +7,10 @@
 //! warp, a block, and a block's worth of 16-byte packets (4 × 256 `f32`),
 //! and sizes far from any power of two.
 
+mod krylov;
+
+pub use krylov::check_krylov;
+
 use crate::{Backend, CudaBackend, Error, Scalar};
 use fem_core::Real;
 
@@ -166,6 +170,11 @@ mod tests {
     #[test]
     fn cpu_backend_passes_the_suite() {
         check_blas(&CpuBackend::new(None).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn cpu_backend_passes_the_krylov_suite() {
+        check_krylov(&CpuBackend::new(None).unwrap()).unwrap();
     }
 
     #[test]
