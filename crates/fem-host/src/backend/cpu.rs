@@ -163,7 +163,7 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn cg_update<T: Scalar>(&self, n: usize, s: &mut Vec<f64>, p: &Vec<T>, q: &Vec<T>, x: &mut Vec<T>, r: &mut Vec<T>, jacobi: Option<(&Vec<T>, &mut Vec<T>)>) -> Result<()> {
+    fn cg_update<T: Scalar>(&self, n: usize, s: &mut Vec<f64>, p: &Vec<T>, q: &Vec<T>, x: &mut Vec<T>, r: &mut Vec<T>, jacobi: Option<(&Vec<T>, &mut Vec<T>)>, history: Option<&mut Vec<f64>>) -> Result<()> {
         crate::error::scalar_slots("cg_update", krylov::RR, 2, s.len())?;
         let len = x.len();
         let mut lens = vec![p.len(), q.len(), r.len()];
@@ -175,7 +175,11 @@ impl Backend for CpuBackend {
         }
         first("cg_update", n, len)?;
         let Some(alpha) = krylov::step_length(s[krylov::STATUS], s[krylov::RZ], s[krylov::PQ]) else {
-            return Ok(());
+            // stopped, or p·Ap ≤ 0, which closing reports
+            return match history {
+                Some(h) => self.cg_advance(s, h),
+                None => Ok(()),
+            };
         };
         let alpha = T::from_f64(alpha);
         let (xs, rs) = (Rows(x.as_mut_ptr()), Rows(r.as_mut_ptr()));
@@ -211,7 +215,10 @@ impl Backend for CpuBackend {
         let [rr, rz] = sums.into_iter().fold([T::ZERO; 2], |a, b| [a[0] + b[0], a[1] + b[1]]);
         s[krylov::RR] = rr.to_f64();
         s[krylov::RZN] = rz.to_f64();
-        Ok(())
+        match history {
+            Some(h) => self.cg_advance(s, h),
+            None => Ok(()),
+        }
     }
 
     fn cg_advance(&self, s: &mut Vec<f64>, history: &mut Vec<f64>) -> Result<()> {

@@ -102,7 +102,10 @@ pub trait Backend {
     /// CG's update from its scalars `s`: α = `s[RZ] / s[PQ]`, `x ← x + αp`,
     /// `r ← r − αq`; with an inverse diagonal `(d, z)`, `z ← d∘r`. Then
     /// `s[RR] ← r·r` and `s[RZN] ← r·z` (`r·r` without `d`) over the first
-    /// `n` rows. Nothing moves once `s` says the solve has stopped.
+    /// `n` rows, and given a `history`, the iteration is closed as
+    /// [`Backend::cg_advance`] closes it (for the identity and Jacobi,
+    /// whose r·z this step has). Nothing moves once `s` says the solve has
+    /// stopped.
     #[allow(clippy::too_many_arguments)]
     fn cg_update<T: Scalar>(
         &self,
@@ -113,6 +116,7 @@ pub trait Backend {
         x: &mut Self::Vector<T>,
         r: &mut Self::Vector<T>,
         jacobi: Option<(&Self::Vector<T>, &mut Self::Vector<T>)>,
+        history: Option<&mut Self::Vector<f64>>,
     ) -> Result<()>;
     /// Closes a CG iteration on `s` ([`fem_kernels::krylov::advance`]) and
     /// records its relative residual in `history`.

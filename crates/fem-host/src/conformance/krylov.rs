@@ -65,15 +65,19 @@ fn check_update<B: Backend, T: Scalar>(b: &B, n: usize, owned: usize, jacobi: bo
     let v = |k: u64| values::<T>(n, k * 7 + n as u64);
     let (p, q, x0, r0, d) = (v(1), v(2), v(3), v(4), v(5));
     let (dp, dq, dd) = (b.upload(&p).map_err(e)?, b.upload(&q).map_err(e)?, b.upload(&d).map_err(e)?);
-    for stopped in [false, true] {
-        let mut scalars = running(0.75, 1.5);
+    // a running solve; one that has stopped; one whose p·Ap ≤ 0: neither
+    // of the last two moves, and closing reports the third
+    for (stopped, pq) in [(false, 1.5), (true, 1.5), (false, -1.5)] {
+        let mut scalars = running(0.75, pq);
         if stopped {
             scalars[krylov::STATUS] = krylov::CONVERGED;
         }
+        let stopped = stopped || pq < 0.0;
         let mut s = b.upload(&scalars).map_err(e)?;
         let (mut x, mut r, mut z) = (b.upload(&x0).map_err(e)?, b.upload(&r0).map_err(e)?, b.upload(&x0).map_err(e)?);
         let pair = if jacobi { Some((&dd, &mut z)) } else { None };
-        b.cg_update(owned, &mut s, &dp, &dq, &mut x, &mut r, pair).map_err(e)?;
+        b.cg_update(owned, &mut s, &dp, &dq, &mut x, &mut r, pair, None).map_err(e)?;
+        check_closed(b, owned, &scalars, &b.download(&s).map_err(e)?, [&dp, &dq, &dd], [&x0, &r0], jacobi)?;
         let alpha = T::from_f64(0.5);
         let (mut wx, mut wr, mut wz) = (x0.clone(), r0.clone(), x0.clone());
         if !stopped {
@@ -95,6 +99,24 @@ fn check_update<B: Backend, T: Scalar>(b: &B, n: usize, owned: usize, jacobi: bo
         }
     }
     Ok(())
+}
+
+/// The same update given a history closes the iteration: its scalars are
+/// [`krylov::advance`] of those the update alone left (`open`).
+fn check_closed<B: Backend, T: Scalar>(b: &B, owned: usize, start: &[f64], open: &[f64], [p, q, d]: [&B::Vector<T>; 3], [x0, r0]: [&[T]; 2], jacobi: bool) -> Check {
+    let e = |e: Error| e.to_string();
+    let mut s = b.upload(start).map_err(e)?;
+    let (mut x, mut r, mut z) = (b.upload(x0).map_err(e)?, b.upload(r0).map_err(e)?, b.upload(x0).map_err(e)?);
+    let mut history = b.zeros::<f64>(krylov::SLOTS).map_err(e)?;
+    let pair = if jacobi { Some((d, &mut z)) } else { None };
+    b.cg_update(owned, &mut s, p, q, &mut x, &mut r, pair, Some(&mut history)).map_err(e)?;
+    let mut want = open.to_vec();
+    let mut want_history = vec![0.0; krylov::SLOTS];
+    if let Some((k, res)) = krylov::advance((&mut want[..]).try_into().expect("SLOTS long")) {
+        want_history[k] = res;
+    }
+    first_difference("the closed update's scalars", &b.download(&s).map_err(e)?, &want)?;
+    first_difference("the closed update's history", &b.download(&history).map_err(e)?, &want_history)
 }
 
 fn check_direction<B: Backend, T: Scalar>(b: &B, n: usize) -> Check {

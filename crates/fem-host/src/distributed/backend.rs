@@ -118,9 +118,14 @@ impl<B: Backend> Backend for Distributed<'_, B> {
         x: &mut Self::Vector<T>,
         r: &mut Self::Vector<T>,
         jacobi: Option<(&Self::Vector<T>, &mut Self::Vector<T>)>,
+        history: Option<&mut Self::Vector<f64>>,
     ) -> Result<()> {
-        self.inner.cg_update(n.min(self.owned), s, p, q, x, r, jacobi)?;
-        self.globalize(s, fem_kernels::krylov::RR, 2)
+        self.inner.cg_update(n.min(self.owned), s, p, q, x, r, jacobi, None)?;
+        self.globalize(s, fem_kernels::krylov::RR, 2)?;
+        match history {
+            Some(h) => self.inner.cg_advance(s, h),
+            None => Ok(()),
+        }
     }
     fn cg_advance(&self, s: &mut Self::Vector<f64>, history: &mut Self::Vector<f64>) -> Result<()> {
         self.inner.cg_advance(s, history)

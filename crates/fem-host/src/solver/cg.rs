@@ -110,15 +110,15 @@ pub fn pcg<B: Backend, T: Scalar, A: LinearOperator<B, T> + ?Sized, M: LinearOpe
                 a.apply(backend, &p, &mut q)?;
                 backend.dot_into(n, &p, &q, &mut s, krylov::PQ)?;
                 match pointwise {
-                    Some(Pointwise::Identity) => backend.cg_update(n, &mut s, &p, &q, x, &mut r, None)?,
-                    Some(Pointwise::Scale(d)) => backend.cg_update(n, &mut s, &p, &q, x, &mut r, Some((d, &mut z)))?,
+                    Some(Pointwise::Identity) => backend.cg_update(n, &mut s, &p, &q, x, &mut r, None, Some(&mut recorded))?,
+                    Some(Pointwise::Scale(d)) => backend.cg_update(n, &mut s, &p, &q, x, &mut r, Some((d, &mut z)), Some(&mut recorded))?,
                     None => {
-                        backend.cg_update(n, &mut s, &p, &q, x, &mut r, None)?;
+                        backend.cg_update(n, &mut s, &p, &q, x, &mut r, None, None)?;
                         m.apply(backend, &r, &mut z)?;
                         backend.dot_into(n, &r, &z, &mut s, krylov::RZN)?;
+                        backend.cg_advance(&mut s, &mut recorded)?;
                     }
                 }
-                backend.cg_advance(&mut s, &mut recorded)?;
                 backend.cg_direction(&s, if identity { &r } else { &z }, &mut p)
             })?;
         }

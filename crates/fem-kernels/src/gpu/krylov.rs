@@ -2,20 +2,47 @@
 //! a small `f64` array on the device ([`crate::krylov`]), so an iteration
 //! launches work without waiting for the host.
 
-use crate::device::{block_dim_x, block_idx_x, block_sum, global_idx_x, stream_update, thread_idx_x};
+use crate::device::{atomic_add_u32, block_dim_x, block_idx_x, block_sum, dynamic_shared, fence_device, global_idx_x, grid_dim_x, stream_reduce, stream_update, sync_threads, thread_idx_x};
 use crate::krylov::{self, PQ, RZ, STATUS};
 use crate::{blas, with_lanes};
 use fem_core::Real;
 use fem_macros::kernel;
 
-/// `x ← x + αp`, `r ← r − αq` with α = `s[RZ] / s[PQ]`, then with an
-/// inverse diagonal `d` (not null) `z ← d∘r`; one partial per block of
-/// `r·r` into `partial[block]` and of `r·z` (`r·r` without `d`) into
-/// `partial[blocks + block]`, over the rows below `owned`. Nothing is
-/// written once the solve has stopped. Shared memory as for `block_sum`.
+/// `s[slot] = Σ_{i<n} xᵢyᵢ`: each block writes its partial, and the last
+/// block to finish ([`last_block`]) sums the partials in order, so the
+/// result stays on the device in one launch and does not depend on which
+/// block came last. Shared memory as for `block_sum`.
 #[kernel(f32, f64)]
-pub unsafe fn cg_update<T: Real>(n: usize, owned: usize, s: *const f64, p: *const T, q: *const T, x: *mut T, r: *mut T, d: *const T, z: *mut T, partial: *mut T) {
+pub unsafe fn dot_to_slot<T: Real>(n: usize, x: *const T, y: *const T, partial: *mut T, ticket: *mut u32, s: *mut f64, slot: usize) {
+    let acc = with_lanes!(T, L => stream_reduce::<T, 2, L>(n, [x, y], |a, [p, q]| blas::dot_term(a, p, q)));
+    let v = block_sum(acc);
+    if thread_idx_x() == 0 {
+        *partial.add(block_idx_x()) = v;
+    }
+    if last_block(ticket) {
+        let total = sum_partials(partial, grid_dim_x());
+        if thread_idx_x() == 0 {
+            *s.add(slot) = total.to_f64();
+        }
+    }
+}
+
+/// `x ← x + αp`, `r ← r − αq` with α = `s[RZ] / s[PQ]`, then with an
+/// inverse diagonal `d` (not null) `z ← d∘r`; `s[RR] = r·r` and
+/// `s[RZN] = r·z` (`r·r` without `d`) over the rows below `owned`,
+/// summed by the last block as in [`dot_to_slot`], which then, given a
+/// `history` (not null), also closes the iteration
+/// ([`krylov::advance`]). Nothing is written once the solve has stopped.
+#[kernel(f32, f64)]
+pub unsafe fn cg_update<T: Real>(n: usize, owned: usize, s: *mut f64, p: *const T, q: *const T, x: *mut T, r: *mut T, d: *const T, z: *mut T, partial: *mut T, ticket: *mut u32, history: *mut f64) {
+    // every block reads the scalars before any block can reach the end,
+    // where the last one changes them
     let Some(alpha) = krylov::step_length(*s.add(STATUS), *s.add(RZ), *s.add(PQ)) else {
+        // stopped, or p·Ap ≤ 0, which closing reports (the other blocks
+        // return here either way)
+        if !history.is_null() && global_idx_x() == 0 {
+            close(s, history);
+        }
         return;
     };
     let alpha = T::from_f64(alpha);
@@ -33,29 +60,60 @@ pub unsafe fn cg_update<T: Real>(n: usize, owned: usize, s: *const f64, p: *cons
         ))
     };
     let (rr, rz) = (block_sum(rr), block_sum(rz));
+    let blocks = grid_dim_x();
     if thread_idx_x() == 0 {
-        let blocks = crate::device::grid_dim_x();
         *partial.add(block_idx_x()) = rr;
         *partial.add(blocks + block_idx_x()) = rz;
     }
+    if last_block(ticket) {
+        let rr = sum_partials(partial, blocks);
+        let rz = sum_partials(partial.add(blocks), blocks);
+        if thread_idx_x() == 0 {
+            *s.add(krylov::RR) = rr.to_f64();
+            *s.add(krylov::RZN) = rz.to_f64();
+            if !history.is_null() {
+                close(s, history);
+            }
+        }
+    }
 }
 
-/// `s[slot + c] = Σ partial[c·blocks ..][..blocks]` for `c < count`, in
-/// one block: the second launch of a reduction whose result stays on the
-/// device.
-#[kernel(f32, f64)]
-pub unsafe fn sum_to_slots<T: Real>(blocks: usize, count: usize, partial: *const T, s: *mut f64, slot: usize) {
-    for c in 0..count {
-        let mut acc = T::ZERO;
-        let mut i = thread_idx_x();
-        while i < blocks {
-            acc += *partial.add(c * blocks + i);
-            i += block_dim_x();
+/// Whether this block is the last of the launch to get here, once every
+/// block's thread 0 has written its partials: a fence, then a ticket
+/// (reset by the last block for the next launch).
+unsafe fn last_block(ticket: *mut u32) -> bool {
+    let flag = dynamic_shared::<u32>();
+    if thread_idx_x() == 0 {
+        fence_device();
+        let last = atomic_add_u32(ticket, 1) as usize + 1 == grid_dim_x();
+        if last {
+            *ticket = 0;
         }
-        let total = block_sum(acc);
-        if thread_idx_x() == 0 {
-            *s.add(slot + c) = total.to_f64();
-        }
+        *flag = last as u32;
+    }
+    sync_threads();
+    let last = *flag != 0;
+    // the slots are block_sum's again
+    sync_threads();
+    last
+}
+
+/// `Σ partial[..blocks]` in one block, in a fixed order, read past the
+/// caches: other blocks of this launch wrote them.
+unsafe fn sum_partials<T: Real>(partial: *const T, blocks: usize) -> T {
+    let mut acc = T::ZERO;
+    let mut i = thread_idx_x();
+    while i < blocks {
+        acc += core::ptr::read_volatile(partial.add(i));
+        i += block_dim_x();
+    }
+    block_sum(acc)
+}
+
+/// [`krylov::advance`] on the device's scalars, recording the residual.
+unsafe fn close(s: *mut f64, history: *mut f64) {
+    if let Some((k, res)) = krylov::advance(&mut *(s as *mut [f64; krylov::SLOTS])) {
+        *history.add(k) = res;
     }
 }
 
@@ -64,9 +122,7 @@ pub unsafe fn sum_to_slots<T: Real>(blocks: usize, count: usize, partial: *const
 #[kernel]
 pub unsafe fn cg_advance(s: *mut f64, history: *mut f64) {
     if global_idx_x() == 0 {
-        if let Some((k, res)) = krylov::advance(&mut *(s as *mut [f64; krylov::SLOTS])) {
-            *history.add(k) = res;
-        }
+        close(s, history);
     }
 }
 

@@ -1,7 +1,9 @@
 //! Reductions in two launches: a grid-stride pass in which every block
 //! writes one partial sum (`*_partial`), then `sum` over the partials in a
-//! single block. Two launches rather than a last-block atomic keep the
-//! result deterministic for a given launch shape.
+//! single block. Either way the partials are summed in a fixed order, so
+//! the result is deterministic for a given launch shape; the reductions
+//! whose result stays on the device (`gpu::krylov`) sum them in the last
+//! block of the same launch instead, saving the second.
 //!
 //! Launch: block size a multiple of 32, dynamic shared memory of
 //! `(block size / 32) * size_of::<T>()` bytes (see `device::block_sum`);

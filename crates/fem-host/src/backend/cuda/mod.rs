@@ -46,6 +46,10 @@ pub struct CudaBackend {
     /// Reduction partials (one per block) and the final value, reused by
     /// every reduction on the stream.
     scratch: Mutex<CudaSlice<f64>>,
+    /// The count of blocks done, by which the last block of a reduction
+    /// whose result stays on the device knows it is last (zero between
+    /// launches).
+    ticket: Mutex<CudaSlice<u32>>,
     /// Whether [`Backend::replay`] records CUDA graphs (unless
     /// `FEM_CUDA_GRAPHS=off`: the same work launched one kernel at a time,
     /// to compare).
@@ -92,6 +96,7 @@ impl CudaBackend {
         let stream = ctx.new_stream()?;
         // two partials per block (CG's fused update), or one and the sum
         let scratch = stream.alloc_zeros::<f64>(2 * (props.sm_count * BLOCKS_PER_SM) as usize + 1)?;
+        let ticket = stream.alloc_zeros::<u32>(1)?;
         Ok(Self {
             ctx,
             stream,
@@ -100,6 +105,7 @@ impl CudaBackend {
             props,
             ptx_arch: src.arch,
             scratch: Mutex::new(scratch),
+            ticket: Mutex::new(ticket),
             graphs: std::env::var("FEM_CUDA_GRAPHS").as_deref() != Ok("off"),
         })
     }
@@ -261,17 +267,6 @@ fn partials<T: Scalar>(scratch: &mut CudaSlice<f64>, len: usize) -> Result<cudar
     unsafe { scratch.transmute_mut::<T>(len) }.ok_or_else(|| Error::InvalidArgument(format!("a reduction of {len} partials exceeds the scratch")))
 }
 
-impl CudaBackend {
-    /// `s[slot + c] ← Σ partial[c·blocks ..][..blocks]` for `c < count`:
-    /// the sums of a reduction, left on the device.
-    fn sum_to_slots<T: Scalar>(&self, blocks: usize, count: usize, partial: &mut cudarc::driver::CudaViewMut<'_, T>, s: &mut CudaSlice<f64>, slot: usize) -> Result<()> {
-        let f = self.kernel::<T>("sum_to_slots")?;
-        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (FINAL_BLOCK, 1, 1), shared_mem_bytes: (FINAL_BLOCK / WARP) * T::BYTES as u32 };
-        unsafe { self.stream.launch_builder(&f).arg(&blocks).arg(&count).arg(partial).arg(s).arg(&slot).launch(cfg) }?;
-        Ok(())
-    }
-}
-
 impl Backend for CudaBackend {
     type Vector<T: Scalar> = CudaSlice<T>;
 
@@ -380,12 +375,12 @@ impl Backend for CudaBackend {
         first("dot_into", n, x.len().min(y.len()))?;
         crate::error::scalar_slots("dot_into", slot, 1, s.len())?;
         let cfg = self.grid::<T>(n, (BLOCK / WARP) * T::BYTES as u32);
-        let blocks = cfg.grid_dim.0 as usize;
-        let f = self.kernel::<T>("dot_partial")?;
+        let f = self.kernel::<T>("dot_to_slot")?;
         let mut scratch = self.scratch.lock().expect("reduction scratch poisoned");
-        let mut partial = partials::<T>(&mut scratch, blocks)?;
-        unsafe { self.stream.launch_builder(&f).arg(&n).arg(x).arg(y).arg(&mut partial).launch(cfg) }?;
-        self.sum_to_slots::<T>(blocks, 1, &mut partial, s, slot)
+        let mut ticket = self.ticket.lock().expect("reduction ticket poisoned");
+        let mut partial = partials::<T>(&mut scratch, cfg.grid_dim.0 as usize)?;
+        unsafe { self.stream.launch_builder(&f).arg(&n).arg(x).arg(y).arg(&mut partial).arg(&mut *ticket).arg(s).arg(&slot).launch(cfg) }?;
+        Ok(())
     }
 
     fn cg_update<T: Scalar>(
@@ -397,6 +392,7 @@ impl Backend for CudaBackend {
         x: &mut CudaSlice<T>,
         r: &mut CudaSlice<T>,
         jacobi: Option<(&CudaSlice<T>, &mut CudaSlice<T>)>,
+        history: Option<&mut CudaSlice<f64>>,
     ) -> Result<()> {
         crate::error::scalar_slots("cg_update", krylov::RR, 2, s.len())?;
         let len = x.len();
@@ -404,27 +400,29 @@ impl Backend for CudaBackend {
             same_len("cg_update", len, other)?;
         }
         first("cg_update", n, len)?;
+        if let Some((d, z)) = &jacobi {
+            same_len("cg_update", len, d.len())?;
+            same_len("cg_update", len, z.len())?;
+        }
         let cfg = self.grid::<T>(len, (BLOCK / WARP) * T::BYTES as u32);
-        let blocks = cfg.grid_dim.0 as usize;
         let f = self.kernel::<T>("cg_update")?;
         let mut scratch = self.scratch.lock().expect("reduction scratch poisoned");
-        let mut partial = partials::<T>(&mut scratch, 2 * blocks)?;
-        let mut launch = self.stream.launch_builder(&f);
-        launch.arg(&len).arg(&n).arg(&*s).arg(p).arg(q).arg(x).arg(r);
+        let mut ticket = self.ticket.lock().expect("reduction ticket poisoned");
+        let mut partial = partials::<T>(&mut scratch, 2 * cfg.grid_dim.0 as usize)?;
         let null = 0u64;
+        let mut launch = self.stream.launch_builder(&f);
+        launch.arg(&len).arg(&n).arg(&mut *s).arg(p).arg(q).arg(x).arg(r);
         match jacobi {
-            Some((d, z)) => {
-                same_len("cg_update", len, d.len())?;
-                same_len("cg_update", len, z.len())?;
-                launch.arg(d).arg(z).arg(&mut partial);
-                unsafe { launch.launch(cfg) }?;
-            }
-            None => {
-                launch.arg(&null).arg(&null).arg(&mut partial);
-                unsafe { launch.launch(cfg) }?;
-            }
-        }
-        self.sum_to_slots::<T>(blocks, 2, &mut partial, s, krylov::RR)
+            Some((d, z)) => launch.arg(d).arg(z),
+            None => launch.arg(&null).arg(&null),
+        };
+        launch.arg(&mut partial).arg(&mut *ticket);
+        match history {
+            Some(h) => launch.arg(h),
+            None => launch.arg(&null),
+        };
+        unsafe { launch.launch(cfg) }?;
+        Ok(())
     }
 
     fn cg_advance(&self, s: &mut CudaSlice<f64>, history: &mut CudaSlice<f64>) -> Result<()> {
