@@ -92,7 +92,7 @@ fn pcg_follows_the_textbook_iteration_with_fused_and_applied_preconditioners() {
         assert_eq!(report.history.len(), report.iterations + 1);
         // the iterate is the textbook's after exactly that many steps:
         // the steps run past the stop before CG looked did not move it
-        let (want, history) = textbook(&cpu, &a, inv_diag, &b, report.iterations + 1);
+        let (want, _) = textbook(&cpu, &a, inv_diag, &b, report.iterations + 1);
         let d = relative_difference(&x, &want);
         assert!(d > 1e-9, "{}: one more step would not have shown ({d:e})", m.name());
         let (want, history) = textbook(&cpu, &a, inv_diag, &b, report.iterations);

@@ -104,6 +104,17 @@ pub fn scalar_slots(op: &'static str, slot: usize, count: usize, len: usize) -> 
     first(op, (slot + count).max(fem_kernels::krylov::SLOTS), len)
 }
 
+/// Checks the vectors of CG's update (`Backend::cg_update`): the scalar
+/// array, `x` of `len` rows, `p`, `q` and `r` and the Jacobi pair of the
+/// same length, and sums over at most `len` rows.
+pub fn cg_update_lengths(n: usize, slots: usize, len: usize, others: [usize; 3], jacobi: Option<(usize, usize)>) -> Result<()> {
+    scalar_slots("cg_update", fem_kernels::krylov::RR, 2, slots)?;
+    for other in others.into_iter().chain(jacobi.into_iter().flat_map(|(d, z)| [d, z])) {
+        same_len("cg_update", len, other)?;
+    }
+    first("cg_update", n, len)
+}
+
 /// Checks the input and output of a product with an operator of `rows`
 /// rows; `Ok(false)` when it has none, so there is nothing to compute (and
 /// nothing a gather could read).

@@ -164,57 +164,42 @@ impl Backend for CpuBackend {
     }
 
     fn cg_update<T: Scalar>(&self, n: usize, s: &mut Vec<f64>, p: &Vec<T>, q: &Vec<T>, x: &mut Vec<T>, r: &mut Vec<T>, jacobi: Option<(&Vec<T>, &mut Vec<T>)>, history: Option<&mut Vec<f64>>) -> Result<()> {
-        crate::error::scalar_slots("cg_update", krylov::RR, 2, s.len())?;
         let len = x.len();
-        let mut lens = vec![p.len(), q.len(), r.len()];
-        if let Some((d, z)) = &jacobi {
-            lens.extend([d.len(), z.len()]);
-        }
-        for other in lens {
-            same_len("cg_update", len, other)?;
-        }
-        first("cg_update", n, len)?;
-        let Some(alpha) = krylov::step_length(s[krylov::STATUS], s[krylov::RZ], s[krylov::PQ]) else {
-            // stopped, or p·Ap ≤ 0, which closing reports
-            return match history {
-                Some(h) => self.cg_advance(s, h),
-                None => Ok(()),
-            };
-        };
-        let alpha = T::from_f64(alpha);
-        let (xs, rs) = (Rows(x.as_mut_ptr()), Rows(r.as_mut_ptr()));
-        let (ds, zs) = match jacobi {
-            Some((d, z)) => (Some(Rows(d.as_ptr() as *mut T)), Some(Rows(z.as_mut_ptr()))),
-            None => (None, None),
-        };
-        let sums: Vec<[T; 2]> = self.pool.install(|| {
-            (0..len.div_ceil(CHUNK))
-                .into_par_iter()
-                .map(|c| {
-                    let (lo, hi) = (c * CHUNK, ((c + 1) * CHUNK).min(len));
-                    let mut acc = [T::ZERO; 2];
-                    for i in lo..hi {
-                        // SAFETY: chunks are disjoint; every vector holds `len` rows.
-                        let (xi, ri) = unsafe { (xs.at(i), rs.at(i)) };
-                        [*xi, *ri] = krylov::update(alpha, p[i], q[i], *xi, *ri);
-                        let zi = match (&ds, &zs) {
-                            (Some(d), Some(z)) => unsafe {
-                                *z.at(i) = blas::mul(*d.at(i), *ri);
-                                *z.at(i)
-                            },
-                            _ => *ri,
-                        };
-                        if i < n {
-                            acc = [blas::sumsq_term(acc[0], *ri), blas::dot_term(acc[1], *ri, zi)];
+        crate::error::cg_update_lengths(n, s.len(), len, [p.len(), q.len(), r.len()], jacobi.as_ref().map(|(d, z)| (d.len(), z.len())))?;
+        // when stopped, or p·Ap ≤ 0 (which closing reports), nothing moves
+        if let Some(alpha) = krylov::step_length(s[krylov::STATUS], s[krylov::RZ], s[krylov::PQ]) {
+            let alpha = T::from_f64(alpha);
+            let (xs, rs) = (Rows(x.as_mut_ptr()), Rows(r.as_mut_ptr()));
+            let scale = jacobi.map(|(d, z)| (d, Rows(z.as_mut_ptr())));
+            let sums: Vec<[T; 2]> = self.pool.install(|| {
+                (0..len.div_ceil(CHUNK))
+                    .into_par_iter()
+                    .map(|c| {
+                        let mut acc = [T::ZERO; 2];
+                        for i in c * CHUNK..((c + 1) * CHUNK).min(len) {
+                            // SAFETY: chunks are disjoint; every vector holds `len` rows.
+                            let (xi, ri) = unsafe { (xs.at(i), rs.at(i)) };
+                            [*xi, *ri] = krylov::update(alpha, p[i], q[i], *xi, *ri);
+                            let zi = match &scale {
+                                Some((d, z)) => {
+                                    let zi = blas::mul(d[i], *ri);
+                                    *unsafe { z.at(i) } = zi;
+                                    zi
+                                }
+                                None => *ri,
+                            };
+                            if i < n {
+                                acc = [blas::sumsq_term(acc[0], *ri), blas::dot_term(acc[1], *ri, zi)];
+                            }
                         }
-                    }
-                    acc
-                })
-                .collect()
-        });
-        let [rr, rz] = sums.into_iter().fold([T::ZERO; 2], |a, b| [a[0] + b[0], a[1] + b[1]]);
-        s[krylov::RR] = rr.to_f64();
-        s[krylov::RZN] = rz.to_f64();
+                        acc
+                    })
+                    .collect()
+            });
+            let [rr, rz] = sums.into_iter().fold([T::ZERO; 2], |a, b| [a[0] + b[0], a[1] + b[1]]);
+            s[krylov::RR] = rr.to_f64();
+            s[krylov::RZN] = rz.to_f64();
+        }
         match history {
             Some(h) => self.cg_advance(s, h),
             None => Ok(()),

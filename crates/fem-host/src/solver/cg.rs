@@ -165,7 +165,7 @@ struct Window {
     size: usize,
     last: (usize, f64),
     rtol: f64,
-    left: usize,
+    limit: usize,
 }
 
 /// The longest window.
@@ -173,7 +173,7 @@ const MAX_WINDOW: usize = 32;
 
 impl Window {
     fn new(res: f64, opts: CgOptions) -> Self {
-        Self { size: 1, last: (0, res), rtol: opts.rtol, left: opts.max_iterations }
+        Self { size: 1, last: (0, res), rtol: opts.rtol, limit: opts.max_iterations }
     }
 
     fn next(&mut self, count: usize, res: f64) {
@@ -186,7 +186,7 @@ impl Window {
         } else {
             grown
         };
-        self.size = self.size.min(self.left.saturating_sub(count).max(1));
+        self.size = self.size.min(self.limit.saturating_sub(count).max(1));
         self.last = (count, res);
     }
 }

@@ -239,9 +239,7 @@ impl CudaBackend {
         let partial_fn = self.kernel::<T>(&format!("{base}_partial"))?;
         let sum_fn = self.kernel::<T>("sum")?;
         let mut scratch = self.scratch.lock().expect("reduction scratch poisoned");
-        // SAFETY: the f64 scratch holds at least blocks + 1 values of T (T is at most 8 bytes).
-        let mut view = unsafe { scratch.transmute_mut::<T>(blocks + 1) }
-            .ok_or_else(|| Error::InvalidArgument(format!("reduction over {blocks} blocks exceeds the scratch")))?;
+        let mut view = partials::<T>(&mut scratch, blocks + 1)?;
         let (mut partial, mut out) = view.split_at_mut(blocks);
         let mut launch = self.stream.launch_builder(&partial_fn);
         launch.arg(&n);
@@ -394,16 +392,8 @@ impl Backend for CudaBackend {
         jacobi: Option<(&CudaSlice<T>, &mut CudaSlice<T>)>,
         history: Option<&mut CudaSlice<f64>>,
     ) -> Result<()> {
-        crate::error::scalar_slots("cg_update", krylov::RR, 2, s.len())?;
         let len = x.len();
-        for other in [p.len(), q.len(), r.len()] {
-            same_len("cg_update", len, other)?;
-        }
-        first("cg_update", n, len)?;
-        if let Some((d, z)) = &jacobi {
-            same_len("cg_update", len, d.len())?;
-            same_len("cg_update", len, z.len())?;
-        }
+        crate::error::cg_update_lengths(n, s.len(), len, [p.len(), q.len(), r.len()], jacobi.as_ref().map(|(d, z)| (d.len(), z.len())))?;
         let cfg = self.grid::<T>(len, (BLOCK / WARP) * T::BYTES as u32);
         let f = self.kernel::<T>("cg_update")?;
         let mut scratch = self.scratch.lock().expect("reduction scratch poisoned");
