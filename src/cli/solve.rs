@@ -304,6 +304,7 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     if a.problem == ProblemArg::Hole {
         return solve_hole(a);
     }
+    let start = std::time::Instant::now();
     use fem::host::operator::elements::LocalVariant;
     use fem::host::operator::gpu::Scatter;
     use fem::host::problem::poisson::{Format, PoissonOptions};
@@ -377,7 +378,9 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     opts.cg.rtol = a.rtol.unwrap_or(1e-10);
     opts.cg.max_iterations = a.max_iterations;
     opts.cg.jacobi = !a.no_jacobi;
+    let before_backend = start.elapsed().as_secs_f64();
     let any = open_announced(a.backend, a.json)?;
+    let backend_seconds = start.elapsed().as_secs_f64() - before_backend;
     // the CPU backend sums the element values on the host, computes each
     // element matrix by one contraction per cell and runs its CSR product
     // one row per thread: none of these choices exists there
@@ -411,8 +414,9 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     }
     let what = format!("{cells}^{dim} cells of degree {degree}");
     let spinner = spinner(a.json, what.clone());
-    let report = fem::solve::run_with(&any, &opts, f32, &|stage| spinner.set_message(format!("{what}: {stage}")))?;
+    let mut report = fem::solve::run_with(&any, &opts, f32, &|stage| spinner.set_message(format!("{what}: {stage}")))?;
     spinner.finish_and_clear();
+    let output = std::time::Instant::now();
     // The benchmark keeps what it found where there is a tuning file to
     // keep it in (none with FEM_TUNING=off, or without a home folder).
     if let (Some(tuning), true, Some(t)) = (tuning.as_mut().filter(|t| t.path.is_some()), a.bench, report.threads_per_row) {
@@ -425,12 +429,17 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     if let Some(path) = &a.png {
         fem::picture::nodal_png(path, &format!("u_h, Q{degree}"), "u", &report.field.space, &report.field.dofs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
+    use fem::host::stages::StageSeconds;
+    report.stages.insert(0, StageSeconds { stage: "backend start".into(), seconds: backend_seconds });
+    report.stages.push(StageSeconds { stage: "output".into(), seconds: output.elapsed().as_secs_f64() });
+    let wall = start.elapsed().as_secs_f64();
     if a.json {
         let mut v = serde_json::to_value(&report)?;
         v["choice"] = serde_json::to_value(&choice)?;
+        v["wall_seconds"] = serde_json::to_value(wall)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        println!("{}", fem::solve::describe(&report));
+        println!("{}\nwall {wall:.3} s; {}", fem::solve::describe(&report), fem::host::stages::describe(&report.stages));
     }
     Ok(report.cg.converged)
 }

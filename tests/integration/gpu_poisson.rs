@@ -41,7 +41,7 @@ fn products_match<T: Scalar>(g: &CudaBackend, tol: f64) {
                         opts.scatter = scatter;
                         opts.symmetric = symmetric;
                         opts.kappa = kappa.clone();
-                        let built = build_gpu_operator::<T>(g, &cpu, &space, &layout, &opts).unwrap();
+                        let built = build_gpu_operator::<T>(g, &cpu, &space, &layout, &opts, &|_| {}).unwrap();
                         let (op, b) = (built.op, built.load);
                         let dx = g.upload(&x).unwrap();
                         let mut dy = g.zeros::<T>(layout.n_rows).unwrap();
@@ -87,6 +87,66 @@ fn gpu_solve_matches_cpu_solve() {
             let c = solve_cpu::<f64>(&cpu, &opts).unwrap();
             let r = solve_cuda::<f64>(&g, &cpu, &opts).unwrap();
             assert!(r.cg.converged && (r.l2_error - c.l2_error).abs() <= 1e-6 * c.l2_error, "{format:?} dim={dim}: {} vs {}", r.l2_error, c.l2_error);
+        }
+    }
+}
+
+/// The formats built on the device from an uploaded pattern equal the
+/// host's: every element entry's CSR slot is the host's position and its
+/// ELLPACK slot the same entry's plane slot, the column planes are the
+/// host's, and only fixed rows get their unit diagonal; down to a system
+/// without unknowns and up to the highest tensor degree, row counts not
+/// a multiple of the warp.
+#[test]
+fn device_pattern_matches_host() {
+    use fem::host::operator::cell_data::CellData;
+    use fem::host::operator::csr::Csr;
+    use fem::host::operator::device_pattern::DevicePattern;
+    use fem::host::operator::ell::Ell;
+    use fem::host::operator::gpu::{plane_stride, GpuCells, GpuCsr, GpuEll};
+    let Some(g) = gpu("device_pattern_matches_host") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let top = fem::core::shape::MAX_TENSOR_DEGREE;
+    for (dim, p, mesh) in [(2, 1, BoxMesh::structured(2, 1)), (2, 1, BoxMesh::structured(2, 5)), (2, 3, BoxMesh::unstructured(2, 4, 2)), (3, 2, BoxMesh::unstructured(3, 3, 4)), (3, 1, BoxMesh::structured(3, 6)), (2, top, BoxMesh::structured(2, 2))] {
+        let space = Space::tensor(&mesh.build().unwrap(), p).unwrap();
+        for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {
+            let layout = Layout::new(&space, mode);
+            let what = format!("dim={dim} p={p} {mode:?} rows={}", layout.n_rows);
+            let cd = CellData::<f64>::new(&space, &layout);
+            let cells = GpuCells::upload(&g, &cd, &layout, Scatter::Atomic).unwrap();
+            let csr = Csr::<f64>::pattern(&cpu, &layout).unwrap();
+            let want = csr.element_positions(&layout);
+            let pattern = DevicePattern::upload(&g, &csr).unwrap();
+            let ld = plane_stride(csr.n_rows);
+            let at_csr = g.stream().clone_dtoh(&pattern.entry_slots(&g, &cells, 0).unwrap()).unwrap();
+            assert_eq!(at_csr, want, "{what}: CSR slots");
+            let at_ell = g.stream().clone_dtoh(&pattern.entry_slots(&g, &cells, ld).unwrap()).unwrap();
+            for (k, (&e, &c)) in at_ell.iter().zip(&want).enumerate() {
+                let expect = if c == u32::MAX {
+                    u32::MAX
+                } else {
+                    let r = csr.row_ptr.partition_point(|&s| s <= c) - 1;
+                    (c - csr.row_ptr[r]) * ld as u32 + r as u32
+                };
+                assert_eq!(e, expect, "{what}: ELLPACK slot of entry {k}");
+            }
+            let (col, _) = Ell::planes_of_csr(&csr, ld);
+            let fixed = cells.fixed_mask.as_ref();
+            let ell = GpuEll::on_pattern(&g, &pattern, fixed).unwrap();
+            assert_eq!(g.stream().clone_dtoh(&ell.col).unwrap(), col, "{what}: column planes");
+            let val = g.download(&ell.val).unwrap();
+            for (s, &v) in val.iter().enumerate() {
+                let unit = s < csr.n_rows && layout.fixed[s];
+                assert_eq!(v, if unit { 1.0 } else { 0.0 }, "{what}: ELLPACK value of slot {s}");
+            }
+            let m = GpuCsr::on_pattern(&g, pattern, fixed, 1).unwrap();
+            let val = g.download(&m.val).unwrap();
+            for r in 0..csr.n_rows {
+                for k in csr.row_ptr[r] as usize..csr.row_ptr[r + 1] as usize {
+                    let unit = layout.fixed[r] && k == csr.row_ptr[r] as usize;
+                    assert_eq!(val[k], if unit { 1.0 } else { 0.0 }, "{what}: CSR value of row {r}");
+                }
+            }
         }
     }
 }

@@ -38,6 +38,7 @@ pub mod scalar;
 pub mod solver;
 pub mod sparse;
 pub mod space;
+pub mod stages;
 pub mod timing;
 pub mod tune;
 

@@ -180,14 +180,6 @@ pub unsafe fn join_aggregate(i: usize, lo: usize, hi: usize, col: *const u32, st
     agg
 }
 
-/// Row `r`'s diagonal entry (zero where it is not stored).
-///
-/// # Safety
-/// `col` and `val` readable over `lo..hi`.
-#[inline(always)]
-pub unsafe fn row_diagonal<T: Real>(r: usize, lo: usize, hi: usize, col: *const u32, val: *const T) -> T {
-    (lo..hi).find(|&k| *col.add(k) as usize == r).map_or(T::ZERO, |k| *val.add(k))
-}
 
 /// The entry `(r, c)` of a CSR matrix whose rows are sorted, by binary
 /// search (zero where it is not stored).

@@ -37,6 +37,7 @@ pub mod krylov;
 pub mod launch;
 pub mod physics;
 pub mod pointwise;
+pub mod slots;
 pub mod sparse;
 pub mod tensor;
 

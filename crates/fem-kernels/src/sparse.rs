@@ -702,6 +702,18 @@ pub struct Slice {
     pub shift: u32,
 }
 
+/// Row `r`'s diagonal: the sum of its entries at `slots` stored in
+/// column `r` (zero where none is). A sum, not the first match, so the
+/// padding slots of an ELLPACK row, which point at the row itself with a
+/// zero value, count for nothing.
+///
+/// # Safety
+/// `col` and `val` readable at every slot.
+#[inline(always)]
+pub unsafe fn row_diagonal<T: Real>(r: usize, slots: impl Iterator<Item = usize>, col: *const u32, val: *const T) -> T {
+    slots.filter(|&k| *col.add(k) as usize == r).fold(T::ZERO, |d, k| d + *val.add(k))
+}
+
 /// Partial sum of lane `lane` of a slice: `Σ_k val · x[col]` over its
 /// slots, or `Σ_k x[col]` when `UNIT` (a pattern matrix of ones: assembly
 /// by SpMV sums gathered element entries without reading any values).

@@ -6,6 +6,7 @@ use crate::space::Space;
 use crate::space::dirichlet::NONE as LAYOUT_NONE;
 use crate::space::Layout;
 use crate::Scalar;
+use rayon::prelude::*;
 use fem_kernels::sparse::{is_free, row_of, FIXED, NONE};
 
 /// The cells of a [`Layout`] in the transposed (cell-fastest) layout the
@@ -39,11 +40,12 @@ impl<T: Scalar> CellData<T> {
     /// coordinates of its `space`; every material factor is 1.
     pub fn new(space: &Space, layout: &Layout) -> Self {
         let (ne, nb, dim, degree) = (layout.n_cells(), layout.dofs_per_cell, space.dim(), space.degree);
+        // plane by plane in parallel: each plane is one transposed column
         let mut map = vec![NONE; nb * ne];
-        for e in 0..ne {
-            for i in 0..nb {
+        map.par_chunks_mut(ne.max(1)).enumerate().for_each(|(i, plane)| {
+            for (e, m) in plane.iter_mut().enumerate() {
                 let r = layout.cell_rows[e * nb + i];
-                map[i * ne + e] = if r == LAYOUT_NONE {
+                *m = if r == LAYOUT_NONE {
                     NONE
                 } else if layout.fixed[r as usize] {
                     r | FIXED
@@ -51,17 +53,15 @@ impl<T: Scalar> CellData<T> {
                     r
                 };
             }
-        }
+        });
         let nv = 1 << dim;
         let mut verts = vec![T::ZERO; nv * dim * ne];
-        for e in 0..ne {
-            for k in 0..nv {
-                let x = space.vertex(e, k);
-                for a in 0..dim {
-                    verts[(k * dim + a) * ne + e] = T::from_f64(x[a]);
-                }
+        verts.par_chunks_mut(ne.max(1)).enumerate().for_each(|(ka, plane)| {
+            let (k, a) = (ka / dim, ka % dim);
+            for (e, x) in plane.iter_mut().enumerate() {
+                *x = T::from_f64(space.vertex(e, k)[a]);
             }
-        }
+        });
         let fixed_rows = (0..layout.n_rows as u32).filter(|&r| layout.fixed[r as usize]).collect();
         Self { dim, degree, ne, nb, n_rows: layout.n_rows, map, verts, fixed_rows, kappa: vec![T::ONE; ne] }
     }

@@ -11,6 +11,7 @@ use super::elements::ElementMatrices;
 use super::LinearOperator;
 use crate::operator::cell_data::CellData;
 use crate::{CpuBackend, Result, Scalar};
+use fem_kernels::slots;
 use fem_kernels::sparse::{ell_row, is_free, row_of, NONE};
 use rayon::prelude::*;
 
@@ -54,9 +55,9 @@ impl<T: Scalar> Ell<T> {
 
     /// The slot planes (columns, values) of [`Self::from_csr`] laid
     /// `ld ≥ n_rows` apart, slot `k` of row `r` at `k · ld + r`, rows past
-    /// `n_rows` holding column 0 and zero: the GPU's padded layout
-    /// ([`super::gpu::GpuEll::upload_planes`]) built in place, not copied
-    /// plane by plane from the unpadded one (tens of GB at 3D Q4).
+    /// `n_rows` holding column 0 and zero: the GPU's padded layout, whose
+    /// columns the device builds by the same [`slots::ell_column`]
+    /// ([`super::device_pattern::DevicePattern::ell_columns`]).
     pub fn planes_of_csr(csr: &Csr<T>, ld: usize) -> (Vec<u32>, Vec<T>) {
         let (n_rows, width) = (csr.n_rows, csr.max_row_len());
         assert!(ld >= n_rows, "plane stride {ld} below {n_rows} rows");
@@ -65,34 +66,13 @@ impl<T: Scalar> Ell<T> {
         if n_rows > 0 {
             col.par_chunks_mut(ld).zip(val.par_chunks_mut(ld)).enumerate().for_each(|(k, (cs, vs))| {
                 for (r, (c, v)) in cs.iter_mut().zip(vs.iter_mut()).take(n_rows).enumerate() {
-                    (*c, *v) = if k < csr.row_len(r) { let p = csr.row_ptr[r] as usize + k; (csr.col[p], csr.val[p]) } else { (r as u32, T::ZERO) };
+                    // SAFETY: r < n_rows, and the CSR's arrays hold its rows
+                    *c = unsafe { slots::ell_column(r, k, n_rows, csr.row_ptr.as_ptr(), csr.col.as_ptr()) };
+                    *v = if k < csr.row_len(r) { csr.val[csr.row_ptr[r] as usize + k] } else { T::ZERO };
                 }
             });
         }
         (col, val)
-    }
-
-    /// Slot index `k · ld + r` of each CSR position `p` (row r, k-th entry
-    /// of the row) in [`Self::planes_of_csr`]'s planes `ld` apart
-    /// (`ld = n_rows` for [`Self::from_csr`]); `u32::MAX` stays. An error
-    /// when the planes hold more slots than 32-bit indices address
-    /// (2³² − 1).
-    pub fn slots_of_csr_positions(csr: &Csr<T>, pos: &[u32], ld: usize) -> Result<Vec<u32>> {
-        let (n, width) = (csr.n_rows, csr.max_row_len());
-        if width * ld.max(n) > u32::MAX as usize {
-            return Err(crate::Error::InvalidArgument(format!("ELLPACK of {n} rows × {width} slots exceeds 32-bit slot indices (CSR and LMA store no padding)")));
-        }
-        Ok(pos
-            .par_iter()
-            .map(|&p| {
-                if p == u32::MAX {
-                    return p;
-                }
-                // The row holding position p: the last row starting at or before it.
-                let r = csr.row_ptr.partition_point(|&s| s <= p) as u32 - 1;
-                (p - csr.row_ptr[r as usize]) * ld as u32 + r
-            })
-            .collect())
     }
 
     /// Stored slots, padding included.
@@ -224,25 +204,8 @@ mod tests {
         assert_eq!((empty.width, empty.slots()), (0, 0));
     }
 
-    #[test]
-    fn csr_positions_map_to_their_slots() {
-        let c = csr();
-        let e = Ell::from_csr(&c);
-        let pos: Vec<u32> = (0..5).chain([u32::MAX]).collect();
-        let slots = Ell::slots_of_csr_positions(&c, &pos, c.n_rows).unwrap();
-        assert_eq!(slots, vec![0, 3, 2, 5, 8, u32::MAX]);
-        for (p, s) in pos.iter().zip(&slots).take(5) {
-            assert_eq!((e.col[*s as usize], e.val[*s as usize]), (c.col[*p as usize], c.val[*p as usize]));
-        }
-        // 70 000 rows, the last of 70 000 entries: 4.9e9 slots.
-        let n = 70_000u32;
-        let wide = Csr::<f64> { n_rows: n as usize, row_ptr: (0..=n).map(|r| if r == n { 2 * n - 1 } else { r }).collect(), col: (0..2 * n - 1).map(|k| k % n).collect(), val: vec![1.0; 2 * n as usize - 1] };
-        let err = Ell::slots_of_csr_positions(&wide, &[0], n as usize).unwrap_err().to_string();
-        assert!(err.contains("32-bit"), "{err}");
-    }
-
     /// The padded planes hold the unpadded matrix's slots at `k·ld + r`,
-    /// padding rows column 0 and zero, and positions land on their entries.
+    /// padding rows column 0 and zero.
     #[test]
     fn planes_at_a_padded_stride_hold_the_same_slots() {
         let (c, ld) = (csr(), 5usize);
@@ -254,12 +217,6 @@ mod tests {
                 let want = if r < e.n_rows { (e.col[k * e.n_rows + r], e.val[k * e.n_rows + r]) } else { (0, 0.0) };
                 assert_eq!((col[k * ld + r], val[k * ld + r]), want, "slot {k} row {r}");
             }
-        }
-        let pos: Vec<u32> = (0..5).chain([u32::MAX]).collect();
-        let slots = Ell::slots_of_csr_positions(&c, &pos, ld).unwrap();
-        assert_eq!(slots[5], u32::MAX);
-        for (p, s) in pos.iter().zip(&slots).take(5) {
-            assert_eq!((col[*s as usize], val[*s as usize]), (c.col[*p as usize], c.val[*p as usize]));
         }
     }
 }

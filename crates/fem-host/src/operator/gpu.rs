@@ -8,6 +8,7 @@
 
 use super::cell_data::{lazy_row_capacity, sum_into_rows, CellData};
 use super::colouring::TwoLevel;
+use super::device_pattern::DevicePattern;
 use super::csr::Csr;
 use super::elements::{quadrature_points, LocalVariant};
 use super::tables::RefTables;
@@ -26,15 +27,16 @@ use std::sync::Arc;
 /// `$after` (each re-evaluated per launch, so `&mut *y` may appear).
 macro_rules! launch_by_colour {
     ($s:expr, $f:expr, $c:expr; [$($before:expr),*]; [$($after:expr),*]) => {
-        for (k, blocks) in $c.colouring.blocks.iter().enumerate() {
+        let colouring = $c.colouring()?;
+        for (k, blocks) in colouring.blocks.iter().enumerate() {
             unsafe {
                 $s.launch_builder(&$f)
                     $(.arg($before))*
                     .arg(blocks)
-                    .arg(&$c.colouring.thread_colour)
-                    .arg(&$c.colouring.n_colours)
+                    .arg(&colouring.thread_colour)
+                    .arg(&colouring.n_colours)
                     $(.arg($after))*
-                    .launch($c.colour_grid(k))
+                    .launch(colouring.grid(k))
             }?;
         }
     };
@@ -95,6 +97,13 @@ pub struct GpuColouring {
     pub blocks: Vec<CudaSlice<u32>>,
 }
 
+impl GpuColouring {
+    /// Launch of block colour `k`.
+    fn grid(&self, k: usize) -> LaunchConfig {
+        LaunchConfig { grid_dim: (self.blocks[k].len() as u32, 1, 1), block_dim: (ELEMENT_BLOCK, 1, 1), shared_mem_bytes: 0 }
+    }
+}
+
 /// The per-cell input of the element kernels on the device.
 pub struct GpuCells<T: Scalar> {
     /// Spatial dimension (2 or 3); selects the kernel.
@@ -125,8 +134,9 @@ pub struct GpuCells<T: Scalar> {
     pub tab: CudaSlice<T>,
     /// 1 on fixed rows, 0 elsewhere (absent when no row is fixed).
     pub fixed_mask: Option<CudaSlice<T>>,
-    /// Two-level colouring of the cells, for [`Scatter::Colour`].
-    pub colouring: GpuColouring,
+    /// Two-level colouring of the cells, for [`Scatter::Colour`]: built
+    /// only when asked for (a serial host pass, 10 s at 8M cells).
+    pub colouring: Option<GpuColouring>,
     /// The host copy of the map (for diagonals and positions).
     pub host_map: Vec<u32>,
     /// Fixed (Dirichlet) rows kept in the system ([`CellData::fixed_rows`]).
@@ -134,9 +144,10 @@ pub struct GpuCells<T: Scalar> {
 }
 
 impl<T: Scalar> GpuCells<T> {
-    /// Uploads `cd` with the reference tables of its degree and the
-    /// two-level colouring of `layout` in blocks of [`ELEMENT_BLOCK`] cells.
-    pub fn upload(gpu: &CudaBackend, cd: &CellData<T>, layout: &Layout) -> Result<Self> {
+    /// Uploads `cd` with the reference tables of its degree and, for
+    /// `scatter` by colour, the two-level colouring of `layout` in blocks
+    /// of [`ELEMENT_BLOCK`] cells.
+    pub fn upload(gpu: &CudaBackend, cd: &CellData<T>, layout: &Layout, scatter: Scatter) -> Result<Self> {
         let tables = RefTables::<T>::new(cd.degree, quadrature_points(cd.degree));
         let packed: Vec<T> = [&tables.points, &tables.weights, &tables.value, &tables.deriv].iter().flat_map(|v| v.iter().copied()).collect();
         let s = gpu.stream();
@@ -149,11 +160,16 @@ impl<T: Scalar> GpuCells<T> {
             }
             Some(gpu.upload(&m)?)
         };
-        let tl = TwoLevel::new(layout, ELEMENT_BLOCK as usize)?;
-        let colouring = GpuColouring {
-            thread_colour: s.clone_htod(&tl.thread_colour)?,
-            n_colours: s.clone_htod(&tl.block_n_colours)?,
-            blocks: tl.block_colours.iter().map(|b| s.clone_htod(b)).collect::<std::result::Result<_, _>>()?,
+        let colouring = match scatter {
+            Scatter::Colour => {
+                let tl = TwoLevel::new(layout, ELEMENT_BLOCK as usize)?;
+                Some(GpuColouring {
+                    thread_colour: s.clone_htod(&tl.thread_colour)?,
+                    n_colours: s.clone_htod(&tl.block_n_colours)?,
+                    blocks: tl.block_colours.iter().map(|b| s.clone_htod(b)).collect::<std::result::Result<_, _>>()?,
+                })
+            }
+            _ => None,
         };
         gpu.ensure_free(cd.map.len() * 4 + (cd.verts.len() + cd.kappa.len()) * T::BYTES)?;
         Ok(Self {
@@ -203,9 +219,9 @@ impl<T: Scalar> GpuCells<T> {
         LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: ((warp * LMA_GROUPS) as u32, 1, 1), shared_mem_bytes: (warp * self.nb * T::BYTES) as u32 }
     }
 
-    /// Launch of one block colour.
-    fn colour_grid(&self, k: usize) -> LaunchConfig {
-        LaunchConfig { grid_dim: (self.colouring.blocks[k].len() as u32, 1, 1), block_dim: (ELEMENT_BLOCK, 1, 1), shared_mem_bytes: 0 }
+    /// The two-level colouring, or why there is none.
+    fn colouring(&self) -> Result<&GpuColouring> {
+        self.colouring.as_ref().ok_or_else(|| Error::InvalidArgument("these cells were uploaded for atomic scatter: no colouring to scatter by".into()))
     }
 
     /// `y ← x` on fixed rows, 0 elsewhere: the start of a product by cells.
@@ -410,9 +426,6 @@ pub struct GpuCsr<T: Scalar> {
     pub val: CudaSlice<T>,
     /// Threads that share one row in the product, one of [`THREADS_PER_ROW`].
     pub threads_per_row: usize,
-    /// Host-side position of every row's diagonal in `val` (`usize::MAX`
-    /// where it is not stored).
-    pub diag_pos: Vec<usize>,
     /// The diagonal, taken once after assembly ([`GpuCsr::cache_diagonal`]).
     pub diag: Option<CudaSlice<T>>,
 }
@@ -420,33 +433,38 @@ pub struct GpuCsr<T: Scalar> {
 /// Threads per row the CSR kernel is specialised for.
 pub const THREADS_PER_ROW: [usize; 6] = [1, 2, 4, 8, 16, 32];
 
+fn check_threads_per_row(t: usize) -> Result<()> {
+    if THREADS_PER_ROW.contains(&t) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!("threads per row must be one of {THREADS_PER_ROW:?}, not {t}")))
+    }
+}
+
 impl<T: Scalar> GpuCsr<T> {
-    /// Uploads the pattern of `csr`; values zero except the unit diagonal of
-    /// fixed rows (ready for [`assemble_global`]).
-    pub fn pattern(gpu: &CudaBackend, csr: &Csr<T>, fixed_rows: &[u32], threads_per_row: usize) -> Result<Self> {
-        if !THREADS_PER_ROW.contains(&threads_per_row) {
-            return Err(Error::InvalidArgument(format!("threads per row must be one of {THREADS_PER_ROW:?}, not {threads_per_row}")));
+    /// The matrix on `pattern`, its values zero but the unit diagonal of
+    /// the rows where `fixed` is nonzero (ready for [`assemble_global`]),
+    /// made on the device.
+    pub fn on_pattern(gpu: &CudaBackend, pattern: DevicePattern, fixed: Option<&CudaSlice<T>>, threads_per_row: usize) -> Result<Self> {
+        check_threads_per_row(threads_per_row)?;
+        let mut val = gpu.zeros::<T>(pattern.nnz)?;
+        if let Some(f) = fixed {
+            pattern.unit_fixed_rows(gpu, f, 0, &mut val)?;
         }
-        let mut val = vec![T::ZERO; csr.nnz()];
-        for &r in fixed_rows {
-            val[csr.position(r as usize, r).expect("fixed rows keep their diagonal")] = T::ONE;
-        }
-        gpu.ensure_free(csr.nnz() * (4 + T::BYTES))?;
-        let s = gpu.stream();
-        let diag_pos = (0..csr.n_rows).map(|r| csr.position(r, r as u32).unwrap_or(usize::MAX)).collect();
-        Ok(Self { n_rows: csr.n_rows, n_cols: csr.n_rows, row_ptr: s.clone_htod(&csr.row_ptr)?, col: s.clone_htod(&csr.col)?, val: gpu.upload(&val)?, threads_per_row, diag_pos, diag: None })
+        let DevicePattern { n_rows, row_ptr, col, .. } = pattern;
+        Ok(Self { n_rows, n_cols: n_rows, row_ptr, col, val, threads_per_row, diag: None })
     }
 
     /// Uploads an assembled CSR matrix.
     pub fn from_csr(gpu: &CudaBackend, csr: &Csr<T>, threads_per_row: usize) -> Result<Self> {
-        let mut g = Self::pattern(gpu, csr, &[], threads_per_row)?;
-        g.val = gpu.upload(&csr.val)?;
-        Ok(g)
+        check_threads_per_row(threads_per_row)?;
+        gpu.ensure_free(csr.nnz() * (4 + T::BYTES))?;
+        let DevicePattern { n_rows, row_ptr, col, .. } = DevicePattern::upload(gpu, csr)?;
+        Ok(Self { n_rows, n_cols: n_rows, row_ptr, col, val: gpu.upload(&csr.val)?, threads_per_row, diag: None })
     }
 
     fn extract_diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
-        let v = gpu.download(&self.val)?;
-        gpu.upload(&self.diag_pos.iter().map(|&p| if p == usize::MAX { T::ZERO } else { v[p] }).collect::<Vec<T>>())
+        csr_diagonal(gpu, &self.row_ptr, &self.col, &self.val)
     }
 
     /// Takes the diagonal of the assembled values once, so solvers that ask
@@ -462,6 +480,15 @@ impl<T: Scalar> GpuCsr<T> {
         let avg = nnz as f64 / rows.max(1) as f64;
         *THREADS_PER_ROW.iter().rev().find(|&&t| t as f64 <= avg / 2.0).unwrap_or(&1)
     }
+}
+
+/// The diagonal of the CSR arrays of a square matrix, on the device.
+pub fn csr_diagonal<T: Scalar>(gpu: &CudaBackend, row_ptr: &CudaSlice<u32>, col: &CudaSlice<u32>, val: &CudaSlice<T>) -> Result<CudaSlice<T>> {
+    let n = row_ptr.len() - 1;
+    let mut d = gpu.zeros::<T>(n)?;
+    let f = gpu.function(&format!("fem_csr_diagonal_{}", T::NAME))?;
+    unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(row_ptr).arg(col).arg(val).arg(&mut d).launch(gpu.per_item(n)) }?;
+    Ok(d)
 }
 
 /// `y = A x` for the CSR arrays of `A` (`row_ptr.len() − 1` rows, not
@@ -560,9 +587,22 @@ impl<T: Scalar> GpuEll<T> {
         Self::upload_planes(gpu, n, w, ld, &restride(&ell.col, n, ld, 0), &restride(&ell.val, n, ld, T::ZERO))
     }
 
-    /// Uploads slot planes already laid `ld` apart
-    /// ([`super::ell::Ell::planes_of_csr`]).
-    pub fn upload_planes(gpu: &CudaBackend, n_rows: usize, width: usize, ld: usize, col: &[u32], val: &[T]) -> Result<Self> {
+    /// The matrix on `pattern` as ELLPACK planes at the GPU's stride, its
+    /// values zero but the unit diagonal of the rows where `fixed` is
+    /// nonzero (ready for [`assemble_global`]), made on the device.
+    pub fn on_pattern(gpu: &CudaBackend, pattern: &DevicePattern, fixed: Option<&CudaSlice<T>>) -> Result<Self> {
+        let (n_rows, width, ld) = (pattern.n_rows, pattern.width, plane_stride(pattern.n_rows));
+        Self::check_fits(gpu, ld, width)?;
+        let col = pattern.ell_columns(gpu, ld)?;
+        let mut val = gpu.zeros::<T>(ld * width)?;
+        if let Some(f) = fixed {
+            pattern.unit_fixed_rows(gpu, f, ld, &mut val)?;
+        }
+        Ok(Self { n_rows, ld, width, col, val, diag: None })
+    }
+
+    /// Uploads slot planes already laid `ld` apart.
+    fn upload_planes(gpu: &CudaBackend, n_rows: usize, width: usize, ld: usize, col: &[u32], val: &[T]) -> Result<Self> {
         Self::check_fits(gpu, ld, width)?;
         if col.len() != ld * width || val.len() != ld * width || ld < n_rows {
             return Err(Error::InvalidArgument(format!("ELLPACK planes of {} columns and {} values are not {width} slots × stride {ld} for {n_rows} rows", col.len(), val.len())));
@@ -580,10 +620,11 @@ impl<T: Scalar> GpuEll<T> {
     }
 
     fn extract_diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
-        let (c, v) = (gpu.stream().clone_dtoh(&self.col)?, gpu.download(&self.val)?);
-        let (n, ld) = (self.n_rows, self.ld);
-        let d: Vec<T> = (0..n).into_par_iter().map(|r| (0..self.width).map(|k| k * ld + r).filter(|&p| c[p] == r as u32).fold(T::ZERO, |a, p| a + v[p])).collect();
-        gpu.upload(&d)
+        let n = self.n_rows;
+        let mut d = gpu.zeros::<T>(n)?;
+        let f = gpu.function(&format!("fem_ell_diagonal_{}", T::NAME))?;
+        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&self.ld).arg(&self.width).arg(&self.col).arg(&self.val).arg(&mut d).launch(gpu.per_item(n)) }?;
+        Ok(d)
     }
 
     /// Takes the diagonal of the assembled values once.

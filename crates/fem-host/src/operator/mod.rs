@@ -5,6 +5,7 @@
 pub mod cell_data;
 pub mod colouring;
 pub mod csr;
+pub mod device_pattern;
 pub mod elements;
 pub mod ell;
 pub mod gpu;

@@ -55,16 +55,25 @@ fn geometry(space: &Space, c: usize, xi: &[f64]) -> ([f64; 3], [[f64; 3]; 3]) {
     space
         .shape
         .geometry_basis(xi, &mut val[..nv], &mut grad[..nv * d]);
-    mapped(space, c, &val[..nv], &grad[..nv * d])
+    mapped(&corners(space, c), d, &val[..nv], &grad[..nv * d])
 }
 
-/// Position and Jacobian of cell `c` where the geometry basis takes the
-/// values `val` and reference gradients `grad`.
-fn mapped(space: &Space, c: usize, val: &[f64], grad: &[f64]) -> ([f64; 3], [[f64; 3]; 3]) {
-    let (d, nv) = (space.shape.dim(), space.shape.vertices());
+/// The geometric vertices of cell `c`, gathered once for all its points.
+fn corners(space: &Space, c: usize) -> [[f64; 3]; 8] {
+    let nv = space.shape.vertices();
+    let mut xv = [[0.0; 3]; 8];
+    for (v, x) in xv.iter_mut().enumerate().take(nv) {
+        *x = space.vertices[space.cell_vertices[c * nv + v] as usize];
+    }
+    xv
+}
+
+/// Position and Jacobian in `d` dimensions of the cell with vertices `xv`
+/// where the geometry basis takes the values `val` (one a vertex) and
+/// reference gradients `grad`.
+fn mapped(xv: &[[f64; 3]; 8], d: usize, val: &[f64], grad: &[f64]) -> ([f64; 3], [[f64; 3]; 3]) {
     let (mut x, mut jac) = ([0.0; 3], [[0.0; 3]; 3]);
-    for v in 0..nv {
-        let xv = space.vertex(c, v);
+    for (v, xv) in xv.iter().enumerate().take(val.len()) {
         for a in 0..d {
             x[a] += val[v] * xv[a];
             for k in 0..d {
@@ -115,8 +124,9 @@ impl CellRule {
     /// Visits the points of cell `c`.
     fn visit(&self, space: &Space, c: usize, visit: &mut impl FnMut(&Point)) {
         let (d, nb, nv) = (space.shape.dim(), space.nb(), space.shape.vertices());
+        let xv = corners(space, c);
         for (q, w) in self.wts.iter().enumerate() {
-            let (x, jac) = mapped(space, c, &self.geo_val[q * nv..][..nv], &self.geo_grad[q * nv * d..][..nv * d]);
+            let (x, jac) = mapped(&xv, d, &self.geo_val[q * nv..][..nv], &self.geo_grad[q * nv * d..][..nv * d]);
             visit(&Point {
                 cell: c,
                 x,
@@ -260,18 +270,18 @@ pub fn l2_error(
     let sum: f64 = (0..space.n_cells())
         .into_par_iter()
         .map_init(
-            || vec![0.0; nc],
-            |want, c| {
+            || (vec![0.0; nc], vec![0.0; nb * nc]),
+            |(want, local), c| {
+                // the cell's values gathered once for all its points
+                for (b, l) in local.chunks_mut(nc).enumerate() {
+                    let g = space.cell_dofs[c * nb + b] as usize * nc;
+                    l.copy_from_slice(&u[g..g + nc]);
+                }
                 let mut sum = 0.0;
                 rule.visit(space, c, &mut |p: &Point| {
                     exact(&p.x, want);
                     for (k, w) in want.iter().enumerate() {
-                        let uh: f64 = p
-                            .phi
-                            .iter()
-                            .enumerate()
-                            .map(|(b, f)| f * u[space.cell_dofs[c * nb + b] as usize * nc + k])
-                            .sum();
+                        let uh: f64 = p.phi.iter().zip(local.chunks(nc)).map(|(f, l)| f * l[k]).sum();
                         sum += p.weight * (uh - w) * (uh - w);
                     }
                 });

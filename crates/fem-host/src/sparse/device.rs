@@ -58,12 +58,7 @@ pub fn prepare_gpu<T: Scalar>(
 ) -> Result<Box<dyn Spmv<CudaBackend, T>>> {
     p.validate()?;
     Ok(match f {
-        SpmvFormat::Csr => Box::new(GpuCsr::pattern(gpu, csr, &[], p.csr_threads).and_then(
-            |mut g| {
-                g.val = gpu.upload(&csr.val)?;
-                Ok(g)
-            },
-        )?),
+        SpmvFormat::Csr => Box::new(GpuCsr::from_csr(gpu, csr, p.csr_threads)?),
         SpmvFormat::Ell => {
             let (ell, src) = ell_with_source(csr)?;
             let m = GpuEll::upload(gpu, &ell)?;

@@ -69,7 +69,7 @@ impl DeviceCsr {
         };
         let diag = diag.map(to_t).transpose()?;
         let val = to_t(&self.val)?;
-        Ok(GpuCsr { n_rows: self.n_rows, n_cols: self.n_cols, row_ptr: self.row_ptr, col: self.col, val, threads_per_row, diag_pos: Vec::new(), diag })
+        Ok(GpuCsr { n_rows: self.n_rows, n_cols: self.n_cols, row_ptr: self.row_ptr, col: self.col, val, threads_per_row, diag })
     }
 }
 

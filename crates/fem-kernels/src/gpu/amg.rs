@@ -14,15 +14,6 @@ unsafe fn bounds(row_ptr: *const u32, r: usize) -> (usize, usize) {
     (*row_ptr.add(r) as usize, *row_ptr.add(r + 1) as usize)
 }
 
-/// `diag[r]` = the diagonal entry of row `r`.
-#[kernel]
-pub unsafe fn amg_diagonal(n: usize, row_ptr: *const u32, col: *const u32, val: *const f64, diag: *mut f64) {
-    grid_stride_fold(n, (), |(), r| {
-        let (lo, hi) = bounds(row_ptr, r);
-        *diag.add(r) = amg::row_diagonal(r, lo, hi, col, val);
-    });
-}
-
 /// `first[b]` lowered to every row with defect bit `b` of
 /// [`amg::row_defect`] (`first` starts at `u32::MAX`).
 #[kernel]

@@ -12,4 +12,5 @@ mod partial;
 mod prelude_check;
 mod reduce;
 mod scan;
+mod slots;
 mod spmv;

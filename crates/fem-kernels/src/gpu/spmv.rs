@@ -4,7 +4,7 @@
 
 use crate::device::*;
 use crate::launch::WARP;
-use crate::sparse::{coloured_row, element_diagonal, element_row_part, ellt_part, gathered, slice_lane_part, swept, Slice, NONE};
+use crate::sparse::{coloured_row, element_diagonal, row_diagonal, element_row_part, ellt_part, gathered, slice_lane_part, swept, Slice, NONE};
 use fem_core::Real;
 use fem_macros::kernel;
 
@@ -124,6 +124,22 @@ pub unsafe fn element_spmv<T: Real>(rows: usize, nl: usize, lanes: u32, k: *cons
             atomic_add(y.add(m as usize), sum);
         }
     }
+}
+
+/// `diag[r]` = row `r`'s diagonal entry of a CSR matrix ([`row_diagonal`]).
+#[kernel(f32, f64)]
+pub unsafe fn csr_diagonal<T: Real>(n: usize, row_ptr: *const u32, col: *const u32, val: *const T, diag: *mut T) {
+    grid_stride_fold(n, (), |(), r| {
+        let slots = *row_ptr.add(r) as usize..*row_ptr.add(r + 1) as usize;
+        *diag.add(r) = row_diagonal(r, slots, col, val);
+    });
+}
+
+/// `diag[r]` = row `r`'s diagonal entry of a transposed ELLPACK matrix
+/// (slot `k` of row `r` at `k·ld + r`).
+#[kernel(f32, f64)]
+pub unsafe fn ell_diagonal<T: Real>(n: usize, ld: usize, width: usize, col: *const u32, val: *const T, diag: *mut T) {
+    grid_stride_fold(n, (), |(), r| *diag.add(r) = row_diagonal(r, (0..width).map(|k| k * ld + r), col, val));
 }
 
 /// `d[map[row]] += K[row, row mod nl]` over the `rows` element rows

@@ -2,6 +2,8 @@
 //! by the Reguly–Giles kernels, and the solve.
 
 use super::*;
+use crate::operator::device_pattern::DevicePattern;
+use cudarc::driver::CudaSlice;
 
 /// An operator assembled on the GPU and what a benchmark reports of it.
 pub struct GpuOperator<T: Scalar> {
@@ -19,21 +21,27 @@ pub struct GpuOperator<T: Scalar> {
     pub stored: (usize, usize),
 }
 
-/// The operator of `layout` in `format` on the GPU.
+/// The operator of `layout` in `format` on the GPU, naming its stages
+/// to `stage` as they start.
 pub fn build_gpu_operator<T: Scalar>(
     gpu: &CudaBackend,
     cpu: &CpuBackend,
     space: &Space,
     layout: &Layout,
     opts: &PoissonOptions,
+    stage: Stages,
 ) -> Result<GpuOperator<T>> {
     if opts.scatter == Scatter::Spmv {
         return Err(Scatter::Spmv.unavailable("the Q_p Poisson kernels"));
     }
+    stage("cell data");
     let cd = with_regions(CellData::<T>::new(space, layout), opts.kappa.as_deref())?;
-    let cells = Arc::new(GpuCells::upload(gpu, &cd, layout)?);
+    stage("uploads");
+    let cells = Arc::new(GpuCells::upload(gpu, &cd, layout, opts.scatter)?);
+    drop(cd);
     let mut b = gpu.zeros::<T>(layout.n_rows)?;
     // JIT-compile the assembly kernels before anything is timed.
+    stage("kernel compilation");
     let colour = if opts.scatter == Scatter::Colour { "_colour" } else { "" };
     let lma = |sym: bool| format!("_sym{}_redundant{}", sym as u8, (opts.variant == LocalVariant::Redundant) as u8);
     match opts.format {
@@ -45,44 +53,51 @@ pub fn build_gpu_operator<T: Scalar>(
         Format::Lma => cells.preload(gpu, "assemble_lma", &lma(opts.symmetric))?,
         Format::MatrixFree => {}
     }
-    let global = |val: &mut crate::backend::cuda::DeviceVec<T>, pos: Vec<u32>, b: &mut crate::backend::cuda::DeviceVec<T>| -> Result<f64> {
-        let pos = gpu.stream().clone_htod(&pos)?;
-        gpu.time(&mut || gpu_op::assemble_global(gpu, &cells, &pos, val, b, opts.scatter))
+    let global = |val: &mut crate::backend::cuda::DeviceVec<T>, pos: &CudaSlice<u32>, b: &mut crate::backend::cuda::DeviceVec<T>| -> Result<f64> {
+        stage("assembly");
+        gpu.time(&mut || gpu_op::assemble_global(gpu, &cells, pos, val, b, opts.scatter))
     };
     let (mut chosen_tpr, mut stored) = (None, (0, 0));
     let (op, seconds): (Box<dyn LinearOperator<CudaBackend, T>>, f64) = match opts.format {
         Format::Csr | Format::Ell => {
+            // The pattern is built on the host and sent once; the format,
+            // the unit diagonal of fixed rows and the slot of every
+            // element entry are made from it on the device.
+            stage("sparsity");
             let csr = Csr::<T>::pattern(cpu, layout)?;
-            let pos = csr.element_positions(layout);
             stored = (csr.nnz(), csr.max_row_len() * csr.n_rows);
+            stage("uploads");
+            let pattern = DevicePattern::upload(gpu, &csr)?;
+            drop(csr);
+            stage("format build");
+            let fixed = cells.fixed_mask.as_ref();
             if opts.format == Format::Csr {
-                let tpr = opts.threads_per_row.unwrap_or_else(|| GpuCsr::<T>::default_threads_per_row(csr.nnz(), csr.n_rows));
-                let mut m = GpuCsr::pattern(gpu, &csr, &cd.fixed_rows, tpr)?;
-                let t = global(&mut m.val, pos, &mut b)?;
+                let tpr = opts.threads_per_row.unwrap_or_else(|| GpuCsr::<T>::default_threads_per_row(pattern.nnz, pattern.n_rows));
+                let pos = pattern.entry_slots(gpu, &cells, 0)?;
+                let mut m = GpuCsr::on_pattern(gpu, pattern, fixed, tpr)?;
+                let t = global(&mut m.val, &pos, &mut b)?;
+                drop(pos);
                 if opts.benchmark && opts.threads_per_row.is_none() {
+                    stage("tuning the product");
                     m.threads_per_row = tune_threads_per_row(gpu, &mut m)?;
                 }
                 chosen_tpr = Some(m.threads_per_row);
+                stage("diagonal");
                 m.cache_diagonal(gpu)?;
                 (Box::new(m), t)
             } else {
-                // Built straight at the GPU's plane stride; checked
-                // before the slots are allocated.
-                let ld = crate::operator::gpu::plane_stride(csr.n_rows);
-                let ell_pos = cpu.install(|| Ell::slots_of_csr_positions(&csr, &pos, ld))?;
+                let mut m = GpuEll::on_pattern(gpu, &pattern, fixed)?;
+                let pos = pattern.entry_slots(gpu, &cells, m.ld)?;
+                drop(pattern);
+                let t = global(&mut m.val, &pos, &mut b)?;
                 drop(pos);
-                let (col, mut val) = cpu.install(|| Ell::planes_of_csr(&csr, ld));
-                for &r in &cd.fixed_rows {
-                    val[r as usize] = T::ONE; // slot 0 of a fixed row is its diagonal
-                }
-                let mut m = GpuEll::upload_planes(gpu, csr.n_rows, csr.max_row_len(), ld, &col, &val)?;
-                drop((col, val));
-                let t = global(&mut m.val, ell_pos, &mut b)?;
+                stage("diagonal");
                 m.cache_diagonal(gpu)?;
                 (Box::new(m), t)
             }
         }
         Format::LazyEll => {
+            stage("assembly");
             let mut prep = Some(GpuEll::prepare_lazy(gpu, &cells)?);
             let mut m = None;
             let t = gpu.time(&mut || {
@@ -97,6 +112,7 @@ pub fn build_gpu_operator<T: Scalar>(
             (Box::new(m), t)
         }
         Format::Lma => {
+            stage("assembly");
             let mut out = None;
             let t = gpu.time(&mut || {
                 out = Some(gpu_op::assemble_lma(gpu, &cells, opts.symmetric, opts.variant)?);
@@ -107,6 +123,7 @@ pub fn build_gpu_operator<T: Scalar>(
             (Box::new(GpuLma::new(gpu, cells.clone(), vals, opts.symmetric, opts.scatter)?), t)
         }
         Format::MatrixFree => {
+            stage("assembly");
             let (_, load) = gpu_op::assemble_lma(gpu, &cells, true, opts.variant)?;
             b = gpu_op::load_vector(gpu, &cells, &load)?;
             (Box::new(GpuMatrixFree::new(gpu, cells.clone(), opts.scatter)?), 0.0)
@@ -138,10 +155,12 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
 }
 
 /// [`solve_cuda`], naming its stages to `stage`.
-pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions, stage: Stages) -> Result<PoissonReport> {
+pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions, show: Stages) -> Result<PoissonReport> {
+    let clock = StageClock::new(show);
+    let stage = &|s: &str| clock.start(s);
     let (space, layout) = discretise(opts, stage)?;
-    stage("set-up on the host, assembly on the GPU");
-    let GpuOperator { op, load: b, assembly_seconds, threads_per_row, stored: (nnz, slots) } = build_gpu_operator::<T>(gpu, cpu, &space, &layout, opts)?;
+    let GpuOperator { op, load: b, assembly_seconds, threads_per_row, stored: (nnz, slots) } = build_gpu_operator::<T>(gpu, cpu, &space, &layout, opts, stage)?;
+    stage("CG set-up");
     // Benchmarks start CG from a random guess: the load is an eigenfunction
     // of the Laplacian, so from zero CG would stop after a few iterations.
     let mut x = if opts.benchmark { gpu.upload(&crate::conformance::values::<T>(layout.n_rows, 17))? } else { gpu.zeros::<T>(layout.n_rows)? };
@@ -162,10 +181,12 @@ pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Po
     } else {
         None
     };
-    stage("L2 error");
+    stage("download");
     let xh = gpu.download(&x)?;
-    let mut r = PoissonReport::new::<T>(cpu, space, &layout, opts, gpu.name(), report, &xh, assembly_seconds, solve_seconds);
+    drop((op, b, x, warm));
+    let mut r = PoissonReport::new::<T>(cpu, space, &layout, opts, gpu.name(), report, &xh, assembly_seconds, solve_seconds, stage);
     r.threads_per_row = threads_per_row;
     r.spmv = bench;
+    r.stages = clock.finish();
     Ok(r)
 }

@@ -14,6 +14,7 @@ use crate::solver::{cg, CgOptions, CgReport};
 use crate::space::{DirichletMode, Layout, Numbering, Space};
 use crate::operator::gpu::{self as gpu_op, GpuCells, GpuCsr, GpuEll, GpuLma, GpuMatrixFree, Scatter};
 use crate::{Backend, CpuBackend, CudaBackend, Result, Scalar};
+use crate::stages::{StageClock, StageSeconds};
 use std::sync::Arc;
 use fem_core::poisson::SinePoisson;
 use serde::Serialize;
@@ -282,6 +283,9 @@ pub struct PoissonReport {
     pub cg_iterations_per_second: f64,
     /// SpMV figures, when benchmarked.
     pub spmv: Option<SpmvBench>,
+    /// The solve's wall time split by stage, from the mesh to the L2
+    /// error (a command adds its own stages, such as output files).
+    pub stages: Vec<StageSeconds>,
     /// CG's full report, residual history included (not serialised).
     #[serde(skip)]
     pub cg: CgReport,
@@ -318,7 +322,7 @@ pub struct SpmvBench {
 
 /// Receives the name of each stage of a solve as it starts, for a
 /// progress display: set-up alone takes a minute at 4M DOFs of 3D Q4.
-pub type Stages<'a> = &'a (dyn Fn(&str) + Sync);
+pub type Stages<'a> = crate::stages::Show<'a>;
 
 /// Solves the problem on the CPU backend in precision `T`.
 pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<PoissonReport> {
@@ -326,7 +330,9 @@ pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<P
 }
 
 /// [`solve_cpu`], naming its stages to `stage`.
-pub fn solve_cpu_with<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions, stage: Stages) -> Result<PoissonReport> {
+pub fn solve_cpu_with<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions, show: Stages) -> Result<PoissonReport> {
+    let clock = StageClock::new(show);
+    let stage = &|s: &str| clock.start(s);
     let (space, layout) = discretise(opts, stage)?;
     stage("assembly");
     let t0 = Instant::now();
@@ -345,9 +351,10 @@ pub fn solve_cpu_with<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions, stage:
     } else {
         None
     };
-    stage("L2 error");
-    let mut r = PoissonReport::new::<T>(cpu, space, &layout, opts, cpu.name(), report, &x, assembly_seconds, solve_seconds);
+    drop((op, b));
+    let mut r = PoissonReport::new::<T>(cpu, space, &layout, opts, cpu.name(), report, &x, assembly_seconds, solve_seconds, stage);
     r.spmv = bench;
+    r.stages = clock.finish();
     Ok(r)
 }
 
@@ -368,8 +375,12 @@ fn bench_spmv<B: Backend, T: Scalar>(b: &B, op: &dyn LinearOperator<B, T>, x: &B
 /// The space of the solve and its rows; the mesh is dropped once the
 /// space holds what the kernels read of it.
 fn discretise(opts: &PoissonOptions, stage: Stages) -> Result<(Space, Layout)> {
-    stage("mesh and DOFs");
-    let mut space = Space::tensor_numbered(&opts.mesh.build()?, opts.degree, opts.numbering)?;
+    stage("mesh");
+    let mesh = opts.mesh.build()?;
+    stage("DOF numbering");
+    let mut space = Space::tensor_numbered(&mesh, opts.degree, opts.numbering)?;
+    drop(mesh);
+    stage("boundary");
     if let Some(f) = &opts.dirichlet_facets {
         space.restrict_boundary(f);
     }
@@ -394,10 +405,13 @@ impl PoissonReport {
         x: &[T],
         assembly_seconds: f64,
         solve_seconds: f64,
+        stage: Stages,
     ) -> Self {
         let rate = |count: usize, seconds: f64| if seconds > 0.0 { count as f64 / seconds } else { 0.0 };
         let (dim, cells) = (space.dim(), space.n_cells());
+        stage("solution field");
         let field = super::field::QpField::from_rows(space, layout, x, |_| 0.0);
+        stage("L2 error");
         let l2_error = opts.exact_solution(dim).map_or(f64::NAN, |u| cpu.install(|| field.l2_error(u.0.as_ref())));
         Self {
             dim,
@@ -419,6 +433,7 @@ impl PoissonReport {
             elements_per_second: rate(cells, assembly_seconds),
             cg_iterations_per_second: rate(cg.iterations, cg.iteration_seconds),
             spmv: None,
+            stages: Vec::new(),
             cg,
             field,
         }

@@ -162,10 +162,7 @@ pub(crate) fn unit_rows(gpu: &CudaBackend, a: DeviceCsr) -> Result<DeviceCsr> {
 }
 
 pub(crate) fn diagonal(gpu: &CudaBackend, a: &DeviceCsr) -> Result<CudaSlice<f64>> {
-    let mut d = gpu.zeros::<f64>(a.n_rows)?;
-    let n = a.n_rows;
-    unsafe { gpu.stream().launch_builder(&gpu.function("fem_amg_diagonal")?).arg(&n).arg(&a.row_ptr).arg(&a.col).arg(&a.val).arg(&mut d).launch(gpu.per_item(n)) }?;
-    Ok(d)
+    crate::operator::gpu::csr_diagonal(gpu, &a.row_ptr, &a.col, &a.val)
 }
 
 /// Refuses, as the CPU set-up does, an operator that is not symmetric
