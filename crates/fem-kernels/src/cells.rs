@@ -35,6 +35,27 @@ pub fn couples(rows: &[u32], i: usize, j: usize) -> bool {
     rows[i] != NONE && rows[j] != NONE && is_free(rows[i]) && is_free(rows[j])
 }
 
+/// What [`node_entry`] picks of a cell's E-vector for its node `i`.
+pub mod node_entries {
+    /// The node's own value (a load vector).
+    pub const VALUE: usize = 0;
+    /// The diagonal entry (i, i) of a full element matrix.
+    pub const DIAGONAL: usize = 1;
+    /// The diagonal entry (i, i) of a packed upper triangle.
+    pub const PACKED_DIAGONAL: usize = 2;
+}
+
+/// Index, among a cell's `nb` node values or `nb²` (or packed `nb(nb+1)/2`)
+/// matrix entries, of what `WHAT` ([`node_entries`]) picks for node `i`.
+#[inline(always)]
+pub const fn node_entry<const WHAT: usize>(i: usize, nb: usize) -> usize {
+    match WHAT {
+        node_entries::VALUE => i,
+        node_entries::DIAGONAL => i * nb + i,
+        _ => sym_index(i, i, nb),
+    }
+}
+
 /// Local assembly strategy: per-point data reused, or recomputed per entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {

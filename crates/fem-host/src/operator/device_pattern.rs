@@ -31,6 +31,13 @@ impl DevicePattern {
         Ok(Self { n_rows: csr.n_rows, width: csr.max_row_len(), nnz: csr.nnz(), row_ptr: send(gpu, &csr.row_ptr)?, col: send(gpu, &csr.col)? })
     }
 
+    /// `n_rows` rows without entries, `width` slots wide: its ELLPACK
+    /// planes hold every row's own index in every slot (a lazy ELLPACK
+    /// before its rows are appended).
+    pub fn empty(gpu: &CudaBackend, n_rows: usize, width: usize) -> Result<Self> {
+        Ok(Self { n_rows, width, nnz: 0, row_ptr: indices(gpu, n_rows + 1)?, col: gpu.stream().null()? })
+    }
+
     /// The slot of every entry of every element matrix of `cells`
     /// (`[(i·nb + j)·ne + e]`, `u32::MAX` where the entry does not enter):
     /// in CSR's values when `ld` is 0, in ELLPACK planes `ld` apart

@@ -6,7 +6,7 @@
 //! entry positions, colourings) happens on the host; assembly and every
 //! product run on the device.
 
-use super::cell_data::{lazy_row_capacity, sum_into_rows, CellData};
+use super::cell_data::{lazy_row_capacity, CellData};
 use super::colouring::TwoLevel;
 use super::device_pattern::DevicePattern;
 use super::csr::Csr;
@@ -17,8 +17,8 @@ use crate::space::Layout;
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use fem_kernels::launch::WARP;
-use fem_kernels::sparse::{sym_index, LMA_GROUPS, SHARED_GATHER_ABOVE};
-use rayon::prelude::*;
+use fem_kernels::cells::node_entries;
+use fem_kernels::sparse::{LMA_GROUPS, SHARED_GATHER_ABOVE};
 use std::sync::Arc;
 
 /// Launches the coloured kernel `$f` once per block colour of the cells
@@ -232,14 +232,24 @@ impl<T: Scalar> GpuCells<T> {
         }
     }
 
-    /// The diagonal from element matrices downloaded as `vals` (full layout).
-    fn diagonal_from(&self, gpu: &CudaBackend, vals: &[T], sym: bool) -> Result<CudaSlice<T>> {
-        let (ne, ld, nb) = (self.ne, self.ld, self.nb);
-        let d = sum_into_rows(&self.host_map, ne, self.n_rows, &self.fixed_rows, T::ONE, |e, i| {
-            let k = if sym { sym_index(i, i, nb) } else { i * nb + i };
-            vals[k * ld + e]
-        });
-        gpu.upload(&d)
+    /// The diagonal of the element matrices `vals` (full or packed
+    /// `sym` layout) summed into rows, 1 on fixed rows, on the device.
+    fn diagonal_from(&self, gpu: &CudaBackend, vals: &CudaSlice<T>, sym: bool) -> Result<CudaSlice<T>> {
+        let what = if sym { node_entries::PACKED_DIAGONAL } else { node_entries::DIAGONAL };
+        let start = match &self.fixed_mask {
+            Some(m) => gpu.stream().clone_dtod(m)?,
+            None => gpu.zeros::<T>(self.n_rows)?,
+        };
+        self.sum_into_rows(gpu, vals, what, start)
+    }
+
+    /// `out` plus what `what` ([`node_entries`]) picks of every free
+    /// (cell, node) pair of the E-vector `ev`, summed into the node's row.
+    fn sum_into_rows(&self, gpu: &CudaBackend, ev: &CudaSlice<T>, what: usize, mut out: CudaSlice<T>) -> Result<CudaSlice<T>> {
+        let f = gpu.function(&format!("fem_sum_cells_into_rows_what{what}_{}", T::NAME))?;
+        let n = self.nb * self.ne;
+        unsafe { gpu.stream().launch_builder(&f).arg(&self.ne).arg(&self.nb).arg(&self.ld).arg(&self.map).arg(ev).arg(&mut out).launch(gpu.per_item(n)) }?;
+        Ok(out)
     }
 }
 
@@ -267,10 +277,10 @@ pub fn assemble_lma<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, sym: bool, va
     Ok((vals, load))
 }
 
-/// The load vector from element loads assembled on the GPU.
+/// The load vector from element loads assembled on the GPU (0 on fixed
+/// rows), summed there.
 pub fn load_vector<T: Scalar>(gpu: &CudaBackend, c: &GpuCells<T>, load: &CudaSlice<T>) -> Result<CudaSlice<T>> {
-    let l = gpu.download(load)?;
-    gpu.upload(&sum_into_rows(&c.host_map, c.ne, c.n_rows, &c.fixed_rows, T::ZERO, |e, i| l[i * c.ld + e]))
+    c.sum_into_rows(gpu, load, node_entries::VALUE, gpu.zeros::<T>(c.n_rows)?)
 }
 
 /// Global assembly into `val` at the element entry positions `pos`
@@ -314,7 +324,7 @@ impl<T: Scalar> GpuLma<T> {
     /// Wraps element matrices `vals` assembled for `cells`, taking the
     /// diagonal once on the host.
     pub fn new(gpu: &CudaBackend, cells: Arc<GpuCells<T>>, vals: CudaSlice<T>, symmetric: bool, scatter: Scatter) -> Result<Self> {
-        let diag = cells.diagonal_from(gpu, &gpu.download(&vals)?, symmetric)?;
+        let diag = cells.diagonal_from(gpu, &vals, symmetric)?;
         Ok(Self { cells, vals, symmetric, scatter, diag })
     }
 }
@@ -372,7 +382,7 @@ impl<T: Scalar> GpuMatrixFree<T> {
     pub fn new(gpu: &CudaBackend, cells: Arc<GpuCells<T>>, scatter: Scatter) -> Result<Self> {
         // The diagonal for Jacobi, from one assembly of the element matrices.
         let (vals, _) = assemble_lma(gpu, &cells, true, LocalVariant::Reuse)?;
-        let diag = cells.diagonal_from(gpu, &gpu.download(&vals)?, true)?;
+        let diag = cells.diagonal_from(gpu, &vals, true)?;
         Ok(Self { cells, scatter, diag })
     }
 }
@@ -633,29 +643,26 @@ impl<T: Scalar> GpuEll<T> {
         Ok(())
     }
 
-    /// Host set-up of a lazy ELLPACK: the row capacities (every coupled
-    /// entry of every cell touching the row), padded arrays, fixed rows
-    /// with their unit diagonal, uploaded.
+    /// Set-up of a lazy ELLPACK: the row capacities (every coupled entry
+    /// of every cell touching the row) on the host; on the device the
+    /// planes of rows without entries (every slot its own row) and the
+    /// unit diagonal of fixed rows.
     pub fn prepare_lazy(gpu: &CudaBackend, c: &GpuCells<T>) -> Result<LazyEllPrep<T>> {
-        let (ne, nb) = (c.ne, c.nb);
-        let cap = lazy_row_capacity(&c.host_map, ne, c.n_rows, &c.fixed_rows);
-        let mut len0 = vec![0u32; c.n_rows];
+        let (ne, nb, n) = (c.ne, c.nb, c.n_rows);
+        let cap = lazy_row_capacity(&c.host_map, ne, n, &c.fixed_rows);
+        let mut len0 = vec![0u32; n];
         for &r in &c.fixed_rows {
             len0[r as usize] = 1;
         }
         let width = cap.iter().copied().max().unwrap_or(0) as usize;
-        let n = c.n_rows;
-        let mut col = vec![0u32; width * n];
-        let mut val = vec![T::ZERO; width * n];
-        if n > 0 {
-            col.par_chunks_mut(n).for_each(|plane| plane.iter_mut().enumerate().for_each(|(r, c)| *c = r as u32));
-        }
-        for &r in &c.fixed_rows {
-            val[r as usize] = T::ONE;
-        }
         gpu.ensure_free(width * n * (4 + T::BYTES) + nb * nb * ne * T::BYTES)?;
-        let s = gpu.stream();
-        Ok(LazyEllPrep { width, col: s.clone_htod(&col)?, val: gpu.upload(&val)?, len: s.clone_htod(&len0)? })
+        let empty = DevicePattern::empty(gpu, n, width)?;
+        let col = empty.ell_columns(gpu, n)?;
+        let mut val = gpu.zeros::<T>(width * n)?;
+        if let Some(f) = &c.fixed_mask {
+            empty.unit_fixed_rows(gpu, f, n, &mut val)?;
+        }
+        Ok(LazyEllPrep { width, col, val, len: gpu.stream().clone_htod(&len0)? })
     }
 
     /// Lazy ELLPACK assembled on the GPU (Reguly & Giles §7): element

@@ -4,7 +4,8 @@
 
 use crate::device::*;
 use crate::launch::WARP;
-use crate::sparse::{coloured_row, element_diagonal, row_diagonal, element_row_part, ellt_part, gathered, slice_lane_part, swept, Slice, NONE};
+use crate::cells::node_entry;
+use crate::sparse::{is_free, row_of, coloured_row, element_diagonal, row_diagonal, element_row_part, ellt_part, gathered, slice_lane_part, swept, Slice, NONE};
 use fem_core::Real;
 use fem_macros::kernel;
 
@@ -140,6 +141,21 @@ pub unsafe fn csr_diagonal<T: Real>(n: usize, row_ptr: *const u32, col: *const u
 #[kernel(f32, f64)]
 pub unsafe fn ell_diagonal<T: Real>(n: usize, ld: usize, width: usize, col: *const u32, val: *const T, diag: *mut T) {
     grid_stride_fold(n, (), |(), r| *diag.add(r) = row_diagonal(r, (0..width).map(|k| k * ld + r), col, val));
+}
+
+/// `out[row(map[i·ne + e])] += ev[node_entry(i)·ld + e]` over the free
+/// (cell, node) pairs of `ne` cells of `nb` nodes (`map` plane-major, E-
+/// vector planes `ld` apart): cells' loads or element-matrix diagonals
+/// summed into rows on the device ([`node_entry`]).
+#[kernel(f32, f64; WHAT = 0, 1, 2)]
+pub unsafe fn sum_cells_into_rows<T: Real, const WHAT: usize>(ne: usize, nb: usize, ld: usize, map: *const u32, ev: *const T, out: *mut T) {
+    grid_stride_fold(nb * ne, (), |(), t| {
+        let (e, i) = (t % ne, t / ne);
+        let m = *map.add(t);
+        if m != NONE && is_free(m) {
+            atomic_add(out.add(row_of(m)), *ev.add(node_entry::<WHAT>(i, nb) * ld + e));
+        }
+    });
 }
 
 /// `d[map[row]] += K[row, row mod nl]` over the `rows` element rows
