@@ -3,6 +3,7 @@
 //! sits at the reference corner whose coordinate along axis `a` is bit `a`
 //! of `v`). Generation in [`generate`], checks in [`validate`].
 
+pub mod adjacency;
 pub mod generate;
 pub mod heart;
 pub mod hole;
@@ -12,6 +13,7 @@ pub mod simplex_refine;
 pub mod spectral;
 pub mod validate;
 
+pub use adjacency::single_facets;
 pub use generate::BoxMesh;
 
 /// Vertex ids of a cell; the first 2^dim are used.
@@ -98,19 +100,6 @@ pub fn facet_vertices(mesh: &Mesh, c: usize, axis: usize, side: usize) -> [u32; 
 
 /// Facets that belong to one cell only: (cell, axis, side), in that order.
 pub fn boundary_facets(mesh: &Mesh) -> Vec<(usize, usize, usize)> {
-    single_facets(mesh.n_cells(), 2 * mesh.dim, |c, f| facet_key(mesh, c, f / 2, f % 2)).into_iter().map(|(c, f)| (c, f / 2, f % 2)).collect()
+    single_facets(&mesh.cells, mesh.vertices_per_cell(), mesh.coords.len(), 2 * mesh.dim, |c, f| facet_key(mesh, c, f / 2, f % 2)).into_iter().map(|(c, f)| (c, f / 2, f % 2)).collect()
 }
 
-/// The (cell, local facet) pairs, in that order, of the facets no other
-/// cell shares, among `per_cell` facets per cell named by `key` (sorted
-/// vertices, padded: equal for the cells that share a facet). Found by
-/// sorting all facets by their keys (in parallel) rather than counting
-/// them in a hash map: a mesh of 4M hexahedra has 24M facets.
-pub fn single_facets(n_cells: usize, per_cell: usize, key: impl Fn(usize, usize) -> [u32; 4] + Sync) -> Vec<(usize, usize)> {
-    use rayon::prelude::*;
-    let mut keyed: Vec<([u32; 4], usize)> = (0..n_cells * per_cell).into_par_iter().map(|f| (key(f / per_cell, f % per_cell), f)).collect();
-    keyed.par_sort_unstable_by_key(|&(k, _)| k);
-    let mut single: Vec<usize> = keyed.par_chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() == 1).map(|g| g[0].1).collect();
-    single.par_sort_unstable();
-    single.into_iter().map(|f| (f / per_cell, f % per_cell)).collect()
-}

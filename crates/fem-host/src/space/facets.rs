@@ -36,7 +36,7 @@ pub fn simplex_facets(mesh: &SimplexMesh) -> Vec<Facet> {
         f[..d].sort_unstable();
         f
     };
-    single_facets(mesh.n_cells(), d + 1, key).into_iter().map(|(c, skip)| Facet { cell: c as u32, local: skip as u8, key: key(c, skip) }).collect()
+    single_facets(&mesh.cells, d + 1, mesh.coords.len(), d + 1, key).into_iter().map(|(c, skip)| Facet { cell: c as u32, local: skip as u8, key: key(c, skip) }).collect()
 }
 
 /// Boundary facets of a quadrilateral or hexahedral mesh.

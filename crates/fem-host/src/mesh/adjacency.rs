@@ -1,0 +1,90 @@
+//! The cells around every vertex, and the facets only one cell has (the
+//! boundary), found through them.
+
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+
+/// The cells around every vertex: those of vertex `v` are
+/// `cells[start[v]..start[v + 1]]`, in no particular order.
+pub struct VertexCells {
+    /// Where each vertex's cells begin (`n_vertices + 1` offsets).
+    pub start: Vec<usize>,
+    /// The cells, vertex after vertex.
+    pub cells: Vec<u32>,
+}
+
+impl VertexCells {
+    /// Of the first `nv` vertices of every cell in `cells` (ids below
+    /// `n_vertices`, as a validated mesh has), counted and placed in
+    /// parallel.
+    pub fn new<const N: usize>(cells: &[[u32; N]], nv: usize, n_vertices: usize) -> Self {
+        let count: Vec<AtomicU32> = (0..n_vertices).map(|_| AtomicU32::new(0)).collect();
+        cells.par_iter().for_each(|c| c[..nv].iter().for_each(|&v| _ = count[v as usize].fetch_add(1, Relaxed)));
+        let mut start = Vec::with_capacity(n_vertices + 1);
+        let mut at = 0usize;
+        start.push(0);
+        for c in &count {
+            at += c.load(Relaxed) as usize;
+            start.push(at);
+        }
+        let cursor: Vec<AtomicUsize> = start[..n_vertices].iter().map(|&s| AtomicUsize::new(s)).collect();
+        let placed: Vec<AtomicU32> = (0..at).map(|_| AtomicU32::new(0)).collect();
+        cells.par_iter().enumerate().for_each(|(c, cell)| {
+            for &v in &cell[..nv] {
+                placed[cursor[v as usize].fetch_add(1, Relaxed)].store(c as u32, Relaxed);
+            }
+        });
+        Self { start, cells: placed.into_iter().map(AtomicU32::into_inner).collect() }
+    }
+
+    /// The cells around vertex `v`.
+    pub fn of(&self, v: usize) -> &[u32] {
+        &self.cells[self.start[v]..self.start[v + 1]]
+    }
+}
+
+/// The (cell, local facet) pairs, in that order, of the facets no other
+/// cell shares, among `per_cell` facets of each of `cells` (the first
+/// `nv` vertices of each, ids below `n_vertices`) named by `key`: the
+/// facet's vertices ascending, padded with `u32::MAX`. A facet is shared
+/// when another cell around its smallest vertex holds all its vertices:
+/// a few comparisons per facet, where a sort of every facet's key moved
+/// 1.2 GB at 8M hexahedra and took 0.8 of the numbering's 3.4 s.
+pub fn single_facets<const N: usize>(cells: &[[u32; N]], nv: usize, n_vertices: usize, per_cell: usize, key: impl Fn(usize, usize) -> [u32; 4] + Sync) -> Vec<(usize, usize)> {
+    let around = VertexCells::new(cells, nv, n_vertices);
+    (0..cells.len() * per_cell)
+        .into_par_iter()
+        .filter(|&f| {
+            let (c, k) = (f / per_cell, key(f / per_cell, f % per_cell));
+            let m = k.iter().take_while(|&&v| v != u32::MAX).count();
+            !around.of(k[0] as usize).iter().any(|&o| o as usize != c && k[1..m].iter().all(|v| cells[o as usize][..nv].contains(v)))
+        })
+        .map(|f| (f / per_cell, f % per_cell))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two unit squares side by side (0-1-3-4 and 1-2-4-5 in tensor
+    /// order): six boundary edges, the shared one (1, 4) not among them;
+    /// every vertex lists its cells.
+    #[test]
+    fn two_squares_share_one_edge() {
+        let cells = [[0u32, 1, 3, 4], [1, 2, 4, 5]];
+        let around = VertexCells::new(&cells, 4, 6);
+        let mut of1 = around.of(1).to_vec();
+        of1.sort();
+        assert_eq!((around.of(0), of1, around.of(5)), (&[0u32][..], vec![0, 1], &[1u32][..]));
+        // facet l of a square: axis l / 2, side l % 2 (vertices whose bit matches)
+        let key = |c: usize, l: usize| {
+            let mut k = [u32::MAX; 4];
+            let vs: Vec<u32> = (0..4).filter(|v| (v >> (l / 2)) & 1 == l % 2).map(|v| cells[c][v]).collect();
+            k[..2].copy_from_slice(&vs);
+            k[..2].sort();
+            k
+        };
+        assert_eq!(single_facets(&cells, 4, 6, 4, key), vec![(0, 0), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3)]);
+    }
+}
