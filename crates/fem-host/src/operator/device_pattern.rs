@@ -7,6 +7,7 @@
 
 use super::csr::Csr;
 use super::gpu::GpuCells;
+use crate::sparse::spgemm::{u32s, zeros_u32};
 use crate::{CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 
@@ -28,7 +29,7 @@ impl DevicePattern {
     /// Uploads the pattern of `csr` (its values are not read).
     pub fn upload<T: Scalar>(gpu: &CudaBackend, csr: &Csr<T>) -> Result<Self> {
         gpu.ensure_free((csr.row_ptr.len() + csr.nnz()) * 4)?;
-        Ok(Self { n_rows: csr.n_rows, width: csr.max_row_len(), nnz: csr.nnz(), row_ptr: send(gpu, &csr.row_ptr)?, col: send(gpu, &csr.col)? })
+        Ok(Self { n_rows: csr.n_rows, width: csr.max_row_len(), nnz: csr.nnz(), row_ptr: u32s(gpu, &csr.row_ptr)?, col: u32s(gpu, &csr.col)? })
     }
 
     /// `n_rows` rows without entries, `width` slots wide: its ELLPACK
@@ -81,20 +82,9 @@ impl DevicePattern {
     }
 }
 
-/// `n` zeroed indices on the device (none allocated for 0), refused
-/// before allocating when they do not fit.
+/// `n` zeroed indices on the device, refused before allocating when
+/// they do not fit.
 fn indices(gpu: &CudaBackend, n: usize) -> Result<CudaSlice<u32>> {
-    if n == 0 {
-        return Ok(gpu.stream().null()?);
-    }
     gpu.ensure_free(n * 4)?;
-    Ok(gpu.stream().alloc_zeros::<u32>(n)?)
-}
-
-/// `data` on the device (none allocated when empty).
-fn send(gpu: &CudaBackend, data: &[u32]) -> Result<CudaSlice<u32>> {
-    if data.is_empty() {
-        return Ok(gpu.stream().null()?);
-    }
-    Ok(gpu.stream().clone_htod(data)?)
+    zeros_u32(gpu, n)
 }

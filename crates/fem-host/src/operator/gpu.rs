@@ -2,9 +2,10 @@
 //! `fem_kernels::sparse`, assembly and products by the kernels of
 //! `fem_kernels::gpu::fem`, scatter by atomics or two-level colouring.
 //!
-//! Set-up that the paper also does on the CPU (sparsity pattern, element
-//! entry positions, colourings) happens on the host; assembly and every
-//! product run on the device.
+//! Set-up that the paper also does on the CPU: the sparsity pattern and
+//! the colourings are built on the host; the formats, the element entries'
+//! positions in them ([`super::device_pattern`]), assembly, diagonals and
+//! every product on the device.
 
 use super::cell_data::{lazy_row_capacity, CellData};
 use super::colouring::TwoLevel;
@@ -135,9 +136,10 @@ pub struct GpuCells<T: Scalar> {
     /// 1 on fixed rows, 0 elsewhere (absent when no row is fixed).
     pub fixed_mask: Option<CudaSlice<T>>,
     /// Two-level colouring of the cells, for [`Scatter::Colour`]: built
-    /// only when asked for (a serial host pass, 10 s at 8M cells).
+    /// only when asked for (a serial host pass, most of the 11.5 s its
+    /// upload stage took at 8M cells when it was built for every scatter).
     pub colouring: Option<GpuColouring>,
-    /// The host copy of the map (for diagonals and positions).
+    /// The host copy of the map (for the lazy ELLPACK's row capacities).
     pub host_map: Vec<u32>,
     /// Fixed (Dirichlet) rows kept in the system ([`CellData::fixed_rows`]).
     pub fixed_rows: Vec<u32>,
@@ -322,7 +324,7 @@ pub struct GpuLma<T: Scalar> {
 
 impl<T: Scalar> GpuLma<T> {
     /// Wraps element matrices `vals` assembled for `cells`, taking the
-    /// diagonal once on the host.
+    /// diagonal once (on the device).
     pub fn new(gpu: &CudaBackend, cells: Arc<GpuCells<T>>, vals: CudaSlice<T>, symmetric: bool, scatter: Scatter) -> Result<Self> {
         let diag = cells.diagonal_from(gpu, &vals, symmetric)?;
         Ok(Self { cells, vals, symmetric, scatter, diag })
