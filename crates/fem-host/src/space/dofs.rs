@@ -17,6 +17,7 @@ use crate::mesh::Mesh;
 use crate::{Error, Result};
 use fem_core::element::pow;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// Highest Q_p degree a space may have: the degree the reference cells
 /// are tabulated to.
@@ -150,44 +151,66 @@ fn bounding_box(mesh: &Mesh) -> ([f64; 3], [f64; 3]) {
     (lo, hi)
 }
 
-/// For every node slot (`k·nb + i`: node `i` of the `k`-th cell visited),
-/// the first slot of the node's entity: the smallest slot of a vertex
-/// (atomic minimum), the cell's first interior slot, and for edges and
-/// faces the head of the entity's run in a parallel sort by key. Entities
-/// in increasing first slot are the serial first-encounter order, so the
-/// numbering does not depend on the thread count.
-fn first_slots(located: &[(EntityKey, u32)], n_vertices: usize, nb: usize) -> Vec<u32> {
-    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-    let vertex: Vec<AtomicU32> = (0..n_vertices).map(|_| AtomicU32::new(u32::MAX)).collect();
-    located.par_iter().enumerate().filter(|(_, l)| l.0 .0 == 0).for_each(|(s, l)| {
-        vertex[l.0 .1[0] as usize].fetch_min(s as u32, Relaxed);
-    });
-    let mut first: Vec<u32> = located
-        .par_chunks(nb)
-        .enumerate()
-        .flat_map_iter(|(k, nodes)| {
-            let interior = nodes.iter().position(|l| l.0 .0 >= 10).map_or(u32::MAX, |i| (k * nb + i) as u32);
-            let vertex = &vertex;
-            nodes.iter().enumerate().map(move |(i, l)| match l.0 .0 {
-                0 => vertex[l.0 .1[0] as usize].load(Relaxed),
-                d if d >= 10 => interior,
-                _ => (k * nb + i) as u32,
-            })
-        })
-        .collect();
-    let mut shared: Vec<(EntityKey, u32)> = located.par_iter().enumerate().filter(|(_, l)| matches!(l.0 .0, 1 | 2)).map(|(s, l)| (l.0, s as u32)).collect();
-    shared.par_sort_unstable();
-    let heads: Vec<(u32, u32)> = shared.par_chunk_by(|a, b| a.0 == b.0).flat_map_iter(|run| run.iter().map(move |&(_, s)| (s, run[0].1))).collect();
-    drop(shared);
-    for (s, head) in heads {
-        first[s as usize] = head;
-    }
-    first
+/// What a local node of every cell is: a corner (its vertex bits), the
+/// `j`-th node on an edge or face (entities several cells share, matched
+/// by key), or an interior node (`first`: the cell's first interior one).
+#[derive(Clone, Copy)]
+enum LocalNode {
+    Corner(usize),
+    Shared(usize),
+    Interior { first: bool },
 }
+
+/// The local nodes of Q_`p` in `dim` dimensions: their kind, the
+/// dimension of the entity they lie on, and their tensor indices.
+struct LocalNodes {
+    kind: Vec<LocalNode>,
+    entity_dim: Vec<usize>,
+    tensor: Vec<[usize; 3]>,
+    /// Edge and face nodes per cell.
+    shared: usize,
+}
+
+impl LocalNodes {
+    fn new(p: usize, dim: usize) -> Self {
+        let np = p + 1;
+        let nb = pow(np, dim);
+        let (mut kind, mut entity_dim, mut tensor) = (Vec::with_capacity(nb), Vec::with_capacity(nb), Vec::with_capacity(nb));
+        let (mut shared, mut interior) = (0, false);
+        for i in 0..nb {
+            let t: [usize; 3] = std::array::from_fn(|a| if a < dim { (i / pow(np, a)) % np } else { 0 });
+            let inner = (0..dim).filter(|&a| t[a] > 0 && t[a] < p).count();
+            kind.push(match inner {
+                0 => LocalNode::Corner((0..dim).filter(|&a| t[a] == p).map(|a| 1 << a).sum()),
+                n if n == dim => LocalNode::Interior { first: !std::mem::replace(&mut interior, true) },
+                _ => {
+                    shared += 1;
+                    LocalNode::Shared(shared - 1)
+                }
+            });
+            entity_dim.push(inner);
+            tensor.push(t);
+        }
+        Self { kind, entity_dim, tensor, shared }
+    }
+}
+
+/// Cells per chunk of the parallel passes over the node slots.
+const CHUNK_CELLS: usize = 4096;
 
 /// Numbers the DOFs of Q_`degree` on a validated `mesh`: their count,
 /// every cell's DOFs (`[c·nb + i]`, tensor node order) and the boundary
 /// facets (a sort of every cell's facet keys, done once here).
+///
+/// Entities are numbered by first encounter: node slot `k·nb + i` (node
+/// `i` of the `k`-th cell visited) starts an entity when it is the
+/// entity's smallest slot. The smallest slot of a vertex is an atomic
+/// minimum, of an edge or face the head of its run in a parallel sort of
+/// their keys, of a cell interior its first interior node. Counting the
+/// entities that start in each chunk of cells, by dimension, and a scan
+/// of the counts give every entity its block of numbers, in parallel and
+/// independent of the thread count; nothing is kept per slot but the
+/// result.
 pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<(usize, Vec<u32>, Vec<Facet>)> {
     if !(1..=MAX_TENSOR_DEGREE).contains(&degree) {
         return Err(Error::InvalidArgument(format!("degree must be in 1..={MAX_TENSOR_DEGREE}, not {degree}")));
@@ -195,68 +218,118 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
     mesh.validate()?;
     let facets = tensor_facets(mesh);
     let (p, dim) = (degree, mesh.dim);
-    let np = p + 1;
-    let nb = pow(np, dim);
+    let nodes = LocalNodes::new(p, dim);
+    let nb = nodes.kind.len();
     let n_cells = mesh.n_cells();
-    // Entity of every local node, with its canonical index: located
-    // in parallel, then numbered in the order the cells are visited.
+    if n_cells * nb > u32::MAX as usize {
+        return Err(Error::InvalidArgument(format!("{} cell nodes exceed the u32 index range", n_cells * nb)));
+    }
     let order = cell_order(mesh, numbering);
-    let located: Vec<(EntityKey, u32)> = order
-        .par_iter()
-        .flat_map_iter(|&c| {
-            let cell = &mesh.cells[c as usize][..1 << dim];
-            (0..nb).map(move |i| {
-                let mut tensor = [0usize; 3];
-                for (a, t) in tensor.iter_mut().enumerate().take(dim) {
-                    *t = (i / pow(np, a)) % np;
-                }
-                let (key, idx) = locate(p, dim, c as usize, cell, &tensor[..dim]);
-                (key, idx as u32)
-            })
+    let cell = |k: usize| &mesh.cells[order[k] as usize][..1 << dim];
+    let locate_slot = |k: usize, i: usize| locate(p, dim, order[k] as usize, cell(k), &nodes.tensor[i][..dim]);
+    let atomics = |n: usize| -> Vec<AtomicU32> { (0..n).map(|_| AtomicU32::new(u32::MAX)).collect() };
+    // The smallest slot of every vertex, edge and face.
+    let vertex_first = atomics(mesh.coords.len());
+    (0..n_cells).into_par_iter().for_each(|k| {
+        for (i, n) in nodes.kind.iter().enumerate() {
+            if let LocalNode::Corner(bits) = *n {
+                vertex_first[cell(k)[bits] as usize].fetch_min((k * nb + i) as u32, Relaxed);
+            }
+        }
+    });
+    let shared_first = shared_heads(&nodes, n_cells, &locate_slot);
+    let starts = |k: usize, i: usize| -> bool {
+        let slot = (k * nb + i) as u32;
+        match nodes.kind[i] {
+            LocalNode::Corner(bits) => vertex_first[cell(k)[bits] as usize].load(Relaxed) == slot,
+            LocalNode::Shared(j) => shared_first[k * nodes.shared + j] == slot,
+            LocalNode::Interior { first } => first,
+        }
+    };
+    // Entities starting in each chunk, by dimension, and before it.
+    let chunks = n_cells.div_ceil(CHUNK_CELLS);
+    let counts: Vec<[usize; 4]> = (0..chunks)
+        .into_par_iter()
+        .map(|ch| {
+            let mut c = [0usize; 4];
+            for k in ch * CHUNK_CELLS..((ch + 1) * CHUNK_CELLS).min(n_cells) {
+                (0..nb).filter(|&i| starts(k, i)).for_each(|i| c[nodes.entity_dim[i]] += 1);
+            }
+            c
         })
         .collect();
-    if located.len() > u32::MAX as usize {
-        return Err(Error::InvalidArgument(format!("{} cell nodes exceed the u32 index range", located.len())));
+    let mut before = Vec::with_capacity(chunks);
+    let mut total = [0usize; 4];
+    for c in &counts {
+        before.push(total);
+        (0..4).for_each(|d| total[d] += c[d]);
     }
-    // Entities numbered by first encounter: a node slot that is the
-    // first of its entity starts the next entity.
-    let first = first_slots(&located, mesh.coords.len(), nb);
-    let mut entity = vec![0u32; located.len()];
-    let mut entity_dim: Vec<u8> = Vec::new();
-    for (s, (&f, l)) in first.iter().zip(&located).enumerate() {
-        if f as usize == s {
-            entity[s] = entity_dim.len() as u32;
-            entity_dim.push(if l.0 .0 >= 10 { l.0 .0 - 10 } else { l.0 .0 });
-        }
-    }
-    let dofs_of = |d: u8| pow(p - 1, d as usize);
-    // Offsets: entities in first-encounter order, grouped by dimension
-    // for the aligned numberings.
-    let mut ranked: Vec<u32> = (0..entity_dim.len() as u32).collect();
-    if matches!(numbering, Numbering::Aligned | Numbering::BlockedAligned) {
-        ranked.par_sort_by_key(|&e| (entity_dim[e as usize], e));
-    }
-    let mut offset = vec![0u32; entity_dim.len()];
-    let mut n = 0usize;
-    for &e in &ranked {
-        offset[e as usize] = n as u32;
-        n += dofs_of(entity_dim[e as usize]);
-    }
+    let dofs_of = |d: usize| pow(p - 1, d);
+    let aligned = matches!(numbering, Numbering::Aligned | Numbering::BlockedAligned);
+    let base: [usize; 4] = std::array::from_fn(|d| (0..d).map(|e| total[e] * dofs_of(e)).sum());
+    let n: usize = (0..4).map(|d| total[d] * dofs_of(d)).sum();
     if n > u32::MAX as usize {
         return Err(Error::InvalidArgument(format!("{n} DOFs exceed the u32 index range")));
     }
+    // Every entity's first DOF, kept where its first slot points.
+    let (vertex_offset, shared_offset, interior_offset) = (atomics(mesh.coords.len()), atomics(n_cells * nodes.shared), atomics(n_cells));
+    (0..chunks).into_par_iter().for_each(|ch| {
+        let mut seen = before[ch];
+        for k in ch * CHUNK_CELLS..((ch + 1) * CHUNK_CELLS).min(n_cells) {
+            for i in (0..nb).filter(|&i| starts(k, i)) {
+                let d = nodes.entity_dim[i];
+                let offset = if aligned { base[d] + seen[d] * dofs_of(d) } else { (0..4).map(|e| seen[e] * dofs_of(e)).sum() };
+                seen[d] += 1;
+                let at = match nodes.kind[i] {
+                    LocalNode::Corner(bits) => &vertex_offset[cell(k)[bits] as usize],
+                    LocalNode::Shared(j) => &shared_offset[k * nodes.shared + j],
+                    LocalNode::Interior { .. } => &interior_offset[k],
+                };
+                at.store(offset as u32, Relaxed);
+            }
+        }
+    });
     let mut position = vec![0u32; n_cells];
     for (k, &c) in order.iter().enumerate() {
         position[c as usize] = k as u32;
     }
     let mut cell_dofs = vec![0u32; n_cells * nb];
     cell_dofs.par_chunks_mut(nb).zip(&position).for_each(|(dofs, &k)| {
+        let k = k as usize;
         for (i, d) in dofs.iter_mut().enumerate() {
-            let s = k as usize * nb + i;
-            *d = offset[entity[first[s] as usize] as usize] + located[s].1;
+            let start = match nodes.kind[i] {
+                LocalNode::Corner(bits) => &vertex_offset[cell(k)[bits] as usize],
+                LocalNode::Shared(j) => {
+                    let head = shared_first[k * nodes.shared + j] as usize;
+                    let LocalNode::Shared(j) = nodes.kind[head % nb] else { unreachable!("an edge or face starts at an edge or face node") };
+                    &shared_offset[head / nb * nodes.shared + j]
+                }
+                LocalNode::Interior { .. } => &interior_offset[k],
+            };
+            *d = start.load(Relaxed) + locate_slot(k, i).1 as u32;
         }
     });
     Ok((n, cell_dofs, facets))
+}
+
+/// For the `j`-th edge or face node of the `k`-th cell visited, at
+/// `[k·shared + j]`: the smallest slot of its entity, the head of the
+/// entity's run in a parallel sort of (key, slot).
+fn shared_heads(nodes: &LocalNodes, n_cells: usize, locate_slot: &(impl Fn(usize, usize) -> (EntityKey, usize) + Sync)) -> Vec<u32> {
+    let nb = nodes.kind.len();
+    let mut keyed: Vec<(EntityKey, u32)> = (0..n_cells)
+        .into_par_iter()
+        .flat_map_iter(|k| nodes.kind.iter().enumerate().filter(|(_, n)| matches!(n, LocalNode::Shared(_))).map(move |(i, _)| (locate_slot(k, i).0, (k * nb + i) as u32)))
+        .collect();
+    keyed.par_sort_unstable();
+    let heads = (0..n_cells * nodes.shared).map(|_| AtomicU32::new(0)).collect::<Vec<_>>();
+    keyed.par_chunk_by(|a, b| a.0 == b.0).for_each(|run| {
+        for &(_, s) in run {
+            let LocalNode::Shared(j) = nodes.kind[s as usize % nb] else { unreachable!("only edge and face nodes are keyed") };
+            heads[s as usize / nb * nodes.shared + j].store(run[0].1, Relaxed);
+        }
+    });
+    heads.into_iter().map(AtomicU32::into_inner).collect()
 }
 
 #[cfg(test)]
@@ -371,19 +444,21 @@ mod tests {
         node_entity.iter().map(|&(e, k)| offset[e as usize] + k).collect()
     }
 
-    /// The parallel numbering (first slots by sort and atomic minimum) is
-    /// the serial first-encounter one, on shuffled meshes and a thread
-    /// count that splits the cells unevenly.
+    /// The parallel numbering (first slots by sort and atomic minimum,
+    /// entities counted by chunk) is the serial first-encounter one, on
+    /// shuffled meshes, a thread count that splits the cells unevenly and
+    /// meshes of one chunk and of several, the last one partial.
     #[test]
     fn numbering_equals_the_serial_first_encounter_one() {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
-        for dim in [2, 3] {
-            for p in [1, 2, 4] {
-                for mesh in [BoxMesh::structured(dim, 5), BoxMesh::unstructured(dim, 5, 7)] {
+        for (dim, n, degrees) in [(2, 5usize, vec![1, 2, 4]), (3, 5, vec![1, 2, 4]), (2, 97, vec![1, 3]), (3, 21, vec![2])] {
+            assert!(n < 10 || n.pow(dim as u32) > 2 * CHUNK_CELLS);
+            for p in degrees {
+                for mesh in [BoxMesh::structured(dim, n), BoxMesh::unstructured(dim, n, 7)] {
                     let mesh = mesh.build().unwrap();
                     for numbering in [Numbering::Original, Numbering::Aligned, Numbering::Blocked, Numbering::BlockedAligned] {
-                        let (n, cell_dofs, _) = pool.install(|| tensor_dofs(&mesh, p, numbering)).unwrap();
-                        assert_eq!(n, expected_dofs(dim, 5, p));
+                        let (count, cell_dofs, _) = pool.install(|| tensor_dofs(&mesh, p, numbering)).unwrap();
+                        assert_eq!(count, expected_dofs(dim, n, p));
                         assert_eq!(cell_dofs, serial_reference(&mesh, p, numbering), "dim {dim} p {p} {numbering:?}");
                     }
                 }
