@@ -99,7 +99,6 @@ fn gpu_solve_matches_cpu_solve() {
 /// a multiple of the warp.
 #[test]
 fn device_pattern_matches_host() {
-    use fem::host::operator::cell_data::CellData;
     use fem::host::operator::csr::Csr;
     use fem::host::operator::device_pattern::DevicePattern;
     use fem::host::operator::ell::Ell;
@@ -112,8 +111,7 @@ fn device_pattern_matches_host() {
         for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {
             let layout = Layout::new(&space, mode);
             let what = format!("dim={dim} p={p} {mode:?} rows={}", layout.n_rows);
-            let cd = CellData::<f64>::new(&space, &layout);
-            let cells = GpuCells::upload(&g, &cd, &layout, Scatter::Atomic).unwrap();
+            let cells = GpuCells::<f64>::upload(&g, &space, &layout, None, Scatter::Atomic).unwrap();
             let csr = Csr::<f64>::pattern(&cpu, &layout).unwrap();
             let want = csr.element_positions(&layout);
             let pattern = DevicePattern::upload(&g, &csr).unwrap();
@@ -148,5 +146,69 @@ fn device_pattern_matches_host() {
                 }
             }
         }
+    }
+}
+
+/// The device's L2 error of the sine problem is the host's, for any rows
+/// (not only a solution): degree 1 to the highest with element kernels
+/// (Q6 in 2D, Q4 in 3D), 2D and 3D, perturbed
+/// cells, fixed rows kept or eliminated, cell counts not a multiple of
+/// the warp, f64 and f32.
+#[test]
+fn device_l2_error_matches_host() {
+    use fem::host::operator::gpu::GpuCells;
+    use fem::host::problem::field::QpField;
+    use fem::host::problem::poisson::sine_solution;
+    let Some(g) = gpu("device_l2_error_matches_host") else { return };
+    for (dim, p, mesh) in [(2, 1, BoxMesh::structured(2, 7)), (2, 6, BoxMesh::unstructured(2, 3, 2)), (3, 1, BoxMesh::unstructured(3, 5, 4)), (3, 2, BoxMesh::structured(3, 3)), (3, 4, BoxMesh::unstructured(3, 2, 6))] {
+        let space = Space::tensor(&mesh.build().unwrap(), p).unwrap();
+        for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {
+            let layout = Layout::new(&space, mode);
+            // the sine solution's scale plus a perturbation: errors of both sizes
+            let x: Vec<f64> = fem::host::conformance::values::<f64>(layout.n_rows, 3).iter().map(|v| 0.02 * v).collect();
+            let exact = sine_solution(dim);
+            let want = QpField::from_rows(space.clone(), &layout, &x, |_| 0.0).l2_error(exact.0.as_ref());
+            let cells = GpuCells::<f64>::upload(&g, &space, &layout, None, Scatter::Atomic).unwrap();
+            let got = cells.sine_l2_error(&g, &g.upload(&x).unwrap()).unwrap();
+            assert!((got - want).abs() <= 1e-12 * want, "dim={dim} p={p} {mode:?}: device {got:e}, host {want:e}");
+            let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let cells = GpuCells::<f32>::upload(&g, &space, &layout, None, Scatter::Atomic).unwrap();
+            let got = cells.sine_l2_error(&g, &g.upload(&xf).unwrap()).unwrap();
+            assert!((got - want).abs() <= 1e-4 * want, "dim={dim} p={p} {mode:?} f32: device {got:e}, host {want:e}");
+        }
+    }
+}
+
+/// The cells' input made on the device (transposed map with fixed flags,
+/// vertex coordinates per cell, material factors) is the host's
+/// [`CellData`], entry for entry: 2D and 3D, rows eliminated or fixed,
+/// cell counts not a multiple of the warp, f64 and f32; bad material
+/// factors are refused before anything is sent.
+#[test]
+fn device_cell_inputs_match_host() {
+    use fem::host::operator::cell_data::CellData;
+    use fem::host::operator::gpu::GpuCells;
+    let Some(g) = gpu("device_cell_inputs_match_host") else { return };
+    for (dim, p, mesh) in [(2, 1, BoxMesh::structured(2, 1)), (2, 3, BoxMesh::unstructured(2, 5, 3)), (3, 2, BoxMesh::unstructured(3, 3, 1)), (3, 1, BoxMesh::structured(3, 7))] {
+        let space = Space::tensor(&mesh.build().unwrap(), p).unwrap();
+        let kappa: Vec<f64> = (0..space.n_cells()).map(|c| 1.0 + c as f64 / 7.0).collect();
+        for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {
+            let layout = Layout::new(&space, mode);
+            let what = format!("dim={dim} p={p} {mode:?}");
+            let want = CellData::<f64>::new(&space, &layout).with_kappa(&kappa).unwrap();
+            let c = GpuCells::<f64>::upload(&g, &space, &layout, Some(&kappa), Scatter::Atomic).unwrap();
+            assert_eq!(g.stream().clone_dtoh(&c.map).unwrap(), want.map, "{what}: map");
+            assert_eq!(g.download(&c.verts).unwrap(), want.verts, "{what}: vertices");
+            assert_eq!(g.download(&c.kappa).unwrap(), want.kappa, "{what}: κ");
+            assert_eq!(c.fixed_rows, want.fixed_rows, "{what}: fixed rows");
+            let c = GpuCells::<f32>::upload(&g, &space, &layout, None, Scatter::Atomic).unwrap();
+            let want32: Vec<f32> = want.verts.iter().map(|&v| v as f32).collect();
+            assert_eq!(g.download(&c.verts).unwrap(), want32, "{what}: f32 vertices");
+        }
+        let layout = Layout::new(&space, DirichletMode::Eliminate);
+        assert!(GpuCells::<f64>::upload(&g, &space, &layout, Some(&kappa[1..]), Scatter::Atomic).is_err());
+        let mut bad = kappa.clone();
+        bad[0] = -1.0;
+        assert!(GpuCells::<f64>::upload(&g, &space, &layout, Some(&bad), Scatter::Atomic).is_err());
     }
 }

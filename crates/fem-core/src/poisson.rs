@@ -81,11 +81,44 @@ impl<T: Real, C: Coefficients<T, D>, const D: usize> Coefficients<T, D> for Scal
 }
 
 impl SinePoisson {
-    /// The exact solution.
-    pub fn solution<const D: usize>(x: [f64; D]) -> f64 {
-        let pi = core::f64::consts::PI;
-        x.iter().map(|&xa| libm::sin(pi * xa)).product::<f64>() / (D as f64 * pi * pi)
+    /// The exact solution, in the precision of `x`.
+    #[inline(always)]
+    pub fn solution<T: Real, const D: usize>(x: [T; D]) -> T {
+        let pi = T::from_f64(core::f64::consts::PI);
+        let mut u = T::ONE;
+        for xa in x {
+            u *= (pi * xa).sin();
+        }
+        u / T::from_f64(D as f64 * core::f64::consts::PI * core::f64::consts::PI)
     }
+}
+
+/// ∫ (u_h − u)² over the cell with vertices `verts`, where u_h has the
+/// nodal values `uh` (GLL nodes, tensor order) and u is `exact`, by the
+/// tensor rule of `tab` (its points and weights; its basis values at
+/// them). What an L2 error sums per cell, on the host or the device.
+#[inline(always)]
+pub fn error_sq<T: Real, const D: usize, const NB: usize>(tab: &Tables<T>, verts: &[[T; D]; MAX_VERTICES], uh: &[T; NB], exact: impl Fn([T; D]) -> T) -> T {
+    let mut sum = T::ZERO;
+    let mut cq = [0usize; D];
+    for _ in 0..tab.nq.pow(D as u32) {
+        let xi: [T; D] = core::array::from_fn(|a| tab.points[cq[a]]);
+        let mut w = T::ONE;
+        for &c in &cq {
+            w *= tab.weights[c];
+        }
+        let (x, jac) = geometry(verts, xi);
+        let mut u = T::ZERO;
+        let mut ci = [0usize; D];
+        for &value in uh {
+            u += value * tab.basis_at::<D>(&ci, &cq);
+            next(&mut ci, tab.np);
+        }
+        let e = u - exact(x);
+        sum += w * det_inv(&jac).0.abs() * e * e;
+        next(&mut cq, tab.nq);
+    }
+    sum
 }
 
 /// Entries of the symmetric D×D per-point matrix kept by local reuse.

@@ -7,7 +7,7 @@
 //! local-reuse point data (nq^D × (D(D+1)/2 + 1)); both are constants of
 //! each specialisation, so local arrays live in registers where they fit.
 
-use crate::sparse::{is_free, sym_index, NONE};
+use crate::sparse::{is_free, sym_index, FIXED, NONE};
 use fem_core::contract::{add_point, mirror_upper};
 use fem_core::element::{Tables, MAX_VERTICES};
 use fem_core::poisson::{self, Coefficients};
@@ -27,6 +27,37 @@ pub unsafe fn vertices<T: Real, const D: usize>(e: usize, ne: usize, xv: *const 
         }
     }
     v
+}
+
+/// Entry `t` of the transposed element-to-row map of `ne` cells of `nb`
+/// nodes (`map[i·ne + e]`, node `i` of cell `e`): the node's row from the
+/// cells' rows `rows[e·nb + i]` ([`NONE`] where eliminated), flagged
+/// [`FIXED`] where `fixed[row]` is nonzero.
+///
+/// # Safety
+/// `rows` holds `nb·ne` entries, `fixed` one per row they name, `t < nb·ne`.
+#[inline(always)]
+pub unsafe fn map_entry(t: usize, ne: usize, nb: usize, rows: *const u32, fixed: *const u8) -> u32 {
+    let r = *rows.add(t % ne * nb + t / ne);
+    if r != NONE && *fixed.add(r as usize) != 0 {
+        r | FIXED
+    } else {
+        r
+    }
+}
+
+/// Entry `t` of the transposed vertex coordinates of `ne` cells in `dim`
+/// dimensions (`[(k·dim + a)·ne + e]`, what [`vertices`] reads) from the
+/// mesh's vertices `coords[v·3 + a]` and each cell's corners
+/// `corners[e·2^dim + k]`.
+///
+/// # Safety
+/// `corners` holds `2^dim·ne` ids of vertices in `coords`, `t < 2^dim·dim·ne`.
+#[inline(always)]
+pub unsafe fn vertex_entry(t: usize, ne: usize, dim: usize, corners: *const u32, coords: *const f64) -> f64 {
+    let (e, ka) = (t % ne, t / ne);
+    let v = *corners.add((e << dim) + ka / dim) as usize;
+    *coords.add(v * 3 + ka % dim)
 }
 
 /// Whether local entry (i, j) enters the matrix: both rows exist and are free.

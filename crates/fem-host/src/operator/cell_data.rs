@@ -3,11 +3,11 @@
 //! the cell vertex coordinates.
 
 use crate::space::Space;
-use crate::space::dirichlet::NONE as LAYOUT_NONE;
 use crate::space::Layout;
 use crate::Scalar;
 use rayon::prelude::*;
-use fem_kernels::sparse::{is_free, row_of, FIXED, NONE};
+use fem_kernels::cells::{map_entry, vertex_entry};
+use fem_kernels::sparse::{is_free, row_of, NONE};
 
 /// The cells of a [`Layout`] in the transposed (cell-fastest) layout the
 /// element kernels read, in precision `T`.
@@ -40,26 +40,22 @@ impl<T: Scalar> CellData<T> {
     /// coordinates of its `space`; every material factor is 1.
     pub fn new(space: &Space, layout: &Layout) -> Self {
         let (ne, nb, dim, degree) = (layout.n_cells(), layout.dofs_per_cell, space.dim(), space.degree);
-        // plane by plane in parallel: each plane is one transposed column
+        // plane by plane in parallel, each entry as the device makes it
+        let fixed: &[u8] = bytes_of_flags(&layout.fixed);
         let mut map = vec![NONE; nb * ne];
         map.par_chunks_mut(ne.max(1)).enumerate().for_each(|(i, plane)| {
             for (e, m) in plane.iter_mut().enumerate() {
-                let r = layout.cell_rows[e * nb + i];
-                *m = if r == LAYOUT_NONE {
-                    NONE
-                } else if layout.fixed[r as usize] {
-                    r | FIXED
-                } else {
-                    r
-                };
+                // SAFETY: the layout's rows are nb per cell, each flagged in `fixed`
+                *m = unsafe { map_entry(i * ne + e, ne, nb, layout.cell_rows.as_ptr(), fixed.as_ptr()) };
             }
         });
         let nv = 1 << dim;
+        let coords = space.vertices.as_flattened();
         let mut verts = vec![T::ZERO; nv * dim * ne];
         verts.par_chunks_mut(ne.max(1)).enumerate().for_each(|(ka, plane)| {
-            let (k, a) = (ka / dim, ka % dim);
             for (e, x) in plane.iter_mut().enumerate() {
-                *x = T::from_f64(space.vertex(e, k)[a]);
+                // SAFETY: the space's cells have 2^dim corners, each a vertex id
+                *x = T::from_f64(unsafe { vertex_entry(ka * ne + e, ne, dim, space.cell_vertices.as_ptr(), coords.as_ptr()) });
             }
         });
         let fixed_rows = (0..layout.n_rows as u32).filter(|&r| layout.fixed[r as usize]).collect();
@@ -69,13 +65,7 @@ impl<T: Scalar> CellData<T> {
     /// The same cells with the material factors `kappa` (one per cell,
     /// each positive and finite).
     pub fn with_kappa(mut self, kappa: &[f64]) -> crate::Result<Self> {
-        if kappa.len() != self.ne {
-            return Err(crate::Error::InvalidArgument(format!("{} material factors for {} cells", kappa.len(), self.ne)));
-        }
-        if let Some(e) = kappa.iter().position(|k| !(k.is_finite() && *k > 0.0)) {
-            return Err(crate::Error::InvalidArgument(format!("cell {e} has material factor {} (κ must be positive and finite)", kappa[e])));
-        }
-        self.kappa = kappa.iter().map(|&k| T::from_f64(k)).collect();
+        self.kappa = material_factors(kappa, self.ne)?;
         Ok(self)
     }
 
@@ -83,6 +73,24 @@ impl<T: Scalar> CellData<T> {
     pub fn rows_of(&self, e: usize) -> Vec<u32> {
         (0..self.nb).map(|i| self.map[i * self.ne + e]).collect()
     }
+}
+
+/// The material factors `kappa` of `ne` cells in precision `T`, or why
+/// they are not (a count other than `ne`, a factor not positive and finite).
+pub fn material_factors<T: Scalar>(kappa: &[f64], ne: usize) -> crate::Result<Vec<T>> {
+    if kappa.len() != ne {
+        return Err(crate::Error::InvalidArgument(format!("{} material factors for {ne} cells", kappa.len())));
+    }
+    if let Some(e) = kappa.iter().position(|k| !(k.is_finite() && *k > 0.0)) {
+        return Err(crate::Error::InvalidArgument(format!("cell {e} has material factor {} (κ must be positive and finite)", kappa[e])));
+    }
+    Ok(kappa.iter().map(|&k| T::from_f64(k)).collect())
+}
+
+/// Flags as the bytes (0 or 1) the device kernels read.
+pub fn bytes_of_flags(flags: &[bool]) -> &[u8] {
+    // SAFETY: a bool is one byte holding 0 or 1
+    unsafe { std::slice::from_raw_parts(flags.as_ptr().cast::<u8>(), flags.len()) }
 }
 
 /// Sums `value(e, i)` over the free local entries of every cell into their

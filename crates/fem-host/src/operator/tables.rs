@@ -37,6 +37,12 @@ impl<T: Real> RefTables<T> {
         Self { np, nq, points: cast(points), weights: cast(weights), value: cast(value), deriv: cast(deriv) }
     }
 
+    /// Points, weights, values and derivatives one after another, as the
+    /// GPU element kernels read them.
+    pub fn packed(&self) -> Vec<T> {
+        [&self.points, &self.weights, &self.value, &self.deriv].iter().flat_map(|v| v.iter().copied()).collect()
+    }
+
     /// The tables borrowed as the kernels' [`Tables`].
     pub fn view(&self) -> Tables<'_, T> {
         Tables { np: self.np, nq: self.nq, points: &self.points, weights: &self.weights, value: &self.value, deriv: &self.deriv }

@@ -310,6 +310,25 @@ pub unsafe fn assemble_lma<T: Real, const D: usize, const NB: usize, const QD: u
     }
 }
 
+/// `err[e]` = (∫_e (u_h − u)²)^½ for the sine problem's exact solution u
+/// ([`poisson::error_sq`]), u_h having the values of the rows `x` at the
+/// cell's free nodes and 0 at fixed and eliminated ones (its boundary
+/// condition), by the rule of `tab`: the L2 error is the 2-norm of `err`.
+#[kernel(f32, f64; elements)]
+pub unsafe fn sine_error<T: Real, const D: usize, const NB: usize, const QD: usize>(ne: usize, np: usize, nq: usize, tab: *const T, verts: *const T, map: *const u32, x: *const T, err: *mut T) {
+    let tab = tables(np, nq, tab);
+    let mut e = global_idx_x();
+    while e < ne {
+        let v = cells::vertices::<T, D>(e, ne, verts);
+        let uh: [T; NB] = core::array::from_fn(|i| match *map.add(i * ne + e) {
+            m if m != NONE && is_free(m) => *x.add(row_of(m)),
+            _ => T::ZERO,
+        });
+        *err.add(e) = poisson::error_sq(&tab, &v, &uh, SinePoisson::solution::<T, D>).sqrt();
+        e += grid_size_x();
+    }
+}
+
 /// Global assembly (CSR or ELLPACK): each element entry is computed and
 /// added at its precomputed position `pos[(i·nb + j)·ne + e]` of `val`
 /// atomically, the load into `b`.

@@ -1,8 +1,10 @@
 //! Global formats built on the device from an uploaded CSR pattern: the
 //! ELLPACK column planes, the unit diagonal of fixed rows and the slot of
-//! every element-matrix entry ([`crate::slots`]).
+//! every element-matrix entry ([`crate::slots`]); and the element kernels'
+//! per-cell input from the mesh ([`crate::cells`]).
 
 use crate::device::grid_stride_fold;
+use crate::cells::{map_entry, vertex_entry};
 use crate::slots::{ell_column, entry_slot, slot};
 use fem_core::Real;
 use fem_macros::kernel;
@@ -35,4 +37,13 @@ pub unsafe fn unit_fixed_rows<T: Real>(n: usize, row_ptr: *const u32, ld: usize,
             *val.add(slot(r, 0, row_ptr, ld)) = T::ONE;
         }
     });
+}
+
+/// The element kernels' per-cell input made from the mesh and the rows
+/// on the device: the transposed map (`nb·ne` entries, [`map_entry`]) and
+/// vertex coordinates (`2^dim·dim·ne`, [`vertex_entry`]).
+#[kernel(f32, f64)]
+pub unsafe fn cell_inputs<T: Real>(ne: usize, nb: usize, dim: usize, rows: *const u32, fixed: *const u8, corners: *const u32, coords: *const f64, map: *mut u32, verts: *mut T) {
+    grid_stride_fold(nb * ne, (), |(), t| *map.add(t) = map_entry(t, ne, nb, rows, fixed));
+    grid_stride_fold((dim << dim) * ne, (), |(), t| *verts.add(t) = T::from_f64(vertex_entry(t, ne, dim, corners, coords)));
 }

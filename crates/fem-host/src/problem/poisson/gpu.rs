@@ -19,6 +19,8 @@ pub struct GpuOperator<T: Scalar> {
     /// Stored entries of a global format for the bytes model: CSR
     /// nonzeros and ELLPACK slots (padding included, lazy or not).
     pub stored: (usize, usize),
+    /// The cells on the device, for what else runs on them (the error).
+    pub cells: Arc<GpuCells<T>>,
 }
 
 /// The operator of `layout` in `format` on the GPU, naming its stages
@@ -34,11 +36,8 @@ pub fn build_gpu_operator<T: Scalar>(
     if opts.scatter == Scatter::Spmv {
         return Err(Scatter::Spmv.unavailable("the Q_p Poisson kernels"));
     }
-    stage("cell data");
-    let cd = with_regions(CellData::<T>::new(space, layout), opts.kappa.as_deref())?;
     stage("uploads");
-    let cells = Arc::new(GpuCells::upload(gpu, &cd, layout, opts.scatter)?);
-    drop(cd);
+    let cells = Arc::new(GpuCells::upload(gpu, space, layout, opts.kappa.as_deref(), opts.scatter)?);
     let mut b = gpu.zeros::<T>(layout.n_rows)?;
     // JIT-compile the assembly kernels before anything is timed.
     stage("kernel compilation");
@@ -129,7 +128,7 @@ pub fn build_gpu_operator<T: Scalar>(
             (Box::new(GpuMatrixFree::new(gpu, cells.clone(), opts.scatter)?), 0.0)
         }
     };
-    Ok(GpuOperator { op, load: b, assembly_seconds: seconds, threads_per_row: chosen_tpr, stored })
+    Ok(GpuOperator { op, load: b, assembly_seconds: seconds, threads_per_row: chosen_tpr, stored, cells })
 }
 
 /// The threads per row whose CSR SpMV is fastest (median of 5 after a
@@ -159,7 +158,7 @@ pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Po
     let clock = StageClock::new(show);
     let stage = &|s: &str| clock.start(s);
     let (space, layout) = discretise(opts, stage)?;
-    let GpuOperator { op, load: b, assembly_seconds, threads_per_row, stored: (nnz, slots) } = build_gpu_operator::<T>(gpu, cpu, &space, &layout, opts, stage)?;
+    let GpuOperator { op, load: b, assembly_seconds, threads_per_row, stored: (nnz, slots), cells } = build_gpu_operator::<T>(gpu, cpu, &space, &layout, opts, stage)?;
     stage("CG set-up");
     // Benchmarks start CG from a random guess: the load is an eigenfunction
     // of the Laplacian, so from zero CG would stop after a few iterations.
@@ -181,10 +180,18 @@ pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Po
     } else {
         None
     };
+    // The sine problem's error on the device; any other exact solution
+    // is a host function, evaluated there.
+    let l2_error = if opts.exact.is_none() && opts.exact_solution(space.dim()).is_some() {
+        stage("L2 error");
+        Some(cells.sine_l2_error(gpu, &x)?)
+    } else {
+        None
+    };
     stage("download");
     let xh = gpu.download(&x)?;
-    drop((op, b, x, warm));
-    let mut r = PoissonReport::new::<T>(cpu, space, &layout, opts, gpu.name(), report, &xh, assembly_seconds, solve_seconds, stage);
+    drop((op, b, x, warm, cells));
+    let mut r = PoissonReport::new::<T>(cpu, space, &layout, opts, gpu.name(), (report, &xh, l2_error), assembly_seconds, solve_seconds, stage);
     r.threads_per_row = threads_per_row;
     r.spmv = bench;
     r.stages = clock.finish();
