@@ -17,7 +17,7 @@ use fem_host::{AnyBackend, CpuBackend, Error};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
+pub(crate) type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// A benchmark suite, named on the command line and in the output files by
 /// its lower-case name.
@@ -35,6 +35,9 @@ pub enum Suite {
     Bp,
     /// Poisson CG solves per storage format: CG iterations per second.
     Solve,
+    /// Whole `fem solve` commands, start to solution written, against the
+    /// assembly and solve inside them ([`crate::e2e`]).
+    E2e,
 }
 
 impl std::str::FromStr for Suite {
@@ -46,7 +49,8 @@ impl std::str::FromStr for Suite {
             "residual" => Self::Residual,
             "bp" => Self::Bp,
             "solve" => Self::Solve,
-            _ => return Err(format!("unknown suite `{s}` (spmv, assembly, residual, bp, solve)")),
+            "e2e" => Self::E2e,
+            _ => return Err(format!("unknown suite `{s}` (spmv, assembly, residual, bp, solve, e2e)")),
         })
     }
 }
@@ -96,6 +100,9 @@ pub struct Point {
     /// first entry is the start), drawn in the convergence chart.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<Vec<f64>>,
+    /// The e2e suite: the whole command's memory, work and stages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub whole: Option<crate::e2e::WholeCommand>,
 }
 
 /// The model's a-priori SpMV choice against the measured best.
@@ -151,6 +158,7 @@ pub fn run(any: &AnyBackend, o: &BenchOptions, progress: &dyn Fn(&str, Option<(u
         Suite::Bp => bp(any, o, gpu, &mut report, progress)?,
         Suite::Assembly | Suite::Solve => poisson(any, o, gpu, &mut report, progress)?,
         Suite::Residual => residual(any, o, gpu, &mut report, progress)?,
+        Suite::E2e => crate::e2e::run(o, gpu, &mut report, progress)?,
     }
     Ok(report)
 }
@@ -186,6 +194,7 @@ fn spmv(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, prog
                 gflops: Some(flops / x.seconds_per_spmv / 1e9),
                 intensity: Some(flops / x.bytes as f64),
             history: None,
+            whole: None,
         });
         }
         r.a_priori.push(a_priori_check(&spec, &run, o.f32)?);
@@ -235,6 +244,7 @@ fn bp(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, progre
             gflops: Some(x.tflops * 1e3),
             intensity: Some(x.arithmetic_intensity),
             history: None,
+            whole: None,
         });
     }
     Ok(())
@@ -273,6 +283,7 @@ fn residual(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, 
             gflops: Some(x.gflops),
             intensity: Some(x.beta_measured),
             history: None,
+            whole: None,
         });
     }
     Ok(())
@@ -317,6 +328,7 @@ fn poisson(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, p
             gflops: None,
             intensity: None,
             history: solve.then(|| x.cg.history.clone()),
+            whole: None,
         });
     }
     Ok(())
@@ -332,6 +344,9 @@ pub fn markdown(r: &SuiteReport) -> String {
             "| {} | {} | {} | {} | {:.3e} | {:.4e} | {} | {} | {} |\n",
             p.group, p.series, p.degree, p.dofs, p.seconds, p.throughput, opt(p.gbytes_per_second, 1), opt(p.roofline_fraction, 3), opt(p.gflops, 1)
         );
+    }
+    if r.suite == Suite::E2e {
+        s += &crate::e2e::markdown(r);
     }
     if !r.a_priori.is_empty() {
         s += "\n## The model's a-priori format against the measured best\n\n| matrix | a-priori | µs | best | µs | slower by |\n|---|---|---|---|---|---|\n";
@@ -356,6 +371,12 @@ pub fn write(r: &SuiteReport, dir: &Path) -> BenchResult<Vec<PathBuf>> {
     };
     put(format!("{name}.json"), &|p| Ok(std::fs::write(p, serde_json::to_string_pretty(r)?)?))?;
     put(format!("{name}.md"), &|p| Ok(std::fs::write(p, markdown(r))?))?;
+    if r.suite == Suite::E2e {
+        let bars: Vec<(String, Vec<(String, f64)>)> = r.points.iter().filter_map(|p| Some((p.series.clone(), p.whole.as_ref()?.stages.clone()))).collect();
+        let title = format!("fem bench e2e on {} ({}): wall time by stage", r.backend, r.precision);
+        put(format!("{name}-stages.png"), &|p| plot::stacked_bars(p, &title, "seconds", &bars))?;
+        return Ok(out);
+    }
     for g in groups_of(r) {
         let series = lines(r.points.iter().filter(|p| p.group == g), |p| Some((p.degree as f64, p.throughput)));
         let file = if g.is_empty() { format!("{name}-throughput.png") } else { format!("{name}-throughput-{}.png", g.to_lowercase()) };

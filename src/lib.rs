@@ -52,6 +52,7 @@ pub mod bench;
 pub mod bp;
 pub mod cardiac;
 pub mod demo;
+pub mod e2e;
 pub mod expression;
 pub mod guide;
 pub mod info;

@@ -109,14 +109,18 @@ enum Command {
     /// Suites: spmv (every format on the Q_p stiffness matrices, and the
     /// model's a-priori format against the measured best), bp (BP1.0, BP3.5,
     /// BP3.0 against degree), assembly (elements assembled per second per
-    /// format), solve (CG iterations per second per format), residual.
+    /// format), solve (CG iterations per second per format), residual, e2e
+    /// (whole `fem solve` commands, each in its own process: wall time,
+    /// peak host memory and stages against the assembly and solve inside;
+    /// 3D Q1 ELLPACK, Q2 auto and the hole multigrid at --size DOFs).
     ///
     /// Examples:
+    ///   fem bench e2e --backend cuda --size 8000000
     ///   fem bench spmv --backend cuda --out results
     ///   fem bench bp --degrees 1-8 --size 10000000
     ///   fem bench solve --backend cpu --size 50000 --degrees 1,2
     Bench {
-        /// spmv, bp, assembly, solve or residual.
+        /// spmv, bp, assembly, solve, residual or e2e.
         suite: String,
         /// Rows of each matrix (spmv) or DOFs of each problem (default by backend).
         #[arg(long)]

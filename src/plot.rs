@@ -79,6 +79,53 @@ pub fn throughput(path: &Path, title: &str, y_label: &str, series: &[Series]) ->
     Ok(())
 }
 
+/// One stacked bar per (name, parts): each part a segment, coloured by
+/// its name the same in every bar, largest parts at the bottom as given.
+pub fn stacked_bars(path: &Path, title: &str, y_label: &str, bars: &[(String, Vec<(String, f64)>)]) -> PlotResult {
+    register_font();
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    let top = bars.iter().map(|(_, p)| p.iter().map(|x| x.1).sum::<f64>()).fold(0.0, f64::max);
+    let top = if top > 0.0 { 1.1 * top } else { 1.0 };
+    let names: Vec<&str> = bars.iter().map(|b| b.0.as_str()).collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5..bars.len() as f64 - 0.5, 0.0..top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(bars.len().max(1))
+        .x_label_formatter(&|x| names.get(x.round().max(0.0) as usize).map_or(String::new(), |s| s.to_string()))
+        .y_desc(y_label)
+        .label_style(("sans-serif", 15))
+        .draw()?;
+    let mut kinds: Vec<&str> = Vec::new();
+    for (_, parts) in bars {
+        for (n, _) in parts {
+            if !kinds.contains(&n.as_str()) {
+                kinds.push(n);
+            }
+        }
+    }
+    for (k, kind) in kinds.iter().enumerate() {
+        let c = colour(k);
+        let mut rects = Vec::new();
+        for (i, (_, parts)) in bars.iter().enumerate() {
+            let below: f64 = parts.iter().take_while(|p| p.0 != *kind).map(|p| p.1).sum();
+            if let Some((_, v)) = parts.iter().find(|p| p.0 == *kind) {
+                rects.push(Rectangle::new([(i as f64 - 0.3, below), (i as f64 + 0.3, below + v)], c.filled()));
+            }
+        }
+        chart.draw_series(rects)?.label(*kind).legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+    }
+    chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.85)).border_style(BLACK).label_font(("sans-serif", 13)).draw()?;
+    root.present()?;
+    Ok(())
+}
+
 /// GFLOP/s against arithmetic intensity (flop/byte), log-log, with the
 /// bandwidth bound `copy_gbytes_per_second × intensity` drawn as a line.
 pub fn roofline(path: &Path, title: &str, copy_gbytes_per_second: f64, series: &[Series]) -> PlotResult {

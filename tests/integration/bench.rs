@@ -23,7 +23,9 @@ fn run(suite: &str, extra: &[&str]) -> (PathBuf, serde_json::Value) {
     let file: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join(format!("{suite}.json"))).unwrap()).unwrap();
     assert_eq!(v, file);
     let md = std::fs::read_to_string(dir.join(format!("{suite}.md"))).unwrap();
-    assert_eq!(md.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| group") && !l.starts_with("| matrix")).count(), v["points"].as_array().unwrap().len() + v["a_priori"].as_array().unwrap().len());
+    let whole = v["points"].as_array().unwrap().iter().filter(|p| p.get("whole").is_some()).count();
+    let rows = md.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| group") && !l.starts_with("| matrix") && !l.starts_with("| case")).count();
+    assert_eq!(rows, v["points"].as_array().unwrap().len() + v["a_priori"].as_array().unwrap().len() + whole);
     // no temporary file left behind
     assert!(std::fs::read_dir(&dir).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with(".tmp")));
     (dir, v)
@@ -96,4 +98,30 @@ fn residual_suite_reports_both_physics_in_both_dimensions() {
         assert!(p["gflops"].as_f64().unwrap() > 0.0 && p["roofline_fraction"].as_f64().unwrap() > 0.0);
     }
     assert!(is_png(&dir.join("residual-roofline.png")));
+}
+
+/// Whole commands, each in its own process: the stages a command reports
+/// fall inside the wall time measured around it, its work (assembly and
+/// solve) too, its peak memory is read, and the stages are charted.
+#[test]
+fn e2e_suite_times_whole_commands() {
+    let (dir, v) = run("e2e", &["--size", "3000"]);
+    let points = v["points"].as_array().unwrap();
+    let series: Vec<&str> = points.iter().map(|p| p["series"].as_str().unwrap()).collect();
+    assert_eq!(series, ["Q1 ELLPACK", "Q2 auto", "hole SPAI-MG"]);
+    for p in points {
+        let (w, wall) = (&p["whole"], p["seconds"].as_f64().unwrap());
+        let stages: Vec<f64> = w["stages"].as_array().unwrap().iter().map(|s| s[1].as_f64().unwrap()).collect();
+        // the command's own stages and what lies outside them make up the wall time
+        assert!((stages.iter().sum::<f64>() - wall).abs() <= 1e-9 * wall, "{p}");
+        assert!(stages.windows(2).all(|s| s[0] >= s[1]), "largest stage first: {p}");
+        let work = w["work_seconds"].as_f64().unwrap();
+        assert!(work > 0.0 && work < wall && w["peak_rss_bytes"].as_u64().unwrap() > 1 << 20, "{p}");
+        assert!(p["dofs"].as_u64().unwrap() > 1000 && w["command"].as_str().unwrap().starts_with("solve --problem"));
+    }
+    let names = |p: &serde_json::Value| -> Vec<String> { p["whole"]["stages"].as_array().unwrap().iter().map(|s| s[0].as_str().unwrap().to_string()).collect() };
+    assert!(names(&points[0]).iter().any(|n| n == "DOF numbering"), "the Poisson command reports its stages");
+    assert!(names(&points[2]).iter().any(|n| n == "set-up"), "the hole command its set-up");
+    assert!(is_png(&dir.join("e2e-stages.png")));
+    assert!(!dir.join("e2e-throughput.png").exists());
 }
