@@ -10,8 +10,11 @@ set -u
 F=${FEM:-target/release/fem}; B=${BASE:-}
 export FEM_TUNING=off
 tmp=$(mktemp -d)
-# the driver's PTX JIT, once, outside the timings
-$F solve --problem poisson --dim 3 --degree 1 --dofs 100000 --format ell --backend cuda > /dev/null 2>&1
+# the driver's PTX JIT of each build, once, outside the timings
+for f in $F $B; do
+  $f solve --problem poisson --dim 3 --degree 1 --dofs 100000 --format ell --backend cuda > /dev/null 2>&1
+  $f solve --problem poisson --dim 3 --degree 2 --dofs 100000 --format auto --backend cuda > /dev/null 2>&1
+done
 run() { # label binary args
   local l=$1 f=$2; shift 2
   /usr/bin/time -f "%e %M" -o "$tmp/t" "$f" solve --json "$@" > "$tmp/o.json" 2> "$tmp/e" || { echo "FAILED $l"; tail -5 "$tmp/e"; return; }
