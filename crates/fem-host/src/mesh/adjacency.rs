@@ -5,7 +5,7 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 /// The cells around every vertex: those of vertex `v` are
-/// `cells[start[v]..start[v + 1]]`, in no particular order.
+/// `cells[start[v]..start[v + 1]]`, ascending.
 pub struct VertexCells {
     /// Where each vertex's cells begin (`n_vertices + 1` offsets).
     pub start: Vec<usize>,
@@ -15,26 +15,46 @@ pub struct VertexCells {
 
 impl VertexCells {
     /// Of the first `nv` vertices of every cell in `cells` (ids below
-    /// `n_vertices`, as a validated mesh has), counted and placed in
-    /// parallel.
+    /// `n_vertices`, as a validated mesh has).
     pub fn new<const N: usize>(cells: &[[u32; N]], nv: usize, n_vertices: usize) -> Self {
-        let count: Vec<AtomicU32> = (0..n_vertices).map(|_| AtomicU32::new(0)).collect();
-        cells.par_iter().for_each(|c| c[..nv].iter().for_each(|&v| _ = count[v as usize].fetch_add(1, Relaxed)));
-        let mut start = Vec::with_capacity(n_vertices + 1);
+        Self::of_ids(cells.len(), n_vertices, |c| &cells[c][..nv])
+    }
+
+    /// The cells around each of `n` ids (vertices, or the rows of a
+    /// layout), cell `c` naming `ids(c)` (each below `n`, or `u32::MAX`
+    /// for none): counted and placed in parallel, each id's cells then
+    /// sorted, so the result does not depend on the threads. A serial
+    /// count and fill of the rows' cells took about 0.6 s at 8M Q1 cells.
+    pub fn of_ids<'a>(n_cells: usize, n: usize, ids: impl Fn(usize) -> &'a [u32] + Sync) -> Self {
+        let named = |c: usize| ids(c).iter().copied().filter(|&v| v != u32::MAX);
+        let count: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+        (0..n_cells).into_par_iter().for_each(|c| named(c).for_each(|v| _ = count[v as usize].fetch_add(1, Relaxed)));
+        let mut start = Vec::with_capacity(n + 1);
         let mut at = 0usize;
         start.push(0);
         for c in &count {
             at += c.load(Relaxed) as usize;
             start.push(at);
         }
-        let cursor: Vec<AtomicUsize> = start[..n_vertices].iter().map(|&s| AtomicUsize::new(s)).collect();
+        let cursor: Vec<AtomicUsize> = start[..n].iter().map(|&s| AtomicUsize::new(s)).collect();
         let placed: Vec<AtomicU32> = (0..at).map(|_| AtomicU32::new(0)).collect();
-        cells.par_iter().enumerate().for_each(|(c, cell)| {
-            for &v in &cell[..nv] {
-                placed[cursor[v as usize].fetch_add(1, Relaxed)].store(c as u32, Relaxed);
-            }
+        (0..n_cells).into_par_iter().for_each(|c| named(c).for_each(|v| placed[cursor[v as usize].fetch_add(1, Relaxed)].store(c as u32, Relaxed)));
+        let mut cells: Vec<u32> = placed.into_iter().map(AtomicU32::into_inner).collect();
+        // ids in blocks, each block's cells one slice, sorted id by id
+        const BLOCK: usize = 4096;
+        let mut blocks = Vec::with_capacity(n.div_ceil(BLOCK));
+        let mut rest = cells.as_mut_slice();
+        for b in 0..n.div_ceil(BLOCK) {
+            let ids = b * BLOCK..((b + 1) * BLOCK).min(n);
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(start[ids.end] - start[ids.start]);
+            blocks.push((ids, head));
+            rest = tail;
+        }
+        blocks.into_par_iter().for_each(|(ids, slice)| {
+            let base = start[ids.start];
+            ids.for_each(|v| slice[start[v] - base..start[v + 1] - base].sort_unstable());
         });
-        Self { start, cells: placed.into_iter().map(AtomicU32::into_inner).collect() }
+        Self { start, cells }
     }
 
     /// The cells around vertex `v`.
@@ -67,6 +87,27 @@ pub fn single_facets<const N: usize>(cells: &[[u32; N]], nv: usize, n_vertices: 
 mod tests {
     use super::*;
 
+    /// Cells naming ids with gaps (`u32::MAX`), ids no cell names, and
+    /// more ids than a block: each id's cells ascending, as a serial pass
+    /// in cell order lists them, on an uneven thread count.
+    #[test]
+    fn of_ids_is_the_serial_incidence() {
+        let (n_cells, per, n) = (3000, 5, 9001);
+        let ids: Vec<u32> = (0..n_cells * per).map(|k| if k % 7 == 3 { u32::MAX } else { ((k * 7919) % (n - 1)) as u32 }).collect();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let around = pool.install(|| VertexCells::of_ids(n_cells, n, |c| &ids[c * per..(c + 1) * per]));
+        let mut want = vec![Vec::new(); n];
+        for (k, &v) in ids.iter().enumerate() {
+            if v != u32::MAX {
+                want[v as usize].push((k / per) as u32);
+            }
+        }
+        assert!(want[n - 1].is_empty());
+        for (v, w) in want.iter().enumerate() {
+            assert_eq!(around.of(v), &w[..], "id {v}");
+        }
+    }
+
     /// Two unit squares side by side (0-1-3-4 and 1-2-4-5 in tensor
     /// order): six boundary edges, the shared one (1, 4) not among them;
     /// every vertex lists its cells.
@@ -74,9 +115,7 @@ mod tests {
     fn two_squares_share_one_edge() {
         let cells = [[0u32, 1, 3, 4], [1, 2, 4, 5]];
         let around = VertexCells::new(&cells, 4, 6);
-        let mut of1 = around.of(1).to_vec();
-        of1.sort();
-        assert_eq!((around.of(0), of1, around.of(5)), (&[0u32][..], vec![0, 1], &[1u32][..]));
+        assert_eq!((around.of(0), around.of(1), around.of(5)), (&[0u32][..], &[0u32, 1][..], &[1u32][..]));
         // facet l of a square: axis l / 2, side l % 2 (vertices whose bit matches)
         let key = |c: usize, l: usize| {
             let mut k = [u32::MAX; 4];

@@ -6,6 +6,7 @@
 //! local vertex order, so that no later stage can rely on lexicographic
 //! numbering or on neighbours sharing a local orientation.
 
+use rayon::prelude::*;
 use super::{Cell, Mesh};
 use crate::rng::SplitMix64;
 use crate::{Error, Result};
@@ -61,22 +62,31 @@ impl BoxMesh {
         }
         let mut rng = SplitMix64::new(self.seed);
         let h = 1.0 / n as f64;
-        let mut coords = vec![[0.0; 3]; n_vertices];
-        for (v, x) in coords.iter_mut().enumerate() {
-            let mut rest = v;
-            for xa in x.iter_mut().take(d) {
-                let i = rest % nv1;
-                rest /= nv1;
-                *xa = i as f64 * h;
-            }
-            let interior = x[..d].iter().all(|&xa| xa > 0.5 * h && xa < 1.0 - 0.5 * h);
-            if interior && self.perturb > 0.0 {
+        // the grid in parallel; the perturbation draws from one sequence,
+        // vertex after vertex, so a seed gives one mesh
+        let mut coords: Vec<[f64; 3]> = (0..n_vertices)
+            .into_par_iter()
+            .map(|v| {
+                let mut x = [0.0; 3];
+                let mut rest = v;
                 for xa in x.iter_mut().take(d) {
-                    *xa += (2.0 * rng.next_f64() - 1.0) * self.perturb * h;
+                    *xa = (rest % nv1) as f64 * h;
+                    rest /= nv1;
+                }
+                x
+            })
+            .collect();
+        if self.perturb > 0.0 {
+            for x in coords.iter_mut() {
+                if x[..d].iter().all(|&xa| xa > 0.5 * h && xa < 1.0 - 0.5 * h) {
+                    for xa in x.iter_mut().take(d) {
+                        *xa += (2.0 * rng.next_f64() - 1.0) * self.perturb * h;
+                    }
                 }
             }
         }
         let mut cells: Vec<Cell> = (0..n_cells)
+            .into_par_iter()
             .map(|c| {
                 let mut base = [0usize; 3];
                 let mut rest = c;

@@ -14,27 +14,12 @@ pub struct Colouring {
     pub cells: Vec<Vec<u32>>,
 }
 
-/// For every row, the cells that touch it (CSR-like: offsets and cells).
+/// For every row, the cells that touch it, ascending (CSR-like: offsets
+/// and cells), found in parallel.
 pub fn row_cells(layout: &Layout) -> (Vec<usize>, Vec<u32>) {
     let nb = layout.dofs_per_cell;
-    let mut count = vec![0usize; layout.n_rows + 1];
-    for &r in &layout.cell_rows {
-        if r != NONE {
-            count[r as usize + 1] += 1;
-        }
-    }
-    for i in 0..layout.n_rows {
-        count[i + 1] += count[i];
-    }
-    let mut fill = count.clone();
-    let mut cells = vec![0u32; count[layout.n_rows]];
-    for (k, &r) in layout.cell_rows.iter().enumerate() {
-        if r != NONE {
-            cells[fill[r as usize]] = (k / nb) as u32;
-            fill[r as usize] += 1;
-        }
-    }
-    (count, cells)
+    let around = crate::mesh::adjacency::VertexCells::of_ids(layout.n_cells(), layout.n_rows, |c| &layout.cell_rows[c * nb..(c + 1) * nb]);
+    (around.start, around.cells)
 }
 
 impl Colouring {

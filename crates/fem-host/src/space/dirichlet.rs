@@ -2,6 +2,7 @@
 //! Giles §3.2: eliminate the constrained DOFs (free-node renumbering), or
 //! keep them and zero their rows and columns with a unit diagonal.
 
+use rayon::prelude::*;
 use super::Space;
 
 /// Marks a local entry that has no row in the system (an eliminated DOF).
@@ -62,7 +63,7 @@ impl Layout {
                         row_dof.push(d as u32);
                     }
                 }
-                let cell_rows = space.cell_dofs.iter().map(|&d| row_of[d as usize]).collect();
+                let cell_rows = space.cell_dofs.par_iter().map(|&d| row_of[d as usize]).collect();
                 Self { mode, n_rows: row_dof.len(), dofs_per_cell: nb, cell_rows, fixed: vec![false; row_dof.len()], row_dof }
             }
             DirichletMode::Zero => Self {
