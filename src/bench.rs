@@ -372,7 +372,7 @@ pub fn write(r: &SuiteReport, dir: &Path) -> BenchResult<Vec<PathBuf>> {
     put(format!("{name}.json"), &|p| Ok(std::fs::write(p, serde_json::to_string_pretty(r)?)?))?;
     put(format!("{name}.md"), &|p| Ok(std::fs::write(p, markdown(r))?))?;
     if r.suite == Suite::E2e {
-        let bars: Vec<(String, Vec<(String, f64)>)> = r.points.iter().filter_map(|p| Some((p.series.clone(), p.whole.as_ref()?.stages.clone()))).collect();
+        let bars: Vec<(String, Vec<(String, f64)>)> = r.points.iter().filter_map(|p| Some((p.series.clone(), crate::e2e::major_stages(&p.whole.as_ref()?.stages)))).collect();
         let title = format!("fem bench e2e on {} ({}): wall time by stage", r.backend, r.precision);
         put(format!("{name}-stages.png"), &|p| plot::stacked_bars(p, &title, "seconds", &bars))?;
         return Ok(out);

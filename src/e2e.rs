@@ -109,6 +109,17 @@ fn stages(report: &serde_json::Value, wall: f64) -> Vec<(String, f64)> {
     out
 }
 
+/// The stages of at least 3 % of their sum, the rest summed into one:
+/// what a chart can show apart.
+pub fn major_stages(stages: &[(String, f64)]) -> Vec<(String, f64)> {
+    let total: f64 = stages.iter().map(|s| s.1).sum();
+    let (mut major, minor): (Vec<_>, Vec<_>) = stages.iter().cloned().partition(|s| s.1 >= 0.03 * total);
+    if !minor.is_empty() {
+        major.push(("other stages".into(), minor.iter().map(|s| s.1).sum()));
+    }
+    major
+}
+
 /// Runs `program args`: its wall time, peak resident memory (bytes) and
 /// standard output, or an error with the end of its standard error.
 fn timed(program: &std::path::Path, args: &[String]) -> BenchResult<(f64, u64, String)> {

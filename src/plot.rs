@@ -93,12 +93,13 @@ pub fn stacked_bars(path: &Path, title: &str, y_label: &str, bars: &[(String, Ve
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(70)
-        .build_cartesian_2d(-0.5..bars.len() as f64 - 0.5, 0.0..top)?;
+        // room on the right for the legend
+        .build_cartesian_2d(-0.5..bars.len() as f64 + 0.7, 0.0..top)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(bars.len().max(1))
-        .x_label_formatter(&|x| names.get(x.round().max(0.0) as usize).map_or(String::new(), |s| s.to_string()))
+        .x_labels(bars.len() + 2)
+        .x_label_formatter(&|x| if (x - x.round()).abs() < 0.05 && *x >= -0.05 { names.get(x.round() as usize).map_or(String::new(), |s| s.to_string()) } else { String::new() })
         .y_desc(y_label)
         .label_style(("sans-serif", 15))
         .draw()?;
