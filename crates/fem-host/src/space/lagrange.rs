@@ -111,9 +111,7 @@ impl Space {
         if !shape.supports_degree(degree) {
             return Err(Error::InvalidArgument(format!("{} spaces have degree 1 to {MAX_TENSOR_DEGREE}, not {degree}", shape.name())));
         }
-        let t0=std::time::Instant::now();
         let (n_dofs, cell_dofs, facets) = tensor_dofs(mesh, degree, numbering)?;
-        eprintln!("TS dofs {:?}", t0.elapsed());
         let nv = shape.vertices();
         let mut space = Self {
             shape,
@@ -126,11 +124,8 @@ impl Space {
             boundary: Vec::new(),
             facets,
         };
-        eprintln!("TS struct {:?}", t0.elapsed());
         space.dof_coords = space.tensor_node_positions();
-        eprintln!("TS coords {:?}", t0.elapsed());
         space.boundary = space.facet_mask(&space.facets);
-        eprintln!("TS mask {:?}", t0.elapsed());
         Ok(space)
     }
 
@@ -249,8 +244,6 @@ impl Space {
     }
 }
 
-/// One slot `c·nb + b` of every node of `cell_dofs`: the first that has
-/// it (the same on any thread count), `u32::MAX` for a node in no cell.
 /// The first `nv` vertices of every cell of `mesh`, cell after cell,
 /// copied in parallel.
 fn cell_corners(mesh: &Mesh, nv: usize) -> Vec<u32> {
@@ -259,6 +252,8 @@ fn cell_corners(mesh: &Mesh, nv: usize) -> Vec<u32> {
     out
 }
 
+/// One slot `c·nb + b` of every node of `cell_dofs`: the first that has
+/// it (the same on any thread count), `u32::MAX` for a node in no cell.
 pub(crate) fn owner_slots(cell_dofs: &[u32], n_dofs: usize) -> Vec<u32> {
     use std::sync::atomic::{AtomicU32, Ordering};
     let owner: Vec<AtomicU32> = (0..n_dofs).map(|_| AtomicU32::new(u32::MAX)).collect();
