@@ -58,7 +58,7 @@ impl<T: Scalar> CellData<T> {
                 *x = T::from_f64(unsafe { vertex_entry(ka * ne + e, ne, dim, space.cell_vertices.as_ptr(), coords.as_ptr()) });
             }
         });
-        let fixed_rows = (0..layout.n_rows as u32).filter(|&r| layout.fixed[r as usize]).collect();
+        let fixed_rows = layout.fixed_rows();
         Self { dim, degree, ne, nb, n_rows: layout.n_rows, map, verts, fixed_rows, kappa: vec![T::ONE; ne] }
     }
 

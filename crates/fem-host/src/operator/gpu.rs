@@ -15,7 +15,6 @@ use super::elements::{quadrature_points, LocalVariant};
 use super::tables::RefTables;
 use super::LinearOperator;
 use crate::space::{Layout, Space};
-use rayon::prelude::*;
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use fem_kernels::launch::WARP;
@@ -161,7 +160,7 @@ impl<T: Scalar> GpuCells<T> {
         };
         let tables = RefTables::<T>::new(degree, quadrature_points(degree));
         let s = gpu.stream();
-        let fixed_rows: Vec<u32> = (0..layout.n_rows as u32).into_par_iter().filter(|&r| layout.fixed[r as usize]).collect();
+        let fixed_rows = layout.fixed_rows();
         let fixed_mask = if fixed_rows.is_empty() {
             None
         } else {

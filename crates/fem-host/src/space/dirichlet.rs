@@ -77,6 +77,11 @@ impl Layout {
         }
     }
 
+    /// The fixed rows, ascending.
+    pub fn fixed_rows(&self) -> Vec<u32> {
+        (0..self.n_rows as u32).into_par_iter().filter(|&r| self.fixed[r as usize]).collect()
+    }
+
     /// Number of mesh cells.
     pub fn n_cells(&self) -> usize {
         self.cell_rows.len() / self.dofs_per_cell

@@ -271,8 +271,20 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
     if n > u32::MAX as usize {
         return Err(Error::InvalidArgument(format!("{n} DOFs exceed the u32 index range")));
     }
-    // Every entity's first DOF, kept where its first slot points.
+    // Every entity's first DOF, kept at its vertex, at its head slot's
+    // edge or face node, or at its cell.
     let (vertex_offset, shared_offset, interior_offset) = (atomics(mesh.coords.len()), atomics(n_cells * nodes.shared), atomics(n_cells));
+    let offset_of = |k: usize, i: usize| -> &AtomicU32 {
+        match nodes.kind[i] {
+            LocalNode::Corner(bits) => &vertex_offset[cell(k)[bits] as usize],
+            LocalNode::Shared(j) => {
+                let head = shared_first[k * nodes.shared + j] as usize;
+                let LocalNode::Shared(j) = nodes.kind[head % nb] else { unreachable!("an edge or face starts at an edge or face node") };
+                &shared_offset[head / nb * nodes.shared + j]
+            }
+            LocalNode::Interior { .. } => &interior_offset[k],
+        }
+    };
     (0..chunks).into_par_iter().for_each(|ch| {
         let mut seen = before[ch];
         for k in ch * CHUNK_CELLS..((ch + 1) * CHUNK_CELLS).min(n_cells) {
@@ -280,12 +292,7 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
                 let d = nodes.entity_dim[i];
                 let offset = if aligned { base[d] + seen[d] * dofs_of(d) } else { (0..4).map(|e| seen[e] * dofs_of(e)).sum() };
                 seen[d] += 1;
-                let at = match nodes.kind[i] {
-                    LocalNode::Corner(bits) => &vertex_offset[cell(k)[bits] as usize],
-                    LocalNode::Shared(j) => &shared_offset[k * nodes.shared + j],
-                    LocalNode::Interior { .. } => &interior_offset[k],
-                };
-                at.store(offset as u32, Relaxed);
+                offset_of(k, i).store(offset as u32, Relaxed);
             }
         }
     });
@@ -297,16 +304,7 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
     cell_dofs.par_chunks_mut(nb).zip(&position).for_each(|(dofs, &k)| {
         let k = k as usize;
         for (i, d) in dofs.iter_mut().enumerate() {
-            let start = match nodes.kind[i] {
-                LocalNode::Corner(bits) => &vertex_offset[cell(k)[bits] as usize],
-                LocalNode::Shared(j) => {
-                    let head = shared_first[k * nodes.shared + j] as usize;
-                    let LocalNode::Shared(j) = nodes.kind[head % nb] else { unreachable!("an edge or face starts at an edge or face node") };
-                    &shared_offset[head / nb * nodes.shared + j]
-                }
-                LocalNode::Interior { .. } => &interior_offset[k],
-            };
-            *d = start.load(Relaxed) + locate_slot(k, i).1 as u32;
+            *d = offset_of(k, i).load(Relaxed) + locate_slot(k, i).1 as u32;
         }
     });
     Ok((n, cell_dofs, facets))
