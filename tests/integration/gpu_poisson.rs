@@ -149,6 +149,49 @@ fn device_pattern_matches_host() {
     }
 }
 
+/// The pattern built on the device is the host's, row by row, with
+/// fixed rows kept or eliminated, on structured, unstructured and
+/// renumbered meshes, row counts not a multiple of the warp and a system
+/// without unknowns; where a row passes the device's capacity (Q4
+/// hexahedra, 729 columns) it declines, for the host to build it.
+#[test]
+fn device_built_pattern_matches_host() {
+    use fem::host::operator::csr::Csr;
+    use fem::host::operator::device_pattern::DevicePattern;
+    use fem::host::operator::gpu::GpuCells;
+    use fem::kernels::pattern::DEVICE_ROW_COLUMNS;
+    let Some(g) = gpu("device_built_pattern_matches_host") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let cases = [
+        (1, BoxMesh::structured(2, 1)),
+        (1, BoxMesh::structured(2, 37)),
+        (3, BoxMesh::unstructured(2, 9, 2)),
+        (1, BoxMesh::unstructured(3, 11, 4)),
+        (2, BoxMesh::unstructured(3, 5, 4)),
+        (1, BoxMesh { shuffle: true, seed: 7, ..BoxMesh::structured(3, 6) }),
+        (4, BoxMesh::structured(3, 2)),
+    ];
+    for (p, mesh) in cases {
+        let space = Space::tensor(&mesh.build().unwrap(), p).unwrap();
+        for mode in [DirichletMode::Eliminate, DirichletMode::Zero] {
+            let layout = Layout::new(&space, mode);
+            let what = format!("dim={} p={p} {mode:?} rows={}", space.dim(), layout.n_rows);
+            let cells = GpuCells::<f64>::upload(&g, &space, &layout, None, Scatter::Atomic).unwrap();
+            let host = Csr::<f64>::pattern(&cpu, &layout).unwrap();
+            let Some(dev) = DevicePattern::of_cells(&g, &cells).unwrap() else {
+                assert!(host.max_row_len() > DEVICE_ROW_COLUMNS, "{what}: declined at {} columns", host.max_row_len());
+                continue;
+            };
+            assert!(host.max_row_len() <= DEVICE_ROW_COLUMNS, "{what}");
+            assert_eq!((dev.n_rows, dev.nnz, dev.width), (host.n_rows, host.nnz(), host.max_row_len()), "{what}: sizes");
+            assert_eq!(g.stream().clone_dtoh(&dev.row_ptr).unwrap(), host.row_ptr, "{what}: row offsets");
+            if host.nnz() > 0 {
+                assert_eq!(g.stream().clone_dtoh(&dev.col).unwrap(), host.col, "{what}: columns");
+            }
+        }
+    }
+}
+
 /// The device's L2 error of the sine problem is the host's, for any rows
 /// (not only a solution): degree 1 to the highest with element kernels
 /// (Q6 in 2D, Q4 in 3D), 2D and 3D, perturbed

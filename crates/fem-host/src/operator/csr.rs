@@ -13,7 +13,8 @@ use crate::space::dirichlet::NONE;
 use crate::space::Layout;
 use crate::{CpuBackend, Error, Result, Scalar};
 use fem_core::poisson::Coefficients;
-use fem_kernels::sparse::csr_row_part;
+use fem_kernels::pattern::row_columns;
+use fem_kernels::sparse::{csr_row_part, FIXED};
 use rayon::prelude::*;
 
 /// A sparse matrix in CSR form with `u32` indices (also used for
@@ -36,6 +37,7 @@ impl<T: Scalar> Csr<T> {
     pub fn pattern(cpu: &CpuBackend, layout: &Layout) -> Result<Self> {
         let nb = layout.dofs_per_cell;
         let (offsets, touching) = row_cells(layout);
+        let entry = |j: u32| if j != NONE && layout.fixed[j as usize] { j | FIXED } else { j };
         // rows in blocks, each block's columns in one vector: a vector per
         // row from many threads costs more than the sorting
         let blocks: Vec<(Vec<u32>, Vec<u32>)> = cpu.install(|| {
@@ -48,11 +50,12 @@ impl<T: Scalar> Csr<T> {
                         if layout.fixed[r] {
                             col.push(r as u32);
                         } else {
-                            for &c in &touching[offsets[r]..offsets[r + 1]] {
-                                col.extend(layout.cell_rows[c as usize * nb..(c as usize + 1) * nb].iter().copied().filter(|&j| j != NONE && !layout.fixed[j as usize]));
-                            }
-                            col[start..].sort_unstable();
-                            let kept = dedup_sorted(&mut col[start..]);
+                            let around = &touching[offsets[r]..offsets[r + 1]];
+                            let cap = around.len() * nb;
+                            col.resize(start + cap, 0);
+                            let entries = around.iter().flat_map(|&c| layout.cell_rows[c as usize * nb..(c as usize + 1) * nb].iter().map(|&j| entry(j)));
+                            // SAFETY: `col[start..]` holds `cap` values, one per candidate
+                            let kept = unsafe { row_columns(entries, col[start..].as_mut_ptr(), cap) }.expect("room for every candidate");
                             col.truncate(start + kept);
                         }
                         len.push((col.len() - start) as u32);
@@ -324,19 +327,6 @@ pub(crate) fn cut<X>(mut x: &mut [X], lens: impl IntoIterator<Item = usize>) -> 
             head
         })
         .collect()
-}
-
-/// Moves the distinct values of the sorted `x` to its front; returns
-/// their number.
-fn dedup_sorted(x: &mut [u32]) -> usize {
-    let mut kept = 0;
-    for i in 0..x.len() {
-        if kept == 0 || x[i] != x[kept - 1] {
-            x[kept] = x[i];
-            kept += 1;
-        }
-    }
-    kept
 }
 
 #[cfg(test)]

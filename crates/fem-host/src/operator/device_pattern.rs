@@ -1,9 +1,11 @@
 //! A CSR pattern on the device and the global formats built from it
 //! there: CSR with zero values, ELLPACK column planes, and the slot of
-//! every element-matrix entry that global assembly adds into. The host
-//! sends the pattern once (row offsets and columns); the per-entry arrays,
-//! the planes and the unit diagonal of fixed rows are made where they are
-//! used ([`fem_kernels::slots`], one source with the host's checks).
+//! every element-matrix entry that global assembly adds into. The pattern
+//! is made on the device from the cells' map ([`DevicePattern::of_cells`])
+//! or, where its rows are too long for that, sent by the host once (row
+//! offsets and columns); the per-entry arrays, the planes and the unit
+//! diagonal of fixed rows are made where they are used
+//! ([`fem_kernels::slots`], one source with the host's checks).
 
 use super::csr::Csr;
 use super::gpu::GpuCells;
@@ -30,6 +32,44 @@ impl DevicePattern {
     pub fn upload<T: Scalar>(gpu: &CudaBackend, csr: &Csr<T>) -> Result<Self> {
         gpu.ensure_free((csr.row_ptr.len() + csr.nnz()) * 4)?;
         Ok(Self { n_rows: csr.n_rows, width: csr.max_row_len(), nnz: csr.nnz(), row_ptr: u32s(gpu, &csr.row_ptr)?, col: u32s(gpu, &csr.col)? })
+    }
+
+    /// The pattern of the matrix assembled from `cells`, built on the
+    /// device ([`fem_kernels::pattern`], one source with
+    /// [`Csr::pattern`]): the same rows and ascending columns as the
+    /// host's. `None` where a row has more than
+    /// [`DEVICE_ROW_COLUMNS`](fem_kernels::pattern::DEVICE_ROW_COLUMNS)
+    /// columns (high degrees), for the host to build.
+    pub fn of_cells<T: Scalar>(gpu: &CudaBackend, cells: &GpuCells<T>) -> Result<Option<Self>> {
+        let (n, ne, nb) = (cells.n_rows, cells.ne, cells.nb);
+        let entries = ne * nb;
+        // counts and fill, rows' cells (at most one per entry), lengths and offsets
+        gpu.ensure_free((entries + 4 * n + 2) * 4)?;
+        let s = gpu.stream();
+        let mut count = indices(gpu, n)?;
+        unsafe { s.launch_builder(&gpu.function("fem_pattern_cell_counts")?).arg(&entries).arg(&cells.map).arg(&mut count).launch(gpu.per_item(entries)) }?;
+        let (start, total) = gpu.exclusive_scan(&count)?;
+        let mut fill = count; // counted into `start` now
+        s.memset_zeros(&mut fill)?;
+        let mut around = indices(gpu, (total as usize).max(1))?;
+        unsafe { s.launch_builder(&gpu.function("fem_pattern_cells_around")?).arg(&ne).arg(&entries).arg(&cells.map).arg(&start).arg(&mut fill).arg(&mut around).launch(gpu.per_item(entries)) }?;
+        let mut len = fill;
+        let mut width = indices(gpu, 1)?;
+        let f = gpu.function("fem_pattern_row_lengths")?;
+        unsafe { s.launch_builder(&f).arg(&n).arg(&ne).arg(&nb).arg(&cells.map).arg(&start).arg(&around).arg(&cells.fixed_flags).arg(&mut len).arg(&mut width).launch(gpu.per_item(n)) }?;
+        let width = s.clone_dtoh(&width)?[0];
+        if width == u32::MAX {
+            return Ok(None);
+        }
+        if width as usize * n > u32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("a pattern of {n} rows up to {width} columns wide may pass the 2³² entries of its u32 row offsets")));
+        }
+        let (row_ptr, nnz) = gpu.exclusive_scan(&len)?;
+        drop(len);
+        let mut col = indices(gpu, nnz as usize)?;
+        let f = gpu.function("fem_pattern_columns")?;
+        unsafe { s.launch_builder(&f).arg(&n).arg(&ne).arg(&nb).arg(&cells.map).arg(&start).arg(&around).arg(&cells.fixed_flags).arg(&row_ptr).arg(&mut col).launch(gpu.per_item(n)) }?;
+        Ok(Some(Self { n_rows: n, width: width as usize, nnz: nnz as usize, row_ptr, col }))
     }
 
     /// `n_rows` rows without entries, `width` slots wide: its ELLPACK

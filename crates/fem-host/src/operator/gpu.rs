@@ -135,6 +135,9 @@ pub struct GpuCells<T: Scalar> {
     pub tab: CudaSlice<T>,
     /// 1 on fixed rows, 0 elsewhere (absent when no row is fixed).
     pub fixed_mask: Option<CudaSlice<T>>,
+    /// One byte per row, nonzero on fixed rows (what the map's flags were
+    /// made from; the pattern's fixed rows are read from it).
+    pub fixed_flags: CudaSlice<u8>,
     /// Two-level colouring of the cells, for [`Scatter::Colour`]: built
     /// only when asked for (a serial host pass, most of the 11.5 s its
     /// upload stage took at 8M cells when it was built for every scatter).
@@ -206,6 +209,7 @@ impl<T: Scalar> GpuCells<T> {
             kappa: gpu.upload(&kappa)?,
             tab: gpu.upload(&tables.packed())?,
             fixed_mask,
+            fixed_flags: fixed,
             colouring,
             fixed_rows,
         })

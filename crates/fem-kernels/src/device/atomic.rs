@@ -1,5 +1,5 @@
 //! Atomic add on device memory (`atom.add`, `red.add`), and the minimum
-//! of `u32` (`red.min`).
+//! and maximum of `u32` (`red.min`, `red.max`).
 //!
 //! Generic addressing is used, so the pointer may be global or shared.
 //! `red` (no return value) is what a scatter needs; `atom` returns the old
@@ -61,4 +61,13 @@ pub unsafe fn atomic_add<T: fem_core::Real>(p: *mut T, v: T) {
 #[inline(always)]
 pub unsafe fn atomic_min_u32(p: *mut u32, v: u32) {
     core::arch::asm!("red.min.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v);
+}
+
+/// `atomicMax(p, v)` for `u32`, without the old value.
+///
+/// # Safety
+/// `p` must be a valid, 4-byte aligned device pointer.
+#[inline(always)]
+pub unsafe fn atomic_max_u32(p: *mut u32, v: u32) {
+    core::arch::asm!("red.max.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v);
 }

@@ -11,7 +11,7 @@
 //! | [`sync`] | block and warp barriers, memory fences |
 //! | [`warp`] | shuffles (down, xor) for 32- and 64-bit values, warp sums |
 //! | [`block`] | block-wide sum through shuffles and shared memory |
-//! | [`atomic`] | atomic add for `f32`, `f64`, `u32` |
+//! | [`atomic`] | atomic add for `f32`, `f64`, `u32`; min and max of `u32` |
 //! | [`fast_math`] | approximate transcendental instructions (`*.approx`) |
 //!
 //! Everything here is only compiled for `nvptx64`. The CPU backend never

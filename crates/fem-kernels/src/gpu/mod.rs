@@ -9,6 +9,7 @@ mod cardiac;
 mod fem;
 mod krylov;
 mod partial;
+mod pattern;
 mod prelude_check;
 mod reduce;
 mod scan;

@@ -59,15 +59,20 @@ pub fn build_gpu_operator<T: Scalar>(
     let (mut chosen_tpr, mut stored) = (None, (0, 0));
     let (op, seconds): (Box<dyn LinearOperator<CudaBackend, T>>, f64) = match opts.format {
         Format::Csr | Format::Ell => {
-            // The pattern is built on the host and sent once; the format,
-            // the unit diagonal of fixed rows and the slot of every
-            // element entry are made from it on the device.
+            // The pattern is built on the device (on the host, and sent
+            // once, where its rows are too long for that); the format, the
+            // unit diagonal of fixed rows and the slot of every element
+            // entry are made from it there.
             stage("sparsity");
-            let csr = Csr::<T>::pattern(cpu, layout)?;
-            stored = (csr.nnz(), csr.max_row_len() * csr.n_rows);
-            stage("uploads");
-            let pattern = DevicePattern::upload(gpu, &csr)?;
-            drop(csr);
+            let pattern = match DevicePattern::of_cells(gpu, &cells)? {
+                Some(p) => p,
+                None => {
+                    let csr = Csr::<T>::pattern(cpu, layout)?;
+                    stage("uploads");
+                    DevicePattern::upload(gpu, &csr)?
+                }
+            };
+            stored = (pattern.nnz, pattern.width * pattern.n_rows);
             stage("format build");
             let fixed = cells.fixed_mask.as_ref();
             if opts.format == Format::Csr {
