@@ -100,6 +100,8 @@ pub fn facet_vertices(mesh: &Mesh, c: usize, axis: usize, side: usize) -> [u32; 
 
 /// Facets that belong to one cell only: (cell, axis, side), in that order.
 pub fn boundary_facets(mesh: &Mesh) -> Vec<(usize, usize, usize)> {
-    single_facets(&mesh.cells, mesh.vertices_per_cell(), mesh.coords.len(), 2 * mesh.dim, |c, f| facet_key(mesh, c, f / 2, f % 2)).into_iter().map(|(c, f)| (c, f / 2, f % 2)).collect()
+    // facet 2·axis + side: the vertices whose bit `axis` is `side`
+    let facets: Vec<u8> = (0..2 * mesh.dim).map(|f| (0..1 << mesh.dim).filter(|v| (v >> (f / 2)) & 1 == f % 2).map(|v| 1 << v).sum()).collect();
+    single_facets(&mesh.cells, mesh.vertices_per_cell(), mesh.coords.len(), &facets).into_iter().map(|(c, f)| (c, f / 2, f % 2)).collect()
 }
 

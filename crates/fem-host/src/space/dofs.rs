@@ -200,7 +200,7 @@ const CHUNK_CELLS: usize = 4096;
 
 /// Numbers the DOFs of Q_`degree` on a validated `mesh`: their count,
 /// every cell's DOFs (`[c·nb + i]`, tensor node order) and the boundary
-/// facets (a sort of every cell's facet keys, done once here).
+/// facets ([`tensor_facets`]).
 ///
 /// Entities are numbered by first encounter: node slot `k·nb + i` (node
 /// `i` of the `k`-th cell visited) starts an entity when it is the
@@ -304,7 +304,9 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
     cell_dofs.par_chunks_mut(nb).zip(&position).for_each(|(dofs, &k)| {
         let k = k as usize;
         for (i, d) in dofs.iter_mut().enumerate() {
-            *d = offset_of(k, i).load(Relaxed) + locate_slot(k, i).1 as u32;
+            // a vertex holds one DOF: no need to locate it within its entity
+            let within = if let LocalNode::Corner(_) = nodes.kind[i] { 0 } else { locate_slot(k, i).1 as u32 };
+            *d = offset_of(k, i).load(Relaxed) + within;
         }
     });
     Ok((n, cell_dofs, facets))

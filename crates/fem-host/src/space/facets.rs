@@ -36,7 +36,8 @@ pub fn simplex_facets(mesh: &SimplexMesh) -> Vec<Facet> {
         f[..d].sort_unstable();
         f
     };
-    single_facets(&mesh.cells, d + 1, mesh.coords.len(), d + 1, key).into_iter().map(|(c, skip)| Facet { cell: c as u32, local: skip as u8, key: key(c, skip) }).collect()
+    let facets: Vec<u8> = (0..=d).map(|skip| ((1u8 << (d + 1)) - 1) & !(1 << skip)).collect();
+    single_facets(&mesh.cells, d + 1, mesh.coords.len(), &facets).into_iter().map(|(c, skip)| Facet { cell: c as u32, local: skip as u8, key: key(c, skip) }).collect()
 }
 
 /// Boundary facets of a quadrilateral or hexahedral mesh.
