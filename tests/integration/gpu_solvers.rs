@@ -55,6 +55,27 @@ fn gpu_ssor_equals_cpu_ssor_and_preconditions_cg() {
     }
 }
 
+/// Jacobi's inverse diagonal made on the device equals the host's
+/// (rows not a multiple of the warp), and a zero diagonal entry is
+/// refused with its row named, as on the host.
+#[test]
+fn gpu_jacobi_inverts_on_the_device() {
+    let Some(g) = gpu("gpu_jacobi_inverts_on_the_device") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let mut a = power_law::<f64>(10_001, 2.0, 2.5, 300, 5).unwrap();
+    let host = Jacobi::new(&cpu, &a).unwrap();
+    let dev = Jacobi::new(&g, &GpuCsr::from_csr(&g, &a, 2).unwrap()).unwrap();
+    assert_eq!(g.download(&dev.inv_diag).unwrap(), host.inv_diag);
+    let r = 4321;
+    for k in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
+        if a.col[k] as usize == r {
+            a.val[k] = 0.0;
+        }
+    }
+    let err = Jacobi::<_, f64>::new(&g, &GpuCsr::from_csr(&g, &a, 2).unwrap()).err().expect("refused").to_string();
+    assert!(err.contains("row 4321"), "{err}");
+}
+
 #[test]
 fn gpu_bicgstab_solves_an_unsymmetric_system() {
     let Some(g) = gpu("gpu_bicgstab_solves_an_unsymmetric_system") else { return };

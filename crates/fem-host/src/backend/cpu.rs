@@ -147,6 +147,12 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn reciprocal<T: Scalar>(&self, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        same_len("reciprocal", x.len(), y.len())?;
+        self.pool.install(|| y.par_chunks_mut(CHUNK).zip(x.par_chunks(CHUNK)).for_each(|(yc, xc)| yc.iter_mut().zip(xc).for_each(|(yi, &xi)| *yi = blas::reciprocal(xi))));
+        Ok(())
+    }
+
     fn dot_first<T: Scalar>(&self, n: usize, x: &Vec<T>, y: &Vec<T>) -> Result<T> {
         first("dot", n, x.len().min(y.len()))?;
         Ok(self.chunked_sum(n, |r| blas::dot_chunk(&x[r.clone()], &y[r])))

@@ -80,6 +80,8 @@ pub trait Backend {
     fn axpby<T: Scalar>(&self, alpha: T, x: &Self::Vector<T>, beta: T, y: &mut Self::Vector<T>) -> Result<()>;
     /// `z ← x ∘ y`, the element-wise product.
     fn mul<T: Scalar>(&self, x: &Self::Vector<T>, y: &Self::Vector<T>, z: &mut Self::Vector<T>) -> Result<()>;
+    /// `y ← 1 / x` element-wise (an inverse diagonal, made where it is used).
+    fn reciprocal<T: Scalar>(&self, x: &Self::Vector<T>, y: &mut Self::Vector<T>) -> Result<()>;
     /// `Σ_{i<n} xᵢyᵢ`: the dot product of the first `n` entries (a
     /// distributed vector's owned part; `n` at most either length).
     fn dot_first<T: Scalar>(&self, n: usize, x: &Self::Vector<T>, y: &Self::Vector<T>) -> Result<T>;

@@ -95,6 +95,9 @@ impl<B: Backend> Backend for Distributed<'_, B> {
     fn mul<T: Scalar>(&self, x: &Self::Vector<T>, y: &Self::Vector<T>, z: &mut Self::Vector<T>) -> Result<()> {
         self.inner.mul(x, y, z)
     }
+    fn reciprocal<T: Scalar>(&self, x: &Self::Vector<T>, y: &mut Self::Vector<T>) -> Result<()> {
+        self.inner.reciprocal(x, y)
+    }
     /// Over the owned rows among the first `n` on every rank.
     fn dot_first<T: Scalar>(&self, n: usize, x: &Self::Vector<T>, y: &Self::Vector<T>) -> Result<T> {
         self.global(self.inner.dot_first(n.min(self.owned), x, y)?)

@@ -359,6 +359,14 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
+    fn reciprocal<T: Scalar>(&self, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        same_len("reciprocal", x.len(), y.len())?;
+        let f = self.kernel::<T>("reciprocal")?;
+        let n = x.len();
+        unsafe { self.stream.launch_builder(&f).arg(&n).arg(x).arg(y).launch(self.grid::<T>(n, 0)) }?;
+        Ok(())
+    }
+
     fn dot_first<T: Scalar>(&self, n: usize, x: &CudaSlice<T>, y: &CudaSlice<T>) -> Result<T> {
         first("dot", n, x.len().min(y.len()))?;
         self.reduce("dot", n, &[x, y])

@@ -297,11 +297,6 @@ impl NewtonOps for CpuBackend {
         Ok(())
     }
 
-    fn reciprocal(&self, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
-        y.iter_mut().zip(x).for_each(|(y, &x)| *y = fem_kernels::blas::reciprocal(x));
-        Ok(())
-    }
-
     fn describe(&self, s: &CpuState) -> String {
         match s.sums[0] {
             Some(_) => format!("{}, assembly by ELL-WARP SpMV", self.name()),

@@ -293,13 +293,6 @@ impl NewtonOps for CudaBackend {
         s.partial_kernels()?.add_diagonal(self, g, &s.residual.map, d)
     }
 
-    fn reciprocal(&self, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
-        let f = self.kernel::<f64>("reciprocal")?;
-        let n = x.len();
-        unsafe { self.stream().launch_builder(&f).arg(&n).arg(x).arg(y).launch(self.grid::<f64>(n, 0)) }?;
-        Ok(())
-    }
-
     fn describe(&self, s: &GpuState) -> String {
         let [residual, tangent] = s.launch.map(|l| l.map_or("one thread per cell".to_string(), |t| format!("{} cell blocks per batch", t.blocks)));
         let sum = match &s.sums[0] {

@@ -277,8 +277,6 @@ pub trait NewtonOps: PrecondOps {
     fn partial_product(&self, s: &Self::State, g: &Self::Vector<f64>, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
     /// `d ← diag(F + (I − F) A (I − F))` likewise.
     fn partial_diagonal(&self, s: &Self::State, g: &Self::Vector<f64>, d: &mut Self::Vector<f64>) -> Result<()>;
-    /// `y ← 1 / x` element-wise.
-    fn reciprocal(&self, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
     /// The backend and its kernels, for reports.
     fn describe(&self, s: &Self::State) -> String;
 }
