@@ -183,29 +183,25 @@ pub fn element_cpu<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usi
     min_det
 }
 
-/// `y_loc = K_e x_loc` with `K_e` recomputed (local-reuse point data, then
-/// every coupled entry once, used for both triangles).
+/// `y_loc = K_e x_loc`, `K_e` never formed: the product at the quadrature
+/// points ([`poisson::stiffness_product`]) of `x_loc` on the coupling
+/// rows. Forming `K_e` from stored point data in each product (189 values
+/// a Q1 hexahedron, in thread-local memory) ran at 0.004 of the copy.
 #[inline(always)]
-pub fn matrix_free_product<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usize, const QD: usize>(
+pub fn matrix_free_product<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usize>(
     tab: &Tables<'_, T>,
     verts: &[[T; D]; MAX_VERTICES],
     coeff: &C,
     rows: &[u32; NB],
     xl: &[T; NB],
 ) -> [T; NB] {
-    let mut data = [T::ZERO; QD];
-    poisson::point_data(tab, verts, coeff, &mut data);
-    let mut y = [T::ZERO; NB];
-    for i in 0..NB {
-        for j in i..NB {
-            if !couples(rows, i, j) {
-                continue;
-            }
-            let k = poisson::stiffness_reuse::<T, D>(tab, &data, i, j);
-            y[i] += k * xl[j];
-            if j > i {
-                y[j] += k * xl[i];
-            }
+    // (i, j) couples where both rows are free: x and y restricted to them
+    let free = |i: usize| rows[i] != NONE && is_free(rows[i]);
+    let x: [T; NB] = core::array::from_fn(|j| if free(j) { xl[j] } else { T::ZERO });
+    let mut y = poisson::stiffness_product::<T, C, D, NB>(tab, verts, coeff, &x);
+    for (i, yi) in y.iter_mut().enumerate() {
+        if !free(i) {
+            *yi = T::ZERO;
         }
     }
     y

@@ -54,7 +54,7 @@ impl<T: Scalar> MatrixFree<T> {
                     unsafe {
                         let verts = vertices::<T, D>(e as usize, ne, cd.verts.as_ptr());
                         let (rows, xl) = gather::<T, NB>(e as usize, ne, cd.map.as_ptr(), x.as_ptr());
-                        let yl = matrix_free_product::<T, _, D, NB, QD>(&tab, &verts, &Scaled { factor: cd.kappa[e as usize], inner: &SinePoisson }, &rows, &xl);
+                        let yl = matrix_free_product::<T, _, D, NB>(&tab, &verts, &Scaled { factor: cd.kappa[e as usize], inner: &SinePoisson }, &rows, &xl);
                         scatter(&rows, &yl, out);
                     }
                 });

@@ -249,7 +249,7 @@ pub unsafe fn mf_spmv<T: Real, const D: usize, const NB: usize, const QD: usize>
     while e < ne {
         let v = cells::vertices::<T, D>(e, ne, verts);
         let (rows, xl) = gather::<T, NB>(e, ne, map, x);
-        let yl = cells::matrix_free_product::<T, _, D, NB, QD>(&tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows, &xl);
+        let yl = cells::matrix_free_product::<T, _, D, NB>(&tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows, &xl);
         scatter_atomic(&rows, &yl, y);
         e += grid_size_x();
     }
@@ -276,7 +276,7 @@ pub unsafe fn mf_spmv_colour<T: Real, const D: usize, const NB: usize, const QD:
     let (rows, yl) = if e < ne {
         let v = cells::vertices::<T, D>(e, ne, verts);
         let (rows, xl) = gather::<T, NB>(e, ne, map, x);
-        (rows, cells::matrix_free_product::<T, _, D, NB, QD>(&tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows, &xl))
+        (rows, cells::matrix_free_product::<T, _, D, NB>(&tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows, &xl))
     } else {
         ([NONE; NB], [T::ZERO; NB])
     };
