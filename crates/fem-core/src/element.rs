@@ -44,6 +44,18 @@ pub fn split<const D: usize>(mut index: usize, n: usize) -> [usize; D] {
     c
 }
 
+/// Nodes per direction of a tensor basis of `nb` functions in `d`
+/// dimensions (p + 1): a constant where `nb` and `d` are, so that a
+/// [`split`] by it compiles to shifts and multiplications rather than a
+/// division by a value read at run time.
+pub const fn nodes_per_direction(nb: usize, d: usize) -> usize {
+    let mut n: usize = 1;
+    while n.pow(d as u32) < nb {
+        n += 1;
+    }
+    n
+}
+
 /// Advances a lexicographic multi-index of base `n` by one (the next
 /// quadrature point), without division.
 #[inline(always)]

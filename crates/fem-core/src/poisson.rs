@@ -271,6 +271,8 @@ pub fn stiffness_product<T: Real, C: Coefficients<T, D>, const D: usize, const N
     coeff: &C,
     x: &[T; NB],
 ) -> [T; NB] {
+    let np = const { crate::element::nodes_per_direction(NB, D) };
+    debug_assert_eq!(np, tab.np);
     let mut y = [T::ZERO; NB];
     let mut cq = [0usize; D];
     for _ in 0..crate::element::pow(tab.nq, D) {
@@ -280,7 +282,7 @@ pub fn stiffness_product<T: Real, C: Coefficients<T, D>, const D: usize, const N
         let s = w * det * coeff.kappa(xp);
         let mut gu = [T::ZERO; D];
         for (j, &xj) in x.iter().enumerate() {
-            let g = tab.grad_at::<D>(&split::<D>(j, tab.np), &cq);
+            let g = tab.grad_at::<D>(&split::<D>(j, np), &cq);
             for a in 0..D {
                 gu[a] += g[a] * xj;
             }
@@ -296,7 +298,7 @@ pub fn stiffness_product<T: Real, C: Coefficients<T, D>, const D: usize, const N
             }
         }
         for (i, yi) in y.iter_mut().enumerate() {
-            let g = tab.grad_at::<D>(&split::<D>(i, tab.np), &cq);
+            let g = tab.grad_at::<D>(&split::<D>(i, np), &cq);
             for a in 0..D {
                 *yi += g[a] * v[a];
             }
