@@ -201,6 +201,47 @@ pub fn load_redundant<T: Real, C: Coefficients<T, D>, const D: usize>(
     l
 }
 
+/// What one quadrature point contributes to a cell's operator: the
+/// weighted metric `G = w κ detJ J⁻¹J⁻ᵀ`, the load weight `w f detJ`, and
+/// `detJ` itself. One function for every consumer (point data, the
+/// matrix-free product, the diagonal), so they integrate alike.
+#[derive(Clone, Copy, Debug)]
+pub struct PointFactors<T, const D: usize> {
+    /// `w κ detJ J⁻¹J⁻ᵀ` (symmetric).
+    pub metric: [[T; D]; D],
+    /// `w f detJ`.
+    pub load: T,
+    /// The Jacobian determinant.
+    pub det: T,
+}
+
+/// The [`PointFactors`] of quadrature point `cq` (tensor index) of the
+/// cell with vertices `verts`.
+#[inline(always)]
+pub fn point_factors<T: Real, C: Coefficients<T, D>, const D: usize>(
+    tab: &Tables<'_, T>,
+    verts: &[[T; D]; MAX_VERTICES],
+    coeff: &C,
+    cq: &[usize; D],
+) -> PointFactors<T, D> {
+    let (xi, w) = tab.point_at::<D>(cq);
+    let (x, jac) = geometry(verts, xi);
+    let (det, inv) = det_inv(&jac);
+    let s = w * det * coeff.kappa(x);
+    let mut metric = [[T::ZERO; D]; D];
+    for a in 0..D {
+        for b in a..D {
+            let mut g = T::ZERO;
+            for c in 0..D {
+                g += inv[a][c] * inv[b][c];
+            }
+            metric[a][b] = s * g;
+            metric[b][a] = s * g;
+        }
+    }
+    PointFactors { metric, load: w * det * coeff.load(x), det }
+}
+
 /// Fills `data` (nq^D × [`point_data_len`]) with the per-point data of the
 /// local-reuse variant: `w κ detJ (J⁻¹J⁻ᵀ)` (upper triangle) and `w f detJ`.
 /// Returns the smallest Jacobian determinant, so callers can reject
@@ -216,23 +257,16 @@ pub fn point_data<T: Real, C: Coefficients<T, D>, const D: usize>(
     let mut min_det = T::from_f64(f64::MAX);
     let mut cq = [0usize; D];
     for q in 0..crate::element::pow(tab.nq, D) {
-        let (xi, w) = tab.point_at::<D>(&cq);
+        let f = point_factors(tab, verts, coeff, &cq);
         next(&mut cq, tab.nq);
-        let (x, jac) = geometry(verts, xi);
-        let (det, inv) = det_inv(&jac);
-        min_det = min_det.min(det);
-        let s = w * det * coeff.kappa(x);
+        min_det = min_det.min(f.det);
         let d = &mut data[q * stride..(q + 1) * stride];
         for a in 0..D {
             for b in a..D {
-                let mut g = T::ZERO;
-                for c in 0..D {
-                    g += inv[a][c] * inv[b][c];
-                }
-                d[sym_index(a, b, D)] = s * g;
+                d[sym_index(a, b, D)] = f.metric[a][b];
             }
         }
-        d[sym_len(D)] = w * det * coeff.load(x);
+        d[sym_len(D)] = f.load;
     }
     min_det
 }
@@ -276,10 +310,7 @@ pub fn stiffness_product<T: Real, C: Coefficients<T, D>, const D: usize, const N
     let mut y = [T::ZERO; NB];
     let mut cq = [0usize; D];
     for _ in 0..crate::element::pow(tab.nq, D) {
-        let (xi, w) = tab.point_at::<D>(&cq);
-        let (xp, jac) = geometry(verts, xi);
-        let (det, inv) = det_inv(&jac);
-        let s = w * det * coeff.kappa(xp);
+        let f = point_factors(tab, verts, coeff, &cq);
         let mut gu = [T::ZERO; D];
         for (j, &xj) in x.iter().enumerate() {
             let g = tab.grad_at::<D>(&split::<D>(j, np), &cq);
@@ -290,11 +321,7 @@ pub fn stiffness_product<T: Real, C: Coefficients<T, D>, const D: usize, const N
         let mut v = [T::ZERO; D];
         for a in 0..D {
             for b in 0..D {
-                let mut g = T::ZERO;
-                for c in 0..D {
-                    g += inv[a][c] * inv[b][c];
-                }
-                v[a] += s * g * gu[b];
+                v[a] += f.metric[a][b] * gu[b];
             }
         }
         for (i, yi) in y.iter_mut().enumerate() {
@@ -306,6 +333,37 @@ pub fn stiffness_product<T: Real, C: Coefficients<T, D>, const D: usize, const N
         next(&mut cq, tab.nq);
     }
     y
+}
+
+/// The diagonal `K_ii` and the load `l_i` of one cell, point by point
+/// like [`stiffness_product`]: what Jacobi and the right-hand side need of
+/// an operator that never stores its element matrices (an LMA's 36 values
+/// a Q1 hexahedron, where this keeps 16 in registers).
+#[inline(always)]
+pub fn diagonal_and_load<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usize>(
+    tab: &Tables<'_, T>,
+    verts: &[[T; D]; MAX_VERTICES],
+    coeff: &C,
+) -> ([T; NB], [T; NB]) {
+    let np = const { crate::element::nodes_per_direction(NB, D) };
+    debug_assert_eq!(np, tab.np);
+    let (mut diag, mut load) = ([T::ZERO; NB], [T::ZERO; NB]);
+    let mut cq = [0usize; D];
+    for _ in 0..crate::element::pow(tab.nq, D) {
+        let f = point_factors(tab, verts, coeff, &cq);
+        for i in 0..NB {
+            let ci = split::<D>(i, np);
+            let g = tab.grad_at::<D>(&ci, &cq);
+            for a in 0..D {
+                for b in 0..D {
+                    diag[i] += g[a] * f.metric[a][b] * g[b];
+                }
+            }
+            load[i] += f.load * tab.basis_at::<D>(&ci, &cq);
+        }
+        next(&mut cq, tab.nq);
+    }
+    (diag, load)
 }
 
 /// `l_i` from local-reuse point data.
@@ -456,6 +514,40 @@ mod tests {
         }
         let (det, _) = det_inv(&m);
         check_distorted::<3>(v, det);
+    }
+
+    /// [`diagonal_and_load`] is the diagonal of the assembled element
+    /// matrix and the local-reuse load, on a distorted cell, with a load
+    /// that varies in space.
+    fn check_diagonal<const D: usize, const NB: usize>(verts: &[[f64; D]; MAX_VERTICES]) {
+        let np = crate::element::nodes_per_direction(NB, D);
+        let o = tables(np - 1, np + 1);
+        let t = o.t();
+        let k = matrix::<D>(&o, verts, true);
+        let mut data = vec![0.0; pow(o.nq, D) * point_data_len(D)];
+        point_data(&t, verts, &SinePoisson, &mut data);
+        let (diag, load) = diagonal_and_load::<f64, _, D, NB>(&t, verts, &SinePoisson);
+        for i in 0..NB {
+            assert!((diag[i] - k[i * NB + i]).abs() < 1e-13 * k[i * NB + i].abs(), "D={D} NB={NB} K_{i}{i}: {} vs {}", diag[i], k[i * NB + i]);
+            let want = load_reuse::<f64, D>(&t, &data, i);
+            assert!((load[i] - want).abs() < 1e-14, "D={D} NB={NB} l_{i}: {} vs {want}", load[i]);
+            assert!(diag[i] > 0.0);
+        }
+    }
+
+    #[test]
+    fn diagonal_and_load_point_by_point() {
+        let mut q = [[0.0; 2]; MAX_VERTICES];
+        q[..4].copy_from_slice(&[[0.1, 0.2], [1.3, 0.5], [0.4, 1.1], [1.9, 1.6]]);
+        check_diagonal::<2, 4>(&q);
+        check_diagonal::<2, 16>(&q);
+        let mut h = [[0.0; 3]; MAX_VERTICES];
+        for (k, hk) in h.iter_mut().enumerate() {
+            let c = [(k & 1) as f64, ((k >> 1) & 1) as f64, ((k >> 2) & 1) as f64];
+            *hk = [c[0] + 0.2 * c[1] * c[2], c[1] + 0.1 * c[0], c[2] + 0.3 * c[0] * c[1]];
+        }
+        check_diagonal::<3, 8>(&h);
+        check_diagonal::<3, 27>(&h);
     }
 
     #[test]

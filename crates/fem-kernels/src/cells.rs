@@ -63,7 +63,7 @@ pub unsafe fn vertex_entry(t: usize, ne: usize, dim: usize, corners: *const u32,
 /// Whether local entry (i, j) enters the matrix: both rows exist and are free.
 #[inline(always)]
 pub fn couples(rows: &[u32], i: usize, j: usize) -> bool {
-    rows[i] != NONE && rows[j] != NONE && is_free(rows[i]) && is_free(rows[j])
+    is_free(rows[i]) && is_free(rows[j])
 }
 
 /// What [`node_entry`] picks of a cell's E-vector for its node `i`.
@@ -125,7 +125,7 @@ pub unsafe fn assemble<T: Real, C: Coefficients<T, D>, const D: usize, const NB:
         Strategy::Redundant => T::from_f64(f64::INFINITY),
     };
     for i in 0..NB {
-        let free_i = rows[i] != NONE && is_free(rows[i]);
+        let free_i = is_free(rows[i]);
         let l = if !free_i {
             T::ZERO
         } else if strategy == Strategy::Reuse {
@@ -196,15 +196,33 @@ pub fn matrix_free_product<T: Real, C: Coefficients<T, D>, const D: usize, const
     xl: &[T; NB],
 ) -> [T; NB] {
     // (i, j) couples where both rows are free: x and y restricted to them
-    let free = |i: usize| rows[i] != NONE && is_free(rows[i]);
-    let x: [T; NB] = core::array::from_fn(|j| if free(j) { xl[j] } else { T::ZERO });
-    let mut y = poisson::stiffness_product::<T, C, D, NB>(tab, verts, coeff, &x);
-    for (i, yi) in y.iter_mut().enumerate() {
-        if !free(i) {
-            *yi = T::ZERO;
+    let x = free_only(rows, *xl);
+    free_only(rows, poisson::stiffness_product::<T, C, D, NB>(tab, verts, coeff, &x))
+}
+
+/// Cell values `v` with 0 at the nodes whose rows are not free.
+#[inline(always)]
+fn free_only<T: Real, const NB: usize>(rows: &[u32; NB], mut v: [T; NB]) -> [T; NB] {
+    for (vi, &r) in v.iter_mut().zip(rows) {
+        if !is_free(r) {
+            *vi = T::ZERO;
         }
     }
-    y
+    v
+}
+
+/// The cell's diagonal and load on its free rows (0 elsewhere), the
+/// element matrix never formed ([`poisson::diagonal_and_load`]): the
+/// set-up of an operator that stores none.
+#[inline(always)]
+pub fn diagonal_and_load<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usize>(
+    tab: &Tables<'_, T>,
+    verts: &[[T; D]; MAX_VERTICES],
+    coeff: &C,
+    rows: &[u32; NB],
+) -> ([T; NB], [T; NB]) {
+    let (diag, load) = poisson::diagonal_and_load::<T, C, D, NB>(tab, verts, coeff);
+    (free_only(rows, diag), free_only(rows, load))
 }
 
 /// Runs `$body` with `const D`, `const NB` and `const QD` for a supported

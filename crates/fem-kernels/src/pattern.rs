@@ -4,7 +4,7 @@
 //! alone. One source for the host's pattern and the device's, which
 //! builds it row by row in parallel with no sort of candidate lists.
 
-use crate::sparse::{is_free, row_of, NONE};
+use crate::sparse::{is_free, row_of};
 
 /// Most columns of a row the device's pattern collects in a thread's own
 /// memory (a Q2 hexahedral vertex row holds 125, a Q1 one 27); rows past
@@ -18,18 +18,10 @@ pub const DEVICE_ROW_COLUMNS: usize = 256;
 /// `x` valid for `cap` values.
 #[inline(always)]
 pub unsafe fn insert_distinct(x: *mut u32, len: usize, cap: usize, v: u32) -> Option<usize> {
-    let (mut a, mut b) = (0, len);
-    while a < b {
-        let m = a + (b - a) / 2;
-        let xm = *x.add(m);
-        if xm < v {
-            a = m + 1;
-        } else if xm > v {
-            b = m;
-        } else {
-            return Some(len);
-        }
-    }
+    let a = match core::slice::from_raw_parts(x, len).binary_search(&v) {
+        Ok(_) => return Some(len),
+        Err(a) => a,
+    };
     if len == cap {
         return None;
     }
@@ -43,7 +35,7 @@ pub unsafe fn insert_distinct(x: *mut u32, len: usize, cap: usize, v: u32) -> Op
 }
 
 /// The columns of a free row whose cells' map entries are `entries`
-/// ([`crate::sparse`]'s map: a row, flagged fixed, or [`NONE`]): the free
+/// ([`crate::sparse`]'s map: a row, flagged fixed, or [`NONE`](crate::sparse::NONE)): the free
 /// rows among them, ascending and distinct, in `out[..n]`. Returns `n`,
 /// or `None` where there are more than `cap`.
 ///
@@ -53,7 +45,7 @@ pub unsafe fn insert_distinct(x: *mut u32, len: usize, cap: usize, v: u32) -> Op
 pub unsafe fn row_columns(entries: impl Iterator<Item = u32>, out: *mut u32, cap: usize) -> Option<usize> {
     let mut n = 0;
     for m in entries {
-        if m != NONE && is_free(m) {
+        if is_free(m) {
             n = insert_distinct(out, n, cap, row_of(m) as u32)?;
         }
     }
@@ -63,7 +55,7 @@ pub unsafe fn row_columns(entries: impl Iterator<Item = u32>, out: *mut u32, cap
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sparse::FIXED;
+    use crate::sparse::{FIXED, NONE};
 
     /// Duplicates kept once, eliminated and fixed entries left out,
     /// ascending; one column past the capacity refused.

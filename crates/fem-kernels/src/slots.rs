@@ -28,20 +28,8 @@ pub unsafe fn slot(r: usize, k: usize, row_ptr: *const u32, ld: usize) -> usize 
 /// `row_ptr[r..=r + 1]` and the row's columns readable.
 #[inline(always)]
 pub unsafe fn index_in_row(r: usize, c: u32, row_ptr: *const u32, col: *const u32) -> Option<usize> {
-    let lo = *row_ptr.add(r) as usize;
-    let (mut a, mut b) = (lo, *row_ptr.add(r + 1) as usize);
-    while a < b {
-        let m = a + (b - a) / 2;
-        let v = *col.add(m);
-        if v < c {
-            a = m + 1;
-        } else if v > c {
-            b = m;
-        } else {
-            return Some(m - lo);
-        }
-    }
-    None
+    let (lo, hi) = (*row_ptr.add(r) as usize, *row_ptr.add(r + 1) as usize);
+    core::slice::from_raw_parts(col.add(lo), hi - lo).binary_search(&c).ok()
 }
 
 /// The slot of the element entry coupling map entries `mi` (its row) and
@@ -52,7 +40,7 @@ pub unsafe fn index_in_row(r: usize, c: u32, row_ptr: *const u32, col: *const u3
 /// As [`index_in_row`] for `mi`'s row.
 #[inline(always)]
 pub unsafe fn entry_slot(mi: u32, mj: u32, row_ptr: *const u32, col: *const u32, ld: usize) -> u32 {
-    if mi == NONE || mj == NONE || !is_free(mi) || !is_free(mj) {
+    if !is_free(mi) || !is_free(mj) {
         return NONE;
     }
     let r = row_of(mi);

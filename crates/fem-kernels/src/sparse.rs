@@ -29,11 +29,13 @@ pub fn row_of(m: u32) -> usize {
     (m & !FIXED) as usize
 }
 
-/// Whether a map entry takes part in products (exists and is not fixed).
+/// Whether a map entry takes part in products: it exists and is not
+/// fixed ([`NONE`] carries the [`FIXED`] bit, so one test says both).
 #[inline(always)]
 pub fn is_free(m: u32) -> bool {
     m & FIXED == 0
 }
+const _: () = assert!(NONE & FIXED != 0, "is_free(NONE) must be false");
 
 /// Index of (i, j), j ≥ i, in packed upper-triangular storage of an
 /// `nb × nb` matrix.

@@ -103,7 +103,7 @@ pub fn sum_into_rows<T: Scalar>(map: &[u32], ne: usize, n_rows: usize, fixed_row
         out[r as usize] = fixed;
     }
     for (k, &m) in map.iter().enumerate() {
-        if m != NONE && is_free(m) {
+        if is_free(m) {
             out[row_of(m)] += value(k % ne, k / ne);
         }
     }
@@ -119,7 +119,7 @@ pub fn lazy_row_capacity(map: &[u32], ne: usize, n_rows: usize, fixed_rows: &[u3
         cap[r as usize] = 1;
     }
     for e in 0..ne {
-        let free = (0..nb).map(|i| map[i * ne + e]).filter(|&m| m != NONE && is_free(m));
+        let free = (0..nb).map(|i| map[i * ne + e]).filter(|&m| is_free(m));
         let count = free.clone().count() as u32;
         for m in free {
             cap[row_of(m)] += count;

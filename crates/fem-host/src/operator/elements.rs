@@ -7,7 +7,7 @@ use super::tables::RefTables;
 use crate::{CpuBackend, Error, Result, Scalar};
 use fem_core::poisson::{Coefficients, Scaled, SinePoisson};
 use fem_kernels::cells;
-use fem_kernels::sparse::{is_free, sym_index, NONE};
+use fem_kernels::sparse::{is_free, sym_index};
 use fem_kernels::with_element;
 use rayon::prelude::*;
 
@@ -73,11 +73,11 @@ pub fn assemble_with<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Syn
         let (v, l) = (v, l);
         let rows = |i: usize| cd.map[i * ne + e];
         for i in 0..nb {
-            let free_i = rows(i) != NONE && is_free(rows(i));
+            let free_i = is_free(rows(i));
             // SAFETY: cell e writes only its own strided entries.
             unsafe { *l.0.add(i * ne + e) = if free_i { load[i] } else { T::ZERO } };
             for j in 0..nb {
-                let kij = if free_i && rows(j) != NONE && is_free(rows(j)) { k[i * nb + j] } else { T::ZERO };
+                let kij = if free_i && is_free(rows(j)) { k[i * nb + j] } else { T::ZERO };
                 let at = match symmetric {
                     true if j < i => continue,
                     true => sym_index(i, j, nb),

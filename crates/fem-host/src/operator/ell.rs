@@ -119,7 +119,7 @@ impl<T: Scalar> LazyEll<T> {
                     continue;
                 }
                 for j in 0..nb {
-                    if m[j] != NONE && is_free(m[j]) {
+                    if is_free(m[j]) {
                         rows[row_of(m[i])].push((row_of(m[j]) as u32, elems.get(e, i, j)));
                     }
                 }

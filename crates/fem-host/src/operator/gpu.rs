@@ -416,13 +416,21 @@ pub struct GpuMatrixFree<T: Scalar> {
 }
 
 impl<T: Scalar> GpuMatrixFree<T> {
-    /// The operator on `cells`; assembles the element matrices once, only
-    /// to take the diagonal.
-    pub fn new(gpu: &CudaBackend, cells: Arc<GpuCells<T>>, scatter: Scatter) -> Result<Self> {
-        // The diagonal for Jacobi, from one assembly of the element matrices.
-        let (vals, _) = assemble_lma(gpu, &cells, true, LocalVariant::Reuse)?;
-        let diag = cells.diagonal_from(gpu, &vals, true)?;
-        Ok(Self { cells, scatter, diag })
+    /// The operator on `cells` and its load vector: the diagonal (1 on
+    /// fixed rows) and the load summed cell by cell into rows, no element
+    /// matrix formed, so set-up needs no memory beyond the two vectors.
+    pub fn new(gpu: &CudaBackend, cells: Arc<GpuCells<T>>, scatter: Scatter) -> Result<(Self, CudaSlice<T>)> {
+        let c = &cells;
+        let mut diag = match &c.fixed_mask {
+            Some(m) => gpu.stream().clone_dtod(m)?,
+            None => gpu.zeros::<T>(c.n_rows)?,
+        };
+        let mut load = gpu.zeros::<T>(c.n_rows)?;
+        let f = c.kernel(gpu, "mf_diagonal_load", "")?;
+        unsafe {
+            gpu.stream().launch_builder(&f).arg(&c.ne).arg(&c.np).arg(&c.nq).arg(&c.tab).arg(&c.verts).arg(&c.kappa).arg(&c.map).arg(&mut diag).arg(&mut load).launch(c.cell_grid())
+        }?;
+        Ok((Self { cells, scatter, diag }, load))
     }
 }
 

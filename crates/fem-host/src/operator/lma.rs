@@ -9,7 +9,7 @@ use super::elements::{unsupported, ElementMatrices};
 use super::LinearOperator;
 use crate::space::Layout;
 use crate::{CpuBackend, Result, Scalar};
-use fem_kernels::sparse::{gather, is_free, lma_product, row_of, NONE};
+use fem_kernels::sparse::{gather, is_free, lma_product, row_of};
 use fem_kernels::with_element;
 use rayon::prelude::*;
 
@@ -39,7 +39,7 @@ pub fn init_fixed<T: Scalar>(cd: &CellData<T>, x: &[T], y: &mut [T]) {
 /// No other thread writes the same rows concurrently.
 pub unsafe fn scatter<T: Scalar>(rows: &[u32], yl: &[T], y: Disjoint<T>) {
     for (i, &m) in rows.iter().enumerate() {
-        if m != NONE && is_free(m) {
+        if is_free(m) {
             *y.0.add(row_of(m)) += yl[i];
         }
     }

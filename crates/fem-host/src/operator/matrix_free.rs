@@ -11,7 +11,7 @@ use super::LinearOperator;
 use crate::space::Layout;
 use crate::{CpuBackend, Result, Scalar};
 use fem_core::poisson::{Scaled, SinePoisson};
-use fem_kernels::cells::{matrix_free_product, vertices};
+use fem_kernels::cells::{diagonal_and_load, matrix_free_product, vertices};
 use fem_kernels::sparse::gather;
 use fem_kernels::with_element;
 use rayon::prelude::*;
@@ -25,19 +25,41 @@ pub struct MatrixFree<T> {
     pub tables: RefTables<T>,
     /// Cell colouring that makes the scatter race-free.
     pub colouring: Colouring,
-    /// The diagonal, computed once at set-up (from one recomputation of
-    /// the element matrices) for Jacobi.
+    /// The diagonal, computed once at set-up for Jacobi.
     pub diagonal: Vec<T>,
 }
 
 impl<T: Scalar> MatrixFree<T> {
-    /// The operator on `cells` (the cells of `layout`); computes the element
-    /// matrices once, only for the diagonal.
-    pub fn new(cpu: &CpuBackend, layout: &Layout, cells: CellData<T>) -> Result<Self> {
+    /// The operator on `cells` (the cells of `layout`) and its load
+    /// vector: the diagonal (1 on fixed rows) and the load summed cell by
+    /// cell, colour by colour, no element matrix formed.
+    pub fn new(cpu: &CpuBackend, layout: &Layout, cells: CellData<T>) -> Result<(Self, Vec<T>)> {
         let tables = RefTables::new(cells.degree, quadrature_points(cells.degree));
-        let elems = super::elements::assemble(cpu, &cells, true)?;
-        let diagonal = super::elements::diagonal(&cells, &elems);
-        Ok(Self { cells, tables, colouring: Colouring::cells(layout), diagonal })
+        let colouring = Colouring::cells(layout);
+        let mut diagonal = vec![T::ZERO; cells.n_rows];
+        let mut load = vec![T::ZERO; cells.n_rows];
+        for &r in &cells.fixed_rows {
+            diagonal[r as usize] = T::ONE;
+        }
+        let (d, l) = (Disjoint(diagonal.as_mut_ptr()), Disjoint(load.as_mut_ptr()));
+        let (tab, cd, ne) = (tables.view(), &cells, cells.ne);
+        with_element!(cd.dim, cd.degree, D, NB, QD => cpu.install(|| {
+            for colour in &colouring.cells {
+                colour.par_iter().for_each(|&e| {
+                    let (d, l) = (d, l);
+                    // SAFETY: cells of one colour touch disjoint rows.
+                    unsafe {
+                        let verts = vertices::<T, D>(e as usize, ne, cd.verts.as_ptr());
+                        let rows: [u32; NB] = std::array::from_fn(|i| cd.map[i * ne + e as usize]);
+                        let (dl, ll) = diagonal_and_load::<T, _, D, NB>(&tab, &verts, &Scaled { factor: cd.kappa[e as usize], inner: &SinePoisson }, &rows);
+                        scatter(&rows, &dl, d);
+                        scatter(&rows, &ll, l);
+                    }
+                });
+            }
+        }))
+        .ok_or_else(|| unsupported(cd.dim, cd.degree))?;
+        Ok((Self { cells, tables, colouring, diagonal }, load))
     }
 
     fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) -> Result<()> {

@@ -57,7 +57,7 @@ pub struct AssemblyBySpmv<T> {
 /// The row each element load entry `i·ne + e` adds into, `NONE` for
 /// eliminated or fixed rows.
 fn load_positions<T>(cd: &CellData<T>) -> Vec<u32> {
-    cd.map.iter().map(|&m| if m != NONE && is_free(m) { row_of(m) as u32 } else { NONE }).collect()
+    cd.map.iter().map(|&m| if is_free(m) { row_of(m) as u32 } else { NONE }).collect()
 }
 
 impl<T: Scalar> AssemblyBySpmv<T> {

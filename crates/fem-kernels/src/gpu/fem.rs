@@ -49,7 +49,7 @@ unsafe fn colour_loop(ne: usize, blocks: *const u32, colour: *const u8, n_colour
 /// Adds `v` to row `m` of `y` atomically if `m` is a free row.
 #[inline(always)]
 unsafe fn add_atomic<T: Real>(m: u32, v: T, y: *mut T) {
-    if m != NONE && is_free(m) {
+    if is_free(m) {
         atomic_add(y.add(row_of(m)), v);
     }
 }
@@ -65,7 +65,7 @@ unsafe fn scatter_atomic<T: Real, const NB: usize>(rows: &[u32; NB], yl: &[T; NB
 #[inline(always)]
 unsafe fn scatter_plain<T: Real, const NB: usize>(rows: &[u32; NB], yl: &[T; NB], y: *mut T) {
     unroll::<NB>(|i| {
-        if rows[i] != NONE && is_free(rows[i]) {
+        if is_free(rows[i]) {
             *y.add(row_of(rows[i])) += yl[i];
         }
     });
@@ -283,6 +283,34 @@ pub unsafe fn mf_spmv_colour<T: Real, const D: usize, const NB: usize, const QD:
     colour_loop(ne, blocks, colour, n_colours, |_| scatter_plain(&rows, &yl, y));
 }
 
+/// The diagonal and the load of the matrix-free operator, each cell's
+/// ([`cells::diagonal_and_load`]) added atomically into its free rows of
+/// `diag` and `load` (which hold the fixed rows' values already): no
+/// element matrix is formed or stored.
+#[kernel(f32, f64; elements)]
+pub unsafe fn mf_diagonal_load<T: Real, const D: usize, const NB: usize, const QD: usize>(
+    ne: usize,
+    np: usize,
+    nq: usize,
+    tab: *const T,
+    verts: *const T,
+    kappa: *const T,
+    map: *const u32,
+    diag: *mut T,
+    load: *mut T,
+) {
+    let tab = tables(np, nq, tab);
+    let mut e = global_idx_x();
+    while e < ne {
+        let v = cells::vertices::<T, D>(e, ne, verts);
+        let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
+        let (d, l) = cells::diagonal_and_load::<T, _, D, NB>(&tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows);
+        scatter_atomic(&rows, &d, diag);
+        scatter_atomic(&rows, &l, load);
+        e += grid_size_x();
+    }
+}
+
 /// LMA assembly: element matrix and load of every cell in the transposed
 /// layout (`SYM`: packed upper triangle; `REDUNDANT`: geometry recomputed
 /// per entry instead of per-point data reused).
@@ -321,7 +349,7 @@ pub unsafe fn sine_error<T: Real, const D: usize, const NB: usize, const QD: usi
     while e < ne {
         let v = cells::vertices::<T, D>(e, ne, verts);
         let uh: [T; NB] = core::array::from_fn(|i| match *map.add(i * ne + e) {
-            m if m != NONE && is_free(m) => *x.add(row_of(m)),
+            m if is_free(m) => *x.add(row_of(m)),
             _ => T::ZERO,
         });
         *err.add(e) = poisson::error_sq(&tab, &v, &uh, SinePoisson::solution::<T, D>).sqrt();

@@ -28,7 +28,7 @@ unsafe fn entries_around(r: usize, ne: usize, nb: usize, map: *const u32, start:
 pub unsafe fn pattern_cell_counts(n: usize, map: *const u32, count: *mut u32) {
     grid_stride_fold(n, (), |(), t| {
         let m = *map.add(t);
-        if m != NONE && is_free(m) {
+        if is_free(m) {
             atomic_add_u32(count.add(row_of(m)), 1);
         }
     });
@@ -40,7 +40,7 @@ pub unsafe fn pattern_cell_counts(n: usize, map: *const u32, count: *mut u32) {
 pub unsafe fn pattern_cells_around(ne: usize, n: usize, map: *const u32, start: *const u32, fill: *mut u32, around: *mut u32) {
     grid_stride_fold(n, (), |(), t| {
         let m = *map.add(t);
-        if m != NONE && is_free(m) {
+        if is_free(m) {
             let r = row_of(m);
             let k = atomic_add_u32(fill.add(r), 1);
             *around.add(*start.add(r) as usize + k as usize) = (t % ne) as u32;

@@ -152,7 +152,7 @@ pub unsafe fn sum_cells_into_rows<T: Real, const WHAT: usize>(ne: usize, nb: usi
     grid_stride_fold(nb * ne, (), |(), t| {
         let (e, i) = (t % ne, t / ne);
         let m = *map.add(t);
-        if m != NONE && is_free(m) {
+        if is_free(m) {
             atomic_add(out.add(row_of(m)), *ev.add(node_entry::<WHAT>(i, nb) * ld + e));
         }
     });

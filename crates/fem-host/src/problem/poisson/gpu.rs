@@ -128,9 +128,9 @@ pub fn build_gpu_operator<T: Scalar>(
         }
         Format::MatrixFree => {
             stage("assembly");
-            let (_, load) = gpu_op::assemble_lma(gpu, &cells, true, opts.variant)?;
-            b = gpu_op::load_vector(gpu, &cells, &load)?;
-            (Box::new(GpuMatrixFree::new(gpu, cells.clone(), opts.scatter)?), 0.0)
+            let (m, load) = GpuMatrixFree::new(gpu, cells.clone(), opts.scatter)?;
+            b = load;
+            (Box::new(m), 0.0)
         }
     };
     Ok(GpuOperator { op, load: b, assembly_seconds: seconds, threads_per_row: chosen_tpr, stored, cells })

@@ -102,17 +102,20 @@ pub fn build_operator<T: Scalar>(
         };
         return Ok((op, b, stored));
     }
+    if format == Format::MatrixFree {
+        let (op, b) = MatrixFree::new(cpu, layout, cd)?;
+        return Ok((Box::new(op), b, (0, 0)));
+    }
     let elems = elements::assemble(cpu, &cd, format == Format::Lma && symmetric)?;
     let b = elements::load_vector(&cd, &elems);
     let (op, stored): (Box<dyn LinearOperator<CpuBackend, T>>, _) = match format {
-        Format::Csr | Format::Ell => unreachable!("assembled above"),
+        Format::Csr | Format::Ell | Format::MatrixFree => unreachable!("assembled above"),
         Format::LazyEll => {
             let m = LazyEll::assemble(&cd, &elems);
             let slots = m.0.width * m.0.n_rows;
             (Box::new(m), (0, slots))
         }
         Format::Lma => (Box::new(Lma::new(layout, cd, elems)), (0, 0)),
-        Format::MatrixFree => (Box::new(MatrixFree::new(cpu, layout, cd)?), (0, 0)),
     };
     Ok((op, b, stored))
 }
