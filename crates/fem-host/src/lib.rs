@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 pub mod backend;
 pub mod conformance;
+pub mod counters;
 pub mod distributed;
 pub mod error;
 pub mod interop;

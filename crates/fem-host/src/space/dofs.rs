@@ -17,6 +17,7 @@ use crate::mesh::Mesh;
 use crate::{Error, Result};
 use fem_core::element::pow;
 use rayon::prelude::*;
+use crate::counters::{atomic, filled};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// Highest Q_p degree a space may have: the degree the reference cells
@@ -227,9 +228,9 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
     let order = cell_order(mesh, numbering);
     let cell = |k: usize| &mesh.cells[order[k] as usize][..1 << dim];
     let locate_slot = |k: usize, i: usize| locate(p, dim, order[k] as usize, cell(k), &nodes.tensor[i][..dim]);
-    let atomics = |n: usize| -> Vec<AtomicU32> { (0..n).map(|_| AtomicU32::new(u32::MAX)).collect() };
     // The smallest slot of every vertex, edge and face.
-    let vertex_first = atomics(mesh.coords.len());
+    let mut vertex_first = filled(mesh.coords.len(), u32::MAX);
+    let vertex_first = atomic(&mut vertex_first);
     (0..n_cells).into_par_iter().for_each(|k| {
         for (i, n) in nodes.kind.iter().enumerate() {
             if let LocalNode::Corner(bits) = *n {
@@ -273,7 +274,8 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
     }
     // Every entity's first DOF, kept at its vertex, at its head slot's
     // edge or face node, or at its cell.
-    let (vertex_offset, shared_offset, interior_offset) = (atomics(mesh.coords.len()), atomics(n_cells * nodes.shared), atomics(n_cells));
+    let mut offsets = [mesh.coords.len(), n_cells * nodes.shared, n_cells].map(|n| filled(n, u32::MAX));
+    let [vertex_offset, shared_offset, interior_offset] = offsets.each_mut().map(|o| atomic(o));
     let offset_of = |k: usize, i: usize| -> &AtomicU32 {
         match nodes.kind[i] {
             LocalNode::Corner(bits) => &vertex_offset[cell(k)[bits] as usize],
@@ -322,14 +324,15 @@ fn shared_heads(nodes: &LocalNodes, n_cells: usize, locate_slot: &(impl Fn(usize
         .flat_map_iter(|k| nodes.kind.iter().enumerate().filter(|(_, n)| matches!(n, LocalNode::Shared(_))).map(move |(i, _)| (locate_slot(k, i).0, (k * nb + i) as u32)))
         .collect();
     keyed.par_sort_unstable();
-    let heads = (0..n_cells * nodes.shared).map(|_| AtomicU32::new(0)).collect::<Vec<_>>();
+    let mut heads = filled(n_cells * nodes.shared, 0);
+    let first = atomic(&mut heads);
     keyed.par_chunk_by(|a, b| a.0 == b.0).for_each(|run| {
         for &(_, s) in run {
             let LocalNode::Shared(j) = nodes.kind[s as usize % nb] else { unreachable!("only edge and face nodes are keyed") };
-            heads[s as usize / nb * nodes.shared + j].store(run[0].1, Relaxed);
+            first[s as usize / nb * nodes.shared + j].store(run[0].1, Relaxed);
         }
     });
-    heads.into_iter().map(AtomicU32::into_inner).collect()
+    heads
 }
 
 #[cfg(test)]

@@ -255,12 +255,12 @@ fn cell_corners(mesh: &Mesh, nv: usize) -> Vec<u32> {
 /// One slot `c·nb + b` of every node of `cell_dofs`: the first that has
 /// it (the same on any thread count), `u32::MAX` for a node in no cell.
 pub(crate) fn owner_slots(cell_dofs: &[u32], n_dofs: usize) -> Vec<u32> {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    let owner: Vec<AtomicU32> = (0..n_dofs).map(|_| AtomicU32::new(u32::MAX)).collect();
+    let mut owner = crate::counters::filled(n_dofs, u32::MAX);
+    let first = crate::counters::atomic(&mut owner);
     cell_dofs.par_iter().enumerate().for_each(|(k, &g)| {
-        owner[g as usize].fetch_min(k as u32, Ordering::Relaxed);
+        first[g as usize].fetch_min(k as u32, std::sync::atomic::Ordering::Relaxed);
     });
-    owner.into_iter().map(AtomicU32::into_inner).collect()
+    owner
 }
 
 #[cfg(test)]
