@@ -374,13 +374,19 @@ fn open_announced(b: BackendArg, json: bool) -> Result<AnyBackend, Box<dyn std::
 /// [`open_announced`] on GPU `ordinal`.
 fn open_announced_on(b: BackendArg, ordinal: usize, json: bool) -> Result<AnyBackend, Box<dyn std::error::Error>> {
     let (any, why_not_gpu) = fem::open_backend_on(backend_choice(b), ordinal)?;
+    announce(&any, why_not_gpu.as_deref(), json);
+    Ok(any)
+}
+
+/// Names the backend a command runs on (and why not the GPU, where it
+/// fell back), unless the output is JSON.
+fn announce(any: &AnyBackend, why_not_gpu: Option<&str>, json: bool) {
     if !json {
-        match &why_not_gpu {
+        match why_not_gpu {
             Some(why) => eprintln!("backend: cpu (auto; GPU not used: {why})"),
             None => eprintln!("backend: {} ({})", any.kind(), any.name()),
         }
     }
-    Ok(any)
 }
 
 /// A spinner with `message`, hidden for JSON output.

@@ -2,22 +2,26 @@
 //! scatter, backend and precision.
 
 use fem_host::mesh::BoxMesh;
-use fem_host::problem::poisson::{solve_cpu_with, solve_cuda_with, PoissonOptions, PoissonReport, Stages};
+use fem_host::problem::poisson::{solve_cpu_with, solve_cuda_with, PoissonOptions, PoissonReport};
+use fem_host::space::{Layout, Space};
+use fem_host::stages::StageClock;
 use fem_host::{with_backend, AnyBackend, CpuBackend, Result};
 
 /// Runs the solve on the backend `any` in `f32` or `f64`.
 pub fn run(any: &AnyBackend, opts: &PoissonOptions, f32: bool) -> Result<PoissonReport> {
-    run_with(any, opts, f32, &|_| {})
+    run_with(any, opts, f32, &StageClock::new(&|_| {}), None)
 }
 
-/// [`run`], naming the solve's stages to `stage` as they start.
-pub fn run_with(any: &AnyBackend, opts: &PoissonOptions, f32: bool, stage: Stages) -> Result<PoissonReport> {
+/// [`run`], timing the solve's stages on `clock`, on the space and rows
+/// `ready` where [`fem_host::problem::poisson::discretise`] made them
+/// already.
+pub fn run_with(any: &AnyBackend, opts: &PoissonOptions, f32: bool, clock: &StageClock, ready: Option<(Space, Layout)>) -> Result<PoissonReport> {
     let cpu = CpuBackend::new(None)?;
     match (any, f32) {
-        (AnyBackend::Cpu(c), false) => solve_cpu_with::<f64>(c, opts, stage),
-        (AnyBackend::Cpu(c), true) => solve_cpu_with::<f32>(c, opts, stage),
-        (AnyBackend::Cuda(g), false) => solve_cuda_with::<f64>(g, &cpu, opts, stage),
-        (AnyBackend::Cuda(g), true) => solve_cuda_with::<f32>(g, &cpu, opts, stage),
+        (AnyBackend::Cpu(c), false) => solve_cpu_with::<f64>(c, opts, clock, ready),
+        (AnyBackend::Cpu(c), true) => solve_cpu_with::<f32>(c, opts, clock, ready),
+        (AnyBackend::Cuda(g), false) => solve_cuda_with::<f64>(g, &cpu, opts, clock, ready),
+        (AnyBackend::Cuda(g), true) => solve_cuda_with::<f32>(g, &cpu, opts, clock, ready),
     }
 }
 

@@ -378,32 +378,53 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     opts.cg.rtol = a.rtol.unwrap_or(1e-10);
     opts.cg.max_iterations = a.max_iterations;
     opts.cg.jacobi = !a.no_jacobi;
-    let backend = std::time::Instant::now();
-    let any = open_announced(a.backend, a.json)?;
-    let backend_seconds = backend.elapsed().as_secs_f64();
-    // the CPU backend sums the element values on the host, computes each
-    // element matrix by one contraction per cell and runs its CSR product
-    // one row per thread: none of these choices exists there
-    refuse_on_cpu(&any, &[("scatter", "chooses how the GPU's element kernels write"), ("threads_per_row", "sets the GPU's CSR product"), ("local", "chooses the GPU's local assembly (per-point data reused or recomputed per entry)")])?;
     let f32 = matches!(a.precision, Precision::F32);
     if !(a.products >= 1.0 && a.products.is_finite()) {
         return Err("--products must be at least 1".into());
     }
+    let numbering = |format: Format| -> Result<_, String> {
+        match &a.numbering {
+            Some(n) => n.parse(),
+            None => Ok(format.default_numbering()),
+        }
+    };
+    let what = format!("{cells}^{dim} cells of degree {degree}");
+    let spinner = spinner(a.json, what.clone());
+    let show = |stage: &str| spinner.set_message(format!("{what}: {stage}"));
+    let clock = fem::host::stages::StageClock::new(&show);
+    // A given format fixes the numbering: the mesh and the DOFs are made
+    // while the backend starts (the GPU's context takes 0.3 s); `auto`
+    // measures the backend first.
+    let given_format = !matches!(format, FormatArg::Auto);
+    if given_format {
+        opts.numbering = numbering(opts.format)?;
+    }
+    let (opened, ready) = std::thread::scope(|s| {
+        let opener = s.spawn(|| fem::open_backend_on(backend_choice(a.backend), 0).map_err(|e| e.to_string()));
+        let ready = given_format.then(|| fem::host::problem::poisson::discretise(&opts, &|stage| clock.start(stage))).transpose();
+        clock.start("backend start");
+        (opener.join(), ready)
+    });
+    let (any, why_not_gpu) = opened.map_err(|_| "the backend failed to start")??;
+    spinner.suspend(|| announce(&any, why_not_gpu.as_deref(), a.json));
+    let ready = ready?;
+    // the CPU backend sums the element values on the host, computes each
+    // element matrix by one contraction per cell and runs its CSR product
+    // one row per thread: none of these choices exists there
+    refuse_on_cpu(&any, &[("scatter", "chooses how the GPU's element kernels write"), ("threads_per_row", "sets the GPU's CSR product"), ("local", "chooses the GPU's local assembly (per-point data reused or recomputed per entry)")])?;
     let choice = match format {
         FormatArg::Auto => {
+            clock.start("format choice");
             let m = fem::host::sparse::model::Machine::measure(&any)?;
             let c = fem::host::problem::poisson::choose_format(dim, degree, cells, if f32 { 4 } else { 8 }, &m, a.products)?;
             opts.format = c.storage.parse()?;
             if !a.json {
-                eprintln!("format: {} (auto, over {} products)", c.storage, a.products);
+                spinner.suspend(|| eprintln!("format: {} (auto, over {} products)", c.storage, a.products));
             }
+            opts.numbering = numbering(opts.format)?;
             Some(c)
         }
         _ => None,
-    };
-    opts.numbering = match &a.numbering {
-        Some(n) => n.parse()?,
-        None => opts.format.default_numbering(),
     };
     // GPU CSR threads per row: explicit, else tuned (by --bench) earlier, else the default.
     let gpu_csr = matches!(any, AnyBackend::Cuda(_)) && opts.format == Format::Csr && a.threads_per_row.is_none();
@@ -412,9 +433,7 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     if let (Some(t), false) = (&tuning, a.bench) {
         opts.threads_per_row = t.get::<usize>(&key);
     }
-    let what = format!("{cells}^{dim} cells of degree {degree}");
-    let spinner = spinner(a.json, what.clone());
-    let mut report = fem::solve::run_with(&any, &opts, f32, &|stage| spinner.set_message(format!("{what}: {stage}")))?;
+    let mut report = fem::solve::run_with(&any, &opts, f32, &clock, ready)?;
     spinner.finish_and_clear();
     let output = std::time::Instant::now();
     // The benchmark keeps what it found where there is a tuning file to
@@ -430,7 +449,6 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
         fem::picture::nodal_png(path, &format!("u_h, Q{degree}"), "u", &report.field.space, &report.field.dofs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     use fem::host::stages::StageSeconds;
-    report.stages.insert(0, StageSeconds { stage: "backend start".into(), seconds: backend_seconds });
     report.stages.push(StageSeconds { stage: "output".into(), seconds: output.elapsed().as_secs_f64() });
     let wall = start.elapsed().as_secs_f64();
     if a.json {

@@ -522,6 +522,25 @@ fn solve_numbering_defaults_to_what_serves_the_format() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("zigzag"));
 }
 
+/// The command's stages in the order they ran: with a given format the
+/// mesh and the DOFs are made before the backend's start is waited for;
+/// with `auto` the backend starts first and the choice is a stage.
+#[test]
+fn solve_makes_the_dofs_while_the_backend_starts() {
+    let stages = |format: &str| -> Vec<String> {
+        let out = fem(&["solve", "--dim", "2", "--degree", "2", "--cells", "6", "--backend", "cpu", "--json", "--format", format]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap().to_string()).collect()
+    };
+    let at = |s: &[String], name: &str| s.iter().position(|x| x == name).unwrap_or_else(|| panic!("no {name} in {s:?}"));
+    let given = stages("ell");
+    assert!(at(&given, "mesh") < at(&given, "DOF numbering") && at(&given, "DOF numbering") < at(&given, "backend start"), "{given:?}");
+    assert!(!given.iter().any(|s| s == "format choice"), "{given:?}");
+    let auto = stages("auto");
+    assert!(at(&auto, "backend start") < at(&auto, "format choice") && at(&auto, "format choice") < at(&auto, "DOF numbering"), "{auto:?}");
+}
+
 /// `--bench` works on the CPU backend too: every format's product is
 /// timed against the CPU's copy of the same bytes (the bytes model the
 /// GPU uses), and CG starts from a random guess, so it takes more than

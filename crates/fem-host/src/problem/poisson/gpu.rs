@@ -155,14 +155,17 @@ pub(super) fn tune_threads_per_row<T: Scalar>(gpu: &CudaBackend, m: &mut GpuCsr<
 /// Solves the problem on the GPU in precision `T`; the CPU backend is used
 /// for set-up and the error measurement.
 pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions) -> Result<PoissonReport> {
-    solve_cuda_with::<T>(gpu, cpu, opts, &|_| {})
+    solve_cuda_with::<T>(gpu, cpu, opts, &StageClock::new(&|_| {}), None)
 }
 
-/// [`solve_cuda`], naming its stages to `stage`.
-pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions, show: Stages) -> Result<PoissonReport> {
-    let clock = StageClock::new(show);
+/// [`solve_cuda`], timing its stages on `clock`, on the space and rows
+/// `ready` where [`discretise`] made them already.
+pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions, clock: &StageClock, ready: Option<(Space, Layout)>) -> Result<PoissonReport> {
     let stage = &|s: &str| clock.start(s);
-    let (space, layout) = discretise(opts, stage)?;
+    let (space, layout) = match ready {
+        Some(d) => d,
+        None => discretise(opts, stage)?,
+    };
     let GpuOperator { op, load: b, assembly_seconds, threads_per_row, stored: (nnz, slots), cells } = build_gpu_operator::<T>(gpu, cpu, &space, &layout, opts, stage)?;
     stage("CG set-up");
     // Benchmarks start CG from a random guess: the load is an eigenfunction

@@ -329,14 +329,17 @@ pub type Stages<'a> = crate::stages::Show<'a>;
 
 /// Solves the problem on the CPU backend in precision `T`.
 pub fn solve_cpu<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions) -> Result<PoissonReport> {
-    solve_cpu_with::<T>(cpu, opts, &|_| {})
+    solve_cpu_with::<T>(cpu, opts, &StageClock::new(&|_| {}), None)
 }
 
-/// [`solve_cpu`], naming its stages to `stage`.
-pub fn solve_cpu_with<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions, show: Stages) -> Result<PoissonReport> {
-    let clock = StageClock::new(show);
+/// [`solve_cpu`], timing its stages on `clock`, on the space and rows
+/// `ready` where [`discretise`] made them already.
+pub fn solve_cpu_with<T: Scalar>(cpu: &CpuBackend, opts: &PoissonOptions, clock: &StageClock, ready: Option<(Space, Layout)>) -> Result<PoissonReport> {
     let stage = &|s: &str| clock.start(s);
-    let (space, layout) = discretise(opts, stage)?;
+    let (space, layout) = match ready {
+        Some(d) => d,
+        None => discretise(opts, stage)?,
+    };
     stage("assembly");
     let t0 = Instant::now();
     let (op, b, (nnz, slots)) = build_operator::<T>(cpu, &space, &layout, opts.format, opts.symmetric, opts.kappa.as_deref())?;
@@ -376,8 +379,9 @@ fn bench_spmv<B: Backend, T: Scalar>(b: &B, op: &dyn LinearOperator<B, T>, x: &B
 }
 
 /// The space of the solve and its rows; the mesh is dropped once the
-/// space holds what the kernels read of it.
-fn discretise(opts: &PoissonOptions, stage: Stages) -> Result<(Space, Layout)> {
+/// space holds what the kernels read of it. Needs no backend: a command
+/// makes them while the GPU's context starts.
+pub fn discretise(opts: &PoissonOptions, stage: Stages) -> Result<(Space, Layout)> {
     stage("mesh");
     let mesh = opts.mesh.build()?;
     stage("DOF numbering");
