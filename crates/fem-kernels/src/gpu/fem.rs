@@ -18,7 +18,7 @@ use crate::cells::{self, couples, Strategy};
 use crate::device::*;
 use crate::sparse::{csr_row_part, ell_row, gather, is_free, column_blocks, lma_column_block, lma_product, lma_row, lma_row_chunked, lma_rows_batched, input_at, read_once, row_of, LMA_GROUPS, NONE, SYM_WHOLE_NB};
 use crate::launch::WARP;
-use fem_core::element::Tables;
+use fem_core::element::{Tables, MAX_VERTICES};
 use fem_core::poisson::{self, Scaled, SinePoisson};
 use fem_core::{unroll, Real};
 use fem_macros::kernel;
@@ -43,6 +43,26 @@ unsafe fn colour_loop(ne: usize, blocks: *const u32, colour: *const u8, n_colour
             f(e);
         }
         sync_threads();
+    }
+}
+
+/// Runs `f(e, vertices, rows, coefficients)` for every cell of this
+/// thread's grid-stride loop: what each Poisson cell kernel reads first
+/// (the cell's vertices, its transposed map entries, κ with its factor).
+#[inline(always)]
+unsafe fn each_cell<T: Real, const D: usize, const NB: usize>(
+    ne: usize,
+    verts: *const T,
+    kappa: *const T,
+    map: *const u32,
+    mut f: impl FnMut(usize, &[[T; D]; MAX_VERTICES], &[u32; NB], &Scaled<'_, T, SinePoisson>),
+) {
+    let mut e = global_idx_x();
+    while e < ne {
+        let v = cells::vertices::<T, D>(e, ne, verts);
+        let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
+        f(e, &v, &rows, &Scaled { factor: *kappa.add(e), inner: &SinePoisson });
+        e += grid_size_x();
     }
 }
 
@@ -300,15 +320,11 @@ pub unsafe fn mf_diagonal_load<T: Real, const D: usize, const NB: usize, const Q
     load: *mut T,
 ) {
     let tab = tables(np, nq, tab);
-    let mut e = global_idx_x();
-    while e < ne {
-        let v = cells::vertices::<T, D>(e, ne, verts);
-        let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
-        let (d, l) = cells::diagonal_and_load::<T, _, D, NB>(&tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows);
-        scatter_atomic(&rows, &d, diag);
-        scatter_atomic(&rows, &l, load);
-        e += grid_size_x();
-    }
+    each_cell::<T, D, NB>(ne, verts, kappa, map, |_, v, rows, coeff| {
+        let (d, l) = cells::diagonal_and_load::<T, _, D, NB>(&tab, v, coeff, rows);
+        scatter_atomic(rows, &d, diag);
+        scatter_atomic(rows, &l, load);
+    });
 }
 
 /// LMA assembly: element matrix and load of every cell in the transposed
@@ -329,13 +345,9 @@ pub unsafe fn assemble_lma<T: Real, const D: usize, const NB: usize, const QD: u
 ) {
     let tab = tables(np, nq, tab);
     let strategy = if REDUNDANT { Strategy::Redundant } else { Strategy::Reuse };
-    let mut e = global_idx_x();
-    while e < ne {
-        let v = cells::vertices::<T, D>(e, ne, verts);
-        let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
-        cells::assemble::<T, _, D, NB, QD, SYM>(e, ld, &tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &rows, strategy, vals, load);
-        e += grid_size_x();
-    }
+    each_cell::<T, D, NB>(ne, verts, kappa, map, |e, v, rows, coeff| {
+        cells::assemble::<T, _, D, NB, QD, SYM>(e, ld, &tab, v, coeff, rows, strategy, vals, load);
+    });
 }
 
 /// `err[e]` = (∫_e (u_h − u)²)^½ for the sine problem's exact solution u
@@ -374,19 +386,16 @@ pub unsafe fn assemble_global<T: Real, const D: usize, const NB: usize, const QD
     b: *mut T,
 ) {
     let tab = tables(np, nq, tab);
-    let mut e = global_idx_x();
-    while e < ne {
-        let v = cells::vertices::<T, D>(e, ne, verts);
-        let rows: [u32; NB] = core::array::from_fn(|i| *map.add(i * ne + e));
+    each_cell::<T, D, NB>(ne, verts, kappa, map, |e, v, rows, coeff| {
         let mut data = [T::ZERO; QD];
-        poisson::point_data(&tab, &v, &Scaled { factor: *kappa.add(e), inner: &SinePoisson }, &mut data);
+        poisson::point_data(&tab, v, coeff, &mut data);
         for i in 0..NB {
-            if rows[i] == NONE || !is_free(rows[i]) {
+            if !is_free(rows[i]) {
                 continue;
             }
             atomic_add(b.add(row_of(rows[i])), poisson::load_reuse::<T, D>(&tab, &data, i));
             for j in i..NB {
-                if couples(&rows, i, j) {
+                if couples(rows, i, j) {
                     let k = poisson::stiffness_reuse::<T, D>(&tab, &data, i, j);
                     atomic_add(val.add(*pos.add((i * NB + j) * ne + e) as usize), k);
                     if j > i {
@@ -395,8 +404,7 @@ pub unsafe fn assemble_global<T: Real, const D: usize, const NB: usize, const QD
                 }
             }
         }
-        e += grid_size_x();
-    }
+    });
 }
 
 /// Global assembly with two-level colouring: each cell computes its element
@@ -429,7 +437,7 @@ pub unsafe fn assemble_global_colour<T: Real, const D: usize, const NB: usize, c
     }
     colour_loop(ne, blocks, colour, n_colours, |e| {
         for i in 0..NB {
-            if rows[i] == NONE || !is_free(rows[i]) {
+            if !is_free(rows[i]) {
                 continue;
             }
             *b.add(row_of(rows[i])) += *load.add(i * ne + e);
@@ -458,7 +466,7 @@ unsafe fn append_rows<T: Real, const NB: usize>(
     atomic: bool,
 ) {
     for i in 0..NB {
-        if rows[i] == NONE || !is_free(rows[i]) {
+        if !is_free(rows[i]) {
             continue;
         }
         let r = row_of(rows[i]);
