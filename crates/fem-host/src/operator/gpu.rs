@@ -275,11 +275,16 @@ impl<T: Scalar> GpuCells<T> {
     /// `sym` layout) summed into rows, 1 on fixed rows, on the device.
     fn diagonal_from(&self, gpu: &CudaBackend, vals: &CudaSlice<T>, sym: bool) -> Result<CudaSlice<T>> {
         let what = if sym { node_entries::PACKED_DIAGONAL } else { node_entries::DIAGONAL };
-        let start = match &self.fixed_mask {
-            Some(m) => gpu.stream().clone_dtod(m)?,
-            None => gpu.zeros::<T>(self.n_rows)?,
-        };
-        self.sum_into_rows(gpu, vals, what, start)
+        self.sum_into_rows(gpu, vals, what, self.fixed_diagonal(gpu)?)
+    }
+
+    /// 1 on fixed rows, 0 elsewhere: where a diagonal summed from the
+    /// cells starts.
+    fn fixed_diagonal(&self, gpu: &CudaBackend) -> Result<CudaSlice<T>> {
+        match &self.fixed_mask {
+            Some(m) => Ok(gpu.stream().clone_dtod(m)?),
+            None => gpu.zeros::<T>(self.n_rows),
+        }
     }
 
     /// `out` plus what `what` ([`node_entries`]) picks of every free
@@ -421,10 +426,7 @@ impl<T: Scalar> GpuMatrixFree<T> {
     /// matrix formed, so set-up needs no memory beyond the two vectors.
     pub fn new(gpu: &CudaBackend, cells: Arc<GpuCells<T>>, scatter: Scatter) -> Result<(Self, CudaSlice<T>)> {
         let c = &cells;
-        let mut diag = match &c.fixed_mask {
-            Some(m) => gpu.stream().clone_dtod(m)?,
-            None => gpu.zeros::<T>(c.n_rows)?,
-        };
+        let mut diag = c.fixed_diagonal(gpu)?;
         let mut load = gpu.zeros::<T>(c.n_rows)?;
         let f = c.kernel(gpu, "mf_diagonal_load", "")?;
         unsafe {

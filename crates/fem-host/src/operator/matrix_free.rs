@@ -10,6 +10,7 @@ use super::tables::RefTables;
 use super::LinearOperator;
 use crate::space::Layout;
 use crate::{CpuBackend, Result, Scalar};
+use fem_core::element::MAX_VERTICES;
 use fem_core::poisson::{Scaled, SinePoisson};
 use fem_kernels::cells::{diagonal_and_load, matrix_free_product, vertices};
 use fem_kernels::sparse::gather;
@@ -43,21 +44,15 @@ impl<T: Scalar> MatrixFree<T> {
         }
         let (d, l) = (Disjoint(diagonal.as_mut_ptr()), Disjoint(load.as_mut_ptr()));
         let (tab, cd, ne) = (tables.view(), &cells, cells.ne);
-        with_element!(cd.dim, cd.degree, D, NB, QD => cpu.install(|| {
-            for colour in &colouring.cells {
-                colour.par_iter().for_each(|&e| {
-                    let (d, l) = (d, l);
-                    // SAFETY: cells of one colour touch disjoint rows.
-                    unsafe {
-                        let verts = vertices::<T, D>(e as usize, ne, cd.verts.as_ptr());
-                        let rows: [u32; NB] = std::array::from_fn(|i| cd.map[i * ne + e as usize]);
-                        let (dl, ll) = diagonal_and_load::<T, _, D, NB>(&tab, &verts, &Scaled { factor: cd.kappa[e as usize], inner: &SinePoisson }, &rows);
-                        scatter(&rows, &dl, d);
-                        scatter(&rows, &ll, l);
-                    }
-                });
+        with_element!(cd.dim, cd.degree, D, NB, QD => cpu.install(|| each_coloured_cell::<T, D>(&colouring, cd, |e, verts, coeff| {
+            let rows: [u32; NB] = std::array::from_fn(|i| cd.map[i * ne + e]);
+            let (dl, ll) = diagonal_and_load::<T, _, D, NB>(&tab, verts, coeff, &rows);
+            // SAFETY: cells of one colour touch disjoint rows.
+            unsafe {
+                scatter(&rows, &dl, d);
+                scatter(&rows, &ll, l);
             }
-        }))
+        })))
         .ok_or_else(|| unsupported(cd.dim, cd.degree))?;
         Ok((Self { cells, tables, colouring, diagonal }, load))
     }
@@ -68,21 +63,30 @@ impl<T: Scalar> MatrixFree<T> {
         let out = Disjoint(y.as_mut_ptr());
         let tab = self.tables.view();
         let ne = cd.ne;
-        with_element!(cd.dim, cd.degree, D, NB, QD => cpu.install(|| {
-            for cells in &self.colouring.cells {
-                cells.par_iter().for_each(|&e| {
-                    let out = out;
-                    // SAFETY: cells of one colour touch disjoint rows.
-                    unsafe {
-                        let verts = vertices::<T, D>(e as usize, ne, cd.verts.as_ptr());
-                        let (rows, xl) = gather::<T, NB>(e as usize, ne, cd.map.as_ptr(), x.as_ptr());
-                        let yl = matrix_free_product::<T, _, D, NB>(&tab, &verts, &Scaled { factor: cd.kappa[e as usize], inner: &SinePoisson }, &rows, &xl);
-                        scatter(&rows, &yl, out);
-                    }
-                });
+        with_element!(cd.dim, cd.degree, D, NB, QD => cpu.install(|| each_coloured_cell::<T, D>(&self.colouring, cd, |e, verts, coeff| {
+            // SAFETY: the map's rows index `x`; cells of one colour touch
+            // disjoint rows.
+            unsafe {
+                let (rows, xl) = gather::<T, NB>(e, ne, cd.map.as_ptr(), x.as_ptr());
+                scatter(&rows, &matrix_free_product::<T, _, D, NB>(&tab, verts, coeff, &rows, &xl), out);
             }
-        }))
+        })))
         .ok_or_else(|| unsupported(cd.dim, cd.degree))
+    }
+}
+
+/// Runs `f(e, vertices, coefficients)` for every cell of `cd`, the cells
+/// of one colour in parallel and the colours in turn, so that `f` may add
+/// into its cell's rows without atomics: the loop of the product and of
+/// the set-up.
+fn each_coloured_cell<T: Scalar, const D: usize>(colouring: &Colouring, cd: &CellData<T>, f: impl Fn(usize, &[[T; D]; MAX_VERTICES], &Scaled<'_, T, SinePoisson>) + Sync) {
+    for colour in &colouring.cells {
+        colour.par_iter().for_each(|&e| {
+            let e = e as usize;
+            // SAFETY: `verts` holds the 2^D × D coordinates of every cell.
+            let verts = unsafe { vertices::<T, D>(e, cd.ne, cd.verts.as_ptr()) };
+            f(e, &verts, &Scaled { factor: cd.kappa[e], inner: &SinePoisson });
+        });
     }
 }
 
