@@ -89,18 +89,12 @@ pub fn run(o: &BenchOptions, gpu: bool, r: &mut SuiteReport, progress: &dyn Fn(&
     Ok(())
 }
 
-/// The stages of a command's `report`, largest first: those it reports,
-/// else its set-up, assembly and solve seconds; and the rest of the wall
-/// time `wall` measured around it (start-up, exit, what no stage covers).
+/// The stages a command's `report` lists, largest first, and the rest of
+/// the wall time `wall` measured around it (start-up, exit, what no stage
+/// covers).
 fn stages(report: &serde_json::Value, wall: f64) -> Vec<(String, f64)> {
-    let listed = report.get("stages").and_then(|s| s.as_array());
-    let mut out: Vec<(String, f64)> = match listed {
-        Some(s) if !s.is_empty() => s.iter().filter_map(|s| Some((s.get("stage")?.as_str()?.to_string(), s.get("seconds")?.as_f64()?))).collect(),
-        _ => [("set-up", "setup_seconds"), ("assembly", "assembly_seconds"), ("solve", "solve_seconds")]
-            .iter()
-            .filter_map(|&(name, key)| Some((name.to_string(), report.get(key)?.as_f64()?)))
-            .collect(),
-    };
+    let listed = report.get("stages").and_then(|s| s.as_array()).map_or(&[][..], |s| s.as_slice());
+    let mut out: Vec<(String, f64)> = listed.iter().filter_map(|s| Some((s.get("stage")?.as_str()?.to_string(), s.get("seconds")?.as_f64()?))).collect();
     let rest = wall - out.iter().map(|s| s.1).sum::<f64>();
     if rest > 0.0 {
         out.push(("outside the stages".into(), rest));

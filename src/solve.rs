@@ -66,8 +66,13 @@ pub fn describe(r: &PoissonReport) -> String {
 
 /// Runs the hole benchmark on the backend `any`.
 pub fn run_hole(any: &AnyBackend, opts: &fem_host::problem::hole::HoleOptions) -> Result<fem_host::problem::hole::HoleReport> {
+    run_hole_with(any, opts, &StageClock::new(&|_| {}))
+}
+
+/// [`run_hole`], timing its stages on `clock`.
+pub fn run_hole_with(any: &AnyBackend, opts: &fem_host::problem::hole::HoleOptions, clock: &StageClock) -> Result<fem_host::problem::hole::HoleReport> {
     let cpu = CpuBackend::new(None)?;
-    with_backend!(any, |b| fem_host::problem::hole::solve(b, &cpu, opts))
+    with_backend!(any, |b| fem_host::problem::hole::solve_with(b, &cpu, opts, clock))
 }
 
 /// Text form of AMG's report: the hierarchy, its complexities and where

@@ -125,8 +125,8 @@ pub(crate) fn cardiac(a: &CardiacArgs) -> CliResult {
             if !json {
                 let t = &s.split;
                 bar.println(format!(
-                    "step {:5} t = {:8.3}: Newton {} CG {:4} | element {:8.3} ms assembly {:8.3} ms solve {:8.3} ms transfer {:7.3} ms",
-                    s.step, s.time, s.newton_iterations, s.cg_iterations, t.element * 1e3, t.assembly * 1e3, t.solve * 1e3, t.transfer * 1e3
+                    "step {:5} t = {:8.3}: Newton {} CG {:4} | element {:8.3} ms assembly {:8.3} ms preconditioner {:8.3} ms solve {:8.3} ms transfer {:7.3} ms",
+                    s.step, s.time, s.newton_iterations, s.cg_iterations, t.element * 1e3, t.assembly * 1e3, t.precond * 1e3, t.solve * 1e3, t.transfer * 1e3
                 ));
             }
         }
@@ -136,7 +136,7 @@ pub(crate) fn cardiac(a: &CardiacArgs) -> CliResult {
         let (s, t) = (&r.summary, r.summary.split.total().max(1e-300));
         let pct = |x: f64| 100.0 * x / t;
         format!(
-            "{} on {}: {} nodes, {} tetrahedra; {}{}\n{} steps of {} to t = {:.3}: {} Newton, {} CG iterations; {:.3e} s per step (element {:.1}%, assembly {:.1}%, solve {:.1}%, transfer {:.1}%), set-up {:.2} s\nactivated {:.1}% of nodes{}, max φ {:.3}{}",
+            "{} on {}: {} nodes, {} tetrahedra; {}{}\n{} steps of {} to t = {:.3}: {} Newton, {} CG iterations; {:.3e} s per step (element {:.1}%, assembly {:.1}%, preconditioner {:.1}%, solve {:.1}%, transfer {:.1}%), set-up {:.2} s\nactivated {:.1}% of nodes{}, max φ {:.3}{}",
             r.mesh,
             r.backend,
             r.nodes,
@@ -151,6 +151,7 @@ pub(crate) fn cardiac(a: &CardiacArgs) -> CliResult {
             s.seconds_per_step,
             pct(s.split.element),
             pct(s.split.assembly),
+            pct(s.split.precond),
             pct(s.split.solve),
             pct(s.split.transfer),
             r.setup_seconds,

@@ -511,17 +511,30 @@ pub(crate) fn solve_hole(a: &SolveArgs) -> CliResult {
         Precision::F32 => fem::host::problem::nonlinear::Precision::F32,
         Precision::F64 => fem::host::problem::nonlinear::Precision::F64,
     };
+    let start = std::time::Instant::now();
     let any = open_announced(a.backend, a.json)?;
-    let spinner = spinner(a.json, format!("hole benchmark, {dim}D Q{degree}, {levels} levels"));
-    let report = fem::solve::run_hole(&any, &o)?;
+    let what = format!("hole benchmark, {dim}D Q{degree}, {levels} levels");
+    let spinner = spinner(a.json, what.clone());
+    let show = |stage: &str| spinner.set_message(format!("{what}: {stage}"));
+    let clock = fem::host::stages::StageClock::new(&show);
+    let mut report = fem::solve::run_hole_with(&any, &o, &clock)?;
     spinner.finish_and_clear();
+    let output = std::time::Instant::now();
     if let Some(path) = &a.vtk {
         report.field.write_vtk(path, "u", None, &[], if a.vtk_ascii { fem::host::io::vtk::Encoding::Ascii } else { fem::host::io::vtk::Encoding::Binary })?;
     }
     if let Some(path) = &a.png {
         fem::picture::nodal_png(path, "hole benchmark, u_h", "u", &report.field.space, &report.field.dofs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
-    print_report(a.json, &report, fem::solve::describe_hole)?;
+    report.stages.push(fem::host::stages::StageSeconds { stage: "output".into(), seconds: output.elapsed().as_secs_f64() });
+    let wall = start.elapsed().as_secs_f64();
+    if a.json {
+        let mut v = serde_json::to_value(&report)?;
+        v["wall_seconds"] = serde_json::to_value(wall)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{}\nwall {wall:.3} s; {}", fem::solve::describe_hole(&report), fem::host::stages::describe(&report.stages));
+    }
     Ok(report.converged)
 }
 

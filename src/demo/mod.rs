@@ -220,7 +220,7 @@ impl std::fmt::Display for DemoReport {
         }
         writeln!(f, "error against Scherk's surface: L2 {:.3e}, max at a node {:.3e}", self.l2_error, self.max_nodal_error)?;
         let sp = &n.split;
-        writeln!(f, "time: mesh {:.3} s, space {:.3} s, backend set-up {:.3} s, lift {:.3} s, Newton {:.3} s (elements {:.3}, assembly {:.3}, CG and updates {:.3}), error {:.3} s, output {:.3} s; total {:.3} s", s.mesh, s.space, s.backend_setup, s.lift, s.newton, sp.element, sp.assembly, sp.solve, s.error, s.output, s.total)?;
+        writeln!(f, "time: mesh {:.3} s, space {:.3} s, backend set-up {:.3} s, lift {:.3} s, Newton {:.3} s (elements {:.3}, assembly {:.3}, preconditioner {:.3}, CG and updates {:.3}), error {:.3} s, output {:.3} s; total {:.3} s", s.mesh, s.space, s.backend_setup, s.lift, s.newton, sp.element, sp.assembly, sp.precond, sp.solve, s.error, s.output, s.total)?;
         for file in &self.files {
             writeln!(f, "wrote {file}")?;
         }

@@ -31,6 +31,14 @@ fn max_rel_diff(a: &HoleReport, b: &HoleReport) -> f64 {
 fn spai_f_cycle_meets_the_paper_and_multigrid_is_h_independent() {
     let spai = run(2, 1, 5, Solver::Mg, Precond::Spai, |_| {});
     assert!(spai.iterations <= 6, "SPAI(1) F-cycle, Q1 2D: {} iterations", spai.iterations);
+    // the set-up's stages in order, then Newton's phases: SPAI(1)'s
+    // set-up as the preconditioner, the operators beside it
+    let names: Vec<&str> = spai.stages.iter().map(|s| s.stage.as_str()).collect();
+    assert_eq!(names, ["mesh hierarchy", "ordering", "boundary values", "coefficient and load", "sparsity", "coarse levels", "uploads", "element kernels", "assembly", "preconditioner", "solve", "Newton, other", "download"]);
+    let seconds = |name: &str| spai.stages.iter().find(|s| s.stage == name).unwrap().seconds;
+    assert!(seconds("preconditioner") > 0.0 && seconds("mesh hierarchy") > 0.0, "{:?}", spai.stages);
+    let operators = seconds("element kernels") + seconds("assembly") + seconds("preconditioner");
+    assert!((operators - spai.assembly_seconds).abs() <= 1e-12 * operators && seconds("solve") == spai.solve_seconds);
     for (dim, degree, levels) in [(2, 1, 4), (2, 2, 4), (3, 1, 2)] {
         for smoother in [Precond::Jacobi, Precond::Spai, Precond::Sainv] {
             let coarse = run(dim, degree, levels, Solver::Mg, smoother, |_| {});

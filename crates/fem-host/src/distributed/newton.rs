@@ -298,7 +298,7 @@ pub fn solve<B: NewtonOps + PartitionedSetup, K: Kernels<f64> + 'static>(b: &B, 
         if let (Some(amg), Some(m)) = (amg.as_mut(), matrix.as_ref()) {
             // a new hierarchy for a new tangent, unless the first is kept
             if fresh && !(amg.opts.keep && amg.mg.is_some()) {
-                timed(b, &mut split.assembly, || {
+                timed(b, &mut split.precond, || {
                     // ρ(D⁻¹A) of the finest level from the stored tangent, on the device
                     let rho = chebyshev::spectral_radius_of(&d, &op, &inv)?;
                     amg.build(&d, setup, &kflat, m.clone(), rho, halo.shared_link())
@@ -313,7 +313,7 @@ pub fn solve<B: NewtonOps + PartitionedSetup, K: Kernels<f64> + 'static>(b: &B, 
             Precond::Chebyshev(degree) => {
                 // ρ(D⁻¹A) of the whole operator, once a tangent: the power
                 // iterations' norms are global
-                polynomial = timed(b, &mut split.assembly, || chebyshev::Chebyshev::with_radius(&d, &op, &inv, &mut rho, degree))?;
+                polynomial = timed(b, &mut split.precond, || chebyshev::Chebyshev::with_radius(&d, &op, &inv, &mut rho, degree))?;
                 &polynomial
             }
             Precond::Amg(_) => amg.as_ref().and_then(|a| a.mg.as_ref()).ok_or_else(|| Error::InvalidArgument("AMG across ranks needs the assembled tangent".into()))?,

@@ -59,15 +59,19 @@ impl HoleDomain {
     }
 
     /// One uniform refinement, hole vertices projected onto the hole.
-    pub fn refine(&self, mesh: &Mesh) -> Refinement {
-        refine_with(mesh, |corners, x| {
-            if corners.iter().all(|&v| self.on_hole(mesh.coords[v as usize])) {
-                let s = self.radius / norm(x);
-                [x[0] * s, x[1] * s, x[2] * s]
-            } else {
-                x
-            }
-        })
+    pub fn refine(&self, mesh: &Mesh) -> Result<Refinement> {
+        refine_with(mesh, |corners, x| self.place(mesh, corners, x))
+    }
+
+    /// Where a new vertex of `mesh` at the mean `x` of `corners` goes: onto
+    /// the hole where all its corners lie on it.
+    pub(crate) fn place(&self, mesh: &Mesh, corners: &[u32], x: [f64; 3]) -> [f64; 3] {
+        if corners.iter().all(|&v| self.on_hole(mesh.coords[v as usize])) {
+            let s = self.radius / norm(x);
+            [x[0] * s, x[1] * s, x[2] * s]
+        } else {
+            x
+        }
     }
 
     /// O-grid: the rectangle's perimeter divided into steps of length 0.5
@@ -209,7 +213,7 @@ mod tests {
             let area = |m: &Mesh| -> usize { m.coords.iter().filter(|&&x| d.on_hole(x)).count() };
             let before = area(&mesh);
             for _ in 0..2 {
-                mesh = d.refine(&mesh).fine;
+                mesh = d.refine(&mesh).unwrap().fine;
                 mesh.validate().unwrap();
             }
             // Hole vertices double (2D) or about quadruple (3D) per refinement.

@@ -23,6 +23,7 @@ use crate::solver::amg::AmgOptions;
 use crate::solver::multigrid::{Cycle, MgOptions, Smoother};
 use crate::solver::ordering::Ordering;
 use crate::space::{BoundaryPart, CellMesh, Constraints, Load, NestedSpaces};
+use crate::stages::{StageClock, StageSeconds};
 use crate::sparse::SpmvFormat;
 use crate::{CpuBackend, Error, Result};
 use fem_kernels::physics::Poisson;
@@ -224,6 +225,11 @@ pub struct HoleReport {
     /// ‖r‖/‖b‖ after every iteration, the start first: each linear solve's
     /// own estimates, scaled to the first residual.
     pub history: Vec<f64>,
+    /// The command's wall time by stage: the set-up's (mesh hierarchy,
+    /// ordering, boundary values, pattern, coarse levels, uploads), then
+    /// Newton's phases (element kernels, assembly, preconditioner set-up,
+    /// solve) and the solution's download.
+    pub stages: Vec<StageSeconds>,
     /// AMG's hierarchy and set-up (counted in `assembly_seconds`), for
     /// preconditioner `amg`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -236,21 +242,34 @@ pub struct HoleReport {
 
 /// Builds and solves the benchmark on backend `bk`.
 pub fn solve<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOptions) -> Result<HoleReport> {
+    solve_with(bk, cpu, o, &StageClock::new(&|_| {}))
+}
+
+/// [`solve`], timing its stages on `clock`.
+pub fn solve_with<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOptions, clock: &StageClock) -> Result<HoleReport> {
     let (krylov, precond) = o.method()?;
     let t0 = Instant::now();
+    clock.start("mesh hierarchy");
     let domain = HoleDomain::benchmark(o.dim);
     let coarse = CellMesh::Tensor(domain.coarse()?);
-    let nested = NestedSpaces::with_refinement(coarse, o.degree, o.levels, &|m| domain.refine(m))?.renumbered(cpu, o.ordering, 7)?;
+    let nested = NestedSpaces::with_refinement(coarse, o.degree, o.levels, &|m| domain.refine(m))?;
+    clock.start("ordering");
+    let nested = nested.renumbered(cpu, o.ordering, 7)?;
     let space = nested.finest();
+    clock.start("boundary values");
     let constraints = Constraints::none(space, 1).dirichlet(space, &BoundaryPart::All, |x, u| u[0] = if domain.is_inner(*x) { 1.0 } else { 0.0 })?;
+    clock.start("coefficient and load");
     let kappa: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
     let load = Load::zero(space, 1).source(space, |_, f| f[0] = 1.0);
+    clock.start("sparsity");
     let mut setup = Setup::<Poisson>::constrained(cpu, space, Aux::Nodal(&kappa), &constraints, Some(&load))?;
+    clock.start("coarse levels");
     match precond {
         Pipeline::Multigrid(_) => setup = setup.with_multigrid(cpu, &nested)?,
         Pipeline::Amg(_) => setup = setup.with_low_order(space)?,
         _ => {}
     }
+    clock.start("uploads");
     let newton = NewtonOptions {
         rtol: o.rtol,
         atol: 0.0,
@@ -274,7 +293,11 @@ pub fn solve<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOptions) 
     let finest = nested.spaces.into_iter().last().expect("one level");
     drop((setup, constraints));
     let setup_seconds = t0.elapsed().as_secs_f64();
+    clock.start(NEWTON);
     let r = w.newton(bk, &mut u, &newton, None, &mut |_| {})?;
+    clock.start("download");
+    let dofs = bk.download(&u)?;
+    let stages = with_phases(clock.finish(), &r.split);
     let first = r.residuals[0].max(f64::MIN_POSITIVE);
     let mut history = vec![1.0];
     for (s, &start) in r.steps.iter().zip(&r.residuals) {
@@ -306,10 +329,30 @@ pub fn solve<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOptions) 
         converged: r.converged,
         stalled: !r.converged && r.steps.iter().any(|s| !s.krylov_converged && crate::solver::multigrid::stalled(&s.krylov_history)),
         setup_seconds,
-        assembly_seconds: r.split.element + r.split.assembly,
+        assembly_seconds: r.split.element + r.split.assembly + r.split.precond,
         solve_seconds: r.split.solve,
         history,
+        stages,
         amg: r.amg,
-        field: super::field::QpField { dofs: bk.download(&u)?, space: finest },
+        field: super::field::QpField { dofs, space: finest },
     })
+}
+
+/// The stage in which Newton runs, reported as its phases.
+const NEWTON: &str = "Newton";
+
+/// `stages` with Newton's replaced by its phases in `split`, and what
+/// they leave of it (residual norms, the line search's decisions).
+fn with_phases(stages: Vec<StageSeconds>, split: &crate::problem::phases::Split) -> Vec<StageSeconds> {
+    let phases = [("element kernels", split.element), ("assembly", split.assembly), ("preconditioner", split.precond), ("solve", split.solve)];
+    let mut out = Vec::with_capacity(stages.len() + phases.len());
+    for s in stages {
+        if s.stage != NEWTON {
+            out.push(s);
+            continue;
+        }
+        out.extend(phases.iter().map(|&(stage, seconds)| StageSeconds { stage: stage.into(), seconds }));
+        out.push(StageSeconds { stage: "Newton, other".into(), seconds: (s.seconds - split.total()).max(0.0) });
+    }
+    out
 }

@@ -13,6 +13,10 @@ pub struct Split {
     pub element: f64,
     /// Residual and matrix assembly, value reordering, Jacobi diagonal.
     pub assembly: f64,
+    /// The preconditioner built from the tangent: smoothers (SPAI(1),
+    /// SAINV), multigrid's coarse operators, AMG's hierarchy, Chebyshev's
+    /// spectral radius.
+    pub precond: f64,
     /// Jacobi-PCG.
     pub solve: f64,
     /// Device ↔ host copies (field output).
@@ -20,15 +24,16 @@ pub struct Split {
 }
 
 impl Split {
-    /// Seconds of all four phases together.
+    /// Seconds of all phases together.
     pub fn total(&self) -> f64 {
-        self.element + self.assembly + self.solve + self.transfer
+        self.element + self.assembly + self.precond + self.solve + self.transfer
     }
 
     /// Adds another split phase by phase.
     pub fn add(&mut self, o: &Split) {
         self.element += o.element;
         self.assembly += o.assembly;
+        self.precond += o.precond;
         self.solve += o.solve;
         self.transfer += o.transfer;
     }

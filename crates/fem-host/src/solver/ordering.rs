@@ -7,7 +7,10 @@
 
 use crate::operator::csr::Csr;
 use crate::rng::SplitMix64;
+use crate::counters::{atomic, filled};
 use crate::Scalar;
+use rayon::prelude::*;
+use std::sync::atomic::Ordering::Relaxed;
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -101,22 +104,27 @@ pub fn cuthill_mckee<T: Scalar>(a: &Csr<T>) -> Vec<u32> {
 
 /// Rows sorted by (z, y, x) of their positions.
 fn xyz(coords: &[[f64; 3]]) -> Vec<u32> {
-    let mut rows: Vec<u32> = (0..coords.len() as u32).collect();
-    let key = |r: &u32| {
-        let x = coords[*r as usize];
-        [x[2], x[1], x[0]]
-    };
-    rows.sort_by(|a, b| key(a).partial_cmp(&key(b)).unwrap_or(std::cmp::Ordering::Equal));
-    rows
+    // the keys beside their rows (no lookup per comparison), sorted in
+    // parallel; + 0.0 turns −0 into +0, which compare equal, and the row
+    // breaks ties as a stable sort would
+    let mut keyed: Vec<([f64; 3], u32)> = coords.par_iter().enumerate().map(|(r, x)| ([x[2] + 0.0, x[1] + 0.0, x[0] + 0.0], r as u32)).collect();
+    keyed.par_sort_unstable_by(|(a, r), (b, s)| (0..3).map(|i| a[i].total_cmp(&b[i])).find(|o| o.is_ne()).unwrap_or(r.cmp(s)));
+    keyed.into_par_iter().map(|(_, r)| r).collect()
 }
 
-/// `inv[p[k]] = k`.
+/// `inv[p[k]] = k`, of a permutation `p`.
 pub fn invert(p: &[u32]) -> Vec<u32> {
-    let mut inv = vec![0u32; p.len()];
-    for (k, &o) in p.iter().enumerate() {
-        inv[o as usize] = k as u32;
-    }
-    inv
+    inverse(p).expect("a permutation")
+}
+
+/// `inv[p[k]] = k` in parallel; `None` unless `p` is a permutation of
+/// `0..p.len()` (every entry in range, none twice).
+pub fn inverse(p: &[u32]) -> Option<Vec<u32>> {
+    let n = p.len();
+    let mut inv = filled(n, u32::MAX);
+    let at = atomic(&mut inv);
+    let bijective = p.par_iter().enumerate().all(|(k, &o)| (o as usize) < n && at[o as usize].swap(k as u32, Relaxed) == u32::MAX);
+    bijective.then_some(inv)
 }
 
 /// `perm[new] = old` for every level of a hierarchy, coarsest first:
@@ -125,7 +133,7 @@ pub fn invert(p: &[u32]) -> Vec<u32> {
 /// Every ordering reads the levels' sizes (`a[l].n_rows`); only
 /// Cuthill–McKee reads `a`'s entries, only 2LV and Hie read `p`, only XYZ
 /// reads `coords`.
-pub fn permutations<T: Scalar>(a: &[Csr<T>], p: &[Csr<T>], coords: &[Vec<[f64; 3]>], ordering: Ordering, seed: u64) -> Vec<Vec<u32>> {
+pub fn permutations<T: Scalar>(a: &[Csr<T>], p: &[Csr<T>], coords: &[&[[f64; 3]]], ordering: Ordering, seed: u64) -> Vec<Vec<u32>> {
     let levels = a.len();
     let identity = |n: usize| (0..n as u32).collect::<Vec<u32>>();
     match ordering {
@@ -151,5 +159,33 @@ pub fn permutations<T: Scalar>(a: &[Csr<T>], p: &[Csr<T>], coords: &[Vec<[f64; 3
             }
             out
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// XYZ is the stable sort by (z, y, x): ties keep their rows' order,
+    /// and −0 ties with +0.
+    #[test]
+    fn xyz_is_the_stable_sort_by_z_y_x() {
+        let mut rng = SplitMix64::new(3);
+        let pick = [-1.0, -0.0, 0.0, 0.5, 2.0];
+        let coords: Vec<[f64; 3]> = (0..5000).map(|_| std::array::from_fn(|_| pick[rng.next_u64() as usize % pick.len()])).collect();
+        let mut want: Vec<u32> = (0..coords.len() as u32).collect();
+        want.sort_by(|&a, &b| {
+            let (x, y) = (coords[a as usize], coords[b as usize]);
+            [x[2], x[1], x[0]].partial_cmp(&[y[2], y[1], y[0]]).unwrap()
+        });
+        assert_eq!(xyz(&coords), want);
+    }
+
+    #[test]
+    fn inverse_takes_permutations_only() {
+        assert_eq!(inverse(&[2, 0, 1]), Some(vec![1, 2, 0]));
+        assert_eq!(inverse(&[]), Some(vec![]));
+        assert_eq!(inverse(&[0, 0, 1]), None, "a repeated entry");
+        assert_eq!(inverse(&[0, 3, 1]), None, "an entry out of range");
     }
 }

@@ -7,6 +7,7 @@
 //! CG. CSR and ELLPACK, on the CPU (rayon) and the GPU (one launch per
 //! colour and direction), through the same per-row function.
 
+use crate::mesh::adjacency::VertexCells;
 use crate::operator::LinearOperator;
 use crate::operator::csr::Csr;
 use crate::operator::ell::Ell;
@@ -29,11 +30,12 @@ impl RowColouring {
     /// Greedy first-fit colouring of the (symmetrised) pattern of `a`.
     pub fn new<T: Scalar>(a: &Csr<T>) -> Result<Self> {
         let n = a.n_rows;
-        let at = transpose_pattern(a);
+        // the rows naming each column, ascending
+        let at = VertexCells::of_ids(n, n, |i| &a.col[a.row_ptr[i] as usize..a.row_ptr[i + 1] as usize]);
         let mut colour = vec![u8::MAX; n];
         let mut taken = [false; 256];
         for i in 0..n {
-            let neighbours = a.col[a.row_ptr[i] as usize..a.row_ptr[i + 1] as usize].iter().chain(&at.1[at.0[i]..at.0[i + 1]]);
+            let neighbours = a.col[a.row_ptr[i] as usize..a.row_ptr[i + 1] as usize].iter().chain(at.of(i));
             for &j in neighbours.clone() {
                 if j as usize != i && colour[j as usize] != u8::MAX {
                     taken[colour[j as usize] as usize] = true;
@@ -62,26 +64,6 @@ impl RowColouring {
             j == i || self.colour[j] != self.colour[i]
         }))
     }
-}
-
-/// Column lists of the transpose's rows (offsets, rows).
-fn transpose_pattern<T: Scalar>(a: &Csr<T>) -> (Vec<usize>, Vec<u32>) {
-    let mut off = vec![0usize; a.n_rows + 1];
-    for &c in &a.col {
-        off[c as usize + 1] += 1;
-    }
-    for i in 0..a.n_rows {
-        off[i + 1] += off[i];
-    }
-    let mut fill = off.clone();
-    let mut rows = vec![0u32; a.col.len()];
-    for i in 0..a.n_rows {
-        for &c in &a.col[a.row_ptr[i] as usize..a.row_ptr[i + 1] as usize] {
-            rows[fill[c as usize]] = i as u32;
-            fill[c as usize] += 1;
-        }
-    }
-    (off, rows)
 }
 
 /// The storage an SSOR sweeps.

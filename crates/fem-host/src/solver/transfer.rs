@@ -2,27 +2,66 @@
 //! levels (the nested spaces' [`crate::space::NestedSpaces::interpolation`]):
 //! the transpose of a CSR matrix.
 
+use crate::counters::{atomic, filled};
 use crate::operator::csr::Csr;
+use crate::space::restriction::transpose_map;
 use crate::Scalar;
+use rayon::prelude::*;
+use std::sync::atomic::Ordering::Relaxed;
 
-/// `Aᵀ` of an `a.n_rows × n_cols` CSR matrix, columns sorted.
+/// `Aᵀ` of an `a.n_rows × n_cols` CSR matrix, columns sorted: each
+/// column's entries in ascending position ([`transpose_map`] of the
+/// columns, in parallel), so in ascending row.
 pub fn transpose<T: Scalar>(a: &Csr<T>, n_cols: usize) -> Csr<T> {
-    let mut row_ptr = vec![0u32; n_cols + 1];
-    for &c in &a.col {
-        row_ptr[c as usize + 1] += 1;
-    }
-    for i in 0..n_cols {
-        row_ptr[i + 1] += row_ptr[i];
-    }
-    let mut fill = row_ptr.clone();
-    let (mut col, mut val) = (vec![0u32; a.nnz()], vec![T::ZERO; a.nnz()]);
-    for r in 0..a.n_rows {
-        for p in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
-            let c = a.col[p] as usize;
-            col[fill[c] as usize] = r as u32;
-            val[fill[c] as usize] = a.val[p];
-            fill[c] += 1;
+    let (row_ptr, at) = transpose_map(&a.col, n_cols);
+    let mut row_of = filled(a.nnz(), 0);
+    let row = atomic(&mut row_of);
+    (0..a.n_rows).into_par_iter().for_each(|r| (a.row_ptr[r]..a.row_ptr[r + 1]).for_each(|p| row[p as usize].store(r as u32, Relaxed)));
+    let col = at.par_iter().map(|&p| row_of[p as usize]).collect();
+    let val = at.par_iter().map(|&p| a.val[p as usize]).collect();
+    Csr { n_rows: n_cols, row_ptr, col, val }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    /// Against the entries listed one by one: a rectangular matrix whose
+    /// rows hold their columns in any order, with empty rows and columns
+    /// and a long row, transposed on an uneven thread count.
+    #[test]
+    fn transpose_lists_each_column_by_row() {
+        let (rows, cols) = (5000, 3001);
+        let mut rng = SplitMix64::new(11);
+        let mut a = Csr::<f64> { n_rows: rows, row_ptr: vec![0], col: Vec::new(), val: Vec::new() };
+        for r in 0..rows {
+            let len = match r {
+                7 => 900,
+                _ if r % 5 == 0 => 0,
+                _ => rng.next_u64() as usize % 9,
+            };
+            let mut picked: Vec<u32> = (0..len).map(|_| (rng.next_u64() % (cols as u64 - 1)) as u32).collect();
+            picked.sort_unstable();
+            picked.dedup();
+            picked.reverse();
+            a.val.extend(picked.iter().map(|&c| r as f64 + c as f64 / cols as f64));
+            a.col.extend(picked);
+            a.row_ptr.push(a.col.len() as u32);
+        }
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let t = pool.install(|| transpose(&a, cols));
+        let mut want = vec![Vec::new(); cols];
+        for r in 0..rows {
+            for p in a.row_ptr[r] as usize..a.row_ptr[r + 1] as usize {
+                want[a.col[p] as usize].push((r as u32, a.val[p]));
+            }
+        }
+        assert!(want[cols - 1].is_empty(), "the last column has no entry");
+        assert_eq!(t.n_rows, cols);
+        for (c, w) in want.iter().enumerate() {
+            let got: Vec<(u32, f64)> = (t.row_ptr[c] as usize..t.row_ptr[c + 1] as usize).map(|p| (t.col[p], t.val[p])).collect();
+            assert_eq!(&got, w, "column {c}");
         }
     }
-    Csr { n_rows: n_cols, row_ptr, col, val }
 }

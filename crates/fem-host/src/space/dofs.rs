@@ -335,6 +335,70 @@ fn shared_heads(nodes: &LocalNodes, n_cells: usize, locate_slot: &(impl Fn(usize
     heads
 }
 
+/// The vertices of `mesh` refined once uniformly, at `[c·3^dim + l]` the
+/// vertex at point `l` of cell `c`'s lattice (the nodes of Q2, point
+/// `l = Σ t_a 3^a`): corners keep their vertex ids; edge midpoints, face
+/// and cell centres are numbered after the mesh's vertices in the order
+/// a serial pass over cells and points first meets them. Beside it, the
+/// first slot (`c·3^dim + l`) of every new vertex, in order.
+///
+/// Edges and faces are matched as the Q_p numbering matches them (the
+/// heads of their runs in a parallel sort of the keys, [`shared_heads`]),
+/// and numbered from a scan of per-chunk counts: all passes parallel, the
+/// numbers independent of the thread count.
+pub(crate) fn refinement_lattice(mesh: &Mesh) -> Result<(Vec<u32>, Vec<u32>)> {
+    let dim = mesh.dim;
+    let nodes = LocalNodes::new(2, dim);
+    let (nb, n_cells, nv) = (nodes.kind.len(), mesh.n_cells(), mesh.coords.len());
+    if n_cells * nb > u32::MAX as usize {
+        return Err(Error::InvalidArgument(format!("refining {n_cells} cells: {} lattice points exceed the u32 index range", n_cells * nb)));
+    }
+    let cell = |k: usize| &mesh.cells[k][..1 << dim];
+    let shared_first = shared_heads(&nodes, n_cells, &|k, i| locate(2, dim, k, cell(k), &nodes.tensor[i][..dim]));
+    let starts = |k: usize, i: usize| match nodes.kind[i] {
+        LocalNode::Corner(_) => false,
+        LocalNode::Shared(j) => shared_first[k * nodes.shared + j] as usize == k * nb + i,
+        LocalNode::Interior { .. } => true,
+    };
+    let chunk = |ch: usize| ch * CHUNK_CELLS..((ch + 1) * CHUNK_CELLS).min(n_cells);
+    let chunks = n_cells.div_ceil(CHUNK_CELLS);
+    let first_slot: Vec<u32> = (0..chunks).into_par_iter().flat_map_iter(|ch| chunk(ch).flat_map(move |k| (0..nb).filter(move |&i| starts(k, i)).map(move |i| (k * nb + i) as u32))).collect();
+    if nv + first_slot.len() > u32::MAX as usize {
+        return Err(Error::InvalidArgument(format!("refining {n_cells} cells: {} vertices exceed the u32 index range", nv + first_slot.len())));
+    }
+    // where each chunk's new vertices start
+    let before = |ch: usize| nv + first_slot.partition_point(|&s| (s as usize) < ch * CHUNK_CELLS * nb);
+    let mut lattice = filled(n_cells * nb, u32::MAX);
+    let at = atomic(&mut lattice);
+    (0..chunks).into_par_iter().for_each(|ch| {
+        let mut next = before(ch) as u32;
+        for k in chunk(ch) {
+            for (i, n) in nodes.kind.iter().enumerate() {
+                match *n {
+                    LocalNode::Corner(bits) => at[k * nb + i].store(cell(k)[bits], Relaxed),
+                    _ if starts(k, i) => {
+                        at[k * nb + i].store(next, Relaxed);
+                        next += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    });
+    // the others take their entity's number from its head
+    (0..n_cells).into_par_iter().for_each(|k| {
+        for (i, n) in nodes.kind.iter().enumerate() {
+            if let LocalNode::Shared(j) = *n {
+                let head = shared_first[k * nodes.shared + j] as usize;
+                if head != k * nb + i {
+                    at[k * nb + i].store(at[head].load(Relaxed), Relaxed);
+                }
+            }
+        }
+    });
+    Ok((lattice, first_slot))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

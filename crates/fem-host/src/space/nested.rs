@@ -56,7 +56,7 @@ impl CellMesh {
     /// The mesh refined once uniformly (quadrilaterals and hexahedra by
     /// `tensor`), the coarse cell that contains each fine cell, and for
     /// tensor cells each child's position in its parent.
-    fn refine(&self, tensor: &dyn Fn(&Mesh) -> Refinement) -> Result<(Self, Vec<u32>, Option<Vec<u8>>)> {
+    fn refine(&self, tensor: &dyn Fn(&Mesh) -> Result<Refinement>) -> Result<(Self, Vec<u32>, Option<Vec<u8>>)> {
         match self {
             Self::Simplex(m) => {
                 let children = if m.dim == 2 { 4 } else { 8 };
@@ -68,7 +68,7 @@ impl CellMesh {
                 if m.n_cells() << m.dim > u32::MAX as usize {
                     return Err(Error::InvalidArgument(format!("refining {} cells would pass the u32 index range", m.n_cells())));
                 }
-                let r = tensor(m);
+                let r = tensor(m)?;
                 if r.parent.len() != r.fine.n_cells() || r.child.len() != r.fine.n_cells() {
                     return Err(Error::InvalidArgument("the refinement names no parent or child for some cells".into()));
                 }
@@ -108,7 +108,7 @@ impl NestedSpaces {
     /// `tensor` instead of [`refine`]: a refinement that places new
     /// vertices on a curved boundary
     /// ([`refine_with`](crate::mesh::refine::refine_with)).
-    pub fn with_refinement(coarse: CellMesh, degree: usize, levels: usize, tensor: &dyn Fn(&Mesh) -> Refinement) -> Result<Self> {
+    pub fn with_refinement(coarse: CellMesh, degree: usize, levels: usize, tensor: &dyn Fn(&Mesh) -> Result<Refinement>) -> Result<Self> {
         if levels == 0 {
             return Err(Error::InvalidArgument("a hierarchy needs at least one level".into()));
         }

@@ -9,8 +9,9 @@
 use super::{NestedSpaces, Space};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::field_layout;
-use crate::solver::ordering::{invert, permutations, Ordering};
+use crate::solver::ordering::{inverse, permutations, Ordering};
 use crate::{CpuBackend, Error, Result};
+use rayon::prelude::*;
 
 impl Space {
     /// The space with node `perm[new]` renumbered `new`: cells, mesh and
@@ -18,16 +19,17 @@ impl Space {
     /// their nodes. An error unless `perm` is a permutation of the nodes.
     pub fn renumbered(&self, perm: &[u32]) -> Result<Space> {
         let n = self.n_dofs;
-        let mut seen = vec![false; n];
-        if perm.len() != n || perm.iter().any(|&o| (o as usize) >= n || std::mem::replace(&mut seen[o as usize], true)) {
-            return Err(Error::InvalidArgument(format!("a renumbering of {n} nodes must be a permutation of them")));
-        }
-        let new = invert(perm);
+        let new = inverse(perm).filter(|_| perm.len() == n).ok_or_else(|| Error::InvalidArgument(format!("a renumbering of {n} nodes must be a permutation of them")))?;
         Ok(Space {
-            cell_dofs: self.cell_dofs.iter().map(|&d| new[d as usize]).collect(),
-            dof_coords: perm.iter().map(|&o| self.dof_coords[o as usize]).collect(),
-            boundary: perm.iter().map(|&o| self.boundary[o as usize]).collect(),
-            ..self.clone()
+            shape: self.shape,
+            degree: self.degree,
+            n_dofs: n,
+            cell_dofs: self.cell_dofs.par_iter().map(|&d| new[d as usize]).collect(),
+            vertices: self.vertices.clone(),
+            cell_vertices: self.cell_vertices.clone(),
+            dof_coords: perm.par_iter().map(|&o| self.dof_coords[o as usize]).collect(),
+            boundary: perm.par_iter().map(|&o| self.boundary[o as usize]).collect(),
+            facets: self.facets.clone(),
         })
     }
 }
@@ -54,12 +56,12 @@ impl NestedSpaces {
             Ordering::TwoLevel | Ordering::Hierarchical => (0..self.levels() - 1).map(|l| self.interpolation(l)).collect::<Result<Vec<_>>>()?,
             _ => Vec::new(),
         };
-        let coords: Vec<Vec<[f64; 3]>> = match ordering {
-            Ordering::Xyz => self.spaces.iter().map(|s| s.dof_coords.clone()).collect(),
+        let coords: Vec<&[[f64; 3]]> = match ordering {
+            Ordering::Xyz => self.spaces.iter().map(|s| s.dof_coords.as_slice()).collect(),
             _ => Vec::new(),
         };
-        let perms = permutations(&graphs, &p, &coords, ordering, seed);
-        let spaces = self.spaces.iter().zip(&perms).map(|(s, p)| s.renumbered(p)).collect::<Result<_>>()?;
+        let perms = cpu.install(|| permutations(&graphs, &p, &coords, ordering, seed));
+        let spaces = cpu.install(|| self.spaces.iter().zip(&perms).map(|(s, p)| s.renumbered(p)).collect::<Result<_>>())?;
         Ok(Self { spaces, ..self })
     }
 }

@@ -10,6 +10,7 @@
 //! (residual assembly) all go through it.
 
 use crate::backend::cuda::DeviceVec;
+use crate::mesh::adjacency::VertexCells;
 use crate::{CpuBackend, CudaBackend, Result, Scalar};
 use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
@@ -28,25 +29,15 @@ pub struct Restriction {
     transpose: OnceLock<(Vec<u32>, Vec<u32>)>,
 }
 
-/// The transpose of `map` over `rows` rows, by counting: row `r`'s
-/// entries `k` (ascending) are `items[start[r]..start[r + 1]]`, and
-/// entries at [`SKIP`] are in no row. Also the pattern of the matrix that
-/// assembles by SpMV (`sparse::assembly::gather_matrix`).
+/// The transpose of `map` over `rows` rows: row `r`'s entries `k`
+/// (ascending) are `items[start[r]..start[r + 1]]`, and entries at
+/// [`SKIP`] are in no row; counted and placed in parallel
+/// ([`VertexCells::of_ids`], each entry a cell of one id). Also the
+/// pattern of the matrix that assembles by SpMV
+/// (`sparse::assembly::gather_matrix`).
 pub fn transpose_map(map: &[u32], rows: usize) -> (Vec<u32>, Vec<u32>) {
-    let mut start = vec![0u32; rows + 1];
-    for &p in map.iter().filter(|&&p| p != SKIP) {
-        start[p as usize + 1] += 1;
-    }
-    for r in 0..rows {
-        start[r + 1] += start[r];
-    }
-    let mut next = start.clone();
-    let mut items = vec![0u32; start[rows] as usize];
-    for (k, &p) in map.iter().enumerate().filter(|(_, &p)| p != SKIP) {
-        items[next[p as usize] as usize] = k as u32;
-        next[p as usize] += 1;
-    }
-    (start, items)
+    let t = VertexCells::of_ids(map.len(), rows, |k| std::slice::from_ref(&map[k]));
+    (t.start.par_iter().map(|&s| s as u32).collect(), t.cells)
 }
 
 impl Restriction {

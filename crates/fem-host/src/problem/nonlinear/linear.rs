@@ -132,16 +132,20 @@ impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
     }
 
     /// Takes the tangent's f64 CSR values `kflat` (empty for element
-    /// matrices) and inverse diagonal `inv`: the matrix and the
-    /// preconditioner refilled in `T`.
-    pub fn update(&mut self, b: &B, u: &B::Vector<f64>, kflat: &B::Vector<f64>, inv: &B::Vector<f64>, extra: Option<&super::Extra<B>>) -> Result<()> {
+    /// matrices) and inverse diagonal `inv`: the matrix refilled in `T`.
+    pub fn update(&mut self, b: &B, kflat: &B::Vector<f64>, inv: &B::Vector<f64>) -> Result<()> {
         T::refresh(b, kflat, &mut self.values)?;
         T::refresh(b, inv, &mut self.inv_diag)?;
-        let values = T::view::<B>(kflat, &self.values)?;
-        if let Some(m) = &mut self.matrix {
-            m.reorder(b, values)?;
+        match &mut self.matrix {
+            Some(m) => m.reorder(b, T::view::<B>(kflat, &self.values)?),
+            None => Ok(()),
         }
-        self.precond.update(b, u, values, T::view::<B>(inv, &self.inv_diag)?, extra)
+    }
+
+    /// The preconditioner rebuilt from the tangent [`Linear::update`]
+    /// took last (the same `kflat` and `inv`).
+    pub fn update_precond(&mut self, b: &B, u: &B::Vector<f64>, kflat: &B::Vector<f64>, inv: &B::Vector<f64>, extra: Option<&super::Extra<B>>) -> Result<()> {
+        self.precond.update(b, u, T::view::<B>(kflat, &self.values)?, T::view::<B>(inv, &self.inv_diag)?, extra)
     }
 
     /// `delta` ≈ A⁻¹ `r` by `krylov` in `T`, with the f64 operator

@@ -419,10 +419,11 @@ pub struct NewtonReport {
     /// Seconds of uploads and format set-up on the backend.
     pub setup_seconds: f64,
     /// Seconds per phase of the iterations (element evaluation, assembly,
-    /// CG and the line search's vector updates under `solve`).
+    /// the preconditioner's set-up, CG and the line search's vector
+    /// updates under `solve`).
     pub split: Split,
     /// AMG's hierarchy and set-up time, where it preconditions (its
-    /// set-up also counts under `split.assembly`).
+    /// set-up also counts under `split.precond`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub amg: Option<precond::AmgReport>,
 }
@@ -679,9 +680,13 @@ impl<B: NewtonOps> Workspace<B> {
                         Storage::Lma | Storage::Partial => lma_inverse_diagonal(b, storage, state, kelem, extra, d, &mut jacobi.inv_diag)?,
                     }
                     match linear {
-                        Solve::F64(l) => l.update(b, u, kflat, &jacobi.inv_diag, extra),
-                        Solve::F32(l) => l.update(b, u, kflat, &jacobi.inv_diag, extra),
+                        Solve::F64(l) => l.update(b, kflat, &jacobi.inv_diag),
+                        Solve::F32(l) => l.update(b, kflat, &jacobi.inv_diag),
                     }
+                })?;
+                timed(b, &mut split.precond, || match linear {
+                    Solve::F64(l) => l.update_precond(b, u, kflat, &jacobi.inv_diag, extra),
+                    Solve::F32(l) => l.update_precond(b, u, kflat, &jacobi.inv_diag, extra),
                 })?;
             }
             let opts = CgOptions { rtol: o.krylov_rtol, max_iterations: o.max_krylov, jacobi: false };
