@@ -119,3 +119,48 @@ fn gpu_multigrid_matches_cpu_multigrid() {
         }
     }
 }
+
+/// SPAI(1) built on the device, a thread a row, is the host's: `M r` and
+/// `Mᵀ r` against the host's M and its transpose, in f64 and f32, on
+/// rows of 9, 25 and 27 entries and, through the host, 125 (3D Q2, past
+/// a thread's Gram matrix); linearly dependent rows are refused with the
+/// first such row named, as on the host.
+#[test]
+fn gpu_spai_is_the_host_spai() {
+    use fem::host::operator::csr::Csr;
+    use fem::host::solver::spai::spai1;
+    use fem::host::solver::transfer::transpose;
+    let Some(g) = gpu("gpu_spai_is_the_host_spai") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    for (dim, p) in [(2, 1), (2, 2), (3, 1), (3, 2)] {
+        let a = fem_matrix::<f64>(&cpu, dim, p, 5_000, 1, true).unwrap();
+        let host = spai1(&cpu, &a).unwrap();
+        let host_t = transpose(&host, a.n_rows);
+        let r = rhs(a.n_rows);
+        let (mut want, mut want_t) = (vec![0.0; a.n_rows], vec![0.0; a.n_rows]);
+        host.apply(&cpu, &r, &mut want).unwrap();
+        host_t.apply(&cpu, &r, &mut want_t).unwrap();
+        let scale = want.iter().chain(&want_t).fold(0.0f64, |m, v| m.max(v.abs()));
+        let (m, mt) = g.spai(&cpu, &Csr { val: Vec::new(), ..a.clone() }, &g.upload(&a.val).unwrap()).unwrap();
+        let rd = g.upload(&r).unwrap();
+        for (op, want) in [(&m, &want), (&mt, &want_t)] {
+            let mut z = g.zeros::<f64>(a.n_rows).unwrap();
+            op.apply(&g, &rd, &mut z).unwrap();
+            let d = max_diff(&g.download(&z).unwrap(), want) / scale;
+            assert!(d < 1e-11, "{dim}D Q{p} ({} rows): device SPAI(1) differs by {d:e}", a.n_rows);
+        }
+        // f32 values, the Gram matrix still summed in f64
+        let a32 = a.converted::<f32>();
+        let (m32, _) = g.spai(&cpu, &Csr { val: Vec::new(), ..a32.clone() }, &g.upload(&a32.val).unwrap()).unwrap();
+        let mut z = g.zeros::<f32>(a.n_rows).unwrap();
+        m32.apply(&g, &g.upload(&r.iter().map(|&v| v as f32).collect::<Vec<_>>()).unwrap(), &mut z).unwrap();
+        let d = g.download(&z).unwrap().iter().zip(&want).map(|(x, y)| (*x as f64 - y).abs()).fold(0.0, f64::max) / scale;
+        assert!(d < 1e-4, "{dim}D Q{p} f32: {d:e}");
+    }
+    // rows 1 and 2 equal (a stored zero each): rows 1 and 2 of M combine
+    // dependent rows, their Gram matrix singular to the last bit
+    let a = Csr::<f64> { n_rows: 4, row_ptr: vec![0, 1, 3, 5, 6], col: vec![0, 1, 2, 1, 2, 3], val: vec![2.0, 1.0, 0.0, 1.0, 0.0, 3.0] };
+    let host = spai1(&cpu, &a).unwrap_err().to_string();
+    let dev = g.spai(&cpu, &Csr { val: Vec::new(), ..a.clone() }, &g.upload(&a.val).unwrap()).err().expect("refused").to_string();
+    assert!(host.contains("row 1") && dev == host, "{host} / {dev}");
+}

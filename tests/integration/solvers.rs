@@ -3,7 +3,7 @@
 
 use fem::host::operator::csr::Csr;
 use fem::host::operator::ell::Ell;
-use fem::host::solver::spai::{cholesky_solve, inverse_residual, jacobi_matrix, spai1};
+use fem::host::solver::spai::{inverse_residual, jacobi_matrix, spai1};
 use fem::host::solver::ssor::{CpuSsor, RowColouring, SsorMatrix};
 use fem::host::solver::multigrid::Smoother;
 use fem::host::solver::{bicgstab, pcg, CgOptions, Identity, Jacobi, MatrixInverse, PrecondOps};
@@ -156,15 +156,6 @@ fn sainv_approximates_the_inverse_and_preconditions_cg() {
         let (itj, _) = solve(&cpu, &a, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap());
         assert!(its < itj, "{dim}D Q{p}: SAINV-PCG {its} vs Jacobi-PCG {itj}");
     }
-}
-
-#[test]
-fn cholesky_solves_small_spd_systems() {
-    let mut g = vec![4.0, 2.0, 2.0, 3.0];
-    let mut b = vec![6.0, 5.0];
-    cholesky_solve(&mut g, &mut b, 2).unwrap();
-    assert!((b[0] - 1.0).abs() < 1e-14 && (b[1] - 1.0).abs() < 1e-14);
-    assert!(cholesky_solve(&mut [1.0, 2.0, 2.0, 1.0], &mut [1.0, 1.0], 2).is_none());
 }
 
 #[test]

@@ -39,6 +39,7 @@ pub mod launch;
 pub mod physics;
 pub mod pointwise;
 pub mod slots;
+pub mod spai;
 pub mod sparse;
 pub mod tensor;
 

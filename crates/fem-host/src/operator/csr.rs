@@ -99,7 +99,9 @@ impl<T: Scalar> Csr<T> {
     /// The same matrix in precision `U` (values rounded to nearest when
     /// narrowing).
     pub fn converted<U: Scalar>(&self) -> Csr<U> {
-        Csr { n_rows: self.n_rows, row_ptr: self.row_ptr.clone(), col: self.col.clone(), val: self.val.iter().map(|v| U::from_f64(v.to_f64())).collect() }
+        let col = self.col.par_iter().copied().collect();
+        let val = self.val.par_iter().map(|v| U::from_f64(v.to_f64())).collect();
+        Csr { n_rows: self.n_rows, row_ptr: self.row_ptr.clone(), col, val }
     }
 
     /// The matrix in precision `U`: itself, borrowed, where `U` is `T`

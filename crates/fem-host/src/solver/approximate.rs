@@ -21,17 +21,26 @@ pub struct MatrixInverse<B: Backend, T: Scalar> {
     n: usize,
     /// `M` and, for SPAI(1), `Mᵀ`; `None` until built.
     m: Option<(Matrix<B, T>, Option<Matrix<B, T>>)>,
-    /// FNV-1a of the values `m` was built from.
-    hash: Option<u64>,
+    /// What says which values `m` was built from.
+    built_from: Built,
     /// How often `M` was built.
     pub builds: usize,
     /// Host seconds spent building `M`.
     pub seconds: f64,
 }
 
-/// FNV-1a over the values' bits: whether an inverse must be rebuilt,
-/// without keeping the values it was built from.
-pub(crate) fn values_hash<T: Scalar>(v: &[T]) -> u64 {
+/// Which values an inverse was built from: host values (their FNV-1a
+/// hash, for an inverse made by [`MatrixInverse::new`]) or values on the
+/// backend (its fingerprint, read without bringing them back).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Built {
+    Nothing,
+    Host(u64),
+    Backend(f64),
+}
+
+/// FNV-1a over the values' bits.
+fn values_hash<T: Scalar>(v: &[T]) -> u64 {
     v.iter().fold(0xcbf2_9ce4_8422_2325, |h, x| (h ^ x.to_f64().to_bits()).wrapping_mul(0x0100_0000_01b3))
 }
 
@@ -42,28 +51,31 @@ impl<B: Backend + 'static, T: Scalar> MatrixInverse<B, T> {
         if !kind.is_matrix() {
             return Err(Error::InvalidArgument(format!("{kind:?} smoothing is not a matrix inverse")));
         }
-        Ok(Self { kind, n, m: None, hash: None, builds: 0, seconds: 0.0 })
+        Ok(Self { kind, n, m: None, built_from: Built::Nothing, builds: 0, seconds: 0.0 })
     }
 
     /// The inverse of kind `kind` of `a`, each matrix stored by `upload`.
     pub fn new(bk: &B, cpu: &CpuBackend, a: &Csr<T>, kind: Smoother, upload: &impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Self> {
         let mut m = Self::empty(kind, a.n_rows)?;
-        m.build(bk, cpu, a, values_hash(&a.val), upload)?;
+        m.timed(|| {
+            let n = a.n_rows;
+            Ok(match kind {
+                Smoother::Spai => {
+                    let m = spai1(cpu, a)?;
+                    (upload(&m, n)?, Some(upload(&transpose(&m, n), n)?))
+                }
+                _ => (Box::new(FactoredInverse::new(bk, a, SAINV_DROP, upload)?) as Matrix<B, T>, None),
+            })
+        })?;
+        m.built_from = Built::Host(values_hash(&a.val));
         Ok(m)
     }
 
-    fn build(&mut self, bk: &B, cpu: &CpuBackend, a: &Csr<T>, hash: u64, upload: &impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<()> {
+    /// `m` made by `build`, counted and timed.
+    fn timed(&mut self, build: impl FnOnce() -> Result<(Matrix<B, T>, Option<Matrix<B, T>>)>) -> Result<()> {
         let t0 = std::time::Instant::now();
-        let n = a.n_rows;
-        self.m = Some(match self.kind {
-            Smoother::Spai => {
-                let m = spai1(cpu, a)?;
-                (upload(&m, n)?, Some(upload(&transpose(&m, n), n)?))
-            }
-            _ => (Box::new(FactoredInverse::new(bk, a, SAINV_DROP, upload)?) as Matrix<B, T>, None),
-        });
+        self.m = Some(build()?);
         self.seconds += t0.elapsed().as_secs_f64();
-        self.hash = Some(hash);
         self.builds += 1;
         Ok(())
     }
@@ -72,18 +84,32 @@ impl<B: Backend + 'static, T: Scalar> MatrixInverse<B, T> {
 
 impl<B: PrecondOps + 'static, T: Scalar> MatrixInverse<B, T> {
     /// Rebuilt from the values `csr_val` (on the backend) of the operator
-    /// `pattern`, unless they are the values it was last built from: the
-    /// values come back once per call, `M` goes up once per build.
+    /// `pattern`, unless the backend's fingerprint says they are the values
+    /// it was last built from: SPAI(1) by the backend (on the GPU, without
+    /// the values coming back), SAINV on the host.
     pub fn refresh(&mut self, bk: &B, cpu: &CpuBackend, pattern: &Csr<T>, csr_val: &B::Vector<T>) -> Result<()> {
         crate::error::same_len("approximate inverse pattern", pattern.n_rows, self.n)?;
-        let val = bk.download(csr_val)?;
-        crate::error::same_len("approximate inverse values", val.len(), pattern.nnz())?;
-        let hash = values_hash(&val);
-        if self.hash == Some(hash) {
+        crate::error::same_len("approximate inverse values", bk.len(csr_val), pattern.nnz())?;
+        let print = bk.fingerprint(csr_val)?;
+        let same = match self.built_from {
+            Built::Backend(p) => p == print,
+            Built::Host(h) => values_hash(&bk.download(csr_val)?) == h,
+            Built::Nothing => false,
+        };
+        if same {
+            self.built_from = Built::Backend(print);
             return Ok(());
         }
-        let a = Csr { val, ..pattern.clone() };
-        self.build(bk, cpu, &a, hash, &|m: &Csr<T>, n| bk.store_matrix(m, n))
+        let kind = self.kind;
+        self.timed(|| match kind {
+            Smoother::Spai => bk.spai(cpu, pattern, csr_val).map(|(m, mt)| (m, Some(mt))),
+            _ => {
+                let a = Csr { val: bk.download(csr_val)?, ..pattern.clone() };
+                Ok((Box::new(FactoredInverse::new(bk, &a, SAINV_DROP, &|m: &Csr<T>, n| bk.store_matrix(m, n))?) as Matrix<B, T>, None))
+            }
+        })?;
+        self.built_from = Built::Backend(print);
+        Ok(())
     }
 
 }

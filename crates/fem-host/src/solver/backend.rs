@@ -4,6 +4,7 @@
 //! Newton's linear systems) builds either on any backend.
 
 use super::amg;
+use super::spai;
 use super::multigrid::{Matrix, Multigrid};
 use super::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
 use crate::operator::csr::Csr;
@@ -23,6 +24,10 @@ pub trait PrecondOps: Backend + Sized + 'static {
     fn store_matrix<T: Scalar>(&self, m: &Csr<T>, n_cols: usize) -> Result<Matrix<Self, T>>;
     /// SSOR sweeping `a` in the order of `colouring` (of `a`'s pattern).
     fn ssor<T: Scalar>(&self, a: &Csr<T>, colouring: &RowColouring) -> Result<Self::Ssor<T>>;
+    /// SPAI(1) `M` of the square matrix of pattern `pattern` (ascending
+    /// columns) and values `values` (on this backend), and `Mᵀ`, both
+    /// stored for smoothing.
+    fn spai<T: Scalar>(&self, cpu: &CpuBackend, pattern: &Csr<T>, values: &Self::Vector<T>) -> Result<(Matrix<Self, T>, Matrix<Self, T>)>;
     /// Refills the SSOR's matrix from CSR values of its pattern on the
     /// backend (a Newton tangent's values at every update).
     fn ssor_values<T: Scalar>(&self, s: &mut Self::Ssor<T>, csr_val: &Self::Vector<T>) -> Result<()>;
@@ -40,6 +45,10 @@ impl PrecondOps for CpuBackend {
 
     fn store_matrix<T: Scalar>(&self, m: &Csr<T>, n_cols: usize) -> Result<Matrix<Self, T>> {
         Ok(Box::new(EllWarp::new(self, m, n_cols, None, Numbering::Remap)?))
+    }
+
+    fn spai<T: Scalar>(&self, cpu: &CpuBackend, pattern: &Csr<T>, values: &Vec<T>) -> Result<(Matrix<Self, T>, Matrix<Self, T>)> {
+        spai::on_host(self, cpu, pattern, values)
     }
 
     fn ssor<T: Scalar>(&self, a: &Csr<T>, colouring: &RowColouring) -> Result<CpuSsor<T>> {
@@ -76,6 +85,14 @@ impl PrecondOps for CudaBackend {
         }
         let host = EllWarp::new(&CpuBackend::new(None)?, m, n_cols, None, Numbering::Remap)?;
         Ok(Box::new(GpuEllWarp::upload(self, &host, 128)?))
+    }
+
+    fn spai<T: Scalar>(&self, cpu: &CpuBackend, pattern: &Csr<T>, values: &CudaSlice<T>) -> Result<(Matrix<Self, T>, Matrix<Self, T>)> {
+        // rows past a thread's Gram matrix are solved on the host
+        match pattern.max_row_len() <= fem_kernels::spai::DEVICE_SPAI_ROW {
+            true => spai::on_device(self, pattern, values).map(|(m, mt)| (Box::new(m) as Matrix<Self, T>, Box::new(mt) as Matrix<Self, T>)),
+            false => spai::on_host(self, cpu, pattern, values),
+        }
     }
 
     fn ssor<T: Scalar>(&self, a: &Csr<T>, colouring: &RowColouring) -> Result<GpuSsor<T>> {

@@ -6,97 +6,87 @@
 //! Every row is independent, so they are built in parallel; each is solved
 //! through its normal equations (Gram matrix of the rows of `A`, Cholesky).
 
+use super::backend::PrecondOps;
+use super::multigrid::Matrix;
+use super::transfer::{transpose, TransposedPattern};
 use crate::operator::csr::Csr;
-use crate::{CpuBackend, Error, Result, Scalar};
+use crate::operator::gpu::GpuCsr;
+use crate::sparse::device::gpu_gather;
+use crate::sparse::spgemm::u32s;
+use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
+use cudarc::driver::{CudaSlice, PushKernelArg};
+use fem_kernels::spai::spai_row;
 use rayon::prelude::*;
 
-/// `<A(a, :), A(b, :)>` of two sorted CSR rows.
-fn row_dot<T: Scalar>(a: &Csr<T>, r: usize, s: usize) -> f64 {
-    let (mut p, pe) = (a.row_ptr[r] as usize, a.row_ptr[r + 1] as usize);
-    let (mut q, qe) = (a.row_ptr[s] as usize, a.row_ptr[s + 1] as usize);
-    let mut sum = 0.0;
-    while p < pe && q < qe {
-        match a.col[p].cmp(&a.col[q]) {
-            std::cmp::Ordering::Less => p += 1,
-            std::cmp::Ordering::Greater => q += 1,
-            std::cmp::Ordering::Equal => {
-                sum += a.val[p].to_f64() * a.val[q].to_f64();
-                p += 1;
-                q += 1;
-            }
-        }
-    }
-    sum
-}
-
-/// Solves the SPD system `g x = rhs` (`g` n × n, row-major) in place by
-/// Cholesky; `None` if `g` is not positive definite.
-pub fn cholesky_solve(g: &mut [f64], rhs: &mut [f64], n: usize) -> Option<()> {
-    for j in 0..n {
-        let mut d = g[j * n + j];
-        for k in 0..j {
-            d -= g[j * n + k] * g[j * n + k];
-        }
-        if !(d > 0.0) {
-            return None;
-        }
-        let d = d.sqrt();
-        g[j * n + j] = d;
-        for i in j + 1..n {
-            let mut s = g[i * n + j];
-            for k in 0..j {
-                s -= g[i * n + k] * g[j * n + k];
-            }
-            g[i * n + j] = s / d;
-        }
-    }
-    for i in 0..n {
-        let mut s = rhs[i];
-        for k in 0..i {
-            s -= g[i * n + k] * rhs[k];
-        }
-        rhs[i] = s / g[i * n + i];
-    }
-    for i in (0..n).rev() {
-        let mut s = rhs[i];
-        for k in i + 1..n {
-            s -= g[k * n + i] * rhs[k];
-        }
-        rhs[i] = s / g[i * n + i];
-    }
-    Some(())
-}
-
-/// SPAI(1) of the square matrix `a` (columns sorted in every row).
+/// SPAI(1) of the square matrix `a` (columns sorted in every row), its
+/// rows in parallel ([`spai_row`], the device's row too).
 pub fn spai1<T: Scalar>(cpu: &CpuBackend, a: &Csr<T>) -> Result<Csr<T>> {
-    let rows: Vec<std::result::Result<Vec<T>, usize>> = cpu.install(|| {
-        (0..a.n_rows)
-            .into_par_iter()
-            .map(|k| {
-                let j: &[u32] = &a.col[a.row_ptr[k] as usize..a.row_ptr[k + 1] as usize];
-                let n = j.len();
-                let mut g = vec![0.0; n * n];
-                for x in 0..n {
-                    for y in 0..=x {
-                        let v = row_dot(a, j[x] as usize, j[y] as usize);
-                        g[x * n + y] = v;
-                        g[y * n + x] = v;
-                    }
-                }
-                // Right-hand side: (G^T e_k)_x = A(j_x, k).
-                let mut rhs: Vec<f64> = j.iter().map(|&jx| a.position(jx as usize, k as u32).map_or(0.0, |p| a.val[p].to_f64())).collect();
-                cholesky_solve(&mut g, &mut rhs, n).ok_or(k)?;
-                Ok(rhs.into_iter().map(T::from_f64).collect())
-            })
-            .collect()
+    let mut val = vec![T::ZERO; a.nnz()];
+    let out = Shared(val.as_mut_ptr());
+    let longest = (0..a.n_rows).map(|k| (a.row_ptr[k + 1] - a.row_ptr[k]) as usize).max().unwrap_or(0);
+    let failed = cpu.install(|| {
+        (0..a.n_rows).into_par_iter().map_init(
+            || (vec![0.0; longest * longest], vec![0.0; longest]),
+            // SAFETY: `a` is a CSR matrix with sorted rows; each row writes
+            // only its own positions of `val`, which `out` points into.
+            |(g, rhs), k| unsafe { (!spai_row(k, a.row_ptr.as_ptr(), a.col.as_ptr(), a.val.as_ptr(), g, rhs, out.get())).then_some(k) },
+        ).flatten().min()
     });
-    let mut val = Vec::with_capacity(a.nnz());
-    for (k, r) in rows.into_iter().enumerate() {
-        let r = r.map_err(|_| Error::InvalidArgument(format!("SPAI(1): the rows coupled to row {k} are linearly dependent")))?;
-        debug_assert_eq!(r.len(), (a.row_ptr[k + 1] - a.row_ptr[k]) as usize);
-        val.extend(r);
+    if let Some(k) = failed {
+        return Err(Error::InvalidArgument(format!("SPAI(1): the rows coupled to row {k} are linearly dependent")));
     }
     Ok(Csr { n_rows: a.n_rows, row_ptr: a.row_ptr.clone(), col: a.col.clone(), val })
+}
+
+/// SPAI(1) of `pattern` with the values `values` (on backend `bk`) built
+/// on the host, `M` and `Mᵀ` stored by the backend.
+pub fn on_host<B: PrecondOps, T: Scalar>(bk: &B, cpu: &CpuBackend, pattern: &Csr<T>, values: &B::Vector<T>) -> Result<(Matrix<B, T>, Matrix<B, T>)> {
+    let val = bk.download(values)?;
+    crate::error::same_len("SPAI(1) values", val.len(), pattern.nnz())?;
+    let m = spai1(cpu, &Csr { val, ..pattern.clone() })?;
+    let n = m.n_rows;
+    Ok((bk.store_matrix(&m, n)?, bk.store_matrix(&transpose(&m, n), n)?))
+}
+
+/// SPAI(1) of `pattern` (rows of at most
+/// [`DEVICE_SPAI_ROW`](fem_kernels::spai::DEVICE_SPAI_ROW) entries) with
+/// the values `values` built on the GPU, a thread a row, and `Mᵀ`
+/// gathered from it there: no values come back to the host and no
+/// matrix goes up, only the patterns.
+pub fn on_device<T: Scalar>(gpu: &CudaBackend, pattern: &Csr<T>, values: &CudaSlice<T>) -> Result<(GpuCsr<T>, GpuCsr<T>)> {
+    let (n, nnz) = (pattern.n_rows, pattern.nnz());
+    crate::error::same_len("SPAI(1) values", values.len(), nnz)?;
+    gpu.ensure_free(2 * (n + 1) * 4 + nnz * (3 * 4 + 2 * T::BYTES))?;
+    let (row_ptr, col) = (u32s(gpu, &pattern.row_ptr)?, u32s(gpu, &pattern.col)?);
+    let mut m = gpu.zeros::<T>(nnz)?;
+    let s = gpu.stream();
+    let mut failed = s.clone_htod(&[u32::MAX])?;
+    if n > 0 {
+        let f = gpu.kernel::<T>("spai_rows")?;
+        // SAFETY: a CSR matrix of n rows on the device; `m` as long as its values.
+        unsafe { s.launch_builder(&f).arg(&n).arg(&row_ptr).arg(&col).arg(values).arg(&mut m).arg(&mut failed).launch(gpu.per_item(n)) }?;
+    }
+    if let Some(&k) = s.clone_dtoh(&failed)?.first().filter(|&&k| k != u32::MAX) {
+        return Err(Error::InvalidArgument(format!("SPAI(1): the rows coupled to row {k} are linearly dependent")));
+    }
+    let t = TransposedPattern::of(&pattern.row_ptr, &pattern.col, n);
+    let mut mt = gpu.zeros::<T>(nnz)?;
+    gpu_gather(gpu, &u32s(gpu, &t.src)?, &m, &mut mt)?;
+    let threads_per_row = GpuCsr::<T>::default_threads_per_row(nnz, n);
+    let csr = |row_ptr, col, val| GpuCsr { n_rows: n, n_cols: n, row_ptr, col, val, threads_per_row, diag: None };
+    Ok((csr(row_ptr, col, m), csr(u32s(gpu, &t.row_ptr)?, u32s(gpu, &t.col)?, mt)))
+}
+
+/// A pointer that the rows of [`spai1`] write through, each to its own
+/// positions.
+struct Shared<T>(*mut T);
+// SAFETY: every writer writes disjoint positions (one row each).
+unsafe impl<T> Sync for Shared<T> {}
+unsafe impl<T> Send for Shared<T> {}
+impl<T> Shared<T> {
+    fn get(&self) -> *mut T {
+        self.0
+    }
 }
 
 /// `‖I − M A‖_F` for a square `m` and `a` (CSR, sorted columns).

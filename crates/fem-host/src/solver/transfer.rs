@@ -13,13 +13,33 @@ use std::sync::atomic::Ordering::Relaxed;
 /// column's entries in ascending position ([`transpose_map`] of the
 /// columns, in parallel), so in ascending row.
 pub fn transpose<T: Scalar>(a: &Csr<T>, n_cols: usize) -> Csr<T> {
-    let (row_ptr, at) = transpose_map(&a.col, n_cols);
-    let mut row_of = filled(a.nnz(), 0);
-    let row = atomic(&mut row_of);
-    (0..a.n_rows).into_par_iter().for_each(|r| (a.row_ptr[r]..a.row_ptr[r + 1]).for_each(|p| row[p as usize].store(r as u32, Relaxed)));
-    let col = at.par_iter().map(|&p| row_of[p as usize]).collect();
-    let val = at.par_iter().map(|&p| a.val[p as usize]).collect();
-    Csr { n_rows: n_cols, row_ptr, col, val }
+    let t = TransposedPattern::of(&a.row_ptr, &a.col, n_cols);
+    let val = t.src.par_iter().map(|&p| a.val[p as usize]).collect();
+    Csr { n_rows: n_cols, row_ptr: t.row_ptr, col: t.col, val }
+}
+
+/// The pattern of `Aᵀ` and where its values come from: the entries of
+/// each column of `A` in ascending position ([`transpose_map`] of the
+/// columns, in parallel), so in ascending row.
+pub struct TransposedPattern {
+    /// Row offsets of `Aᵀ` (`n_cols + 1`).
+    pub row_ptr: Vec<u32>,
+    /// Column of every entry of `Aᵀ`: the row of `A` it comes from.
+    pub col: Vec<u32>,
+    /// Position in `A` of every entry of `Aᵀ`.
+    pub src: Vec<u32>,
+}
+
+impl TransposedPattern {
+    /// Of the CSR pattern `(row_ptr, col)` of `n_cols` columns.
+    pub fn of(row_ptr: &[u32], col: &[u32], n_cols: usize) -> Self {
+        let (t_ptr, src) = transpose_map(col, n_cols);
+        let mut row_of = filled(col.len(), 0);
+        let row = atomic(&mut row_of);
+        (0..row_ptr.len().saturating_sub(1)).into_par_iter().for_each(|r| (row_ptr[r]..row_ptr[r + 1]).for_each(|p| row[p as usize].store(r as u32, Relaxed)));
+        let t_col = src.par_iter().map(|&p| row_of[p as usize]).collect();
+        Self { row_ptr: t_ptr, col: t_col, src }
+    }
 }
 
 #[cfg(test)]

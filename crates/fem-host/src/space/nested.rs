@@ -174,7 +174,7 @@ fn located_interpolation(coarse: &Space, fine: &Space, parent: &[u32]) -> Result
             Ok(row)
         })
         .collect::<Result<_>>()?;
-    Ok(from_rows(rows))
+    from_rows(rows)
 }
 
 /// The interpolation of the P1/Q1 functions of `space`'s mesh into
@@ -246,22 +246,16 @@ pub fn tensor_interpolation(coarse: &[u32], fine: &[u32], n_fine: usize, dim: us
             row
         })
         .collect();
-    Ok(from_rows(rows))
+    from_rows(rows)
 }
 
 /// The CSR matrix of sorted rows (also the Q_p transfers').
-pub(crate) fn from_rows<T: Copy>(rows: Vec<Vec<(u32, T)>>) -> Csr<T> {
-    let mut row_ptr = Vec::with_capacity(rows.len() + 1);
-    row_ptr.push(0u32);
-    let (mut col, mut val) = (Vec::new(), Vec::new());
-    for r in &rows {
-        for &(c, v) in r {
-            col.push(c);
-            val.push(v);
+pub(crate) fn from_rows<T: crate::Scalar>(rows: Vec<Vec<(u32, T)>>) -> Result<Csr<T>> {
+    Csr::from_row_fn(rows.len(), |r| rows[r].len(), |r, col, val| {
+        for (k, &(c, v)) in rows[r].iter().enumerate() {
+            (col[k], val[k]) = (c, v);
         }
-        row_ptr.push(col.len() as u32);
-    }
-    Csr { n_rows: rows.len(), row_ptr, col, val }
+    })
 }
 
 /// The prolongation of `nc`-component fields (`dof·nc + c`) from the

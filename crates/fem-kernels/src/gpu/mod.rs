@@ -14,4 +14,5 @@ mod prelude_check;
 mod reduce;
 mod scan;
 mod slots;
+mod spai;
 mod spmv;
