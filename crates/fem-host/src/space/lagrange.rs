@@ -201,7 +201,7 @@ impl Space {
     /// kernels read: `[(c·nv + v)·d + a]`.
     pub fn cell_coords(&self) -> Vec<f64> {
         let d = self.dim();
-        self.cell_vertices.iter().flat_map(|&v| self.vertices[v as usize][..d].iter().copied()).collect()
+        (0..self.cell_vertices.len() * d).into_par_iter().map(|k| self.vertices[self.cell_vertices[k / d] as usize][k % d]).collect()
     }
 
     /// The p + 1 Gauss–Lobatto–Legendre points on [−1, 1] that place a

@@ -132,7 +132,7 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
             })?;
         let n_cells = space.n_cells();
         let a = Self::aux_evector(&variant, space, aux)?;
-        let cast = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
+        let cast = |v: &[f64]| v.par_iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
         Ok(Self { variant, n_cells, tab: cast(&tabulate(&variant)), x: cast(&space.cell_coords()), a: cast(&a), time: T::ZERO, _physics: PhantomData })
     }
 
