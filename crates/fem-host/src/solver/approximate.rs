@@ -8,8 +8,7 @@
 
 use super::multigrid::{Matrix, Smoother, SAINV_DROP};
 use super::sainv::FactoredInverse;
-use super::spai::spai1;
-use super::transfer::transpose;
+use super::spai;
 use super::PrecondOps;
 use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
@@ -57,15 +56,9 @@ impl<B: Backend + 'static, T: Scalar> MatrixInverse<B, T> {
     /// The inverse of kind `kind` of `a`, each matrix stored by `upload`.
     pub fn new(bk: &B, cpu: &CpuBackend, a: &Csr<T>, kind: Smoother, upload: &impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Self> {
         let mut m = Self::empty(kind, a.n_rows)?;
-        m.timed(|| {
-            let n = a.n_rows;
-            Ok(match kind {
-                Smoother::Spai => {
-                    let m = spai1(cpu, a)?;
-                    (upload(&m, n)?, Some(upload(&transpose(&m, n), n)?))
-                }
-                _ => (Box::new(FactoredInverse::new(bk, a, SAINV_DROP, upload)?) as Matrix<B, T>, None),
-            })
+        m.timed(|| match kind {
+            Smoother::Spai => spai::stored(cpu, a, upload).map(|(m, mt)| (m, Some(mt))),
+            _ => Ok((Box::new(FactoredInverse::new(bk, a, SAINV_DROP, upload)?) as Matrix<B, T>, None)),
         })?;
         m.built_from = Built::Host(values_hash(&a.val));
         Ok(m)

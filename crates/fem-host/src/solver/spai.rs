@@ -13,6 +13,7 @@ use crate::operator::csr::Csr;
 use crate::operator::gpu::GpuCsr;
 use crate::sparse::device::gpu_gather;
 use crate::sparse::spgemm::u32s;
+use crate::sparse::SharedOut;
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use fem_kernels::spai::spai_row;
@@ -22,14 +23,14 @@ use rayon::prelude::*;
 /// rows in parallel ([`spai_row`], the device's row too).
 pub fn spai1<T: Scalar>(cpu: &CpuBackend, a: &Csr<T>) -> Result<Csr<T>> {
     let mut val = vec![T::ZERO; a.nnz()];
-    let out = Shared(val.as_mut_ptr());
+    let out = SharedOut(val.as_mut_ptr());
     let longest = (0..a.n_rows).map(|k| (a.row_ptr[k + 1] - a.row_ptr[k]) as usize).max().unwrap_or(0);
     let failed = cpu.install(|| {
         (0..a.n_rows).into_par_iter().map_init(
             || (vec![0.0; longest * longest], vec![0.0; longest]),
             // SAFETY: `a` is a CSR matrix with sorted rows; each row writes
             // only its own positions of `val`, which `out` points into.
-            |(g, rhs), k| unsafe { (!spai_row(k, a.row_ptr.as_ptr(), a.col.as_ptr(), a.val.as_ptr(), g, rhs, out.get())).then_some(k) },
+            |(g, rhs), k| unsafe { (!spai_row(k, a.row_ptr.as_ptr(), a.col.as_ptr(), a.val.as_ptr(), g, rhs, out.ptr())).then_some(k) },
         ).flatten().min()
     });
     if let Some(k) = failed {
@@ -43,9 +44,15 @@ pub fn spai1<T: Scalar>(cpu: &CpuBackend, a: &Csr<T>) -> Result<Csr<T>> {
 pub fn on_host<B: PrecondOps, T: Scalar>(bk: &B, cpu: &CpuBackend, pattern: &Csr<T>, values: &B::Vector<T>) -> Result<(Matrix<B, T>, Matrix<B, T>)> {
     let val = bk.download(values)?;
     crate::error::same_len("SPAI(1) values", val.len(), pattern.nnz())?;
-    let m = spai1(cpu, &Csr { val, ..pattern.clone() })?;
+    stored(cpu, &Csr { val, ..pattern.clone() }, &|m, n| bk.store_matrix(m, n))
+}
+
+/// SPAI(1) of the host matrix `a` built on the host, `M` and `Mᵀ` each
+/// stored by `upload`.
+pub fn stored<B: Backend, T: Scalar>(cpu: &CpuBackend, a: &Csr<T>, upload: &impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<(Matrix<B, T>, Matrix<B, T>)> {
+    let m = spai1(cpu, a)?;
     let n = m.n_rows;
-    Ok((bk.store_matrix(&m, n)?, bk.store_matrix(&transpose(&m, n), n)?))
+    Ok((upload(&m, n)?, upload(&transpose(&m, n), n)?))
 }
 
 /// SPAI(1) of `pattern` (rows of at most
@@ -75,18 +82,6 @@ pub fn on_device<T: Scalar>(gpu: &CudaBackend, pattern: &Csr<T>, values: &CudaSl
     let threads_per_row = GpuCsr::<T>::default_threads_per_row(nnz, n);
     let csr = |row_ptr, col, val| GpuCsr { n_rows: n, n_cols: n, row_ptr, col, val, threads_per_row, diag: None };
     Ok((csr(row_ptr, col, m), csr(u32s(gpu, &t.row_ptr)?, u32s(gpu, &t.col)?, mt)))
-}
-
-/// A pointer that the rows of [`spai1`] write through, each to its own
-/// positions.
-struct Shared<T>(*mut T);
-// SAFETY: every writer writes disjoint positions (one row each).
-unsafe impl<T> Sync for Shared<T> {}
-unsafe impl<T> Send for Shared<T> {}
-impl<T> Shared<T> {
-    fn get(&self) -> *mut T {
-        self.0
-    }
 }
 
 /// `‖I − M A‖_F` for a square `m` and `a` (CSR, sorted columns).

@@ -118,6 +118,11 @@ impl<T> SharedOut<T> {
     pub unsafe fn write(&self, i: usize, v: T) {
         *self.0.add(i) = v;
     }
+
+    /// The pointer, for writers that take one (each its own indices).
+    pub fn ptr(&self) -> *mut T {
+        self.0
+    }
 }
 
 use crate::{Backend, Result, Scalar};
