@@ -9,7 +9,10 @@
 //! entry and point and vectorises nowhere. Here the point's `G B` rows are
 //! formed once (`(1 + D)² · N` products) and the matrix gathers `(1 + D)`
 //! axpys of length `N` per test function, with unit stride over the trial
-//! functions, which the compiler turns into SIMD.
+//! functions, which the compiler turns into SIMD ([`add_point`]). Where the
+//! rows of many points are at hand (Poisson's), [`add_rows`] adds a block
+//! of points at once with a tile of the matrix in registers: a small
+//! matrix product `Bᵀ (G B)` instead of a pass over the matrix per row.
 
 use crate::Real;
 use core::ops::Range;
@@ -48,6 +51,67 @@ pub fn add_point<T: Real, const N: usize, const H: usize>(
     }
 }
 
+/// Test functions per tile of [`add_rows`], held in registers.
+const TILE_I: usize = 4;
+/// Trial functions per tile of [`add_rows`]: two 256-bit vectors of f64.
+const TILE_J: usize = 8;
+
+/// Adds `Σ_r t[r][i] c[r][j]` to `k[i][j]` for every `i ≤ j` (and the
+/// entries below the diagonal that share a tile with it): `t` the basis
+/// rows of a block of points, `c` the points' `G B` rows ([`add_point`]
+/// forms them one point at a time). A tile of `k`, 4 test by 8 trial
+/// functions, stays in registers across every row of the block, so `k`
+/// is read and written once per block instead of once per row, and `mac`
+/// (`a · b + c`: a fused multiply-add where the caller is compiled for
+/// one) is the only arithmetic. Callers mirror the upper triangle
+/// ([`mirror_upper`]); the sum runs over `r` in order for every entry.
+#[inline(always)]
+pub fn add_rows<T: Real, const N: usize>(t: &[[T; N]], c: &[[T; N]], k: &mut [[T; N]; N], mac: impl Fn(T, T, T) -> T + Copy) {
+    debug_assert_eq!(t.len(), c.len());
+    // the edges' widths are constants of each N, so every call of `tile`
+    // unrolls into registers
+    let (ei, ej) = (N % TILE_I, N % TILE_J);
+    let (fi, fj) = (N - ei, N - ej);
+    for i0 in (0..fi).step_by(TILE_I) {
+        for j0 in (i0 / TILE_J * TILE_J..fj).step_by(TILE_J) {
+            tile(t, c, k, i0, TILE_I, j0, TILE_J, mac);
+        }
+        if ej > 0 {
+            tile(t, c, k, i0, TILE_I, fj, ej, mac);
+        }
+    }
+    if ei > 0 {
+        for j0 in (fi / TILE_J * TILE_J..fj).step_by(TILE_J) {
+            tile(t, c, k, fi, ei, j0, TILE_J, mac);
+        }
+        if ej > 0 {
+            tile(t, c, k, fi, ei, fj, ej, mac);
+        }
+    }
+}
+
+/// The `ni × nj` tile of [`add_rows`] at `(i0, j0)` (at most 4 × 8), summed
+/// in registers over every row and then added to `k`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn tile<T: Real, const N: usize>(t: &[[T; N]], c: &[[T; N]], k: &mut [[T; N]; N], i0: usize, ni: usize, j0: usize, nj: usize, mac: impl Fn(T, T, T) -> T) {
+    let mut acc = [[T::ZERO; TILE_J]; TILE_I];
+    for (ki, a) in k[i0..i0 + ni].iter().zip(acc.iter_mut()) {
+        a[..nj].copy_from_slice(&ki[j0..j0 + nj]);
+    }
+    for (tr, cr) in t.iter().zip(c) {
+        let (ti, cj) = (&tr[i0..i0 + ni], &cr[j0..j0 + nj]);
+        for (a, &s) in acc.iter_mut().zip(ti) {
+            for (x, &y) in a.iter_mut().zip(cj) {
+                *x = mac(s, y, *x);
+            }
+        }
+    }
+    for (ki, a) in k[i0..i0 + ni].iter_mut().zip(acc.iter()) {
+        ki[j0..j0 + nj].copy_from_slice(&a[..nj]);
+    }
+}
+
 /// Copies the upper triangle of `k` onto the lower: the contraction sums
 /// `(i, j)` and `(j, i)` in different orders, and a symmetric form's
 /// matrix should be symmetric to the last bit (a symmetric Matrix Market
@@ -64,6 +128,35 @@ pub fn mirror_upper<T: Real, const N: usize>(k: &mut [[T; N]; N]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Against the plain sum over rows, on the upper triangle, for sizes
+    /// below, at and past the tile (edges in both directions).
+    #[test]
+    fn add_rows_is_the_sum_over_rows() {
+        fn check<const N: usize>() {
+            const R: usize = 7;
+            let t: [[f64; N]; R] = core::array::from_fn(|r| core::array::from_fn(|i| ((r * 5 + i * 3) % 13) as f64 - 6.0));
+            let c: [[f64; N]; R] = core::array::from_fn(|r| core::array::from_fn(|j| ((r * 7 + j * 2) % 11) as f64 * 0.5 - 2.0));
+            let mut k = [[0.25; N]; N];
+            add_rows(&t, &c, &mut k, |a, b, s| a * b + s);
+            for i in 0..N {
+                for j in i..N {
+                    let mut want = 0.25;
+                    for r in 0..R {
+                        want += t[r][i] * c[r][j];
+                    }
+                    assert_eq!(k[i][j], want, "N = {N}, ({i}, {j})");
+                }
+            }
+        }
+        check::<1>();
+        check::<3>();
+        check::<4>();
+        check::<8>();
+        check::<9>();
+        check::<27>();
+        check::<32>();
+    }
 
     /// Against the entry-by-entry sum, with rows and columns skipped.
     #[test]

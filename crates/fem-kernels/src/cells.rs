@@ -8,7 +8,7 @@
 //! each specialisation, so local arrays live in registers where they fit.
 
 use crate::sparse::{is_free, sym_index, FIXED, NONE};
-use fem_core::contract::{add_point, mirror_upper};
+use fem_core::contract::{add_rows, mirror_upper};
 use fem_core::element::{Tables, MAX_VERTICES};
 use fem_core::poisson::{self, Coefficients};
 use fem_core::Real;
@@ -153,33 +153,127 @@ pub unsafe fn assemble<T: Real, C: Coefficients<T, D>, const D: usize, const NB:
     min_det
 }
 
-/// Cell `e`'s element matrix (row-major, every entry, coupled or not)
-/// and load on a CPU core: the local-reuse point data contracted with the
-/// reference gradients `grads[q][a][i]` by [`add_point`] (the GPU's
-/// [`assemble`] sums entry by entry instead). Returns the smallest
-/// Jacobian determinant.
+/// Points per block of [`element_cpu`]: the block's `G B` rows (8 × D × NB
+/// values, 26 KB for 3D Q4) stay in the first-level cache.
+const POINT_BLOCK: usize = 8;
+
+/// The cell map at every quadrature point, point fastest, for loops that
+/// run across the points: `shape[(v·(D + 1) + m)·nq + q]` is vertex `v`'s
+/// shape function ([`vertex_shape`](fem_core::element::vertex_shape), m = 0) or its derivative `m − 1` at
+/// point `q`, `weight[q]` the point's weight.
+#[derive(Clone, Copy)]
+pub struct MapTables<'a, T> {
+    /// Shape functions and derivatives, as above.
+    pub shape: &'a [T],
+    /// Quadrature weight of each point.
+    pub weight: &'a [T],
+}
+
+/// [`poisson::point_data`] by component, point fastest (`data[m·nq + q]`,
+/// the metric's upper triangle then the load), computed across the
+/// points: `x` and `J` as axpys of the vertices' coordinates over the
+/// points ([`MapTables`]: no shape function recomputed per cell), then the
+/// points' inverses and metrics, then the load. Returns the smallest
+/// Jacobian determinant. `mac` is `a · b + c` ([`add_rows`]).
 #[inline(always)]
+pub fn point_data_by_component<T: Real, C: Coefficients<T, D>, const D: usize, const QD: usize>(
+    map: MapTables<'_, T>,
+    verts: &[[T; D]; MAX_VERTICES],
+    coeff: &C,
+    data: &mut [T; QD],
+    mac: impl Fn(T, T, T) -> T + Copy,
+) -> T {
+    let nq = QD / poisson::point_data_len(D);
+    // J (D² components) then x (D): 2·QD holds them (14 or 8 per point)
+    let mut geo = [[T::ZERO; QD]; 2];
+    let g = geo.as_flattened_mut();
+    for (v, vert) in verts.iter().enumerate().take(1 << D) {
+        for (a, &xa) in vert.iter().enumerate() {
+            let at = |m: usize| &map.shape[(v * (D + 1) + m) * nq..][..nq];
+            for (o, &n) in g[(D * D + a) * nq..][..nq].iter_mut().zip(at(0)) {
+                *o = mac(xa, n, *o);
+            }
+            for b in 0..D {
+                for (o, &dn) in g[(a * D + b) * nq..][..nq].iter_mut().zip(at(1 + b)) {
+                    *o = mac(xa, dn, *o);
+                }
+            }
+        }
+    }
+    let point = |q: usize| -> ([T; D], [[T; D]; D]) {
+        (core::array::from_fn(|a| g[(D * D + a) * nq + q]), core::array::from_fn(|a| core::array::from_fn(|b| g[(a * D + b) * nq + q])))
+    };
+    let mut min_det = T::from_f64(f64::MAX);
+    let load = poisson::sym_len(D) * nq;
+    for (q, &w) in map.weight.iter().enumerate().take(nq) {
+        let (x, jac) = point(q);
+        let (det, inv) = fem_core::element::det_inv(&jac);
+        let s = w * det * coeff.kappa(x);
+        for a in 0..D {
+            for b in a..D {
+                let mut m = T::ZERO;
+                for c in 0..D {
+                    m += inv[a][c] * inv[b][c];
+                }
+                data[poisson::sym_index(a, b, D) * nq + q] = s * m;
+            }
+        }
+        data[load + q] = w * det;
+        min_det = min_det.min(det);
+    }
+    // the load's own loop: its library calls keep the one above vectorisable
+    for q in 0..nq {
+        data[load + q] = data[load + q] * coeff.load(point(q).0);
+    }
+    min_det
+}
+
+/// Cell `e`'s element matrix (row-major, every entry, coupled or not)
+/// and load on a CPU core: the point data ([`point_data_by_component`])
+/// contracted with the reference gradients `grads[q][a][i]` and basis
+/// values `basis[q][i]` (the GPU's [`assemble`] sums entry by entry
+/// instead). Each point's `G B` rows are formed by unit-stride axpys, and
+/// a block of points at a time is added to the matrix by [`add_rows`],
+/// whose tiles stay in registers across the block. `mac` is `a · b + c`
+/// ([`add_rows`]). Returns the smallest Jacobian determinant.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub fn element_cpu<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usize, const QD: usize>(
-    tab: &Tables<'_, T>,
+    map: MapTables<'_, T>,
     grads: &[[[T; NB]; D]],
+    basis: &[[T; NB]],
     verts: &[[T; D]; MAX_VERTICES],
     coeff: &C,
     k: &mut [[T; NB]; NB],
     load: &mut [T; NB],
+    mac: impl Fn(T, T, T) -> T + Copy,
 ) -> T {
     let mut data = [T::ZERO; QD];
-    let min_det = poisson::point_data(tab, verts, coeff, &mut data);
-    let stride = poisson::point_data_len(D);
+    let min_det = point_data_by_component(map, verts, coeff, &mut data, mac);
+    let nq = QD / poisson::point_data_len(D);
     *k = [[T::ZERO; NB]; NB];
-    let mut scratch = [[T::ZERO; NB]; D];
-    for (q, gq) in grads.iter().enumerate() {
-        let d = &data[q * stride..(q + 1) * stride];
-        add_point::<T, NB, D>(|h, i| gq[h][i], |h, l| d[poisson::sym_index(h, l, D)], 0..D, 0..D, &mut scratch, k);
+    *load = [T::ZERO; NB];
+    let mut c = [[[T::ZERO; NB]; D]; POINT_BLOCK];
+    for (b, (gb, vb)) in grads.chunks(POINT_BLOCK).zip(basis.chunks(POINT_BLOCK)).enumerate() {
+        for (p, ((gq, vq), cq)) in gb.iter().zip(vb).zip(c.iter_mut()).enumerate() {
+            let q = b * POINT_BLOCK + p;
+            for (h, ch) in cq.iter_mut().enumerate() {
+                *ch = [T::ZERO; NB];
+                for (l, gl) in gq.iter().enumerate() {
+                    let s = data[poisson::sym_index(h, l, D) * nq + q];
+                    for (x, &g) in ch.iter_mut().zip(gl) {
+                        *x = mac(s, g, *x);
+                    }
+                }
+            }
+            let f = data[poisson::sym_len(D) * nq + q];
+            for (l, &v) in load.iter_mut().zip(vq) {
+                *l = mac(f, v, *l);
+            }
+        }
+        add_rows(gb.as_flattened(), c[..gb.len()].as_flattened(), k, mac);
     }
     mirror_upper(k);
-    for (i, l) in load.iter_mut().enumerate() {
-        *l = poisson::load_reuse::<T, D>(tab, &data, i);
-    }
     min_det
 }
 

@@ -113,14 +113,16 @@ pub fn each_cell<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Sync, S
     let tab = tables.view();
     let simd = wide_simd();
     let bad = with_element!(cd.dim, cd.degree, D, NB, QD => {
-        let grads = gradient_table::<T, D, NB>(&tab);
-        let job = Job::<_, _, _, D, NB> { cd, tab: &tab, grads: &grads, coeff, visit: &visit };
+        let (grads, basis) = (gradient_table::<T, D, NB>(&tab), basis_table::<T, D, NB>(&tab));
+        let (shape, weight) = map_tables::<T, D>(&tab);
+        let map = cells::MapTables { shape: &shape, weight: &weight };
+        let job = Job::<_, _, _, D, NB> { cd, map, grads: &grads, basis: &basis, coeff, visit: &visit };
         cpu.install(|| {
             groups.iter().find_map(|cells| {
                 cells.par_chunks(CELL_CHUNK).map_init(&scratch, |s, chunk| match simd {
                     // SAFETY: the features were detected on this machine
                     true => unsafe { job.chunk_wide::<QD, _>(chunk, s) },
-                    false => job.chunk::<QD, _>(chunk, s),
+                    false => job.chunk::<QD, _>(chunk, s, |a, b, c| a * b + c),
                 }).find_any(Option::is_some).flatten()
             })
         })
@@ -136,17 +138,18 @@ pub fn each_cell<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Sync, S
 /// and `NB` basis functions.
 struct Job<'a, T, C, V, const D: usize, const NB: usize> {
     cd: &'a CellData<T>,
-    tab: &'a fem_core::element::Tables<'a, T>,
+    map: cells::MapTables<'a, T>,
     grads: &'a [[[T; NB]; D]],
+    basis: &'a [[T; NB]],
     coeff: &'a C,
     visit: &'a V,
 }
 
 impl<T: Scalar, C: Coefficients<T, D>, V, const D: usize, const NB: usize> Job<'_, T, C, V, D, NB> {
     /// The cells of `chunk` in turn; the first with a non-positive
-    /// Jacobian determinant.
+    /// Jacobian determinant. `mac` is `a · b + c` ([`cells::element_cpu`]).
     #[inline(always)]
-    fn chunk<const QD: usize, S>(&self, chunk: &[u32], s: &mut S) -> Option<usize>
+    fn chunk<const QD: usize, S>(&self, chunk: &[u32], s: &mut S, mac: impl Fn(T, T, T) -> T + Copy) -> Option<usize>
     where
         V: Fn(&mut S, usize, &[T], &[T]),
     {
@@ -158,7 +161,7 @@ impl<T: Scalar, C: Coefficients<T, D>, V, const D: usize, const NB: usize> Job<'
             // SAFETY: `verts` holds every vertex of the cd.ne cells.
             let verts = unsafe { cells::vertices::<T, D>(e, self.cd.ne, self.cd.verts.as_ptr()) };
             let coeff = &Scaled { factor: self.cd.kappa[e], inner: self.coeff };
-            let min_det = cells::element_cpu::<T, _, D, NB, QD>(self.tab, self.grads, &verts, coeff, &mut k, &mut load);
+            let min_det = cells::element_cpu::<T, _, D, NB, QD>(self.map, self.grads, self.basis, &verts, coeff, &mut k, &mut load, mac);
             (self.visit)(s, e, k.as_flattened(), &load);
             if !(min_det > T::ZERO) {
                 return Some(e);
@@ -168,7 +171,8 @@ impl<T: Scalar, C: Coefficients<T, D>, V, const D: usize, const NB: usize> Job<'
     }
 
     /// [`Job::chunk`] compiled for 256-bit vectors and FMA units: the
-    /// contraction's axpys run four doubles wide.
+    /// contraction's axpys run four doubles wide, each multiply and add
+    /// one fused instruction ([`Scalar::fused`]).
     ///
     /// # Safety
     /// The CPU must have AVX2 and FMA ([`wide_simd`]).
@@ -177,7 +181,7 @@ impl<T: Scalar, C: Coefficients<T, D>, V, const D: usize, const NB: usize> Job<'
     where
         V: Fn(&mut S, usize, &[T], &[T]),
     {
-        self.chunk::<QD, S>(chunk, s)
+        self.chunk::<QD, S>(chunk, s, T::fused)
     }
 }
 
@@ -204,6 +208,37 @@ fn gradient_table<T: Scalar, const D: usize, const NB: usize>(tab: &fem_core::el
             std::array::from_fn(|a| std::array::from_fn(|i| g[i][a]))
         })
         .collect()
+}
+
+/// `v[q][i]`: basis function i at quadrature point q on the reference
+/// cell, point-major like [`gradient_table`].
+fn basis_table<T: Scalar, const D: usize, const NB: usize>(tab: &fem_core::element::Tables<'_, T>) -> Vec<[T; NB]> {
+    (0..fem_core::element::pow(tab.nq, D))
+        .map(|q| {
+            let cq = fem_core::element::split::<D>(q, tab.nq);
+            std::array::from_fn(|i| tab.basis_at::<D>(&fem_core::element::split::<D>(i, tab.np), &cq))
+        })
+        .collect()
+}
+
+/// The cell map's shape functions and derivatives at the quadrature points
+/// and the points' weights, laid out as [`cells::MapTables`] reads them.
+fn map_tables<T: Scalar, const D: usize>(tab: &fem_core::element::Tables<'_, T>) -> (Vec<T>, Vec<T>) {
+    let nq = fem_core::element::pow(tab.nq, D);
+    let mut shape = vec![T::ZERO; (1 << D) * (D + 1) * nq];
+    let mut weight = vec![T::ZERO; nq];
+    for (q, w) in weight.iter_mut().enumerate() {
+        let (xi, wq) = tab.point_at::<D>(&fem_core::element::split::<D>(q, tab.nq));
+        *w = wq;
+        for v in 0..1 << D {
+            let (n, dn) = fem_core::element::vertex_shape::<T, D>(v, xi);
+            shape[v * (D + 1) * nq + q] = n;
+            for (b, &d) in dn.iter().enumerate() {
+                shape[(v * (D + 1) + 1 + b) * nq + q] = d;
+            }
+        }
+    }
+    (shape, weight)
 }
 
 /// The global load vector: element loads summed into their (free) rows.
