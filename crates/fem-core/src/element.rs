@@ -178,36 +178,6 @@ pub fn geometry<T: Real, const D: usize>(verts: &[[T; D]; MAX_VERTICES], xi: [T;
     (x, jac)
 }
 
-/// The map's shape function of vertex `v` at `xi`, `Π_a (1 ± ξ_a)/2`, and
-/// its derivatives, as [`geometry`] sums them (which keeps its own loop:
-/// the GPU kernels' code is scheduled from it): the CPU's per-point
-/// tables of the map.
-#[inline(always)]
-pub fn vertex_shape<T: Real, const D: usize>(v: usize, xi: [T; D]) -> (T, [T; D]) {
-    let half = T::from_f64(0.5);
-    let mut f = [T::ZERO; D];
-    let mut df = [T::ZERO; D];
-    for a in 0..D {
-        let s = if (v >> a) & 1 == 1 { T::ONE } else { -T::ONE };
-        f[a] = half * (T::ONE + s * xi[a]);
-        df[a] = half * s;
-    }
-    let mut n = T::ONE;
-    for fa in f {
-        n *= fa;
-    }
-    let dn = core::array::from_fn(|b| {
-        let mut d = df[b];
-        for a in 0..D {
-            if a != b {
-                d *= f[a];
-            }
-        }
-        d
-    });
-    (n, dn)
-}
-
 /// Determinant and inverse of a D×D matrix (D ≤ 3).
 #[inline(always)]
 pub fn det_inv<T: Real, const D: usize>(m: &[[T; D]; D]) -> (T, [[T; D]; D]) {

@@ -159,7 +159,7 @@ const POINT_BLOCK: usize = 8;
 
 /// The cell map at every quadrature point, point fastest, for loops that
 /// run across the points: `shape[(v·(D + 1) + m)·nq + q]` is vertex `v`'s
-/// shape function ([`vertex_shape`](fem_core::element::vertex_shape), m = 0) or its derivative `m − 1` at
+/// shape function (m = 0) or its derivative `m − 1` at
 /// point `q`, `weight[q]` the point's weight.
 #[derive(Clone, Copy)]
 pub struct MapTables<'a, T> {

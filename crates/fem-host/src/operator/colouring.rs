@@ -100,6 +100,44 @@ pub struct TwoLevel {
     pub block_n_colours: Vec<u8>,
 }
 
+/// The rows of the cells of block `b` (cells `b·block_size..`), ascending
+/// and distinct.
+fn block_rows(layout: &Layout, block_size: usize, b: usize) -> Vec<u32> {
+    let nb = layout.dofs_per_cell;
+    let cells = b * block_size..((b + 1) * block_size).min(layout.n_cells());
+    let mut r: Vec<u32> = layout.cell_rows[cells.start * nb..cells.end * nb].iter().copied().filter(|&r| r != NONE).collect();
+    r.sort_unstable();
+    r.dedup();
+    r
+}
+
+/// The blocks of `block_size` consecutive cells of `layout` by greedy
+/// colour, ascending in each colour: blocks of one colour share no row.
+/// Cells of a block run one after another on one core, so they may share
+/// rows, and a core sweeps rows its neighbouring cells just touched where
+/// a colouring of single cells spreads every colour over the whole mesh.
+pub fn block_colours(layout: &Layout, block_size: usize) -> Vec<Vec<u32>> {
+    colour_items(layout.n_rows, (0..layout.n_cells().div_ceil(block_size)).map(|b| block_rows(layout, block_size, b)))
+}
+
+/// Whether no row is shared by two blocks of one colour of `colours`
+/// ([`block_colours`]).
+pub fn blocks_are_valid(layout: &Layout, block_size: usize, colours: &[Vec<u32>]) -> bool {
+    let mut owner = vec![u32::MAX; layout.n_rows];
+    for blocks in colours {
+        owner.iter_mut().for_each(|o| *o = u32::MAX);
+        for &b in blocks {
+            for r in block_rows(layout, block_size, b as usize) {
+                if owner[r as usize] != u32::MAX {
+                    return false;
+                }
+                owner[r as usize] = b;
+            }
+        }
+    }
+    true
+}
+
 /// Greedy colouring of `items`, where each item lists the rows it touches:
 /// first colour not used by an earlier item sharing a row. `seen` maps a row
 /// to the colours already on it (a vector over all rows for many items, a
@@ -167,18 +205,7 @@ impl TwoLevel {
         let ne = layout.n_cells();
         let rows = |c: usize| -> Vec<u32> { layout.cell_rows[c * nb..(c + 1) * nb].iter().copied().filter(|&r| r != NONE).collect() };
         let n_blocks = ne.div_ceil(block_size);
-        let block_rows = (0..n_blocks).map(|b| {
-            let mut r: Vec<u32> = (b * block_size..((b + 1) * block_size).min(ne)).flat_map(rows).collect();
-            r.sort_unstable();
-            r.dedup();
-            r
-        });
-        let bcol = greedy(vec![Vec::new(); layout.n_rows], block_rows);
-        let n_bcol = bcol.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
-        let mut block_colours = vec![Vec::new(); n_bcol];
-        for (b, &c) in bcol.iter().enumerate() {
-            block_colours[c as usize].push(b as u32);
-        }
+        let block_colours = block_colours(layout, block_size);
         let mut thread_colour = vec![0u8; ne];
         let mut block_n_colours = vec![0u8; n_blocks];
         for b in 0..n_blocks {
@@ -201,24 +228,8 @@ impl TwoLevel {
     pub fn is_valid(&self, layout: &Layout) -> bool {
         let nb = layout.dofs_per_cell;
         let ne = layout.n_cells();
-        let mut owner = vec![u32::MAX; layout.n_rows];
-        for blocks in &self.block_colours {
-            owner.iter_mut().for_each(|o| *o = u32::MAX);
-            for &b in blocks {
-                let b = b as usize;
-                let mut mine: Vec<u32> = (b * self.block_size..((b + 1) * self.block_size).min(ne))
-                    .flat_map(|c| layout.cell_rows[c * nb..(c + 1) * nb].iter().copied())
-                    .filter(|&r| r != NONE)
-                    .collect();
-                mine.sort_unstable();
-                mine.dedup();
-                for r in mine {
-                    if owner[r as usize] != u32::MAX {
-                        return false;
-                    }
-                    owner[r as usize] = b as u32;
-                }
-            }
+        if !blocks_are_valid(layout, self.block_size, &self.block_colours) {
+            return false;
         }
         for b in 0..ne.div_ceil(self.block_size) {
             let cells: Vec<usize> = (b * self.block_size..((b + 1) * self.block_size).min(ne)).collect();
@@ -274,6 +285,9 @@ mod tests {
             assert!(tl.is_valid(&layout));
             assert!(tl.block_colours.len() >= 2 && tl.block_n_colours.iter().all(|&n| n >= 1));
             assert_eq!(tl.block_colours.iter().map(Vec::len).sum::<usize>(), mesh.n_cells().div_ceil(32));
+            // ascending in each colour: the CPU's tasks of one block each
+            // rely on the short last block ending its colour
+            assert!(tl.block_colours.iter().all(|bs| bs.windows(2).all(|w| w[0] < w[1])));
             let mut bad = tl.clone();
             bad.thread_colour.iter_mut().for_each(|c| *c = 0);
             assert!(!bad.is_valid(&layout));

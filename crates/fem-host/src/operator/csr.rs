@@ -6,7 +6,7 @@
 //! entry in the CSR arrays (the "indexing data" of global assembly).
 
 use super::cell_data::{CellData, Disjoint};
-use super::colouring::{row_cells, Colouring};
+use super::colouring::{block_colours, row_cells};
 use super::elements::{each_cell, ElementMatrices};
 use super::LinearOperator;
 use crate::space::dirichlet::NONE;
@@ -184,15 +184,16 @@ impl<T: Scalar> Csr<T> {
     /// thread). Unit diagonal and zero load on fixed rows.
     pub fn assemble_cells<C: Coefficients<T, 2> + Coefficients<T, 3> + Sync>(cpu: &CpuBackend, layout: &Layout, cd: &CellData<T>, coeff: &C) -> Result<(Self, Vec<T>)> {
         let mut m = Self::pattern(cpu, layout)?;
-        let colours = Colouring::cells(layout);
+        let (block, groups) = cell_blocks(cpu, layout);
         let nb = layout.dofs_per_cell;
         let mut load = vec![T::ZERO; layout.n_rows];
         let (val, b) = (Disjoint(m.val.as_mut_ptr()), Disjoint(load.as_mut_ptr()));
         let (row_ptr, col) = (&m.row_ptr, &m.col);
-        each_cell(cpu, cd, coeff, &colours.cells, Vec::new, |order, e, k, l| {
+        each_cell(cpu, cd, coeff, &groups, block, Vec::new, |order, e, k, l| {
             let (val, b) = (val, b);
-            // SAFETY: cells of one colour share no row, and each cell
-            // writes only entries and loads of its own rows.
+            // SAFETY: blocks of one colour share no row, the cells of a
+            // block run on one core, and each cell writes only entries and
+            // loads of its own rows.
             cell_entries(row_ptr, col, layout, e, order, |i, j, p| unsafe { *val.0.add(p) += k[i * nb + j] });
             for (i, &r) in layout.cell_rows[e * nb..(e + 1) * nb].iter().enumerate() {
                 if r != NONE && !layout.fixed[r as usize] {
@@ -262,6 +263,25 @@ impl<T: Scalar> LinearOperator<CpuBackend, T> for Csr<T> {
     fn name(&self) -> String {
         "csr".into()
     }
+}
+
+/// Cells per block of [`cell_blocks`]: at most this many, so that a
+/// block's rows stay in a core's caches.
+const MAX_BLOCK: usize = 4096;
+
+/// The cells of `layout` as [`Csr::assemble_cells`] visits them: blocks of
+/// consecutive cells, about 16 per thread and at most [`MAX_BLOCK`] cells,
+/// grouped by block colour ([`block_colours`]), each group its blocks'
+/// cells in order (the short last block, if any, ends its group). Returns
+/// the block size and the groups.
+fn cell_blocks(cpu: &CpuBackend, layout: &Layout) -> (usize, Vec<Vec<u32>>) {
+    let ne = layout.n_cells();
+    let block = (ne / (16 * cpu.threads()).max(1)).clamp(64, MAX_BLOCK);
+    let groups = block_colours(layout, block)
+        .iter()
+        .map(|blocks| blocks.iter().flat_map(|&b| (b as usize * block..((b as usize + 1) * block).min(ne)).map(|c| c as u32)).collect())
+        .collect();
+    (block, groups)
 }
 
 /// Calls `f(i, j, k)` with the position `k` in the pattern `row_ptr`,
@@ -432,7 +452,7 @@ mod tests {
         use crate::space::DirichletMode;
         use fem_core::poisson::SinePoisson;
         let cpu = CpuBackend::new(Some(3)).unwrap();
-        for (dim, p, cells) in [(2, 1, 7), (2, 6, 3), (3, 1, 5), (3, 2, 3), (3, 4, 2)] {
+        for (dim, p, cells) in [(2, 1, 7), (2, 1, 40), (2, 6, 3), (3, 1, 5), (3, 1, 12), (3, 2, 3), (3, 4, 2)] {
             for unstructured in [false, true] {
                 let mesh = if unstructured { BoxMesh::unstructured(dim, cells, 5) } else { BoxMesh::structured(dim, cells) }.build().unwrap();
                 let space = Space::tensor(&mesh, p).unwrap();

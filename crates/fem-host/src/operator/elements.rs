@@ -69,7 +69,7 @@ pub fn assemble_with<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Syn
     let mut load = vec![T::ZERO; nb * ne];
     let (v, l) = (Disjoint(vals.as_mut_ptr()), Disjoint(load.as_mut_ptr()));
     let all: Vec<u32> = (0..ne as u32).collect();
-    each_cell(cpu, cd, coeff, &[all], || (), |_, e, k, load| {
+    each_cell(cpu, cd, coeff, &[all], CELL_CHUNK, || (), |_, e, k, load| {
         let (v, l) = (v, l);
         let rows = |i: usize| cd.map[i * ne + e];
         for i in 0..nb {
@@ -91,21 +91,24 @@ pub fn assemble_with<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Syn
     Ok(ElementMatrices { nb, ne, symmetric, vals, load })
 }
 
-/// Cells per task of [`each_cell`].
+/// Cells per task of [`each_cell`] where no task owns rows.
 const CELL_CHUNK: usize = 64;
 
 /// Hands `visit(scratch, e, k, load)` every cell `e` of `groups` with its
 /// element matrix `k` (row-major, every entry, coupled or not) and load,
 /// computed on the visiting core ([`cells::element_cpu`]). The groups run
-/// one after another, the cells of a group in parallel tasks of
-/// [`CELL_CHUNK`] with a `scratch` each: cells of one colour per group let
+/// one after another, the cells of a group in parallel tasks of `chunk`
+/// cells with a `scratch` each: a group of blocks of `chunk` cells that
+/// share no row across blocks ([`super::colouring::block_colours`]) lets
 /// `visit` add into shared rows without atomics. An error names a cell
 /// with a non-positive Jacobian determinant at a quadrature point.
+#[allow(clippy::too_many_arguments)]
 pub fn each_cell<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Sync, S>(
     cpu: &CpuBackend,
     cd: &CellData<T>,
     coeff: &C,
     groups: &[Vec<u32>],
+    chunk: usize,
     scratch: impl Fn() -> S + Sync + Send,
     visit: impl Fn(&mut S, usize, &[T], &[T]) + Sync + Send,
 ) -> Result<()> {
@@ -119,7 +122,7 @@ pub fn each_cell<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Sync, S
         let job = Job::<_, _, _, D, NB> { cd, map, grads: &grads, basis: &basis, coeff, visit: &visit };
         cpu.install(|| {
             groups.iter().find_map(|cells| {
-                cells.par_chunks(CELL_CHUNK).map_init(&scratch, |s, chunk| match simd {
+                cells.par_chunks(chunk.max(1)).map_init(&scratch, |s, chunk| match simd {
                     // SAFETY: the features were detected on this machine
                     true => unsafe { job.chunk_wide::<QD, _>(chunk, s) },
                     false => job.chunk::<QD, _>(chunk, s, |a, b, c| a * b + c),
@@ -222,7 +225,12 @@ fn basis_table<T: Scalar, const D: usize, const NB: usize>(tab: &fem_core::eleme
 }
 
 /// The cell map's shape functions and derivatives at the quadrature points
-/// and the points' weights, laid out as [`cells::MapTables`] reads them.
+/// and the points' weights, laid out as [`cells::MapTables`] reads them:
+/// each vertex's from the map of a cell whose vertices are all at the
+/// origin but that one, at (1, …, 1) ([`geometry`]'s `x` and `J` are then
+/// its shape function and derivatives, exactly).
+///
+/// [`geometry`]: fem_core::element::geometry
 fn map_tables<T: Scalar, const D: usize>(tab: &fem_core::element::Tables<'_, T>) -> (Vec<T>, Vec<T>) {
     let nq = fem_core::element::pow(tab.nq, D);
     let mut shape = vec![T::ZERO; (1 << D) * (D + 1) * nq];
@@ -231,9 +239,11 @@ fn map_tables<T: Scalar, const D: usize>(tab: &fem_core::element::Tables<'_, T>)
         let (xi, wq) = tab.point_at::<D>(&fem_core::element::split::<D>(q, tab.nq));
         *w = wq;
         for v in 0..1 << D {
-            let (n, dn) = fem_core::element::vertex_shape::<T, D>(v, xi);
-            shape[v * (D + 1) * nq + q] = n;
-            for (b, &d) in dn.iter().enumerate() {
+            let mut corner = [[T::ZERO; D]; fem_core::element::MAX_VERTICES];
+            corner[v] = [T::ONE; D];
+            let (x, jac) = fem_core::element::geometry::<T, D>(&corner, xi);
+            shape[v * (D + 1) * nq + q] = x[0];
+            for (b, &d) in jac[0].iter().enumerate() {
                 shape[(v * (D + 1) + 1 + b) * nq + q] = d;
             }
         }
