@@ -35,9 +35,8 @@ pub(crate) fn inverse_diagonal(diag_pos: &[u32], kflat: &[f64], inv: &mut [f64])
 /// common row (the rows of their E-vector entries).
 fn cell_colours<K: Kernels<f64>>(setup: &Setup<K>) -> Vec<Vec<u32>> {
     let nl = setup.physics.variant.n_local();
-    let cells = setup.gather[..setup.physics.n_cells * nl].chunks_exact(nl.max(1));
     let rows = setup.gather.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
-    crate::operator::colouring::colour_items(rows, cells.map(<[u32]>::to_vec))
+    crate::operator::colouring::colour_items(rows, setup.physics.n_cells, |c| setup.gather[c * nl..(c + 1) * nl].iter().copied())
 }
 
 impl CpuBackend {
