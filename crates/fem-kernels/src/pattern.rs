@@ -1,8 +1,11 @@
 //! The sparsity pattern of a matrix assembled from element matrices, one
 //! row at a time: a free row's columns are the free rows of the cells
 //! around it, ascending and each once; a fixed row holds its diagonal
-//! alone. One source for the host's pattern and the device's, which
-//! builds it row by row in parallel with no sort of candidate lists.
+//! alone. The device builds it row by row in parallel with no sort of
+//! candidate lists, each row in a thread's own memory. (A host core,
+//! with memory to mark the columns a row has, keeps each once by its mark
+//! and sorts them: `Csr::pattern`, checked against this one by the GPU
+//! tests.)
 
 use crate::sparse::{is_free, row_of};
 
