@@ -258,13 +258,16 @@ pub fn element_cpu<T: Real, C: Coefficients<T, D>, const D: usize, const NB: usi
         for (p, ((gq, vq), cq)) in gb.iter().zip(vb).zip(c.iter_mut()).enumerate() {
             let q = b * POINT_BLOCK + p;
             for (h, ch) in cq.iter_mut().enumerate() {
-                *ch = [T::ZERO; NB];
+                // summed in a local row, which stays in vector registers:
+                // summed in place, the row's loads and stores kept it scalar
+                let mut row = [T::ZERO; NB];
                 for (l, gl) in gq.iter().enumerate() {
                     let s = data[poisson::sym_index(h, l, D) * nq + q];
-                    for (x, &g) in ch.iter_mut().zip(gl) {
+                    for (x, &g) in row.iter_mut().zip(gl) {
                         *x = mac(s, g, *x);
                     }
                 }
+                *ch = row;
             }
             let f = data[poisson::sym_len(D) * nq + q];
             for (l, &v) in load.iter_mut().zip(vq) {
