@@ -100,15 +100,11 @@ pub struct TwoLevel {
     pub block_n_colours: Vec<u8>,
 }
 
-/// The rows of the cells of block `b` (cells `b·block_size..`), ascending
-/// and distinct.
-fn block_rows(layout: &Layout, block_size: usize, b: usize) -> Vec<u32> {
-    let nb = layout.dofs_per_cell;
-    let cells = b * block_size..((b + 1) * block_size).min(layout.n_cells());
-    let mut r: Vec<u32> = layout.cell_rows[cells.start * nb..cells.end * nb].iter().copied().filter(|&r| r != NONE).collect();
-    r.sort_unstable();
-    r.dedup();
-    r
+/// The rows of the cells of block `b` (cells `b·block_size..`), a row
+/// once per cell that has it.
+fn block_rows(layout: &Layout, block_size: usize, b: usize) -> impl Iterator<Item = u32> + '_ {
+    let (nb, ne) = (layout.dofs_per_cell, layout.n_cells());
+    layout.cell_rows[b * block_size * nb..((b + 1) * block_size).min(ne) * nb].iter().copied().filter(|&r| r != NONE)
 }
 
 /// The blocks of `block_size` consecutive cells of `layout` by greedy
@@ -117,9 +113,7 @@ fn block_rows(layout: &Layout, block_size: usize, b: usize) -> Vec<u32> {
 /// rows, and a core sweeps rows its neighbouring cells just touched where
 /// a colouring of single cells spreads every colour over the whole mesh.
 pub fn block_colours(layout: &Layout, block_size: usize) -> Vec<Vec<u32>> {
-    let (nb, ne) = (layout.dofs_per_cell, layout.n_cells());
-    let rows = |b: usize| layout.cell_rows[b * block_size * nb..((b + 1) * block_size).min(ne) * nb].iter().copied().filter(|&r| r != NONE);
-    colour_items(layout.n_rows, ne.div_ceil(block_size), rows)
+    colour_items(layout.n_rows, layout.n_cells().div_ceil(block_size), |b| block_rows(layout, block_size, b))
 }
 
 /// Whether no row is shared by two blocks of one colour of `colours`
@@ -130,7 +124,7 @@ pub fn blocks_are_valid(layout: &Layout, block_size: usize, colours: &[Vec<u32>]
         owner.iter_mut().for_each(|o| *o = u32::MAX);
         for &b in blocks {
             for r in block_rows(layout, block_size, b as usize) {
-                if owner[r as usize] != u32::MAX {
+                if owner[r as usize] != u32::MAX && owner[r as usize] != b {
                     return false;
                 }
                 owner[r as usize] = b;
@@ -167,15 +161,7 @@ fn greedy<S: RowColours>(mut seen: S, items: impl Iterator<Item = Vec<u32>>) -> 
 /// `rows(i)` (`n_rows` rows in all, repeats allowed): the items of one
 /// group share no row.
 pub fn colour_items<I: IntoIterator<Item = u32>>(n_rows: usize, n_items: usize, rows: impl Fn(usize) -> I) -> Vec<Vec<u32>> {
-    let colour = greedy_in_masks(n_rows, n_items, &rows).unwrap_or_else(|| {
-        let distinct = |i| {
-            let mut r: Vec<u32> = rows(i).into_iter().collect();
-            r.sort_unstable();
-            r.dedup();
-            r
-        };
-        greedy(vec![Vec::new(); n_rows], (0..n_items).map(distinct))
-    });
+    let colour = greedy_in_masks(n_rows, n_items, &rows).unwrap_or_else(|| greedy(vec![Vec::new(); n_rows], (0..n_items).map(|i| rows(i).into_iter().collect())));
     let mut groups = vec![Vec::new(); colour.iter().map(|&c| c as usize + 1).max().unwrap_or(0)];
     for (item, &c) in colour.iter().enumerate() {
         groups[c as usize].push(item as u32);
