@@ -55,6 +55,7 @@ pub mod demo;
 pub mod e2e;
 pub mod expression;
 pub mod guide;
+pub mod huge_pages;
 pub mod info;
 pub mod mesh_solve;
 pub mod picture;

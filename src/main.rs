@@ -11,6 +11,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Large arrays in transparent huge pages (set-up is page-fault bound
+/// without them).
+#[global_allocator]
+static ALLOC: fem::huge_pages::HugePages = fem::huge_pages::HugePages;
+
 mod cli {
     pub mod amg;
     pub mod bp;

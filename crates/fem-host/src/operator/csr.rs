@@ -42,10 +42,15 @@ impl<T: Scalar> Csr<T> {
         // index, in a thread's array over all rows) and sorted after: the
         // device's insertion into a sorted list (`row_columns`), which
         // needs no such array, took a search and a shift per candidate,
-        // 216 of them for 125 columns in a 3D Q2 row.
+        // 216 of them for 125 columns in a 3D Q2 row. Tasks are at least
+        // a thread's half share of the blocks: each fills an array of all
+        // rows, and at millions of rows one a task costs more than the
+        // pattern (a fresh array is memory the system must fault in).
+        let n_blocks = n_rows.div_ceil(PATTERN_BLOCK);
         let blocks: Vec<(Vec<u32>, Vec<u32>)> = cpu.install(|| {
-            (0..n_rows.div_ceil(PATTERN_BLOCK))
+            (0..n_blocks)
                 .into_par_iter()
+                .with_min_len(n_blocks.div_ceil(2 * rayon::current_num_threads()))
                 .map_init(
                     || vec![u32::MAX; n_rows],
                     |seen, b| {
