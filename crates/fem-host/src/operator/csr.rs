@@ -255,7 +255,7 @@ impl<T: Scalar> Csr<T> {
 
     /// The diagonal, zero where `(r, r)` is not stored.
     pub fn diag(&self) -> Vec<T> {
-        (0..self.n_rows).map(|r| self.position(r, r as u32).map_or(T::ZERO, |p| self.val[p])).collect()
+        (0..self.n_rows).into_par_iter().map(|r| self.position(r, r as u32).map_or(T::ZERO, |p| self.val[p])).collect()
     }
 }
 

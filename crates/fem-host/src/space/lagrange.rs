@@ -221,8 +221,12 @@ impl Space {
     /// The element restriction of an `nc`-component field: E-vector entry
     /// `cell·nb·nc + b·nc + c` ↔ global row `dof·nc + c`.
     pub fn restriction(&self, nc: usize) -> Restriction {
-        let nc32 = nc as u32;
-        let map = self.cell_dofs.par_iter().flat_map_iter(|&g| (0..nc32).map(move |c| g * nc32 + c)).collect();
+        let mut map = vec![0u32; self.cell_dofs.len() * nc];
+        map.par_chunks_mut(nc).zip(self.cell_dofs.par_iter()).for_each(|(m, &g)| {
+            for (c, v) in m.iter_mut().enumerate() {
+                *v = g * nc as u32 + c as u32;
+            }
+        });
         Restriction::new(map, self.n_dofs * nc)
     }
 

@@ -224,29 +224,46 @@ pub fn tensor_interpolation(coarse: &[u32], fine: &[u32], n_fine: usize, dim: us
     }
     let (mut nodes, mut w) = (vec![0.0; np], vec![0.0; np]);
     fem_core::quadrature::gauss_lobatto(&mut nodes, &mut w);
-    let owner = owners(fine, nb, n_fine);
-    let rows: Vec<Vec<(u32, f64)>> = owner
-        .par_iter()
-        .enumerate()
-        .map(|(i, &f)| {
-            if f == u32::MAX {
-                return Vec::new(); // a node of no cell
-            }
-            let f = f as usize;
-            let local = (0..nb).find(|&b| fine[f * nb + b] as usize == i).expect("the owner holds the node");
-            let (c, kid) = (parent[f] as usize, child[f] as usize);
+    // a fine node's row depends only on its child index and local node:
+    // the coarse basis there, nonzeros only, per (child, node)
+    let weights: Vec<Vec<(usize, f64)>> = (0..(1usize << dim) * nb)
+        .map(|t| {
+            let (kid, local) = (t / nb, t % nb);
             let xi: Vec<f64> = (0..dim).map(|a| (nodes[(local / pow(np, a)) % np] - 1.0) / 2.0 + ((kid >> a) & 1) as f64).collect();
-            let mut row: Vec<(u32, f64)> = (0..nb)
-                .filter_map(|j| {
-                    let phi: f64 = (0..dim).map(|a| lagrange(&nodes, (j / pow(np, a)) % np, xi[a])).product();
-                    (phi.abs() > DROP).then(|| (coarse[c * nb + j], phi))
-                })
-                .collect();
-            row.sort_unstable_by_key(|e| e.0);
-            row
+            (0..nb).map(|j| (j, (0..dim).map(|a| lagrange(&nodes, (j / pow(np, a)) % np, xi[a])).product::<f64>())).filter(|e| e.1.abs() > DROP).collect()
         })
         .collect();
-    from_rows(rows)
+    let slot = owner_slots(fine, n_fine);
+    let row = |i: usize| {
+        let k = slot[i] as usize;
+        // a node of no cell has an empty row
+        (k != u32::MAX as usize).then(|| {
+            let f = k / nb;
+            (f, &weights[child[f] as usize * nb + k % nb])
+        })
+    };
+    Csr::from_row_fn(n_fine, |i| row(i).map_or(0, |(_, w)| w.len()), |i, col, val| {
+        let Some((f, w)) = row(i) else { return };
+        let c = parent[f] as usize;
+        for (k, &(j, phi)) in w.iter().enumerate() {
+            (col[k], val[k]) = (coarse[c * nb + j], phi);
+        }
+        sort_row(col, val);
+    })
+}
+
+/// Sorts a row's entries by column (insertion sort: rows are short, and
+/// nothing is allocated).
+fn sort_row<T: Copy>(col: &mut [u32], val: &mut [T]) {
+    for k in 1..col.len() {
+        let (c, v) = (col[k], val[k]);
+        let mut m = k;
+        while m > 0 && col[m - 1] > c {
+            (col[m], val[m]) = (col[m - 1], val[m - 1]);
+            m -= 1;
+        }
+        (col[m], val[m]) = (c, v);
+    }
 }
 
 /// The CSR matrix of sorted rows (also the Q_p transfers').

@@ -252,6 +252,6 @@ pub fn field_layout(space: &Space, nc: usize) -> Layout {
         dofs_per_cell: space.nb() * nc,
         cell_rows,
         fixed: vec![false; rows],
-        row_dof: (0..rows as u32).collect(),
+        row_dof: (0..rows as u32).into_par_iter().collect(),
     }
 }

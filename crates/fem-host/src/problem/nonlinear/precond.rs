@@ -25,6 +25,8 @@ use crate::solver::ssor::RowColouring;
 use super::linear::LinearScalar;
 use crate::solver::amg::{self, AmgOptions, AmgStats, Nullspace};
 use crate::solver::{Identity, MatrixInverse};
+use crate::sparse::SharedOut;
+use rayon::prelude::*;
 use crate::space::nested::{field_prolongation, injection};
 use crate::space::{BoundaryPart, NestedSpaces, Space};
 use crate::sparse::Spmv;
@@ -190,11 +192,17 @@ fn coarse_aux(coarse: &Space, finer: &Space, parent: &[u32], inj: &[u32], na: us
         return Vec::new();
     }
     if nodal {
-        let mut global = vec![0.0; finer.n_dofs * na];
-        for (k, &g) in finer.cell_dofs.iter().enumerate() {
-            global[g as usize * na..][..na].copy_from_slice(&fine_aux[k * na..][..na]);
-        }
-        inj.iter().flat_map(|&i| global[i as usize * na..][..na].to_vec()).collect()
+        // a node's values from the first cell slot that holds it (the
+        // E-vector of a nodal field agrees between cells)
+        let slot = crate::space::lagrange::owner_slots(&finer.cell_dofs, finer.n_dofs);
+        let mut out = vec![0.0; inj.len() * na];
+        out.par_chunks_mut(na).zip(inj.par_iter()).for_each(|(o, &i)| {
+            let k = slot[i as usize] as usize;
+            if k != u32::MAX as usize {
+                o.copy_from_slice(&fine_aux[k * na..][..na]);
+            }
+        });
+        out
     } else {
         let mut sum = vec![0.0; coarse.n_cells() * na];
         let mut count = vec![0usize; coarse.n_cells()];
@@ -347,9 +355,9 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                 // a unit diagonal stands in until then
                 let placeholder = |s: &Setup<K>| {
                     let mut a = s.csr.converted::<T>();
-                    for &p in &s.diag_pos {
-                        a.val[p as usize] = T::ONE;
-                    }
+                    let val = SharedOut(a.val.as_mut_ptr());
+                    // SAFETY: one diagonal position a row
+                    s.diag_pos.par_iter().for_each(|&p| unsafe { val.write(p as usize, T::ONE) });
                     a
                 };
                 let a: Vec<Csr<T>> = levels.setups.iter().chain(std::iter::once(setup)).map(placeholder).collect();
@@ -382,9 +390,13 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                     })
                     .collect::<Result<_>>()?;
                 // one cycle on the stand-in operators, so that what the
-                // backend does on first use happens in the set-up
-                let (x, mut y) = (b.zeros(setup.n_rows())?, b.zeros(setup.n_rows())?);
-                mg.apply(b, &x, &mut y)?;
+                // GPU does on first use (loading kernels) happens in the
+                // set-up; the host has nothing to load, and a cycle there
+                // costs as much as one of the solve's
+                if b.kind() == crate::BackendKind::Cuda {
+                    let (x, mut y) = (b.zeros(setup.n_rows())?, b.zeros(setup.n_rows())?);
+                    mg.apply(b, &x, &mut y)?;
+                }
                 Ok(Self::Multigrid(Box::new(mg), coarse, smoothers))
             }
             Precond::Amg(o) => Ok(Self::Amg(Box::new(AmgPrepared::new(setup, o)?))),
