@@ -329,7 +329,7 @@ mod tests {
     fn mass_by_rows_is_the_serial_scatter() {
         for threads in [1, 3] {
             let cpu = CpuBackend::new(Some(threads)).unwrap();
-            let (space, setup) = heat(&cpu, 7, 2);
+            let (_, setup) = heat(&cpu, 7, 2);
             let nl = setup.physics.variant.n_local();
             // distinct values, so a misplaced or repeated entry shows
             let e: Vec<f64> = (0..setup.entry_pos.len()).map(|k| 1.0 + (k % 97) as f64 / 31.0).collect();
