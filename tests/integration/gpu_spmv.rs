@@ -148,3 +148,52 @@ fn element_matrices_of_any_size_apply_as_on_the_cpu() {
         assert!(rel_err(&g.download(&d).unwrap(), &diag) < 1e-14, "nl = {nl}: diagonal");
     }
 }
+
+/// ELL-WARP built on the device is the host's, array for array: the same
+/// row order (longest first, ties in row order), slices, columns, source
+/// positions and values, for K1 and K2 at several thresholds, with the
+/// padding column of the pattern matrices too; on empty rows, one long
+/// row, sizes that are not a multiple of a warp and no rows at all; and a
+/// row past the device's limit is an error.
+#[test]
+fn gpu_ell_warp_built_on_the_device_is_the_hosts() {
+    use fem::host::sparse::device::GpuEllWarp;
+    use fem::host::sparse::device_warp::{DeviceCsr, DEVICE_WARP_MAX_ROW};
+    use fem::host::sparse::warp::{EllWarp, Numbering};
+    use fem::host::cudarc::driver::CudaSlice;
+    let Some(g) = gpu("gpu_ell_warp_built_on_the_device_is_the_hosts") else {
+        return;
+    };
+    let cpu = CpuBackend::new(None).unwrap();
+    let mut all = cases::<f64>();
+    all.push(("none", fem::host::operator::csr::Csr { n_rows: 0, row_ptr: vec![0], col: vec![], val: vec![] }));
+    all.push(("37 rows", common::csr_from_rows(&(0..37).map(|r| (0..(r % 5) as u32).map(|c| ((c * 7 + r as u32) % 37, 1.0 + c as f64)).collect()).collect::<Vec<_>>())));
+    for (name, csr) in all {
+        let (row_ptr, val) = (g.stream().clone_htod(&csr.row_ptr).unwrap(), g.upload(&csr.val).unwrap());
+        let col: CudaSlice<u32> = if csr.col.is_empty() { g.stream().null().unwrap() } else { g.stream().clone_htod(&csr.col).unwrap() };
+        for threshold in [None, Some(1), Some(4), Some(16)] {
+            for pad in [false, true] {
+                let n = csr.n_rows;
+                let host = match pad {
+                    false => EllWarp::new(&cpu, &csr, n, threshold, Numbering::Remap).unwrap(),
+                    true => EllWarp::pattern(&cpu, &csr, n, threshold).unwrap(),
+                };
+                let m = DeviceCsr { n_rows: n, n_cols: host.n_cols, max_len: csr.max_row_len(), row_ptr: &row_ptr, col: &col, val: Some(&val) };
+                let dev = GpuEllWarp::on_device(&g, &m, threshold, pad.then_some(n as u32), 128).unwrap();
+                let what = format!("{name}, threshold {threshold:?}, pad {pad}");
+                assert_eq!((dev.name.as_str(), dev.n_rows, dev.n_cols, dev.n_slices), (host.name().as_str(), n, host.n_cols, host.slices.len()), "{what}");
+                let flat: Vec<u32> = host.slices.iter().flat_map(|s| [s.offset, s.width, s.row, s.shift]).collect();
+                let down = |v: &CudaSlice<u32>, len: usize| if len == 0 { Vec::new() } else { g.stream().clone_dtoh(v).unwrap()[..len].to_vec() };
+                assert_eq!(down(&dev.slices, flat.len()), flat, "{what}: slices");
+                assert_eq!(down(&dev.perm, n), host.perm, "{what}: row order");
+                assert_eq!(down(&dev.col, host.col.len()), host.col, "{what}: columns");
+                assert_eq!(down(&dev.src, host.src.len()), host.src, "{what}: sources");
+                assert_eq!(g.download(&dev.val).unwrap(), host.val, "{what}: values");
+            }
+        }
+    }
+    // one row past the limit
+    let long = common::csr_from_rows::<f64>(&[(0..DEVICE_WARP_MAX_ROW as u32 + 1).map(|c| (c, 1.0)).collect(), vec![(0, 1.0)]]);
+    let err = GpuEllWarp::from_csr(&g, &long, DEVICE_WARP_MAX_ROW + 1, None, 128).err().expect("a row past the limit is refused");
+    assert!(err.to_string().contains("longer"), "{err}");
+}

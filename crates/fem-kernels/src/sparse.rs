@@ -682,6 +682,10 @@ mod tests {
     }
 }
 
+/// Rows a thread of the device's ELL-WARP row sort counts and places
+/// in order (`gpu::warp`).
+pub const WARP_SORT_CHUNK: usize = 256;
+
 /// Lanes of an ELL-WARP slice: one warp.
 pub const SLICE_LANES: usize = 32;
 
@@ -702,6 +706,43 @@ pub struct Slice {
     pub row: u32,
     /// log₂ of the lanes per row: 0 gives one row per lane, 5 one row per warp.
     pub shift: u32,
+}
+
+/// The slots of lane `lane` of ELL-WARP slice `s` in the original
+/// numbering (K1, K2), at `out_col` and `out_src` from the slice's first
+/// slot: slot `k · 32 + lane` holds entry `k · 2^shift + lane mod 2^shift`
+/// of sorted row `s.row + lane / 2^shift` (CSR row `perm` of it), its
+/// column and CSR position; on padding `pad` (where `NONE`: the row's
+/// first column, 0 for an empty row or a lane past the `n` rows) and
+/// `NONE`. The host's build and the device's write slots through it.
+///
+/// # Safety
+/// `perm[..n]`, the rows' offsets and columns readable, the slice's
+/// `width · 32` slots writable.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn warp_lane_slots(s: Slice, lane: usize, n: usize, perm: *const u32, row_ptr: *const u32, col: *const u32, pad: u32, out_col: *mut u32, out_src: *mut u32) {
+    let shift = s.shift as usize;
+    let (sr, part) = (s.row as usize + (lane >> shift), lane & ((1 << shift) - 1));
+    let (lo, hi) = if sr < n {
+        let r = *perm.add(sr) as usize;
+        (*row_ptr.add(r) as usize, *row_ptr.add(r + 1) as usize)
+    } else {
+        (0, 0)
+    };
+    let fill = if pad != NONE {
+        pad
+    } else if lo < hi {
+        *col.add(lo)
+    } else {
+        0
+    };
+    for k in 0..s.width as usize {
+        let (j, slot) = (lo + (k << shift) + part, k * SLICE_LANES + lane);
+        let inside = j < hi;
+        *out_col.add(slot) = if inside { *col.add(j) } else { fill };
+        *out_src.add(slot) = if inside { j as u32 } else { NONE };
+    }
 }
 
 /// Row `r`'s diagonal: the sum of its entries at `slots` stored in

@@ -10,6 +10,7 @@ use super::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
 use crate::operator::csr::Csr;
 use crate::operator::gpu::GpuCsr;
 use crate::sparse::device::GpuEllWarp;
+use crate::sparse::device_warp::DEVICE_WARP_MAX_ROW;
 use crate::sparse::warp::{EllWarp, Numbering};
 use cudarc::driver::CudaSlice;
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
@@ -82,6 +83,9 @@ impl PrecondOps for CudaBackend {
             let mut g = GpuCsr::from_csr(self, m, GpuCsr::<T>::default_threads_per_row(m.nnz(), m.n_rows))?;
             g.n_cols = n_cols;
             return Ok(Box::new(g));
+        }
+        if m.max_row_len() <= DEVICE_WARP_MAX_ROW {
+            return Ok(Box::new(GpuEllWarp::from_csr(self, m, n_cols, None, 128)?));
         }
         let host = EllWarp::new(&CpuBackend::new(None)?, m, n_cols, None, Numbering::Remap)?;
         Ok(Box::new(GpuEllWarp::upload(self, &host, 128)?))

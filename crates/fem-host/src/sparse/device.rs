@@ -5,7 +5,8 @@
 use super::cusparse::CusparseCsr;
 use super::ellt::{ell_with_source, EllT};
 use super::params::SpmvParams;
-use super::warp::EllWarp;
+use super::device_warp::DEVICE_WARP_MAX_ROW;
+use super::warp::{EllWarp, Numbering};
 use super::{Spmv, SpmvFormat};
 use crate::operator::csr::Csr;
 use crate::operator::ell::Ell;
@@ -48,7 +49,9 @@ pub fn prepare_cpu<T: Scalar>(
     })
 }
 
-/// The format `f` of `csr` on the GPU (converted on the host, uploaded).
+/// The format `f` of `csr` on the GPU: ELL-WARP in the original
+/// numbering built there from the CSR arrays ([`super::device_warp`]),
+/// the others converted on the host and uploaded.
 pub fn prepare_gpu<T: Scalar>(
     gpu: &CudaBackend,
     cpu: &CpuBackend,
@@ -73,11 +76,11 @@ pub fn prepare_gpu<T: Scalar>(
         SpmvFormat::Cusparse => Box::new(CusparseCsr::new(gpu, csr)?),
         k => {
             let (k2, numbering) = k.warp().expect("a K format");
-            Box::new(GpuEllWarp::upload(
-                gpu,
-                &EllWarp::new(cpu, csr, csr.n_rows, k2.then_some(p.threshold), numbering)?,
-                p.block,
-            )?)
+            let threshold = k2.then_some(p.threshold);
+            if numbering == Numbering::Remap && csr.max_row_len() <= DEVICE_WARP_MAX_ROW {
+                return Ok(Box::new(GpuEllWarp::from_csr(gpu, csr, csr.n_rows, threshold, p.block)?));
+            }
+            Box::new(GpuEllWarp::upload(gpu, &EllWarp::new(cpu, csr, csr.n_rows, threshold, numbering)?, p.block)?)
         }
     })
 }
@@ -431,7 +434,7 @@ pub struct GpuEllWarp<T: Scalar> {
     pub src: CudaSlice<u32>,
     /// The host copy of the permutation.
     pub host_perm: Vec<u32>,
-    bytes: usize,
+    pub(crate) bytes: usize,
 }
 
 impl<T: Scalar> GpuEllWarp<T> {

@@ -14,7 +14,7 @@
 use super::SharedOut;
 use crate::operator::csr::{cut, Csr};
 use crate::{CpuBackend, Error, Result, Scalar};
-use fem_kernels::sparse::{slice_lane_part, Slice, NONE, SLICE_LANES};
+use fem_kernels::sparse::{slice_lane_part, warp_lane_slots, Slice, NONE, SLICE_LANES};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -298,6 +298,14 @@ fn fill_slice<T: Scalar>(
     src: &mut [u32],
     col: &mut [u32],
 ) {
+    if numbering == Numbering::Remap {
+        for lane in 0..SLICE_LANES {
+            // SAFETY: the slice's own `width · 32` slots; the permutation,
+            // offsets and columns are `csr`'s
+            unsafe { warp_lane_slots(s, lane, n, perm.as_ptr(), csr.row_ptr.as_ptr(), csr.col.as_ptr(), pad.unwrap_or(NONE), col.as_mut_ptr(), src.as_mut_ptr()) };
+        }
+        return;
+    }
     let (w, shift) = (s.width as usize, s.shift as usize);
     src.fill(NONE);
     col.fill(pad.unwrap_or(0));

@@ -16,3 +16,4 @@ mod scan;
 mod slots;
 mod spai;
 mod spmv;
+mod warp;
