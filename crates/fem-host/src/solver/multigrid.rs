@@ -499,6 +499,12 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
         Ok(())
     }
 
+    /// The finest level's operator, as the cycles apply it (a Krylov
+    /// method preconditioned by this hierarchy may apply it too).
+    pub fn finest(&self) -> &dyn LinearOperator<B, T> {
+        &*self.levels.last().expect("a hierarchy has a level").a
+    }
+
     /// Level `l`'s SPAI(1) or SAINV smoother rebuilt on the host from the
     /// values `csr_val` (on the backend) of the level's operator `pattern`,
     /// unless they are the values it was last built from (a linear

@@ -117,6 +117,10 @@ impl LinearScalar for f32 {
 /// preconditioner.
 pub(super) struct Linear<B: NewtonOps, T: LinearScalar> {
     pub matrix: Option<Box<dyn Spmv<B, T>>>,
+    /// Whether the tangent is multigrid's finest operator, stored in the
+    /// format asked for (ELL-WARP K1) and refilled by the
+    /// preconditioner's update: one copy of the largest matrix, not two.
+    shared: bool,
     values: Option<B::Vector<T>>,
     inv_diag: Option<B::Vector<T>>,
     pair: Option<(B::Vector<T>, B::Vector<T>)>,
@@ -127,8 +131,9 @@ impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
     /// The tangent in `format` (`None`: element matrices) and the
     /// preconditioner `o.precond` of `setup`, in `T`.
     pub fn new<K: Kernels<f64> + 'static>(b: &B, state: &B::State, setup: &Setup<K>, format: Option<SpmvFormat>, o: &NewtonOptions) -> Result<Self> {
-        let matrix = format.map(|f| b.matrix(state, setup, f)).transpose()?;
-        Ok(Self { matrix, values: None, inv_diag: None, pair: None, precond: Prepared::new(b, setup, o.precond, o.scatter)? })
+        let shared = matches!(o.precond, super::Precond::Multigrid(_)) && format == Some(SpmvFormat::K1);
+        let matrix = if shared { None } else { format.map(|f| b.matrix(state, setup, f)).transpose()? };
+        Ok(Self { matrix, shared, values: None, inv_diag: None, pair: None, precond: Prepared::new(b, setup, o.precond, o.scatter)? })
     }
 
     /// Takes the tangent's f64 CSR values `kflat` (empty for element
@@ -154,6 +159,12 @@ impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
     #[allow(clippy::too_many_arguments)]
     pub fn solve(&mut self, b: &B, krylov: Krylov, elements: Option<&dyn LinearOperator<B, f64>>, inv: &B::Vector<f64>, r: &B::Vector<f64>, delta: &mut B::Vector<f64>, mut opts: CgOptions) -> Result<CgReport> {
         opts.rtol = opts.rtol.max(T::KRYLOV_FLOOR);
+        if self.shared {
+            let Prepared::Multigrid(mg, ..) = &self.precond else {
+                return Err(Error::InvalidArgument("the tangent is shared with a multigrid preconditioner that is not there".into()));
+            };
+            return T::solve_in(b, r, delta, &mut self.pair, |r, d| krylov.solve(b, mg.finest(), &**mg, r, d, opts));
+        }
         let n = b.len(r);
         let (matrix, precond, pair) = (&self.matrix, &mut self.precond, &mut self.pair);
         let inv_t = T::view::<B>(inv, &self.inv_diag)?;

@@ -139,7 +139,11 @@ impl<K: Kernels<f64>> Setup<K> {
                 }
             })
         });
-        let diag_pos: Vec<u32> = (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map(|p| p as u32).ok_or_else(|| Error::InvalidArgument(format!("row {r} has no diagonal")))).collect::<Result<_>>()?;
+        // collected by index (a collect into Result is not) and checked after
+        let diag_pos: Vec<u32> = cpu.install(|| (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map_or(NONE, |p| p as u32)).collect());
+        if let Some(r) = cpu.install(|| diag_pos.par_iter().position_any(|&p| p == NONE)) {
+            return Err(Error::InvalidArgument(format!("row {r} has no diagonal")));
+        }
         // the pattern's values are zero
         for (r, &p) in diag_pos.iter().enumerate() {
             if fixed[r] {
