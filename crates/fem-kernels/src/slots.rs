@@ -5,7 +5,7 @@
 //! once and neither computes nor sends the per-entry arrays (at 8M Q1
 //! hexahedra: 2 GB of positions, 5 s of host work).
 
-use crate::sparse::{is_free, row_of, NONE};
+use crate::sparse::{is_free, row_of, FIXED, NONE};
 
 /// Slot of the `k`-th entry of row `r`: CSR when `ld` is 0, transposed
 /// ELLPACK planes `ld` apart otherwise.
@@ -48,6 +48,21 @@ pub unsafe fn entry_slot(mi: u32, mj: u32, row_ptr: *const u32, col: *const u32,
         Some(k) => slot(r, k, row_ptr, ld) as u32,
         None => NONE,
     }
+}
+
+/// The CSR slot of entry `t` of element matrices over gathered rows
+/// (`rows[e·nl + i]`, entries `[e][i][j]`): [`entry_slot`] of element
+/// `e`'s rows `i` and `j`, each flagged fixed where `fixed(row)` (a
+/// missing row, [`NONE`], enters nothing). The host's map of a Newton
+/// set-up and the device's come from it.
+///
+/// # Safety
+/// `rows` readable at the element's `nl` entries; as [`index_in_row`].
+#[inline(always)]
+pub unsafe fn gathered_entry_slot(t: usize, nl: usize, rows: *const u32, fixed: impl Fn(usize) -> bool, row_ptr: *const u32, col: *const u32) -> u32 {
+    let (e, ij) = (t / (nl * nl), t % (nl * nl));
+    let flag = |r: u32| if r == NONE || fixed(r as usize) { r | FIXED } else { r };
+    entry_slot(flag(*rows.add(e * nl + ij / nl)), flag(*rows.add(e * nl + ij % nl)), row_ptr, col, 0)
 }
 
 /// Column of ELLPACK slot `k` of row `r` (`r < n`): the row's `k`-th

@@ -117,6 +117,13 @@ pub struct GpuRestriction {
 }
 
 impl GpuRestriction {
+    /// The restriction of `map` onto `rows` global rows, sent from where
+    /// it is (no host copy first).
+    pub fn of_map(gpu: &CudaBackend, map: &[u32], rows: usize) -> Result<Self> {
+        gpu.ensure_free(map.len() * 4)?;
+        Ok(Self { map: crate::sparse::spgemm::u32s(gpu, map)?, rows })
+    }
+
     /// A second copy on the device (benchmarks cycle through copies to
     /// find their data out of L2).
     pub fn replica(&self, gpu: &CudaBackend) -> Result<Self> {

@@ -5,7 +5,7 @@
 
 use crate::device::grid_stride_fold;
 use crate::cells::{map_entry, vertex_entry};
-use crate::slots::{ell_column, entry_slot, slot};
+use crate::slots::{ell_column, entry_slot, gathered_entry_slot, slot};
 use fem_core::Real;
 use fem_macros::kernel;
 
@@ -19,6 +19,14 @@ pub unsafe fn entry_slots(ne: usize, nb: usize, map: *const u32, row_ptr: *const
         let (mi, mj) = (*map.add(ij / nb * ne + e), *map.add(ij % nb * ne + e));
         *pos.add(t) = entry_slot(mi, mj, row_ptr, col, ld);
     });
+}
+
+/// `pos[t]` = the CSR slot of entry `t` of the element matrices over the
+/// gathered rows `rows` (`nl` an element, `n` entries in all), `NONE`
+/// where a row or column is fixed (`fixed[row]` nonzero).
+#[kernel]
+pub unsafe fn gathered_entry_slots(n: usize, nl: usize, rows: *const u32, fixed: *const f64, row_ptr: *const u32, col: *const u32, pos: *mut u32) {
+    grid_stride_fold(n, (), |(), t| *pos.add(t) = gathered_entry_slot(t, nl, rows, |r| *fixed.add(r) != 0.0, row_ptr, col));
 }
 
 /// `out[k·ld + r]` = the column of ELLPACK slot `k` of row `r`, over the

@@ -452,7 +452,7 @@ mod tests {
             reference[p.csr.position(dofs[e * nl + i] as usize, dofs[e * nl + j]).unwrap()] += v;
         }
         let mut k = vec![0.0; p.csr.nnz()];
-        crate::operator::pointwise::scatter_add(&p.entry_pos, &elem, &mut k);
+        crate::operator::pointwise::scatter_add(p.entry_pos(), &elem, &mut k);
         assert_eq!(k, reference);
         for (r, &q) in p.diag_pos.iter().enumerate() {
             assert_eq!(p.csr.col[q as usize] as usize, r);

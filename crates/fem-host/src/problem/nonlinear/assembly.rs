@@ -93,9 +93,9 @@ impl Storage {
     /// partial assembly's point data.
     pub(crate) fn values<K: Kernels<f64>>(self, setup: &Setup<K>, scatter: Scatter) -> usize {
         match self {
-            Self::Lma => setup.entry_pos.len(),
+            Self::Lma => setup.entry_len(),
             Self::Partial => setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(&setup.physics.variant),
-            Self::Sparse(_) => padded(setup.entry_pos.len(), scatter),
+            Self::Sparse(_) => padded(setup.entry_len(), scatter),
         }
     }
 
@@ -121,7 +121,7 @@ pub const LMA_BYTES_FACTOR: f64 = 0.5;
 /// map, against the assembled values and column indices.
 pub fn product_bytes<K: Kernels<f64>>(setup: &Setup<K>) -> (usize, usize) {
     let rows = setup.residual_pos.len();
-    let nl = setup.entry_pos.len() / rows.max(1);
+    let nl = setup.entry_len() / rows.max(1);
     (rows * (8 * nl + 4), 12 * setup.csr.nnz() + 4 * (setup.n_rows() + 1))
 }
 
@@ -266,7 +266,7 @@ mod tests {
         let u = random(n, 1);
         let mut ue = vec![0.0; setup.gather.len()];
         cpu.gather(&assembled, &u, &mut ue).unwrap();
-        let mut kelem = vec![0.0; setup.entry_pos.len()];
+        let mut kelem = vec![0.0; setup.entry_len()];
         cpu.elements(&assembled, true, &ue, &mut kelem).unwrap();
         let mut csr = setup.csr.clone();
         cpu.assemble(&assembled, true, &kelem, &mut csr.val).unwrap();
@@ -340,7 +340,7 @@ mod tests {
         let mut ue = vec![0.0; setup.gather.len()];
         let u: Vec<f64> = random(n, 1).iter().map(|v| size * v).collect();
         cpu.gather(&state, &u, &mut ue).unwrap();
-        let mut kelem = vec![0.0; setup.entry_pos.len()];
+        let mut kelem = vec![0.0; setup.entry_len()];
         cpu.elements(&state, true, &ue, &mut kelem).unwrap();
         let mut csr = setup.csr.clone();
         cpu.assemble(&state, true, &kelem, &mut csr.val).unwrap();
@@ -502,7 +502,7 @@ mod tests {
         let mut ue = vec![0.0; setup.gather.len()];
         cpu.gather(&atomic, &random(setup.n_rows(), 5), &mut ue).unwrap();
         for matrix in [false, true] {
-            let (len, rows) = if matrix { (setup.entry_pos.len(), setup.csr.nnz()) } else { (setup.residual_pos.len(), setup.n_rows()) };
+            let (len, rows) = if matrix { (setup.entry_len(), setup.csr.nnz()) } else { (setup.residual_pos.len(), setup.n_rows()) };
             let mut elem = vec![0.0; padded(len, Scatter::Spmv)];
             cpu.elements(&atomic, matrix, &ue, &mut elem).unwrap();
             let (mut want, mut got) = (vec![0.0; rows], vec![f64::NAN; rows]);
@@ -510,7 +510,7 @@ mod tests {
             if matrix {
                 // the cells' parallel scatter by colour against one thread's
                 let mut serial = setup.csr.val.clone();
-                crate::operator::pointwise::scatter_add(&setup.entry_pos, &elem[..setup.entry_pos.len()], &mut serial);
+                crate::operator::pointwise::scatter_add(setup.entry_pos(), &elem[..setup.entry_len()], &mut serial);
                 let diff = serial.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
                 assert!(diff <= 1e-13 * serial.iter().fold(0.0f64, |m, v| m.max(v.abs())), "coloured scatter: {diff:e}");
             }

@@ -164,7 +164,7 @@ impl NewtonOps for CpuBackend {
     fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, tangent: Option<SpmvFormat>, scatter: Scatter) -> Result<CpuState> {
         let lma = tangent.is_none();
         let spmv = scatter == Scatter::Spmv;
-        let sums = [spmv.then(|| gather_pattern(self, &setup.residual_pos, setup.n_rows())).transpose()?, (spmv && !lma).then(|| gather_pattern(self, &setup.entry_pos, setup.csr.nnz())).transpose()?];
+        let sums = [spmv.then(|| gather_pattern(self, &setup.residual_pos, setup.n_rows())).transpose()?, (spmv && !lma).then(|| gather_pattern(self, setup.entry_pos(), setup.csr.nnz())).transpose()?];
         Ok(CpuState {
             sums,
             base_zero: [is_zero(&setup.residual_base), lma || is_zero(&setup.csr.val)],
@@ -172,7 +172,7 @@ impl NewtonOps for CpuBackend {
             facets: setup.facets.clone().map(|t| -> Box<dyn Part> { Box::new(t) }),
             cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
             gather: Restriction::new(setup.gather.clone(), setup.n_rows()),
-            entry_pos: if lma || spmv { Vec::new() } else { setup.entry_pos.clone() },
+            entry_pos: if lma || spmv { Vec::new() } else { setup.entry_pos().to_vec() },
             colours: if lma || spmv { Vec::new() } else { cell_colours(setup) },
             base: [setup.residual_base.clone(), if lma { Vec::new() } else { setup.csr.val.clone() }],
             diag_pos: setup.diag_pos.clone(),

@@ -13,7 +13,8 @@ use super::{NewtonOps, Scatter, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::partial::GpuPartial;
 use crate::operator::pointwise::{GpuFacetTerm, GpuPointwise, Transposition};
-use crate::space::restriction::{GpuRestriction, Restriction};
+use crate::operator::device_pattern::DevicePattern;
+use crate::space::restriction::GpuRestriction;
 use crate::sparse::assembly::gather_matrix;
 use crate::sparse::cusparse::CusparseCsr;
 use crate::sparse::spgemm::u32s;
@@ -39,6 +40,35 @@ pub(crate) fn inverse_diagonal(gpu: &CudaBackend, diag_pos: &CudaSlice<u32>, kfl
     let n = inv.len();
     unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(diag_pos).arg(kflat).arg(inv).launch(gpu.grid::<f64>(n, 0)) }?;
     Ok(())
+}
+
+/// The CSR position of every element-tangent entry of `setup`
+/// ([`Setup::entry_pos`], the same function of the pattern, the gathered
+/// `rows` and the `fixed` mask), made on the device: the host neither
+/// computes nor sends it (at 6.3M rows of Q1, 400 MB).
+fn entry_slots<K: Kernels<f64>>(gpu: &CudaBackend, setup: &Setup<K>, rows: &CudaSlice<u32>, fixed: &CudaSlice<f64>) -> Result<CudaSlice<u32>> {
+    let (n, nl) = (setup.entry_len(), setup.physics.variant.n_local());
+    if n == 0 {
+        return Ok(gpu.stream().alloc_zeros(1)?);
+    }
+    let pattern = DevicePattern::upload(gpu, &setup.csr)?;
+    gpu.ensure_free(n * 4)?;
+    let mut pos = gpu.stream().alloc_zeros::<u32>(n)?;
+    let f = gpu.function("fem_gathered_entry_slots")?;
+    unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&nl).arg(rows).arg(fixed).arg(&pattern.row_ptr).arg(&pattern.col).arg(&mut pos).launch(gpu.per_item(n)) }?;
+    Ok(pos)
+}
+
+impl<K: Kernels<f64>> Setup<K> {
+    /// [`Setup::entry_pos`] as the GPU makes it for Newton's assembly,
+    /// brought back: for comparison with the host's.
+    pub fn entry_pos_on(&self, gpu: &CudaBackend) -> Result<Vec<u32>> {
+        let rows = GpuRestriction::of_map(gpu, &self.gather, self.n_rows())?;
+        let pos = entry_slots(gpu, self, &rows.map, &gpu.upload(&self.fixed_mask())?)?;
+        let mut v = gpu.stream().clone_dtoh(&pos)?;
+        v.truncate(self.entry_len());
+        Ok(v)
+    }
 }
 
 /// The positions and values of the nonzeros of `v`.
@@ -139,17 +169,17 @@ impl NewtonOps for CudaBackend {
         let sums = match scatter {
             Scatter::Spmv => {
                 let (cpu, cusparse) = (CpuBackend::new(None)?, tangent == Some(SpmvFormat::Cusparse));
-                let tangent = if lma { None } else { Some(GatherSum::new(self, &cpu, &setup.entry_pos, setup.csr.nnz(), cusparse)?) };
+                let tangent = if lma { None } else { Some(GatherSum::new(self, &cpu, setup.entry_pos(), setup.csr.nnz(), cusparse)?) };
                 [Some(GatherSum::new(self, &cpu, &setup.residual_pos, setup.n_rows(), cusparse)?), tangent]
             }
             _ => [None, None],
         };
-        // the atomic adds' map only where they sum the tangent
-        let tangent = |v: &[u32]| if lma || scatter == Scatter::Spmv { s.alloc_zeros(1) } else { s.clone_htod(v) };
         let physics = GpuPointwise::new(self, &setup.physics)?;
-        let gather = Restriction::new(setup.gather.clone(), setup.n_rows()).upload(self)?;
-        let residual = Restriction::new(setup.residual_pos.clone(), setup.n_rows()).upload(self)?;
-        let entry_pos = tangent(&setup.entry_pos)?;
+        let gather = GpuRestriction::of_map(self, &setup.gather, setup.n_rows())?;
+        let residual = GpuRestriction::of_map(self, &setup.residual_pos, setup.n_rows())?;
+        let fixed = self.upload(&setup.fixed_mask())?;
+        // the atomic adds' map only where they sum the tangent
+        let entry_pos = if lma || scatter == Scatter::Spmv { s.alloc_zeros(1)? } else { entry_slots(self, setup, &gather.map, &fixed)? };
         let base = self.upload(&setup.residual_base)?;
         let (positions, values) = nonzeros(if lma { &[] } else { &setup.csr.val });
         let base_zero = [is_zero(&setup.residual_base), positions.is_empty()];
@@ -166,7 +196,7 @@ impl NewtonOps for CudaBackend {
             base,
             tangent_base,
             diag_pos: s.clone_htod(&setup.diag_pos)?,
-            fixed: self.upload(&setup.fixed_mask())?,
+            fixed,
             sums,
             base_zero,
             partial,

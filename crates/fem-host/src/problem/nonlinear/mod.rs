@@ -36,7 +36,9 @@ use assembly::{lma_inverse_diagonal, LmaOp, Storage};
 
 use super::phases::{timed, Split};
 use crate::operator::csr::Csr;
-use crate::operator::pointwise::{csr_pattern, Aux, FacetTerm, Pointwise};
+use crate::operator::pointwise::{field_layout, Aux, FacetTerm, Pointwise};
+use fem_kernels::slots::gathered_entry_slot;
+use std::sync::OnceLock;
 use crate::solver::{CgOptions, Jacobi, PrecondOps};
 use crate::space::{BoundaryPart, Constraints, Load, Space};
 use crate::operator::LinearOperator;
@@ -60,8 +62,9 @@ pub struct Setup<K> {
     /// Global row of every element-residual entry, `NONE` in fixed rows.
     pub residual_pos: Vec<u32>,
     /// CSR position of every element-tangent entry, `NONE` in fixed rows
-    /// and columns.
-    pub entry_pos: Vec<u32>,
+    /// and columns ([`Setup::entry_pos`]): made on the host where it is
+    /// first read there; the GPU makes its own from the pattern.
+    entry_pos: OnceLock<Vec<u32>>,
     /// The physics' boundary term and the facets it acts on, if any.
     pub facets: Option<FacetTerm<f64, K>>,
     /// The tangent's pattern; its values are what assembly starts from
@@ -125,20 +128,7 @@ impl<K: Kernels<f64>> Setup<K> {
         let nc = physics.variant.nc;
         let gather = space.restriction(nc).map;
         let residual_pos = gather.par_iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
-        let (mut csr, mut entry_pos) = csr_pattern::<f64>(cpu, space, nc)?;
-        let nl = space.nb() * nc;
-        // entries of held rows or columns are not scattered (in place: the
-        // map holds every entry of every element matrix)
-        cpu.install(|| {
-            entry_pos.par_chunks_mut(nl * nl).enumerate().for_each(|(e, cell)| {
-                let rows = &gather[e * nl..(e + 1) * nl];
-                for (k, p) in cell.iter_mut().enumerate() {
-                    if fixed[rows[k / nl] as usize] || fixed[rows[k % nl] as usize] {
-                        *p = NONE;
-                    }
-                }
-            })
-        });
+        let mut csr = Csr::<f64>::pattern(cpu, &field_layout(space, nc))?;
         // collected by index (a collect into Result is not) and checked after
         let diag_pos: Vec<u32> = cpu.install(|| (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map_or(NONE, |p| p as u32)).collect());
         if let Some(r) = cpu.install(|| diag_pos.par_iter().position_any(|&p| p == NONE)) {
@@ -159,7 +149,7 @@ impl<K: Kernels<f64>> Setup<K> {
             None => vec![0.0; fixed.len()],
         };
         let node_coords = if nc > 1 && nc == space.dim() { space.dof_coords.clone() } else { Vec::new() };
-        Ok(Self { physics, gather, residual_pos, entry_pos, facets: None, csr, diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords })
+        Ok(Self { physics, gather, residual_pos, entry_pos: OnceLock::new(), facets: None, csr, diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords })
     }
 
     /// Adds the physics' boundary term (`bf0`, linearised by `bg0`,
@@ -177,12 +167,11 @@ impl<K: Kernels<f64>> Setup<K> {
         let term = FacetTerm::new(&self.physics, &part.facets(space)?)?;
         self.cells_only();
         let nl = self.physics.variant.n_local();
-        let (g, r, e) = (&mut self.gather, &mut self.residual_pos, &mut self.entry_pos);
+        let (g, r) = (&mut self.gather, &mut self.residual_pos);
         for f in &term.facets {
             let c = f.cell as usize;
             g.extend_from_within(c * nl..(c + 1) * nl);
             r.extend_from_within(c * nl..(c + 1) * nl);
-            e.extend_from_within(c * nl * nl..(c + 1) * nl * nl);
         }
         self.facets = Some(term);
         Ok(self)
@@ -193,7 +182,7 @@ impl<K: Kernels<f64>> Setup<K> {
         let (ne, nl) = (self.physics.n_cells, self.physics.variant.n_local());
         self.gather.truncate(ne * nl);
         self.residual_pos.truncate(ne * nl);
-        self.entry_pos.truncate(ne * nl * nl);
+        self.entry_pos = OnceLock::new();
         self.facets = None;
     }
 
@@ -204,9 +193,36 @@ impl<K: Kernels<f64>> Setup<K> {
         if physics.variant.nc != self.physics.variant.nc || physics.variant.n_local() != self.physics.variant.n_local() || physics.n_cells != self.physics.n_cells {
             return Err(Error::InvalidArgument("the other physics has other components or cells than this set-up".into()));
         }
-        let mut other = Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: self.entry_pos.clone(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None, low_order: None, node_coords: self.node_coords.clone() };
+        let mut other = Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: OnceLock::new(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None, low_order: None, node_coords: self.node_coords.clone() };
         other.cells_only();
         Ok(other)
+    }
+
+    /// CSR position of every element-tangent entry (`[e][i][j]` over the
+    /// cells, then the boundary term's facets), `NONE` in fixed rows and
+    /// columns: made here at its first call, in parallel
+    /// ([`gathered_entry_slot`], one source with the GPU's).
+    pub fn entry_pos(&self) -> &[u32] {
+        self.entry_pos.get_or_init(|| {
+            let nl = self.physics.variant.n_local();
+            let mut pos = vec![0u32; self.entry_len()];
+            if nl > 0 {
+                let (rows, csr, fixed) = (&self.gather, &self.csr, &self.fixed);
+                pos.par_chunks_mut(nl * nl).enumerate().for_each(|(e, out)| {
+                    for (k, p) in out.iter_mut().enumerate() {
+                        // SAFETY: element e's rows are in the gather map,
+                        // which holds rows of the pattern
+                        *p = unsafe { gathered_entry_slot(e * nl * nl + k, nl, rows.as_ptr(), |r| fixed[r], csr.row_ptr.as_ptr(), csr.col.as_ptr()) };
+                    }
+                });
+            }
+            pos
+        })
+    }
+
+    /// Entries of all element tangents: the length of [`Setup::entry_pos`].
+    pub fn entry_len(&self) -> usize {
+        self.gather.len() * self.physics.variant.n_local()
     }
 
     /// Rows of the global system (nodes × components).
@@ -452,7 +468,7 @@ pub fn tangent_at<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<
     crate::error::same_len("state", u.len(), setup.n_rows())?;
     let state = b.prepare(setup, Some(b.default_format()), Scatter::Atomic)?;
     let (u, mut ue) = (b.upload(u)?, b.zeros(setup.gather.len())?);
-    let (mut kelem, mut kflat) = (b.zeros(setup.entry_pos.len())?, b.zeros(setup.csr.nnz())?);
+    let (mut kelem, mut kflat) = (b.zeros(setup.entry_len())?, b.zeros(setup.csr.nnz())?);
     b.gather(&state, &u, &mut ue)?;
     b.elements(&state, true, &ue, &mut kelem)?;
     b.assemble(&state, true, &kelem, &mut kflat)?;
@@ -747,7 +763,7 @@ mod tests {
                 let exact = |x: &[f64; 3]| 1.0 + x[0] - 2.0 * x[1] + 0.5 * x[2];
                 // fixed rows skip every entry of theirs, and so do their columns
                 let nl = space.nb();
-                for (k, &p) in setup.entry_pos.iter().enumerate() {
+                for (k, &p) in setup.entry_pos().iter().enumerate() {
                     let (e, i, j) = (k / (nl * nl), k / nl % nl, k % nl);
                     let (r, c) = (setup.gather[e * nl + i] as usize, setup.gather[e * nl + j] as usize);
                     assert_eq!(p == NONE, setup.fixed[r] || setup.fixed[c]);

@@ -380,7 +380,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                             inject: b.store_matrix(&levels.injection[l], above)?,
                             u: b.zeros(n)?,
                             ue: b.zeros(s.gather.len())?,
-                            kelem: b.zeros(super::assembly::padded(s.entry_pos.len(), scatter))?,
+                            kelem: b.zeros(super::assembly::padded(s.entry_len(), scatter))?,
                             kflat: b.zeros(s.csr.nnz())?,
                             inv: b.zeros(n)?,
                             mass: b.upload(&levels.mass[l])?,

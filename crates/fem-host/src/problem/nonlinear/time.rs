@@ -125,6 +125,7 @@ fn mass<K: Kernels<f64>>(setup: &Setup<K>, e: &[f64], held_columns: bool) -> Vec
     let nl = setup.physics.variant.n_local();
     let (n, ne) = (setup.csr.n_rows, e.len() / (nl * nl));
     let (start, items) = transpose_map(&setup.gather[..ne * nl], n);
+    let entry_pos = setup.entry_pos();
     let mut values = vec![0.0; setup.csr.nnz()];
     let out = SharedOut(values.as_mut_ptr());
     (0..n).into_par_iter().for_each(|r| {
@@ -132,7 +133,7 @@ fn mass<K: Kernels<f64>>(setup: &Setup<K>, e: &[f64], held_columns: bool) -> Vec
             let (cell, k) = (k as usize / nl, k as usize);
             for j in 0..nl {
                 let q = k * nl + j;
-                let p = match setup.entry_pos[q] {
+                let p = match entry_pos[q] {
                     NONE if held_columns && !setup.fixed[r] => setup.csr.position(r, setup.gather[cell * nl + j]).expect("the pattern holds every entry of a cell"),
                     NONE => continue,
                     p => p as usize,
@@ -332,10 +333,10 @@ mod tests {
             let (_, setup) = heat(&cpu, 7, 2);
             let nl = setup.physics.variant.n_local();
             // distinct values, so a misplaced or repeated entry shows
-            let e: Vec<f64> = (0..setup.entry_pos.len()).map(|k| 1.0 + (k % 97) as f64 / 31.0).collect();
+            let e: Vec<f64> = (0..setup.entry_len()).map(|k| 1.0 + (k % 97) as f64 / 31.0).collect();
             for held in [false, true] {
                 let mut serial = vec![0.0; setup.csr.nnz()];
-                for (k, (&p, v)) in setup.entry_pos.iter().zip(&e).enumerate() {
+                for (k, (&p, v)) in setup.entry_pos().iter().zip(&e).enumerate() {
                     let (cell, i, j) = (k / (nl * nl), k / nl % nl, k % nl);
                     let (r, c) = (setup.gather[cell * nl + i] as usize, setup.gather[cell * nl + j]);
                     if p != NONE {
