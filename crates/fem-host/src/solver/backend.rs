@@ -10,7 +10,6 @@ use super::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
 use crate::operator::csr::Csr;
 use crate::operator::gpu::GpuCsr;
 use crate::sparse::device::GpuEllWarp;
-use crate::sparse::device_warp::DEVICE_WARP_MAX_ROW;
 use crate::sparse::warp::{EllWarp, Numbering};
 use cudarc::driver::CudaSlice;
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
@@ -84,11 +83,7 @@ impl PrecondOps for CudaBackend {
             g.n_cols = n_cols;
             return Ok(Box::new(g));
         }
-        if m.max_row_len() <= DEVICE_WARP_MAX_ROW {
-            return Ok(Box::new(GpuEllWarp::from_csr(self, m, n_cols, None, 128)?));
-        }
-        let host = EllWarp::new(&CpuBackend::new(None)?, m, n_cols, None, Numbering::Remap)?;
-        Ok(Box::new(GpuEllWarp::upload(self, &host, 128)?))
+        Ok(Box::new(GpuEllWarp::stored(self, m, n_cols, None, 128)?))
     }
 
     fn spai<T: Scalar>(&self, cpu: &CpuBackend, pattern: &Csr<T>, values: &CudaSlice<T>) -> Result<(Matrix<Self, T>, Matrix<Self, T>)> {

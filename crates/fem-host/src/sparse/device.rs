@@ -5,7 +5,6 @@
 use super::cusparse::CusparseCsr;
 use super::ellt::{ell_with_source, EllT};
 use super::params::SpmvParams;
-use super::device_warp::DEVICE_WARP_MAX_ROW;
 use super::warp::{EllWarp, Numbering};
 use super::{Spmv, SpmvFormat};
 use crate::operator::csr::Csr;
@@ -77,8 +76,8 @@ pub fn prepare_gpu<T: Scalar>(
         k => {
             let (k2, numbering) = k.warp().expect("a K format");
             let threshold = k2.then_some(p.threshold);
-            if numbering == Numbering::Remap && csr.max_row_len() <= DEVICE_WARP_MAX_ROW {
-                return Ok(Box::new(GpuEllWarp::from_csr(gpu, csr, csr.n_rows, threshold, p.block)?));
+            if numbering == Numbering::Remap {
+                return Ok(Box::new(GpuEllWarp::stored(gpu, csr, csr.n_rows, threshold, p.block)?));
             }
             Box::new(GpuEllWarp::upload(gpu, &EllWarp::new(cpu, csr, csr.n_rows, threshold, numbering)?, p.block)?)
         }
@@ -196,7 +195,19 @@ fn ellt_bytes<T: Scalar>(slots: usize, lens: usize) -> usize {
 }
 
 fn warp_bytes<T: Scalar>(m: &EllWarp<T>) -> usize {
-    m.slots() * (T::BYTES + 4) + m.slices.len() * 16 + if m.remaps() { m.n_rows * 4 } else { 0 }
+    slots_bytes::<T>(m.slots(), m.slices.len(), if m.remaps() { m.n_rows } else { 0 })
+}
+
+/// Bytes an ELL-WARP product reads: `slots` columns and values, `slices`
+/// slices of four words, and `perm_rows` permutation entries (the rows of
+/// the original numbering's formats, none for the renumbered ones).
+pub(crate) fn slots_bytes<T: Scalar>(slots: usize, slices: usize, perm_rows: usize) -> usize {
+    slots * (T::BYTES + 4) + slices * 16 + perm_rows * 4
+}
+
+/// The slices as the kernels read them: four words each.
+pub(crate) fn slice_words(slices: &[fem_kernels::sparse::Slice]) -> Vec<u32> {
+    slices.iter().flat_map(|s| [s.offset, s.width, s.row, s.shift]).collect()
 }
 
 /// `dst[pos[k]] += src[k]` by atomic adds on the GPU, skipping `u32::MAX`
@@ -443,11 +454,7 @@ impl<T: Scalar> GpuEllWarp<T> {
     pub fn upload(gpu: &CudaBackend, m: &EllWarp<T>, block: u32) -> Result<Self> {
         gpu.ensure_free(m.slots() * (8 + T::BYTES) + m.slices.len() * 16 + m.n_rows * 4)?;
         let s = gpu.stream();
-        let flat: Vec<u32> = m
-            .slices
-            .iter()
-            .flat_map(|s| [s.offset, s.width, s.row, s.shift])
-            .collect();
+        let flat = slice_words(&m.slices);
         // The kernel reads `perm` only when it remaps; keep it non-empty.
         let perm = if m.perm.is_empty() {
             vec![0]

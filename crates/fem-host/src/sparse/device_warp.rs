@@ -5,9 +5,9 @@
 //! [`EllWarp::new`], checked against it by the GPU tests. Only the number
 //! of rows of each length comes back, for the slices.
 
-use super::device::GpuEllWarp;
+use super::device::{slice_words, slots_bytes, GpuEllWarp};
 use super::spgemm::{u32s, zeros_u32};
-use super::warp::EllWarp;
+use super::warp::{EllWarp, Numbering};
 use crate::operator::csr::Csr;
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, PushKernelArg};
@@ -50,8 +50,7 @@ impl<T: Scalar> GpuEllWarp<T> {
         let slices = EllWarp::<T>::slices(n, len, threshold)?;
         let slots = slices.last().map_or(0, |s| s.offset as usize + s.width as usize * SLICE_LANES);
         gpu.ensure_free(slots * (8 + T::BYTES) + slices.len() * 16)?;
-        let flat: Vec<u32> = slices.iter().flat_map(|s| [s.offset, s.width, s.row, s.shift]).collect();
-        let d_slices = u32s(gpu, &flat)?;
+        let d_slices = u32s(gpu, &slice_words(&slices))?;
         let (mut col, mut src) = (zeros_u32(gpu, slots)?, zeros_u32(gpu, slots)?);
         if !slices.is_empty() {
             let (ns, pad) = (slices.len(), pad.unwrap_or(NONE));
@@ -63,7 +62,7 @@ impl<T: Scalar> GpuEllWarp<T> {
             super::device::gpu_gather(gpu, &src, v, &mut val)?;
         }
         let name = format!("k{}", if threshold.is_some() { 2 } else { 1 });
-        let bytes = slots * (T::BYTES + 4) + slices.len() * 16 + n * 4;
+        let bytes = slots_bytes::<T>(slots, slices.len(), n);
         Ok(Self { name, n_rows: n, n_cols: m.n_cols, n_slices: slices.len(), block, remap: true, slices: d_slices, col, val, perm, src, host_perm: Vec::new(), bytes })
     }
 
@@ -75,6 +74,16 @@ impl<T: Scalar> GpuEllWarp<T> {
         let (row_ptr, col, val) = (u32s(gpu, &csr.row_ptr)?, u32s(gpu, &csr.col)?, gpu.upload(&csr.val)?);
         let m = DeviceCsr { n_rows: csr.n_rows, n_cols, max_len: csr.max_row_len(), row_ptr: &row_ptr, col: &col, val: Some(&val) };
         Self::on_device(gpu, &m, threshold, None, block)
+    }
+
+    /// K1 or K2 of the host matrix `csr` in the original numbering: built
+    /// on the GPU ([`GpuEllWarp::from_csr`]) where its rows allow, on the
+    /// host and sent where a row is longer than [`DEVICE_WARP_MAX_ROW`].
+    pub fn stored(gpu: &CudaBackend, csr: &Csr<T>, n_cols: usize, threshold: Option<usize>, block: u32) -> Result<Self> {
+        if csr.max_row_len() <= DEVICE_WARP_MAX_ROW {
+            return Self::from_csr(gpu, csr, n_cols, threshold, block);
+        }
+        Self::upload(gpu, &EllWarp::new(&crate::CpuBackend::new(None)?, csr, n_cols, threshold, Numbering::Remap)?, block)
     }
 }
 
