@@ -130,7 +130,10 @@
 //!
 //! Pass `&cpu` instead of `&gpu` to run the same solve on the CPU backend;
 //! the tests of `examples/user-physics` check that both give the same
-//! solution to 1e-10.
+//! solution to 1e-10. For millions of rows, build the set-up with
+//! `Setup::constrained_on(&gpu, &cpu, ...)` (and the multigrid levels below
+//! with `with_multigrid_on(&gpu, &cpu, &nested)`): the sparsity patterns
+//! are then made on the GPU and brought back, the same as the host's.
 //!
 //! For large meshes Jacobi-CG needs more iterations at every refinement.
 //! Multigrid keeps them flat: build the space on the file's mesh refined

@@ -364,12 +364,12 @@ struct One<'a> {
 /// time steps' and the host set-up seconds.
 fn solve_one<K: Kernels<f64> + 'static>(c: &One, marks: &mut Marks, stage: &dyn Fn(&str), each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>) -> Result<(Vec<f64>, NewtonReport, Option<TimeReport>, f64)> {
     let space = c.problem.space();
-    let setup = Setup::<K>::constrained(c.cpu, space, c.aux, &c.problem.constraints, Some(&c.problem.load))?;
+    let setup = with_backend!(c.any, |b| Setup::<K>::constrained_on(b, c.cpu, space, c.aux, &c.problem.constraints, Some(&c.problem.load)))?;
     let setup = match c.boundary {
         Some(part) => setup.with_boundary_term(space, part)?,
         None => setup,
     };
-    let setup = levels(setup, c.cpu, &c.problem.nested, c.o)?;
+    let setup = levels(setup, c.any, c.cpu, &c.problem.nested, c.o)?;
     let host = marks.total();
     marks.mark("pattern");
     stage("solve");
@@ -379,9 +379,9 @@ fn solve_one<K: Kernels<f64> + 'static>(c: &One, marks: &mut Marks, stage: &dyn 
 
 /// The set-up with the coarser levels of `nested` when multigrid
 /// preconditions, with its low-order level when AMG does.
-fn levels<K: Kernels<f64>>(setup: Setup<K>, cpu: &CpuBackend, nested: &NestedSpaces, o: &MeshSolveOptions) -> Result<Setup<K>> {
+fn levels<K: Kernels<f64>>(setup: Setup<K>, any: &AnyBackend, cpu: &CpuBackend, nested: &NestedSpaces, o: &MeshSolveOptions) -> Result<Setup<K>> {
     match o.newton.precond {
-        Precond::Multigrid(_) => setup.with_multigrid(cpu, nested),
+        Precond::Multigrid(_) => with_backend!(any, |b| setup.with_multigrid_on(b, cpu, nested)),
         Precond::Amg(_) => setup.with_low_order(nested.finest()),
         _ => Ok(setup),
     }

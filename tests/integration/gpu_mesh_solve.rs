@@ -280,3 +280,66 @@ fn gpu_ranks_solve_as_one_cpu_rank() {
         }
     }
 }
+
+/// A Newton set-up's sparsity patterns built on the GPU
+/// (`Setup::constrained_on`, `Setup::with_multigrid_on`) are the host's,
+/// level by level, with the same diagonals and fixed rows: triangles,
+/// tetrahedra, quadrilaterals and hexahedra in random node orders, scalar
+/// and vector fields, and rows too long for the device (Q3 hexahedra,
+/// 3D Q2 elasticity), which the host builds. And the device's pattern
+/// alone: rows no cell touches, no cells, and a row past the end.
+#[test]
+fn gpu_set_up_patterns_are_the_hosts() {
+    use fem::host::operator::csr::Csr;
+    use fem::host::operator::device_pattern::DevicePattern;
+    use fem::host::operator::pointwise::Aux;
+    use fem::host::problem::nonlinear::Setup;
+    use fem::host::solver::ordering::Ordering;
+    use fem::host::space::{BoundaryPart, CellMesh, Constraints, NestedSpaces};
+    use fem::kernels::physics::{Elasticity, Poisson};
+    let Some(gpu) = common::gpu("gpu_set_up_patterns_are_the_hosts") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let same = |a: &Setup<Poisson>, b: &Setup<Poisson>, label: &str| {
+        assert_eq!((a.csr.n_rows, &a.csr.row_ptr, &a.csr.col), (b.csr.n_rows, &b.csr.row_ptr, &b.csr.col), "{label}");
+        assert_eq!((&a.csr.val, &a.diag_pos, &a.fixed), (&b.csr.val, &b.diag_pos, &b.fixed), "{label}");
+    };
+    let simplex = |d, n| CellMesh::Simplex(SimplexBox::unstructured(d, n, 3).build().unwrap());
+    let tensor = |d, n| CellMesh::Tensor(BoxMesh::unstructured(d, n, 3).build().unwrap());
+    for (mesh, p, levels, label) in [(simplex(2, 3), 1, 3, "P1 triangles"), (simplex(2, 2), 2, 2, "P2 triangles"), (simplex(3, 1), 2, 2, "P2 tetrahedra"), (tensor(2, 3), 1, 3, "Q1 quadrilaterals"), (tensor(3, 1), 2, 2, "Q2 hexahedra"), (tensor(3, 2), 3, 1, "Q3 hexahedra")] {
+        let nested = NestedSpaces::new(mesh, p, levels).unwrap().renumbered(&cpu, Ordering::Random, 5).unwrap();
+        let s = nested.finest();
+        let kappa: Vec<f64> = (0..s.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
+        let bcs = Constraints::none(s, 1).dirichlet(s, &BoundaryPart::All, |_, u| u[0] = 0.0).unwrap();
+        let host = Setup::<Poisson>::constrained(&cpu, s, Aux::Nodal(&kappa), &bcs, None).unwrap();
+        let device = Setup::<Poisson>::constrained_on(&gpu, &cpu, s, Aux::Nodal(&kappa), &bcs, None).unwrap();
+        same(&host, &device, label);
+        if levels == 1 {
+            continue; // Q3's nodes do not nest
+        }
+        let host = host.with_multigrid(&cpu, &nested).unwrap();
+        let device = device.with_multigrid_on(&gpu, &cpu, &nested).unwrap();
+        let (h, d) = (host.levels.as_ref().unwrap(), device.levels.as_ref().unwrap());
+        assert_eq!(h.setups.len(), levels - 1);
+        for (l, (a, b)) in h.setups.iter().zip(&d.setups).enumerate() {
+            same(a, b, &format!("{label}, level {l}"));
+        }
+    }
+    for (mesh, p) in [(tensor(2, 3), 1), (tensor(3, 1), 2)] {
+        let s = NestedSpaces::new(mesh, p, 1).unwrap().spaces.remove(0);
+        let lame: Vec<f64> = (0..s.n_cells()).flat_map(|_| [1.0, 0.5]).collect();
+        let bcs = Constraints::none(&s, s.dim()).dirichlet(&s, &BoundaryPart::All, |_, u| u.fill(0.0)).unwrap();
+        let host = Setup::<Elasticity>::constrained(&cpu, &s, Aux::Cell(&lame), &bcs, None).unwrap();
+        let device = Setup::<Elasticity>::constrained_on(&gpu, &cpu, &s, Aux::Cell(&lame), &bcs, None).unwrap();
+        assert_eq!((&host.csr.row_ptr, &host.csr.col, &host.csr.val, &host.diag_pos), (&device.csr.row_ptr, &device.csr.col, &device.csr.val, &device.diag_pos), "elasticity Q{p}");
+    }
+    // two triangles and a lone quadrilateral's worth of rows, rows 7 and 8 in no cell
+    let rows = [0, 1, 2, 2, 1, 3, 4, 5, 6, 4, 6, 0];
+    let p = DevicePattern::host_pattern(&gpu, 9, 3, &rows).unwrap().unwrap();
+    let q = Csr::<f64>::cells_pattern(&cpu, 9, 3, &rows, &[]).unwrap();
+    assert_eq!((p.n_rows, &p.row_ptr, &p.col, &p.val), (q.n_rows, &q.row_ptr, &q.col, &q.val));
+    assert_eq!(&p.row_ptr[7..], &[p.col.len() as u32; 3]);
+    assert!(DevicePattern::host_pattern(&gpu, 9, 3, &[]).unwrap().is_none());
+    let e = DevicePattern::host_pattern(&gpu, 6, 3, &rows).unwrap_err().to_string();
+    assert!(e.contains("row 6") && e.contains("6 rows"), "{e}");
+    assert!(DevicePattern::host_pattern(&gpu, 9, 5, &rows).is_err());
+}

@@ -6,7 +6,7 @@
 //! entry in the CSR arrays (the "indexing data" of global assembly).
 
 use super::cell_data::{CellData, Disjoint};
-use super::colouring::{block_colours, row_cells};
+use super::colouring::block_colours;
 use super::elements::{each_cell, ElementMatrices};
 use super::LinearOperator;
 use crate::space::dirichlet::NONE;
@@ -34,8 +34,17 @@ impl<T: Scalar> Csr<T> {
     /// The sparsity pattern of `layout`'s operator, values zero. Fixed rows
     /// hold their diagonal only.
     pub fn pattern(cpu: &CpuBackend, layout: &Layout) -> Result<Self> {
-        let (nb, n_rows) = (layout.dofs_per_cell, layout.n_rows);
-        let (offsets, touching) = row_cells(layout);
+        Self::cells_pattern(cpu, layout.n_rows, layout.dofs_per_cell, &layout.cell_rows, &layout.fixed)
+    }
+
+    /// The sparsity pattern of the `n_rows` rows of the cells whose rows
+    /// are `cell_rows` (`[c·nb + i]`, [`NONE`] where eliminated), values
+    /// zero; rows where `fixed` is true (none when it is empty) hold their
+    /// diagonal only.
+    pub fn cells_pattern(cpu: &CpuBackend, n_rows: usize, nb: usize, cell_rows: &[u32], fixed: &[bool]) -> Result<Self> {
+        let is_fixed = |r: usize| !fixed.is_empty() && fixed[r];
+        let around = crate::mesh::adjacency::VertexCells::of_ids(cell_rows.len() / nb.max(1), n_rows, |c| &cell_rows[c * nb..(c + 1) * nb]);
+        let (offsets, touching) = (around.start, around.cells);
         // rows in blocks, each block's columns in one vector: a vector per
         // row from many threads costs more than the sorting. A row's
         // columns are kept once by a mark per column (the row's own
@@ -57,12 +66,12 @@ impl<T: Scalar> Csr<T> {
                         let (mut len, mut col) = (Vec::new(), Vec::new());
                         for r in b * PATTERN_BLOCK..((b + 1) * PATTERN_BLOCK).min(n_rows) {
                             let start = col.len();
-                            if layout.fixed[r] {
+                            if is_fixed(r) {
                                 col.push(r as u32);
                             } else {
                                 for &c in &touching[offsets[r]..offsets[r + 1]] {
-                                    for &j in &layout.cell_rows[c as usize * nb..(c as usize + 1) * nb] {
-                                        if j != NONE && !layout.fixed[j as usize] && seen[j as usize] != r as u32 {
+                                    for &j in &cell_rows[c as usize * nb..(c as usize + 1) * nb] {
+                                        if j != NONE && !is_fixed(j as usize) && seen[j as usize] != r as u32 {
                                             seen[j as usize] = r as u32;
                                             col.push(j);
                                         }
@@ -84,7 +93,7 @@ impl<T: Scalar> Csr<T> {
         // join of a pattern of 10⁸ entries took as long as building it
         let mut col = vec![0u32; nnz];
         cpu.install(|| row_blocks(&row_ptr, PATTERN_BLOCK, &mut col).into_par_iter().zip(blocks).for_each(|(to, (_, from))| to.copy_from_slice(&from)));
-        Ok(Self { n_rows: layout.n_rows, row_ptr, col, val: vec![T::ZERO; nnz] })
+        Ok(Self { n_rows, row_ptr, col, val: vec![T::ZERO; nnz] })
     }
 
     /// The `n_rows` rows of `len(r)` entries each, written by `fill(r,

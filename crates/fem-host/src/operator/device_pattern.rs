@@ -12,6 +12,7 @@ use super::gpu::GpuCells;
 use crate::sparse::spgemm::{u32s, zeros_u32};
 use crate::{CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, PushKernelArg};
+use rayon::prelude::*;
 
 /// Row offsets and ascending columns of a sparsity pattern, on the device.
 pub struct DevicePattern {
@@ -41,22 +42,61 @@ impl DevicePattern {
     /// [`DEVICE_ROW_COLUMNS`](fem_kernels::pattern::DEVICE_ROW_COLUMNS)
     /// columns (high degrees), for the host to build.
     pub fn of_cells<T: Scalar>(gpu: &CudaBackend, cells: &GpuCells<T>) -> Result<Option<Self>> {
-        let (n, ne, nb) = (cells.n_rows, cells.ne, cells.nb);
+        Self::of_map(gpu, cells.n_rows, cells.ne, cells.nb, &cells.map, &cells.fixed_flags)
+    }
+
+    /// The pattern of `n_rows` rows of the cells whose rows are
+    /// `cell_rows` (`[e·nb + i]`, cell after cell, every row free: a
+    /// Newton set-up's gather map), built on the device as
+    /// [`DevicePattern::of_cells`] builds it and brought to the host,
+    /// values zero: the same rows and ascending columns as
+    /// [`Csr::cells_pattern`]'s. `None` where a row has more columns than
+    /// the device collects.
+    pub fn host_pattern(gpu: &CudaBackend, n_rows: usize, nb: usize, cell_rows: &[u32]) -> Result<Option<Csr<f64>>> {
+        if nb == 0 || cell_rows.len() % nb != 0 {
+            return Err(Error::InvalidArgument(format!("{} cell rows are not whole cells of {nb}", cell_rows.len())));
+        }
+        let ne = cell_rows.len() / nb;
+        if ne == 0 {
+            return Ok(None);
+        }
+        if let Some(r) = cell_rows.par_iter().find_any(|&&r| r as usize >= n_rows) {
+            return Err(Error::InvalidArgument(format!("a cell's row {r} is past the pattern's {n_rows} rows")));
+        }
+        gpu.ensure_free((2 * cell_rows.len() + n_rows) * 4)?;
+        let s = gpu.stream();
+        let rows = u32s(gpu, cell_rows)?;
+        let mut map = indices(gpu, cell_rows.len())?;
+        let f = gpu.function("fem_pattern_transposed_rows")?;
+        unsafe { s.launch_builder(&f).arg(&ne).arg(&nb).arg(&rows).arg(&mut map).launch(gpu.per_item(cell_rows.len())) }?;
+        drop(rows);
+        let free = s.alloc_zeros::<u8>(n_rows.max(1))?;
+        let Some(p) = Self::of_map(gpu, n_rows, ne, nb, &map, &free)? else { return Ok(None) };
+        drop(map);
+        let col = if p.nnz == 0 { Vec::new() } else { s.clone_dtoh(&p.col)? };
+        let row_ptr = s.clone_dtoh(&p.row_ptr)?;
+        Ok(Some(Csr { n_rows, row_ptr, col, val: vec![0.0; p.nnz] }))
+    }
+
+    /// [`DevicePattern::of_cells`] of the transposed map `map`
+    /// (`[i·ne + e]`, entries flagged fixed or [`NONE`](fem_kernels::sparse::NONE)) and the
+    /// rows' fixed flags.
+    fn of_map(gpu: &CudaBackend, n: usize, ne: usize, nb: usize, map: &CudaSlice<u32>, fixed_flags: &CudaSlice<u8>) -> Result<Option<Self>> {
         let entries = ne * nb;
         // counts and fill, rows' cells (at most one per entry), lengths and offsets
         gpu.ensure_free((entries + 4 * n + 2) * 4)?;
         let s = gpu.stream();
         let mut count = indices(gpu, n)?;
-        unsafe { s.launch_builder(&gpu.function("fem_pattern_cell_counts")?).arg(&entries).arg(&cells.map).arg(&mut count).launch(gpu.per_item(entries)) }?;
+        unsafe { s.launch_builder(&gpu.function("fem_pattern_cell_counts")?).arg(&entries).arg(map).arg(&mut count).launch(gpu.per_item(entries)) }?;
         let (start, total) = gpu.exclusive_scan(&count)?;
         let mut fill = count; // counted into `start` now
         s.memset_zeros(&mut fill)?;
         let mut around = indices(gpu, (total as usize).max(1))?;
-        unsafe { s.launch_builder(&gpu.function("fem_pattern_cells_around")?).arg(&ne).arg(&entries).arg(&cells.map).arg(&start).arg(&mut fill).arg(&mut around).launch(gpu.per_item(entries)) }?;
+        unsafe { s.launch_builder(&gpu.function("fem_pattern_cells_around")?).arg(&ne).arg(&entries).arg(map).arg(&start).arg(&mut fill).arg(&mut around).launch(gpu.per_item(entries)) }?;
         let mut len = fill;
         let mut width = indices(gpu, 1)?;
         let f = gpu.function("fem_pattern_row_lengths")?;
-        unsafe { s.launch_builder(&f).arg(&n).arg(&ne).arg(&nb).arg(&cells.map).arg(&start).arg(&around).arg(&cells.fixed_flags).arg(&mut len).arg(&mut width).launch(gpu.per_item(n)) }?;
+        unsafe { s.launch_builder(&f).arg(&n).arg(&ne).arg(&nb).arg(map).arg(&start).arg(&around).arg(fixed_flags).arg(&mut len).arg(&mut width).launch(gpu.per_item(n)) }?;
         let width = s.clone_dtoh(&width)?[0];
         if width == u32::MAX {
             return Ok(None);
@@ -68,7 +108,7 @@ impl DevicePattern {
         drop(len);
         let mut col = indices(gpu, nnz as usize)?;
         let f = gpu.function("fem_pattern_columns")?;
-        unsafe { s.launch_builder(&f).arg(&n).arg(&ne).arg(&nb).arg(&cells.map).arg(&start).arg(&around).arg(&cells.fixed_flags).arg(&row_ptr).arg(&mut col).launch(gpu.per_item(n)) }?;
+        unsafe { s.launch_builder(&f).arg(&n).arg(&ne).arg(&nb).arg(map).arg(&start).arg(&around).arg(fixed_flags).arg(&row_ptr).arg(&mut col).launch(gpu.per_item(n)) }?;
         Ok(Some(Self { n_rows: n, width: width as usize, nnz: nnz as usize, row_ptr, col }))
     }
 

@@ -262,10 +262,10 @@ pub fn solve_with<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOpti
     let kappa: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
     let load = Load::zero(space, 1).source(space, |_, f| f[0] = 1.0);
     clock.start("sparsity");
-    let mut setup = Setup::<Poisson>::constrained(cpu, space, Aux::Nodal(&kappa), &constraints, Some(&load))?;
+    let mut setup = Setup::<Poisson>::constrained_on(bk, cpu, space, Aux::Nodal(&kappa), &constraints, Some(&load))?;
     clock.start("coarse levels");
     match precond {
-        Pipeline::Multigrid(_) => setup = setup.with_multigrid(cpu, &nested)?,
+        Pipeline::Multigrid(_) => setup = setup.with_multigrid_on(bk, cpu, &nested)?,
         Pipeline::Amg(_) => setup = setup.with_low_order(space)?,
         _ => {}
     }

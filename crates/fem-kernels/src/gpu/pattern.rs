@@ -81,3 +81,14 @@ pub unsafe fn pattern_columns(n_rows: usize, ne: usize, nb: usize, map: *const u
         }
     });
 }
+
+/// `map[i·ne + e]` = `cell_rows[e·nb + i]`: the rows of `ne` cells of
+/// `nb` entries each, cell after cell (a set-up's gather map, every row
+/// free), in the transposed layout the kernels above read.
+#[kernel]
+pub unsafe fn pattern_transposed_rows(ne: usize, nb: usize, cell_rows: *const u32, map: *mut u32) {
+    grid_stride_fold(ne * nb, (), |(), t| {
+        let (e, i) = (t / nb, t % nb);
+        *map.add(i * ne + e) = *cell_rows.add(t);
+    });
+}

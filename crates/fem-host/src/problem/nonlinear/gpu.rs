@@ -157,6 +157,14 @@ impl GpuState {
 impl NewtonOps for CudaBackend {
     type State = GpuState;
 
+    fn cells_pattern(&self, cpu: &CpuBackend, n_rows: usize, nb: usize, cell_rows: &[u32]) -> Result<Csr<f64>> {
+        // rows past a thread's buffer (high degrees) are the host's
+        match DevicePattern::host_pattern(self, n_rows, nb, cell_rows)? {
+            Some(p) => Ok(p),
+            None => Csr::cells_pattern(cpu, n_rows, nb, cell_rows, &[]),
+        }
+    }
+
     fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, tangent: Option<SpmvFormat>, scatter: Scatter) -> Result<GpuState> {
         let s = self.stream();
         let lma = tangent.is_none();
