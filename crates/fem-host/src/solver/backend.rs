@@ -10,6 +10,7 @@ use super::ssor::{CpuSsor, GpuSsor, GpuSsorMatrix, RowColouring, SsorMatrix};
 use crate::operator::csr::Csr;
 use crate::operator::gpu::GpuCsr;
 use crate::sparse::device::GpuEllWarp;
+use crate::sparse::SpmvFormat;
 use crate::sparse::warp::{EllWarp, Numbering};
 use cudarc::driver::CudaSlice;
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
@@ -22,6 +23,12 @@ pub trait PrecondOps: Backend + Sized + 'static {
     /// backend's SpMV format for hierarchies: ELL-WARP K1, which keeps the
     /// original numbering.
     fn store_matrix<T: Scalar>(&self, m: &Csr<T>, n_cols: usize) -> Result<Matrix<Self, T>>;
+    /// The SpMV format [`PrecondOps::store_matrix`] keeps a matrix of
+    /// `n_rows` rows and `nnz` entries in.
+    fn stored_format(&self, n_rows: usize, nnz: usize) -> SpmvFormat {
+        let _ = (n_rows, nnz);
+        SpmvFormat::K1
+    }
     /// SSOR sweeping `a` in the order of `colouring` (of `a`'s pattern).
     fn ssor<T: Scalar>(&self, a: &Csr<T>, colouring: &RowColouring) -> Result<Self::Ssor<T>>;
     /// SPAI(1) `M` of the square matrix of pattern `pattern` (ascending
@@ -74,11 +81,18 @@ impl PrecondOps for CpuBackend {
 impl PrecondOps for CudaBackend {
     type Ssor<T: Scalar> = GpuSsor<T>;
 
-    fn store_matrix<T: Scalar>(&self, m: &Csr<T>, n_cols: usize) -> Result<Matrix<Self, T>> {
+    fn stored_format(&self, n_rows: usize, nnz: usize) -> SpmvFormat {
         // rows of 64 entries and more (a dense coarse inverse, the small
         // coarse levels of AMG) share a warp: ELL-WARP's thread a row
         // leaves the GPU waiting on a few long rows
-        if m.nnz() >= LONG_ROWS * m.n_rows.max(1) {
+        match nnz >= LONG_ROWS * n_rows.max(1) {
+            true => SpmvFormat::Csr,
+            false => SpmvFormat::K1,
+        }
+    }
+
+    fn store_matrix<T: Scalar>(&self, m: &Csr<T>, n_cols: usize) -> Result<Matrix<Self, T>> {
+        if self.stored_format(m.n_rows, m.nnz()) == SpmvFormat::Csr {
             let mut g = GpuCsr::from_csr(self, m, GpuCsr::<T>::default_threads_per_row(m.nnz(), m.n_rows))?;
             g.n_cols = n_cols;
             return Ok(Box::new(g));

@@ -117,9 +117,11 @@ impl LinearScalar for f32 {
 /// preconditioner.
 pub(super) struct Linear<B: NewtonOps, T: LinearScalar> {
     pub matrix: Option<Box<dyn Spmv<B, T>>>,
-    /// Whether the tangent is multigrid's finest operator, stored in the
-    /// format asked for (ELL-WARP K1) and refilled by the
-    /// preconditioner's update: one copy of the largest matrix, not two.
+    /// Whether the tangent is multigrid's finest operator, where the
+    /// hierarchy stores it in the format asked for
+    /// ([`PrecondOps::stored_format`](crate::solver::PrecondOps::stored_format)),
+    /// refilled by the preconditioner's update: one copy of the largest
+    /// matrix, not two.
     shared: bool,
     values: Option<B::Vector<T>>,
     inv_diag: Option<B::Vector<T>>,
@@ -131,7 +133,7 @@ impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
     /// The tangent in `format` (`None`: element matrices) and the
     /// preconditioner `o.precond` of `setup`, in `T`.
     pub fn new<K: Kernels<f64> + 'static>(b: &B, state: &B::State, setup: &Setup<K>, format: Option<SpmvFormat>, o: &NewtonOptions) -> Result<Self> {
-        let shared = matches!(o.precond, super::Precond::Multigrid(_)) && format == Some(SpmvFormat::K1);
+        let shared = matches!(o.precond, super::Precond::Multigrid(_)) && format == Some(b.stored_format(setup.csr.n_rows, setup.csr.nnz()));
         let matrix = if shared { None } else { format.map(|f| b.matrix(state, setup, f)).transpose()? };
         Ok(Self { matrix, shared, values: None, inv_diag: None, pair: None, precond: Prepared::new(b, setup, o.precond, o.scatter)? })
     }
