@@ -632,6 +632,22 @@ impl<B: NewtonOps> Workspace<B> {
         b.set_residual_base(&mut self.state, base)
     }
 
+    /// Gives multigrid's coarse levels the mass matrices of `setup`'s
+    /// levels, from `fine`, the finest one's values of its pattern
+    /// ([`Levels::masses`]), for time steps; nothing without multigrid.
+    pub fn set_level_masses<K: Kernels<f64>>(&mut self, b: &B, cpu: &CpuBackend, setup: &Setup<K>, fine: &[f64]) -> Result<()> {
+        let prepared_levels = match &self.linear {
+            Solve::F64(l) => l.precond.levels(),
+            Solve::F32(l) => l.precond.levels(),
+        };
+        let (Some(levels), true) = (&setup.levels, prepared_levels) else { return Ok(()) };
+        let masses = levels.masses(cpu, &setup.csr, fine)?;
+        match &mut self.linear {
+            Solve::F64(l) => l.precond.set_masses(b, &masses),
+            Solve::F32(l) => l.precond.set_masses(b, &masses),
+        }
+    }
+
     /// The time the physics' pointwise functions see (`Point::t`) in the
     /// solves and residuals that follow (0 until set).
     pub fn set_time(&mut self, b: &B, t: f64) {

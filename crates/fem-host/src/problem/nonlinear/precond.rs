@@ -15,7 +15,7 @@
 //! not Galerkin products, and nothing returns to the host but the coarse
 //! solve's scalars.
 
-use super::time::mass_values;
+use crate::solver::transfer::transpose;
 use super::{host_pattern, tangent_values, Extra, NewtonOps, Patterns, Scatter, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
@@ -103,9 +103,40 @@ pub struct Levels<K> {
     /// `injection[l]` takes a field of level `l + 1` to level `l`: one 1
     /// per row, at the same node.
     pub injection: Vec<Csr<f64>>,
-    /// `mass[l]`: level `l`'s mass matrix as values of its pattern, for
-    /// the time steps' `c · M` term.
-    pub mass: Vec<Vec<f64>>,
+}
+
+impl<K: Kernels<f64>> Levels<K> {
+    /// Every level's mass matrix, coarsest first, as values of its pattern
+    /// (zero in fixed rows and columns), for the time steps' `c · M` term:
+    /// each the Galerkin product Pᵀ M P of the next finer one's, from
+    /// `fine`, the finest level's (values of `pattern`). For nested spaces
+    /// it is the coarse space's own (its basis functions are sums of the
+    /// finer ones), integrated by the finer rule; made only where time
+    /// stepping asks for it.
+    pub fn masses(&self, cpu: &CpuBackend, pattern: &Csr<f64>, fine: &[f64]) -> Result<Vec<Vec<f64>>> {
+        crate::error::same_len("the finest mass matrix's values", fine.len(), pattern.nnz())?;
+        let mut finer = Csr { val: fine.to_vec(), ..pattern.clone() };
+        let mut masses = Vec::with_capacity(self.setups.len());
+        for (s, p) in self.setups.iter().zip(&self.prolongation).rev() {
+            let product = amg::product::multiply(cpu, &transpose(p, s.n_rows()), &amg::product::multiply(cpu, &finer, p)?)?;
+            let mut values = vec![0.0; s.csr.nnz()];
+            let out = SharedOut(values.as_mut_ptr());
+            cpu.install(|| {
+                (0..product.n_rows).into_par_iter().try_for_each(|r| {
+                    for k in product.row_ptr[r] as usize..product.row_ptr[r + 1] as usize {
+                        let at = s.csr.position(r, product.col[k]).ok_or_else(|| Error::InvalidArgument(format!("a coarse mass matrix's entry ({r}, {}) is not in its level's pattern", product.col[k])))?;
+                        // SAFETY: `at` is in row r's entries, which only this row writes
+                        unsafe { out.write(at, product.val[k]) };
+                    }
+                    Ok::<_, Error>(())
+                })
+            })?;
+            finer = Csr { val: values, ..s.csr.clone() };
+            masses.push(finer.val.clone());
+        }
+        masses.reverse();
+        Ok(masses)
+    }
 }
 
 impl<K: Kernels<f64>> Setup<K> {
@@ -158,7 +189,7 @@ impl<K: Kernels<f64>> Setup<K> {
         if fine.n_cells() != self.physics.n_cells || fine.n_dofs * nc != self.n_rows() {
             return Err(Error::InvalidArgument("multigrid: the set-up is not of the finest space of the hierarchy".into()));
         }
-        let mut levels = Levels { setups: Vec::new(), prolongation: Vec::new(), injection: Vec::new(), mass: Vec::new() };
+        let mut levels = Levels { setups: Vec::new(), prolongation: Vec::new(), injection: Vec::new() };
         let (mut fixed, mut aux) = (self.fixed.clone(), self.physics.a.clone());
         for l in (0..top).rev() {
             let (coarse, finer) = (&nested.spaces[l], &nested.spaces[l + 1]);
@@ -181,7 +212,6 @@ impl<K: Kernels<f64>> Setup<K> {
             }
             levels.prolongation.push(field_prolongation(&p, nc, &coarse_fixed, &fixed)?);
             levels.injection.push(Csr { n_rows: rows.len(), row_ptr: (0..=rows.len() as u32).collect(), col: rows, val: vec![1.0; coarse.n_dofs * nc] });
-            levels.mass.push(mass_values(&setup, coarse));
             (fixed, aux) = (coarse_fixed, setup.physics.a.clone());
             levels.setups.push(setup);
         }
@@ -189,7 +219,6 @@ impl<K: Kernels<f64>> Setup<K> {
             list.reverse();
         }
         levels.setups.reverse();
-        levels.mass.reverse();
         self.levels = Some(Box::new(levels));
         Ok(self)
     }
@@ -237,7 +266,9 @@ pub(super) struct Level<B: NewtonOps, T: LinearScalar> {
     kelem: B::Vector<f64>,
     kflat: B::Vector<f64>,
     inv: B::Vector<f64>,
-    mass: B::Vector<f64>,
+    /// The level's mass matrix as values of its pattern, once time
+    /// stepping has set it ([`Prepared::set_masses`]).
+    mass: Option<B::Vector<f64>>,
     /// `kflat` and `inv` in the solve's precision (f32 only).
     values: Option<B::Vector<T>>,
     inv_t: Option<B::Vector<T>>,
@@ -394,7 +425,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                             kelem: b.zeros(super::assembly::padded(s.entry_len(), scatter))?,
                             kflat: b.zeros(s.csr.nnz())?,
                             inv: b.zeros(n)?,
-                            mass: b.upload(&levels.mass[l])?,
+                            mass: None,
                             values: None,
                             inv_t: None,
                         })
@@ -437,7 +468,12 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                     lv.inject.apply(b, above, &mut lv.u)?;
                     b.gather(&lv.state, &lv.u, &mut lv.ue)?;
                     b.elements(&lv.state, true, &lv.ue, &mut lv.kelem)?;
-                    tangent_values(b, &lv.state, &lv.kelem, &mut lv.kflat, extra.map(|e| (e, &lv.mass)))?;
+                    let mass = match (extra, &lv.mass) {
+                        (None, _) => None,
+                        (Some(e), Some(m)) => Some((e, m)),
+                        (Some(_), None) => return Err(Error::InvalidArgument("a time step's multigrid levels have no mass matrices: set them first (Workspace::set_level_masses)".into())),
+                    };
+                    tangent_values(b, &lv.state, &lv.kelem, &mut lv.kflat, mass)?;
                     b.inverse_diagonal(&lv.state, &lv.kflat, &mut lv.inv)?;
                     T::refresh(b, &lv.kflat, &mut lv.values)?;
                     T::refresh(b, &lv.inv, &mut lv.inv_t)?;
@@ -446,6 +482,20 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                 Ok(())
             }
         }
+    }
+
+    /// Gives the coarse levels their mass matrices (`masses`, coarsest
+    /// first, values of their patterns), for time steps; nothing without
+    /// multigrid.
+    pub(super) fn set_masses(&mut self, b: &B, masses: &[Vec<f64>]) -> Result<()> {
+        if let Self::Multigrid(_, levels, _) = self {
+            crate::error::same_len("mass matrices of the coarse levels", masses.len(), levels.len())?;
+            for (lv, m) in levels.iter_mut().zip(masses) {
+                crate::error::same_len("a coarse level's mass matrix", m.len(), b.len(&lv.kflat))?;
+                lv.mass = Some(b.upload(m)?);
+            }
+        }
+        Ok(())
     }
 
     /// The time the coarse levels' physics sees, as the fine level's.
@@ -468,6 +518,12 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
             Self::Multigrid(mg, _, _) => Some(&**mg),
             Self::Amg(a) => a.mg.as_ref().map(|m| m as &dyn LinearOperator<B, T>),
         }
+    }
+
+    /// Whether it is multigrid by rediscretisation, whose coarse levels
+    /// take mass matrices for time steps.
+    pub(super) fn levels(&self) -> bool {
+        matches!(self, Self::Multigrid(..))
     }
 
     /// AMG's report, where it is the preconditioner.

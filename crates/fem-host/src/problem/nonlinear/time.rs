@@ -8,7 +8,9 @@
 //!   Euler.
 //!
 //! The mass matrix is assembled once on the host into the tangent's
-//! pattern and applied in the tangent's format: zero in fixed rows, so
+//! pattern (under multigrid, the coarse levels' from it by Galerkin
+//! products, [`Levels::masses`](super::precond::Levels::masses)) and
+//! applied in the tangent's format: zero in fixed rows, so
 //! Dirichlet rows keep their values, and in the tangent also zero in fixed
 //! columns, which Newton's updates never touch. The applied M keeps its
 //! fixed columns: Dirichlet values that change in time
@@ -28,7 +30,7 @@ use crate::space::restriction::transpose_map;
 use crate::space::{Constraints, Space};
 use crate::sparse::SharedOut;
 use rayon::prelude::*;
-use crate::{Error, Result};
+use crate::{CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
 use serde::Serialize;
 use std::time::Instant;
@@ -108,12 +110,6 @@ pub struct TimeReport {
     pub steps: Vec<NewtonReport>,
     /// Seconds of all the steps.
     pub step_seconds: f64,
-}
-
-/// The mass matrix of the set-up's field as CSR values of its pattern,
-/// zero in fixed rows and columns: the tangent's.
-pub fn mass_values<K: Kernels<f64>>(setup: &Setup<K>, space: &Space) -> Vec<f64> {
-    mass(setup, &mass_ematrices(space, setup.physics.variant.nc), false)
 }
 
 /// The mass matrix of the element mass matrices `e` as CSR values of the
@@ -231,6 +227,7 @@ pub fn integrate<B: NewtonOps, K: Kernels<f64> + 'static>(
     let e = mass_ematrices(space, setup.physics.variant.nc);
     let values = mass(setup, &e, false);
     let mass_diagonal = b.upload(&setup.diag_pos.iter().map(|&p| values[p as usize]).collect::<Vec<_>>())?;
+    w.set_level_masses(b, &CpuBackend::new(None)?, setup, &values)?;
     let mass_values = b.upload(&values)?;
     let mass = w.matrix_like(b, setup, &b.upload(&mass(setup, &e, true))?)?;
     let n = setup.n_rows();
@@ -350,6 +347,50 @@ mod tests {
                 assert_eq!(by_rows, serial, "held columns {held}, {threads} threads");
             }
         }
+    }
+
+    /// The mass matrix of `setup`'s own level on `space`, zero in fixed
+    /// rows and columns.
+    fn own_mass<K: Kernels<f64>>(setup: &Setup<K>, space: &Space) -> Vec<f64> {
+        mass(setup, &mass_ematrices(space, setup.physics.variant.nc), false)
+    }
+
+    /// Under multigrid each coarse level's mass matrix, the Galerkin
+    /// product of the finer one's, is that level's own (nested spaces,
+    /// affine cells, exact rules), zero in its fixed rows and columns: P1
+    /// and P2 triangles, Q2 quadrilaterals in a shuffled numbering, and a
+    /// two-component field; a finest mass of another length is refused.
+    #[test]
+    fn coarse_masses_are_the_levels_own() {
+        use crate::space::{CellMesh, NestedSpaces};
+        fn check<K: Kernels<f64>>(cpu: &CpuBackend, label: &str, setup: &Setup<K>, nested: &NestedSpaces) {
+            let levels = setup.levels.as_ref().unwrap();
+            let fine = own_mass(setup, nested.finest());
+            let masses = levels.masses(cpu, &setup.csr, &fine).unwrap();
+            assert_eq!(masses.len(), nested.levels() - 1, "{label}");
+            for (l, m) in masses.iter().enumerate() {
+                let want = own_mass(&levels.setups[l], &nested.spaces[l]);
+                let scale = want.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+                let worst = m.iter().zip(&want).fold(0.0f64, |a, (x, y)| a.max((x - y).abs()));
+                assert!(m.len() == want.len() && scale > 0.0 && worst < 1e-12 * scale, "{label}, level {l}: {worst:e} of {scale:e}");
+            }
+            assert!(levels.masses(cpu, &setup.csr, &fine[1..]).is_err(), "{label}");
+        }
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let triangles = || CellMesh::Simplex(SimplexBox::unstructured(2, 2, 4).build().unwrap());
+        let squares = CellMesh::Tensor(crate::mesh::BoxMesh { shuffle: true, ..crate::mesh::BoxMesh::structured(2, 2) }.build().unwrap());
+        for (mesh, p, n_levels) in [(triangles(), 1, 3), (triangles(), 2, 2), (squares, 2, 2)] {
+            let nested = NestedSpaces::new(mesh, p, n_levels).unwrap();
+            let s = nested.finest();
+            let coefficients: Vec<f64> = (0..s.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
+            let setup = Setup::<Poisson>::with_aux(&cpu, s, Aux::Nodal(&coefficients)).unwrap().with_multigrid(&cpu, &nested).unwrap();
+            check(&cpu, &format!("Poisson p = {p}"), &setup, &nested);
+        }
+        let nested = NestedSpaces::new(triangles(), 1, 3).unwrap();
+        let s = nested.finest();
+        let lame: Vec<f64> = (0..s.n_cells()).flat_map(|_| [1.0, 0.5]).collect();
+        let setup = Setup::<fem_kernels::physics::Elasticity>::with_aux(&cpu, s, Aux::Cell(&lame)).unwrap().with_multigrid(&cpu, &nested).unwrap();
+        check(&cpu, "elasticity", &setup, &nested);
     }
 
     /// u_t = Δu, u = 0 on the boundary, u(0) = sin πx sin πy: the error at
