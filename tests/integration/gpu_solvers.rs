@@ -132,9 +132,26 @@ fn gpu_spai_is_the_host_spai() {
     use fem::host::solver::transfer::transpose;
     let Some(g) = gpu("gpu_spai_is_the_host_spai") else { return };
     let cpu = CpuBackend::new(None).unwrap();
-    for (dim, p) in [(2, 1), (2, 2), (3, 1), (3, 2)] {
-        let a = fem_matrix::<f64>(&cpu, dim, p, 5_000, 1, true).unwrap();
-        let host = spai1(&cpu, &a).unwrap();
+    // mesh matrices (symmetric patterns: Mᵀ on M's own), and one whose
+    // pattern is not symmetric (entries above the diagonal dropped where
+    // r + c is a multiple of 3: Mᵀ transposed on the host)
+    let mut cases: Vec<(String, Csr<f64>)> = [(2, 1), (2, 2), (3, 1), (3, 2)].iter().map(|&(dim, p)| (format!("{dim}D Q{p}"), fem_matrix::<f64>(&cpu, dim, p, 5_000, 1, true).unwrap())).collect();
+    let full = &cases[0].1;
+    let mut trimmed = Csr::<f64> { n_rows: full.n_rows, row_ptr: vec![0], col: Vec::new(), val: Vec::new() };
+    for r in 0..full.n_rows {
+        for k in full.row_ptr[r] as usize..full.row_ptr[r + 1] as usize {
+            let c = full.col[k] as usize;
+            if c <= r || (r + c) % 3 != 0 {
+                trimmed.col.push(full.col[k]);
+                trimmed.val.push(full.val[k]);
+            }
+        }
+        trimmed.row_ptr.push(trimmed.col.len() as u32);
+    }
+    assert!(trimmed.nnz() < full.nnz());
+    cases.push(("2D Q1, unsymmetric pattern".into(), trimmed));
+    for (label, a) in &cases {
+        let host = spai1(&cpu, a).unwrap();
         let host_t = transpose(&host, a.n_rows);
         let r = rhs(a.n_rows);
         let (mut want, mut want_t) = (vec![0.0; a.n_rows], vec![0.0; a.n_rows]);
@@ -147,7 +164,7 @@ fn gpu_spai_is_the_host_spai() {
             let mut z = g.zeros::<f64>(a.n_rows).unwrap();
             op.apply(&g, &rd, &mut z).unwrap();
             let d = max_diff(&g.download(&z).unwrap(), want) / scale;
-            assert!(d < 1e-11, "{dim}D Q{p} ({} rows): device SPAI(1) differs by {d:e}", a.n_rows);
+            assert!(d < 1e-11, "{label} ({} rows): device SPAI(1) differs by {d:e}", a.n_rows);
         }
         // f32 values, the Gram matrix still summed in f64
         let a32 = a.converted::<f32>();
@@ -155,7 +172,7 @@ fn gpu_spai_is_the_host_spai() {
         let mut z = g.zeros::<f32>(a.n_rows).unwrap();
         m32.apply(&g, &g.upload(&r.iter().map(|&v| v as f32).collect::<Vec<_>>()).unwrap(), &mut z).unwrap();
         let d = g.download(&z).unwrap().iter().zip(&want).map(|(x, y)| (*x as f64 - y).abs()).fold(0.0, f64::max) / scale;
-        assert!(d < 1e-4, "{dim}D Q{p} f32: {d:e}");
+        assert!(d < 1e-4, "{label} f32: {d:e}");
     }
     // rows 1 and 2 equal (a stored zero each): rows 1 and 2 of M combine
     // dependent rows, their Gram matrix singular to the last bit

@@ -447,11 +447,37 @@ pub unsafe fn lma_product<T: Real, const NB: usize, const SYM: bool>(e: usize, l
     y
 }
 
+/// The position of entry (c, r) in the CSR pattern `(row_ptr, col)`
+/// (ascending columns): the mirror of entry (r, c), where a transpose on
+/// the same pattern takes its value from; [`NONE`] where the pattern has
+/// no such entry (it is not symmetric there).
+///
+/// # Safety
+/// `row_ptr` valid for rows `c` and `c + 1`, `col` for row `c`'s entries.
+#[inline(always)]
+pub unsafe fn mirror_slot(row_ptr: *const u32, col: *const u32, r: u32, c: usize) -> u32 {
+    let (lo, hi) = (*row_ptr.add(c) as usize, *row_ptr.add(c + 1) as usize);
+    match core::slice::from_raw_parts(col.add(lo), hi - lo).binary_search(&r) {
+        Ok(k) => (lo + k) as u32,
+        Err(_) => NONE,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     extern crate std;
     use std::{vec, vec::Vec};
+
+    /// Each entry's mirror in the pattern, and none where the pattern
+    /// lacks it: rows [0, 1], [0, 1, 2], [2], whose (1, 2) has no (2, 1).
+    #[test]
+    fn mirrors_are_found_where_they_are() {
+        let (row_ptr, col) = ([0u32, 2, 5, 6], [0u32, 1, 0, 1, 2, 2]);
+        let entries = [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (2, 2)];
+        let got: Vec<u32> = entries.iter().map(|&(r, c)| unsafe { mirror_slot(row_ptr.as_ptr(), col.as_ptr(), r, c) }).collect();
+        assert_eq!(got, [0, 2, 1, 3, NONE, 5]);
+    }
 
     #[test]
     fn symmetric_packing_is_a_bijection() {

@@ -12,7 +12,7 @@ use super::transfer::{transpose, TransposedPattern};
 use crate::operator::csr::Csr;
 use crate::operator::gpu::GpuCsr;
 use crate::sparse::device::gpu_gather;
-use crate::sparse::spgemm::u32s;
+use crate::sparse::spgemm::{u32s, zeros_u32};
 use crate::sparse::SharedOut;
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, PushKernelArg};
@@ -76,12 +76,43 @@ pub fn on_device<T: Scalar>(gpu: &CudaBackend, pattern: &Csr<T>, values: &CudaSl
     if let Some(&k) = s.clone_dtoh(&failed)?.first().filter(|&&k| k != u32::MAX) {
         return Err(Error::InvalidArgument(format!("SPAI(1): the rows coupled to row {k} are linearly dependent")));
     }
-    let t = TransposedPattern::of(&pattern.row_ptr, &pattern.col, n);
+    // Mᵀ on M's own pattern where it is symmetric (a mesh's always is),
+    // its values gathered from the mirrors found there; else transposed
+    // on the host
+    let (t_ptr, t_col, src) = match mirror_slots(gpu, &row_ptr, &col, n)? {
+        Some(src) => (copy(gpu, &row_ptr)?, copy(gpu, &col)?, src),
+        None => {
+            let t = TransposedPattern::of(&pattern.row_ptr, &pattern.col, n);
+            (u32s(gpu, &t.row_ptr)?, u32s(gpu, &t.col)?, u32s(gpu, &t.src)?)
+        }
+    };
     let mut mt = gpu.zeros::<T>(nnz)?;
-    gpu_gather(gpu, &u32s(gpu, &t.src)?, &m, &mut mt)?;
+    gpu_gather(gpu, &src, &m, &mut mt)?;
     let threads_per_row = GpuCsr::<T>::default_threads_per_row(nnz, n);
     let csr = |row_ptr, col, val| GpuCsr { n_rows: n, n_cols: n, row_ptr, col, val, threads_per_row, diag: None };
-    Ok((csr(row_ptr, col, m), csr(u32s(gpu, &t.row_ptr)?, u32s(gpu, &t.col)?, mt)))
+    Ok((csr(row_ptr, col, m), csr(t_ptr, t_col, mt)))
+}
+
+/// The mirror of every entry of the square `n`-row pattern `(row_ptr,
+/// col)` on the device ([`fem_kernels::sparse::mirror_slot`]); `None`
+/// where some entry has none (the pattern is not symmetric).
+fn mirror_slots(gpu: &CudaBackend, row_ptr: &CudaSlice<u32>, col: &CudaSlice<u32>, n: usize) -> Result<Option<CudaSlice<u32>>> {
+    let s = gpu.stream();
+    let mut src = zeros_u32(gpu, col.len())?;
+    let mut missing = s.clone_htod(&[u32::MAX])?;
+    if n > 0 {
+        // SAFETY: a square CSR pattern of n rows on the device; `src` as long as its columns
+        unsafe { s.launch_builder(&gpu.function("fem_mirror_slots")?).arg(&n).arg(row_ptr).arg(col).arg(&mut src).arg(&mut missing).launch(gpu.per_item(n)) }?;
+    }
+    Ok((s.clone_dtoh(&missing)?[0] == u32::MAX).then_some(src))
+}
+
+/// A copy of `v` on the device (none for nothing).
+fn copy(gpu: &CudaBackend, v: &CudaSlice<u32>) -> Result<CudaSlice<u32>> {
+    Ok(match v.len() {
+        0 => gpu.stream().null()?,
+        _ => gpu.stream().clone_dtod(v)?,
+    })
 }
 
 /// `‖I − M A‖_F` for a square `m` and `a` (CSR, sorted columns).

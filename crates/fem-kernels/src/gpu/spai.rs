@@ -2,6 +2,7 @@
 //! row too), the Gram matrix in the thread's own memory.
 
 use crate::device::{atomic_min_u32, grid_stride_fold};
+use crate::sparse::{mirror_slot, NONE};
 use crate::spai::{spai_row, DEVICE_SPAI_ROW};
 use core::mem::MaybeUninit;
 use fem_core::Real;
@@ -23,6 +24,24 @@ pub unsafe fn spai_rows<T: Real>(n: usize, row_ptr: *const u32, col: *const u32,
         let (g, rhs) = (core::slice::from_raw_parts_mut(g, len * len), core::slice::from_raw_parts_mut(rhs, len));
         if !spai_row(k, row_ptr, col, val, g, rhs, out) {
             atomic_min_u32(failed, k as u32);
+        }
+    });
+}
+
+/// `src[k]` = the position of the mirror (c, r) of every entry (r, c) of
+/// the square `n`-row pattern ([`mirror_slot`]), and `missing[0]` lowered
+/// to a row one of whose entries has none: where it stays `u32::MAX`,
+/// the transpose of a matrix on this pattern is the pattern itself with
+/// the values gathered from `src`.
+#[kernel]
+pub unsafe fn mirror_slots(n: usize, row_ptr: *const u32, col: *const u32, src: *mut u32, missing: *mut u32) {
+    grid_stride_fold(n, (), |(), r| {
+        for k in *row_ptr.add(r) as usize..*row_ptr.add(r + 1) as usize {
+            let m = mirror_slot(row_ptr, col, r as u32, *col.add(k) as usize);
+            *src.add(k) = m;
+            if m == NONE {
+                atomic_min_u32(missing, r as u32);
+            }
         }
     });
 }
