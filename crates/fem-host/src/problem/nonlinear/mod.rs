@@ -99,7 +99,7 @@ impl<K: Kernels<f64>> Setup<K> {
         let physics = Pointwise::<f64, K>::new(space, None, aux)?;
         let nc = physics.variant.nc;
         let fixed = space.boundary.iter().flat_map(|&b| std::iter::repeat_n(b, nc)).collect();
-        Self::build(cpu, &host_pattern(cpu), space, physics, fixed, None)
+        Self::build(cpu, cpu, space, physics, fixed, None)
     }
 
     /// The physics `K` on `space` with auxiliary fields `aux`, the rows
@@ -112,17 +112,17 @@ impl<K: Kernels<f64>> Setup<K> {
     /// pattern where it is fastest ([`NewtonOps::cells_pattern`]: the
     /// GPU's is the host's).
     pub fn constrained_on<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        Self::checked(cpu, &|n, nb, rows| b.cells_pattern(cpu, n, nb, rows), space, Pointwise::<f64, K>::new(space, None, aux)?, constraints, load)
+        Self::checked(b, cpu, space, Pointwise::<f64, K>::new(space, None, aux)?, constraints, load)
     }
 
     /// [`Setup::constrained`] for a physics already evaluated on `space`:
     /// one built with a rule of its own ([`Pointwise::new`]'s `nq`).
     pub fn of_physics(cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        Self::checked(cpu, &host_pattern(cpu), space, physics, constraints, load)
+        Self::checked(cpu, cpu, space, physics, constraints, load)
     }
 
-    /// [`Setup::of_physics`], its pattern made by `pattern`.
-    fn checked(cpu: &CpuBackend, pattern: Patterns<'_>, space: &Space, physics: Pointwise<f64, K>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
+    /// [`Setup::of_physics`], its pattern made by `b`.
+    fn checked<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
         if physics.n_cells != space.n_cells() || physics.variant.n_local() != space.nb() * physics.variant.nc {
             return Err(Error::InvalidArgument("the physics was evaluated on another space".into()));
         }
@@ -131,16 +131,16 @@ impl<K: Kernels<f64>> Setup<K> {
             return Err(Error::InvalidArgument(format!("the physics has {nc} components, its boundary conditions or load another number")));
         }
         crate::error::same_len("constrained rows", constraints.fixed.len(), space.n_dofs * nc)?;
-        Self::build(cpu, pattern, space, physics, constraints.fixed.clone(), load.map(|l| l.values.as_slice()))
+        Self::build(b, cpu, space, physics, constraints.fixed.clone(), load.map(|l| l.values.as_slice()))
     }
 
     /// The maps and the pattern (in parallel: they are per entry of every
-    /// element matrix), the pattern made by `pattern` from the gather map.
-    fn build(cpu: &CpuBackend, pattern: Patterns<'_>, space: &Space, physics: Pointwise<f64, K>, fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
+    /// element matrix), the pattern made by `b` from the gather map.
+    fn build<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
         let nc = physics.variant.nc;
         let gather = space.restriction(nc).map;
         let residual_pos = gather.par_iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
-        let mut csr = pattern(space.n_dofs * nc, space.nb() * nc, &gather)?;
+        let mut csr = b.cells_pattern(cpu, space.n_dofs * nc, space.nb() * nc, &gather)?;
         // collected by index (a collect into Result is not) and checked after
         let diag_pos: Vec<u32> = cpu.install(|| (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map_or(NONE, |p| p as u32)).collect());
         if let Some(r) = cpu.install(|| diag_pos.par_iter().position_any(|&p| p == NONE)) {
@@ -258,15 +258,6 @@ pub(super) fn as_residual_base(f: &mut [f64], fixed: &[bool]) {
     for (v, &x) in f.iter_mut().zip(fixed) {
         *v = if x { 0.0 } else { -*v };
     }
-}
-
-/// Makes a set-up's sparsity pattern from its rows, its cells' entries
-/// per cell and their rows (`[c·nb + i]`, every row free).
-pub(super) type Patterns<'a> = &'a dyn Fn(usize, usize, &[u32]) -> Result<Csr<f64>>;
-
-/// The host's pattern, on the threads of `cpu`.
-pub(super) fn host_pattern(cpu: &CpuBackend) -> impl Fn(usize, usize, &[u32]) -> Result<Csr<f64>> + '_ {
-    move |n, nb, rows| Csr::cells_pattern(cpu, n, nb, rows, &[])
 }
 
 /// What differs between the backends.

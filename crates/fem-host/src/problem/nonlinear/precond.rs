@@ -16,7 +16,7 @@
 //! solve's scalars.
 
 use crate::solver::transfer::transpose;
-use super::{host_pattern, tangent_values, Extra, NewtonOps, Patterns, Scatter, Setup};
+use super::{tangent_values, Extra, NewtonOps, Scatter, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
 use crate::operator::pointwise::{Aux, Pointwise};
@@ -172,17 +172,12 @@ impl<K: Kernels<f64>> Setup<K> {
     /// (per cell). An error when the set-up is of another space, or the
     /// nodes of its degree do not nest.
     pub fn with_multigrid(self, cpu: &CpuBackend, nested: &NestedSpaces) -> Result<Self> {
-        self.with_levels(cpu, &host_pattern(cpu), nested)
+        self.with_multigrid_on(cpu, cpu, nested)
     }
 
     /// [`Setup::with_multigrid`] for backend `b`, which builds the levels'
     /// patterns where it is fastest ([`NewtonOps::cells_pattern`]).
-    pub fn with_multigrid_on<B: NewtonOps>(self, b: &B, cpu: &CpuBackend, nested: &NestedSpaces) -> Result<Self> {
-        self.with_levels(cpu, &|n, nb, rows| b.cells_pattern(cpu, n, nb, rows), nested)
-    }
-
-    /// [`Setup::with_multigrid`], the patterns made by `pattern`.
-    fn with_levels(mut self, cpu: &CpuBackend, pattern: Patterns<'_>, nested: &NestedSpaces) -> Result<Self> {
+    pub fn with_multigrid_on<B: NewtonOps>(mut self, b: &B, cpu: &CpuBackend, nested: &NestedSpaces) -> Result<Self> {
         let top = nested.levels() - 1;
         let (fine, v) = (nested.finest(), self.physics.variant);
         let nc = v.nc;
@@ -204,7 +199,7 @@ impl<K: Kernels<f64>> Setup<K> {
                 (_, false) => Aux::Cell(&coarse_aux),
             };
             let physics = Pointwise::<f64, K>::new(coarse, Some(v.nq), kind)?;
-            let mut setup = Setup::build(cpu, pattern, coarse, physics, coarse_fixed.clone(), None)?;
+            let mut setup = Setup::build(b, cpu, coarse, physics, coarse_fixed.clone(), None)?;
             if let Some(term) = &self.facets {
                 // refined facets keep their coarsest ancestor's key
                 let keys = term.facets.iter().map(|f| f.key).collect();
