@@ -12,7 +12,6 @@
 //! on the node's position. Entities then receive blocks of global numbers
 //! in the order a [`Numbering`] prescribes.
 
-use super::facets::{tensor_facets, Facet};
 use crate::mesh::Mesh;
 use crate::{Error, Result};
 use fem_core::element::pow;
@@ -199,9 +198,8 @@ impl LocalNodes {
 /// Cells per chunk of the parallel passes over the node slots.
 const CHUNK_CELLS: usize = 4096;
 
-/// Numbers the DOFs of Q_`degree` on a validated `mesh`: their count,
-/// every cell's DOFs (`[c·nb + i]`, tensor node order) and the boundary
-/// facets ([`tensor_facets`]).
+/// Numbers the DOFs of Q_`degree` on a validated `mesh`: their count and
+/// every cell's DOFs (`[c·nb + i]`, tensor node order).
 ///
 /// Entities are numbered by first encounter: node slot `k·nb + i` (node
 /// `i` of the `k`-th cell visited) starts an entity when it is the
@@ -212,12 +210,11 @@ const CHUNK_CELLS: usize = 4096;
 /// of the counts give every entity its block of numbers, in parallel and
 /// independent of the thread count; nothing is kept per slot but the
 /// result.
-pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<(usize, Vec<u32>, Vec<Facet>)> {
+pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<(usize, Vec<u32>)> {
     if !(1..=MAX_TENSOR_DEGREE).contains(&degree) {
         return Err(Error::InvalidArgument(format!("degree must be in 1..={MAX_TENSOR_DEGREE}, not {degree}")));
     }
     mesh.validate()?;
-    let facets = tensor_facets(mesh);
     let (p, dim) = (degree, mesh.dim);
     let nodes = LocalNodes::new(p, dim);
     let nb = nodes.kind.len();
@@ -311,7 +308,7 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
             *d = offset_of(k, i).load(Relaxed) + within;
         }
     });
-    Ok((n, cell_dofs, facets))
+    Ok((n, cell_dofs))
 }
 
 /// For the `j`-th edge or face node of the `k`-th cell visited, at
@@ -524,7 +521,7 @@ mod tests {
                 for mesh in [BoxMesh::structured(dim, n), BoxMesh::unstructured(dim, n, 7)] {
                     let mesh = mesh.build().unwrap();
                     for numbering in [Numbering::Original, Numbering::Aligned, Numbering::Blocked, Numbering::BlockedAligned] {
-                        let (count, cell_dofs, _) = pool.install(|| tensor_dofs(&mesh, p, numbering)).unwrap();
+                        let (count, cell_dofs) = pool.install(|| tensor_dofs(&mesh, p, numbering)).unwrap();
                         assert_eq!(count, expected_dofs(dim, n, p));
                         assert_eq!(cell_dofs, serial_reference(&mesh, p, numbering), "dim {dim} p {p} {numbering:?}");
                     }

@@ -12,7 +12,7 @@
 //! ([`Space::cell_coords`]) is built where an operator needs it.
 
 use super::dofs::{tensor_dofs, MAX_TENSOR_DEGREE};
-use super::facets::{facet_nodes, simplex_facets, Facet};
+use super::facets::{facet_nodes, simplex_facets, tensor_facets, Facet};
 use super::hash::IntMap;
 use super::{Numbering, Restriction};
 use crate::mesh::simplex::SimplexMesh;
@@ -107,11 +107,20 @@ impl Space {
     /// Q_p on a quadrilateral/hexahedral mesh with the DOFs numbered in
     /// the order `numbering` prescribes (Reguly & Giles §10.4).
     pub fn tensor_numbered(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<Self> {
+        Self::tensor_with_facets(mesh, degree, numbering, &|| tensor_facets(mesh))
+    }
+
+    /// [`Space::tensor_numbered`] with the boundary facets from `facets`,
+    /// called after the mesh is validated: a refined mesh's are its
+    /// parent's children, where finding them again in the fine mesh took a
+    /// quarter of a multigrid hierarchy's time.
+    pub(crate) fn tensor_with_facets(mesh: &Mesh, degree: usize, numbering: Numbering, facets: &dyn Fn() -> Vec<Facet>) -> Result<Self> {
         let shape = if mesh.dim == 2 { Shape::Quadrilateral } else { Shape::Hexahedron };
         if !shape.supports_degree(degree) {
             return Err(Error::InvalidArgument(format!("{} spaces have degree 1 to {MAX_TENSOR_DEGREE}, not {degree}", shape.name())));
         }
-        let (n_dofs, cell_dofs, facets) = tensor_dofs(mesh, degree, numbering)?;
+        let (n_dofs, cell_dofs) = tensor_dofs(mesh, degree, numbering)?;
+        let facets = facets();
         let nv = shape.vertices();
         let mut space = Self {
             shape,
