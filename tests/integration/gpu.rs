@@ -204,6 +204,37 @@ fn gpu_write_replaces_values_in_place() {
     write_in_place(&g);
 }
 
+/// Copies through the page-locked buffers (arrays of 4 MiB and more, in
+/// chunks of 16 MiB) give back what went in: below and at the threshold,
+/// one partial chunk, exactly two chunks, chunks and a remainder, in f64,
+/// f32 and u32; uploads back to back (a buffer reused while the device may
+/// still read the other), writes in place, and the download of values a
+/// kernel computed.
+#[test]
+fn gpu_staged_copies_round_trip() {
+    let Some(g) = gpu("gpu_staged_copies_round_trip") else { return };
+    let mix = |i: usize, salt: u64| (i as u64 ^ salt).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 17;
+    let lengths = [524_287, 524_288, 1_000_003, 4_194_304, 4_194_305, 10_485_763];
+    let host: Vec<Vec<f64>> = lengths.iter().enumerate().map(|(k, &n)| (0..n).map(|i| mix(i, k as u64) as f64 * 0.5).collect()).collect();
+    let device: Vec<_> = host.iter().map(|h| g.upload(h).unwrap()).collect();
+    for (h, d) in host.iter().zip(&device) {
+        assert!(g.download(d).unwrap() == *h, "f64, {} values", h.len());
+    }
+    let f: Vec<f32> = (0..9_437_185).map(|i| mix(i, 7) as f32).collect();
+    assert!(g.download(&g.upload(&f).unwrap()).unwrap() == f, "f32");
+    let u: Vec<u32> = (0..12_582_919).map(|i| mix(i, 9) as u32).collect();
+    assert!(g.dtoh(&g.htod(&u).unwrap()).unwrap() == u, "u32");
+    // in place, then 2x + y computed on the device
+    let mut d = g.upload(&host[4]).unwrap();
+    let y: Vec<f64> = (0..host[4].len()).map(|i| mix(i, 3) as f64).collect();
+    g.write(&y, &mut d).unwrap();
+    assert!(g.download(&d).unwrap() == y, "written in place");
+    let x = g.upload(&host[4]).unwrap();
+    g.axpy(2.0, &x, &mut d).unwrap();
+    let want: Vec<f64> = host[4].iter().zip(&y).map(|(x, y)| 2.0 * x + y).collect();
+    assert!(g.download(&d).unwrap() == want, "a kernel's values");
+}
+
 /// The element restriction gathers the same E-vector and scatters the
 /// same sums on the GPU as on the CPU: a three-component Q3 field on a
 /// shuffled, perturbed mesh (E-vector length not a multiple of the warp),

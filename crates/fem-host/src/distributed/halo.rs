@@ -108,7 +108,7 @@ pub struct DeviceSendList {
 impl HaloBackend for CudaBackend {
     type SendList = DeviceSendList;
     fn send_list(&self, rows: &[u32]) -> Result<DeviceSendList> {
-        Ok(DeviceSendList { rows: self.stream().clone_htod(rows)?, packed: RefCell::new(self.zeros(rows.len())?) })
+        Ok(DeviceSendList { rows: self.htod(rows)?, packed: RefCell::new(self.zeros(rows.len())?) })
     }
     fn pack(&self, list: &DeviceSendList, x: &CudaSlice<f64>, out: &mut [f64]) -> Result<()> {
         let mut packed = list.packed.borrow_mut();

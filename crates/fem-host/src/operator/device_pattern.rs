@@ -73,8 +73,8 @@ impl DevicePattern {
         let free = s.alloc_zeros::<u8>(n_rows.max(1))?;
         let Some(p) = Self::of_map(gpu, n_rows, ne, nb, &map, &free)? else { return Ok(None) };
         drop(map);
-        let col = if p.nnz == 0 { Vec::new() } else { s.clone_dtoh(&p.col)? };
-        let row_ptr = s.clone_dtoh(&p.row_ptr)?;
+        let col = if p.nnz == 0 { Vec::new() } else { gpu.dtoh(&p.col)? };
+        let row_ptr = gpu.dtoh(&p.row_ptr)?;
         Ok(Some(Csr { n_rows, row_ptr, col, val: vec![0.0; p.nnz] }))
     }
 

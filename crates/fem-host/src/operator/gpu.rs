@@ -177,9 +177,9 @@ impl<T: Scalar> GpuCells<T> {
             Scatter::Colour => {
                 let tl = TwoLevel::new(layout, ELEMENT_BLOCK as usize)?;
                 Some(GpuColouring {
-                    thread_colour: s.clone_htod(&tl.thread_colour)?,
-                    n_colours: s.clone_htod(&tl.block_n_colours)?,
-                    blocks: tl.block_colours.iter().map(|b| s.clone_htod(b)).collect::<std::result::Result<_, _>>()?,
+                    thread_colour: gpu.htod(&tl.thread_colour)?,
+                    n_colours: gpu.htod(&tl.block_n_colours)?,
+                    blocks: tl.block_colours.iter().map(|b| gpu.htod(b)).collect::<Result<_>>()?,
                 })
             }
             _ => None,
@@ -187,10 +187,10 @@ impl<T: Scalar> GpuCells<T> {
         let nv = 1 << dim;
         let inputs = layout.cell_rows.len() * 4 + layout.n_rows + space.cell_vertices.len() * 4 + space.vertices.len() * 24;
         gpu.ensure_free(inputs + nb * ne * 4 + (nv * dim + 1) * ne * T::BYTES)?;
-        let rows = s.clone_htod(&layout.cell_rows)?;
-        let fixed = s.clone_htod(bytes_of_flags(&layout.fixed))?;
-        let corners = s.clone_htod(&space.cell_vertices)?;
-        let coords = s.clone_htod(space.vertices.as_flattened())?;
+        let rows = gpu.htod(&layout.cell_rows)?;
+        let fixed = gpu.htod(bytes_of_flags(&layout.fixed))?;
+        let corners = gpu.htod(&space.cell_vertices)?;
+        let coords = gpu.htod(space.vertices.as_flattened())?;
         let mut map = s.alloc_zeros::<u32>(nb * ne)?;
         let mut verts = gpu.zeros::<T>(nv * dim * ne)?;
         let f = gpu.function(&format!("fem_cell_inputs_{}", T::NAME))?;
@@ -666,7 +666,7 @@ impl<T: Scalar> GpuEll<T> {
         if col.len() != ld * width || val.len() != ld * width || ld < n_rows {
             return Err(Error::InvalidArgument(format!("ELLPACK planes of {} columns and {} values are not {width} slots × stride {ld} for {n_rows} rows", col.len(), val.len())));
         }
-        Ok(Self { n_rows, ld, width, col: gpu.stream().clone_htod(col)?, val: gpu.upload(val)?, diag: None })
+        Ok(Self { n_rows, ld, width, col: gpu.htod(col)?, val: gpu.upload(val)?, diag: None })
     }
 
     /// Refuses, before anything is allocated, planes that 32-bit positions
@@ -698,7 +698,7 @@ impl<T: Scalar> GpuEll<T> {
     /// unit diagonal of fixed rows.
     pub fn prepare_lazy(gpu: &CudaBackend, c: &GpuCells<T>) -> Result<LazyEllPrep<T>> {
         let (ne, nb, n) = (c.ne, c.nb, c.n_rows);
-        let cap = lazy_row_capacity(&gpu.stream().clone_dtoh(&c.map)?, ne, n, &c.fixed_rows);
+        let cap = lazy_row_capacity(&gpu.dtoh(&c.map)?, ne, n, &c.fixed_rows);
         let mut len0 = vec![0u32; n];
         for &r in &c.fixed_rows {
             len0[r as usize] = 1;
@@ -711,7 +711,7 @@ impl<T: Scalar> GpuEll<T> {
         if let Some(f) = &c.fixed_mask {
             empty.unit_fixed_rows(gpu, f, n, &mut val)?;
         }
-        Ok(LazyEllPrep { width, col, val, len: gpu.stream().clone_htod(&len0)? })
+        Ok(LazyEllPrep { width, col, val, len: gpu.htod(&len0)? })
     }
 
     /// Lazy ELLPACK assembled on the GPU (Reguly & Giles §7): element

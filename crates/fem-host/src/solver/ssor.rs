@@ -155,9 +155,8 @@ pub struct GpuSsor<T: Scalar> {
 impl<T: Scalar> GpuSsor<T> {
     /// Uploads `colouring` (which must be of `matrix`'s pattern) next to `matrix`.
     pub fn new(gpu: &CudaBackend, matrix: GpuSsorMatrix<T>, colouring: &RowColouring) -> Result<Self> {
-        let s = gpu.stream();
-        let rows = colouring.rows.iter().map(|r| s.clone_htod(r)).collect::<std::result::Result<_, _>>()?;
-        Ok(Self { matrix, colour: s.clone_htod(&colouring.colour)?, rows, y: std::sync::Mutex::new(None) })
+        let rows = colouring.rows.iter().map(|r| gpu.htod(r)).collect::<Result<_>>()?;
+        Ok(Self { matrix, colour: gpu.htod(&colouring.colour)?, rows, y: std::sync::Mutex::new(None) })
     }
 
     fn sweep(&self, gpu: &CudaBackend, forward: bool, rhs: &CudaSlice<T>, v: &mut CudaSlice<T>) -> Result<()> {

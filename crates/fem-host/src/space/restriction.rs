@@ -103,7 +103,7 @@ impl Restriction {
 
     /// The same map on the GPU.
     pub fn upload(&self, gpu: &CudaBackend) -> Result<GpuRestriction> {
-        Ok(GpuRestriction { map: gpu.stream().clone_htod(&self.map)?, rows: self.rows })
+        Ok(GpuRestriction { map: gpu.htod(&self.map)?, rows: self.rows })
     }
 }
 

@@ -176,8 +176,8 @@ pub fn bench_gpu<T: Scalar>(
     let spmv = measure(gpu, 2, repeats, || em.spmv_with(gpu, &vals, &mut k, true))?.median;
     let load_spmv = measure(gpu, 2, repeats, || el.spmv_with(gpu, &load, &mut b, true))?.median;
     let k_spmv = gpu.download(&k)?;
-    let pos = gpu.stream().clone_htod(&a.entry_pos)?;
-    let load_pos = gpu.stream().clone_htod(&a.load_pos)?;
+    let pos = gpu.htod(&a.entry_pos)?;
+    let load_pos = gpu.htod(&a.load_pos)?;
     // the appended zero is not scattered: the launch covers pos only
     let scatter = |pos: &cudarc::driver::CudaSlice<u32>,
                    src: &cudarc::driver::CudaSlice<T>,

@@ -66,8 +66,8 @@ impl<T: Scalar> CusparseCsr<T> {
         gpu.ensure_free(csr.nnz() * (4 + T::BYTES) + csr.row_ptr.len() * 4)?;
         let s = gpu.stream();
         let (row_ptr, col, val) = (
-            s.clone_htod(&csr.row_ptr)?,
-            s.clone_htod(&csr.col)?,
+            gpu.htod(&csr.row_ptr)?,
+            gpu.htod(&csr.col)?,
             gpu.upload(&csr.val)?,
         );
         let mut x = gpu.zeros::<T>(n_cols.max(1))?;

@@ -64,7 +64,7 @@ pub fn prepare_gpu<T: Scalar>(
         SpmvFormat::Ell => {
             let (ell, src) = ell_with_source(csr)?;
             let m = GpuEll::upload(gpu, &ell)?;
-            let src = gpu.stream().clone_htod(&restride(&src, ell.n_rows, m.ld, NONE))?;
+            let src = gpu.htod(&restride(&src, ell.n_rows, m.ld, NONE))?;
             Box::new(WithSource { m, src })
         }
         SpmvFormat::EllT => Box::new(GpuEllT::upload(
@@ -346,16 +346,15 @@ impl<T: Scalar> GpuEllT<T> {
     /// with [`Error::OutOfDeviceMemory`] when its arrays do not fit.
     pub fn upload(gpu: &CudaBackend, m: &EllT<T>, block: u32) -> Result<Self> {
         gpu.ensure_free(m.slots() * (8 + T::BYTES) + m.n_rows * 4)?;
-        let s = gpu.stream();
         Ok(Self {
             n_rows: m.n_rows,
             read_slots: m.read_slots(),
             block,
             threads_per_row: m.threads_per_row,
-            len: s.clone_htod(&m.len)?,
-            col: s.clone_htod(&m.col)?,
+            len: gpu.htod(&m.len)?,
+            col: gpu.htod(&m.col)?,
             val: gpu.upload(&m.val)?,
-            src: s.clone_htod(&m.src)?,
+            src: gpu.htod(&m.src)?,
         })
     }
 }
@@ -453,7 +452,6 @@ impl<T: Scalar> GpuEllWarp<T> {
     /// with [`Error::OutOfDeviceMemory`] when its arrays do not fit.
     pub fn upload(gpu: &CudaBackend, m: &EllWarp<T>, block: u32) -> Result<Self> {
         gpu.ensure_free(m.slots() * (8 + T::BYTES) + m.slices.len() * 16 + m.n_rows * 4)?;
-        let s = gpu.stream();
         let flat = slice_words(&m.slices);
         // The kernel reads `perm` only when it remaps; keep it non-empty.
         let perm = if m.perm.is_empty() {
@@ -468,11 +466,11 @@ impl<T: Scalar> GpuEllWarp<T> {
             n_slices: m.slices.len(),
             block,
             remap: m.remaps(),
-            slices: s.clone_htod(&flat)?,
-            col: s.clone_htod(&m.col)?,
+            slices: gpu.htod(&flat)?,
+            col: gpu.htod(&m.col)?,
             val: gpu.upload(&m.val)?,
-            perm: s.clone_htod(&perm)?,
-            src: s.clone_htod(&m.src)?,
+            perm: gpu.htod(&perm)?,
+            src: gpu.htod(&m.src)?,
             host_perm: m.perm.clone(),
             bytes: warp_bytes(m),
         })

@@ -35,12 +35,11 @@ impl DeviceCsr {
 
     /// The matrix on the host.
     pub fn download(&self, gpu: &CudaBackend) -> Result<crate::operator::csr::Csr<f64>> {
-        let s = gpu.stream();
         let (col, val) = match self.nnz() {
             0 => (Vec::new(), Vec::new()),
-            _ => (s.clone_dtoh(&self.col)?, s.clone_dtoh(&self.val)?),
+            _ => (gpu.dtoh(&self.col)?, gpu.dtoh(&self.val)?),
         };
-        Ok(crate::operator::csr::Csr { n_rows: self.n_rows, row_ptr: s.clone_dtoh(&self.row_ptr)?, col, val })
+        Ok(crate::operator::csr::Csr { n_rows: self.n_rows, row_ptr: gpu.dtoh(&self.row_ptr)?, col, val })
     }
 
     /// A matrix of `n_rows` empty rows.
@@ -226,10 +225,7 @@ pub const CHUNK_PRODUCTS: f64 = (1u64 << 29) as f64;
 /// `v` on the device (none for nothing: the driver allocates no zero
 /// bytes).
 pub(crate) fn u32s(gpu: &CudaBackend, v: &[u32]) -> Result<CudaSlice<u32>> {
-    Ok(match v.is_empty() {
-        true => gpu.stream().null()?,
-        false => gpu.stream().clone_htod(v)?,
-    })
+    gpu.htod(v)
 }
 
 /// `n` zeros on the device.

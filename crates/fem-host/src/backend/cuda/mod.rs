@@ -8,6 +8,7 @@
 mod props;
 pub(crate) mod prelude;
 mod scan;
+mod staging;
 
 pub use props::{theoretical_bandwidth, DeviceProps};
 
@@ -54,6 +55,8 @@ pub struct CudaBackend {
     /// `FEM_CUDA_GRAPHS=off`: the same work launched one kernel at a time,
     /// to compare).
     graphs: bool,
+    /// Page-locked buffers of large copies, made on first use.
+    staging: Mutex<Option<staging::Staging>>,
 }
 
 /// Whether a CUDA driver and at least one device are present.
@@ -107,6 +110,7 @@ impl CudaBackend {
             scratch: Mutex::new(scratch),
             ticket: Mutex::new(ticket),
             graphs: std::env::var("FEM_CUDA_GRAPHS").as_deref() != Ok("off"),
+            staging: Mutex::new(None),
         })
     }
 
@@ -285,26 +289,16 @@ impl Backend for CudaBackend {
     }
 
     fn upload<T: Scalar>(&self, data: &[T]) -> Result<CudaSlice<T>> {
-        if data.is_empty() {
-            return Ok(self.stream.null()?);
-        }
-        self.ensure_free(std::mem::size_of_val(data))?;
-        Ok(self.stream.clone_htod(data)?)
+        self.htod(data)
     }
 
     fn write<T: Scalar>(&self, data: &[T], v: &mut CudaSlice<T>) -> Result<()> {
         crate::error::same_len("written values", data.len(), v.len())?;
-        if !data.is_empty() {
-            self.stream.memcpy_htod(data, v)?;
-        }
-        Ok(())
+        self.htod_into(data, v)
     }
 
     fn download<T: Scalar>(&self, v: &CudaSlice<T>) -> Result<Vec<T>> {
-        if v.is_empty() {
-            return Ok(Vec::new());
-        }
-        Ok(self.stream.clone_dtoh(v)?)
+        self.dtoh(v)
     }
 
     fn len<T: Scalar>(&self, v: &CudaSlice<T>) -> usize {

@@ -167,7 +167,7 @@ impl<T: Scalar> GpuFacetTerm<T> {
         }
         let a = if term.a.is_empty() { gpu.upload(&[T::ZERO])? } else { gpu.upload(&term.a)? };
         let local = if term.local.is_empty() { vec![0] } else { term.local.clone() };
-        Ok(Self { variant: term.variant, n: term.len(), tab: gpu.upload(&term.tab)?, local: gpu.stream().clone_htod(&local)?, x: gpu.upload(&term.x)?, a, time: term.time })
+        Ok(Self { variant: term.variant, n: term.len(), tab: gpu.upload(&term.tab)?, local: gpu.htod(&local)?, x: gpu.upload(&term.x)?, a, time: term.time })
     }
 
     /// Boundary residuals or element matrices into `out` from the facets'

@@ -65,7 +65,7 @@ impl<K: Kernels<f64>> Setup<K> {
     pub fn entry_pos_on(&self, gpu: &CudaBackend) -> Result<Vec<u32>> {
         let rows = GpuRestriction::of_map(gpu, &self.gather, self.n_rows())?;
         let pos = entry_slots(gpu, self, &rows.map, &gpu.upload(&self.fixed_mask())?)?;
-        let mut v = gpu.stream().clone_dtoh(&pos)?;
+        let mut v = gpu.dtoh(&pos)?;
         v.truncate(self.entry_len());
         Ok(v)
     }
@@ -203,7 +203,7 @@ impl NewtonOps for CudaBackend {
             entry_pos,
             base,
             tangent_base,
-            diag_pos: s.clone_htod(&setup.diag_pos)?,
+            diag_pos: self.htod(&setup.diag_pos)?,
             fixed,
             sums,
             base_zero,
