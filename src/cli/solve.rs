@@ -3,6 +3,14 @@
 //! output files.
 
 use crate::*;
+use fem::host::problem::poisson::memory;
+
+/// Bytes of GPU storage above which `fem solve` opens the GPU before it
+/// makes the mesh, to refuse a problem that cannot fit before any host
+/// work. Below it the mesh is made while the GPU's context starts (0.3
+/// s): such a problem takes a few seconds of host work at most, and the
+/// first allocation that does not fit still refuses it.
+const EARLY_CHECK: usize = 8 << 30;
 
 #[derive(clap::Args)]
 pub(crate) struct SolveArgs {
@@ -399,9 +407,24 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
     if given_format {
         opts.numbering = numbering(opts.format)?;
     }
+    // ... except a problem whose storage on the GPU passes EARLY_CHECK:
+    // it waits for the GPU, so that one that cannot fit is refused before
+    // its mesh is made, not after a minute of host work
+    let value_bytes = if f32 { 4 } else { 8 };
+    let early = given_format && memory::device_bytes_at_least(&opts, value_bytes).is_some_and(|b| b > EARLY_CHECK);
+    let discretise = || fem::host::problem::poisson::discretise(&opts, &|stage| clock.start(stage));
     let (opened, ready) = std::thread::scope(|s| {
         let opener = s.spawn(|| fem::open_backend_on(backend_choice(a.backend), 0).map_err(|e| e.to_string()));
-        let ready = given_format.then(|| fem::host::problem::poisson::discretise(&opts, &|stage| clock.start(stage))).transpose();
+        if early {
+            clock.start("backend start");
+            let opened = opener.join();
+            let fits = match &opened {
+                Ok(Ok((AnyBackend::Cuda(g), _))) => memory::ensure_fits(g, &opts, value_bytes),
+                _ => Ok(()),
+            };
+            return (opened, fits.and_then(|_| discretise()).map(Some));
+        }
+        let ready = given_format.then(discretise).transpose();
         clock.start("backend start");
         (opener.join(), ready)
     });

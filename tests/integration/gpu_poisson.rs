@@ -91,6 +91,38 @@ fn gpu_solve_matches_cpu_solve() {
     }
 }
 
+/// A problem whose operator and CG vectors alone pass the GPU's free
+/// memory is refused with its size before its mesh is made (a box of 900³
+/// Q1 cells as ELLPACK needs about 250 GB; its mesh would take 30 GB of
+/// host memory and a minute before the first upload failed), for a given
+/// format and for `auto`, which finds no storage that fits; one that fits
+/// is let through.
+#[test]
+fn gpu_refuses_a_problem_that_cannot_fit_before_making_it() {
+    use fem::host::problem::poisson::{choose_format, memory};
+    use fem::host::Error;
+    let Some(g) = gpu("gpu_refuses_a_problem_that_cannot_fit_before_making_it") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let free = g.free_bytes().unwrap();
+    let mut opts = PoissonOptions::new(BoxMesh::structured(3, 900), 1);
+    opts.format = Format::Ell;
+    let needs = memory::device_bytes_at_least(&opts, 8).unwrap();
+    assert!(needs > free, "{needs} bytes would fit in {free}");
+    match solve_cuda::<f64>(&g, &cpu, &opts) {
+        Err(e @ Error::ProblemTooLarge { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("900^3 cells") && text.contains("GiB"), "{text}");
+        }
+        other => panic!("expected a refusal, got {:?}", other.map(|r| r.dofs)),
+    }
+    opts.mesh = fem::host::problem::poisson::MeshSource::Box(BoxMesh::structured(3, 20));
+    memory::ensure_fits(&g, &opts, 8).unwrap();
+    let m = fem::host::sparse::model::Machine::measure(&fem::host::AnyBackend::Cuda(g)).unwrap();
+    let e = choose_format(3, 1, 900, 8, &m, 1e3).unwrap_err().to_string();
+    assert!(e.contains("needs at least"), "{e}");
+    assert!(choose_format(3, 1, 20, 8, &m, 1e3).is_ok());
+}
+
 /// The formats built on the device from an uploaded pattern equal the
 /// host's: every element entry's CSR slot is the host's position and its
 /// ELLPACK slot the same entry's plane slot, the column planes are the

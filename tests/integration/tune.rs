@@ -20,11 +20,11 @@ fn cpu() -> CpuBackend {
 
 /// An H200-like GPU and a CPU, as the model sees them.
 fn gpu_machine() -> Machine {
-    Machine { kind: BackendKind::Cuda, bytes_per_second: 4.0e12, resident_threads: 132 * 2048 }
+    Machine { kind: BackendKind::Cuda, bytes_per_second: 4.0e12, resident_threads: 132 * 2048, free_bytes: None }
 }
 
 fn cpu_machine() -> Machine {
-    Machine { kind: BackendKind::Cpu, bytes_per_second: 2.0e10, resident_threads: 2 }
+    Machine { kind: BackendKind::Cpu, bytes_per_second: 2.0e10, resident_threads: 2, free_bytes: None }
 }
 
 #[test]

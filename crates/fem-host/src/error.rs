@@ -5,6 +5,9 @@ use thiserror::Error;
 /// The result of the host library's fallible calls, [`enum@Error`] unless given.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Bytes in a GiB, for messages.
+const GIB: f64 = (1u64 << 30) as f64;
+
 /// Everything that can fail in the host library: device and kernel setup,
 /// argument checks, mesh validation and file input and output.
 #[derive(Debug, Error)]
@@ -50,6 +53,17 @@ pub enum Error {
     OutOfDeviceMemory {
         /// Bytes the allocation needs.
         requested: usize,
+        /// Bytes free on the device when checked.
+        free: usize,
+    },
+    /// A problem whose storage alone would exceed the device's free
+    /// memory, refused before any of it is made.
+    #[error("{what} needs at least {:.1} GiB on the GPU, where {:.1} GiB is free", *needs as f64 / GIB, *free as f64 / GIB)]
+    ProblemTooLarge {
+        /// The problem, in words.
+        what: String,
+        /// Bytes it needs at the least.
+        needs: usize,
         /// Bytes free on the device when checked.
         free: usize,
     },

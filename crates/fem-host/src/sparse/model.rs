@@ -26,6 +26,9 @@ pub struct Machine {
     pub bytes_per_second: f64,
     /// Threads the device keeps resident at once (SMs × threads per SM).
     pub resident_threads: usize,
+    /// The device's free memory when measured; `None` on the host, whose
+    /// memory no storage is refused for.
+    pub free_bytes: Option<usize>,
 }
 
 impl Machine {
@@ -44,12 +47,14 @@ impl Machine {
                     kind: BackendKind::Cuda,
                     bytes_per_second: crate::roofline::copy_bandwidth(g, bytes, 5)?.bytes_per_second,
                     resident_threads: p.sm_count as usize * per_sm,
+                    free_bytes: Some(g.free_bytes()?),
                 }
             }
             AnyBackend::Cpu(c) => Self {
                 kind: BackendKind::Cpu,
                 bytes_per_second: crate::roofline::copy_bandwidth(c, bytes, 5)?.bytes_per_second,
                 resident_threads: c.threads(),
+                free_bytes: None,
             },
         })
     }

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Bytes in a GiB, for messages.
+const GIB: f64 = (1u64 << 30) as f64;
+
 /// (minimum bytes, the paper's model bytes) of one product in `format`
 /// with `t`-byte values, `n` rows, `ne` cells of `nb` DOFs, `nnz` CSR
 /// nonzeros and `slots` ELLPACK slots.
@@ -43,7 +46,8 @@ pub(super) fn format_efficiency(f: Format, gpu: bool) -> f64 {
 /// cells per direction: each format priced as `products` products (its
 /// bytes over the copy bandwidth at its efficiency; matrix-free as the
 /// flops of recomputing every element matrix) plus writing what it stores
-/// once. Every format can hold a mesh operator, so none is unavailable.
+/// once. A format whose storage and CG's vectors would not fit in the
+/// device's free memory ([`super::memory`]) is unavailable.
 pub fn choose_format(dim: usize, degree: usize, cells: usize, value_bytes: usize, m: &crate::sparse::model::Machine, products: f64) -> Result<crate::tune::select::Choice> {
     use crate::tune::select::{choose, Costed};
     let gpu = m.kind == crate::BackendKind::Cuda;
@@ -52,6 +56,7 @@ pub fn choose_format(dim: usize, degree: usize, cells: usize, value_bytes: usize
     let n = (cells * degree + 1).pow(dim as u32);
     let coupled = (2 * degree + 1).pow(dim as u32);
     let (nnz, slots) = (n * coupled, n * coupled);
+    let sizes = super::memory::BoxSizes::new(dim, degree, cells);
     let options = Format::ALL.iter().map(|&f| {
         let (bytes, _) = format_bytes(f, value_bytes, n, ne, nb, nnz, slots, dim, false);
         let stream = bytes as f64 / (format_efficiency(f, gpu) * m.bytes_per_second);
@@ -65,7 +70,9 @@ pub fn choose_format(dim: usize, degree: usize, cells: usize, value_bytes: usize
         };
         let stored = bytes.saturating_sub(2 * n * value_bytes) as f64;
         let conversion_seconds = if f == Format::MatrixFree { 0.0 } else { stored / m.bytes_per_second };
-        Costed { storage: f.name().into(), product_seconds, conversion_seconds, unavailable: None }
+        let needs = sizes.device_bytes(f, value_bytes, dim, false);
+        let unavailable = m.free_bytes.filter(|&free| needs > free).map(|free| format!("needs at least {:.1} GiB, {:.1} GiB free", needs as f64 / GIB, free as f64 / GIB));
+        Costed { storage: f.name().into(), product_seconds, conversion_seconds, unavailable }
     });
     choose(options.collect(), products)
 }

@@ -162,6 +162,7 @@ pub fn solve_cuda<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &Poisson
 /// `ready` where [`discretise`] made them already.
 pub fn solve_cuda_with<T: Scalar>(gpu: &CudaBackend, cpu: &CpuBackend, opts: &PoissonOptions, clock: &StageClock, ready: Option<(Space, Layout)>) -> Result<PoissonReport> {
     let stage = &|s: &str| clock.start(s);
+    memory::ensure_fits(gpu, opts, T::BYTES)?;
     let (space, layout) = match ready {
         Some(d) => d,
         None => discretise(opts, stage)?,

@@ -23,6 +23,7 @@ use std::time::Instant;
 
 mod choice;
 mod gpu;
+pub mod memory;
 pub use choice::*;
 pub use gpu::*;
 
