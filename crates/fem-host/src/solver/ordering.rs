@@ -104,12 +104,25 @@ pub fn cuthill_mckee<T: Scalar>(a: &Csr<T>) -> Vec<u32> {
 
 /// Rows sorted by (z, y, x) of their positions.
 fn xyz(coords: &[[f64; 3]]) -> Vec<u32> {
-    // the keys beside their rows (no lookup per comparison), sorted in
-    // parallel; + 0.0 turns −0 into +0, which compare equal, and the row
-    // breaks ties as a stable sort would
-    let mut keyed: Vec<([f64; 3], u32)> = coords.par_iter().enumerate().map(|(r, x)| ([x[2] + 0.0, x[1] + 0.0, x[0] + 0.0], r as u32)).collect();
-    keyed.par_sort_unstable_by(|(a, r), (b, s)| (0..3).map(|i| a[i].total_cmp(&b[i])).find(|o| o.is_ne()).unwrap_or(r.cmp(s)));
+    // the keys beside their rows (no lookup per comparison), as integers
+    // in the order of the values (compared as integers, the tuples sort
+    // in half the time of three float comparisons), sorted in parallel;
+    // the row breaks ties as a stable sort would
+    let mut keyed: Vec<([u64; 3], u32)> = coords.par_iter().enumerate().map(|(r, x)| ([ordered(x[2]), ordered(x[1]), ordered(x[0])], r as u32)).collect();
+    keyed.par_sort_unstable();
     keyed.into_par_iter().map(|(_, r)| r).collect()
+}
+
+/// `x` as an integer of the same order among finite values: the sign bit
+/// flipped for positive values, every bit for negative ones; + 0.0 turns
+/// −0 into +0, which compare equal.
+fn ordered(x: f64) -> u64 {
+    let b = (x + 0.0).to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | 1 << 63
+    }
 }
 
 /// `inv[p[k]] = k`, of a permutation `p`.
@@ -167,11 +180,12 @@ mod tests {
     use super::*;
 
     /// XYZ is the stable sort by (z, y, x): ties keep their rows' order,
-    /// and −0 ties with +0.
+    /// −0 ties with +0, and values of either sign and any magnitude keep
+    /// their order.
     #[test]
     fn xyz_is_the_stable_sort_by_z_y_x() {
         let mut rng = SplitMix64::new(3);
-        let pick = [-1.0, -0.0, 0.0, 0.5, 2.0];
+        let pick = [-1e300, -2.5, -1.0, -1e-300, -0.0, 0.0, 1e-300, 0.5, 2.0, 1e300];
         let coords: Vec<[f64; 3]> = (0..5000).map(|_| std::array::from_fn(|_| pick[rng.next_u64() as usize % pick.len()])).collect();
         let mut want: Vec<u32> = (0..coords.len() as u32).collect();
         want.sort_by(|&a, &b| {

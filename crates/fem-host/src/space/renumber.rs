@@ -17,19 +17,15 @@ impl Space {
     /// The space with node `perm[new]` renumbered `new`: cells, mesh and
     /// facets unchanged, node positions and boundary flags moved with
     /// their nodes. An error unless `perm` is a permutation of the nodes.
-    pub fn renumbered(&self, perm: &[u32]) -> Result<Space> {
+    pub fn renumbered(self, perm: &[u32]) -> Result<Space> {
         let n = self.n_dofs;
         let new = inverse(perm).filter(|_| perm.len() == n).ok_or_else(|| Error::InvalidArgument(format!("a renumbering of {n} nodes must be a permutation of them")))?;
         Ok(Space {
-            shape: self.shape,
-            degree: self.degree,
-            n_dofs: n,
             cell_dofs: self.cell_dofs.par_iter().map(|&d| new[d as usize]).collect(),
-            vertices: self.vertices.clone(),
-            cell_vertices: self.cell_vertices.clone(),
             dof_coords: perm.par_iter().map(|&o| self.dof_coords[o as usize]).collect(),
             boundary: perm.par_iter().map(|&o| self.boundary[o as usize]).collect(),
-            facets: self.facets.clone(),
+            // the mesh's arrays move: a renumbering changes only the nodes
+            ..self
         })
     }
 }
@@ -61,7 +57,7 @@ impl NestedSpaces {
             _ => Vec::new(),
         };
         let perms = cpu.install(|| permutations(&graphs, &p, &coords, ordering, seed));
-        let spaces = cpu.install(|| self.spaces.iter().zip(&perms).map(|(s, p)| s.renumbered(p)).collect::<Result<_>>())?;
-        Ok(Self { spaces, ..self })
+        let spaces = cpu.install(|| self.spaces.into_iter().zip(&perms).map(|(s, p)| s.renumbered(p)).collect::<Result<_>>())?;
+        Ok(Self { spaces, parents: self.parents, children: self.children })
     }
 }
