@@ -20,7 +20,7 @@ use crate::operator::csr::Csr;
 use crate::solver::amg::device::{aggregate, diagonal, jacobi_step, node_graph, strength, tentative, threads_per_row, unit_rows, Product};
 use crate::solver::amg::{gpu_sets_up, lap, AmgOptions, SetupSeconds};
 use crate::solver::multigrid::Matrix;
-use crate::sparse::spgemm::{self, u32s, zeros_u32, DeviceCsr, Sparse};
+use crate::sparse::spgemm::{self, zeros_u32, DeviceCsr, Sparse};
 use crate::{Backend, CudaBackend, Error, Result};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use std::cell::RefCell;
@@ -219,7 +219,7 @@ fn ghost_rows(gpu: &CudaBackend, comm: &dyn Communicator, layout: &Layout, m: &D
 
 /// The matrix of `m`'s rows `list` in turn.
 fn take(gpu: &CudaBackend, m: &DeviceCsr, list: &[u32]) -> Result<DeviceCsr> {
-    let (n, rows) = (list.len(), u32s(gpu, list)?);
+    let (n, rows) = (list.len(), gpu.htod(list)?);
     let mut len = zeros_u32(gpu, n)?;
     let s = gpu.stream();
     unsafe { s.launch_builder(&gpu.function("fem_amg_take_lengths")?).arg(&n).arg(&rows).arg(&m.row_ptr).arg(&mut len).launch(gpu.per_item(n)) }?;
@@ -255,7 +255,7 @@ fn owned_tangent(gpu: &CudaBackend, pattern: &Csr<f64>, values: &CudaSlice<f64>,
     if end > 0 {
         gpu.stream().memcpy_dtod(&values.slice(..end), &mut val)?;
     }
-    Ok(DeviceCsr { n_rows: pattern.n_rows, n_cols: pattern.n_rows, row_ptr: u32s(gpu, &row_ptr)?, col: u32s(gpu, &pattern.col[..end])?, val })
+    Ok(DeviceCsr { n_rows: pattern.n_rows, n_cols: pattern.n_rows, row_ptr: gpu.htod(&row_ptr)?, col: gpu.htod(&pattern.col[..end])?, val })
 }
 
 /// `m` with `shift` added to its columns, now `n_cols` of them.

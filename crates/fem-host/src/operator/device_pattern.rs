@@ -9,7 +9,7 @@
 
 use super::csr::Csr;
 use super::gpu::GpuCells;
-use crate::sparse::spgemm::{u32s, zeros_u32};
+use crate::sparse::spgemm::zeros_u32;
 use crate::{CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use rayon::prelude::*;
@@ -32,7 +32,7 @@ impl DevicePattern {
     /// Uploads the pattern of `csr` (its values are not read).
     pub fn upload<T: Scalar>(gpu: &CudaBackend, csr: &Csr<T>) -> Result<Self> {
         gpu.ensure_free((csr.row_ptr.len() + csr.nnz()) * 4)?;
-        Ok(Self { n_rows: csr.n_rows, width: csr.max_row_len(), nnz: csr.nnz(), row_ptr: u32s(gpu, &csr.row_ptr)?, col: u32s(gpu, &csr.col)? })
+        Ok(Self { n_rows: csr.n_rows, width: csr.max_row_len(), nnz: csr.nnz(), row_ptr: gpu.htod(&csr.row_ptr)?, col: gpu.htod(&csr.col)? })
     }
 
     /// The pattern of the matrix assembled from `cells`, built on the
@@ -65,7 +65,7 @@ impl DevicePattern {
         }
         gpu.ensure_free((2 * cell_rows.len() + n_rows) * 4)?;
         let s = gpu.stream();
-        let rows = u32s(gpu, cell_rows)?;
+        let rows = gpu.htod(cell_rows)?;
         let mut map = indices(gpu, cell_rows.len())?;
         let f = gpu.function("fem_pattern_transposed_rows")?;
         unsafe { s.launch_builder(&f).arg(&ne).arg(&nb).arg(&rows).arg(&mut map).launch(gpu.per_item(cell_rows.len())) }?;

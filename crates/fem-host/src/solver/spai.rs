@@ -12,7 +12,7 @@ use super::transfer::{transpose, TransposedPattern};
 use crate::operator::csr::Csr;
 use crate::operator::gpu::GpuCsr;
 use crate::sparse::device::gpu_gather;
-use crate::sparse::spgemm::{u32s, zeros_u32};
+use crate::sparse::spgemm::zeros_u32;
 use crate::sparse::SharedOut;
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, PushKernelArg};
@@ -64,7 +64,7 @@ pub fn on_device<T: Scalar>(gpu: &CudaBackend, pattern: &Csr<T>, values: &CudaSl
     let (n, nnz) = (pattern.n_rows, pattern.nnz());
     crate::error::same_len("SPAI(1) values", values.len(), nnz)?;
     gpu.ensure_free(2 * (n + 1) * 4 + nnz * (3 * 4 + 2 * T::BYTES))?;
-    let (row_ptr, col) = (u32s(gpu, &pattern.row_ptr)?, u32s(gpu, &pattern.col)?);
+    let (row_ptr, col) = (gpu.htod(&pattern.row_ptr)?, gpu.htod(&pattern.col)?);
     let mut m = gpu.zeros::<T>(nnz)?;
     let s = gpu.stream();
     let mut failed = s.clone_htod(&[u32::MAX])?;
@@ -83,7 +83,7 @@ pub fn on_device<T: Scalar>(gpu: &CudaBackend, pattern: &Csr<T>, values: &CudaSl
         Some(src) => (copy(gpu, &row_ptr)?, copy(gpu, &col)?, src),
         None => {
             let t = TransposedPattern::of(&pattern.row_ptr, &pattern.col, n);
-            (u32s(gpu, &t.row_ptr)?, u32s(gpu, &t.col)?, u32s(gpu, &t.src)?)
+            (gpu.htod(&t.row_ptr)?, gpu.htod(&t.col)?, gpu.htod(&t.src)?)
         }
     };
     let mut mt = gpu.zeros::<T>(nnz)?;

@@ -121,7 +121,7 @@ impl GpuRestriction {
     /// it is (no host copy first).
     pub fn of_map(gpu: &CudaBackend, map: &[u32], rows: usize) -> Result<Self> {
         gpu.ensure_free(map.len() * 4)?;
-        Ok(Self { map: crate::sparse::spgemm::u32s(gpu, map)?, rows })
+        Ok(Self { map: gpu.htod(map)?, rows })
     }
 
     /// A second copy on the device (benchmarks cycle through copies to

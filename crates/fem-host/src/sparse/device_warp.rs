@@ -6,7 +6,7 @@
 //! of rows of each length comes back, for the slices.
 
 use super::device::{slice_words, slots_bytes, GpuEllWarp};
-use super::spgemm::{u32s, zeros_u32};
+use super::spgemm::zeros_u32;
 use super::warp::{EllWarp, Numbering};
 use crate::operator::csr::Csr;
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
@@ -50,7 +50,7 @@ impl<T: Scalar> GpuEllWarp<T> {
         let slices = EllWarp::<T>::slices(n, len, threshold)?;
         let slots = slices.last().map_or(0, |s| s.offset as usize + s.width as usize * SLICE_LANES);
         gpu.ensure_free(slots * (8 + T::BYTES) + slices.len() * 16)?;
-        let d_slices = u32s(gpu, &slice_words(&slices))?;
+        let d_slices = gpu.htod(&slice_words(&slices))?;
         let (mut col, mut src) = (zeros_u32(gpu, slots)?, zeros_u32(gpu, slots)?);
         if !slices.is_empty() {
             let (ns, pad) = (slices.len(), pad.unwrap_or(NONE));
@@ -71,7 +71,7 @@ impl<T: Scalar> GpuEllWarp<T> {
     /// padded slots and their permutation and sources.
     pub fn from_csr(gpu: &CudaBackend, csr: &Csr<T>, n_cols: usize, threshold: Option<usize>, block: u32) -> Result<Self> {
         gpu.ensure_free((csr.n_rows + 1 + csr.nnz()) * 4 + csr.nnz() * T::BYTES)?;
-        let (row_ptr, col, val) = (u32s(gpu, &csr.row_ptr)?, u32s(gpu, &csr.col)?, gpu.upload(&csr.val)?);
+        let (row_ptr, col, val) = (gpu.htod(&csr.row_ptr)?, gpu.htod(&csr.col)?, gpu.upload(&csr.val)?);
         let m = DeviceCsr { n_rows: csr.n_rows, n_cols, max_len: csr.max_row_len(), row_ptr: &row_ptr, col: &col, val: Some(&val) };
         Self::on_device(gpu, &m, threshold, None, block)
     }

@@ -30,7 +30,7 @@ impl DeviceCsr {
     /// gets zeros.
     pub fn upload(gpu: &CudaBackend, m: &crate::operator::csr::Csr<f64>, n_cols: usize) -> Result<Self> {
         let val = if m.val.is_empty() { gpu.zeros(m.col.len())? } else { gpu.upload(&m.val)? };
-        Ok(Self { n_rows: m.n_rows, n_cols, row_ptr: u32s(gpu, &m.row_ptr)?, col: u32s(gpu, &m.col)?, val })
+        Ok(Self { n_rows: m.n_rows, n_cols, row_ptr: gpu.htod(&m.row_ptr)?, col: gpu.htod(&m.col)?, val })
     }
 
     /// The matrix on the host.
@@ -221,12 +221,6 @@ impl Sparse {
 /// Intermediate products one cuSPARSE product is given at most (a
 /// quarter of its 2³¹ limit: the estimate takes the rows as alike).
 pub const CHUNK_PRODUCTS: f64 = (1u64 << 29) as f64;
-
-/// `v` on the device (none for nothing: the driver allocates no zero
-/// bytes).
-pub(crate) fn u32s(gpu: &CudaBackend, v: &[u32]) -> Result<CudaSlice<u32>> {
-    gpu.htod(v)
-}
 
 /// `n` zeros on the device.
 pub(crate) fn zeros_u32(gpu: &CudaBackend, n: usize) -> Result<CudaSlice<u32>> {

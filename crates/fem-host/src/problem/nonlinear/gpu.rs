@@ -17,7 +17,6 @@ use crate::operator::device_pattern::DevicePattern;
 use crate::space::restriction::GpuRestriction;
 use crate::sparse::assembly::gather_matrix;
 use crate::sparse::cusparse::CusparseCsr;
-use crate::sparse::spgemm::u32s;
 use crate::sparse::device::{blocks_of, gpu_scatter_add, prepare_gpu, GpuEllWarp};
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
@@ -191,7 +190,7 @@ impl NewtonOps for CudaBackend {
         let base = self.upload(&setup.residual_base)?;
         let (positions, values) = nonzeros(if lma { &[] } else { &setup.csr.val });
         let base_zero = [is_zero(&setup.residual_base), positions.is_empty()];
-        let tangent_base = (u32s(self, &positions)?, self.upload(&values)?);
+        let tangent_base = (self.htod(&positions)?, self.upload(&values)?);
         let partial = GpuPartial::new(self, &setup.physics.variant, ne).map_err(|e| e.to_string());
         let shared = self.props().shared_mem_per_block_optin as usize;
         Ok(GpuState {
