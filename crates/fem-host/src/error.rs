@@ -6,7 +6,7 @@ use thiserror::Error;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Bytes in a GiB, for messages.
-const GIB: f64 = (1u64 << 30) as f64;
+pub(crate) const GIB: f64 = (1u64 << 30) as f64;
 
 /// Everything that can fail in the host library: device and kernel setup,
 /// argument checks, mesh validation and file input and output.

@@ -72,7 +72,7 @@ impl CudaBackend {
             return Ok(self.stream.null()?);
         }
         self.ensure_free(std::mem::size_of_val(data))?;
-        if !self.stages(data) {
+        if !self.stages(std::mem::size_of_val(data)) {
             return Ok(self.stream.clone_htod(data)?);
         }
         // SAFETY: every element is written below before the array is used
@@ -84,7 +84,7 @@ impl CudaBackend {
     /// `data` into `dst` (as long), staged as [`CudaBackend::htod`] is.
     pub fn htod_into<T: DeviceRepr>(&self, data: &[T], dst: &mut CudaSlice<T>) -> Result<()> {
         crate::error::same_len("copied values", data.len(), dst.len())?;
-        match self.stages(data) {
+        match self.stages(std::mem::size_of_val(data)) {
             true => self.staged_htod(data, dst),
             false if data.is_empty() => Ok(()),
             false => Ok(self.stream.memcpy_htod(data, dst)?),
@@ -97,7 +97,7 @@ impl CudaBackend {
         if n == 0 {
             return Ok(Vec::new());
         }
-        if n * std::mem::size_of::<T>() < STAGED_BYTES || self.capturing()? {
+        if !self.stages(n * std::mem::size_of::<T>()) {
             return Ok(self.stream.clone_dtoh(v)?);
         }
         let per = CHUNK_BYTES / std::mem::size_of::<T>();
@@ -136,13 +136,10 @@ impl CudaBackend {
         Ok(out)
     }
 
-    /// Whether a copy of `data` goes through the page-locked buffers.
-    fn stages<T>(&self, data: &[T]) -> bool {
-        std::mem::size_of_val(data) >= STAGED_BYTES && !self.capturing().unwrap_or(true)
-    }
-
-    fn capturing(&self) -> Result<bool> {
-        Ok(self.stream.capture_status()? != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    /// Whether a copy of `bytes` goes through the page-locked buffers: not
+    /// inside a graph's capture (nor where the stream cannot tell).
+    fn stages(&self, bytes: usize) -> bool {
+        bytes >= STAGED_BYTES && self.stream.capture_status().is_ok_and(|s| s == cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
     /// The buffers, made on first use and kept.

@@ -2,9 +2,7 @@
 //! storage it takes for the Q_p Poisson operator.
 
 use super::*;
-
-/// Bytes in a GiB, for messages.
-const GIB: f64 = (1u64 << 30) as f64;
+use crate::error::GIB;
 
 /// (minimum bytes, the paper's model bytes) of one product in `format`
 /// with `t`-byte values, `n` rows, `ne` cells of `nb` DOFs, `nnz` CSR

@@ -93,7 +93,8 @@ pub fn device_bytes_at_least(opts: &PoissonOptions, value_bytes: usize) -> Optio
 /// Refuses, before anything is made, a solve of `opts` whose operator and
 /// CG vectors alone would not fit in the GPU's free memory.
 pub fn ensure_fits(gpu: &CudaBackend, opts: &PoissonOptions, value_bytes: usize) -> Result<()> {
-    let (Some((dim, cells, _)), Some(needs)) = (box_sizes(opts), device_bytes_at_least(opts, value_bytes)) else { return Ok(()) };
+    let Some((dim, cells, sizes)) = box_sizes(opts) else { return Ok(()) };
+    let needs = sizes.device_bytes(opts.format, value_bytes, dim, opts.symmetric);
     let free = gpu.free_bytes()?;
     if needs > free {
         let what = format!("Q{} Poisson on {cells}^{dim} cells stored as {}", opts.degree, opts.format.name());
