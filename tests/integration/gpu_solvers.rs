@@ -104,8 +104,8 @@ fn gpu_multigrid_matches_cpu_multigrid() {
         let h = common::poisson_levels(&cpu, &coarse, degree, levels);
         for smoother in [Smoother::Jacobi, Smoother::Spai, Smoother::Sainv] {
             let opts = MgOptions::paper(dim, smoother);
-            let mg_cpu = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
-            let mg_gpu = Multigrid::from_matrices(&g, &cpu, &h.0, &h.1, opts, |m: &_, n| g.store_matrix(m, n)).unwrap();
+            let mg_cpu = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts).unwrap();
+            let mg_gpu = Multigrid::from_matrices(&g, &cpu, &h.0, &h.1, opts).unwrap();
             let b = rhs(mg_cpu.rows());
             let mut xc = vec![0.0; b.len()];
             let rc = mg_cpu.solve(&cpu, &b, &mut xc, 1e-8, 50).unwrap();
@@ -116,6 +116,13 @@ fn gpu_multigrid_matches_cpu_multigrid() {
             assert!(rg.iterations.abs_diff(rc.iterations) <= 1, "{dim}D Q{degree} {smoother:?}: GPU {} vs CPU {} cycles", rg.iterations, rc.iterations);
             let d = max_diff(&g.download(&xd).unwrap(), &xc) / xc.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             assert!(d < 1e-7, "{dim}D Q{degree} {smoother:?}: solutions differ by {d:e}");
+            // the same hierarchy from its patterns, values refreshed on the device
+            let mg_pat = common::refreshed_patterns(&g, &cpu, &h, opts);
+            let mut xp = g.zeros::<f64>(b.len()).unwrap();
+            let rp = mg_pat.solve(&g, &bd, &mut xp, 1e-8, 50).unwrap();
+            assert!(rp.converged && rp.iterations.abs_diff(rc.iterations) <= 1, "{dim}D Q{degree} {smoother:?} of patterns: GPU {} vs CPU {} cycles", rp.iterations, rc.iterations);
+            let d = max_diff(&g.download(&xp).unwrap(), &xc) / xc.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            assert!(d < 1e-7, "{dim}D Q{degree} {smoother:?} of patterns: solutions differ by {d:e}");
         }
     }
 }
@@ -180,4 +187,70 @@ fn gpu_spai_is_the_host_spai() {
     let host = spai1(&cpu, &a).unwrap_err().to_string();
     let dev = g.spai(&cpu, &Csr { val: Vec::new(), ..a.clone() }, &g.upload(&a.val).unwrap()).err().expect("refused").to_string();
     assert!(host.contains("row 1") && dev == host, "{host} / {dev}");
+}
+
+/// A random `rows × cols` matrix: every fifth row empty, the others up to
+/// `max_len` distinct columns in no order, `long` rows more holding
+/// column 7, and the last column never used.
+fn random_transfer(rows: usize, cols: usize, max_len: usize, long: usize, seed: u64) -> fem::host::operator::csr::Csr<f64> {
+    let mut rng = fem::host::rng::SplitMix64::new(seed);
+    let mut a = fem::host::operator::csr::Csr::<f64> { n_rows: rows, row_ptr: vec![0], col: Vec::new(), val: Vec::new() };
+    for r in 0..rows {
+        let len = if r % 5 == 0 { 0 } else { 1 + rng.next_u64() as usize % max_len };
+        let mut picked: Vec<u32> = (0..len).map(|_| (rng.next_u64() % (cols as u64 - 1)) as u32).collect();
+        if r % 5 != 0 && r < 5 * long / 4 + 1 {
+            picked.push(7);
+        }
+        picked.sort_unstable();
+        picked.dedup();
+        picked.reverse();
+        a.val.extend(picked.iter().map(|&c| 0.5 + (r as f64 * 0.37 + c as f64 * 0.11).sin()));
+        a.col.extend(picked);
+        a.row_ptr.push(a.col.len() as u32);
+    }
+    a
+}
+
+/// `Aᵀ` made on the device is the host's (row offsets, rows ascending in
+/// each row, source positions, the longest row), and the prolongation
+/// and restriction stored from it apply as the host's: short rows (ELL-
+/// WARP built on the device), a column of 1,500 rows (a restriction row
+/// past the device's ELL-WARP build, made on the host), rows long enough
+/// for CSR, sizes off the warp, no entries at all; a column past the
+/// matrix is refused.
+#[test]
+fn gpu_transpose_and_transfers_are_the_hosts() {
+    use fem::host::solver::transfer::TransposedPattern;
+    use fem::host::sparse::device_transpose::DeviceTransposedPattern;
+    let Some(g) = gpu("gpu_transpose_and_transfers_are_the_hosts") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    for (rows, cols, max_len, long) in [(5003, 3001, 9, 0), (5003, 1201, 9, 1500), (301, 203, 130, 0), (33, 17, 1, 0), (1, 1, 1, 0)] {
+        let mut p = random_transfer(rows, cols, max_len, long, rows as u64);
+        if rows == 33 {
+            // no entries
+            p = fem::host::operator::csr::Csr { n_rows: rows, row_ptr: vec![0; rows + 1], col: Vec::new(), val: Vec::new() };
+        }
+        let what = format!("{rows} x {cols}, rows up to {max_len}, {long} long");
+        let want = TransposedPattern::of(&p.row_ptr, &p.col, cols);
+        let t = DeviceTransposedPattern::of(&g, rows, cols, &g.htod(&p.row_ptr).unwrap(), &g.htod(&p.col).unwrap()).unwrap();
+        assert_eq!(g.dtoh(&t.row_ptr).unwrap(), want.row_ptr, "{what}: row offsets");
+        assert_eq!(g.dtoh(&t.col).unwrap(), want.col, "{what}: columns");
+        assert_eq!(g.dtoh(&t.src).unwrap(), want.src, "{what}: sources");
+        assert_eq!(t.width, want.row_ptr.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(0), "{what}: longest row");
+        let (pc, rc) = cpu.store_transfers(&p, cols).unwrap();
+        let (pg, rg) = g.store_transfers(&p, cols).unwrap();
+        for (mc, mg, n) in [(&pc, &pg, cols), (&rc, &rg, rows)] {
+            let x = rhs(n);
+            let mut yc = vec![0.0; mc.rows()];
+            mc.apply(&cpu, &x, &mut yc).unwrap();
+            let mut yg = g.zeros::<f64>(mg.rows()).unwrap();
+            mg.apply(&g, &g.upload(&x).unwrap(), &mut yg).unwrap();
+            let scale = yc.iter().fold(1e-300f64, |m, v| m.max(v.abs()));
+            let d = max_diff(&g.download(&yg).unwrap(), &yc) / scale;
+            assert!(d < 1e-13, "{what}: {} rows apply differently by {d:e}", mc.rows());
+        }
+    }
+    let bad = random_transfer(50, 20, 4, 0, 3);
+    let e = DeviceTransposedPattern::of(&g, 50, 7, &g.htod(&bad.row_ptr).unwrap(), &g.htod(&bad.col).unwrap()).err().expect("columns past 7");
+    assert!(e.to_string().contains("past its 7 columns"), "{e}");
 }

@@ -3,7 +3,6 @@
 //! refreshed operators and smoothers.
 
 use fem::host::mesh::BoxMesh;
-use fem::host::solver::PrecondOps;
 use crate::common::poisson_levels;
 use fem::host::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use fem::host::solver::{pcg, CgOptions, Jacobi};
@@ -21,7 +20,7 @@ fn mg_iterations(dim: usize, degree: usize, cells: usize, levels: usize, opts: M
     let cpu = cpu();
     let coarse = BoxMesh::unstructured(dim, cells, 11).build().unwrap();
     let h = poisson_levels(&cpu, &coarse, degree, levels);
-    let mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+    let mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts).unwrap();
     let b = rhs(mg.rows());
     let mut x = vec![0.0; mg.rows()];
     let r = mg.solve(&cpu, &b, &mut x, 1e-8, 100).unwrap();
@@ -71,7 +70,7 @@ fn multigrid_preconditions_cg() {
     let mut x = vec![0.0; a.n_rows];
     let jac = pcg(&cpu, a, &Jacobi::from_diagonal(&cpu, &a.diag()).unwrap(), &b, &mut x, opts).unwrap();
     for smoother in [Smoother::Jacobi, Smoother::Spai] {
-        let mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, MgOptions { cycle: Cycle::V, pre: 2, post: 2, ..MgOptions::paper(2, smoother) }, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+        let mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, MgOptions { cycle: Cycle::V, pre: 2, post: 2, ..MgOptions::paper(2, smoother) }).unwrap();
         let mut y = vec![0.0; a.n_rows];
         let r = pcg(&cpu, a, &mg, &b, &mut y, opts).unwrap();
         assert!(r.converged && r.iterations * 4 < jac.iterations, "{smoother:?}: MG-PCG {} vs Jacobi-PCG {}", r.iterations, jac.iterations);
@@ -87,7 +86,7 @@ fn refresh_inverts_the_coarsest_operator_only_when_it_changes() {
     let coarse = BoxMesh::unstructured(2, 4, 3).build().unwrap();
     let h = poisson_levels(&cpu, &coarse, 1, 2);
     let opts = MgOptions { cycle: Cycle::V, pre: 2, post: 2, dense_coarse: 1000, ..MgOptions::paper(2, Smoother::Jacobi) };
-    let mut mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+    let mut mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts).unwrap();
     let a0 = &h.0[0];
     let inv = |a: &fem::host::operator::csr::Csr<f64>| a.diag().iter().map(|d| 1.0 / d).collect::<Vec<f64>>();
     for _ in 0..3 {
@@ -122,7 +121,7 @@ fn refresh_smoother_rebuilds_only_for_new_values() {
     let b = rhs(h.0[1].n_rows);
     for smoother in [Smoother::Spai, Smoother::Sainv] {
         let opts = MgOptions { cycle: Cycle::V, pre: 2, post: 2, ..MgOptions::paper(2, smoother) };
-        let mut mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts, |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+        let mut mg = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts).unwrap();
         let cycle = |mg: &Multigrid<CpuBackend, f64>| {
             let mut y = vec![0.0; b.len()];
             fem::host::operator::LinearOperator::apply(mg, &cpu, &b, &mut y).unwrap();
@@ -142,7 +141,41 @@ fn refresh_smoother_rebuilds_only_for_new_values() {
         let after = cycle(&mg);
         assert!(before.iter().zip(&after).any(|(x, y)| (x - y).abs() > 1e-6 * x.abs().max(1e-12)), "{smoother:?}: the new smoother is used");
     }
-    let mut jacobi = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, MgOptions::paper(2, Smoother::Jacobi), |m: &_, n| cpu.store_matrix(m, n)).unwrap();
+    let mut jacobi = Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, MgOptions::paper(2, Smoother::Jacobi)).unwrap();
     jacobi.refresh_smoother(&cpu, &cpu, 1, &h.0[1], &h.0[1].val).unwrap();
     assert_eq!(jacobi.smoother_builds(), 0);
+}
+
+/// A hierarchy set up from its operators' patterns and refreshed with
+/// their values is the hierarchy of the matrices: the same cycle, with
+/// Jacobi, SPAI(1) and SAINV smoothing, in 2D and 3D; smoothers that
+/// need host matrices and sizes that do not nest are refused.
+#[test]
+fn a_hierarchy_of_patterns_refreshed_is_the_hierarchy_of_its_matrices() {
+    let cpu = cpu();
+    for (dim, degree, levels) in [(2, 1, 3), (2, 2, 2), (3, 1, 2)] {
+        let coarse = BoxMesh::unstructured(dim, 3, 7).build().unwrap();
+        let h = poisson_levels(&cpu, &coarse, degree, levels);
+        let b = rhs(h.0.last().unwrap().n_rows);
+        for smoother in [Smoother::Jacobi, Smoother::Spai, Smoother::Sainv] {
+            let opts = MgOptions { cycle: Cycle::V, pre: 2, post: 2, ..MgOptions::paper(dim, smoother) };
+            let cycle = |mg: &Multigrid<CpuBackend, f64>| {
+                let mut y = vec![0.0; b.len()];
+                fem::host::operator::LinearOperator::apply(mg, &cpu, &b, &mut y).unwrap();
+                y
+            };
+            let want = cycle(&Multigrid::from_matrices(&cpu, &cpu, &h.0, &h.1, opts).unwrap());
+            let got = cycle(&crate::common::refreshed_patterns(&cpu, &cpu, &h, opts));
+            let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            assert!(scale > 0.0);
+            let d = want.iter().zip(&got).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale;
+            assert!(d < 1e-13, "{dim}D Q{degree} {smoother:?}: cycles differ by {d:e}");
+        }
+    }
+    let h = poisson_levels(&cpu, &BoxMesh::unstructured(2, 3, 7).build().unwrap(), 1, 2);
+    let patterns: Vec<_> = h.0.iter().collect();
+    let e = Multigrid::<CpuBackend, f64>::of_patterns(&cpu, &patterns, &h.1, MgOptions::paper(2, Smoother::Chebyshev(3))).err().expect("Chebyshev needs host matrices");
+    assert!(e.to_string().contains("host matrices"), "{e}");
+    let e = Multigrid::<CpuBackend, f64>::of_patterns(&cpu, &patterns[..1], &h.1, MgOptions::paper(2, Smoother::Jacobi)).err().expect("one operator, one prolongation");
+    assert!(e.to_string().contains("do not make a hierarchy"), "{e}");
 }

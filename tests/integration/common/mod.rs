@@ -177,3 +177,21 @@ pub fn poisson_levels(cpu: &fem::host::CpuBackend, coarse: &fem::host::mesh::Mes
     let p = (0..levels - 1).map(|l| field_prolongation(&nested.interpolation(l).unwrap(), 1, &nested.spaces[l].boundary, &nested.spaces[l + 1].boundary).unwrap()).collect();
     (a, p)
 }
+
+/// The multigrid of the patterns of `h`'s operators (coarsest first) and
+/// its prolongations, every level then refreshed with its operator's
+/// values and inverse diagonal (and smoother, for SPAI(1) and SAINV) on
+/// backend `bk`: what a rediscretised Newton hierarchy does with its
+/// tangents.
+pub fn refreshed_patterns<B: fem::host::solver::PrecondOps>(bk: &B, cpu: &fem::host::CpuBackend, h: &(Vec<Csr<f64>>, Vec<Csr<f64>>), opts: fem::host::solver::multigrid::MgOptions) -> fem::host::solver::multigrid::Multigrid<B, f64> {
+    use fem::host::solver::multigrid::Multigrid;
+    let patterns: Vec<&Csr<f64>> = h.0.iter().collect();
+    let mut mg = Multigrid::of_patterns(bk, &patterns, &h.1, opts).unwrap();
+    for (l, a) in h.0.iter().enumerate() {
+        let inv: Vec<f64> = a.diag().iter().map(|d| 1.0 / d).collect();
+        let val = bk.upload(&a.val).unwrap();
+        mg.refresh(bk, l, &val, &bk.upload(&inv).unwrap()).unwrap();
+        mg.refresh_smoother(bk, cpu, l, a, &val).unwrap();
+    }
+    mg
+}

@@ -118,6 +118,13 @@ impl<T: Scalar> Csr<T> {
         Ok(Self { n_rows, row_ptr, col, val })
     }
 
+    /// Its pattern alone (no values), as a matrix of any precision: what
+    /// the approximate inverses and a coarsest level's dense inverse are
+    /// rebuilt on from values that change.
+    pub fn pattern_only<U: Scalar>(&self) -> Csr<U> {
+        Csr { n_rows: self.n_rows, row_ptr: self.row_ptr.par_iter().copied().collect(), col: self.col.par_iter().copied().collect(), val: Vec::new() }
+    }
+
     /// The same matrix in precision `U` (values rounded to nearest when
     /// narrowing).
     pub fn converted<U: Scalar>(&self) -> Csr<U> {

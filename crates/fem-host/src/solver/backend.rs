@@ -12,6 +12,10 @@ use crate::operator::gpu::GpuCsr;
 use crate::sparse::device::GpuEllWarp;
 use crate::sparse::SpmvFormat;
 use crate::sparse::warp::{EllWarp, Numbering};
+use super::transfer::transpose;
+use crate::sparse::device::gpu_gather;
+use crate::sparse::device_transpose::DeviceTransposedPattern;
+use crate::sparse::device_warp::{DeviceCsr, DEVICE_WARP_MAX_ROW};
 use cudarc::driver::CudaSlice;
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
 
@@ -23,6 +27,21 @@ pub trait PrecondOps: Backend + Sized + 'static {
     /// backend's SpMV format for hierarchies: ELL-WARP K1, which keeps the
     /// original numbering.
     fn store_matrix<T: Scalar>(&self, m: &Csr<T>, n_cols: usize) -> Result<Matrix<Self, T>>;
+    /// A matrix of the CSR pattern `pattern` (`n_cols` columns; its values
+    /// are not read) stored as [`PrecondOps::store_matrix`] stores one,
+    /// its values zero until [`Spmv::reorder`](crate::sparse::Spmv::reorder)
+    /// refills them from CSR values of the pattern: an operator whose
+    /// values the backend assembles (Newton's tangents), stored without a
+    /// host copy of values.
+    fn store_pattern<T: Scalar, U: Scalar>(&self, pattern: &Csr<U>, n_cols: usize) -> Result<Matrix<Self, T>> {
+        let m = Csr { n_rows: pattern.n_rows, row_ptr: pattern.row_ptr.clone(), col: pattern.col.clone(), val: vec![T::ZERO; pattern.col.len()] };
+        self.store_matrix(&m, n_cols)
+    }
+    /// The prolongation `p` from `n_coarse` rows and its transpose, the
+    /// restriction, stored as [`PrecondOps::store_matrix`] stores them.
+    fn store_transfers<T: Scalar>(&self, p: &Csr<T>, n_coarse: usize) -> Result<(Matrix<Self, T>, Matrix<Self, T>)> {
+        Ok((self.store_matrix(p, n_coarse)?, self.store_matrix(&transpose(p, n_coarse), p.n_rows)?))
+    }
     /// The SpMV format [`PrecondOps::store_matrix`] keeps a matrix of
     /// `n_rows` rows and `nnz` entries in.
     fn stored_format(&self, n_rows: usize, nnz: usize) -> SpmvFormat {
@@ -100,6 +119,27 @@ impl PrecondOps for CudaBackend {
         Ok(Box::new(GpuEllWarp::stored(self, m, n_cols, None, 128)?))
     }
 
+    fn store_pattern<T: Scalar, U: Scalar>(&self, pattern: &Csr<U>, n_cols: usize) -> Result<Matrix<Self, T>> {
+        let (n, nnz) = (pattern.n_rows, pattern.col.len());
+        self.ensure_free((n + 1 + nnz) * 4)?;
+        let on_device = OnDevice { n_rows: n, n_cols, max_len: pattern.max_row_len(), row_ptr: self.htod(&pattern.row_ptr)?, col: self.htod(&pattern.col)?, val: None };
+        self.store_on_device(on_device)
+    }
+
+    fn store_transfers<T: Scalar>(&self, p: &Csr<T>, n_coarse: usize) -> Result<(Matrix<Self, T>, Matrix<Self, T>)> {
+        let (n, nnz) = (p.n_rows, p.nnz());
+        crate::error::same_len("prolongation values", p.val.len(), nnz)?;
+        self.ensure_free(2 * ((n + n_coarse + 2) * 4 + nnz * (4 + T::BYTES)) + nnz * 4)?;
+        let (row_ptr, col, val) = (self.htod(&p.row_ptr)?, self.htod(&p.col)?, self.upload(&p.val)?);
+        let t = DeviceTransposedPattern::of(self, n, n_coarse, &row_ptr, &col)?;
+        let mut t_val = self.zeros::<T>(nnz)?;
+        gpu_gather(self, &t.src, &val, &mut t_val)?;
+        drop(t.src);
+        let restriction = OnDevice { n_rows: n_coarse, n_cols: n, max_len: t.width, row_ptr: t.row_ptr, col: t.col, val: Some(t_val) };
+        let prolongation = OnDevice { n_rows: n, n_cols: n_coarse, max_len: p.max_row_len(), row_ptr, col, val: Some(val) };
+        Ok((self.store_on_device(prolongation)?, self.store_on_device(restriction)?))
+    }
+
     fn spai<T: Scalar>(&self, cpu: &CpuBackend, pattern: &Csr<T>, values: &CudaSlice<T>) -> Result<(Matrix<Self, T>, Matrix<Self, T>)> {
         // rows past a thread's Gram matrix are solved on the host
         match pattern.max_row_len() <= fem_kernels::spai::DEVICE_SPAI_ROW {
@@ -130,6 +170,42 @@ impl PrecondOps for CudaBackend {
 
     fn fingerprint<T: Scalar>(&self, values: &CudaSlice<T>) -> Result<f64> {
         CudaBackend::fingerprint(self, values)
+    }
+}
+
+/// A CSR matrix whose arrays are on the device, to be stored.
+struct OnDevice<T> {
+    n_rows: usize,
+    n_cols: usize,
+    /// Entries of the longest row.
+    max_len: usize,
+    row_ptr: CudaSlice<u32>,
+    col: CudaSlice<u32>,
+    /// `None`: zeros.
+    val: Option<CudaSlice<T>>,
+}
+
+impl CudaBackend {
+    /// `m` stored as [`PrecondOps::store_matrix`] stores a host matrix,
+    /// built where it is: ELL-WARP K1 on the device, CSR kept as it is;
+    /// a K1 of rows longer than the device's build takes comes back once
+    /// to be built on the host.
+    fn store_on_device<T: Scalar>(&self, m: OnDevice<T>) -> Result<Matrix<Self, T>> {
+        let nnz = m.col.len();
+        let val = match m.val {
+            Some(v) => v,
+            None => self.zeros(nnz)?,
+        };
+        if self.stored_format(m.n_rows, nnz) == SpmvFormat::Csr {
+            let threads_per_row = GpuCsr::<T>::default_threads_per_row(nnz, m.n_rows);
+            return Ok(Box::new(GpuCsr { n_rows: m.n_rows, n_cols: m.n_cols, row_ptr: m.row_ptr, col: m.col, val, threads_per_row, diag: None }));
+        }
+        if m.max_len > DEVICE_WARP_MAX_ROW {
+            let host = Csr { n_rows: m.n_rows, row_ptr: self.dtoh(&m.row_ptr)?, col: self.dtoh(&m.col)?, val: self.download(&val)? };
+            return self.store_matrix(&host, m.n_cols);
+        }
+        let d = DeviceCsr { n_rows: m.n_rows, n_cols: m.n_cols, max_len: m.max_len, row_ptr: &m.row_ptr, col: &m.col, val: Some(&val) };
+        Ok(Box::new(GpuEllWarp::on_device(self, &d, None, None, 128)?))
     }
 }
 

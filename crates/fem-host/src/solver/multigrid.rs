@@ -16,7 +16,6 @@ use super::cg::{CgOptions, CgReport};
 use super::approximate::MatrixInverse;
 use super::precond::Jacobi;
 use super::PrecondOps;
-use super::transfer::transpose;
 use crate::backend::recording::Recording;
 use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
@@ -132,6 +131,15 @@ impl MgOptions {
 /// A matrix of the backend.
 pub type Matrix<B, T> = Box<dyn Spmv<B, T>>;
 
+/// An error unless operators of `rows` rows (coarsest first, at least
+/// one) and the prolongations `p` between them make a hierarchy.
+fn check_hierarchy<T: Scalar>(rows: &[usize], p: &[Csr<T>]) -> Result<()> {
+    if rows.is_empty() || p.len() + 1 != rows.len() || p.iter().enumerate().any(|(l, m)| m.n_rows != rows[l + 1] || rayon::prelude::ParallelIterator::any(rayon::prelude::IntoParallelRefIterator::par_iter(&m.col), |&c| c as usize >= rows[l])) {
+        return Err(Error::InvalidArgument(format!("multigrid: {} operators and {} prolongations of other sizes do not make a hierarchy", rows.len(), p.len())));
+    }
+    Ok(())
+}
+
 /// One level on the backend.
 struct Level<B: Backend, T: Scalar> {
     n: usize,
@@ -189,35 +197,34 @@ pub struct Multigrid<B: Backend, T: Scalar> {
 
 impl<B: Backend, T: Scalar> Multigrid<B, T> {
     /// Uploads the operators `a` (coarsest first) and the prolongations
-    /// `p` (`p[l]` from level `l` to `l + 1`) of any hierarchy;
-    /// `upload(matrix, columns)` stores one matrix in the backend's SpMV
-    /// format.
-    pub fn from_matrices<M: std::borrow::Borrow<Csr<T>>>(bk: &B, cpu: &CpuBackend, a: &[M], p: &[Csr<T>], opts: MgOptions, upload: impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Self>
+    /// `p` (`p[l]` from level `l` to `l + 1`) of any hierarchy, each
+    /// stored in the backend's SpMV format for hierarchies
+    /// ([`PrecondOps::store_matrix`]).
+    pub fn from_matrices<M: std::borrow::Borrow<Csr<T>>>(bk: &B, cpu: &CpuBackend, a: &[M], p: &[Csr<T>], opts: MgOptions) -> Result<Self>
     where
-        B: 'static,
+        B: PrecondOps,
     {
         let rho = match opts.smoother {
             // the coarsest level is not smoothed
             Smoother::Chebyshev(_) => a.iter().skip(1).map(|m| super::amg::spectral_radius(cpu, &m.borrow().in_precision::<f64>())).collect(),
             _ => Vec::new(),
         };
-        Self::from_hierarchy(bk, cpu, a, p, &rho, opts, upload)
+        Self::from_hierarchy(bk, cpu, a, p, &rho, opts)
     }
 
     /// [`Multigrid::from_matrices`] with ρ(D⁻¹A) of every level above the
     /// coarsest known (`rho`, coarsest first; Chebyshev smoothing reads
     /// it, the others need none).
-    pub fn from_hierarchy<M: std::borrow::Borrow<Csr<T>>>(bk: &B, cpu: &CpuBackend, a: &[M], p: &[Csr<T>], rho: &[f64], opts: MgOptions, upload: impl Fn(&Csr<T>, usize) -> Result<Matrix<B, T>>) -> Result<Self>
+    pub fn from_hierarchy<M: std::borrow::Borrow<Csr<T>>>(bk: &B, cpu: &CpuBackend, a: &[M], p: &[Csr<T>], rho: &[f64], opts: MgOptions) -> Result<Self>
     where
-        B: 'static,
+        B: PrecondOps,
     {
         let a: Vec<&Csr<T>> = a.iter().map(|m| m.borrow()).collect();
         if matches!(opts.smoother, Smoother::Chebyshev(_)) && !a.is_empty() && rho.len() + 1 != a.len() {
             return Err(Error::InvalidArgument(format!("Chebyshev smoothing needs ρ(D⁻¹A) of {} levels, not {}", a.len() - 1, rho.len())));
         }
-        if a.is_empty() || p.len() + 1 != a.len() || p.iter().enumerate().any(|(l, m)| m.n_rows != a[l + 1].n_rows || m.col.iter().any(|&c| c as usize >= a[l].n_rows)) {
-            return Err(Error::InvalidArgument(format!("multigrid: {} operators and {} prolongations of other sizes do not make a hierarchy", a.len(), p.len())));
-        }
+        check_hierarchy(&a.iter().map(|m| m.n_rows).collect::<Vec<_>>(), p)?;
+        let upload = |m: &Csr<T>, n: usize| bk.store_matrix(m, n);
         let mut levels = Vec::with_capacity(a.len());
         for (l, &m) in a.iter().enumerate() {
             let n = m.n_rows;
@@ -226,12 +233,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
                 _ if l == 0 => None,
                 kind => Some(MatrixInverse::new(bk, cpu, m, kind, &upload)?),
             };
-            let transfers = if l > 0 {
-                let (p, nc) = (&p[l - 1], a[l - 1].n_rows);
-                Some((upload(p, nc)?, upload(&transpose(p, nc), n)?))
-            } else {
-                None
-            };
+            let transfers = if l > 0 { Some(bk.store_transfers(&p[l - 1], a[l - 1].n_rows)?) } else { None };
             let lambda = match opts.smoother {
                 Smoother::Chebyshev(_) if l > 0 => rho[l - 1],
                 _ => 0.0,
@@ -243,6 +245,34 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             levels.push(Level { n, a: upload(m, n)?, jacobi: Jacobi::from_diagonal(bk, &diagonal)?, lambda, m: inverse, p: transfers });
         }
         Self::with_levels(bk, levels, opts, Csr { val: Vec::new(), ..a[0].clone() })
+    }
+
+    /// A hierarchy of the operators' patterns `a` (coarsest first; their
+    /// values are not read) and the prolongations `p`, every operator and
+    /// inverse diagonal zero until [`Multigrid::refresh`] fills its level
+    /// from values on the backend: the levels of a rediscretised hierarchy
+    /// that the backend assembles (Newton's tangents), set up without a
+    /// host copy of their values. SPAI(1) and SAINV smoothers are built by
+    /// [`Multigrid::refresh_smoother`]; the smoothers set up from host
+    /// matrices are refused.
+    pub fn of_patterns<U: Scalar>(bk: &B, a: &[&Csr<U>], p: &[Csr<T>], opts: MgOptions) -> Result<Self>
+    where
+        B: PrecondOps,
+    {
+        if opts.smoother.needs_host_matrices() {
+            return Err(Error::InvalidArgument(format!("{:?} smoothing is set up from the host matrices; a hierarchy of patterns has none", opts.smoother)));
+        }
+        check_hierarchy(&a.iter().map(|m| m.n_rows).collect::<Vec<_>>(), p)?;
+        let levels = a
+            .iter()
+            .enumerate()
+            .map(|(l, m)| {
+                let transfers = if l > 0 { Some(bk.store_transfers(&p[l - 1], a[l - 1].n_rows)?) } else { None };
+                Ok(Level { n: m.n_rows, a: bk.store_pattern(m, m.n_rows)?, jacobi: Jacobi::zeros(bk, m.n_rows)?, lambda: 0.0, m: None, p: transfers })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let coarse = a[0].pattern_only();
+        Self::with_levels(bk, levels, opts, coarse)
     }
 
     /// A hierarchy whose levels are already on the backend (AMG set up on

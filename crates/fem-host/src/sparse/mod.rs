@@ -8,6 +8,7 @@ pub mod assembly;
 pub mod bench;
 pub mod cusparse;
 pub mod device;
+pub mod device_transpose;
 pub mod device_warp;
 pub mod ellt;
 pub mod generate;

@@ -16,4 +16,5 @@ mod scan;
 mod slots;
 mod spai;
 mod spmv;
+mod transpose;
 mod warp;

@@ -377,7 +377,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
             Precond::Ssor => Ok(Self::Ssor(b.ssor(&setup.csr.in_precision::<T>(), &RowColouring::new(&setup.csr)?)?)),
             Precond::Spai | Precond::Sainv => {
                 let kind = if p == Precond::Spai { Smoother::Spai } else { Smoother::Sainv };
-                let pattern = Csr::<T> { n_rows: setup.csr.n_rows, row_ptr: setup.csr.row_ptr.clone(), col: setup.csr.col.clone(), val: Vec::new() };
+                let pattern = setup.csr.pattern_only::<T>();
                 let smoothers = MatrixSmoothers { patterns: vec![pattern], cpu: CpuBackend::new(None)? };
                 Ok(Self::Inverse(Box::new(MatrixInverse::empty(kind, setup.n_rows())?), Box::new(smoothers)))
             }
@@ -388,23 +388,12 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                     // update, on the backend
                     return Err(Error::InvalidArgument(format!("multigrid by rediscretisation smooths with Jacobi, SPAI(1) or SAINV, not {:?} (that smooths AMG)", o.smoother)));
                 }
-                // the operators' values are refilled before every cycle;
-                // a unit diagonal stands in until then
-                let placeholder = |s: &Setup<K>| {
-                    let mut a = s.csr.converted::<T>();
-                    let val = SharedOut(a.val.as_mut_ptr());
-                    // SAFETY: one diagonal position a row
-                    s.diag_pos.par_iter().for_each(|&p| unsafe { val.write(p as usize, T::ONE) });
-                    a
-                };
-                let a: Vec<Csr<T>> = levels.setups.iter().chain(std::iter::once(setup)).map(placeholder).collect();
+                // the operators' values are filled before the first cycle,
+                // on the backend
+                let a: Vec<&Csr<f64>> = levels.setups.iter().chain(std::iter::once(setup)).map(|s| &s.csr).collect();
                 let p: Vec<Csr<T>> = levels.prolongation.iter().map(Csr::converted).collect();
-                let cpu = CpuBackend::new(None)?;
-                // matrix smoothers are built from the first tangents, not
-                // from the stand-ins
-                let mut mg = Multigrid::from_matrices(b, &cpu, &a, &p, MgOptions { smoother: Smoother::Jacobi, ..o }, |m, n| b.store_matrix(m, n))?;
-                mg.opts.smoother = o.smoother;
-                let smoothers = o.smoother.is_matrix().then(|| Box::new(MatrixSmoothers { patterns: a.into_iter().map(|m| Csr { val: Vec::new(), ..m }).collect(), cpu }));
+                let mg = Multigrid::of_patterns(b, &a, &p, o)?;
+                let smoothers = o.smoother.is_matrix().then(|| Ok::<_, Error>(Box::new(MatrixSmoothers { patterns: a.iter().map(|m| m.pattern_only()).collect(), cpu: CpuBackend::new(None)? }))).transpose()?;
                 let coarse = levels
                     .setups
                     .iter()
@@ -426,8 +415,8 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                         })
                     })
                     .collect::<Result<_>>()?;
-                // one cycle on the stand-in operators, so that what the
-                // GPU does on first use (loading kernels) happens in the
+                // one cycle on the zero operators, so that what the GPU
+                // does on first use (loading kernels) happens in the
                 // set-up; the host has nothing to load, and a cycle there
                 // costs as much as one of the solve's
                 if b.kind() == crate::BackendKind::Cuda {

@@ -326,7 +326,7 @@ pub struct Pattern {
 impl Pattern {
     /// The pattern of `a` (its values are not kept), `block` rows a node.
     pub fn new(a: &Csr<f64>, block: usize) -> Self {
-        Self { host: Csr { n_rows: a.n_rows, row_ptr: a.row_ptr.clone(), col: a.col.clone(), val: Vec::new() }, block, device: None, low_order: None }
+        Self { host: a.pattern_only(), block, device: None, low_order: None }
     }
 
     /// An error unless `len` values fill this pattern.
@@ -407,7 +407,7 @@ pub(crate) fn upload<B: PrecondOps + 'static, T: Scalar>(bk: &B, cpu: &CpuBacken
     // the operator itself goes up as it is where T is f64
     let at: Vec<std::borrow::Cow<Csr<T>>> = h.a.iter().chain(std::iter::once(a)).map(|m| m.in_precision::<T>()).collect();
     let pt: Vec<Csr<T>> = h.p.iter().map(Csr::converted).collect();
-    let mut mg = Multigrid::from_hierarchy(bk, cpu, &at, &pt, &h.rho, o.cycle, |m, n| bk.store_matrix(m, n))?;
+    let mut mg = Multigrid::from_hierarchy(bk, cpu, &at, &pt, &h.rho, o.cycle)?;
     mg.invert_coarsest(bk, &at[0])?;
     let mut stats = h.stats;
     stats.seconds.upload = lap(t);
