@@ -22,7 +22,7 @@ use crate::problem::nonlinear::Precond as Pipeline;
 use crate::solver::amg::AmgOptions;
 use crate::solver::multigrid::{Cycle, MgOptions, Smoother};
 use crate::solver::ordering::Ordering;
-use crate::space::{BoundaryPart, CellMesh, Constraints, Load, NestedSpaces};
+use crate::space::{BoundaryPart, CellMesh, Constraints, NestedSpaces};
 use crate::stages::{StageClock, StageSeconds};
 use crate::sparse::SpmvFormat;
 use crate::{CpuBackend, Error, Result};
@@ -226,7 +226,8 @@ pub struct HoleReport {
     /// own estimates, scaled to the first residual.
     pub history: Vec<f64>,
     /// The command's wall time by stage: the set-up's (mesh hierarchy,
-    /// ordering, boundary values, pattern, coarse levels, uploads), then
+    /// ordering, boundary values, coefficients, pattern, coarse levels,
+    /// uploads), then
     /// Newton's phases (element kernels, assembly, preconditioner set-up,
     /// solve) and the solution's download.
     pub stages: Vec<StageSeconds>,
@@ -258,11 +259,13 @@ pub fn solve_with<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOpti
     let space = nested.finest();
     clock.start("boundary values");
     let constraints = Constraints::none(space, 1).dirichlet(space, &BoundaryPart::All, |x, u| u[0] = if domain.is_inner(*x) { 1.0 } else { 0.0 })?;
-    clock.start("coefficient and load");
-    let kappa: Vec<f64> = (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect();
-    let load = Load::zero(space, 1).source(space, |_, f| f[0] = 1.0);
+    clock.start("coefficients");
+    // κ = 1 and the load f = 1 as the physics' nodal fields: the load
+    // ∫ f φ is integrated with the residual, on the backend, where a host
+    // load vector took an E-vector and the transposed restriction
+    let coefficients = vec![1.0; 2 * space.n_dofs];
     clock.start("sparsity");
-    let mut setup = Setup::<Poisson>::constrained_on(bk, cpu, space, Aux::Nodal(&kappa), &constraints, Some(&load))?;
+    let mut setup = Setup::<Poisson>::constrained_on(bk, cpu, space, Aux::Nodal(&coefficients), &constraints, None)?;
     clock.start("coarse levels");
     match precond {
         Pipeline::Multigrid(_) => setup = setup.with_multigrid_on(bk, cpu, &nested)?,

@@ -304,7 +304,7 @@ pub fn field_prolongation(p: &Csr<f64>, nc: usize, fixed_coarse: &[bool], fixed_
 /// not nest, as the Gauss–Lobatto nodes of Q3 and above).
 pub fn injection(p: &Csr<f64>, n_coarse: usize) -> Result<Vec<u32>> {
     let inj = same_nodes(p, n_coarse);
-    if let Some(j) = inj.iter().position(|&v| v == u32::MAX) {
+    if let Some(j) = inj.par_iter().position_first(|&v| v == u32::MAX) {
         return Err(Error::InvalidArgument(format!("coarse node {j} is no node of the refined space: the nodes of this degree do not nest (multigrid by rediscretisation takes degrees 1 and 2)")));
     }
     Ok(inj)
@@ -313,14 +313,17 @@ pub fn injection(p: &Csr<f64>, n_coarse: usize) -> Result<Vec<u32>> {
 /// For every coarse node, the fine node at the same point (the row of
 /// `p` that is a single 1), `u32::MAX` where there is none.
 pub fn same_nodes(p: &Csr<f64>, n_coarse: usize) -> Vec<u32> {
-    let mut inj = vec![u32::MAX; n_coarse];
-    for i in 0..p.n_rows {
+    // rows in parallel, the last such row of a node kept (as a serial
+    // pass would keep it) as the largest `i + 1`, 0 for none
+    let mut last = crate::counters::filled(n_coarse, 0u32);
+    let at = crate::counters::atomic(&mut last);
+    (0..p.n_rows).into_par_iter().for_each(|i| {
         let (a, b) = (p.row_ptr[i] as usize, p.row_ptr[i + 1] as usize);
         if b == a + 1 && (p.val[a] - 1.0).abs() < 1e-10 {
-            inj[p.col[a] as usize] = i as u32;
+            at[p.col[a] as usize].fetch_max(i as u32 + 1, std::sync::atomic::Ordering::Relaxed);
         }
-    }
-    inj
+    });
+    last.into_par_iter().map(|v| v.wrapping_sub(1)).collect()
 }
 
 /// Reference coordinates in cell `c` of `space` of the physical point `x`
