@@ -12,6 +12,7 @@
 //! on the node's position. Entities then receive blocks of global numbers
 //! in the order a [`Numbering`] prescribes.
 
+use crate::mesh::adjacency::VertexCells;
 use crate::mesh::Mesh;
 use crate::{Error, Result};
 use fem_core::element::pow;
@@ -204,8 +205,9 @@ const CHUNK_CELLS: usize = 4096;
 /// Entities are numbered by first encounter: node slot `k·nb + i` (node
 /// `i` of the `k`-th cell visited) starts an entity when it is the
 /// entity's smallest slot. The smallest slot of a vertex is an atomic
-/// minimum, of an edge or face the head of its run in a parallel sort of
-/// their keys, of a cell interior its first interior node. Counting the
+/// minimum, of an edge or face found in the first visited cell around
+/// its corners ([`shared_heads`]), of a cell interior its first interior
+/// node. Counting the
 /// entities that start in each chunk of cells, by dimension, and a scan
 /// of the counts give every entity its block of numbers, in parallel and
 /// independent of the thread count; nothing is kept per slot but the
@@ -235,7 +237,7 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
             }
         }
     });
-    let shared_first = shared_heads(&nodes, n_cells, &locate_slot);
+    let shared_first = shared_heads(&nodes, p, dim, n_cells, mesh.coords.len(), &cell);
     let starts = |k: usize, i: usize| -> bool {
         let slot = (k * nb + i) as u32;
         match nodes.kind[i] {
@@ -312,24 +314,54 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
 }
 
 /// For the `j`-th edge or face node of the `k`-th cell visited, at
-/// `[k·shared + j]`: the smallest slot of its entity, the head of the
-/// entity's run in a parallel sort of (key, slot).
-fn shared_heads(nodes: &LocalNodes, n_cells: usize, locate_slot: &(impl Fn(usize, usize) -> (EntityKey, usize) + Sync)) -> Vec<u32> {
+/// `[k·shared + j]`: the smallest slot of its entity's nodes, in the
+/// first visited cell that has the entity (the head a sort of (key, slot)
+/// pairs would find), through the cells around every vertex: that cell is
+/// the first of those around both ends of the entity's diagonal (an
+/// edge's ends, a face's opposite corners, which only the face's cells
+/// share), and its first node of the entity the one nearest its origin
+/// on the entity's axes. `cell(k)` are the corners of the `k`-th cell
+/// visited, ids below `n_vertices`. Sorting the keys took 0.3 s of a
+/// 1.6M-cell refinement on 16 cores.
+fn shared_heads<'a>(nodes: &LocalNodes, p: usize, dim: usize, n_cells: usize, n_vertices: usize, cell: &(impl Fn(usize) -> &'a [u32] + Sync)) -> Vec<u32> {
     let nb = nodes.kind.len();
-    let mut keyed: Vec<(EntityKey, u32)> = (0..n_cells)
-        .into_par_iter()
-        .flat_map_iter(|k| nodes.kind.iter().enumerate().filter(|(_, n)| matches!(n, LocalNode::Shared(_))).map(move |(i, _)| (locate_slot(k, i).0, (k * nb + i) as u32)))
-        .collect();
-    keyed.par_sort_unstable();
+    if nodes.shared == 0 {
+        return Vec::new();
+    }
+    let around = VertexCells::of_ids(n_cells, n_vertices, |k| cell(k));
     let mut heads = filled(n_cells * nodes.shared, 0);
-    let first = atomic(&mut heads);
-    keyed.par_chunk_by(|a, b| a.0 == b.0).for_each(|run| {
-        for &(_, s) in run {
-            let LocalNode::Shared(j) = nodes.kind[s as usize % nb] else { unreachable!("only edge and face nodes are keyed") };
-            first[s as usize / nb * nodes.shared + j].store(run[0].1, Relaxed);
+    heads.par_chunks_mut(nodes.shared).enumerate().for_each(|(k, heads)| {
+        for (i, n) in nodes.kind.iter().enumerate() {
+            let LocalNode::Shared(j) = *n else { continue };
+            let t = &nodes.tensor[i];
+            // the diagonal's corners: the node's end bits, and the inner
+            // axes' bits clear or set
+            let low: usize = (0..dim).filter(|&a| t[a] == p).map(|a| 1 << a).sum();
+            let high = low | (0..dim).filter(|&a| t[a] > 0 && t[a] < p).map(|a| 1 << a).sum::<usize>();
+            let (a, b) = (cell(k)[low], cell(k)[high]);
+            let m = first_common(around.of(a as usize), around.of(b as usize)).unwrap_or(k as u32) as usize;
+            let corners = cell(m);
+            let bits = |g: u32| corners.iter().position(|&v| v == g).unwrap_or(0);
+            let (va, vb) = (bits(a), bits(b));
+            // the first node of the entity in cell m: 1 on its inner axes
+            let first: usize = (0..dim).map(|x| if (va ^ vb) >> x & 1 == 1 { 1 } else { p * (va >> x & 1) } * pow(p + 1, x)).sum();
+            heads[j] = (m * nb + first) as u32;
         }
     });
     heads
+}
+
+/// The first value in both ascending lists.
+fn first_common(x: &[u32], y: &[u32]) -> Option<u32> {
+    let (mut i, mut j) = (0, 0);
+    while i < x.len() && j < y.len() {
+        match x[i].cmp(&y[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => return Some(x[i]),
+        }
+    }
+    None
 }
 
 /// The vertices of `mesh` refined once uniformly, at `[c·3^dim + l]` the
@@ -339,8 +371,8 @@ fn shared_heads(nodes: &LocalNodes, n_cells: usize, locate_slot: &(impl Fn(usize
 /// a serial pass over cells and points first meets them. Beside it, the
 /// first slot (`c·3^dim + l`) of every new vertex, in order.
 ///
-/// Edges and faces are matched as the Q_p numbering matches them (the
-/// heads of their runs in a parallel sort of the keys, [`shared_heads`]),
+/// Edges and faces are matched as the Q_p numbering matches them
+/// ([`shared_heads`], through the cells around every vertex),
 /// and numbered from a scan of per-chunk counts: all passes parallel, the
 /// numbers independent of the thread count.
 pub(crate) fn refinement_lattice(mesh: &Mesh) -> Result<(Vec<u32>, Vec<u32>)> {
@@ -351,7 +383,7 @@ pub(crate) fn refinement_lattice(mesh: &Mesh) -> Result<(Vec<u32>, Vec<u32>)> {
         return Err(Error::InvalidArgument(format!("refining {n_cells} cells: {} lattice points exceed the u32 index range", n_cells * nb)));
     }
     let cell = |k: usize| &mesh.cells[k][..1 << dim];
-    let shared_first = shared_heads(&nodes, n_cells, &|k, i| locate(2, dim, k, cell(k), &nodes.tensor[i][..dim]));
+    let shared_first = shared_heads(&nodes, 2, dim, n_cells, nv, &cell);
     let starts = |k: usize, i: usize| match nodes.kind[i] {
         LocalNode::Corner(_) => false,
         LocalNode::Shared(j) => shared_first[k * nodes.shared + j] as usize == k * nb + i,
@@ -508,7 +540,8 @@ mod tests {
         node_entity.iter().map(|&(e, k)| offset[e as usize] + k).collect()
     }
 
-    /// The parallel numbering (first slots by sort and atomic minimum,
+    /// The parallel numbering (first slots through the cells around the
+    /// vertices and by atomic minimum,
     /// entities counted by chunk) is the serial first-encounter one, on
     /// shuffled meshes, a thread count that splits the cells unevenly and
     /// meshes of one chunk and of several, the last one partial.
