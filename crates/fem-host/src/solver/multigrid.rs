@@ -133,8 +133,8 @@ pub type Matrix<B, T> = Box<dyn Spmv<B, T>>;
 
 /// An error unless operators of `rows` rows (coarsest first, at least
 /// one) and the prolongations `p` between them make a hierarchy.
-fn check_hierarchy<T: Scalar>(rows: &[usize], p: &[Csr<T>]) -> Result<()> {
-    if rows.is_empty() || p.len() + 1 != rows.len() || p.iter().enumerate().any(|(l, m)| m.n_rows != rows[l + 1] || rayon::prelude::ParallelIterator::any(rayon::prelude::IntoParallelRefIterator::par_iter(&m.col), |&c| c as usize >= rows[l])) {
+fn check_hierarchy<T: Scalar, P: std::borrow::Borrow<Csr<T>>>(rows: &[usize], p: &[P]) -> Result<()> {
+    if rows.is_empty() || p.len() + 1 != rows.len() || p.iter().map(|m| m.borrow()).enumerate().any(|(l, m)| m.n_rows != rows[l + 1] || rayon::prelude::ParallelIterator::any(rayon::prelude::IntoParallelRefIterator::par_iter(&m.col), |&c| c as usize >= rows[l])) {
         return Err(Error::InvalidArgument(format!("multigrid: {} operators and {} prolongations of other sizes do not make a hierarchy", rows.len(), p.len())));
     }
     Ok(())
@@ -255,19 +255,20 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     /// host copy of their values. SPAI(1) and SAINV smoothers are built by
     /// [`Multigrid::refresh_smoother`]; the smoothers set up from host
     /// matrices are refused.
-    pub fn of_patterns<U: Scalar>(bk: &B, a: &[&Csr<U>], p: &[Csr<T>], opts: MgOptions) -> Result<Self>
+    pub fn of_patterns<U: Scalar, P: std::borrow::Borrow<Csr<T>>>(bk: &B, a: &[&Csr<U>], p: &[P], opts: MgOptions) -> Result<Self>
     where
         B: PrecondOps,
     {
         if opts.smoother.needs_host_matrices() {
             return Err(Error::InvalidArgument(format!("{:?} smoothing is set up from the host matrices; a hierarchy of patterns has none", opts.smoother)));
         }
-        check_hierarchy(&a.iter().map(|m| m.n_rows).collect::<Vec<_>>(), p)?;
+        let p: Vec<&Csr<T>> = p.iter().map(|m| m.borrow()).collect();
+        check_hierarchy(&a.iter().map(|m| m.n_rows).collect::<Vec<_>>(), &p)?;
         let levels = a
             .iter()
             .enumerate()
             .map(|(l, m)| {
-                let transfers = if l > 0 { Some(bk.store_transfers(&p[l - 1], a[l - 1].n_rows)?) } else { None };
+                let transfers = if l > 0 { Some(bk.store_transfers(p[l - 1], a[l - 1].n_rows)?) } else { None };
                 Ok(Level { n: m.n_rows, a: bk.store_pattern(m, m.n_rows)?, jacobi: Jacobi::zeros(bk, m.n_rows)?, lambda: 0.0, m: None, p: transfers })
             })
             .collect::<Result<Vec<_>>>()?;

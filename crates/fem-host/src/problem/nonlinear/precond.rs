@@ -185,14 +185,16 @@ impl<K: Kernels<f64>> Setup<K> {
             return Err(Error::InvalidArgument("multigrid: the set-up is not of the finest space of the hierarchy".into()));
         }
         let mut levels = Levels { setups: Vec::new(), prolongation: Vec::new(), injection: Vec::new() };
-        let (mut fixed, mut aux) = (self.fixed.clone(), self.physics.a.clone());
+        // each level's coefficients as its physics takes them (per node or
+        // per cell), the finest's read off its E-vector once
+        let (mut fixed, mut aux) = (self.fixed.clone(), level_aux(fine, v.na, v.aux_nodal, &self.physics.a));
         for l in (0..top).rev() {
-            let (coarse, finer) = (&nested.spaces[l], &nested.spaces[l + 1]);
+            let coarse = &nested.spaces[l];
             let p = nested.interpolation(l)?;
             let inj = injection(&p, coarse.n_dofs)?;
-            let rows: Vec<u32> = (0..coarse.n_dofs * nc).map(|r| inj[r / nc] * nc as u32 + (r % nc) as u32).collect();
-            let coarse_fixed: Vec<bool> = rows.iter().map(|&r| fixed[r as usize]).collect();
-            let coarse_aux = coarse_aux(coarse, finer, &nested.parents[l], &inj, v.na, v.aux_nodal, &aux);
+            let rows: Vec<u32> = (0..coarse.n_dofs * nc).into_par_iter().map(|r| inj[r / nc] * nc as u32 + (r % nc) as u32).collect();
+            let coarse_fixed: Vec<bool> = rows.par_iter().map(|&r| fixed[r as usize]).collect();
+            let coarse_aux = coarse_aux(coarse, &nested.parents[l], &inj, v.na, v.aux_nodal, &aux);
             let kind = match (v.na, v.aux_nodal) {
                 (0, _) => Aux::None,
                 (_, true) => Aux::Nodal(&coarse_aux),
@@ -207,7 +209,7 @@ impl<K: Kernels<f64>> Setup<K> {
             }
             levels.prolongation.push(field_prolongation(&p, nc, &coarse_fixed, &fixed)?);
             levels.injection.push(Csr { n_rows: rows.len(), row_ptr: (0..=rows.len() as u32).collect(), col: rows, val: vec![1.0; coarse.n_dofs * nc] });
-            (fixed, aux) = (coarse_fixed, setup.physics.a.clone());
+            (fixed, aux) = (coarse_fixed, coarse_aux);
             levels.setups.push(setup);
         }
         for list in [&mut levels.prolongation, &mut levels.injection] {
@@ -219,24 +221,35 @@ impl<K: Kernels<f64>> Setup<K> {
     }
 }
 
-/// The auxiliary field of `coarse` from the E-vector `fine_aux` of `finer`
-/// (`na` values per node or per cell): nodal fields at the injected node,
-/// cell fields averaged over the children.
-fn coarse_aux(coarse: &Space, finer: &Space, parent: &[u32], inj: &[u32], na: usize, nodal: bool, fine_aux: &[f64]) -> Vec<f64> {
+/// The auxiliary field of a physics on `space` from its E-vector `a`
+/// (`na` values per node or per cell), as [`Aux`] gives it: a node's
+/// values from the first cell slot that holds it (the E-vector of a nodal
+/// field agrees between cells), a cell field as it is.
+fn level_aux(space: &Space, na: usize, nodal: bool, a: &[f64]) -> Vec<f64> {
+    if na == 0 || !nodal {
+        return a.to_vec();
+    }
+    let slot = crate::space::lagrange::owner_slots(&space.cell_dofs, space.n_dofs);
+    let mut out = vec![0.0; space.n_dofs * na];
+    out.par_chunks_mut(na).zip(slot.par_iter()).for_each(|(o, &k)| {
+        if k != u32::MAX {
+            o.copy_from_slice(&a[k as usize * na..][..na]);
+        }
+    });
+    out
+}
+
+/// The auxiliary field of `coarse` from the field `fine_aux` of the next
+/// finer level (`na` values per node or per cell, as [`Aux`] gives them):
+/// nodal fields at the injected node, cell fields averaged over the
+/// children.
+fn coarse_aux(coarse: &Space, parent: &[u32], inj: &[u32], na: usize, nodal: bool, fine_aux: &[f64]) -> Vec<f64> {
     if na == 0 {
         return Vec::new();
     }
     if nodal {
-        // a node's values from the first cell slot that holds it (the
-        // E-vector of a nodal field agrees between cells)
-        let slot = crate::space::lagrange::owner_slots(&finer.cell_dofs, finer.n_dofs);
         let mut out = vec![0.0; inj.len() * na];
-        out.par_chunks_mut(na).zip(inj.par_iter()).for_each(|(o, &i)| {
-            let k = slot[i as usize] as usize;
-            if k != u32::MAX as usize {
-                o.copy_from_slice(&fine_aux[k * na..][..na]);
-            }
-        });
+        out.par_chunks_mut(na).zip(inj.par_iter()).for_each(|(o, &i)| o.copy_from_slice(&fine_aux[i as usize * na..][..na]));
         out
     } else {
         let mut sum = vec![0.0; coarse.n_cells() * na];
@@ -391,7 +404,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                 // the operators' values are filled before the first cycle,
                 // on the backend
                 let a: Vec<&Csr<f64>> = levels.setups.iter().chain(std::iter::once(setup)).map(|s| &s.csr).collect();
-                let p: Vec<Csr<T>> = levels.prolongation.iter().map(Csr::converted).collect();
+                let p: Vec<std::borrow::Cow<Csr<T>>> = levels.prolongation.iter().map(|m| m.in_precision::<T>()).collect();
                 let mg = Multigrid::of_patterns(b, &a, &p, o)?;
                 let smoothers = o.smoother.is_matrix().then(|| Ok::<_, Error>(Box::new(MatrixSmoothers { patterns: a.iter().map(|m| m.pattern_only()).collect(), cpu: CpuBackend::new(None)? }))).transpose()?;
                 let coarse = levels
