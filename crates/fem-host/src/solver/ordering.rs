@@ -187,12 +187,17 @@ mod tests {
         let mut rng = SplitMix64::new(3);
         let pick = [-1e300, -2.5, -1.0, -1e-300, -0.0, 0.0, 1e-300, 0.5, 2.0, 1e300];
         let coords: Vec<[f64; 3]> = (0..5000).map(|_| std::array::from_fn(|_| pick[rng.next_u64() as usize % pick.len()])).collect();
-        let mut want: Vec<u32> = (0..coords.len() as u32).collect();
-        want.sort_by(|&a, &b| {
-            let (x, y) = (coords[a as usize], coords[b as usize]);
-            [x[2], x[1], x[0]].partial_cmp(&[y[2], y[1], y[0]]).unwrap()
-        });
-        assert_eq!(xyz(&coords), want);
+        // every axis varying; z fixed (a 2D mesh, z of either sign of
+        // zero); z and y fixed; every row at one point; one row; none
+        let flat = |fixed: usize| -> Vec<[f64; 3]> { coords.iter().enumerate().map(|(r, x)| std::array::from_fn(|a| if a >= 3 - fixed { [0.0, -0.0][r % 2] } else { x[a] })).collect() };
+        for coords in [coords.clone(), flat(1), flat(2), flat(3), coords[..1].to_vec(), Vec::new()] {
+            let mut want: Vec<u32> = (0..coords.len() as u32).collect();
+            want.sort_by(|&a, &b| {
+                let (x, y) = (coords[a as usize], coords[b as usize]);
+                [x[2], x[1], x[0]].partial_cmp(&[y[2], y[1], y[0]]).unwrap()
+            });
+            assert_eq!(xyz(&coords), want);
+        }
     }
 
     #[test]

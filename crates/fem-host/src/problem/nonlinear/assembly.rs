@@ -16,6 +16,7 @@ use crate::sparse::warp::EllWarp;
 use crate::sparse::SpmvFormat;
 use crate::{CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
+use rayon::prelude::*;
 use serde::Serialize;
 use std::cell::RefCell;
 
@@ -218,7 +219,7 @@ pub(crate) fn gather_pattern(cpu: &CpuBackend, pos: &[u32], rows: usize) -> Resu
 
 /// Whether every value is zero: a base a sum by SpMV need not add.
 pub(super) fn is_zero(v: &[f64]) -> bool {
-    v.iter().all(|&x| x == 0.0)
+    v.par_iter().all(|&x| x == 0.0)
 }
 
 /// Length of an element array of `len` entries summed by `scatter`: one

@@ -248,7 +248,7 @@ impl<K: Kernels<f64>> Setup<K> {
     /// 1 in fixed rows, 0 in free ones: what a product multiplies `x` by
     /// to keep the fixed rows.
     pub(crate) fn fixed_mask(&self) -> Vec<f64> {
-        self.fixed.iter().map(|&f| f as u8 as f64).collect()
+        self.fixed.par_iter().map(|&f| f as u8 as f64).collect()
     }
 }
 
