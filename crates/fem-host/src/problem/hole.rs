@@ -226,10 +226,9 @@ pub struct HoleReport {
     /// own estimates, scaled to the first residual.
     pub history: Vec<f64>,
     /// The command's wall time by stage: the set-up's (mesh hierarchy,
-    /// ordering, boundary values, coefficients, pattern, coarse levels,
-    /// uploads), then
-    /// Newton's phases (element kernels, assembly, preconditioner set-up,
-    /// solve) and the solution's download.
+    /// ordering, boundary values, coefficients, sparsity, coarse levels,
+    /// uploads), then Newton's phases (element kernels, assembly,
+    /// preconditioner set-up, solve) and the solution's download.
     pub stages: Vec<StageSeconds>,
     /// AMG's hierarchy and set-up (counted in `assembly_seconds`), for
     /// preconditioner `amg`.

@@ -34,7 +34,8 @@ pub trait PrecondOps: Backend + Sized + 'static {
     /// values the backend assembles (Newton's tangents), stored without a
     /// host copy of values.
     fn store_pattern<T: Scalar, U: Scalar>(&self, pattern: &Csr<U>, n_cols: usize) -> Result<Matrix<Self, T>> {
-        let m = Csr { n_rows: pattern.n_rows, row_ptr: pattern.row_ptr.clone(), col: pattern.col.clone(), val: vec![T::ZERO; pattern.col.len()] };
+        let mut m = pattern.pattern_only::<T>();
+        m.val = vec![T::ZERO; m.col.len()];
         self.store_matrix(&m, n_cols)
     }
     /// The prolongation `p` from `n_coarse` rows and its transpose, the

@@ -21,6 +21,8 @@ use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
 use crate::sparse::Spmv;
 use crate::{Backend, CpuBackend, Error, Result, Scalar};
+use rayon::prelude::*;
+use std::borrow::Borrow;
 use serde::Serialize;
 use std::sync::Mutex;
 
@@ -133,8 +135,8 @@ pub type Matrix<B, T> = Box<dyn Spmv<B, T>>;
 
 /// An error unless operators of `rows` rows (coarsest first, at least
 /// one) and the prolongations `p` between them make a hierarchy.
-fn check_hierarchy<T: Scalar, P: std::borrow::Borrow<Csr<T>>>(rows: &[usize], p: &[P]) -> Result<()> {
-    if rows.is_empty() || p.len() + 1 != rows.len() || p.iter().map(|m| m.borrow()).enumerate().any(|(l, m)| m.n_rows != rows[l + 1] || rayon::prelude::ParallelIterator::any(rayon::prelude::IntoParallelRefIterator::par_iter(&m.col), |&c| c as usize >= rows[l])) {
+fn check_hierarchy<T: Scalar>(rows: &[usize], p: &[&Csr<T>]) -> Result<()> {
+    if rows.is_empty() || p.len() + 1 != rows.len() || p.iter().enumerate().any(|(l, m)| m.n_rows != rows[l + 1] || m.col.par_iter().any(|&c| c as usize >= rows[l])) {
         return Err(Error::InvalidArgument(format!("multigrid: {} operators and {} prolongations of other sizes do not make a hierarchy", rows.len(), p.len())));
     }
     Ok(())
@@ -199,8 +201,8 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     /// Uploads the operators `a` (coarsest first) and the prolongations
     /// `p` (`p[l]` from level `l` to `l + 1`) of any hierarchy, each
     /// stored in the backend's SpMV format for hierarchies
-    /// ([`PrecondOps::store_matrix`]).
-    pub fn from_matrices<M: std::borrow::Borrow<Csr<T>>>(bk: &B, cpu: &CpuBackend, a: &[M], p: &[Csr<T>], opts: MgOptions) -> Result<Self>
+    /// ([`PrecondOps::store_matrix`]); either may be borrowed.
+    pub fn from_matrices<M: Borrow<Csr<T>>, P: Borrow<Csr<T>>>(bk: &B, cpu: &CpuBackend, a: &[M], p: &[P], opts: MgOptions) -> Result<Self>
     where
         B: PrecondOps,
     {
@@ -215,15 +217,15 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     /// [`Multigrid::from_matrices`] with ρ(D⁻¹A) of every level above the
     /// coarsest known (`rho`, coarsest first; Chebyshev smoothing reads
     /// it, the others need none).
-    pub fn from_hierarchy<M: std::borrow::Borrow<Csr<T>>>(bk: &B, cpu: &CpuBackend, a: &[M], p: &[Csr<T>], rho: &[f64], opts: MgOptions) -> Result<Self>
+    pub fn from_hierarchy<M: Borrow<Csr<T>>, P: Borrow<Csr<T>>>(bk: &B, cpu: &CpuBackend, a: &[M], p: &[P], rho: &[f64], opts: MgOptions) -> Result<Self>
     where
         B: PrecondOps,
     {
-        let a: Vec<&Csr<T>> = a.iter().map(|m| m.borrow()).collect();
+        let (a, p): (Vec<&Csr<T>>, Vec<&Csr<T>>) = (a.iter().map(|m| m.borrow()).collect(), p.iter().map(|m| m.borrow()).collect());
         if matches!(opts.smoother, Smoother::Chebyshev(_)) && !a.is_empty() && rho.len() + 1 != a.len() {
             return Err(Error::InvalidArgument(format!("Chebyshev smoothing needs ρ(D⁻¹A) of {} levels, not {}", a.len() - 1, rho.len())));
         }
-        check_hierarchy(&a.iter().map(|m| m.n_rows).collect::<Vec<_>>(), p)?;
+        check_hierarchy(&a.iter().map(|m| m.n_rows).collect::<Vec<_>>(), &p)?;
         let upload = |m: &Csr<T>, n: usize| bk.store_matrix(m, n);
         let mut levels = Vec::with_capacity(a.len());
         for (l, &m) in a.iter().enumerate() {
@@ -233,7 +235,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
                 _ if l == 0 => None,
                 kind => Some(MatrixInverse::new(bk, cpu, m, kind, &upload)?),
             };
-            let transfers = if l > 0 { Some(bk.store_transfers(&p[l - 1], a[l - 1].n_rows)?) } else { None };
+            let transfers = if l > 0 { Some(bk.store_transfers(p[l - 1], a[l - 1].n_rows)?) } else { None };
             let lambda = match opts.smoother {
                 Smoother::Chebyshev(_) if l > 0 => rho[l - 1],
                 _ => 0.0,
@@ -244,7 +246,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             };
             levels.push(Level { n, a: upload(m, n)?, jacobi: Jacobi::from_diagonal(bk, &diagonal)?, lambda, m: inverse, p: transfers });
         }
-        Self::with_levels(bk, levels, opts, Csr { val: Vec::new(), ..a[0].clone() })
+        Self::with_levels(bk, levels, opts, a[0].pattern_only())
     }
 
     /// A hierarchy of the operators' patterns `a` (coarsest first; their
@@ -255,7 +257,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     /// host copy of their values. SPAI(1) and SAINV smoothers are built by
     /// [`Multigrid::refresh_smoother`]; the smoothers set up from host
     /// matrices are refused.
-    pub fn of_patterns<U: Scalar, P: std::borrow::Borrow<Csr<T>>>(bk: &B, a: &[&Csr<U>], p: &[P], opts: MgOptions) -> Result<Self>
+    pub fn of_patterns<U: Scalar, P: Borrow<Csr<T>>>(bk: &B, a: &[&Csr<U>], p: &[P], opts: MgOptions) -> Result<Self>
     where
         B: PrecondOps,
     {

@@ -3,7 +3,8 @@
 //! row offsets, each row of `A` placing its entries in its columns' rows
 //! (in no set order, by atomic counters), and each row of `Aᵀ` then
 //! sorted by its columns, so that it lists the rows of `A` ascending, as
-//! the host's `transpose` (`fem_host::solver::transfer`) does. The positions in `A` come along, for the values.
+//! the host's `transpose` (`fem_host::solver::transfer`) does. The
+//! positions in `A` come along, for the values.
 
 use crate::device::{atomic_add_u32, atomic_max_u32, grid_stride_fold};
 use fem_macros::kernel;

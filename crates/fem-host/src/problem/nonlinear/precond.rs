@@ -406,7 +406,10 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                 let a: Vec<&Csr<f64>> = levels.setups.iter().chain(std::iter::once(setup)).map(|s| &s.csr).collect();
                 let p: Vec<std::borrow::Cow<Csr<T>>> = levels.prolongation.iter().map(|m| m.in_precision::<T>()).collect();
                 let mg = Multigrid::of_patterns(b, &a, &p, o)?;
-                let smoothers = o.smoother.is_matrix().then(|| Ok::<_, Error>(Box::new(MatrixSmoothers { patterns: a.iter().map(|m| m.pattern_only()).collect(), cpu: CpuBackend::new(None)? }))).transpose()?;
+                let smoothers = match o.smoother.is_matrix() {
+                    true => Some(Box::new(MatrixSmoothers { patterns: a.iter().map(|m| m.pattern_only()).collect(), cpu: CpuBackend::new(None)? })),
+                    false => None,
+                };
                 let coarse = levels
                     .setups
                     .iter()

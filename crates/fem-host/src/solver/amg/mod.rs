@@ -406,7 +406,7 @@ pub(crate) fn upload<B: PrecondOps + 'static, T: Scalar>(bk: &B, cpu: &CpuBacken
     let t = Instant::now();
     // the operator itself goes up as it is where T is f64
     let at: Vec<std::borrow::Cow<Csr<T>>> = h.a.iter().chain(std::iter::once(a)).map(|m| m.in_precision::<T>()).collect();
-    let pt: Vec<Csr<T>> = h.p.iter().map(Csr::converted).collect();
+    let pt: Vec<std::borrow::Cow<Csr<T>>> = h.p.iter().map(|m| m.in_precision::<T>()).collect();
     let mut mg = Multigrid::from_hierarchy(bk, cpu, &at, &pt, &h.rho, o.cycle)?;
     mg.invert_coarsest(bk, &at[0])?;
     let mut stats = h.stats;
