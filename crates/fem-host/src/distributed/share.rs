@@ -237,7 +237,7 @@ fn unpack_space(u: &mut Unpack) -> Result<Space> {
         return Err(u.corrupt());
     }
     let facets = (0..cells.len()).map(|i| Facet { cell: cells[i], local: locals[i] as u8, key: [keys[4 * i], keys[4 * i + 1], keys[4 * i + 2], keys[4 * i + 3]] }).collect();
-    let space = Space { shape, degree, n_dofs, cell_dofs, vertices, cell_vertices, dof_coords, boundary, facets };
+    let space = Space { shape, degree, n_dofs, cell_dofs, vertices, cell_vertices, dof_coords, boundary, facets, owner_slots: std::sync::OnceLock::new() };
     if space.cell_dofs.len() % space.nb() != 0 || space.cell_dofs.iter().any(|&d| d as usize >= n_dofs) {
         return Err(Error::InvalidArgument("a rank's share holds cells with nodes out of range".into()));
     }

@@ -224,9 +224,12 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
     if n_cells * nb > u32::MAX as usize {
         return Err(Error::InvalidArgument(format!("{} cell nodes exceed the u32 index range", n_cells * nb)));
     }
-    let order = cell_order(mesh, numbering);
-    let cell = |k: usize| &mesh.cells[order[k] as usize][..1 << dim];
-    let locate_slot = |k: usize, i: usize| locate(p, dim, order[k] as usize, cell(k), &nodes.tensor[i][..dim]);
+    // the blocked numberings visit the cells in another order; the others
+    // visit cell k k-th, with no order to look up
+    let order = matches!(numbering, Numbering::Blocked | Numbering::BlockedAligned).then(|| cell_order(mesh, numbering));
+    let id = |k: usize| order.as_ref().map_or(k, |o| o[k] as usize);
+    let cell = |k: usize| &mesh.cells[id(k)][..1 << dim];
+    let locate_slot = |k: usize, i: usize| locate(p, dim, id(k), cell(k), &nodes.tensor[i][..dim]);
     // The smallest slot of every vertex, edge and face.
     let mut vertex_first = filled(mesh.coords.len(), u32::MAX);
     let vertex_first = atomic(&mut vertex_first);
@@ -297,13 +300,10 @@ pub(crate) fn tensor_dofs(mesh: &Mesh, degree: usize, numbering: Numbering) -> R
             }
         }
     });
-    let mut position = vec![0u32; n_cells];
-    for (k, &c) in order.iter().enumerate() {
-        position[c as usize] = k as u32;
-    }
+    let position = order.as_ref().map(|o| crate::solver::ordering::invert(o));
     let mut cell_dofs = vec![0u32; n_cells * nb];
-    cell_dofs.par_chunks_mut(nb).zip(&position).for_each(|(dofs, &k)| {
-        let k = k as usize;
+    cell_dofs.par_chunks_mut(nb).enumerate().for_each(|(c, dofs)| {
+        let k = position.as_ref().map_or(c, |p| p[c] as usize);
         for (i, d) in dofs.iter_mut().enumerate() {
             // a vertex holds one DOF: no need to locate it within its entity
             let within = if let LocalNode::Corner(_) = nodes.kind[i] { 0 } else { locate_slot(k, i).1 as u32 };

@@ -21,6 +21,7 @@ use crate::{Error, Result};
 use fem_core::element::pow;
 use fem_core::shape::Shape;
 use rayon::prelude::*;
+use std::sync::OnceLock;
 
 /// A nodal Lagrange space (P1/P2 on simplices, Q_p on quadrilaterals and
 /// hexahedra) with the per-cell data operators read.
@@ -47,6 +48,10 @@ pub struct Space {
     /// Facets on the boundary of the domain, which boundary conditions
     /// select from.
     pub facets: Vec<Facet>,
+    /// The first cell slot of every node ([`Space::owner_slots`]), made
+    /// on first use: node positions, transfers and nodal coefficients
+    /// all start from it, a pass over every cell's nodes each time.
+    pub(crate) owner_slots: OnceLock<Vec<u32>>,
 }
 
 impl Space {
@@ -94,6 +99,7 @@ impl Space {
             dof_coords,
             boundary: Vec::new(),
             facets: simplex_facets(mesh),
+            owner_slots: OnceLock::new(),
         };
         space.boundary = space.facet_mask(&space.facets);
         Ok(space)
@@ -133,6 +139,7 @@ impl Space {
             dof_coords: Vec::new(),
             boundary: Vec::new(),
             facets,
+            owner_slots: OnceLock::new(),
         };
         space.dof_coords = space.tensor_node_positions();
         space.boundary = space.facet_mask(&space.facets);
@@ -144,8 +151,7 @@ impl Space {
     fn tensor_node_positions(&self) -> Vec<[f64; 3]> {
         let (np, nb, d) = (self.degree + 1, self.nb(), self.dim());
         let nodes_1d = self.gll_nodes();
-        let owner = owner_slots(&self.cell_dofs, self.n_dofs);
-        owner
+        self.owner_slots()
             .par_iter()
             .map(|&k| {
                 let (c, i) = (k as usize / nb, k as usize % nb);
@@ -160,6 +166,12 @@ impl Space {
                 }
             })
             .collect()
+    }
+
+    /// One slot `c·nb + b` of every node, the first cell slot that holds
+    /// it (`u32::MAX` for a node of no cell), computed once.
+    pub fn owner_slots(&self) -> &[u32] {
+        self.owner_slots.get_or_init(|| owner_slots(&self.cell_dofs, self.n_dofs))
     }
 
     /// Keeps in [`Space::boundary`] only the nodes on the boundary facets

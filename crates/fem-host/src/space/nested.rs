@@ -19,7 +19,6 @@
 //! groups) select the same boundary on every level.
 
 use super::facets::Facet;
-use super::lagrange::owner_slots;
 use super::{Numbering, Space};
 use crate::mesh::refine::{refine, Refinement};
 use crate::mesh::simplex::SimplexMesh;
@@ -150,28 +149,23 @@ impl NestedSpaces {
     pub fn interpolation(&self, l: usize) -> Result<Csr<f64>> {
         let (coarse, fine, parent) = (&self.spaces[l], &self.spaces[l + 1], &self.parents[l]);
         match &self.children[l] {
-            Some(child) => tensor_interpolation(&coarse.cell_dofs, &fine.cell_dofs, fine.n_dofs, fine.shape.dim(), fine.degree, parent, child),
+            Some(child) => tensor_interpolation(&coarse.cell_dofs, fine, parent, child),
             None => located_interpolation(coarse, fine, parent),
         }
     }
-}
-
-/// One cell of every node of `cell_dofs` (`nb` per cell): the first that
-/// has it.
-fn owners(cell_dofs: &[u32], nb: usize, n_dofs: usize) -> Vec<u32> {
-    owner_slots(cell_dofs, n_dofs).into_iter().map(|k| k / nb as u32).collect()
 }
 
 /// The interpolation with every fine node located in its coarse cell by
 /// [`reference_point`]: for refinements whose children tile their parent.
 fn located_interpolation(coarse: &Space, fine: &Space, parent: &[u32]) -> Result<Csr<f64>> {
     let (nbc, d) = (coarse.nb(), fine.shape.dim());
-    let owner = owners(&fine.cell_dofs, fine.nb(), fine.n_dofs);
-    let rows: Vec<Vec<(u32, f64)>> = owner
+    let nbf = fine.nb() as u32;
+    let rows: Vec<Vec<(u32, f64)>> = fine
+        .owner_slots()
         .par_iter()
         .enumerate()
-        .map(|(i, &f)| {
-            let c = parent[f as usize] as usize;
+        .map(|(i, &k)| {
+            let c = parent[(k / nbf) as usize] as usize;
             let xi = reference_point(coarse, c, &fine.dof_coords[i])?;
             let (mut val, mut grad) = (vec![0.0; nbc], vec![0.0; nbc * d]);
             coarse.shape.basis(coarse.degree, &xi[..d], &mut val, &mut grad);
@@ -199,7 +193,7 @@ pub fn vertex_interpolation(space: &Space) -> Result<Csr<f64>> {
             (0..nv).filter(|&v| val[v].abs() > DROP).map(|v| (v, val[v])).collect()
         })
         .collect();
-    let slots = owner_slots(&space.cell_dofs, space.n_dofs);
+    let slots = space.owner_slots();
     let len = |i: usize| if slots[i] == u32::MAX { 0 } else { table[slots[i] as usize % nb].len() };
     Csr::from_row_fn(space.n_dofs, len, |i, col, val| {
         let (c, b) = (slots[i] as usize / nb, slots[i] as usize % nb);
@@ -215,17 +209,18 @@ pub fn vertex_interpolation(space: &Space) -> Result<Csr<f64>> {
     })
 }
 
-/// The scalar interpolation between the Q_`degree` numberings `coarse`
-/// and `fine` (cell DOFs in tensor order, `(degree + 1)^dim` per cell) of
-/// a mesh and its uniform tensor refinement: `parent[f]` and `child[f]`
+/// The scalar interpolation between the Q_p numbering `coarse` (cell DOFs
+/// in tensor order, `(p + 1)^dim` per cell) of a mesh and the space `fine`
+/// of the same degree on its uniform tensor refinement: `parent[f]` and `child[f]`
 /// place fine cell `f` in the coarse mesh. A fine node's reference point
 /// in its parent is its point in the child's cell, halved and shifted by
 /// the child's bits, so `P_ij = φ_j(ξ_i)` is exact whatever the children's
 /// physical shape. Its `n_fine × n_coarse` rows hold the coarse cell's
 /// nodes whose value there is not zero (beyond round-off).
-pub fn tensor_interpolation(coarse: &[u32], fine: &[u32], n_fine: usize, dim: usize, degree: usize, parent: &[u32], child: &[u8]) -> Result<Csr<f64>> {
-    let (np, nb) = (degree + 1, pow(degree + 1, dim));
-    if fine.len() != parent.len() * nb || child.len() != parent.len() || parent.iter().any(|&c| (c as usize + 1) * nb > coarse.len()) {
+pub fn tensor_interpolation(coarse: &[u32], fine: &Space, parent: &[u32], child: &[u8]) -> Result<Csr<f64>> {
+    let (dim, n_fine) = (fine.shape.dim(), fine.n_dofs);
+    let (np, nb) = (fine.degree + 1, fine.nb());
+    if fine.cell_dofs.len() != parent.len() * nb || child.len() != parent.len() || parent.par_iter().any(|&c| (c as usize + 1) * nb > coarse.len()) {
         return Err(Error::InvalidArgument("the numberings are not one uniform tensor refinement apart".into()));
     }
     let (mut nodes, mut w) = (vec![0.0; np], vec![0.0; np]);
@@ -239,7 +234,7 @@ pub fn tensor_interpolation(coarse: &[u32], fine: &[u32], n_fine: usize, dim: us
             (0..nb).map(|j| (j, (0..dim).map(|a| lagrange(&nodes, (j / pow(np, a)) % np, xi[a])).product::<f64>())).filter(|e| e.1.abs() > DROP).collect()
         })
         .collect();
-    let slot = owner_slots(fine, n_fine);
+    let slot = fine.owner_slots();
     let row = |i: usize| {
         let k = slot[i] as usize;
         // a node of no cell has an empty row

@@ -12,6 +12,7 @@ use crate::operator::pointwise::field_layout;
 use crate::solver::ordering::{inverse, permutations, Ordering};
 use crate::{CpuBackend, Error, Result};
 use rayon::prelude::*;
+use std::sync::OnceLock;
 
 impl Space {
     /// The space with node `perm[new]` renumbered `new`: cells, mesh and
@@ -24,6 +25,12 @@ impl Space {
             cell_dofs: self.cell_dofs.par_iter().map(|&d| new[d as usize]).collect(),
             dof_coords: perm.par_iter().map(|&o| self.dof_coords[o as usize]).collect(),
             boundary: perm.par_iter().map(|&o| self.boundary[o as usize]).collect(),
+            // the cells are in the same order: a node's first slot is its
+            // old node's
+            owner_slots: match self.owner_slots.get() {
+                Some(s) => OnceLock::from(perm.par_iter().map(|&o| s[o as usize]).collect::<Vec<u32>>()),
+                None => OnceLock::new(),
+            },
             // the mesh's arrays move: a renumbering changes only the nodes
             ..self
         })

@@ -68,6 +68,7 @@ impl Space {
             dof_coords: nodes.iter().map(|&g| self.dof_coords[g as usize]).collect(),
             boundary: nodes.iter().map(|&g| self.boundary[g as usize]).collect(),
             facets,
+            owner_slots: std::sync::OnceLock::new(),
         };
         Ok((space, used))
     }

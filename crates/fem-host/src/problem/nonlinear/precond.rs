@@ -229,7 +229,7 @@ fn level_aux(space: &Space, na: usize, nodal: bool, a: &[f64]) -> Vec<f64> {
     if na == 0 || !nodal {
         return a.to_vec();
     }
-    let slot = crate::space::lagrange::owner_slots(&space.cell_dofs, space.n_dofs);
+    let slot = space.owner_slots();
     let mut out = vec![0.0; space.n_dofs * na];
     out.par_chunks_mut(na).zip(slot.par_iter()).for_each(|(o, &k)| {
         if k != u32::MAX {
