@@ -158,7 +158,7 @@ fn element_matrices_of_any_size_apply_as_on_the_cpu() {
 #[test]
 fn gpu_ell_warp_built_on_the_device_is_the_hosts() {
     use fem::host::sparse::device::GpuEllWarp;
-    use fem::host::sparse::device_warp::{DeviceCsr, DEVICE_WARP_MAX_ROW};
+    use fem::host::sparse::device_warp::{DeviceCsrView, DEVICE_WARP_MAX_ROW};
     use fem::host::sparse::warp::{EllWarp, Numbering};
     use fem::host::cudarc::driver::CudaSlice;
     let Some(g) = gpu("gpu_ell_warp_built_on_the_device_is_the_hosts") else {
@@ -178,7 +178,7 @@ fn gpu_ell_warp_built_on_the_device_is_the_hosts() {
                     false => EllWarp::new(&cpu, &csr, n, threshold, Numbering::Remap).unwrap(),
                     true => EllWarp::pattern(&cpu, &csr, n, threshold).unwrap(),
                 };
-                let m = DeviceCsr { n_rows: n, n_cols: host.n_cols, max_len: csr.max_row_len(), row_ptr: &row_ptr, col: &col, val: Some(&val) };
+                let m = DeviceCsrView { n_rows: n, n_cols: host.n_cols, max_len: csr.max_row_len(), row_ptr: &row_ptr, col: &col, val: Some(&val) };
                 let dev = GpuEllWarp::on_device(&g, &m, threshold, pad.then_some(n as u32), 128).unwrap();
                 let what = format!("{name}, threshold {threshold:?}, pad {pad}");
                 assert_eq!((dev.name.as_str(), dev.n_rows, dev.n_cols, dev.n_slices), (host.name().as_str(), n, host.n_cols, host.slices.len()), "{what}");

@@ -15,7 +15,7 @@ use crate::sparse::warp::{EllWarp, Numbering};
 use super::transfer::transpose;
 use crate::sparse::device::gpu_gather;
 use crate::sparse::device_transpose::DeviceTransposedPattern;
-use crate::sparse::device_warp::{DeviceCsr, DEVICE_WARP_MAX_ROW};
+use crate::sparse::device_warp::{DeviceCsrView, DEVICE_WARP_MAX_ROW};
 use cudarc::driver::CudaSlice;
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
 
@@ -205,7 +205,7 @@ impl CudaBackend {
             let host = Csr { n_rows: m.n_rows, row_ptr: self.dtoh(&m.row_ptr)?, col: self.dtoh(&m.col)?, val: self.download(&val)? };
             return self.store_matrix(&host, m.n_cols);
         }
-        let d = DeviceCsr { n_rows: m.n_rows, n_cols: m.n_cols, max_len: m.max_len, row_ptr: &m.row_ptr, col: &m.col, val: Some(&val) };
+        let d = DeviceCsrView { n_rows: m.n_rows, n_cols: m.n_cols, max_len: m.max_len, row_ptr: &m.row_ptr, col: &m.col, val: Some(&val) };
         Ok(Box::new(GpuEllWarp::on_device(self, &d, None, None, 128)?))
     }
 }

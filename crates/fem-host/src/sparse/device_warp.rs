@@ -17,8 +17,10 @@ use fem_kernels::sparse::{NONE, SLICE_LANES, WARP_SORT_CHUNK};
 /// of rows); longer rows are built on the host.
 pub const DEVICE_WARP_MAX_ROW: usize = 1024;
 
-/// A CSR matrix on the GPU, as the device's ELL-WARP build reads it.
-pub struct DeviceCsr<'a, T> {
+/// CSR arrays on the GPU, borrowed, as the device's ELL-WARP build reads
+/// them (the owned device CSR of the sparse products is
+/// [`crate::sparse::spgemm::DeviceCsr`]).
+pub struct DeviceCsrView<'a, T> {
     /// Rows.
     pub n_rows: usize,
     /// Columns (the length of `x`).
@@ -38,7 +40,7 @@ impl<T: Scalar> GpuEllWarp<T> {
     /// blocks of `block` threads; `pad` is the column of every padding
     /// slot (`None`: the row's first). An error where a row is longer than
     /// [`DEVICE_WARP_MAX_ROW`] or the arrays do not fit.
-    pub fn on_device(gpu: &CudaBackend, m: &DeviceCsr<'_, T>, threshold: Option<usize>, pad: Option<u32>, block: u32) -> Result<Self> {
+    pub fn on_device(gpu: &CudaBackend, m: &DeviceCsrView<'_, T>, threshold: Option<usize>, pad: Option<u32>, block: u32) -> Result<Self> {
         let (n, max_len) = (m.n_rows, m.max_len);
         if max_len > DEVICE_WARP_MAX_ROW {
             return Err(Error::InvalidArgument(format!("a row of {max_len} entries is longer than the device's ELL-WARP build takes ({DEVICE_WARP_MAX_ROW})")));
@@ -72,7 +74,7 @@ impl<T: Scalar> GpuEllWarp<T> {
     pub fn from_csr(gpu: &CudaBackend, csr: &Csr<T>, n_cols: usize, threshold: Option<usize>, block: u32) -> Result<Self> {
         gpu.ensure_free((csr.n_rows + 1 + csr.nnz()) * 4 + csr.nnz() * T::BYTES)?;
         let (row_ptr, col, val) = (gpu.htod(&csr.row_ptr)?, gpu.htod(&csr.col)?, gpu.upload(&csr.val)?);
-        let m = DeviceCsr { n_rows: csr.n_rows, n_cols, max_len: csr.max_row_len(), row_ptr: &row_ptr, col: &col, val: Some(&val) };
+        let m = DeviceCsrView { n_rows: csr.n_rows, n_cols, max_len: csr.max_row_len(), row_ptr: &row_ptr, col: &col, val: Some(&val) };
         Self::on_device(gpu, &m, threshold, None, block)
     }
 
