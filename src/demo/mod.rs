@@ -117,7 +117,7 @@ fn mesh(path: Option<&Path>, levels: usize) -> Result<(SimplexMesh, String)> {
     }
     let cells = coarse.n_cells() as f64 * 4f64.powf(levels as f64);
     let need = cells * BYTES_PER_CELL;
-    if let Some(have) = available_memory() {
+    if let Some(have) = fem_host::memory::host_available() {
         if need > have as f64 {
             return Err(Error::InvalidArgument(format!(
                 "{levels} refinements make {cells:.3e} triangles, which need about {:.1} GB of host memory; {:.1} GB are available (try --refine {})",
@@ -133,15 +133,6 @@ fn mesh(path: Option<&Path>, levels: usize) -> Result<(SimplexMesh, String)> {
 /// Peak host bytes per P2 triangle of the job, as measured (about 1.2 KB
 /// per DOF, two DOFs per triangle), with some margin.
 const BYTES_PER_CELL: f64 = 3000.0;
-
-/// The host memory available now (`MemAvailable` of /proc/meminfo), where
-/// the system says.
-fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
 
 /// Runs the job on `any`; `stage` names what runs, `step` sees every
 /// Newton update.

@@ -254,6 +254,14 @@ fn hole_benchmark_json_has_the_solver_fields() {
     let out = fem(&["solve", "--problem", "hole", "--levels", "2", "--backend", "cpu", "--bench"]);
     assert_eq!(out.status.code(), Some(1), "--bench is refused, not ignored");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--bench"));
+    // 12 levels of 3D Q2 (10^13 nodes) are refused with their size before
+    // the mesh is made, and no output file is started
+    let vtk = scratch("cli-hole-too-large").join("u.vtu");
+    let out = fem(&["solve", "--problem", "hole", "--dim", "3", "--degree", "2", "--levels", "12", "--backend", "cpu", "--vtk", vtk.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("12 levels") && err.contains("GiB of host memory"), "{err}");
+    assert!(!vtk.exists());
 }
 
 #[test]

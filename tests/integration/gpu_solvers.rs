@@ -254,3 +254,21 @@ fn gpu_transpose_and_transfers_are_the_hosts() {
     let e = DeviceTransposedPattern::of(&g, 50, 7, &g.htod(&bad.row_ptr).unwrap(), &g.htod(&bad.col).unwrap()).err().expect("columns past 7");
     assert!(e.to_string().contains("past its 7 columns"), "{e}");
 }
+
+/// A hole hierarchy whose finest level cannot fit on the GPU (12 levels
+/// of 2D Q2: 1.6·10⁹ nodes, about 700 GB of Newton's set-up there) is
+/// refused with its size before its mesh is made; the host check after it
+/// would pass on a large machine, so the GPU's is the one that speaks.
+#[test]
+fn gpu_refuses_a_hole_that_cannot_fit_before_making_it() {
+    use fem::host::problem::hole::HoleOptions;
+    let Some(g) = gpu("gpu_refuses_a_hole_that_cannot_fit_before_making_it") else { return };
+    let anyb = fem::host::AnyBackend::Cuda(g);
+    match fem::solve::run_hole(&anyb, &HoleOptions::new(2, 2, 12)) {
+        Err(e @ fem::host::Error::ProblemTooLarge { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("2D, Q2 on 12 levels") && text.contains("GiB on the GPU"), "{text}");
+        }
+        other => panic!("expected a refusal, got {:?}", other.map(|r| r.dofs)),
+    }
+}

@@ -27,6 +27,22 @@ fn max_rel_diff(a: &HoleReport, b: &HoleReport) -> f64 {
     a.field.space.dof_coords.iter().zip(&a.field.dofs).map(|(x, v)| (v - at[&key(x)]).abs()).fold(0.0, f64::max) / scale
 }
 
+/// A hierarchy whose finest level cannot fit in the host's memory is
+/// refused with its size, before its mesh is made.
+#[test]
+fn a_hole_too_large_for_the_host_is_refused_with_its_size() {
+    let o = HoleOptions::new(3, 2, 12);
+    let anyb = fem::host::AnyBackend::Cpu(fem::host::CpuBackend::new(Some(2)).unwrap());
+    match fem::solve::run_hole(&anyb, &o) {
+        Err(e @ fem::host::Error::HostMemoryTooSmall { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("3D, Q2 on 12 levels") && text.contains("GiB of host memory"), "{text}");
+        }
+        Err(e) if fem::host::memory::host_available().is_none() => eprintln!("skipped: the system does not say what memory is available ({e})"),
+        other => panic!("expected a refusal, got {:?}", other.map(|r| r.dofs)),
+    }
+}
+
 #[test]
 fn spai_f_cycle_meets_the_paper_and_multigrid_is_h_independent() {
     let spai = run(2, 1, 5, Solver::Mg, Precond::Spai, |_| {});

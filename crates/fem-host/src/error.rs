@@ -67,6 +67,18 @@ pub enum Error {
         /// Bytes free on the device when checked.
         free: usize,
     },
+    /// A problem whose set-up alone would exceed the host memory available,
+    /// refused before any of it is made (rather than stopped by the
+    /// system, part-way, for want of memory).
+    #[error("{what} needs at least {:.1} GiB of host memory, where {:.1} GiB is available", *needs as f64 / GIB, *available as f64 / GIB)]
+    HostMemoryTooSmall {
+        /// The problem, in words.
+        what: String,
+        /// Bytes it needs at the least.
+        needs: usize,
+        /// Bytes available when checked (`MemAvailable`).
+        available: usize,
+    },
     /// An argument is outside what the call accepts (sizes, degrees, launch
     /// shapes, thread counts, ...); the message says which and why.
     #[error("invalid argument: {0}")]

@@ -30,6 +30,7 @@ pub mod distributed;
 pub mod error;
 pub mod interop;
 pub mod io;
+pub mod memory;
 pub mod mesh;
 pub mod operator;
 pub mod problem;

@@ -16,12 +16,14 @@
 
 use crate::mesh::hole::HoleDomain;
 use crate::operator::pointwise::Aux;
-use crate::problem::nonlinear::{Assembly, Krylov, LineSearch, NewtonOps, NewtonOptions, Precision, Setup, Workspace};
+use crate::mesh::Mesh;
+use crate::problem::nonlinear::{Assembly, Krylov, LineSearch, NewtonOps, NewtonOptions, NewtonSizes, Precision, Scatter, Setup, Workspace};
 use crate::problem::nonlinear::precond::DENSE_COARSE;
 use crate::problem::nonlinear::Precond as Pipeline;
 use crate::solver::amg::AmgOptions;
 use crate::solver::multigrid::{Cycle, MgOptions, Smoother};
 use crate::solver::ordering::Ordering;
+use crate::space::nested::refined_sizes;
 use crate::space::{BoundaryPart, CellMesh, Constraints, NestedSpaces};
 use crate::stages::{StageClock, StageSeconds};
 use crate::sparse::SpmvFormat;
@@ -240,6 +242,31 @@ pub struct HoleReport {
     pub field: super::field::QpField,
 }
 
+/// Refuses, before its mesh is made, a benchmark whose finest level
+/// alone would not fit: on the backend, what Newton's set-up uploads
+/// there ([`NewtonSizes`], its pattern counted as the diagonal); on the
+/// host, the finest space (cell nodes and vertices, node and vertex
+/// positions), the cells' coordinates, the maps and the pattern. The
+/// command holds more than either: a problem refused would not have fit.
+fn ensure_fits<B: NewtonOps>(bk: &B, coarse: &Mesh, o: &HoleOptions, newton: &NewtonOptions) -> Result<()> {
+    let refinements = o.levels.saturating_sub(1);
+    let (cells, dofs) = refined_sizes(coarse, o.degree, refinements)?;
+    let (_, vertices) = refined_sizes(coarse, 1, refinements)?;
+    let what = format!("the hole benchmark in {}D, Q{} on {} levels ({cells} cells, {dofs} nodes)", o.dim, o.degree, o.levels);
+    let (nb, nv) = ((o.degree + 1).pow(o.dim as u32), 1usize << o.dim);
+    let sizes = NewtonSizes::before_pattern(cells, nb, dofs);
+    bk.ensure_fits(&what, sizes.device_bytes(false, newton.scatter == Scatter::Spmv))?;
+    let words = |count: usize, bytes: usize| count.saturating_mul(bytes);
+    // per cell: node and vertex ids (4 B), the coordinates (8 B a
+    // component), the gather and residual maps (4 B a node each), κ and f
+    // at its nodes (16 B a node); per node: its position (24 B), κ and f
+    // (16 B), the pattern's diagonal (12 B), row start and diagonal
+    // position (4 B each), residual base (8 B) and fixed flag; per vertex
+    // its position
+    let host = [words(cells, 4 * (nb + nv) + 8 * nv * o.dim + 8 * nb + 16 * nb), words(dofs, 24 + 16 + 12 + 8 + 8 + 1), words(vertices, 24)];
+    crate::memory::ensure_host(&what, host.iter().fold(0usize, |s, &b| s.saturating_add(b)))
+}
+
 /// Builds and solves the benchmark on backend `bk`.
 pub fn solve<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOptions) -> Result<HoleReport> {
     solve_with(bk, cpu, o, &StageClock::new(&|_| {}))
@@ -251,7 +278,24 @@ pub fn solve_with<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOpti
     let t0 = Instant::now();
     clock.start("mesh hierarchy");
     let domain = HoleDomain::benchmark(o.dim);
-    let coarse = CellMesh::Tensor(domain.coarse()?);
+    let coarse = domain.coarse()?;
+    let newton = NewtonOptions {
+        rtol: o.rtol,
+        atol: 0.0,
+        max_iterations: 10,
+        krylov_rtol: o.rtol,
+        max_krylov: o.max_iterations,
+        line_search: LineSearch::Full,
+        krylov,
+        precond,
+        // ELL-WARP K1, the format of every multigrid level
+        assembly: Assembly::Sparse(SpmvFormat::K1),
+        lag_tangent: true,
+        precision: o.precision,
+        ..Default::default()
+    };
+    ensure_fits(bk, &coarse, o, &newton)?;
+    let coarse = CellMesh::Tensor(coarse);
     let nested = NestedSpaces::with_refinement(coarse, o.degree, o.levels, &|m| domain.refine(m))?;
     clock.start("ordering");
     let nested = nested.renumbered(cpu, o.ordering, 7)?;
@@ -272,21 +316,6 @@ pub fn solve_with<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOpti
         _ => {}
     }
     clock.start("uploads");
-    let newton = NewtonOptions {
-        rtol: o.rtol,
-        atol: 0.0,
-        max_iterations: 10,
-        krylov_rtol: o.rtol,
-        max_krylov: o.max_iterations,
-        line_search: LineSearch::Full,
-        krylov,
-        precond,
-        // ELL-WARP K1, the format of every multigrid level
-        assembly: Assembly::Sparse(SpmvFormat::K1),
-        lag_tangent: true,
-        precision: o.precision,
-        ..Default::default()
-    };
     let mut w = Workspace::new(bk, &setup, &newton)?;
     let mut u = bk.upload(&constraints.initial())?;
     // what the report needs; the host copies of every level go before

@@ -85,6 +85,38 @@ impl CellMesh {
     }
 }
 
+/// Cells and Q_`degree` nodes of the quadrilateral or hexahedral mesh
+/// `coarse` refined uniformly `refinements` times, without refining it:
+/// the refined mesh's Q_p nodes are the coarse mesh's Q_q nodes, q =
+/// p·2^refinements, (q − 1)^d on each entity of dimension d, and the
+/// coarse mesh's vertices, edges, faces and cells are read off its Q1, Q2
+/// (and in 3D Q3) numberings. For refusing a hierarchy that cannot fit
+/// before it is made; saturating where the counts pass `usize`.
+pub fn refined_sizes(coarse: &Mesh, degree: usize, refinements: usize) -> Result<(usize, usize)> {
+    let (dim, c) = (coarse.dim, coarse.n_cells());
+    let nodes = |p: usize| Space::tensor(coarse, p).map(|s| s.n_dofs);
+    let (v, n2) = (nodes(1)?, nodes(2)?);
+    // Q2: one node per vertex, edge, face and cell; Q3: 2 per edge, 4 per
+    // face, 8 per cell
+    let (e, f) = match dim {
+        2 => (n2 - v - c, 0),
+        _ => {
+            let (s, t) = (n2 - v - c, nodes(3)? - v - 8 * c);
+            let f = (t - 2 * s) / 2;
+            (s - f, f)
+        }
+    };
+    let scale = u32::try_from(refinements).ok().and_then(|r| 2usize.checked_pow(r));
+    let (cells, q) = match scale {
+        Some(s) => (s.checked_pow(dim as u32).map_or(usize::MAX, |k| c.saturating_mul(k)), degree.saturating_mul(s)),
+        None => (usize::MAX, usize::MAX),
+    };
+    let m = q - 1;
+    let per = |count: usize, d: u32| m.checked_pow(d).map_or(usize::MAX, |k| count.saturating_mul(k));
+    let interior = if dim == 2 { per(c, 2) } else { per(f, 2).saturating_add(per(c, 3)) };
+    Ok((cells, v.saturating_add(per(e, 1)).saturating_add(interior)))
+}
+
 /// Spaces of one degree on a mesh and its uniform refinements.
 pub struct NestedSpaces {
     /// Coarsest first; the last is the one a problem is solved on.
@@ -453,6 +485,29 @@ mod tests {
     use super::*;
     use crate::mesh::simplex::SimplexBox;
     use crate::mesh::BoxMesh;
+
+    /// The sizes of a refinement counted without it are those of the
+    /// refined spaces: shuffled boxes and the curved hole domain, 2D and
+    /// 3D, degrees 1 to 3, up to three refinements; absurd ones saturate.
+    #[test]
+    fn refined_sizes_are_those_of_the_refined_spaces() {
+        use crate::mesh::hole::HoleDomain;
+        for dim in [2, 3] {
+            let hole = HoleDomain::benchmark(dim);
+            let curved = |m: &Mesh| hole.refine(m);
+            let cases: [(Mesh, &dyn Fn(&Mesh) -> Result<Refinement>); 2] = [(BoxMesh::unstructured(dim, 2, 7).build().unwrap(), &refine), (hole.coarse().unwrap(), &curved)];
+            for (coarse, refiner) in cases {
+                for degree in 1..=3 {
+                    let levels = if dim == 2 { 4 } else { 3 };
+                    let nested = NestedSpaces::with_refinement(CellMesh::Tensor(coarse.clone()), degree, levels, refiner).unwrap();
+                    for (r, s) in nested.spaces.iter().enumerate() {
+                        assert_eq!(refined_sizes(&coarse, degree, r).unwrap(), (s.n_cells(), s.n_dofs), "dim {dim}, Q{degree}, {r} refinements");
+                    }
+                }
+            }
+            assert_eq!(refined_sizes(&hole.coarse().unwrap(), 2, 200).unwrap(), (usize::MAX, usize::MAX));
+        }
+    }
 
     fn meshes() -> Vec<CellMesh> {
         let mut out = Vec::new();

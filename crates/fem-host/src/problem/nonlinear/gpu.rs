@@ -9,7 +9,7 @@
 //! `fem_element_spmv` (gather, dense row, atomic scatter in one pass).
 
 use super::assembly::{gather_pattern, is_zero};
-use super::{NewtonOps, Scatter, Setup};
+use super::{NewtonOps, NewtonSizes, Scatter, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::pointwise::partial::GpuPartial;
 use crate::operator::pointwise::{GpuFacetTerm, GpuPointwise, Transposition};
@@ -21,7 +21,7 @@ use crate::sparse::device::{blocks_of, gpu_scatter_add, prepare_gpu, GpuEllWarp}
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
 use crate::sparse::{Spmv, SpmvFormat};
-use crate::{Backend, CpuBackend, CudaBackend, Result};
+use crate::{Backend, CpuBackend, CudaBackend, Error, Result};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use rayon::prelude::*;
 use fem_kernels::pointwise::Kernels;
@@ -164,15 +164,21 @@ impl NewtonOps for CudaBackend {
         }
     }
 
+    fn ensure_fits(&self, what: &str, bytes: usize) -> Result<()> {
+        let free = self.free_bytes()?;
+        if bytes > free {
+            return Err(Error::ProblemTooLarge { what: what.to_string(), needs: bytes, free });
+        }
+        Ok(())
+    }
+
     fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, tangent: Option<SpmvFormat>, scatter: Scatter) -> Result<GpuState> {
         let s = self.stream();
         let lma = tangent.is_none();
         let (ne, nl) = (setup.physics.n_cells, setup.physics.variant.n_local());
         let nf = setup.facets.as_ref().map_or(0, |t| t.len());
-        let assembled = if lma { 0 } else { (ne + nf) * nl * nl / 2 + setup.csr.nnz() * 4 };
-        // a gather matrix holds a column index and a value per entry
-        let gathers = if scatter == Scatter::Spmv { (ne + nf) * nl * (1 + if lma { 0 } else { nl }) * 3 / 2 } else { 0 };
-        self.ensure_free(8 * ((ne + nf) * nl * (nl + 3) + assembled + gathers + setup.n_rows() * 13))?;
+        let sizes = NewtonSizes { elements: ne + nf, n_local: nl, rows: setup.n_rows(), nnz: setup.csr.nnz() };
+        self.ensure_free(sizes.device_bytes(lma, scatter == Scatter::Spmv))?;
         let sums = match scatter {
             Scatter::Spmv => {
                 let (cpu, cusparse) = (CpuBackend::new(None)?, tangent == Some(SpmvFormat::Cusparse));

@@ -23,12 +23,14 @@ pub mod cpu;
 pub mod gpu;
 pub mod linear;
 pub mod precond;
+pub mod sizes;
 pub mod time;
 
 pub use assembly::{Assembly, Scatter};
 use linear::Linear;
 pub use linear::Precision;
 pub use precond::{AmgReport, Levels, Precond};
+pub use sizes::NewtonSizes;
 /// The Krylov method that solves Newton's linear systems.
 pub use crate::solver::Krylov;
 
@@ -138,6 +140,10 @@ impl<K: Kernels<f64>> Setup<K> {
     /// element matrix), the pattern made by `b` from the gather map.
     fn build<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
         let nc = physics.variant.nc;
+        // what any storage of the tangent holds on the backend, refused
+        // before the maps and the pattern are made
+        let sizes = NewtonSizes::before_pattern(physics.n_cells, physics.variant.n_local(), space.n_dofs * nc);
+        b.ensure_fits(&format!("a Newton solve of `{}` on {} cells ({} rows)", K::NAME, physics.n_cells, space.n_dofs * nc), sizes.device_bytes(true, false))?;
         let gather = space.restriction(nc).map;
         let residual_pos = gather.par_iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
         let mut csr = b.cells_pattern(cpu, space.n_dofs * nc, space.nb() * nc, &gather)?;
@@ -268,6 +274,14 @@ pub trait NewtonOps: PrecondOps {
     /// builds the same one faster.
     fn cells_pattern(&self, cpu: &CpuBackend, n_rows: usize, nb: usize, cell_rows: &[u32]) -> Result<Csr<f64>> {
         Csr::cells_pattern(cpu, n_rows, nb, cell_rows, &[])
+    }
+
+    /// Refuses `what`, which stores `bytes` on the backend at the least,
+    /// when its free memory is smaller ([`Error::ProblemTooLarge`]); the
+    /// host's memory is the system's, so the CPU backend takes any.
+    fn ensure_fits(&self, what: &str, bytes: usize) -> Result<()> {
+        let _ = (what, bytes);
+        Ok(())
     }
 
     /// Uploaded data and prepared kernels.
