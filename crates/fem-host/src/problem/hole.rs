@@ -309,19 +309,24 @@ pub fn solve_with<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOpti
     let coefficients = vec![1.0; 2 * space.n_dofs];
     clock.start("sparsity");
     let mut setup = Setup::<Poisson>::constrained_on(bk, cpu, space, Aux::Nodal(&coefficients), &constraints, None)?;
+    // the physics holds them now
+    drop(coefficients);
     clock.start("coarse levels");
     match precond {
         Pipeline::Multigrid(_) => setup = setup.with_multigrid_on(bk, cpu, &nested)?,
         Pipeline::Amg(_) => setup = setup.with_low_order(space)?,
         _ => {}
     }
+    // the coarse spaces live on in their levels' set-ups: only the finest
+    // (for the output) is kept while the uploads run
+    let cells = space.n_cells();
+    let finest = nested.spaces.into_iter().last().expect("one level");
     clock.start("uploads");
     let mut w = Workspace::new(bk, &setup, &newton)?;
     let mut u = bk.upload(&constraints.initial())?;
     // what the report needs; the host copies of every level go before
     // the solve builds its preconditioner
-    let (free, nnz, cells) = (setup.n_rows() - constraints.n_fixed(), setup.csr.nnz(), space.n_cells());
-    let finest = nested.spaces.into_iter().last().expect("one level");
+    let (free, nnz) = (setup.n_rows() - constraints.n_fixed(), setup.csr.nnz());
     drop((setup, constraints));
     let setup_seconds = t0.elapsed().as_secs_f64();
     clock.start(NEWTON);

@@ -106,6 +106,16 @@ pub struct Pointwise<T, K> {
     _physics: PhantomData<fn() -> K>,
 }
 
+/// `v` in precision `T`: moved as it is in f64 (the cell data of the
+/// finest level are hundreds of megabytes), converted otherwise.
+fn into_precision<T: Scalar>(v: Vec<f64>) -> Vec<T> {
+    let mut v = Some(v);
+    match (&mut v as &mut dyn std::any::Any).downcast_mut::<Option<Vec<T>>>() {
+        Some(same) => same.take().unwrap_or_default(),
+        None => v.map_or_else(Vec::new, |v| v.par_iter().map(|&x| T::from_f64(x)).collect()),
+    }
+}
+
 impl<T: Clone, K> Clone for Pointwise<T, K> {
     fn clone(&self) -> Self {
         Self { variant: self.variant, n_cells: self.n_cells, tab: self.tab.clone(), x: self.x.clone(), a: self.a.clone(), time: self.time.clone(), _physics: PhantomData }
@@ -132,8 +142,7 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
             })?;
         let n_cells = space.n_cells();
         let a = Self::aux_evector(&variant, space, aux)?;
-        let cast = |v: &[f64]| v.par_iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
-        Ok(Self { variant, n_cells, tab: cast(&tabulate(&variant)), x: cast(&space.cell_coords()), a: cast(&a), time: T::ZERO, _physics: PhantomData })
+        Ok(Self { variant, n_cells, tab: into_precision(tabulate(&variant)), x: into_precision(space.cell_coords()), a: into_precision(a), time: T::ZERO, _physics: PhantomData })
     }
 
     fn aux_evector(v: &Variant, space: &Space, aux: Aux<'_>) -> Result<Vec<f64>> {
