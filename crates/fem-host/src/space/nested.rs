@@ -93,6 +93,9 @@ impl CellMesh {
 /// (and in 3D Q3) numberings. For refusing a hierarchy that cannot fit
 /// before it is made; saturating where the counts pass `usize`.
 pub fn refined_sizes(coarse: &Mesh, degree: usize, refinements: usize) -> Result<(usize, usize)> {
+    if !(1..=super::MAX_TENSOR_DEGREE).contains(&degree) {
+        return Err(Error::InvalidArgument(format!("degree must be in 1..={}, not {degree}", super::MAX_TENSOR_DEGREE)));
+    }
     let (dim, c) = (coarse.dim, coarse.n_cells());
     let nodes = |p: usize| Space::tensor(coarse, p).map(|s| s.n_dofs);
     let (v, n2) = (nodes(1)?, nodes(2)?);
@@ -506,6 +509,7 @@ mod tests {
                 }
             }
             assert_eq!(refined_sizes(&hole.coarse().unwrap(), 2, 200).unwrap(), (usize::MAX, usize::MAX));
+            assert!(refined_sizes(&hole.coarse().unwrap(), 0, 2).is_err());
         }
     }
 

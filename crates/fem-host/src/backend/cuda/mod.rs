@@ -206,6 +206,17 @@ impl CudaBackend {
         Ok(self.ctx.mem_get_info()?.0)
     }
 
+    /// Refuses `what`, a problem that stores `needs` bytes on the device at
+    /// the least, when fewer are free ([`Error::ProblemTooLarge`]): checked
+    /// from its sizes before any of it is made.
+    pub fn ensure_problem_fits(&self, what: &str, needs: usize) -> Result<()> {
+        let free = self.free_bytes()?;
+        if needs > free {
+            return Err(Error::ProblemTooLarge { what: what.to_string(), needs, free });
+        }
+        Ok(())
+    }
+
     /// Fails before allocating when the device lacks the memory, rather
     /// than leaving the driver to fail mid-computation.
     pub fn ensure_free(&self, bytes: usize) -> Result<()> {

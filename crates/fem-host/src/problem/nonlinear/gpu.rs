@@ -21,7 +21,7 @@ use crate::sparse::device::{blocks_of, gpu_scatter_add, prepare_gpu, GpuEllWarp}
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
 use crate::sparse::{Spmv, SpmvFormat};
-use crate::{Backend, CpuBackend, CudaBackend, Error, Result};
+use crate::{Backend, CpuBackend, CudaBackend, Result};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use rayon::prelude::*;
 use fem_kernels::pointwise::Kernels;
@@ -165,11 +165,7 @@ impl NewtonOps for CudaBackend {
     }
 
     fn ensure_fits(&self, what: &str, bytes: usize) -> Result<()> {
-        let free = self.free_bytes()?;
-        if bytes > free {
-            return Err(Error::ProblemTooLarge { what: what.to_string(), needs: bytes, free });
-        }
-        Ok(())
+        self.ensure_problem_fits(what, bytes)
     }
 
     fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, tangent: Option<SpmvFormat>, scatter: Scatter) -> Result<GpuState> {

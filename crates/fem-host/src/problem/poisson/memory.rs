@@ -6,7 +6,7 @@
 
 use super::choice::format_bytes;
 use super::{Format, MeshSource, PoissonOptions};
-use crate::{CudaBackend, Error, Result};
+use crate::{CudaBackend, Result};
 
 /// Sizes of the Q_p Laplacian on a box with its boundary rows eliminated:
 /// what any numbering and Dirichlet mode stores at the least.
@@ -95,12 +95,7 @@ pub fn device_bytes_at_least(opts: &PoissonOptions, value_bytes: usize) -> Optio
 pub fn ensure_fits(gpu: &CudaBackend, opts: &PoissonOptions, value_bytes: usize) -> Result<()> {
     let Some((dim, cells, sizes)) = box_sizes(opts) else { return Ok(()) };
     let needs = sizes.device_bytes(opts.format, value_bytes, dim, opts.symmetric);
-    let free = gpu.free_bytes()?;
-    if needs > free {
-        let what = format!("Q{} Poisson on {cells}^{dim} cells stored as {}", opts.degree, opts.format.name());
-        return Err(Error::ProblemTooLarge { what, needs, free });
-    }
-    Ok(())
+    gpu.ensure_problem_fits(&format!("Q{} Poisson on {cells}^{dim} cells stored as {}", opts.degree, opts.format.name()), needs)
 }
 
 #[cfg(test)]
