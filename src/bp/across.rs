@@ -8,7 +8,8 @@
 //! one rank's figures are measured the same way.
 
 use super::{size_cells, BpOptions};
-use fem_host::distributed::newton::{cores, peak_rss_bytes};
+use fem_host::distributed::newton::cores;
+use fem_host::memory::peak_rss_bytes;
 use fem_host::distributed::{agree, Bricks, Communicator, Distributed, Halo, HaloBackend, HaloOperator, Overlap, Partition, Piece};
 use fem_host::mesh::spectral::SpectralBox;
 use fem_host::operator::tensor::gpu::GpuTensor;

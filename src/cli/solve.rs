@@ -472,7 +472,7 @@ pub(crate) fn solve(a: &SolveArgs) -> CliResult {
         fem::picture::nodal_png(path, &format!("u_h, Q{degree}"), "u", &report.field.space, &report.field.dofs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     use fem::host::stages::StageSeconds;
-    report.stages.push(StageSeconds { stage: "output".into(), seconds: output.elapsed().as_secs_f64() });
+    report.stages.push(StageSeconds::ended("output", output.elapsed().as_secs_f64()));
     let wall = start.elapsed().as_secs_f64();
     if a.json {
         let mut v = serde_json::to_value(&report)?;
@@ -549,7 +549,7 @@ pub(crate) fn solve_hole(a: &SolveArgs) -> CliResult {
     if let Some(path) = &a.png {
         fem::picture::nodal_png(path, "hole benchmark, u_h", "u", &report.field.space, &report.field.dofs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
-    report.stages.push(fem::host::stages::StageSeconds { stage: "output".into(), seconds: output.elapsed().as_secs_f64() });
+    report.stages.push(fem::host::stages::StageSeconds::ended("output", output.elapsed().as_secs_f64()));
     let wall = start.elapsed().as_secs_f64();
     if a.json {
         let mut v = serde_json::to_value(&report)?;

@@ -14,6 +14,23 @@ pub fn host_available() -> Option<usize> {
     Some(kb.saturating_mul(1024))
 }
 
+/// This process's resident memory now (`VmRSS`) and at its peak so far
+/// (`VmHWM`), of `/proc/self/status`; `None` where the system does not say.
+pub fn resident_bytes() -> Option<(usize, usize)> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<usize> {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb.saturating_mul(1024))
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// This process's peak resident memory, 0 where the system does not say.
+pub fn peak_rss_bytes() -> usize {
+    resident_bytes().map_or(0, |(_, peak)| peak)
+}
+
 /// Refuses `what`, which needs `needs` bytes of host memory at the least,
 /// when more than that is not available; accepts it where the system
 /// does not say.
@@ -27,6 +44,23 @@ pub fn ensure_host(what: &str, needs: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resident_memory_grows_with_what_is_touched_and_the_peak_is_kept() {
+        let Some((before, peak_before)) = resident_bytes() else {
+            eprintln!("skipped: /proc/self/status does not say");
+            return;
+        };
+        assert!(before > 0 && peak_before >= before);
+        // 64 MiB written page by page is resident until it is dropped
+        let big = vec![1u8; 64 << 20];
+        let (during, peak_during) = resident_bytes().unwrap();
+        assert!(during >= before + (60 << 20), "{before} → {during}");
+        assert!(peak_during >= during);
+        drop(std::hint::black_box(big));
+        let (_, peak_after) = resident_bytes().unwrap();
+        assert!(peak_after >= peak_during && peak_rss_bytes() >= peak_during);
+    }
 
     #[test]
     fn more_than_the_host_has_is_refused_and_nothing_is_accepted() {

@@ -6,13 +6,35 @@ use serde::Serialize;
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// Wall seconds spent in one stage.
+/// Wall seconds spent in one stage, and the host memory at its end.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StageSeconds {
     /// What the stage does.
     pub stage: String,
     /// Its wall time, device work it waited for included.
     pub seconds: f64,
+    /// The process's resident memory when the stage ended: what the
+    /// stages so far hold. Absent for a stage not timed by a clock (a
+    /// solve's phases) or where the system does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<usize>,
+    /// The process's peak resident memory when the stage ended: the
+    /// first stage that reaches the command's peak is where it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<usize>,
+}
+
+impl StageSeconds {
+    /// `seconds` of `stage`, its memory not read.
+    pub fn new(stage: impl Into<String>, seconds: f64) -> Self {
+        Self { stage: stage.into(), seconds, rss_bytes: None, peak_rss_bytes: None }
+    }
+
+    /// `seconds` of `stage`, which ends now: its memory read.
+    pub fn ended(stage: impl Into<String>, seconds: f64) -> Self {
+        let (rss_bytes, peak_rss_bytes) = crate::memory::resident_bytes().unzip();
+        Self { rss_bytes, peak_rss_bytes, ..Self::new(stage, seconds) }
+    }
 }
 
 /// Receives the name of each stage as it starts (a progress display).
@@ -36,9 +58,10 @@ impl State {
     fn close(&mut self, now: Instant) {
         if let Some((stage, start)) = self.running.take() {
             let seconds = now.duration_since(start).as_secs_f64();
-            match self.done.iter_mut().find(|s| s.stage == stage) {
-                Some(s) => s.seconds += seconds,
-                None => self.done.push(StageSeconds { stage, seconds }),
+            let ended = StageSeconds::ended(stage, seconds);
+            match self.done.iter_mut().find(|s| s.stage == ended.stage) {
+                Some(s) => *s = StageSeconds { seconds: s.seconds + seconds, ..ended },
+                None => self.done.push(ended),
             }
         }
     }
@@ -74,7 +97,18 @@ pub fn describe(stages: &[StageSeconds]) -> String {
     sorted.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
     let total = stages.iter().fold(0.0, |t, s| t + s.seconds);
     let parts: Vec<String> = sorted.iter().map(|s| format!("{} {:.3}", s.stage, s.seconds)).collect();
-    format!("{:.3} s by stage: {}", total, parts.join(", "))
+    let mut text = format!("{:.3} s by stage: {}", total, parts.join(", "));
+    if let Some((peak, stage)) = peak(stages) {
+        text += &format!("; host memory peak {:.2} GB, reached in {stage}", peak as f64 / 1e9);
+    }
+    text
+}
+
+/// The highest peak resident memory the stages read, and the first stage
+/// that reached it.
+pub fn peak(stages: &[StageSeconds]) -> Option<(usize, &str)> {
+    let top = stages.iter().filter_map(|s| s.peak_rss_bytes).max()?;
+    stages.iter().find(|s| s.peak_rss_bytes == Some(top)).map(|s| (top, s.stage.as_str()))
 }
 
 #[cfg(test)]
@@ -97,11 +131,30 @@ mod tests {
         assert_eq!(st.iter().map(|s| s.stage.as_str()).collect::<Vec<_>>(), ["a", "b"]);
         assert!(st[0].seconds >= 0.04, "both runs of a counted: {}", st[0].seconds);
         assert!(st[1].seconds >= 0.005 && st[1].seconds < st[0].seconds, "{st:?}");
+        if crate::memory::resident_bytes().is_some() {
+            for s in &st {
+                let (rss, peak) = (s.rss_bytes.unwrap(), s.peak_rss_bytes.unwrap());
+                assert!(rss > 0 && peak >= rss, "{s:?}");
+            }
+            assert!(st[1].peak_rss_bytes <= st[0].peak_rss_bytes, "a's second run ended last: {st:?}");
+        }
         assert_eq!(*shown.lock().unwrap(), ["a", "b", "a"]);
         // finishing again adds nothing: no stage is running
         assert_eq!(clock.finish(), st);
         let text = describe(&st);
         assert!(text.find("a ").unwrap() < text.find("b ").unwrap(), "largest first: {text}");
+        assert_eq!(text.contains("host memory peak"), crate::memory::resident_bytes().is_some(), "{text}");
+    }
+
+    #[test]
+    fn the_peak_is_the_first_stage_that_reached_the_highest() {
+        let at = |stage: &str, peak: Option<usize>| StageSeconds { peak_rss_bytes: peak, ..StageSeconds::new(stage, 1.0) };
+        let st = [at("mesh", Some(10)), at("solve", None), at("uploads", Some(30)), at("output", Some(30))];
+        assert_eq!(peak(&st), Some((30, "uploads")));
+        assert_eq!(peak(&st[..2]), Some((10, "mesh")));
+        assert_eq!(peak(&st[1..2]), None);
+        assert!(describe(&st).ends_with("; host memory peak 0.00 GB, reached in uploads"), "{}", describe(&st));
+        assert!(!describe(&st[1..2]).contains("peak"));
     }
 
     #[test]

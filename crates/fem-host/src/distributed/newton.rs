@@ -10,6 +10,7 @@ use super::amg::PartitionedSetup;
 use super::halo::Halo;
 use super::operator::HaloOperator;
 use super::partition::Partition;
+use crate::memory::peak_rss_bytes;
 use super::piece::Piece;
 use crate::problem::nonlinear::assembly::{lma_inverse_diagonal, LmaOp, Storage};
 use crate::problem::nonlinear::{line_search, AmgReport, NewtonOps, NewtonOptions, NewtonStep, Precision, Precond, Scatter, Setup};
@@ -108,15 +109,6 @@ pub struct Ranks {
 /// The cores this process may run on (its affinity), at least one.
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// This process's peak resident memory (`VmHWM` of `/proc/self/status`),
-/// 0 where the system does not say.
-pub fn peak_rss_bytes() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok()))
-        .map_or(0, |kb| kb * 1024)
 }
 
 impl Ranks {

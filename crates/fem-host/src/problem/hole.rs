@@ -387,8 +387,9 @@ fn with_phases(stages: Vec<StageSeconds>, split: &crate::problem::phases::Split)
             out.push(s);
             continue;
         }
-        out.extend(phases.iter().map(|&(stage, seconds)| StageSeconds { stage: stage.into(), seconds }));
-        out.push(StageSeconds { stage: "Newton, other".into(), seconds: (s.seconds - split.total()).max(0.0) });
+        out.extend(phases.iter().map(|&(stage, seconds)| StageSeconds::new(stage, seconds)));
+        // Newton's memory at its end, on what is left of it
+        out.push(StageSeconds { stage: "Newton, other".into(), seconds: (s.seconds - split.total()).max(0.0), ..s });
     }
     out
 }
