@@ -373,7 +373,7 @@ fn solve_one<K: Kernels<f64> + 'static>(c: &One, marks: &mut Marks, stage: &dyn 
     let host = marks.total();
     marks.mark("pattern");
     stage("solve");
-    let (u, n, t) = solve_on(c.any, &setup, space, &c.problem.constraints, c.forcing, c.o, each)?;
+    let (u, n, t) = solve_on(c.any, setup, space, &c.problem.constraints, c.forcing, c.o, each)?;
     Ok((u, n, t, host))
 }
 
@@ -390,7 +390,7 @@ fn levels<K: Kernels<f64>>(setup: Setup<K>, any: &AnyBackend, cpu: &CpuBackend, 
 /// The stationary solve, or the time steps, of `setup` on `any`.
 fn solve_on<K: Kernels<f64> + 'static>(
     any: &AnyBackend,
-    setup: &Setup<K>,
+    setup: Setup<K>,
     space: &Space,
     constraints: &Constraints,
     forcing: &Forcing,
@@ -398,11 +398,11 @@ fn solve_on<K: Kernels<f64> + 'static>(
     each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>,
 ) -> Result<(Vec<f64>, NewtonReport, Option<TimeReport>)> {
     let Some(t) = o.time else {
-        let (u, r) = with_backend!(any, |b| nonlinear::solve(b, setup, &constraints.initial(), &o.newton, &mut |_| {}))?;
+        let (u, r) = with_backend!(any, |b| nonlinear::solve_owned(b, setup, &constraints.initial(), &o.newton, &mut |_| {}))?;
         return Ok((u, r, None));
     };
     let opts = TimeOptions { dt: t.dt, steps: t.steps, scheme: t.scheme, newton: o.newton };
-    let (u, report) = with_backend!(any, |b| integrate(b, setup, space, &constraints.initial(), *forcing, &opts, &mut |k, time, v| if t.every > 0 && k % t.every == 0 { each(space, k, time, &b.download(v)?) } else { Ok(()) }))?;
+    let (u, report) = with_backend!(any, |b| integrate(b, &setup, space, &constraints.initial(), *forcing, &opts, &mut |k, time, v| if t.every > 0 && k % t.every == 0 { each(space, k, time, &b.download(v)?) } else { Ok(()) }))?;
     let mut last = report.steps.last().cloned().ok_or_else(|| Error::InvalidArgument("no time steps".into()))?;
     last.setup_seconds = report.setup_seconds;
     Ok((u, last, Some(report)))

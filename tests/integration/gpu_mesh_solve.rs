@@ -343,3 +343,12 @@ fn gpu_set_up_patterns_are_the_hosts() {
     assert!(e.contains("row 6") && e.contains("6 rows"), "{e}");
     assert!(DevicePattern::host_pattern(&gpu, 9, 5, &rows).is_err());
 }
+
+/// The GPU's solve from an owned set-up (its host cell data and maps let
+/// go of after the upload, before the preconditioner) equals its solve
+/// from a borrowed one, with every preconditioner and tangent storage.
+#[test]
+fn gpu_owned_set_ups_solve_as_borrowed_ones() {
+    let Some(gpu) = common::gpu("gpu_owned_set_ups_solve_as_borrowed_ones") else { return };
+    common::owned_set_ups_solve_as_borrowed_ones(&gpu);
+}

@@ -129,3 +129,33 @@ fn launch_limits_are_checked_before_launching() {
     assert!(err.contains("threads per block"), "{err}");
     assert!(dev.evaluate_host(&g, false, Transposition { blocks: 0, batches: 1 }, &u).is_err());
 }
+
+/// The cell data the GPU makes from the nodes (`GpuPointwise::from_nodes`)
+/// is the host's E-vectors bit for bit: vertex coordinates and a nodal
+/// field for every Poisson variant, and elasticity's vertex coordinates
+/// through its vector field's gather map with its field per cell as given.
+#[test]
+fn cell_data_made_from_the_nodes_is_the_hosts() {
+    let Some(g) = gpu("cell_data_made_from_the_nodes_is_the_hosts") else { return };
+    fn same<K: Kernels<f64>>(g: &CudaBackend, v: &Variant, aux: fn(&Space) -> (Vec<f64>, bool)) {
+        let space = space_for(v);
+        let (values, nodal) = aux(&space);
+        let kind = if nodal { Aux::Nodal(&values) } else { Aux::Cell(&values) };
+        let host = Pointwise::<f64, K>::new(&space, Some(v.nq), kind).unwrap();
+        let (physics, cells) = Pointwise::<f64, K>::on_nodes(&space, Some(v.nq), kind).unwrap();
+        let cells = cells.unwrap_or_else(|| panic!("{v:?}: corners at the vertices"));
+        let map = g.htod(&space.restriction(v.nc).map).unwrap();
+        let device = GpuPointwise::from_nodes(g, &physics, &cells, &map).unwrap();
+        let (_, x, a) = device.inputs();
+        assert_eq!(g.dtoh(x).unwrap(), host.x, "{v:?}: vertex coordinates");
+        assert_eq!(g.dtoh(a).unwrap(), host.a, "{v:?}: auxiliary field");
+        let short = g.htod(&space.restriction(v.nc).map[1..]).unwrap();
+        assert!(GpuPointwise::from_nodes(g, &physics, &cells, &short).is_err(), "{v:?}: a short map");
+    }
+    for v in <Poisson as Kernels<f64>>::VARIANTS {
+        same::<Poisson>(&g, v, poisson_aux);
+    }
+    for v in <Elasticity as Kernels<f64>>::VARIANTS {
+        same::<Elasticity>(&g, v, lame);
+    }
+}

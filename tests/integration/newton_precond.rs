@@ -351,3 +351,11 @@ fn every_update_starts_from_a_zero_correction() {
         assert_eq!(iterations[0], iterations[1], "{precision:?}");
     }
 }
+
+/// A set-up handed to the solve (its host copies let go of once the
+/// backend holds them) solves as a borrowed one, with every
+/// preconditioner and tangent storage.
+#[test]
+fn owned_set_ups_solve_as_borrowed_ones() {
+    crate::common::owned_set_ups_solve_as_borrowed_ones(&CpuBackend::new(Some(2)).unwrap());
+}

@@ -60,6 +60,27 @@ pub unsafe fn vertex_entry(t: usize, ne: usize, dim: usize, corners: *const u32,
     *coords.add(v * 3 + ka % dim)
 }
 
+/// Entry `t` of a physics' cell data gathered from values per node: `per`
+/// values (`nodal[node·per + k]`) of each of a cell's picked local nodes
+/// `picks` (`[e][i][k]`, `n_picks` a cell), the node of local node `b` of
+/// cell `e` read from the gather map of an `nc`-component field on `nb`
+/// nodes a cell (`map[(e·nb + b)·nc] / nc`). The vertices' coordinates
+/// (picks: the corners) and a nodal field's E-vector (picks: every node)
+/// made from what the space holds once per node, where E-vectors hold it
+/// once per cell and node.
+///
+/// # Safety
+/// `picks` holds `n_picks` local nodes below `nb`; `map` the gather map
+/// of the cells `t` reaches; `nodal` `per` values of every node it names.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn picked_node_entry(t: usize, per: usize, n_picks: usize, picks: *const u32, nb: usize, nc: usize, map: *const u32, nodal: *const f64) -> f64 {
+    let (slot, k) = (t / per, t % per);
+    let (e, i) = (slot / n_picks, slot % n_picks);
+    let node = *map.add((e * nb + *picks.add(i) as usize) * nc) as usize / nc;
+    *nodal.add(node * per + k)
+}
+
 /// Whether local entry (i, j) enters the matrix: both rows exist and are free.
 #[inline(always)]
 pub fn couples(rows: &[u32], i: usize, j: usize) -> bool {

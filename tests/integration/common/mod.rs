@@ -195,3 +195,77 @@ pub fn refreshed_patterns<B: fem::host::solver::PrecondOps>(bk: &B, cpu: &fem::h
     }
     mg
 }
+
+/// Newton on backend `b` from a set-up it owns ([`solve_owned`], its host
+/// copies let go of as the backend takes them) gives what it gives from a
+/// borrowed one: Q2 Poisson on hexahedra with a random load under
+/// multigrid (f64 and f32, Jacobi and SPAI(1) smoothing), SPAI(1) and
+/// SAINV, AMG, element
+/// matrices and partial assembly. The set-up's values are zero and its
+/// tangent base is 1 exactly on the fixed rows' diagonals.
+///
+/// [`solve_owned`]: fem::host::problem::nonlinear::solve_owned
+pub fn owned_set_ups_solve_as_borrowed_ones<B: fem::host::problem::nonlinear::NewtonOps>(b: &B) {
+    use fem::host::mesh::BoxMesh;
+    use fem::host::operator::pointwise::Aux;
+    use fem::host::problem::nonlinear::{solve, solve_owned, Assembly, Krylov, LineSearch, NewtonOptions, Precision, Precond, Setup};
+    use fem::host::solver::multigrid::{MgOptions, Smoother};
+    use fem::host::space::{BoundaryPart, CellMesh, Constraints, Load, NestedSpaces};
+    use fem::kernels::physics::Poisson;
+    let cpu = fem::host::CpuBackend::new(Some(2)).unwrap();
+    // hexahedra: the GPU's partial assembly takes no quadrilaterals
+    let nested = NestedSpaces::new(CellMesh::Tensor(BoxMesh::unstructured(3, 2, 4).build().unwrap()), 2, 3).unwrap();
+    let space = nested.finest();
+    let mut rng = fem::host::rng::SplitMix64::new(3);
+    let nodal: Vec<f64> = (0..space.n_dofs).map(|_| 2.0 * rng.next_f64() - 1.0).collect();
+    let load = Load::zero(space, 1).nodal_source(space, &nodal).unwrap();
+    let kappa: Vec<f64> = space.dof_coords.iter().flat_map(|x| [1.0 + x[0], 0.0]).collect();
+    let constraints = Constraints::none(space, 1).dirichlet(space, &BoundaryPart::All, |x, u| u[0] = x[1]).unwrap();
+    let Precond::Multigrid(mg) = Precond::multigrid() else { unreachable!() };
+    let spai_mg = Precond::Multigrid(MgOptions { smoother: Smoother::Spai, ..mg });
+    let cases = [
+        (Precond::multigrid(), Krylov::Cg, Assembly::default(), Precision::F64),
+        (Precond::multigrid(), Krylov::Cg, Assembly::default(), Precision::F32),
+        (spai_mg, Krylov::BiCgStab, Assembly::default(), Precision::F64),
+        (Precond::Spai, Krylov::BiCgStab, Assembly::default(), Precision::F64),
+        (Precond::Sainv, Krylov::Cg, Assembly::default(), Precision::F64),
+        (Precond::Amg(Default::default()), Krylov::Cg, Assembly::default(), Precision::F64),
+        (Precond::Jacobi, Krylov::Cg, Assembly::Lma, Precision::F64),
+        (Precond::Jacobi, Krylov::Cg, Assembly::Partial, Precision::F64),
+    ];
+    for (precond, krylov, assembly, precision) in cases {
+        let label = format!("{precond} {krylov:?} {assembly} {precision:?}");
+        let setup = || {
+            let s = Setup::<Poisson>::constrained_on(b, &cpu, space, Aux::Nodal(&kappa), &constraints, Some(&load)).unwrap();
+            match precond {
+                Precond::Multigrid(_) => s.with_multigrid_on(b, &cpu, &nested).unwrap(),
+                Precond::Amg(_) => s.with_low_order(space).unwrap(),
+                _ => s,
+            }
+        };
+        // the full step: near the residual's floor the backtracking
+        // search may find no decrease on sums made in any order
+        let o = NewtonOptions { precond, krylov, assembly, precision, rtol: 1e-10, krylov_rtol: 1e-11, line_search: LineSearch::Full, ..Default::default() };
+        let borrowed = setup();
+        assert!(borrowed.csr.val.iter().all(|&v| v == 0.0), "{label}: the pattern's values are zero");
+        let base = borrowed.tangent_base();
+        for r in 0..borrowed.n_rows() {
+            let row = borrowed.csr.row_ptr[r] as usize..borrowed.csr.row_ptr[r + 1] as usize;
+            for k in row {
+                let unit = borrowed.fixed[r] && borrowed.csr.col[k] as usize == r;
+                assert_eq!(base[k], unit as u8 as f64, "{label}: base at ({r}, {})", borrowed.csr.col[k]);
+            }
+        }
+        let initial = constraints.initial();
+        let (want, a) = solve(b, &borrowed, &initial, &o, &mut |_| {}).unwrap_or_else(|e| panic!("{label}, borrowed: {e}"));
+        drop(borrowed);
+        let (got, c) = solve_owned(b, setup(), &initial, &o, &mut |_| {}).unwrap_or_else(|e| panic!("{label}, owned: {e}"));
+        assert!(a.converged && c.converged && a.steps.len() == c.steps.len(), "{label}: {:?} vs {:?}", a.residuals, c.residuals);
+        // atomics sum in any order: within one iteration an update
+        assert!(a.krylov_iterations.abs_diff(c.krylov_iterations) <= a.steps.len(), "{label}: {} vs {} iterations", a.krylov_iterations, c.krylov_iterations);
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = got.iter().zip(&want).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(scale > 0.0 && diff <= 1e-9 * scale, "{label}: {diff:e} of {scale:e}");
+        assert!(!got.iter().zip(&initial).zip(&constraints.fixed).any(|((u, g), &f)| f && u != g), "{label}: fixed rows keep their values");
+    }
+}

@@ -322,12 +322,13 @@ pub fn solve_with<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOpti
     let cells = space.n_cells();
     let finest = nested.spaces.into_iter().last().expect("one level");
     clock.start("uploads");
-    let mut w = Workspace::new(bk, &setup, &newton)?;
-    let mut u = bk.upload(&constraints.initial())?;
     // what the report needs; the host copies of every level go before
-    // the solve builds its preconditioner
+    // the solve builds its preconditioner, the finest's cell data before
+    // the coarse levels are uploaded
     let (free, nnz) = (setup.n_rows() - constraints.n_fixed(), setup.csr.nnz());
-    drop((setup, constraints));
+    let mut w = Workspace::of_setup(bk, setup, &newton)?;
+    let mut u = bk.upload(&constraints.initial())?;
+    drop(constraints);
     let setup_seconds = t0.elapsed().as_secs_f64();
     clock.start(NEWTON);
     let r = w.newton(bk, &mut u, &newton, None, &mut |_| {})?;

@@ -4,7 +4,7 @@
 //! per-cell input from the mesh ([`crate::cells`]).
 
 use crate::device::grid_stride_fold;
-use crate::cells::{map_entry, vertex_entry};
+use crate::cells::{map_entry, picked_node_entry, vertex_entry};
 use crate::slots::{ell_column, entry_slot, gathered_entry_slot, slot};
 use fem_core::Real;
 use fem_macros::kernel;
@@ -54,4 +54,12 @@ pub unsafe fn unit_fixed_rows<T: Real>(n: usize, row_ptr: *const u32, ld: usize,
 pub unsafe fn cell_inputs<T: Real>(ne: usize, nb: usize, dim: usize, rows: *const u32, fixed: *const u8, corners: *const u32, coords: *const f64, map: *mut u32, verts: *mut T) {
     grid_stride_fold(nb * ne, (), |(), t| *map.add(t) = map_entry(t, ne, nb, rows, fixed));
     grid_stride_fold((dim << dim) * ne, (), |(), t| *verts.add(t) = T::from_f64(vertex_entry(t, ne, dim, corners, coords)));
+}
+
+/// `out[t]` = entry `t` of a physics' cell data from values per node
+/// ([`picked_node_entry`]), over its `n` entries.
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cells_from_nodes(n: usize, per: usize, n_picks: usize, picks: *const u32, nb: usize, nc: usize, map: *const u32, nodal: *const f64, out: *mut f64) {
+    grid_stride_fold(n, (), |(), t| *out.add(t) = picked_node_entry(t, per, n_picks, picks, nb, nc, map, nodal));
 }

@@ -1,7 +1,7 @@
 //! The physics on the GPU: thread-transposition launches of the generated
 //! entry points, checked against the device's limits first.
 
-use super::Pointwise;
+use super::{NodalCells, Pointwise};
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
@@ -84,6 +84,52 @@ impl<T: Scalar> GpuPointwise<T> {
         let a = if op.a.is_empty() { gpu.upload(&[T::ZERO])? } else { gpu.upload(&op.a)? };
         Ok(Self { variant: v, n_cells: op.n_cells, tab: gpu.upload(&op.tab)?, x: gpu.upload(&op.x)?, a, time: op.time })
     }
+}
+
+impl GpuPointwise<f64> {
+    /// [`GpuPointwise::new`] of a physics whose cell data is kept per node
+    /// (`cells`, [`Pointwise::on_nodes`]): the node values are sent and
+    /// the E-vectors made on the device through the field's gather map
+    /// `map` (on the device), a fourth of the bytes sent for Q1 in 2D.
+    pub fn from_nodes<K: Kernels<f64>>(gpu: &CudaBackend, op: &Pointwise<f64, K>, cells: &NodalCells, map: &CudaSlice<u32>) -> Result<Self> {
+        let v = op.variant;
+        let (nb, nc) = (v.shape.n_basis(v.degree), v.nc);
+        if map.len() < op.n_cells * nb * nc {
+            return Err(Error::InvalidArgument(format!("{} gather entries for {} cells of {nb} nodes and {nc} components", map.len(), op.n_cells)));
+        }
+        let [nx, na] = cells.expanded_len(&v, op.n_cells);
+        let own_a = if na > 0 { 0 } else { op.a.len() };
+        gpu.ensure_free(8 * (op.tab.len() + nx + na.max(own_a) + cells.coords.len() + cells.aux.len() + 2 * op.n_cells * v.n_local()))?;
+        let all: Vec<u32> = (0..nb as u32).collect();
+        let x = picked(gpu, [v.dim(), nx], &cells.corners, &cells.coords, [nb, nc], map)?;
+        let a = match (na, op.a.is_empty()) {
+            (0, true) => gpu.upload(&[0.0])?,
+            (0, false) => gpu.upload(&op.a)?,
+            _ => picked(gpu, [v.na, na], &all, &cells.aux, [nb, nc], map)?,
+        };
+        Ok(Self { variant: v, n_cells: op.n_cells, tab: gpu.upload(&op.tab)?, x, a, time: op.time })
+    }
+}
+
+/// The `n` entries of cell data of `per` values of each picked node
+/// `picks` from the node values `nodal`, made on the device
+/// (`fem_cells_from_nodes`) through the gather map `map` of a field of
+/// `nc` components on `nb` nodes a cell.
+fn picked(gpu: &CudaBackend, [per, n]: [usize; 2], picks: &[u32], nodal: &[f64], [nb, nc]: [usize; 2], map: &CudaSlice<u32>) -> Result<CudaSlice<f64>> {
+    let s = gpu.stream();
+    let mut out = s.alloc_zeros::<f64>(n.max(1))?;
+    if n > 0 {
+        let (picks_d, nodal_d) = (gpu.htod(picks)?, gpu.upload(nodal)?);
+        let n_picks = picks.len();
+        let f = gpu.function("fem_cells_from_nodes")?;
+        // SAFETY: the picks are local nodes below nb and the map covers
+        // the cells (checked by the caller); `out` holds n entries
+        unsafe { s.launch_builder(&f).arg(&n).arg(&per).arg(&n_picks).arg(&picks_d).arg(&nb).arg(&nc).arg(map).arg(&nodal_d).arg(&mut out).launch(gpu.per_item(n)) }?;
+    }
+    Ok(out)
+}
+
+impl<T: Scalar> GpuPointwise<T> {
 
     /// The entry point and launch shape for `t`, checked against the
     /// device's limits.
@@ -175,7 +221,7 @@ impl<T: Scalar> GpuPointwise<T> {
     }
 
     /// The table, vertex coordinates and auxiliary fields on the device.
-    pub(super) fn inputs(&self) -> (&CudaSlice<T>, &CudaSlice<T>, &CudaSlice<T>) {
+    pub fn inputs(&self) -> (&CudaSlice<T>, &CudaSlice<T>, &CudaSlice<T>) {
         (&self.tab, &self.x, &self.a)
     }
 

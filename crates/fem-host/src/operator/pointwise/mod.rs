@@ -16,11 +16,13 @@ use std::marker::PhantomData;
 mod contraction;
 pub mod facet;
 mod gpu;
+pub mod nodal;
 pub mod partial;
 pub mod tuning;
 
 pub use facet::{FacetTerm, GpuFacetTerm};
 pub use gpu::{GpuPointwise, Transposition};
+pub use nodal::NodalCells;
 
 /// Cells per rayon task on the CPU.
 const CPU_CHUNK: usize = 512;
@@ -116,6 +118,13 @@ fn into_precision<T: Scalar>(v: Vec<f64>) -> Vec<T> {
     }
 }
 
+/// `v` copied by the host's threads (a nodal field of a large problem).
+fn parallel_copy(v: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; v.len()];
+    out.par_chunks_mut(1 << 16).zip(v.par_chunks(1 << 16)).for_each(|(o, i)| o.copy_from_slice(i));
+    out
+}
+
 impl<T: Clone, K> Clone for Pointwise<T, K> {
     fn clone(&self) -> Self {
         Self { variant: self.variant, n_cells: self.n_cells, tab: self.tab.clone(), x: self.x.clone(), a: self.a.clone(), time: self.time.clone(), _physics: PhantomData }
@@ -126,7 +135,16 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
     /// Picks the variant of `K` for the space's shape and degree (with
     /// `nq` points, or the first listed) and builds the cell data.
     pub fn new(space: &Space, nq: Option<usize>, aux: Aux<'_>) -> Result<Self> {
-        let variant = *K::VARIANTS
+        let variant = Self::variant_of(space, nq)?;
+        let n_cells = space.n_cells();
+        let a = Self::aux_evector(&variant, space, aux)?;
+        Ok(Self { variant, n_cells, tab: into_precision(tabulate(&variant)), x: into_precision(space.cell_coords()), a: into_precision(a), time: T::ZERO, _physics: PhantomData })
+    }
+
+    /// The variant of `K` for the space's shape and degree (with `nq`
+    /// points, or the first listed).
+    fn variant_of(space: &Space, nq: Option<usize>) -> Result<Variant> {
+        K::VARIANTS
             .iter()
             .find(|v| v.shape == space.shape && v.degree == space.degree && nq.is_none_or(|n| v.nq == n))
             .ok_or_else(|| {
@@ -139,13 +157,18 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
                     nq.map(|n| format!(" with {n} quadrature points")).unwrap_or_default(),
                     have.join(", ")
                 ))
-            })?;
-        let n_cells = space.n_cells();
-        let a = Self::aux_evector(&variant, space, aux)?;
-        Ok(Self { variant, n_cells, tab: into_precision(tabulate(&variant)), x: into_precision(space.cell_coords()), a: into_precision(a), time: T::ZERO, _physics: PhantomData })
+            })
+            .copied()
     }
 
     fn aux_evector(v: &Variant, space: &Space, aux: Aux<'_>) -> Result<Vec<f64>> {
+        Self::aux_field(v, space, aux, true)
+    }
+
+    /// The auxiliary field `aux` checked against what the variant takes:
+    /// a nodal field as an E-vector when `gathered`, else per node as
+    /// given; a field per cell as given.
+    fn aux_field(v: &Variant, space: &Space, aux: Aux<'_>, gathered: bool) -> Result<Vec<f64>> {
         let na = v.na;
         let check = |len: usize, per: usize, what: &str| {
             if len != per * na {
@@ -157,7 +180,7 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
             (Aux::None, _) if na == 0 => Ok(Vec::new()),
             (Aux::Nodal(f), true) => {
                 check(f.len(), space.n_dofs, "node")?;
-                Ok(space.gather(na, f))
+                Ok(if gathered { space.gather(na, f) } else { parallel_copy(f) })
             }
             (Aux::Cell(f), false) => {
                 check(f.len(), space.n_cells(), "cell")?;

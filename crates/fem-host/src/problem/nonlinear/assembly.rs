@@ -510,7 +510,7 @@ mod tests {
             cpu.assemble(&atomic, matrix, &elem, &mut want).unwrap();
             if matrix {
                 // the cells' parallel scatter by colour against one thread's
-                let mut serial = setup.csr.val.clone();
+                let mut serial = setup.tangent_base();
                 crate::operator::pointwise::scatter_add(setup.entry_pos(), &elem[..setup.entry_len()], &mut serial);
                 let diff = serial.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
                 assert!(diff <= 1e-13 * serial.iter().fold(0.0f64, |m, v| m.max(v.abs())), "coloured scatter: {diff:e}");

@@ -167,14 +167,14 @@ impl NewtonOps for CpuBackend {
         let sums = [spmv.then(|| gather_pattern(self, &setup.residual_pos, setup.n_rows())).transpose()?, (spmv && !lma).then(|| gather_pattern(self, setup.entry_pos(), setup.csr.nnz())).transpose()?];
         Ok(CpuState {
             sums,
-            base_zero: [is_zero(&setup.residual_base), lma || is_zero(&setup.csr.val)],
-            cells: Box::new(setup.physics.clone()),
+            base_zero: [is_zero(&setup.residual_base), lma || !setup.fixed.contains(&true)],
+            cells: Box::new(setup.host_physics()?.into_owned()),
             facets: setup.facets.clone().map(|t| -> Box<dyn Part> { Box::new(t) }),
             cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
             gather: Restriction::new(setup.gather.clone(), setup.n_rows()),
             entry_pos: if lma || spmv { Vec::new() } else { setup.entry_pos().to_vec() },
             colours: if lma || spmv { Vec::new() } else { cell_colours(setup) },
-            base: [setup.residual_base.clone(), if lma { Vec::new() } else { setup.csr.val.clone() }],
+            base: [setup.residual_base.clone(), if lma { Vec::new() } else { setup.tangent_base() }],
             diag_pos: setup.diag_pos.clone(),
             fixed: setup.fixed_mask(),
             restriction: Restriction::new(setup.residual_pos.clone(), setup.n_rows()),

@@ -23,7 +23,6 @@ use crate::sparse::stats::RowStats;
 use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, CudaBackend, Result};
 use cudarc::driver::{CudaSlice, PushKernelArg};
-use rayon::prelude::*;
 use fem_kernels::pointwise::Kernels;
 use fem_kernels::sparse::ELEMENT_CHUNK;
 
@@ -68,11 +67,6 @@ impl<K: Kernels<f64>> Setup<K> {
         v.truncate(self.entry_len());
         Ok(v)
     }
-}
-
-/// The positions and values of the nonzeros of `v`.
-fn nonzeros(v: &[f64]) -> (Vec<u32>, Vec<f64>) {
-    v.par_iter().enumerate().filter(|(_, &x)| x != 0.0).map(|(k, &x)| (k as u32, x)).unzip()
 }
 
 /// Threads per block of the gather matrices' ELL-WARP products.
@@ -168,6 +162,10 @@ impl NewtonOps for CudaBackend {
         self.ensure_problem_fits(what, bytes)
     }
 
+    fn gathers_cells(&self) -> bool {
+        true
+    }
+
     fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, tangent: Option<SpmvFormat>, scatter: Scatter) -> Result<GpuState> {
         let s = self.stream();
         let lma = tangent.is_none();
@@ -183,16 +181,20 @@ impl NewtonOps for CudaBackend {
             }
             _ => [None, None],
         };
-        let physics = GpuPointwise::new(self, &setup.physics)?;
         let gather = GpuRestriction::of_map(self, &setup.gather, setup.n_rows())?;
+        let physics = match &setup.cells {
+            Some(cells) => GpuPointwise::from_nodes(self, &setup.physics, cells, &gather.map)?,
+            None => GpuPointwise::new(self, &setup.physics)?,
+        };
         let residual = GpuRestriction::of_map(self, &setup.residual_pos, setup.n_rows())?;
         let fixed = self.upload(&setup.fixed_mask())?;
         // the atomic adds' map only where they sum the tangent
         let entry_pos = if lma || scatter == Scatter::Spmv { s.alloc_zeros(1)? } else { entry_slots(self, setup, &gather.map, &fixed)? };
         let base = self.upload(&setup.residual_base)?;
-        let (positions, values) = nonzeros(if lma { &[] } else { &setup.csr.val });
+        // the tangent's base is 1 on the fixed diagonals, 0 elsewhere
+        let positions = if lma { Vec::new() } else { setup.fixed_diagonals() };
         let base_zero = [is_zero(&setup.residual_base), positions.is_empty()];
-        let tangent_base = (self.htod(&positions)?, self.upload(&values)?);
+        let tangent_base = (self.htod(&positions)?, self.upload(&vec![1.0; positions.len()])?);
         let partial = GpuPartial::new(self, &setup.physics.variant, ne).map_err(|e| e.to_string());
         let shared = self.props().shared_mem_per_block_optin as usize;
         Ok(GpuState {

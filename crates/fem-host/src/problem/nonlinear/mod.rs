@@ -38,13 +38,14 @@ use assembly::{lma_inverse_diagonal, LmaOp, Storage};
 
 use super::phases::{timed, Split};
 use crate::operator::csr::Csr;
-use crate::operator::pointwise::{Aux, FacetTerm, Pointwise};
+use crate::operator::pointwise::{Aux, FacetTerm, NodalCells, Pointwise};
+use std::borrow::Cow;
 use fem_kernels::slots::gathered_entry_slot;
 use std::sync::OnceLock;
 use crate::solver::{CgOptions, Jacobi, PrecondOps};
 use crate::space::{BoundaryPart, Constraints, Load, Space};
 use crate::operator::LinearOperator;
-use crate::sparse::{SharedOut, Spmv, SpmvFormat};
+use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
 use serde::Serialize;
@@ -69,8 +70,11 @@ pub struct Setup<K> {
     entry_pos: OnceLock<Vec<u32>>,
     /// The physics' boundary term and the facets it acts on, if any.
     pub facets: Option<FacetTerm<f64, K>>,
-    /// The tangent's pattern; its values are what assembly starts from
-    /// (1 on fixed diagonals, 0 elsewhere).
+    /// The tangent's pattern, its values zero. Assembly starts from them
+    /// with 1 on the fixed rows' diagonals ([`Setup::tangent_base`]), kept
+    /// apart so that a backend that holds the values elsewhere never
+    /// brings the host's pages in (writing those few entries would bring
+    /// in most of them).
     pub csr: Csr<f64>,
     /// CSR position of each row's diagonal.
     pub diag_pos: Vec<u32>,
@@ -87,6 +91,11 @@ pub struct Setup<K> {
     /// Every node's position where the field has as many components as
     /// the space has dimensions (empty otherwise): AMG's rigid-body modes.
     pub node_coords: Vec<[f64; 3]>,
+    /// The physics' cell data per node, where the backend makes its
+    /// E-vectors itself ([`NewtonOps::gathers_cells`]): then the physics'
+    /// `x`, and `a` for a nodal field, are empty
+    /// ([`Setup::host_physics`] makes them).
+    pub cells: Option<NodalCells>,
 }
 
 impl<K: Kernels<f64>> Setup<K> {
@@ -114,7 +123,32 @@ impl<K: Kernels<f64>> Setup<K> {
     /// pattern where it is fastest ([`NewtonOps::cells_pattern`]: the
     /// GPU's is the host's).
     pub fn constrained_on<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        Self::checked(b, cpu, space, Pointwise::<f64, K>::new(space, None, aux)?, constraints, load)
+        let (physics, cells) = Self::physics_on(b, space, None, aux)?;
+        let mut setup = Self::checked(b, cpu, space, physics, constraints, load)?;
+        setup.cells = cells;
+        Ok(setup)
+    }
+
+    /// The physics on `space` with its cell data per node where `b` makes
+    /// the E-vectors itself.
+    pub(super) fn physics_on<B: NewtonOps>(b: &B, space: &Space, nq: Option<usize>, aux: Aux<'_>) -> Result<(Pointwise<f64, K>, Option<NodalCells>)> {
+        match b.gathers_cells() {
+            true => Pointwise::on_nodes(space, nq, aux),
+            false => Ok((Pointwise::new(space, nq, aux)?, None)),
+        }
+    }
+
+    /// The physics with its cell data on the host, made from the nodes
+    /// where the set-up keeps them there.
+    pub fn host_physics(&self) -> Result<Cow<'_, Pointwise<f64, K>>> {
+        let Some(cells) = &self.cells else { return Ok(Cow::Borrowed(&self.physics)) };
+        let mut physics = self.physics.clone();
+        let (x, a) = cells.expand(&physics.variant, physics.n_cells, &self.gather)?;
+        physics.x = x;
+        if let Some(a) = a {
+            physics.a = a;
+        }
+        Ok(Cow::Owned(physics))
     }
 
     /// [`Setup::constrained`] for a physics already evaluated on `space`:
@@ -146,21 +180,12 @@ impl<K: Kernels<f64>> Setup<K> {
         b.ensure_fits(&format!("a Newton solve of `{}` on {} cells ({} rows)", K::NAME, physics.n_cells, space.n_dofs * nc), sizes.device_bytes(true, false))?;
         let gather = space.restriction(nc).map;
         let residual_pos = gather.par_iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
-        let mut csr = b.cells_pattern(cpu, space.n_dofs * nc, space.nb() * nc, &gather)?;
+        let csr = b.cells_pattern(cpu, space.n_dofs * nc, space.nb() * nc, &gather)?;
         // collected by index (a collect into Result is not) and checked after
         let diag_pos: Vec<u32> = cpu.install(|| (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map_or(NONE, |p| p as u32)).collect());
         if let Some(r) = cpu.install(|| diag_pos.par_iter().position_any(|&p| p == NONE)) {
             return Err(Error::InvalidArgument(format!("row {r} has no diagonal")));
         }
-        // the pattern's values are zero; rows in parallel, as writing
-        // them is what brings the values' pages in
-        let val = SharedOut(csr.val.as_mut_ptr());
-        cpu.install(|| {
-            diag_pos.par_iter().zip(fixed.par_iter()).filter(|(_, &f)| f).for_each(|(&p, _)| {
-                // SAFETY: one diagonal position a row
-                unsafe { val.write(p as usize, 1.0) }
-            })
-        });
         let residual_base = match load {
             Some(f) => {
                 let mut base = f.to_vec();
@@ -170,7 +195,7 @@ impl<K: Kernels<f64>> Setup<K> {
             None => vec![0.0; fixed.len()],
         };
         let node_coords = if nc > 1 && nc == space.dim() { space.dof_coords.clone() } else { Vec::new() };
-        Ok(Self { physics, gather, residual_pos, entry_pos: OnceLock::new(), facets: None, csr, diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords })
+        Ok(Self { physics, gather, residual_pos, entry_pos: OnceLock::new(), facets: None, csr, diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords, cells: None })
     }
 
     /// Adds the physics' boundary term (`bf0`, linearised by `bg0`,
@@ -185,7 +210,7 @@ impl<K: Kernels<f64>> Setup<K> {
         if space.n_cells() != self.physics.n_cells {
             return Err(Error::InvalidArgument("the boundary term's space is not the set-up's".into()));
         }
-        let term = FacetTerm::new(&self.physics, &part.facets(space)?)?;
+        let term = FacetTerm::new(&*self.host_physics()?, &part.facets(space)?)?;
         self.cells_only();
         let nl = self.physics.variant.n_local();
         let (g, r) = (&mut self.gather, &mut self.residual_pos);
@@ -214,7 +239,7 @@ impl<K: Kernels<f64>> Setup<K> {
         if physics.variant.nc != self.physics.variant.nc || physics.variant.n_local() != self.physics.variant.n_local() || physics.n_cells != self.physics.n_cells {
             return Err(Error::InvalidArgument("the other physics has other components or cells than this set-up".into()));
         }
-        let mut other = Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: OnceLock::new(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None, low_order: None, node_coords: self.node_coords.clone() };
+        let mut other = Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: OnceLock::new(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None, low_order: None, node_coords: self.node_coords.clone(), cells: None };
         other.cells_only();
         Ok(other)
     }
@@ -239,6 +264,22 @@ impl<K: Kernels<f64>> Setup<K> {
             }
             pos
         })
+    }
+
+    /// CSR positions of the fixed rows' diagonals, in row order: where
+    /// the tangent's assembly starts from 1 ([`Setup::tangent_base`]).
+    pub fn fixed_diagonals(&self) -> Vec<u32> {
+        self.diag_pos.par_iter().zip(self.fixed.par_iter()).filter(|(_, &f)| f).map(|(&p, _)| p).collect()
+    }
+
+    /// What the tangent's assembly starts from: the pattern's values, 1
+    /// on the fixed rows' diagonals and 0 elsewhere.
+    pub fn tangent_base(&self) -> Vec<f64> {
+        let mut base = vec![0.0; self.csr.nnz()];
+        for p in self.fixed_diagonals() {
+            base[p as usize] = 1.0;
+        }
+        base
     }
 
     /// Entries of all element tangents: the length of [`Setup::entry_pos`].
@@ -274,6 +315,13 @@ pub trait NewtonOps: PrecondOps {
     /// builds the same one faster.
     fn cells_pattern(&self, cpu: &CpuBackend, n_rows: usize, nb: usize, cell_rows: &[u32]) -> Result<Csr<f64>> {
         Csr::cells_pattern(cpu, n_rows, nb, cell_rows, &[])
+    }
+
+    /// Whether the backend makes the element kernels' cell data from the
+    /// nodes itself ([`Setup::cells`]), where the host's E-vectors would
+    /// be the largest arrays of its set-up.
+    fn gathers_cells(&self) -> bool {
+        false
     }
 
     /// Refuses `what`, which stores `bytes` on the backend at the least,
@@ -492,7 +540,19 @@ pub struct NewtonReport {
 /// stops being finite.
 pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, initial: &[f64], o: &NewtonOptions, progress: &mut dyn FnMut(&NewtonStep)) -> Result<(Vec<f64>, NewtonReport)> {
     crate::error::same_len("initial guess", initial.len(), setup.n_rows())?;
-    let mut w = Workspace::new(b, setup, o)?;
+    solve_in(b, Workspace::new(b, setup, o)?, initial, o, progress)
+}
+
+/// [`solve`] of a set-up nothing else needs: its host copies go as the
+/// backend takes them ([`Workspace::of_setup`]), which lowers the host's
+/// peak memory of a large solve.
+pub fn solve_owned<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: Setup<K>, initial: &[f64], o: &NewtonOptions, progress: &mut dyn FnMut(&NewtonStep)) -> Result<(Vec<f64>, NewtonReport)> {
+    crate::error::same_len("initial guess", initial.len(), setup.n_rows())?;
+    solve_in(b, Workspace::of_setup(b, setup, o)?, initial, o, progress)
+}
+
+/// Newton from `initial` in the workspace `w`.
+fn solve_in<B: NewtonOps>(b: &B, mut w: Workspace<B>, initial: &[f64], o: &NewtonOptions, progress: &mut dyn FnMut(&NewtonStep)) -> Result<(Vec<f64>, NewtonReport)> {
     let mut u = b.upload(initial)?;
     let report = NewtonReport { setup_seconds: w.setup_seconds, ..w.newton(b, &mut u, o, None, progress)? };
     Ok((b.download(&u)?, report))
@@ -565,12 +625,43 @@ pub struct Workspace<B: NewtonOps> {
     pub setup_seconds: f64,
 }
 
+/// A set-up on the backend before its preconditioner: the tangent's
+/// storage, the uploaded state and the lengths of the element vectors
+/// (`ue`, `relem`, `kelem`).
+struct Uploaded<B: NewtonOps> {
+    storage: Storage,
+    state: B::State,
+    lengths: [usize; 3],
+}
+
 impl<B: NewtonOps> Workspace<B> {
     /// Uploads `setup`, stores its tangent as `o.assembly` says, builds
     /// the preconditioner `o.precond` and allocates the work vectors.
     pub fn new<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, o: &NewtonOptions) -> Result<Self> {
         let start = Instant::now();
-        let n = setup.n_rows();
+        let uploaded = Self::upload(b, setup, o)?;
+        Self::finish(b, setup, o, uploaded, start)
+    }
+
+    /// [`Workspace::new`] of a set-up nothing else needs: the host's
+    /// copies of its finest cell data (coordinates and auxiliary
+    /// E-vectors, a set-up's largest arrays) and of its maps go as soon
+    /// as the backend holds its own, before the preconditioner is built,
+    /// where they would add to the set-up's peak of host memory.
+    pub fn of_setup<K: Kernels<f64> + 'static>(b: &B, mut setup: Setup<K>, o: &NewtonOptions) -> Result<Self> {
+        let start = Instant::now();
+        let uploaded = Self::upload(b, &setup, o)?;
+        // what is left of the set-up is read for its pattern, its rows
+        // and its coarse levels only
+        let p = &mut setup.physics;
+        (p.x, p.a) = (Vec::new(), Vec::new());
+        (setup.gather, setup.residual_pos, setup.entry_pos, setup.cells) = (Vec::new(), Vec::new(), OnceLock::new(), None);
+        Self::finish(b, &setup, o, uploaded, start)
+    }
+
+    /// The options checked, the tangent's storage chosen and `setup`
+    /// uploaded; the lengths of its element vectors.
+    fn upload<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, o: &NewtonOptions) -> Result<Uploaded<B>> {
         if o.scatter == Scatter::Colour {
             return Err(Scatter::Colour.unavailable("Newton's assembly"));
         }
@@ -579,6 +670,15 @@ impl<B: NewtonOps> Workspace<B> {
         }
         let storage = o.assembly.resolve(setup, o.precond, o.precision, b.default_format(), b.auto_partial(&setup.physics.variant))?;
         let state = b.prepare(setup, storage.format(), o.scatter)?;
+        let lengths = [setup.gather.len(), assembly::padded(setup.residual_pos.len(), o.scatter), storage.values(setup, o.scatter)];
+        Ok(Uploaded { storage, state, lengths })
+    }
+
+    /// The tangent's storage, the preconditioner and the work vectors of
+    /// the prepared `setup`.
+    fn finish<K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, o: &NewtonOptions, uploaded: Uploaded<B>, start: Instant) -> Result<Self> {
+        let Uploaded { storage, state, lengths: [ue, relem, kelem] } = uploaded;
+        let n = setup.n_rows();
         let values = match storage {
             Storage::Sparse(_) => setup.csr.nnz(),
             Storage::Lma | Storage::Partial => 0,
@@ -591,9 +691,9 @@ impl<B: NewtonOps> Workspace<B> {
             storage,
             linear,
             trial: b.zeros(n)?,
-            ue: b.zeros(setup.gather.len())?,
-            relem: b.zeros(assembly::padded(setup.residual_pos.len(), o.scatter))?,
-            kelem: b.zeros(storage.values(setup, o.scatter))?,
+            ue: b.zeros(ue)?,
+            relem: b.zeros(relem)?,
+            kelem: b.zeros(kelem)?,
             r: b.zeros(n)?,
             kflat: b.zeros(values)?,
             delta: b.zeros(n)?,

@@ -19,7 +19,7 @@ use crate::solver::transfer::transpose;
 use super::{tangent_values, Extra, NewtonOps, Scatter, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
-use crate::operator::pointwise::{Aux, Pointwise};
+use crate::operator::pointwise::Aux;
 use crate::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use crate::solver::ssor::RowColouring;
 use super::linear::LinearScalar;
@@ -187,27 +187,36 @@ impl<K: Kernels<f64>> Setup<K> {
         let mut levels = Levels { setups: Vec::new(), prolongation: Vec::new(), injection: Vec::new() };
         // each level's coefficients as its physics takes them (per node or
         // per cell), the finest's read off its E-vector once
-        let (mut fixed, mut aux) = (self.fixed.clone(), level_aux(fine, v.na, v.aux_nodal, &self.physics.a));
+        let finest_aux = match &self.cells {
+            Some(c) if v.aux_nodal && v.na > 0 => c.aux.par_iter().copied().collect(),
+            _ => level_aux(fine, v.na, v.aux_nodal, &self.physics.a),
+        };
+        let (mut fixed, mut aux) = (self.fixed.clone(), finest_aux);
         for l in (0..top).rev() {
             let coarse = &nested.spaces[l];
             let p = nested.interpolation(l)?;
             let inj = injection(&p, coarse.n_dofs)?;
             let rows: Vec<u32> = (0..coarse.n_dofs * nc).into_par_iter().map(|r| inj[r / nc] * nc as u32 + (r % nc) as u32).collect();
             let coarse_fixed: Vec<bool> = rows.par_iter().map(|&r| fixed[r as usize]).collect();
+            // the field's prolongation made and the space's let go of
+            // before the level is set up: the finest's two are the
+            // largest arrays made here
+            levels.prolongation.push(field_prolongation(&p, nc, &coarse_fixed, &fixed)?);
+            drop(p);
             let coarse_aux = coarse_aux(coarse, &nested.parents[l], &inj, v.na, v.aux_nodal, &aux);
             let kind = match (v.na, v.aux_nodal) {
                 (0, _) => Aux::None,
                 (_, true) => Aux::Nodal(&coarse_aux),
                 (_, false) => Aux::Cell(&coarse_aux),
             };
-            let physics = Pointwise::<f64, K>::new(coarse, Some(v.nq), kind)?;
+            let (physics, cells) = Setup::<K>::physics_on(b, coarse, Some(v.nq), kind)?;
             let mut setup = Setup::build(b, cpu, coarse, physics, coarse_fixed.clone(), None)?;
+            setup.cells = cells;
             if let Some(term) = &self.facets {
                 // refined facets keep their coarsest ancestor's key
                 let keys = term.facets.iter().map(|f| f.key).collect();
                 setup = setup.with_boundary_term(coarse, &BoundaryPart::Facets { name: "the boundary term's facets".into(), keys })?;
             }
-            levels.prolongation.push(field_prolongation(&p, nc, &coarse_fixed, &fixed)?);
             levels.injection.push(Csr { n_rows: rows.len(), row_ptr: (0..=rows.len() as u32).collect(), col: rows, val: vec![1.0; coarse.n_dofs * nc] });
             (fixed, aux) = (coarse_fixed, coarse_aux);
             levels.setups.push(setup);
