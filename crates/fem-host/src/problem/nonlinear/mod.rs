@@ -23,6 +23,7 @@ pub mod cpu;
 pub mod gpu;
 pub mod linear;
 pub mod precond;
+pub mod setup;
 pub mod sizes;
 pub mod time;
 
@@ -30,6 +31,8 @@ pub use assembly::{Assembly, Scatter};
 use linear::Linear;
 pub use linear::Precision;
 pub use precond::{AmgReport, Levels, Precond};
+pub use setup::Setup;
+use setup::as_residual_base;
 pub use sizes::NewtonSizes;
 /// The Krylov method that solves Newton's linear systems.
 pub use crate::solver::Krylov;
@@ -38,274 +41,17 @@ use assembly::{lma_inverse_diagonal, LmaOp, Storage};
 
 use super::phases::{timed, Split};
 use crate::operator::csr::Csr;
-use crate::operator::pointwise::{Aux, FacetTerm, NodalCells, Pointwise};
-use std::borrow::Cow;
-use fem_kernels::slots::gathered_entry_slot;
 use std::sync::OnceLock;
 use crate::solver::{CgOptions, Jacobi, PrecondOps};
-use crate::space::{BoundaryPart, Constraints, Load, Space};
 use crate::operator::LinearOperator;
 use crate::sparse::{Spmv, SpmvFormat};
 use crate::{Backend, CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
 use serde::Serialize;
-use rayon::prelude::*;
 use std::time::Instant;
 
 /// Position that the assembly skips.
 const NONE: u32 = u32::MAX;
-
-/// The problem as the backends read it.
-pub struct Setup<K> {
-    /// The physics on the space.
-    pub physics: Pointwise<f64, K>,
-    /// Global index of every E-vector entry (`cell·nb·nc + b·nc + c` →
-    /// `dof·nc + c`), the boundary term's facets after the cells.
-    pub gather: Vec<u32>,
-    /// Global row of every element-residual entry, `NONE` in fixed rows.
-    pub residual_pos: Vec<u32>,
-    /// CSR position of every element-tangent entry, `NONE` in fixed rows
-    /// and columns ([`Setup::entry_pos`]): made on the host where it is
-    /// first read there; the GPU makes its own from the pattern.
-    entry_pos: OnceLock<Vec<u32>>,
-    /// The physics' boundary term and the facets it acts on, if any.
-    pub facets: Option<FacetTerm<f64, K>>,
-    /// The tangent's pattern, its values zero. Assembly starts from them
-    /// with 1 on the fixed rows' diagonals ([`Setup::tangent_base`]), kept
-    /// apart so that a backend that holds the values elsewhere never
-    /// brings the host's pages in (writing those few entries would bring
-    /// in most of them).
-    pub csr: Csr<f64>,
-    /// CSR position of each row's diagonal.
-    pub diag_pos: Vec<u32>,
-    /// Rows held at their given values.
-    pub fixed: Vec<bool>,
-    /// What the residual's assembly starts from: minus the load in free
-    /// rows, zero in fixed ones (R(u) = A(u) − F).
-    pub residual_base: Vec<f64>,
-    /// The coarser levels of [`Setup::with_multigrid`], if built.
-    pub levels: Option<Box<Levels<K>>>,
-    /// The low-order level of [`Setup::with_low_order`] under AMG, if
-    /// built.
-    pub low_order: Option<Box<crate::solver::amg::LowOrder>>,
-    /// Every node's position where the field has as many components as
-    /// the space has dimensions (empty otherwise): AMG's rigid-body modes.
-    pub node_coords: Vec<[f64; 3]>,
-    /// The physics' cell data per node, where the backend makes its
-    /// E-vectors itself ([`NewtonOps::gathers_cells`]): then the physics'
-    /// `x`, and `a` for a nodal field, are empty
-    /// ([`Setup::host_physics`] makes them).
-    pub cells: Option<NodalCells>,
-}
-
-impl<K: Kernels<f64>> Setup<K> {
-    /// The physics `K` on `space` (no auxiliary fields) with every
-    /// component of the boundary nodes fixed.
-    pub fn new(cpu: &CpuBackend, space: &Space) -> Result<Self> {
-        Self::with_aux(cpu, space, Aux::None)
-    }
-
-    /// [`Setup::new`] with auxiliary fields (coefficients, loads).
-    pub fn with_aux(cpu: &CpuBackend, space: &Space, aux: Aux<'_>) -> Result<Self> {
-        let physics = Pointwise::<f64, K>::new(space, None, aux)?;
-        let nc = physics.variant.nc;
-        let fixed = space.boundary.iter().flat_map(|&b| std::iter::repeat_n(b, nc)).collect();
-        Self::build(cpu, cpu, space, physics, fixed, None)
-    }
-
-    /// The physics `K` on `space` with auxiliary fields `aux`, the rows
-    /// `constraints` holds fixed, and the residual less `load` (if any).
-    pub fn constrained(cpu: &CpuBackend, space: &Space, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        Self::of_physics(cpu, space, Pointwise::<f64, K>::new(space, None, aux)?, constraints, load)
-    }
-
-    /// [`Setup::constrained`] for backend `b`, which builds the sparsity
-    /// pattern where it is fastest ([`NewtonOps::cells_pattern`]: the
-    /// GPU's is the host's).
-    pub fn constrained_on<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        let (physics, cells) = Self::physics_on(b, space, None, aux)?;
-        let mut setup = Self::checked(b, cpu, space, physics, constraints, load)?;
-        setup.cells = cells;
-        Ok(setup)
-    }
-
-    /// The physics on `space` with its cell data per node where `b` makes
-    /// the E-vectors itself.
-    pub(super) fn physics_on<B: NewtonOps>(b: &B, space: &Space, nq: Option<usize>, aux: Aux<'_>) -> Result<(Pointwise<f64, K>, Option<NodalCells>)> {
-        match b.gathers_cells() {
-            true => Pointwise::on_nodes(space, nq, aux),
-            false => Ok((Pointwise::new(space, nq, aux)?, None)),
-        }
-    }
-
-    /// The physics with its cell data on the host, made from the nodes
-    /// where the set-up keeps them there.
-    pub fn host_physics(&self) -> Result<Cow<'_, Pointwise<f64, K>>> {
-        let Some(cells) = &self.cells else { return Ok(Cow::Borrowed(&self.physics)) };
-        let mut physics = self.physics.clone();
-        let (x, a) = cells.expand(&physics.variant, physics.n_cells, &self.gather)?;
-        physics.x = x;
-        if let Some(a) = a {
-            physics.a = a;
-        }
-        Ok(Cow::Owned(physics))
-    }
-
-    /// [`Setup::constrained`] for a physics already evaluated on `space`:
-    /// one built with a rule of its own ([`Pointwise::new`]'s `nq`).
-    pub fn of_physics(cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        Self::checked(cpu, cpu, space, physics, constraints, load)
-    }
-
-    /// [`Setup::of_physics`], its pattern made by `b`.
-    fn checked<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        if physics.n_cells != space.n_cells() || physics.variant.n_local() != space.nb() * physics.variant.nc {
-            return Err(Error::InvalidArgument("the physics was evaluated on another space".into()));
-        }
-        let nc = physics.variant.nc;
-        if constraints.nc != nc || load.is_some_and(|l| l.nc != nc) {
-            return Err(Error::InvalidArgument(format!("the physics has {nc} components, its boundary conditions or load another number")));
-        }
-        crate::error::same_len("constrained rows", constraints.fixed.len(), space.n_dofs * nc)?;
-        Self::build(b, cpu, space, physics, constraints.fixed.clone(), load.map(|l| l.values.as_slice()))
-    }
-
-    /// The maps and the pattern (in parallel: they are per entry of every
-    /// element matrix), the pattern made by `b` from the gather map.
-    fn build<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
-        let nc = physics.variant.nc;
-        // what any storage of the tangent holds on the backend, refused
-        // before the maps and the pattern are made
-        let sizes = NewtonSizes::before_pattern(physics.n_cells, physics.variant.n_local(), space.n_dofs * nc);
-        b.ensure_fits(&format!("a Newton solve of `{}` on {} cells ({} rows)", K::NAME, physics.n_cells, space.n_dofs * nc), sizes.device_bytes(true, false))?;
-        let gather = space.restriction(nc).map;
-        let residual_pos = gather.par_iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
-        let csr = b.cells_pattern(cpu, space.n_dofs * nc, space.nb() * nc, &gather)?;
-        // collected by index (a collect into Result is not) and checked after
-        let diag_pos: Vec<u32> = cpu.install(|| (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map_or(NONE, |p| p as u32)).collect());
-        if let Some(r) = cpu.install(|| diag_pos.par_iter().position_any(|&p| p == NONE)) {
-            return Err(Error::InvalidArgument(format!("row {r} has no diagonal")));
-        }
-        let residual_base = match load {
-            Some(f) => {
-                let mut base = f.to_vec();
-                as_residual_base(&mut base, &fixed);
-                base
-            }
-            None => vec![0.0; fixed.len()],
-        };
-        let node_coords = if nc > 1 && nc == space.dim() { space.dof_coords.clone() } else { Vec::new() };
-        Ok(Self { physics, gather, residual_pos, entry_pos: OnceLock::new(), facets: None, csr, diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords, cells: None })
-    }
-
-    /// Adds the physics' boundary term (`bf0`, linearised by `bg0`,
-    /// `bg1`) on the facets of `part`, replacing any set before: the
-    /// Neumann or Robin condition there. An error when the physics has no
-    /// boundary term, `part` has no facet, or coarse levels were already
-    /// built (add it first, so that [`Setup::with_multigrid`] carries it).
-    pub fn with_boundary_term(mut self, space: &Space, part: &BoundaryPart) -> Result<Self> {
-        if self.levels.is_some() {
-            return Err(Error::InvalidArgument("add the boundary term before the multigrid levels".into()));
-        }
-        if space.n_cells() != self.physics.n_cells {
-            return Err(Error::InvalidArgument("the boundary term's space is not the set-up's".into()));
-        }
-        let term = FacetTerm::new(&*self.host_physics()?, &part.facets(space)?)?;
-        self.cells_only();
-        let nl = self.physics.variant.n_local();
-        let (g, r) = (&mut self.gather, &mut self.residual_pos);
-        for f in &term.facets {
-            let c = f.cell as usize;
-            g.extend_from_within(c * nl..(c + 1) * nl);
-            r.extend_from_within(c * nl..(c + 1) * nl);
-        }
-        self.facets = Some(term);
-        Ok(self)
-    }
-
-    /// Drops the boundary term's facets from the maps.
-    fn cells_only(&mut self) {
-        let (ne, nl) = (self.physics.n_cells, self.physics.variant.n_local());
-        self.gather.truncate(ne * nl);
-        self.residual_pos.truncate(ne * nl);
-        self.entry_pos = OnceLock::new();
-        self.facets = None;
-    }
-
-    /// Another physics of as many components on the same space, sharing
-    /// this set-up's maps and pattern instead of building them again.
-    pub fn with_physics<K2: Kernels<f64>>(&self, space: &Space, aux: Aux<'_>) -> Result<Setup<K2>> {
-        let physics = Pointwise::<f64, K2>::new(space, None, aux)?;
-        if physics.variant.nc != self.physics.variant.nc || physics.variant.n_local() != self.physics.variant.n_local() || physics.n_cells != self.physics.n_cells {
-            return Err(Error::InvalidArgument("the other physics has other components or cells than this set-up".into()));
-        }
-        let mut other = Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: OnceLock::new(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None, low_order: None, node_coords: self.node_coords.clone(), cells: None };
-        other.cells_only();
-        Ok(other)
-    }
-
-    /// CSR position of every element-tangent entry (`[e][i][j]` over the
-    /// cells, then the boundary term's facets), `NONE` in fixed rows and
-    /// columns: made here at its first call, in parallel
-    /// ([`gathered_entry_slot`], one source with the GPU's).
-    pub fn entry_pos(&self) -> &[u32] {
-        self.entry_pos.get_or_init(|| {
-            let nl = self.physics.variant.n_local();
-            let mut pos = vec![0u32; self.entry_len()];
-            if nl > 0 {
-                let (rows, csr, fixed) = (&self.gather, &self.csr, &self.fixed);
-                pos.par_chunks_mut(nl * nl).enumerate().for_each(|(e, out)| {
-                    for (k, p) in out.iter_mut().enumerate() {
-                        // SAFETY: element e's rows are in the gather map,
-                        // which holds rows of the pattern
-                        *p = unsafe { gathered_entry_slot(e * nl * nl + k, nl, rows.as_ptr(), |r| fixed[r], csr.row_ptr.as_ptr(), csr.col.as_ptr()) };
-                    }
-                });
-            }
-            pos
-        })
-    }
-
-    /// CSR positions of the fixed rows' diagonals, in row order: where
-    /// the tangent's assembly starts from 1 ([`Setup::tangent_base`]).
-    pub fn fixed_diagonals(&self) -> Vec<u32> {
-        self.diag_pos.par_iter().zip(self.fixed.par_iter()).filter(|(_, &f)| f).map(|(&p, _)| p).collect()
-    }
-
-    /// What the tangent's assembly starts from: the pattern's values, 1
-    /// on the fixed rows' diagonals and 0 elsewhere.
-    pub fn tangent_base(&self) -> Vec<f64> {
-        let mut base = vec![0.0; self.csr.nnz()];
-        for p in self.fixed_diagonals() {
-            base[p as usize] = 1.0;
-        }
-        base
-    }
-
-    /// Entries of all element tangents: the length of [`Setup::entry_pos`].
-    pub fn entry_len(&self) -> usize {
-        self.gather.len() * self.physics.variant.n_local()
-    }
-
-    /// Rows of the global system (nodes × components).
-    pub fn n_rows(&self) -> usize {
-        self.fixed.len()
-    }
-
-    /// 1 in fixed rows, 0 in free ones: what a product multiplies `x` by
-    /// to keep the fixed rows.
-    pub(crate) fn fixed_mask(&self) -> Vec<f64> {
-        self.fixed.par_iter().map(|&f| f as u8 as f64).collect()
-    }
-}
-
-/// The load `f` turned in place into what the residual's assembly starts
-/// from: −f in free rows, zero in fixed ones (R(u) = A(u) − F).
-pub(super) fn as_residual_base(f: &mut [f64], fixed: &[bool]) {
-    for (v, &x) in f.iter_mut().zip(fixed) {
-        *v = if x { 0.0 } else { -*v };
-    }
-}
 
 /// What differs between the backends.
 pub trait NewtonOps: PrecondOps {
@@ -900,6 +646,8 @@ impl<B: NewtonOps> Workspace<B> {
 mod tests {
     use super::*;
     use crate::mesh::simplex::SimplexBox;
+    use crate::operator::pointwise::Aux;
+    use crate::space::Space;
     use fem_kernels::physics::Poisson;
 
     /// −Δu = 0 with the boundary values of a linear function: P1 and P2
