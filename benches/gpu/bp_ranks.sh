@@ -26,7 +26,7 @@ print(f"{sys.argv[1]:8s} np={sys.argv[2]} N={r['degree']} elements {r['elements'
       f"halo {[round(1e6 * h, 1) for h in r['halo_seconds_per_apply']]} us {[round(b / 1e6, 2) for b in r['halo_bytes_per_apply']]} MB, "
       f"owned {r['owned_nodes']} ghosts {r['ghost_nodes']} rank-elements {r['rank_elements']} err-vs-cpu {r['max_rel_error_vs_cpu']:.1e} | "
       f"CG {s['iterations']} its {s['seconds']:.3f} s {1e3 * s['seconds'] / max(s['iterations'], 1):.3f} ms/it err {s['max_nodal_error']:.2e} | "
-      f"setup {[round(x, 1) for x in r['setup_seconds']]} s stages {[(k, round(v, 2)) for k, v in r['stages']]} wall {t[0]} s rss {[round(b / 1e9, 2) for b in r['peak_rss_bytes']]} GB "
+      f"setup {[round(x, 1) for x in r['setup_seconds']]} s stages {[(s['stage'], round(s['seconds'], 2)) for s in r['stages']]} wall {t[0]} s rss {[round(b / 1e9, 2) for b in r['peak_rss_bytes']]} GB "
       f"({max(r['peak_rss_bytes']) * r['ranks'] / n:.0f} B/node)", flush=True)
 PY
 }

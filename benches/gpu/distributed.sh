@@ -32,7 +32,7 @@ d = sys.argv[3]; r = json.load(open(f"{d}/o.json")); n = r['newton']; t = open(f
 its = n['krylov_iterations']; sp = n['split']
 a = n.get('amg') or {}
 amg = f" amg-setup {a['setup_seconds']:.3f} {[(k, round(v, 2)) for k, v in a['last']['seconds'].items()]} levels {[l['rows'] for l in a['last']['levels']]}" if a else ""
-s = f"{sys.argv[1]:20s} np={sys.argv[2]}{amg} rows {r['rows']} its {its} host-setup {r['host_setup_seconds']:.2f} {[(k, round(v, 2)) for k, v in r['host_setup_split']]} backend-setup {n['setup_seconds']:.3f} element {sp['element']:.3f} assembly {sp['assembly']:.3f} krylov {sp['solve']:.3f} per-it {1e6 * sp['solve'] / max(its, 1):.1f}us wall {t[0]}"
+s = f"{sys.argv[1]:20s} np={sys.argv[2]}{amg} rows {r['rows']} its {its} host-setup {r['host_setup_seconds']:.2f} {[(s['stage'], round(s['seconds'], 2)) for s in r['host_setup_split']]} backend-setup {n['setup_seconds']:.3f} element {sp['element']:.3f} assembly {sp['assembly']:.3f} krylov {sp['solve']:.3f} per-it {1e6 * sp['solve'] / max(its, 1):.1f}us wall {t[0]}"
 if p:
     s += f" | {p['halo_transport']} cut {p['partition']['cut_facets']} imb {p['partition']['imbalance']:.3f} owned {min(p['owned_rows'])}-{max(p['owned_rows'])} ghost {max(p['ghost_rows'])} halo-s {max(p['halo_seconds']):.3f} sums {p['reductions']} sums-s {max(p['reduction_seconds']):.3f} rss-GB {[round(b / 1e9, 2) for b in p['peak_rss_bytes']]} threads {p['threads']} cores {p['cores']}"
 else:

@@ -22,7 +22,7 @@ run() { # label binary args
 import json, sys
 d = sys.argv[2]; r = json.load(open(f"{d}/o.json")); n = r['newton']; t = open(f"{d}/t").read().split(); sp = n['split']
 a = n.get('amg') or {}
-print(f"{sys.argv[1]:28s} rows {r['rows']} its {n['krylov_iterations']} host-setup {r['host_setup_seconds']:.2f} {[(k, round(v, 2)) for k, v in r['host_setup_split']]} backend-setup {n['setup_seconds']:.2f} amg-setup {a.get('setup_seconds', 0):.2f} element {sp['element']:.2f} assembly {sp['assembly']:.2f} krylov {sp['solve']:.3f} wall {t[0]} rss-GB {int(t[1]) / 1e6:.2f}", flush=True)
+print(f"{sys.argv[1]:28s} rows {r['rows']} its {n['krylov_iterations']} host-setup {r['host_setup_seconds']:.2f} {[(s['stage'], round(s['seconds'], 2)) for s in r['host_setup_split']]} backend-setup {n['setup_seconds']:.2f} amg-setup {a.get('setup_seconds', 0):.2f} element {sp['element']:.2f} assembly {sp['assembly']:.2f} krylov {sp['solve']:.3f} wall {t[0]} rss-GB {int(t[1]) / 1e6:.2f}", flush=True)
 PY
 }
 P2="--mesh $tmp/hex.msh --physics poisson --degree 2 --load random --rtol 1e-8 --backend cuda --precond amg"

@@ -18,7 +18,7 @@ use fem_host::operator::LinearOperator;
 use fem_host::tune::Tuning;
 use fem_host::{AnyBackend, Backend, CpuBackend, Error, Result};
 use serde::Serialize;
-use crate::mesh_solve::Marks;
+use fem_host::stages::{Laps, StageSeconds};
 use std::time::Instant;
 
 /// What a run across ranks measured; per-rank figures in rank order.
@@ -80,7 +80,7 @@ pub struct AcrossReport {
     /// Each rank's seconds building its piece, mesh, operator and halo.
     pub setup_seconds: Vec<f64>,
     /// Rank 0's seconds by stage, from the start to the report.
-    pub stages: Vec<(String, f64)>,
+    pub stages: Vec<StageSeconds>,
     /// Each rank's peak resident host memory in bytes.
     pub peak_rss_bytes: Vec<usize>,
     /// The cores each rank may run on.
@@ -101,19 +101,19 @@ pub fn run(o: &BpOptions, any: &AnyBackend, comm: &dyn Communicator, tuning: &Tu
     if o.solve.is_some() && o.problem == Problem::Bp1 {
         return Err(Error::InvalidArgument("the solve uses the screened Poisson operator: choose bp3.5 or bp3.0".into()));
     }
-    let mut marks = Marks::new();
+    let mut marks = Laps::new();
     let cells = size_cells(o)?;
     // the degree and sizes, refused alike on every rank
     SpectralBox::check(o.degree, cells)?;
     progress("pieces");
     let bricks = Bricks::new(cells, comm.size())?;
     let piece = bricks.piece(comm, o.degree)?;
-    marks.mark("piece");
+    marks.lap("piece");
     progress("mesh and geometric factors");
     let (mesh, interior) = agree(comm, bricks.mesh(comm.rank(), o.degree, o.deformation, &piece))?;
-    marks.mark("mesh");
+    marks.lap("mesh");
     let op = TensorOperator { interior, ..agree(comm, TensorOperator::new(o.problem, &mesh, o.lambda))? };
-    marks.mark("operator");
+    marks.lap("operator");
     let made = Made { bricks, piece, mesh, op };
     match any {
         AnyBackend::Cuda(gpu) => {
@@ -137,7 +137,7 @@ struct Made {
 /// The run on this rank's backend `b`, its piece's product `local` (and
 /// the same in two parts where its interior overlaps the exchange).
 #[allow(clippy::too_many_arguments)]
-fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, (local, overlap): (&dyn LinearOperator<B, f64>, Option<&dyn Overlap<B>>), kernel: String, mut marks: Marks, progress: &dyn Fn(&str)) -> Result<AcrossReport> {
+fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, (local, overlap): (&dyn LinearOperator<B, f64>, Option<&dyn Overlap<B>>), kernel: String, mut marks: Laps, progress: &dyn Fn(&str)) -> Result<AcrossReport> {
     let piece = &m.piece;
     let halo = agree(comm, Halo::new(b, comm, piece, 1))?;
     let d = Distributed::new(b, comm, piece.owned);
@@ -152,8 +152,8 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, (
     // the first exchange also connects the ranks
     across.apply(&d, &x, &mut y)?;
     b.synchronize()?;
-    marks.mark("upload, halo and first product");
-    let setup = marks.stages().iter().map(|s| s.1).sum::<f64>();
+    marks.lap("upload, halo and first product");
+    let setup = marks.stages().iter().map(|s| s.seconds).sum::<f64>();
     progress("CPU reference");
     let yh = b.download(&y)?;
     let error = match b.kind() {
@@ -167,7 +167,7 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, (
         }
     };
     let product_norm = comm.sum_one(yh[..piece.owned].iter().map(|v| v * v).sum())?.sqrt();
-    marks.mark("check against the CPU");
+    marks.lap("check against the CPU");
     progress("timing");
     let one = slowest(b, comm, 3, || across.apply(&d, &x, &mut y))? / 3.0;
     let batch = ((1e-3 / one).ceil() as usize).clamp(1, 1000);
@@ -182,13 +182,13 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, (
         None => None,
     };
     let local_seconds = median_of(o, b, comm, batch, || local.apply(b, &x, &mut y))?;
-    marks.mark("timing");
+    marks.lap("timing");
     let solve = match o.solve {
         Some(rtol) => {
             progress("Jacobi-CG");
             let mut s = super::solve(&d, &across, &m.op, &m.mesh, rtol, piece.owned)?;
             s.max_nodal_error = comm_max(comm, s.max_nodal_error)?;
-            marks.mark("solve: right-hand side and Jacobi");
+            marks.lap("solve: right-hand side and Jacobi");
             marks.split_last("solve: CG", s.seconds);
             Some(s)
         }
@@ -229,7 +229,7 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, (
         product_norm,
         solve,
         setup_seconds: gather(setup)?,
-        stages: marks.stages(),
+        stages: marks.into_stages(),
         peak_rss_bytes: counts(peak_rss_bytes())?,
         cores: counts(cores())?,
     })

@@ -231,7 +231,7 @@ fn bp_across(a: &BpArgs, problem: fem::host::operator::tensor::Problem, degrees:
         if let Some(s) = &r.solve {
             t += &format!("\nJacobi-CG: {} iterations, relative residual {:.1e}, {:.3} s, max nodal error {:.2e}", s.iterations, s.relative_residual, s.seconds, s.max_nodal_error);
         }
-        t += &format!("\nrank 0 by stage: {}", r.stages.iter().map(|(k, v)| format!("{k} {v:.2} s")).collect::<Vec<_>>().join(", "));
+        t += &format!("\nrank 0 by stage: {}", r.stages.iter().map(|s| format!("{} {:.2} s", s.stage, s.seconds)).collect::<Vec<_>>().join(", "));
         t
     })?;
     Ok(true)

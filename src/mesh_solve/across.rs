@@ -7,7 +7,8 @@
 //! method; rank 0 gathers the solution.
 
 use super::problem::Problem;
-use super::{element, l2_if_known, Marks, MeshSolveOptions, Physics, RankPiece, Sizes, Solution};
+use super::{element, l2_if_known, MeshSolveOptions, Physics, RankPiece, Sizes, Solution};
+use fem_host::stages::Laps;
 use fem_host::distributed::{self, agree, Communicator, Partition, Ranks, Share, Whole};
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::problem::nonlinear::{NewtonReport, Setup};
@@ -24,7 +25,7 @@ pub(super) fn run(any: &AnyBackend, comm: &dyn Communicator, file: &GmshMesh, o:
     if o.time.is_some() {
         return Err(Error::InvalidArgument("time stepping runs on one rank; a distributed solve is stationary".into()));
     }
-    let mut marks = Marks::new();
+    let mut marks = Laps::new();
     let (kept, share) = if comm.rank() == 0 {
         let ranks = comm.size();
         let made = alone(|cpu| cut(cpu, ranks, file, o, &mut marks, stage));
@@ -38,7 +39,7 @@ pub(super) fn run(any: &AnyBackend, comm: &dyn Communicator, file: &GmshMesh, o:
         agree(comm, Ok(()))?;
         (None, agree(comm, Share::scatter(comm, None))?)
     };
-    marks.mark("shares");
+    marks.lap("shares");
     stage("pattern");
     let cpu = CpuBackend::new(None)?;
     // u on the piece, its ghosts filled: the output piece's values
@@ -85,13 +86,13 @@ fn alone<R: Send>(f: impl FnOnce(&CpuBackend) -> Result<R> + Send) -> Result<R> 
 
 /// The whole problem on rank 0, partitioned into `ranks` and cut into
 /// their shares; the finest space and partition kept.
-fn cut(cpu: &CpuBackend, ranks: usize, file: &GmshMesh, o: &MeshSolveOptions, marks: &mut Marks, stage: &(dyn Fn(&str) + Sync)) -> Result<(Kept, (Share, Vec<Vec<u64>>))> {
+fn cut(cpu: &CpuBackend, ranks: usize, file: &GmshMesh, o: &MeshSolveOptions, marks: &mut Laps, stage: &(dyn Fn(&str) + Sync)) -> Result<(Kept, (Share, Vec<Vec<u64>>))> {
     let problem = Problem::build(file, o, cpu, marks, stage)?;
     stage("partition");
     let (aux, at, boundary) = problem.aux(o)?;
     let space = problem.space();
     let partition = Partition::new(space, ranks, o.partitioner)?;
-    marks.mark("partition");
+    marks.lap("partition");
     stage("shares");
     let whole = Whole { space, constraints: &problem.constraints, load: &problem.load, aux: at.view(&aux), boundary };
     let made = Share::cut(&whole, &partition)?;
@@ -103,7 +104,7 @@ fn cut(cpu: &CpuBackend, ranks: usize, file: &GmshMesh, o: &MeshSolveOptions, ma
 /// Physics `K` set up on this rank's share and solved across the ranks:
 /// u on the piece (ghosts filled), the distributed report, and the host
 /// set-up seconds.
-fn solve_piece<K: Kernels<f64> + 'static>(any: &AnyBackend, comm: &dyn Communicator, cpu: &CpuBackend, share: &Share, o: &MeshSolveOptions, marks: &mut Marks, stage: &dyn Fn(&str)) -> Result<(Vec<f64>, distributed::DistributedReport, f64)> {
+fn solve_piece<K: Kernels<f64> + 'static>(any: &AnyBackend, comm: &dyn Communicator, cpu: &CpuBackend, share: &Share, o: &MeshSolveOptions, marks: &mut Laps, stage: &dyn Fn(&str)) -> Result<(Vec<f64>, distributed::DistributedReport, f64)> {
     let local = &share.space;
     let part = share.boundary_part();
     let setup = agree(
@@ -119,8 +120,8 @@ fn solve_piece<K: Kernels<f64> + 'static>(any: &AnyBackend, comm: &dyn Communica
                 _ => Ok(s),
             }),
     )?;
-    let host = marks.total();
-    marks.mark("pattern");
+    let host = marks.elapsed();
+    marks.lap("pattern");
     stage("solve");
     let initial = share.constraints.initial();
     let (local, r) = agree(comm, with_backend!(any, |b| distributed::newton::solve(b, comm, &share.piece, &setup, &initial, &o.newton)))?;

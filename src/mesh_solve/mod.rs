@@ -16,12 +16,12 @@ use fem_host::problem::nonlinear::{self, NewtonOptions, NewtonReport, Precond, S
 use fem_host::solver::ordering::Ordering;
 use fem_host::space::integrate::l2_error;
 use fem_host::space::{BoundaryPart, Constraints, NestedSpaces, Space};
+use fem_host::stages::{Laps, StageSeconds};
 use fem_host::{with_backend, AnyBackend, Backend, CpuBackend, Error, Result};
 use fem_kernels::physics::{Elasticity, Poisson, Radiation};
 use fem_kernels::pointwise::Kernels;
 use problem::Problem;
 use serde::Serialize;
-use std::time::Instant;
 
 /// `body` with the type `K` the kernels of physics `p`.
 macro_rules! with_physics {
@@ -176,8 +176,8 @@ pub struct MeshSolveReport {
     /// `partition` (the cells' ranks, on rank 0) and `shares` (rank 0
     /// cutting and sending every rank's share; elsewhere waiting for and
     /// receiving it), `pattern` (the tangent's pattern, Dirichlet layout
-    /// and multigrid levels).
-    pub host_setup_split: Vec<(String, f64)>,
+    /// and multigrid levels); each with the host memory at its end.
+    pub host_setup_split: Vec<StageSeconds>,
     /// The Newton solve (its own set-up on the backend, then the phases);
     /// of the last step when time stepping.
     pub newton: NewtonReport,
@@ -242,7 +242,7 @@ pub fn run_on(
     if comm.size() > 1 {
         return across::run(any, comm, file, o, stage);
     }
-    let mut marks = Marks::new();
+    let mut marks = Laps::new();
     let cpu = CpuBackend::new(None)?;
     let problem = Problem::build(file, o, &cpu, &mut marks, stage)?;
     stage("pattern");
@@ -265,44 +265,6 @@ pub fn run_on(
 }
 
 
-/// The host set-up's seconds by stage.
-pub(crate) struct Marks {
-    start: Instant,
-    last: Instant,
-    split: Vec<(String, f64)>,
-}
-
-impl Marks {
-    pub(crate) fn new() -> Self {
-        Self { start: Instant::now(), last: Instant::now(), split: Vec::new() }
-    }
-
-    /// The seconds since the last mark, as stage `name`.
-    pub(crate) fn mark(&mut self, name: &str) {
-        self.split.push((name.to_string(), self.last.elapsed().as_secs_f64()));
-        self.last = Instant::now();
-    }
-
-    /// Moves `seconds` of the last stage into a stage of its own, `name`
-    /// (a part the stage's work timed itself).
-    pub(crate) fn split_last(&mut self, name: &str, seconds: f64) {
-        if let Some(last) = self.split.last_mut() {
-            last.1 -= seconds;
-        }
-        self.split.push((name.to_string(), seconds));
-    }
-
-    /// The stages so far and their seconds.
-    pub(crate) fn stages(&self) -> Vec<(String, f64)> {
-        self.split.clone()
-    }
-
-    /// Seconds since the solve began.
-    fn total(&self) -> f64 {
-        self.start.elapsed().as_secs_f64()
-    }
-}
-
 /// The sizes and error a report gives.
 struct Sizes {
     element: String,
@@ -314,8 +276,8 @@ struct Sizes {
 
 impl Sizes {
     /// The report of a solve of `o` of these sizes.
-    fn report(self, o: &MeshSolveOptions, host: f64, marks: Marks, newton: NewtonReport, time: Option<TimeReport>, ranks: Option<Ranks>) -> MeshSolveReport {
-        let total_seconds = marks.total();
+    fn report(self, o: &MeshSolveOptions, host: f64, marks: Laps, newton: NewtonReport, time: Option<TimeReport>, ranks: Option<Ranks>) -> MeshSolveReport {
+        let total_seconds = marks.elapsed();
         MeshSolveReport {
             physics: o.physics,
             element: self.element,
@@ -326,7 +288,7 @@ impl Sizes {
             load: o.load.clone(),
             l2_error: self.l2_error,
             host_setup_seconds: host,
-            host_setup_split: marks.split,
+            host_setup_split: marks.into_stages(),
             newton,
             time,
             ranks,
@@ -362,7 +324,7 @@ struct One<'a> {
 
 /// Physics `K` set up and solved on one rank: u, Newton's report, the
 /// time steps' and the host set-up seconds.
-fn solve_one<K: Kernels<f64> + 'static>(c: &One, marks: &mut Marks, stage: &dyn Fn(&str), each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>) -> Result<(Vec<f64>, NewtonReport, Option<TimeReport>, f64)> {
+fn solve_one<K: Kernels<f64> + 'static>(c: &One, marks: &mut Laps, stage: &dyn Fn(&str), each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>) -> Result<(Vec<f64>, NewtonReport, Option<TimeReport>, f64)> {
     let space = c.problem.space();
     let setup = with_backend!(c.any, |b| Setup::<K>::constrained_on(b, c.cpu, space, c.aux, &c.problem.constraints, Some(&c.problem.load)))?;
     let setup = match c.boundary {
@@ -370,8 +332,8 @@ fn solve_one<K: Kernels<f64> + 'static>(c: &One, marks: &mut Marks, stage: &dyn 
         None => setup,
     };
     let setup = levels(setup, c.any, c.cpu, &c.problem.nested, c.o)?;
-    let host = marks.total();
-    marks.mark("pattern");
+    let host = marks.elapsed();
+    marks.lap("pattern");
     stage("solve");
     let (u, n, t) = solve_on(c.any, setup, space, &c.problem.constraints, c.forcing, c.o, each)?;
     Ok((u, n, t, host))
@@ -429,7 +391,7 @@ pub fn describe(r: &MeshSolveReport) -> String {
         r.physics, r.cells, r.element, r.rows, r.fixed_rows, r.ordering, r.load
     );
     s += &format!("{}\n", n.kernels);
-    let split: Vec<String> = r.host_setup_split.iter().map(|(k, v)| format!("{k} {v:.3}")).collect();
+    let split: Vec<String> = r.host_setup_split.iter().map(|s| format!("{} {:.3}", s.stage, s.seconds)).collect();
     s += &format!(
         "host set-up {:.3} s ({}), backend set-up {:.3} s, solve {:.3} s ({} Newton update{}, {} {} iterations, {}-preconditioned), total {:.3} s\n",
         r.host_setup_seconds,

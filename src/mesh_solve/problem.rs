@@ -3,7 +3,8 @@
 //! numbered, the Dirichlet rows, the load, the natural conditions' parts,
 //! and the physics' auxiliary values.
 
-use super::{lame, GroupValue, LoadKind, Marks, MeshSolveOptions, Physics};
+use super::{lame, GroupValue, LoadKind, MeshSolveOptions, Physics};
+use fem_host::stages::Laps;
 use crate::expression::Expression;
 use fem_host::distributed::AuxAt;
 use fem_host::io::gmsh::GmshMesh;
@@ -33,14 +34,14 @@ pub(super) struct Problem {
 
 impl Problem {
     /// `o` on the cells of `file`, the stages' seconds marked in `marks`.
-    pub fn build(file: &GmshMesh, o: &MeshSolveOptions, cpu: &CpuBackend, marks: &mut Marks, stage: &(dyn Fn(&str) + Sync)) -> Result<Self> {
+    pub fn build(file: &GmshMesh, o: &MeshSolveOptions, cpu: &CpuBackend, marks: &mut Laps, stage: &(dyn Fn(&str) + Sync)) -> Result<Self> {
         stage("space");
         let (cells, nodes) = file.cell_mesh()?;
-        marks.mark("mesh");
+        marks.lap("mesh");
         let nested = NestedSpaces::new(cells, o.degree, o.refine + 1)?;
-        marks.mark("spaces");
+        marks.lap("spaces");
         let nested = nested.renumbered(cpu, o.ordering, 7)?;
-        marks.mark("numbering");
+        marks.lap("numbering");
         let space = nested.finest();
         let d = space.shape.dim();
         let nc = if o.physics == Physics::Elasticity { d } else { 1 };
@@ -95,7 +96,7 @@ impl Problem {
         }
         let load = natural_load(space, nc, &neumann, &o.load, 0.0)?;
         let moving_load = neumann.iter().any(|(_, v)| v.iter().any(Expression::depends_on_time)) || matches!(&o.load, LoadKind::Expression(f) if f.iter().any(Expression::depends_on_time));
-        marks.mark("boundary");
+        marks.lap("boundary");
         Ok(Self { nested, nc, constraints, load, neumann, robin, moving_load })
     }
 

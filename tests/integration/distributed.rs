@@ -207,7 +207,7 @@ fn every_rank_holds_its_piece_of_the_solution() {
             let rep = &s.report;
             assert_eq!((rep.cells, rep.rows, rep.fixed_rows), (one.cells, one.rows, one.fixed_rows), "rank {r} of {ranks}");
             // rank 0 partitions and cuts the shares; the others receive theirs
-            let stages: Vec<&str> = rep.host_setup_split.iter().map(|(k, _)| k.as_str()).collect();
+            let stages: Vec<&str> = rep.host_setup_split.iter().map(|s| s.stage.as_str()).collect();
             assert_eq!(stages.contains(&"partition"), r == 0, "{stages:?}");
             assert!(stages.ends_with(&["shares", "pattern"]), "{stages:?}");
         }

@@ -91,6 +91,64 @@ impl<'a> StageClock<'a> {
     }
 }
 
+/// Times consecutive stages by their ends, for code that names a stage
+/// as it finishes: each lap closes the time since the one before (or the
+/// start) as a stage, with the host memory at its end.
+pub struct Laps {
+    start: Instant,
+    last: Instant,
+    done: Vec<StageSeconds>,
+}
+
+impl Default for Laps {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Laps {
+    /// No stages yet; the time starts now.
+    pub fn new() -> Self {
+        let now = Instant::now();
+        Self { start: now, last: now, done: Vec::new() }
+    }
+
+    /// The time since the last lap as stage `stage`.
+    pub fn lap(&mut self, stage: &str) {
+        let now = Instant::now();
+        self.done.push(StageSeconds::ended(stage, now.duration_since(self.last).as_secs_f64()));
+        self.last = now;
+    }
+
+    /// Moves `seconds` of the last stage into a stage of its own, `stage`
+    /// (a part the stage's work timed itself), which ended with it.
+    pub fn split_last(&mut self, stage: &str, seconds: f64) {
+        let part = match self.done.last_mut() {
+            Some(last) => {
+                last.seconds -= seconds;
+                StageSeconds { stage: stage.to_string(), seconds, ..last.clone() }
+            }
+            None => StageSeconds::ended(stage, seconds),
+        };
+        self.done.push(part);
+    }
+
+    /// The stages so far.
+    pub fn stages(&self) -> &[StageSeconds] {
+        &self.done
+    }
+
+    /// The stages, ending the laps.
+    pub fn into_stages(self) -> Vec<StageSeconds> {
+        self.done
+    }
+
+    /// Seconds since the laps began.
+    pub fn elapsed(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+}
+
 /// Text form: each stage with its seconds, the largest first, and their sum.
 pub fn describe(stages: &[StageSeconds]) -> String {
     let mut sorted: Vec<&StageSeconds> = stages.iter().collect();
@@ -155,6 +213,28 @@ mod tests {
         assert_eq!(peak(&st[1..2]), None);
         assert!(describe(&st).ends_with("; host memory peak 0.00 GB, reached in uploads"), "{}", describe(&st));
         assert!(!describe(&st[1..2]).contains("peak"));
+    }
+
+    #[test]
+    fn laps_close_the_time_since_the_last_and_a_part_splits_off() {
+        let mut laps = Laps::new();
+        std::thread::sleep(Duration::from_millis(20));
+        laps.lap("mesh");
+        std::thread::sleep(Duration::from_millis(5));
+        laps.lap("pattern");
+        laps.split_last("pattern, on the device", 0.002);
+        let st = laps.stages();
+        assert_eq!(st.iter().map(|s| s.stage.as_str()).collect::<Vec<_>>(), ["mesh", "pattern", "pattern, on the device"]);
+        assert!(st[0].seconds >= 0.02 && st[1].seconds >= 0.003 && st[1].seconds < st[0].seconds, "{st:?}");
+        assert_eq!((st[2].seconds, st[2].rss_bytes), (0.002, st[1].rss_bytes));
+        let sum: f64 = st.iter().map(|s| s.seconds).sum();
+        assert!(laps.elapsed() >= sum && sum >= 0.025, "{sum} of {}", laps.elapsed());
+        if crate::memory::resident_bytes().is_some() {
+            assert!(st.iter().all(|s| s.peak_rss_bytes.unwrap() >= s.rss_bytes.unwrap()));
+        }
+        let mut none = Laps::default();
+        none.split_last("alone", 0.5);
+        assert_eq!(none.into_stages()[0].seconds, 0.5);
     }
 
     #[test]
