@@ -8,22 +8,21 @@ use crate::{Error, Result};
 /// The host memory available now (`MemAvailable` of /proc/meminfo), where
 /// the system says.
 pub fn host_available() -> Option<usize> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb.saturating_mul(1024))
+    kib_field(&std::fs::read_to_string("/proc/meminfo").ok()?, "MemAvailable:")
 }
 
 /// This process's resident memory now (`VmRSS`) and at its peak so far
 /// (`VmHWM`), of `/proc/self/status`; `None` where the system does not say.
 pub fn resident_bytes() -> Option<(usize, usize)> {
     let text = std::fs::read_to_string("/proc/self/status").ok()?;
-    let field = |name: &str| -> Option<usize> {
-        let line = text.lines().find(|l| l.starts_with(name))?;
-        let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kb.saturating_mul(1024))
-    };
-    Some((field("VmRSS:")?, field("VmHWM:")?))
+    Some((kib_field(&text, "VmRSS:")?, kib_field(&text, "VmHWM:")?))
+}
+
+/// Bytes of the `name  N kB` line of a /proc file's `text`.
+fn kib_field(text: &str, name: &str) -> Option<usize> {
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb.saturating_mul(1024))
 }
 
 /// This process's peak resident memory, 0 where the system does not say.

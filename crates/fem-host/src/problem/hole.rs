@@ -246,7 +246,8 @@ pub struct HoleReport {
 /// alone would not fit: on the backend, what Newton's set-up uploads
 /// there ([`NewtonSizes`], its pattern counted as the diagonal); on the
 /// host, the finest space (cell nodes and vertices, node and vertex
-/// positions), the cells' coordinates, the maps and the pattern. The
+/// positions), the physics' cell data where the host keeps it, the maps
+/// and the pattern. The
 /// command holds more than either: a problem refused would not have fit.
 fn ensure_fits<B: NewtonOps>(bk: &B, coarse: &Mesh, o: &HoleOptions, newton: &NewtonOptions) -> Result<()> {
     let refinements = o.levels.saturating_sub(1);
@@ -257,13 +258,18 @@ fn ensure_fits<B: NewtonOps>(bk: &B, coarse: &Mesh, o: &HoleOptions, newton: &Ne
     let sizes = NewtonSizes::before_pattern(cells, nb, dofs);
     bk.ensure_fits(&what, sizes.device_bytes(false, newton.scatter == Scatter::Spmv))?;
     let words = |count: usize, bytes: usize| count.saturating_mul(bytes);
-    // per cell: node and vertex ids (4 B), the coordinates (8 B a
-    // component), the gather and residual maps (4 B a node each), κ and f
-    // at its nodes (16 B a node); per node: its position (24 B), κ and f
-    // (16 B), the pattern's diagonal (12 B), row start and diagonal
-    // position (4 B each), residual base (8 B) and fixed flag; per vertex
-    // its position
-    let host = [words(cells, 4 * (nb + nv) + 8 * nv * o.dim + 8 * nb + 16 * nb), words(dofs, 24 + 16 + 12 + 8 + 8 + 1), words(vertices, 24)];
+    // per cell: node and vertex ids (4 B), the gather and residual maps
+    // (4 B a node each); per node: its position (24 B), κ and f (16 B),
+    // the pattern's diagonal (12 B), row start and diagonal position (4 B
+    // each), residual base (8 B) and fixed flag; per vertex its position;
+    // and the physics' cell data: per cell, the coordinates (8 B a
+    // component) and κ and f at its nodes (16 B a node), or per node
+    // where the backend makes those itself (8 B a component, 16 B)
+    let cell_data = match bk.gathers_cells() {
+        true => words(dofs, 8 * o.dim + 16),
+        false => words(cells, 8 * nv * o.dim + 16 * nb),
+    };
+    let host = [words(cells, 4 * (nb + nv) + 8 * nb), words(dofs, 24 + 16 + 12 + 8 + 8 + 1), words(vertices, 24), cell_data];
     crate::memory::ensure_host(&what, host.iter().fold(0usize, |s, &b| s.saturating_add(b)))
 }
 

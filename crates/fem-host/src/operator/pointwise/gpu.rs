@@ -1,6 +1,7 @@
 //! The physics on the GPU: thread-transposition launches of the generated
 //! entry points, checked against the device's limits first.
 
+use super::nodal::Picked;
 use super::{NodalCells, Pointwise};
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::sys::CUfunction_attribute_enum;
@@ -93,38 +94,34 @@ impl GpuPointwise<f64> {
     /// `map` (on the device), a fourth of the bytes sent for Q1 in 2D.
     pub fn from_nodes<K: Kernels<f64>>(gpu: &CudaBackend, op: &Pointwise<f64, K>, cells: &NodalCells, map: &CudaSlice<u32>) -> Result<Self> {
         let v = op.variant;
-        let (nb, nc) = (v.shape.n_basis(v.degree), v.nc);
-        if map.len() < op.n_cells * nb * nc {
-            return Err(Error::InvalidArgument(format!("{} gather entries for {} cells of {nb} nodes and {nc} components", map.len(), op.n_cells)));
-        }
-        let [nx, na] = cells.expanded_len(&v, op.n_cells);
-        let own_a = if na > 0 { 0 } else { op.a.len() };
-        gpu.ensure_free(8 * (op.tab.len() + nx + na.max(own_a) + cells.coords.len() + cells.aux.len() + 2 * op.n_cells * v.n_local()))?;
-        let all: Vec<u32> = (0..nb as u32).collect();
-        let x = picked(gpu, [v.dim(), nx], &cells.corners, &cells.coords, [nb, nc], map)?;
-        let a = match (na, op.a.is_empty()) {
-            (0, true) => gpu.upload(&[0.0])?,
-            (0, false) => gpu.upload(&op.a)?,
-            _ => picked(gpu, [v.na, na], &all, &cells.aux, [nb, nc], map)?,
+        let shape = NodalCells::map_shape(&v, op.n_cells, map.len())?;
+        let (x, a) = cells.picked(&v);
+        let a_len = a.as_ref().map_or(op.a.len(), |a| a.len(op.n_cells) + a.nodal.len());
+        gpu.ensure_free(8 * (op.tab.len() + x.len(op.n_cells) + x.nodal.len() + a_len + 2 * op.n_cells * v.n_local()))?;
+        let x = picked(gpu, &x, op.n_cells, shape, map)?;
+        let a = match a {
+            Some(a) => picked(gpu, &a, op.n_cells, shape, map)?,
+            None if op.a.is_empty() => gpu.upload(&[0.0])?,
+            None => gpu.upload(&op.a)?,
         };
         Ok(Self { variant: v, n_cells: op.n_cells, tab: gpu.upload(&op.tab)?, x, a, time: op.time })
     }
 }
 
-/// The `n` entries of cell data of `per` values of each picked node
-/// `picks` from the node values `nodal`, made on the device
+/// The cell data `p` of `n_cells` cells made on the device
 /// (`fem_cells_from_nodes`) through the gather map `map` of a field of
 /// `nc` components on `nb` nodes a cell.
-fn picked(gpu: &CudaBackend, [per, n]: [usize; 2], picks: &[u32], nodal: &[f64], [nb, nc]: [usize; 2], map: &CudaSlice<u32>) -> Result<CudaSlice<f64>> {
+fn picked(gpu: &CudaBackend, p: &Picked, n_cells: usize, [nb, nc]: [usize; 2], map: &CudaSlice<u32>) -> Result<CudaSlice<f64>> {
     let s = gpu.stream();
+    let n = p.len(n_cells);
     let mut out = s.alloc_zeros::<f64>(n.max(1))?;
     if n > 0 {
-        let (picks_d, nodal_d) = (gpu.htod(picks)?, gpu.upload(nodal)?);
-        let n_picks = picks.len();
+        let (picks, nodal) = (gpu.htod(&p.picks)?, gpu.upload(p.nodal)?);
+        let (per, n_picks) = (p.per, p.picks.len());
         let f = gpu.function("fem_cells_from_nodes")?;
         // SAFETY: the picks are local nodes below nb and the map covers
         // the cells (checked by the caller); `out` holds n entries
-        unsafe { s.launch_builder(&f).arg(&n).arg(&per).arg(&n_picks).arg(&picks_d).arg(&nb).arg(&nc).arg(map).arg(&nodal_d).arg(&mut out).launch(gpu.per_item(n)) }?;
+        unsafe { s.launch_builder(&f).arg(&n).arg(&per).arg(&n_picks).arg(&picks).arg(&nb).arg(&nc).arg(map).arg(&nodal).arg(&mut out).launch(gpu.per_item(n)) }?;
     }
     Ok(out)
 }

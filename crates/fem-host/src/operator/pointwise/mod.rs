@@ -119,7 +119,7 @@ fn into_precision<T: Scalar>(v: Vec<f64>) -> Vec<T> {
 }
 
 /// `v` copied by the host's threads (a nodal field of a large problem).
-fn parallel_copy(v: &[f64]) -> Vec<f64> {
+pub(crate) fn parallel_copy(v: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; v.len()];
     out.par_chunks_mut(1 << 16).zip(v.par_chunks(1 << 16)).for_each(|(o, i)| o.copy_from_slice(i));
     out

@@ -49,36 +49,61 @@ impl<K: Kernels<f64>> Pointwise<f64, K> {
     }
 }
 
+/// One array of cell data made from the nodes: `per` values of each of
+/// a cell's picked local nodes, read from `nodal` ([`picked_node_entry`]).
+pub struct Picked<'a> {
+    /// Values a picked node.
+    pub per: usize,
+    /// The picked local nodes of a cell.
+    pub picks: Vec<u32>,
+    /// The node values, `per` a node.
+    pub nodal: &'a [f64],
+}
+
+impl Picked<'_> {
+    /// Entries for `n_cells` cells.
+    pub fn len(&self, n_cells: usize) -> usize {
+        n_cells * self.picks.len() * self.per
+    }
+}
+
 impl NodalCells {
+    /// What the physics' `x` is made from, and its `a` for a nodal field,
+    /// on cells of variant `v`: the corners' coordinates and every node's
+    /// field.
+    pub fn picked(&self, v: &Variant) -> (Picked<'_>, Option<Picked<'_>>) {
+        let x = Picked { per: self.dim, picks: self.corners.clone(), nodal: &self.coords };
+        let all = (0..v.shape.n_basis(v.degree) as u32).collect();
+        (x, (!self.aux.is_empty()).then(|| Picked { per: v.na, picks: all, nodal: &self.aux }))
+    }
+
+    /// The nodes a cell and the field's components of variant `v`
+    /// (`nb`, `nc`), once the gather map's `map_len` entries are checked
+    /// to cover `n_cells` cells.
+    pub fn map_shape(v: &Variant, n_cells: usize, map_len: usize) -> Result<[usize; 2]> {
+        let (nb, nc) = (v.shape.n_basis(v.degree), v.nc);
+        if map_len < n_cells * nb * nc {
+            return Err(Error::InvalidArgument(format!("{map_len} gather entries for {n_cells} cells of {nb} nodes and {nc} components")));
+        }
+        Ok([nb, nc])
+    }
+
     /// The physics' `x` and, for a nodal field, `a` of `n_cells` cells of
     /// variant `v`, through the gather map `map` of its field: what
     /// [`Pointwise::new`] holds.
     pub fn expand(&self, v: &Variant, n_cells: usize, map: &[u32]) -> Result<(Vec<f64>, Option<Vec<f64>>)> {
-        let (nb, nc) = (v.shape.n_basis(v.degree), v.nc);
-        if map.len() < n_cells * nb * nc {
-            return Err(Error::InvalidArgument(format!("{} gather entries for {n_cells} cells of {nb} nodes and {nc} components", map.len())));
-        }
-        let all: Vec<u32> = (0..nb as u32).collect();
-        let x = self.gathered(self.dim, &self.corners, &self.coords, n_cells, nb, nc, map);
-        let a = (!self.aux.is_empty()).then(|| self.gathered(v.na, &all, &self.aux, n_cells, nb, nc, map));
-        Ok((x, a))
-    }
-
-    /// `per` values of each picked node of every cell ([`picked_node_entry`]).
-    #[allow(clippy::too_many_arguments)]
-    fn gathered(&self, per: usize, picks: &[u32], nodal: &[f64], n_cells: usize, nb: usize, nc: usize, map: &[u32]) -> Vec<f64> {
-        (0..n_cells * picks.len() * per)
-            .into_par_iter()
-            // SAFETY: the picks are local nodes below nb, the map covers
-            // the cells (checked above) and names nodes of the space
-            .map(|t| unsafe { picked_node_entry(t, per, picks.len(), picks.as_ptr(), nb, nc, map.as_ptr(), nodal.as_ptr()) })
-            .collect()
-    }
-
-    /// Bytes of the E-vectors this makes for `n_cells` cells of `v`.
-    pub fn expanded_len(&self, v: &Variant, n_cells: usize) -> [usize; 2] {
-        let nb = v.shape.n_basis(v.degree);
-        [n_cells * self.corners.len() * self.dim, if self.aux.is_empty() { 0 } else { n_cells * nb * v.na }]
+        let [nb, nc] = Self::map_shape(v, n_cells, map.len())?;
+        let gathered = |p: &Picked| -> Vec<f64> {
+            (0..p.len(n_cells))
+                .into_par_iter()
+                // SAFETY: the picks are local nodes below nb, the map
+                // covers the cells (checked above) and names nodes of the
+                // space
+                .map(|t| unsafe { picked_node_entry(t, p.per, p.picks.len(), p.picks.as_ptr(), nb, nc, map.as_ptr(), p.nodal.as_ptr()) })
+                .collect()
+        };
+        let (x, a) = self.picked(v);
+        Ok((gathered(&x), a.as_ref().map(gathered)))
     }
 }
 
@@ -100,7 +125,7 @@ pub fn corner_nodes(space: &Space) -> Option<Vec<u32>> {
             space.dof_coords[node][..dim] == space.vertices[vertex][..dim]
         })
     });
-    (at_vertices && corners.iter().all(|&b| (b as usize) < nb)).then_some(corners)
+    at_vertices.then_some(corners)
 }
 
 #[cfg(test)]
@@ -147,7 +172,8 @@ mod tests {
             let (got, cells) = Pointwise::<f64, Poisson>::on_nodes(&s, None, Aux::Nodal(&kappa)).unwrap();
             let cells = cells.unwrap_or_else(|| panic!("{label}: the corner nodes are the vertices"));
             assert!(got.x.is_empty() && got.a.is_empty() && cells.aux == kappa, "{label}");
-            assert_eq!(cells.expanded_len(&got.variant, got.n_cells), [want.x.len(), want.a.len()], "{label}");
+            let (px, pa) = cells.picked(&got.variant);
+            assert_eq!([px.len(got.n_cells), pa.unwrap().len(got.n_cells)], [want.x.len(), want.a.len()], "{label}");
             let (x, a) = cells.expand(&got.variant, got.n_cells, &s.restriction(1).map).unwrap();
             assert_eq!((x, a.unwrap()), (want.x.clone(), want.a.clone()), "{label}");
             if s.shape.is_simplex() || s.degree > 2 {

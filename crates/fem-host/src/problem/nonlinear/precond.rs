@@ -19,7 +19,7 @@ use crate::solver::transfer::transpose;
 use super::{tangent_values, Extra, NewtonOps, Scatter, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
-use crate::operator::pointwise::Aux;
+use crate::operator::pointwise::{parallel_copy, Aux};
 use crate::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use crate::solver::ssor::RowColouring;
 use super::linear::LinearScalar;
@@ -186,9 +186,10 @@ impl<K: Kernels<f64>> Setup<K> {
         }
         let mut levels = Levels { setups: Vec::new(), prolongation: Vec::new(), injection: Vec::new() };
         // each level's coefficients as its physics takes them (per node or
-        // per cell), the finest's read off its E-vector once
+        // per cell): the finest's as its set-up keeps them per node, else
+        // read off its E-vector once
         let finest_aux = match &self.cells {
-            Some(c) if v.aux_nodal && v.na > 0 => c.aux.par_iter().copied().collect(),
+            Some(c) if v.aux_nodal && v.na > 0 => parallel_copy(&c.aux),
             _ => level_aux(fine, v.na, v.aux_nodal, &self.physics.a),
         };
         let (mut fixed, mut aux) = (self.fixed.clone(), finest_aux);
@@ -209,9 +210,7 @@ impl<K: Kernels<f64>> Setup<K> {
                 (_, true) => Aux::Nodal(&coarse_aux),
                 (_, false) => Aux::Cell(&coarse_aux),
             };
-            let (physics, cells) = Setup::<K>::physics_on(b, coarse, Some(v.nq), kind)?;
-            let mut setup = Setup::build(b, cpu, coarse, physics, coarse_fixed.clone(), None)?;
-            setup.cells = cells;
+            let mut setup = Setup::build(b, cpu, coarse, Setup::<K>::physics_on(b, coarse, Some(v.nq), kind)?, coarse_fixed.clone(), None)?;
             if let Some(term) = &self.facets {
                 // refined facets keep their coarsest ancestor's key
                 let keys = term.facets.iter().map(|f| f.key).collect();

@@ -69,7 +69,7 @@ impl<K: Kernels<f64>> Setup<K> {
         let physics = Pointwise::<f64, K>::new(space, None, aux)?;
         let nc = physics.variant.nc;
         let fixed = space.boundary.iter().flat_map(|&b| std::iter::repeat_n(b, nc)).collect();
-        Self::build(cpu, cpu, space, physics, fixed, None)
+        Self::build(cpu, cpu, space, (physics, None), fixed, None)
     }
 
     /// The physics `K` on `space` with auxiliary fields `aux`, the rows
@@ -82,10 +82,7 @@ impl<K: Kernels<f64>> Setup<K> {
     /// pattern where it is fastest ([`NewtonOps::cells_pattern`]: the
     /// GPU's is the host's).
     pub fn constrained_on<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        let (physics, cells) = Self::physics_on(b, space, None, aux)?;
-        let mut setup = Self::checked(b, cpu, space, physics, constraints, load)?;
-        setup.cells = cells;
-        Ok(setup)
+        Self::checked(b, cpu, space, Self::physics_on(b, space, None, aux)?, constraints, load)
     }
 
     /// The physics on `space` with its cell data per node where `b` makes
@@ -113,11 +110,11 @@ impl<K: Kernels<f64>> Setup<K> {
     /// [`Setup::constrained`] for a physics already evaluated on `space`:
     /// one built with a rule of its own ([`Pointwise::new`]'s `nq`).
     pub fn of_physics(cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        Self::checked(cpu, cpu, space, physics, constraints, load)
+        Self::checked(cpu, cpu, space, (physics, None), constraints, load)
     }
 
     /// [`Setup::of_physics`], its pattern made by `b`.
-    fn checked<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
+    fn checked<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, (physics, cells): (Pointwise<f64, K>, Option<NodalCells>), constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
         if physics.n_cells != space.n_cells() || physics.variant.n_local() != space.nb() * physics.variant.nc {
             return Err(Error::InvalidArgument("the physics was evaluated on another space".into()));
         }
@@ -126,12 +123,13 @@ impl<K: Kernels<f64>> Setup<K> {
             return Err(Error::InvalidArgument(format!("the physics has {nc} components, its boundary conditions or load another number")));
         }
         crate::error::same_len("constrained rows", constraints.fixed.len(), space.n_dofs * nc)?;
-        Self::build(b, cpu, space, physics, constraints.fixed.clone(), load.map(|l| l.values.as_slice()))
+        Self::build(b, cpu, space, (physics, cells), constraints.fixed.clone(), load.map(|l| l.values.as_slice()))
     }
 
     /// The maps and the pattern (in parallel: they are per entry of every
-    /// element matrix), the pattern made by `b` from the gather map.
-    pub(super) fn build<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
+    /// element matrix), the pattern made by `b` from the gather map; the
+    /// physics with its cell data per node where `b` makes the E-vectors.
+    pub(super) fn build<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, (physics, cells): (Pointwise<f64, K>, Option<NodalCells>), fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
         let nc = physics.variant.nc;
         // what any storage of the tangent holds on the backend, refused
         // before the maps and the pattern are made
@@ -154,7 +152,7 @@ impl<K: Kernels<f64>> Setup<K> {
             None => vec![0.0; fixed.len()],
         };
         let node_coords = if nc > 1 && nc == space.dim() { space.dof_coords.clone() } else { Vec::new() };
-        Ok(Self { physics, gather, residual_pos, entry_pos: OnceLock::new(), facets: None, csr, diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords, cells: None })
+        Ok(Self { physics, gather, residual_pos, entry_pos: OnceLock::new(), facets: None, csr, diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords, cells })
     }
 
     /// Adds the physics' boundary term (`bf0`, linearised by `bg0`,
