@@ -174,7 +174,7 @@ pub fn poisson_levels(cpu: &fem::host::CpuBackend, coarse: &fem::host::mesh::Mes
             Csr::assemble(cpu, &layout, &elems).unwrap()
         })
         .collect();
-    let p = (0..levels - 1).map(|l| field_prolongation(&nested.interpolation(l).unwrap(), 1, &nested.spaces[l].boundary, &nested.spaces[l + 1].boundary).unwrap()).collect();
+    let p = (0..levels - 1).map(|l| field_prolongation(nested.interpolation(l).unwrap(), 1, &nested.spaces[l].boundary, &nested.spaces[l + 1].boundary).unwrap()).collect();
     (a, p)
 }
 

@@ -118,6 +118,57 @@ impl<T: Scalar> Csr<T> {
         Ok(Self { n_rows, row_ptr, col, val })
     }
 
+    /// Keeps only the entries `keep(row, column)` holds, in place and in
+    /// order: blocks of rows compact their entries in parallel, each to
+    /// the start of its own span, and the blocks then move down in order
+    /// (a move of contiguous memory). A copy of a large matrix filtered
+    /// into new arrays would hold it twice.
+    pub fn retain(&mut self, keep: impl Fn(usize, u32) -> bool + Sync) {
+        let n = self.n_rows;
+        let blocks = n.div_ceil(FILL_BLOCK);
+        let starts: Vec<usize> = (0..=blocks).map(|b| self.row_ptr[(b * FILL_BLOCK).min(n)] as usize).collect();
+        let lens = starts.windows(2).map(|w| w[1] - w[0]);
+        let (cols, vals) = (cut(&mut self.col, lens.clone()), cut(&mut self.val, lens));
+        let ends = cut(&mut self.row_ptr[1..], (0..blocks).map(|b| ((b + 1) * FILL_BLOCK).min(n) - b * FILL_BLOCK));
+        // each block's row ends, counted from its own start; its kept count
+        let kept: Vec<usize> = cols
+            .into_par_iter()
+            .zip(vals)
+            .zip(ends)
+            .enumerate()
+            .map(|(b, ((col, val), ends))| {
+                let (mut w, mut from) = (0, 0);
+                for (i, end) in ends.iter_mut().enumerate() {
+                    let to = *end as usize - starts[b];
+                    for k in from..to {
+                        if keep(b * FILL_BLOCK + i, col[k]) {
+                            (col[w], val[w]) = (col[k], val[k]);
+                            w += 1;
+                        }
+                    }
+                    (from, *end) = (to, w as u32);
+                }
+                w
+            })
+            .collect();
+        let mut at = 0;
+        let mut bases = Vec::with_capacity(blocks);
+        for (b, &k) in kept.iter().enumerate() {
+            if at != starts[b] {
+                self.col.copy_within(starts[b]..starts[b] + k, at);
+                self.val.copy_within(starts[b]..starts[b] + k, at);
+            }
+            bases.push(at as u32);
+            at += k;
+        }
+        cut(&mut self.row_ptr[1..], (0..blocks).map(|b| ((b + 1) * FILL_BLOCK).min(n) - b * FILL_BLOCK))
+            .into_par_iter()
+            .zip(bases)
+            .for_each(|(ends, base)| ends.iter_mut().for_each(|e| *e += base));
+        self.col.truncate(at);
+        self.val.truncate(at);
+    }
+
     /// Its pattern alone (no values), as a matrix of any precision: what
     /// the approximate inverses and a coarsest level's dense inverse are
     /// rebuilt on from values that change.
@@ -383,6 +434,37 @@ pub(crate) fn cut<X>(mut x: &mut [X], lens: impl IntoIterator<Item = usize>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Entries kept in place are those a filter of every row keeps, in
+    /// order: empty rows, a long row, sizes not a multiple of the block,
+    /// nothing or everything kept.
+    #[test]
+    fn retained_entries_are_those_a_filter_keeps() {
+        for n in [0, 1, 1023, 1025, 2500] {
+            let m = Csr::<f64>::from_row_fn(n, |r| if r == n / 2 { 3000 } else { r % 5 }, |r, col, val| {
+                for (k, (c, v)) in col.iter_mut().zip(val).enumerate() {
+                    (*c, *v) = ((r + 7 * k) as u32, (r * 10_000 + k) as f64);
+                }
+            })
+            .unwrap();
+            let filters: [&(dyn Fn(usize, u32) -> bool + Sync); 3] = [&|r, c| r % 3 != 1 && c % 4 != 2, &|_, _| false, &|_, _| true];
+            for keep in filters {
+                let mut got = m.clone();
+                got.retain(keep);
+                let mut want = Csr { n_rows: n, row_ptr: vec![0], col: Vec::new(), val: Vec::new() };
+                for r in 0..n {
+                    for k in m.row_ptr[r] as usize..m.row_ptr[r + 1] as usize {
+                        if keep(r, m.col[k]) {
+                            want.col.push(m.col[k]);
+                            want.val.push(m.val[k]);
+                        }
+                    }
+                    want.row_ptr.push(want.col.len() as u32);
+                }
+                assert!(got.n_rows == n && got.row_ptr == want.row_ptr && got.col == want.col && got.val == want.val, "{n} rows");
+            }
+        }
+    }
 
     /// Rows written in place equal rows built one by one: empty rows, one
     /// long row, a count not a multiple of the block, and no rows at all.

@@ -21,6 +21,7 @@ use crate::{Error, Result};
 use fem_core::element::pow;
 use fem_core::shape::Shape;
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 /// A nodal Lagrange space (P1/P2 on simplices, Q_p on quadrilaterals and
@@ -113,29 +114,36 @@ impl Space {
     /// Q_p on a quadrilateral/hexahedral mesh with the DOFs numbered in
     /// the order `numbering` prescribes (Reguly & Giles §10.4).
     pub fn tensor_numbered(mesh: &Mesh, degree: usize, numbering: Numbering) -> Result<Self> {
-        Self::tensor_with_facets(mesh, degree, numbering, &|| tensor_facets(mesh))
+        Self::tensor_with_facets(Cow::Borrowed(mesh), degree, numbering, &|| tensor_facets(mesh))
     }
 
     /// [`Space::tensor_numbered`] with the boundary facets from `facets`,
     /// called after the mesh is validated: a refined mesh's are its
     /// parent's children, where finding them again in the fine mesh took a
-    /// quarter of a multigrid hierarchy's time.
-    pub(crate) fn tensor_with_facets(mesh: &Mesh, degree: usize, numbering: Numbering, facets: &dyn Fn() -> Vec<Facet>) -> Result<Self> {
+    /// quarter of a multigrid hierarchy's time. A mesh given owned gives
+    /// the space its vertices and lets go of its cells before the nodes
+    /// are placed: the finest level of a hierarchy is then not held twice.
+    pub(crate) fn tensor_with_facets(mesh: Cow<'_, Mesh>, degree: usize, numbering: Numbering, facets: &dyn Fn() -> Vec<Facet>) -> Result<Self> {
         let shape = if mesh.dim == 2 { Shape::Quadrilateral } else { Shape::Hexahedron };
         if !shape.supports_degree(degree) {
             return Err(Error::InvalidArgument(format!("{} spaces have degree 1 to {MAX_TENSOR_DEGREE}, not {degree}", shape.name())));
         }
-        let (n_dofs, cell_dofs) = tensor_dofs(mesh, degree, numbering)?;
+        let (n_dofs, cell_dofs) = tensor_dofs(&mesh, degree, numbering)?;
         let facets = facets();
         let nv = shape.vertices();
+        let cell_vertices = cell_corners(&mesh, nv);
+        let vertices = match mesh {
+            Cow::Owned(m) => m.coords,
+            // copied in parallel: 150 MB at 6M vertices
+            Cow::Borrowed(m) => m.coords.par_iter().copied().collect(),
+        };
         let mut space = Self {
             shape,
             degree,
             n_dofs,
             cell_dofs,
-            // copied in parallel: 150 MB at 6M vertices
-            vertices: mesh.coords.par_iter().copied().collect(),
-            cell_vertices: cell_corners(mesh, nv),
+            vertices,
+            cell_vertices,
             dof_coords: Vec::new(),
             boundary: Vec::new(),
             facets,

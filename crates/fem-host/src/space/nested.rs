@@ -29,6 +29,7 @@ use fem_core::element::{det_inv, pow};
 use fem_core::lagrange::lagrange;
 use fem_core::shape::Shape;
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Prolongation entries below this are zeros up to round-off.
@@ -147,22 +148,29 @@ impl NestedSpaces {
             return Err(Error::InvalidArgument("a hierarchy needs at least one level".into()));
         }
         let mut spaces = vec![coarse.space(degree)?];
-        let (mut mesh, mut parents, mut children) = (coarse, Vec::new(), Vec::new());
-        for _ in 1..levels {
-            let (fine, parent, child) = mesh.refine(tensor)?;
+        let (mut mesh, mut parents, mut children) = (Some(coarse), Vec::new(), Vec::new());
+        for level in 1..levels {
+            let (fine, parent, child) = mesh.take().expect("the level's mesh").refine(tensor)?;
             let coarse_space = spaces.last().expect("one level");
-            let space = match (&fine, child.as_deref()) {
-                (CellMesh::Tensor(m), Some(child)) => Space::tensor_with_facets(m, degree, Numbering::Original, &|| refined_facets(coarse_space, &parent, child))?,
-                _ => {
+            // the finest mesh is not refined again: its space takes it
+            let last = level + 1 == levels;
+            let space = match (fine, child.as_deref()) {
+                (CellMesh::Tensor(m), Some(child)) if last => Space::tensor_with_facets(Cow::Owned(m), degree, Numbering::Original, &|| refined_facets(coarse_space, &parent, child))?,
+                (CellMesh::Tensor(m), Some(child)) => {
+                    let space = Space::tensor_with_facets(Cow::Borrowed(&m), degree, Numbering::Original, &|| refined_facets(coarse_space, &parent, child))?;
+                    mesh = Some(CellMesh::Tensor(m));
+                    space
+                }
+                (fine, _) => {
                     let mut space = fine.space(degree)?;
                     space.facets = located_facets(coarse_space, &space, &parent)?;
+                    mesh = Some(fine);
                     space
                 }
             };
             spaces.push(space);
             parents.push(parent);
             children.push(child);
-            mesh = fine;
         }
         Ok(Self { spaces, parents, children })
     }
@@ -314,8 +322,18 @@ pub(crate) fn from_rows<T: crate::Scalar>(rows: Vec<Vec<(u32, T)>>) -> Result<Cs
 /// The prolongation of `nc`-component fields (`dof·nc + c`) from the
 /// scalar one `p`: fixed rows of the fine level and fixed columns of the
 /// coarse one are left out, so a correction never moves a held value.
-pub fn field_prolongation(p: &Csr<f64>, nc: usize, fixed_coarse: &[bool], fixed_fine: &[bool]) -> Result<Csr<f64>> {
+/// A scalar field's is `p` itself with those entries removed in place:
+/// the finest level's would otherwise be held twice.
+pub fn field_prolongation(mut p: Csr<f64>, nc: usize, fixed_coarse: &[bool], fixed_fine: &[bool]) -> Result<Csr<f64>> {
     crate::error::same_len("fixed fine rows", fixed_fine.len(), p.n_rows * nc)?;
+    if let Some(j) = p.col.par_iter().max().filter(|&&j| (j as usize + 1) * nc > fixed_coarse.len()) {
+        return Err(Error::InvalidArgument(format!("the prolongation names coarse node {j}, past the {} fixed flags of the coarse field", fixed_coarse.len())));
+    }
+    if nc == 1 {
+        p.retain(|i, j| !fixed_fine[i] && !fixed_coarse[j as usize]);
+        return Ok(p);
+    }
+    let p = &p;
     let entries = |r: usize| {
         let (i, c) = (r / nc, r % nc);
         let kept = (p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize).map(move |k| (p.col[k] * nc as u32 + c as u32, p.val[k])).filter(|&(j, _)| !fixed_coarse[j as usize]);
@@ -550,6 +568,37 @@ mod tests {
                         assert!((0..3).all(|k| (a[k] - b[k]).abs() < 1e-12));
                     }
                 }
+            }
+        }
+    }
+
+    /// A field's prolongation keeps exactly the entries of free fine rows
+    /// and free coarse columns, for each component at its own rows and
+    /// columns: a scalar field's, made in place, and a vector field's
+    /// against the scalar one entry by entry; with empty rows, a fixed
+    /// first and last row, and a column past the flags an error.
+    #[test]
+    fn field_prolongations_leave_out_the_fixed_rows_and_columns() {
+        for mesh in meshes() {
+            let h = NestedSpaces::new(mesh, 1, 2).unwrap();
+            let p = h.interpolation(0).unwrap();
+            let (nf, ncoarse) = (p.n_rows, h.spaces[0].n_dofs);
+            for nc in [1, 3] {
+                let mut fine: Vec<bool> = (0..nf * nc).map(|r| r % 7 == 3).collect();
+                (fine[0], fine[nf * nc - 1]) = (true, true);
+                let coarse: Vec<bool> = (0..ncoarse * nc).map(|j| j % 5 == 1).collect();
+                let got = field_prolongation(p.clone(), nc, &coarse, &fine).unwrap();
+                assert_eq!((got.n_rows, got.row_ptr.len()), (nf * nc, nf * nc + 1));
+                for r in 0..nf * nc {
+                    let (i, c) = (r / nc, r % nc);
+                    let want: Vec<(u32, f64)> = (p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize)
+                        .map(|k| (p.col[k] * nc as u32 + c as u32, p.val[k]))
+                        .filter(|&(j, _)| !fine[r] && !coarse[j as usize])
+                        .collect();
+                    let row: Vec<(u32, f64)> = (got.row_ptr[r] as usize..got.row_ptr[r + 1] as usize).map(|k| (got.col[k], got.val[k])).collect();
+                    assert_eq!(row, want, "nc {nc}, row {r}");
+                }
+                assert!(field_prolongation(p.clone(), nc, &coarse[..coarse.len() - nc], &fine).is_err());
             }
         }
     }

@@ -18,22 +18,22 @@ impl Space {
     /// The space with node `perm[new]` renumbered `new`: cells, mesh and
     /// facets unchanged, node positions and boundary flags moved with
     /// their nodes. An error unless `perm` is a permutation of the nodes.
-    pub fn renumbered(self, perm: &[u32]) -> Result<Space> {
+    pub fn renumbered(mut self, perm: &[u32]) -> Result<Space> {
         let n = self.n_dofs;
         let new = inverse(perm).filter(|_| perm.len() == n).ok_or_else(|| Error::InvalidArgument(format!("a renumbering of {n} nodes must be a permutation of them")))?;
-        Ok(Space {
-            cell_dofs: self.cell_dofs.par_iter().map(|&d| new[d as usize]).collect(),
-            dof_coords: perm.par_iter().map(|&o| self.dof_coords[o as usize]).collect(),
-            boundary: perm.par_iter().map(|&o| self.boundary[o as usize]).collect(),
-            // the cells are in the same order: a node's first slot is its
-            // old node's
-            owner_slots: match self.owner_slots.get() {
-                Some(s) => OnceLock::from(perm.par_iter().map(|&o| s[o as usize]).collect::<Vec<u32>>()),
-                None => OnceLock::new(),
-            },
-            // the mesh's arrays move: a renumbering changes only the nodes
-            ..self
-        })
+        // one array made at a time, the old one let go of as the new one
+        // takes its place: a level's nodes are not held twice
+        self.cell_dofs.par_iter_mut().for_each(|d| *d = new[*d as usize]);
+        drop(new);
+        self.dof_coords = perm.par_iter().map(|&o| self.dof_coords[o as usize]).collect();
+        self.boundary = perm.par_iter().map(|&o| self.boundary[o as usize]).collect();
+        // the cells are in the same order: a node's first slot is its old
+        // node's
+        if let Some(s) = self.owner_slots.take() {
+            self.owner_slots = OnceLock::from(perm.par_iter().map(|&o| s[o as usize]).collect::<Vec<u32>>());
+        }
+        // the mesh's arrays stay: a renumbering changes only the nodes
+        Ok(self)
     }
 }
 

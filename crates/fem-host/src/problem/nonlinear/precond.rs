@@ -199,11 +199,10 @@ impl<K: Kernels<f64>> Setup<K> {
             let inj = injection(&p, coarse.n_dofs)?;
             let rows: Vec<u32> = (0..coarse.n_dofs * nc).into_par_iter().map(|r| inj[r / nc] * nc as u32 + (r % nc) as u32).collect();
             let coarse_fixed: Vec<bool> = rows.par_iter().map(|&r| fixed[r as usize]).collect();
-            // the field's prolongation made and the space's let go of
-            // before the level is set up: the finest's two are the
-            // largest arrays made here
-            levels.prolongation.push(field_prolongation(&p, nc, &coarse_fixed, &fixed)?);
-            drop(p);
+            // the field's prolongation made from the space's (in place
+            // for a scalar field) before the level is set up: the
+            // finest's is the largest array made here
+            levels.prolongation.push(field_prolongation(p, nc, &coarse_fixed, &fixed)?);
             let coarse_aux = coarse_aux(coarse, &nested.parents[l], &inj, v.na, v.aux_nodal, &aux);
             let kind = match (v.na, v.aux_nodal) {
                 (0, _) => Aux::None,

@@ -41,7 +41,7 @@ impl LowOrder {
         // a vertex is held where its own node is; one of no node is left out
         let node = same_nodes(&scalar, n_vertices);
         let fixed_coarse: Vec<bool> = (0..n_vertices * nc).map(|r| node[r / nc] == u32::MAX || fixed[node[r / nc] as usize * nc + r % nc]).collect();
-        let p = field_prolongation(&scalar, nc, &fixed_coarse, fixed)?;
+        let p = field_prolongation(scalar, nc, &fixed_coarse, fixed)?;
         let n_coarse = n_vertices * nc;
         let nullspace = if rigid { Nullspace::rigid_body_modes(&space.vertices, nc)? } else { Nullspace::constants(n_coarse, nc) };
         Ok(Self { p, n_coarse, nullspace, node })
