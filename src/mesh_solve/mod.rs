@@ -12,16 +12,17 @@ use fem_host::distributed::{Communicator, Partitioner, Ranks, Serial};
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::operator::pointwise::Aux;
 use fem_host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions, TimeReport};
-use fem_host::problem::nonlinear::{self, NewtonOptions, NewtonReport, Precond, Setup};
+use fem_host::problem::nonlinear::{self, NewtonOps, NewtonOptions, NewtonReport, Precond, Setup};
 use fem_host::solver::ordering::Ordering;
 use fem_host::space::integrate::l2_error;
-use fem_host::space::{BoundaryPart, Constraints, NestedSpaces, Space};
+use fem_host::space::{BoundaryPart, NestedSpaces, Space};
 use fem_host::stages::{Laps, StageSeconds};
 use fem_host::{with_backend, AnyBackend, Backend, CpuBackend, Error, Result};
 use fem_kernels::physics::{Elasticity, Poisson, Radiation};
 use fem_kernels::pointwise::Kernels;
 use problem::Problem;
 use serde::Serialize;
+use std::time::Instant;
 
 /// `body` with the type `K` the kernels of physics `p`.
 macro_rules! with_physics {
@@ -331,38 +332,43 @@ fn solve_one<K: Kernels<f64> + 'static>(c: &One, marks: &mut Laps, stage: &dyn F
         Some(part) => setup.with_boundary_term(space, part)?,
         None => setup,
     };
-    let setup = levels(setup, c.any, c.cpu, &c.problem.nested, c.o)?;
-    let host = marks.elapsed();
+    let mut host = marks.elapsed();
     marks.lap("pattern");
     stage("solve");
-    let (u, n, t) = solve_on(c.any, setup, space, &c.problem.constraints, c.forcing, c.o, each)?;
+    let mut levels = None;
+    let (u, n, t) = solve_on(c, setup, &mut levels, each)?;
+    // the levels were made once the finest level was on the backend
+    if let Some(l) = levels {
+        host += l.seconds;
+        marks.push(l);
+    }
     Ok((u, n, t, host))
 }
 
 /// The set-up with the coarser levels of `nested` when multigrid
-/// preconditions, with its low-order level when AMG does.
-fn levels<K: Kernels<f64>>(setup: Setup<K>, any: &AnyBackend, cpu: &CpuBackend, nested: &NestedSpaces, o: &MeshSolveOptions) -> Result<Setup<K>> {
-    match o.newton.precond {
-        Precond::Multigrid(_) => with_backend!(any, |b| setup.with_multigrid_on(b, cpu, nested)),
-        Precond::Amg(_) => setup.with_low_order(nested.finest()),
-        _ => Ok(setup),
-    }
+/// preconditions, with its low-order level when AMG does, made on `b`;
+/// `stage` gets their time and the host memory at their end.
+fn levels<B: NewtonOps, K: Kernels<f64>>(b: &B, setup: Setup<K>, cpu: &CpuBackend, nested: &NestedSpaces, o: &MeshSolveOptions, stage: &mut Option<StageSeconds>) -> Result<Setup<K>> {
+    let start = Instant::now();
+    let setup = match o.newton.precond {
+        Precond::Multigrid(_) => setup.with_multigrid_on(b, cpu, nested)?,
+        Precond::Amg(_) => setup.with_low_order(nested.finest())?,
+        _ => return Ok(setup),
+    };
+    *stage = Some(StageSeconds::ended("levels", start.elapsed().as_secs_f64()));
+    Ok(setup)
 }
 
-/// The stationary solve, or the time steps, of `setup` on `any`.
-fn solve_on<K: Kernels<f64> + 'static>(
-    any: &AnyBackend,
-    setup: Setup<K>,
-    space: &Space,
-    constraints: &Constraints,
-    forcing: &Forcing,
-    o: &MeshSolveOptions,
-    each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>,
-) -> Result<(Vec<f64>, NewtonReport, Option<TimeReport>)> {
+/// The stationary solve, or the time steps, of `setup` on `c.any`; the
+/// preconditioner's levels added to it, their stage in `stage`.
+fn solve_on<K: Kernels<f64> + 'static>(c: &One, setup: Setup<K>, stage: &mut Option<StageSeconds>, each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>) -> Result<(Vec<f64>, NewtonReport, Option<TimeReport>)> {
+    let (any, cpu, nested, o) = (c.any, c.cpu, &c.problem.nested, c.o);
+    let (space, constraints, forcing) = (c.problem.space(), &c.problem.constraints, c.forcing);
     let Some(t) = o.time else {
-        let (u, r) = with_backend!(any, |b| nonlinear::solve_owned(b, setup, &constraints.initial(), &o.newton, &mut |_| {}))?;
+        let (u, r) = with_backend!(any, |b| nonlinear::solve_owned(b, setup, &constraints.initial(), &o.newton, &mut |s| levels(b, s, cpu, nested, o, stage), &mut |_| {}))?;
         return Ok((u, r, None));
     };
+    let setup = with_backend!(any, |b| levels(b, setup, cpu, nested, o, stage))?;
     let opts = TimeOptions { dt: t.dt, steps: t.steps, scheme: t.scheme, newton: o.newton };
     let (u, report) = with_backend!(any, |b| integrate(b, &setup, space, &constraints.initial(), *forcing, &opts, &mut |k, time, v| if t.every > 0 && k % t.every == 0 { each(space, k, time, &b.download(v)?) } else { Ok(()) }))?;
     let mut last = report.steps.last().cloned().ok_or_else(|| Error::InvalidArgument("no time steps".into()))?;

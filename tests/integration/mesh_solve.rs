@@ -259,6 +259,13 @@ fn refined_meshes_keep_their_groups_and_every_preconditioner_agrees() {
         let nodes = if refine == "2" { 9 * 9 } else { 5 * 5 };
         assert_eq!(r["fixed_rows"], 3 * nodes, "{precond}, refine {refine}: {r}");
         let its = r["newton"]["krylov_iterations"].as_u64().unwrap();
+        // the coarse levels are made once the finest is on the backend:
+        // their host time is a stage of the host's set-up, after the
+        // pattern's, and only multigrid makes them
+        let stages: Vec<&str> = r["host_setup_split"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+        let seconds: f64 = r["host_setup_split"].as_array().unwrap().iter().map(|s| s["seconds"].as_f64().unwrap()).sum();
+        assert_eq!(stages.ends_with(&["pattern", "levels"]), precond == "mg", "{precond}: {stages:?}");
+        assert!((seconds - r["host_setup_seconds"].as_f64().unwrap()).abs() < 1e-3, "{precond}: {r}");
         if precond == "jacobi" {
             jacobi = its;
         } else if precond == "mg" {

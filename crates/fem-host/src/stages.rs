@@ -133,6 +133,13 @@ impl Laps {
         self.done.push(part);
     }
 
+    /// Adds `stage`, timed by the work itself inside a later stage (the
+    /// levels a solve makes once its finest level is on the backend):
+    /// the laps' time goes on from the last lap.
+    pub fn push(&mut self, stage: StageSeconds) {
+        self.done.push(stage);
+    }
+
     /// The stages so far.
     pub fn stages(&self) -> &[StageSeconds] {
         &self.done

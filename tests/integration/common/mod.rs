@@ -235,18 +235,16 @@ pub fn owned_set_ups_solve_as_borrowed_ones<B: fem::host::problem::nonlinear::Ne
     ];
     for (precond, krylov, assembly, precision) in cases {
         let label = format!("{precond} {krylov:?} {assembly} {precision:?}");
-        let setup = || {
-            let s = Setup::<Poisson>::constrained_on(b, &cpu, space, Aux::Nodal(&kappa), &constraints, Some(&load)).unwrap();
-            match precond {
-                Precond::Multigrid(_) => s.with_multigrid_on(b, &cpu, &nested).unwrap(),
-                Precond::Amg(_) => s.with_low_order(space).unwrap(),
-                _ => s,
-            }
+        let finest = || Setup::<Poisson>::constrained_on(b, &cpu, space, Aux::Nodal(&kappa), &constraints, Some(&load)).unwrap();
+        let levels = |s: Setup<Poisson>| match precond {
+            Precond::Multigrid(_) => s.with_multigrid_on(b, &cpu, &nested),
+            Precond::Amg(_) => s.with_low_order(space),
+            _ => Ok(s),
         };
         // the full step: near the residual's floor the backtracking
         // search may find no decrease on sums made in any order
         let o = NewtonOptions { precond, krylov, assembly, precision, rtol: 1e-10, krylov_rtol: 1e-11, line_search: LineSearch::Full, ..Default::default() };
-        let borrowed = setup();
+        let borrowed = levels(finest()).unwrap();
         assert!(borrowed.csr.val.iter().all(|&v| v == 0.0), "{label}: the pattern's values are zero");
         let base = borrowed.tangent_base();
         for r in 0..borrowed.n_rows() {
@@ -259,7 +257,9 @@ pub fn owned_set_ups_solve_as_borrowed_ones<B: fem::host::problem::nonlinear::Ne
         let initial = constraints.initial();
         let (want, a) = solve(b, &borrowed, &initial, &o, &mut |_| {}).unwrap_or_else(|e| panic!("{label}, borrowed: {e}"));
         drop(borrowed);
-        let (got, c) = solve_owned(b, setup(), &initial, &o, &mut |_| {}).unwrap_or_else(|e| panic!("{label}, owned: {e}"));
+        // the owned set-up's levels are made once its finest level is on
+        // the backend and its host cell data and maps are gone
+        let (got, c) = solve_owned(b, finest(), &initial, &o, &mut |s| levels(s), &mut |_| {}).unwrap_or_else(|e| panic!("{label}, owned: {e}"));
         assert!(a.converged && c.converged && a.steps.len() == c.steps.len(), "{label}: {:?} vs {:?}", a.residuals, c.residuals);
         // atomics sum in any order: within one iteration an update
         assert!(a.krylov_iterations.abs_diff(c.krylov_iterations) <= a.steps.len(), "{label}: {} vs {} iterations", a.krylov_iterations, c.krylov_iterations);

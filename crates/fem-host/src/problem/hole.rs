@@ -314,25 +314,33 @@ pub fn solve_with<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOpti
     // load vector took an E-vector and the transposed restriction
     let coefficients = vec![1.0; 2 * space.n_dofs];
     clock.start("sparsity");
-    let mut setup = Setup::<Poisson>::constrained_on(bk, cpu, space, Aux::Nodal(&coefficients), &constraints, None)?;
-    // the physics holds them now
+    let physics = Setup::<Poisson>::physics_on(bk, space, None, Aux::Nodal(&coefficients))?;
+    // the physics holds them now: let go of before the pattern is made
     drop(coefficients);
-    clock.start("coarse levels");
-    match precond {
-        Pipeline::Multigrid(_) => setup = setup.with_multigrid_on(bk, cpu, &nested)?,
-        Pipeline::Amg(_) => setup = setup.with_low_order(space)?,
-        _ => {}
-    }
-    // the coarse spaces live on in their levels' set-ups: only the finest
-    // (for the output) is kept while the uploads run
+    let setup = Setup::of_physics_on(bk, cpu, space, physics, &constraints, None)?;
     let cells = space.n_cells();
-    let finest = nested.spaces.into_iter().last().expect("one level");
     clock.start("uploads");
-    // what the report needs; the host copies of every level go before
-    // the solve builds its preconditioner, the finest's cell data before
-    // the coarse levels are uploaded
+    // what the report needs; the finest level goes to the backend and
+    // the host lets go of its cell data and maps before the coarse levels
+    // are made, the coarse spaces once they are (they live on in their
+    // levels' set-ups: only the finest is kept, for the output)
     let (free, nnz) = (setup.n_rows() - constraints.n_fixed(), setup.csr.nnz());
-    let mut w = Workspace::of_setup(bk, setup, &newton)?;
+    let mut nested = Some(nested);
+    let mut finest = None;
+    let mut levels = |setup: Setup<Poisson>| {
+        clock.start("coarse levels");
+        let nested = nested.take().expect("the levels are made once");
+        let setup = match precond {
+            Pipeline::Multigrid(_) => setup.with_multigrid_on(bk, cpu, &nested)?,
+            Pipeline::Amg(_) => setup.with_low_order(nested.finest())?,
+            _ => setup,
+        };
+        finest = nested.spaces.into_iter().last();
+        clock.start("uploads");
+        Ok(setup)
+    };
+    let mut w = Workspace::of_setup_then(bk, setup, &newton, &mut levels)?;
+    let finest = finest.expect("the finest space");
     let mut u = bk.upload(&constraints.initial())?;
     drop(constraints);
     let setup_seconds = t0.elapsed().as_secs_f64();

@@ -95,7 +95,7 @@ impl GpuPointwise<f64> {
     pub fn from_nodes<K: Kernels<f64>>(gpu: &CudaBackend, op: &Pointwise<f64, K>, cells: &NodalCells, map: &CudaSlice<u32>) -> Result<Self> {
         let v = op.variant;
         let shape = NodalCells::map_shape(&v, op.n_cells, map.len())?;
-        let (x, a) = cells.picked(&v);
+        let (x, a) = cells.picked(&v)?;
         let a_len = a.as_ref().map_or(op.a.len(), |a| a.len(op.n_cells) + a.nodal.len());
         gpu.ensure_free(8 * (op.tab.len() + x.len(op.n_cells) + x.nodal.len() + a_len + 2 * op.n_cells * v.n_local()))?;
         let x = picked(gpu, &x, op.n_cells, shape, map)?;

@@ -18,6 +18,8 @@ use std::marker::PhantomData;
 pub struct NodalCells {
     /// The space's dimension.
     pub dim: usize,
+    /// The space's nodes.
+    pub nodes: usize,
     /// Every node's coordinates, `dim` a node.
     pub coords: Vec<f64>,
     /// The local nodes at a cell's vertices, in the order of the cell's
@@ -45,7 +47,7 @@ impl<K: Kernels<f64>> Pointwise<f64, K> {
         let mut coords = vec![0.0; space.n_dofs * dim];
         coords.par_chunks_mut(dim).zip(space.dof_coords.par_iter()).for_each(|(c, x)| c.copy_from_slice(&x[..dim]));
         let physics = Self { variant, n_cells: space.n_cells(), tab: into_precision(tabulate(&variant)), x: Vec::new(), a, time: 0.0, _physics: PhantomData };
-        Ok((physics, Some(NodalCells { dim, coords, corners, aux })))
+        Ok((physics, Some(NodalCells { dim, nodes: space.n_dofs, coords, corners, aux })))
     }
 }
 
@@ -70,11 +72,16 @@ impl Picked<'_> {
 impl NodalCells {
     /// What the physics' `x` is made from, and its `a` for a nodal field,
     /// on cells of variant `v`: the corners' coordinates and every node's
-    /// field.
-    pub fn picked(&self, v: &Variant) -> (Picked<'_>, Option<Picked<'_>>) {
+    /// field. An error where they no longer cover the nodes: a set-up
+    /// lets go of its node coordinates once the backend holds its own
+    /// ([`crate::problem::nonlinear::Workspace::of_setup_then`]).
+    pub fn picked(&self, v: &Variant) -> Result<(Picked<'_>, Option<Picked<'_>>)> {
+        if self.coords.len() != self.nodes * self.dim || !(self.aux.is_empty() || self.aux.len() == self.nodes * v.na) {
+            return Err(Error::InvalidArgument(format!("the cell data of {} nodes holds {} coordinates and {} field values: let go of once uploaded, or of another space", self.nodes, self.coords.len(), self.aux.len())));
+        }
         let x = Picked { per: self.dim, picks: self.corners.clone(), nodal: &self.coords };
         let all = (0..v.shape.n_basis(v.degree) as u32).collect();
-        (x, (!self.aux.is_empty()).then(|| Picked { per: v.na, picks: all, nodal: &self.aux }))
+        Ok((x, (!self.aux.is_empty()).then(|| Picked { per: v.na, picks: all, nodal: &self.aux })))
     }
 
     /// The nodes a cell and the field's components of variant `v`
@@ -102,7 +109,7 @@ impl NodalCells {
                 .map(|t| unsafe { picked_node_entry(t, p.per, p.picks.len(), p.picks.as_ptr(), nb, nc, map.as_ptr(), p.nodal.as_ptr()) })
                 .collect()
         };
-        let (x, a) = self.picked(v);
+        let (x, a) = self.picked(v)?;
         Ok((gathered(&x), a.as_ref().map(gathered)))
     }
 }
@@ -172,7 +179,7 @@ mod tests {
             let (got, cells) = Pointwise::<f64, Poisson>::on_nodes(&s, None, Aux::Nodal(&kappa)).unwrap();
             let cells = cells.unwrap_or_else(|| panic!("{label}: the corner nodes are the vertices"));
             assert!(got.x.is_empty() && got.a.is_empty() && cells.aux == kappa, "{label}");
-            let (px, pa) = cells.picked(&got.variant);
+            let (px, pa) = cells.picked(&got.variant).unwrap();
             assert_eq!([px.len(got.n_cells), pa.unwrap().len(got.n_cells)], [want.x.len(), want.a.len()], "{label}");
             let (x, a) = cells.expand(&got.variant, got.n_cells, &s.restriction(1).map).unwrap();
             assert_eq!((x, a.unwrap()), (want.x.clone(), want.a.clone()), "{label}");
@@ -190,7 +197,8 @@ mod tests {
     }
 
     /// A space whose corner node is not at its vertex keeps its cell data
-    /// per cell; a map too short for the cells is an error.
+    /// per cell; a map too short for the cells, and node data let go of
+    /// or too short for the nodes, are errors.
     #[test]
     fn moved_corners_and_short_maps_are_refused() {
         let (_, mut s) = spaces().swap_remove(3);
@@ -203,8 +211,18 @@ mod tests {
         s.dof_coords[node][0] -= 1e-3;
         let (physics, cells) = Pointwise::<f64, Poisson>::on_nodes(&s, None, Aux::Nodal(&kappa)).unwrap();
         let map = s.restriction(1).map;
-        let e = cells.unwrap().expand(&physics.variant, physics.n_cells, &map[..map.len() - 1]).unwrap_err().to_string();
+        let mut cells = cells.unwrap();
+        let e = cells.expand(&physics.variant, physics.n_cells, &map[..map.len() - 1]).unwrap_err().to_string();
         assert!(e.contains("gather entries"), "{e}");
+        assert!(cells.expand(&physics.variant, physics.n_cells, &map).is_ok());
+        for cut in [|c: &mut NodalCells| c.coords = Vec::new(), |c: &mut NodalCells| c.aux.truncate(3)] {
+            let mut short = cells.clone();
+            cut(&mut short);
+            let e = short.expand(&physics.variant, physics.n_cells, &map).unwrap_err().to_string();
+            assert!(e.contains("let go of"), "{e}");
+        }
+        cells.nodes += 1;
+        assert!(cells.expand(&physics.variant, physics.n_cells, &map).is_err());
         assert!(Pointwise::<f64, Poisson>::on_nodes(&s, None, Aux::Nodal(&kappa[1..])).is_err());
     }
 }

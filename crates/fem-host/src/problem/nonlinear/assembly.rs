@@ -121,7 +121,7 @@ pub const LMA_BYTES_FACTOR: f64 = 0.5;
 /// Bytes of matrix data one product reads: element matrices and their
 /// map, against the assembled values and column indices.
 pub fn product_bytes<K: Kernels<f64>>(setup: &Setup<K>) -> (usize, usize) {
-    let rows = setup.residual_pos.len();
+    let rows = setup.gather.len();
     let nl = setup.entry_len() / rows.max(1);
     (rows * (8 * nl + 4), 12 * setup.csr.nnz() + 4 * (setup.n_rows() + 1))
 }
@@ -503,7 +503,7 @@ mod tests {
         let mut ue = vec![0.0; setup.gather.len()];
         cpu.gather(&atomic, &random(setup.n_rows(), 5), &mut ue).unwrap();
         for matrix in [false, true] {
-            let (len, rows) = if matrix { (setup.entry_len(), setup.csr.nnz()) } else { (setup.residual_pos.len(), setup.n_rows()) };
+            let (len, rows) = if matrix { (setup.entry_len(), setup.csr.nnz()) } else { (setup.gather.len(), setup.n_rows()) };
             let mut elem = vec![0.0; padded(len, Scatter::Spmv)];
             cpu.elements(&atomic, matrix, &ue, &mut elem).unwrap();
             let (mut want, mut got) = (vec![0.0; rows], vec![f64::NAN; rows]);

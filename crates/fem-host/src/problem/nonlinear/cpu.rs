@@ -164,7 +164,8 @@ impl NewtonOps for CpuBackend {
     fn prepare<K: Kernels<f64> + 'static>(&self, setup: &Setup<K>, tangent: Option<SpmvFormat>, scatter: Scatter) -> Result<CpuState> {
         let lma = tangent.is_none();
         let spmv = scatter == Scatter::Spmv;
-        let sums = [spmv.then(|| gather_pattern(self, &setup.residual_pos, setup.n_rows())).transpose()?, (spmv && !lma).then(|| gather_pattern(self, setup.entry_pos(), setup.csr.nnz())).transpose()?];
+        let residual_pos = setup.residual_pos();
+        let sums = [spmv.then(|| gather_pattern(self, &residual_pos, setup.n_rows())).transpose()?, (spmv && !lma).then(|| gather_pattern(self, setup.entry_pos(), setup.csr.nnz())).transpose()?];
         Ok(CpuState {
             sums,
             base_zero: [is_zero(&setup.residual_base), lma || !setup.fixed.contains(&true)],
@@ -177,7 +178,7 @@ impl NewtonOps for CpuBackend {
             base: [setup.residual_base.clone(), if lma { Vec::new() } else { setup.tangent_base() }],
             diag_pos: setup.diag_pos.clone(),
             fixed: setup.fixed_mask(),
-            restriction: Restriction::new(setup.residual_pos.clone(), setup.n_rows()),
+            restriction: Restriction::new(residual_pos, setup.n_rows()),
             variant: setup.physics.variant,
             tables: Tables1d::new(&setup.physics.variant).ok(),
         })

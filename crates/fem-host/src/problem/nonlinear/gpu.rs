@@ -177,7 +177,7 @@ impl NewtonOps for CudaBackend {
             Scatter::Spmv => {
                 let (cpu, cusparse) = (CpuBackend::new(None)?, tangent == Some(SpmvFormat::Cusparse));
                 let tangent = if lma { None } else { Some(GatherSum::new(self, &cpu, setup.entry_pos(), setup.csr.nnz(), cusparse)?) };
-                [Some(GatherSum::new(self, &cpu, &setup.residual_pos, setup.n_rows(), cusparse)?), tangent]
+                [Some(GatherSum::new(self, &cpu, &setup.residual_pos(), setup.n_rows(), cusparse)?), tangent]
             }
             _ => [None, None],
         };
@@ -186,7 +186,7 @@ impl NewtonOps for CudaBackend {
             Some(cells) => GpuPointwise::from_nodes(self, &setup.physics, cells, &gather.map)?,
             None => GpuPointwise::new(self, &setup.physics)?,
         };
-        let residual = GpuRestriction::of_map(self, &setup.residual_pos, setup.n_rows())?;
+        let residual = GpuRestriction::of_map(self, &setup.residual_pos(), setup.n_rows())?;
         let fixed = self.upload(&setup.fixed_mask())?;
         // the atomic adds' map only where they sum the tangent
         let entry_pos = if lma || scatter == Scatter::Spmv { s.alloc_zeros(1)? } else { entry_slots(self, setup, &gather.map, &fixed)? };

@@ -41,7 +41,6 @@ use assembly::{lma_inverse_diagonal, LmaOp, Storage};
 
 use super::phases::{timed, Split};
 use crate::operator::csr::Csr;
-use std::sync::OnceLock;
 use crate::solver::{CgOptions, Jacobi, PrecondOps};
 use crate::operator::LinearOperator;
 use crate::sparse::{Spmv, SpmvFormat};
@@ -290,12 +289,18 @@ pub fn solve<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, i
 }
 
 /// [`solve`] of a set-up nothing else needs: its host copies go as the
-/// backend takes them ([`Workspace::of_setup`]), which lowers the host's
+/// backend takes them, and `levels` adds its preconditioner's levels
+/// after that ([`Workspace::of_setup_then`]), which lowers the host's
 /// peak memory of a large solve.
-pub fn solve_owned<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: Setup<K>, initial: &[f64], o: &NewtonOptions, progress: &mut dyn FnMut(&NewtonStep)) -> Result<(Vec<f64>, NewtonReport)> {
+pub fn solve_owned<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: Setup<K>, initial: &[f64], o: &NewtonOptions, levels: Then<'_, K>, progress: &mut dyn FnMut(&NewtonStep)) -> Result<(Vec<f64>, NewtonReport)> {
     crate::error::same_len("initial guess", initial.len(), setup.n_rows())?;
-    solve_in(b, Workspace::of_setup(b, setup, o)?, initial, o, progress)
+    solve_in(b, Workspace::of_setup_then(b, setup, o, levels)?, initial, o, progress)
 }
+
+/// What [`Workspace::of_setup_then`] does to a set-up once its finest
+/// level is on the backend: adds the coarse levels of multigrid or AMG's
+/// low-order level ([`Setup::with_multigrid_on`], [`Setup::with_low_order`]).
+pub type Then<'a, K> = &'a mut dyn FnMut(Setup<K>) -> Result<Setup<K>>;
 
 /// Newton from `initial` in the workspace `w`.
 fn solve_in<B: NewtonOps>(b: &B, mut w: Workspace<B>, initial: &[f64], o: &NewtonOptions, progress: &mut dyn FnMut(&NewtonStep)) -> Result<(Vec<f64>, NewtonReport)> {
@@ -394,15 +399,24 @@ impl<B: NewtonOps> Workspace<B> {
     /// E-vectors, a set-up's largest arrays) and of its maps go as soon
     /// as the backend holds its own, before the preconditioner is built,
     /// where they would add to the set-up's peak of host memory.
-    pub fn of_setup<K: Kernels<f64> + 'static>(b: &B, mut setup: Setup<K>, o: &NewtonOptions) -> Result<Self> {
+    pub fn of_setup<K: Kernels<f64> + 'static>(b: &B, setup: Setup<K>, o: &NewtonOptions) -> Result<Self> {
+        Self::of_setup_then(b, setup, o, &mut Ok)
+    }
+
+    /// [`Workspace::of_setup`] with the preconditioner's levels added by
+    /// `levels` once the finest level is on the backend and the host has
+    /// let go of its cell data and maps: the coarse levels are then made
+    /// without those beside them, where the host's memory peaked. Their
+    /// time is the host's, not counted in `setup_seconds`.
+    pub fn of_setup_then<K: Kernels<f64> + 'static>(b: &B, mut setup: Setup<K>, o: &NewtonOptions, levels: Then<'_, K>) -> Result<Self> {
         let start = Instant::now();
         let uploaded = Self::upload(b, &setup, o)?;
-        // what is left of the set-up is read for its pattern, its rows
-        // and its coarse levels only
-        let p = &mut setup.physics;
-        (p.x, p.a) = (Vec::new(), Vec::new());
-        (setup.gather, setup.residual_pos, setup.entry_pos, setup.cells) = (Vec::new(), Vec::new(), OnceLock::new(), None);
-        Self::finish(b, &setup, o, uploaded, start)
+        setup.release_uploaded();
+        let host = Instant::now();
+        let mut setup = levels(setup)?;
+        let host = host.elapsed();
+        setup.release_aux();
+        Self::finish(b, &setup, o, uploaded, start + host)
     }
 
     /// The options checked, the tangent's storage chosen and `setup`
@@ -416,7 +430,7 @@ impl<B: NewtonOps> Workspace<B> {
         }
         let storage = o.assembly.resolve(setup, o.precond, o.precision, b.default_format(), b.auto_partial(&setup.physics.variant))?;
         let state = b.prepare(setup, storage.format(), o.scatter)?;
-        let lengths = [setup.gather.len(), assembly::padded(setup.residual_pos.len(), o.scatter), storage.values(setup, o.scatter)];
+        let lengths = [setup.gather.len(), assembly::padded(setup.gather.len(), o.scatter), storage.values(setup, o.scatter)];
         Ok(Uploaded { storage, state, lengths })
     }
 

@@ -21,8 +21,6 @@ pub struct Setup<K> {
     /// Global index of every E-vector entry (`cell·nb·nc + b·nc + c` →
     /// `dof·nc + c`), the boundary term's facets after the cells.
     pub gather: Vec<u32>,
-    /// Global row of every element-residual entry, `NONE` in fixed rows.
-    pub residual_pos: Vec<u32>,
     /// CSR position of every element-tangent entry, `NONE` in fixed rows
     /// and columns ([`Setup::entry_pos`]): made on the host where it is
     /// first read there; the GPU makes its own from the pattern.
@@ -82,12 +80,14 @@ impl<K: Kernels<f64>> Setup<K> {
     /// pattern where it is fastest ([`NewtonOps::cells_pattern`]: the
     /// GPU's is the host's).
     pub fn constrained_on<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        Self::checked(b, cpu, space, Self::physics_on(b, space, None, aux)?, constraints, load)
+        Self::of_physics_on(b, cpu, space, Self::physics_on(b, space, None, aux)?, constraints, load)
     }
 
     /// The physics on `space` with its cell data per node where `b` makes
-    /// the E-vectors itself.
-    pub(super) fn physics_on<B: NewtonOps>(b: &B, space: &Space, nq: Option<usize>, aux: Aux<'_>) -> Result<(Pointwise<f64, K>, Option<NodalCells>)> {
+    /// the E-vectors itself ([`Setup::of_physics_on`] takes it): made
+    /// apart so that a caller can let go of the fields it was made from
+    /// before the pattern is.
+    pub fn physics_on<B: NewtonOps>(b: &B, space: &Space, nq: Option<usize>, aux: Aux<'_>) -> Result<(Pointwise<f64, K>, Option<NodalCells>)> {
         match b.gathers_cells() {
             true => Pointwise::on_nodes(space, nq, aux),
             false => Ok((Pointwise::new(space, nq, aux)?, None)),
@@ -110,11 +110,12 @@ impl<K: Kernels<f64>> Setup<K> {
     /// [`Setup::constrained`] for a physics already evaluated on `space`:
     /// one built with a rule of its own ([`Pointwise::new`]'s `nq`).
     pub fn of_physics(cpu: &CpuBackend, space: &Space, physics: Pointwise<f64, K>, constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
-        Self::checked(cpu, cpu, space, (physics, None), constraints, load)
+        Self::of_physics_on(cpu, cpu, space, (physics, None), constraints, load)
     }
 
-    /// [`Setup::of_physics`], its pattern made by `b`.
-    fn checked<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, (physics, cells): (Pointwise<f64, K>, Option<NodalCells>), constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
+    /// [`Setup::of_physics`] of the physics [`Setup::physics_on`] made for
+    /// `b`, its pattern made by `b`.
+    pub fn of_physics_on<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, (physics, cells): (Pointwise<f64, K>, Option<NodalCells>), constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
         if physics.n_cells != space.n_cells() || physics.variant.n_local() != space.nb() * physics.variant.nc {
             return Err(Error::InvalidArgument("the physics was evaluated on another space".into()));
         }
@@ -136,7 +137,6 @@ impl<K: Kernels<f64>> Setup<K> {
         let sizes = NewtonSizes::before_pattern(physics.n_cells, physics.variant.n_local(), space.n_dofs * nc);
         b.ensure_fits(&format!("a Newton solve of `{}` on {} cells ({} rows)", K::NAME, physics.n_cells, space.n_dofs * nc), sizes.device_bytes(true, false))?;
         let gather = space.restriction(nc).map;
-        let residual_pos = gather.par_iter().map(|&r| if fixed[r as usize] { NONE } else { r }).collect();
         let csr = b.cells_pattern(cpu, space.n_dofs * nc, space.nb() * nc, &gather)?;
         // collected by index (a collect into Result is not) and checked after
         let diag_pos: Vec<u32> = cpu.install(|| (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map_or(NONE, |p| p as u32)).collect());
@@ -152,7 +152,7 @@ impl<K: Kernels<f64>> Setup<K> {
             None => vec![0.0; fixed.len()],
         };
         let node_coords = if nc > 1 && nc == space.dim() { space.dof_coords.clone() } else { Vec::new() };
-        Ok(Self { physics, gather, residual_pos, entry_pos: OnceLock::new(), facets: None, csr, diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords, cells })
+        Ok(Self { physics, gather, entry_pos: OnceLock::new(), facets: None, csr, diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords, cells })
     }
 
     /// Adds the physics' boundary term (`bf0`, linearised by `bg0`,
@@ -170,21 +170,38 @@ impl<K: Kernels<f64>> Setup<K> {
         let term = FacetTerm::new(&*self.host_physics()?, &part.facets(space)?)?;
         self.cells_only();
         let nl = self.physics.variant.n_local();
-        let (g, r) = (&mut self.gather, &mut self.residual_pos);
         for f in &term.facets {
             let c = f.cell as usize;
-            g.extend_from_within(c * nl..(c + 1) * nl);
-            r.extend_from_within(c * nl..(c + 1) * nl);
+            self.gather.extend_from_within(c * nl..(c + 1) * nl);
         }
         self.facets = Some(term);
         Ok(self)
+    }
+
+    /// Lets go of what the backend holds its own copy of once prepared:
+    /// the physics' coordinates, the node coordinates of its cell data
+    /// and the maps. What is left is read for the pattern, the rows, the
+    /// coarse levels (which take their coefficients from the auxiliary
+    /// field, kept) and the preconditioner.
+    pub(super) fn release_uploaded(&mut self) {
+        self.physics.x = Vec::new();
+        if let Some(c) = &mut self.cells {
+            c.coords = Vec::new();
+        }
+        (self.gather, self.entry_pos) = (Vec::new(), OnceLock::new());
+    }
+
+    /// Lets go of the auxiliary field too, once the coarse levels are
+    /// made from it.
+    pub(super) fn release_aux(&mut self) {
+        self.physics.a = Vec::new();
+        self.cells = None;
     }
 
     /// Drops the boundary term's facets from the maps.
     fn cells_only(&mut self) {
         let (ne, nl) = (self.physics.n_cells, self.physics.variant.n_local());
         self.gather.truncate(ne * nl);
-        self.residual_pos.truncate(ne * nl);
         self.entry_pos = OnceLock::new();
         self.facets = None;
     }
@@ -196,7 +213,7 @@ impl<K: Kernels<f64>> Setup<K> {
         if physics.variant.nc != self.physics.variant.nc || physics.variant.n_local() != self.physics.variant.n_local() || physics.n_cells != self.physics.n_cells {
             return Err(Error::InvalidArgument("the other physics has other components or cells than this set-up".into()));
         }
-        let mut other = Setup { physics, gather: self.gather.clone(), residual_pos: self.residual_pos.clone(), entry_pos: OnceLock::new(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None, low_order: None, node_coords: self.node_coords.clone(), cells: None };
+        let mut other = Setup { physics, gather: self.gather.clone(), entry_pos: OnceLock::new(), facets: None, csr: self.csr.clone(), diag_pos: self.diag_pos.clone(), fixed: self.fixed.clone(), residual_base: self.residual_base.clone(), levels: None, low_order: None, node_coords: self.node_coords.clone(), cells: None };
         other.cells_only();
         Ok(other)
     }
@@ -237,6 +254,13 @@ impl<K: Kernels<f64>> Setup<K> {
             base[p as usize] = 1.0;
         }
         base
+    }
+
+    /// Global row of every element-residual entry (the gather map's),
+    /// `NONE` in fixed rows: made where a backend reads it, as it follows
+    /// from the map and the fixed rows, rather than held beside them.
+    pub fn residual_pos(&self) -> Vec<u32> {
+        self.gather.par_iter().map(|&r| if self.fixed[r as usize] { NONE } else { r }).collect()
     }
 
     /// Entries of all element tangents: the length of [`Setup::entry_pos`].
