@@ -28,6 +28,12 @@ fn robin_face(c: &[f64; 3]) -> bool {
 /// The set-up on `s`: nodal f and g = ∂u/∂n + u + u|u|³ (n = ∓x on
 /// x = 0 and x = 1), the Robin term on those faces, u held elsewhere.
 fn setup(cpu: &CpuBackend, s: &Space) -> (Setup<Radiation>, Vec<f64>) {
+    setup_on(cpu, cpu, s)
+}
+
+/// [`setup`] for backend `b`: with its cell data per node where `b`
+/// makes the E-vectors itself, the Robin term's cells' data too.
+fn setup_on<B: NewtonOps>(b: &B, cpu: &CpuBackend, s: &Space) -> (Setup<Radiation>, Vec<f64>) {
     let aux: Vec<f64> = s
         .dof_coords
         .iter()
@@ -38,7 +44,7 @@ fn setup(cpu: &CpuBackend, s: &Space) -> (Setup<Radiation>, Vec<f64>) {
         })
         .collect();
     let bcs = Constraints::none(s, 1).dirichlet(s, &BoundaryPart::at("y or z faces", |c| !robin_face(c)), |x, u| u[0] = exact(x)).unwrap();
-    let setup = Setup::<Radiation>::constrained(cpu, s, Aux::Nodal(&aux), &bcs, None).unwrap();
+    let setup = Setup::<Radiation>::constrained_on(b, cpu, s, Aux::Nodal(&aux), &bcs, None).unwrap();
     let setup = setup.with_boundary_term(s, &BoundaryPart::at("x = 0 or x = 1", robin_face)).unwrap();
     (setup, bcs.initial())
 }
@@ -120,6 +126,13 @@ fn gpu_boundary_terms_equal_the_cpus() {
         assert_eq!(c.steps.len(), g.steps.len());
         let worst = u_c.iter().zip(&u_g).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
         assert!(worst < 1e-10, "{:?} p{}: {worst:e}", s.shape, s.degree);
+        // set up for the GPU: the cells' and the facets' data made there
+        // from the nodes
+        let (nodal, _) = setup_on(&gpu, &cpu, &s);
+        assert!(nodal.cells.is_some() && nodal.physics.x.is_empty(), "{:?} p{}", s.shape, s.degree);
+        let (u_n, n) = newton(&gpu, &nodal, &start, Precond::Jacobi);
+        let worst = u_c.iter().zip(&u_n).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(n.steps.len() == c.steps.len() && worst < 1e-10, "{:?} p{}, per node: {worst:e}", s.shape, s.degree);
     }
 }
 

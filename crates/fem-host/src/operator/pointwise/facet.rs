@@ -85,22 +85,37 @@ impl<T: Scalar, K: Kernels<T>> FacetTerm<T, K> {
     /// The boundary term of `op`'s physics on `facets`; an error when the
     /// physics defines no `bf0`.
     pub fn new(op: &Pointwise<T, K>, facets: &[&Facet]) -> Result<Self> {
+        let (nx, na) = (op.variant.shape.vertices() * op.variant.dim(), op.variant.aux_per_cell());
+        Self::of_cells(op, facets, Self::per_facet_cell(facets, &op.x, nx), Self::per_facet_cell(facets, &op.a, na))
+    }
+
+    /// [`FacetTerm::new`] with the facets' cells' coordinates `x` and
+    /// auxiliary fields `a` given in facet order: made for these cells
+    /// alone where the physics keeps no E-vectors of all cells
+    /// ([`crate::operator::pointwise::NodalCells`]).
+    pub fn of_cells(op: &Pointwise<T, K>, facets: &[&Facet], x: Vec<T>, a: Vec<T>) -> Result<Self> {
         let v = op.variant;
         if v.facet_residual.is_none() {
             return Err(Error::InvalidArgument(format!("physics `{}` defines no boundary term bf0", K::NAME)));
         }
-        let (nx, na) = (v.shape.vertices() * v.dim(), v.aux_per_cell());
-        let per_cell = |data: &[T], n: usize| facets.iter().flat_map(|f| data[f.cell as usize * n..][..n].iter().copied()).collect::<Vec<T>>();
+        crate::error::same_len("the facets' cell coordinates", x.len(), facets.len() * v.shape.vertices() * v.dim())?;
+        crate::error::same_len("the facets' cell fields", a.len(), facets.len() * v.aux_per_cell())?;
         Ok(Self {
             variant: v,
             facets: facets.iter().map(|&&f| f).collect(),
             local: facets.iter().map(|f| f.local as u32).collect(),
             tab: tabulate_facets(&v).into_iter().map(T::from_f64).collect(),
-            x: per_cell(&op.x, nx),
-            a: per_cell(&op.a, na),
+            x,
+            a,
             time: op.time,
             _physics: PhantomData,
         })
+    }
+
+    /// The `n` values of each facet's cell in `data` (`n` a cell), in
+    /// facet order.
+    pub fn per_facet_cell(facets: &[&Facet], data: &[T], n: usize) -> Vec<T> {
+        facets.iter().flat_map(|f| data[f.cell as usize * n..][..n].iter().copied()).collect()
     }
 
     /// Facets.

@@ -167,7 +167,19 @@ impl<K: Kernels<f64>> Setup<K> {
         if space.n_cells() != self.physics.n_cells {
             return Err(Error::InvalidArgument("the boundary term's space is not the set-up's".into()));
         }
-        let term = FacetTerm::new(&*self.host_physics()?, &part.facets(space)?)?;
+        let facets = part.facets(space)?;
+        let term = match &self.cells {
+            None => FacetTerm::new(&self.physics, &facets)?,
+            // the facets' cells' data made from the nodes, not every
+            // cell's
+            Some(cells) => {
+                let (v, nl) = (self.physics.variant, self.physics.variant.n_local());
+                let map: Vec<u32> = facets.iter().flat_map(|f| self.gather[f.cell as usize * nl..][..nl].iter().copied()).collect();
+                let (x, a) = cells.expand(&v, facets.len(), &map)?;
+                let a = a.unwrap_or_else(|| FacetTerm::<f64, K>::per_facet_cell(&facets, &self.physics.a, v.aux_per_cell()));
+                FacetTerm::of_cells(&self.physics, &facets, x, a)?
+            }
+        };
         self.cells_only();
         let nl = self.physics.variant.n_local();
         for f in &term.facets {
@@ -285,5 +297,40 @@ impl<K: Kernels<f64>> Setup<K> {
 pub(super) fn as_residual_base(f: &mut [f64], fixed: &[bool]) {
     for (v, &x) in f.iter_mut().zip(fixed) {
         *v = if x { 0.0 } else { -*v };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::simplex::SimplexBox;
+    use crate::mesh::BoxMesh;
+    use fem_kernels::physics::Radiation;
+
+    /// A boundary term's cell data made from the nodes for its facets
+    /// alone is the one taken from every cell's E-vectors, and the set-up
+    /// keeps no E-vectors of all cells for it.
+    #[test]
+    fn boundary_terms_from_the_nodes_are_the_cells_own() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let mut spaces = vec![Space::simplex(&SimplexBox::unstructured(2, 4, 3).build().unwrap(), 2).unwrap()];
+        for (dim, p) in [(2, 1), (2, 2), (3, 1)] {
+            spaces.push(Space::tensor(&BoxMesh::unstructured(dim, 3, 5).build().unwrap(), p).unwrap());
+        }
+        for space in spaces {
+            let aux: Vec<f64> = (0..2 * space.n_dofs).map(|i| 1.0 + 0.01 * i as f64).collect();
+            let part = BoundaryPart::at("x > 1/2", |c| c[0] > 0.5);
+            let label = format!("{:?} p{}", space.shape, space.degree);
+            let fixed = vec![false; space.n_dofs];
+            let host = (Pointwise::<f64, Radiation>::new(&space, None, Aux::Nodal(&aux)).unwrap(), None);
+            let nodal = Pointwise::<f64, Radiation>::on_nodes(&space, None, Aux::Nodal(&aux)).unwrap();
+            let want = Setup::build(&cpu, &cpu, &space, host, fixed.clone(), None).unwrap().with_boundary_term(&space, &part).unwrap();
+            let got = Setup::build(&cpu, &cpu, &space, nodal, fixed, None).unwrap().with_boundary_term(&space, &part).unwrap();
+            assert!(got.cells.is_some() && got.physics.x.is_empty(), "{label}: cell data per node");
+            let (w, g) = (want.facets.unwrap(), got.facets.unwrap());
+            assert!(!g.facets.is_empty() && g.facets.len() < space.facets.len(), "{label}: part of the boundary");
+            assert_eq!((g.facets, g.local, g.x, g.a), (w.facets, w.local, w.x, w.a), "{label}");
+            assert_eq!(got.gather, want.gather, "{label}: the facets' rows after the cells'");
+        }
     }
 }
