@@ -247,8 +247,9 @@ pub struct HoleReport {
 /// there ([`NewtonSizes`], its pattern counted as the diagonal); on the
 /// host, the finest space (cell nodes and vertices, node and vertex
 /// positions), the physics' cell data where the host keeps it, the maps
-/// and the pattern. The
-/// command holds more than either: a problem refused would not have fit.
+/// and the pattern, and on the CPU backend what it stores as well (its
+/// memory is the host's). The command holds more than either: a problem
+/// refused would not have fit.
 fn ensure_fits<B: NewtonOps>(bk: &B, coarse: &Mesh, o: &HoleOptions, newton: &NewtonOptions) -> Result<()> {
     let refinements = o.levels.saturating_sub(1);
     let (cells, dofs) = refined_sizes(coarse, o.degree, refinements)?;
@@ -269,7 +270,12 @@ fn ensure_fits<B: NewtonOps>(bk: &B, coarse: &Mesh, o: &HoleOptions, newton: &Ne
         true => words(dofs, 8 * o.dim + 16),
         false => words(cells, 8 * nv * o.dim + 16 * nb),
     };
-    let host = [words(cells, 4 * (nb + nv) + 8 * nb), words(dofs, 24 + 16 + 12 + 8 + 8 + 1), words(vertices, 24), cell_data];
+    // the CPU backend's "device" is the host: what it stores there adds
+    let backend = match bk.kind() {
+        crate::BackendKind::Cpu => sizes.device_bytes(false, newton.scatter == Scatter::Spmv),
+        _ => 0,
+    };
+    let host = [words(cells, 4 * (nb + nv) + 8 * nb), words(dofs, 24 + 16 + 12 + 8 + 8 + 1), words(vertices, 24), cell_data, backend];
     crate::memory::ensure_host(&what, host.iter().fold(0usize, |s, &b| s.saturating_add(b)))
 }
 

@@ -70,11 +70,11 @@ pub trait NewtonOps: PrecondOps {
     }
 
     /// Refuses `what`, which stores `bytes` on the backend at the least,
-    /// when its free memory is smaller ([`Error::ProblemTooLarge`]); the
-    /// host's memory is the system's, so the CPU backend takes any.
+    /// when its free memory is smaller ([`Error::ProblemTooLarge`] on a
+    /// device; [`Error::HostMemoryTooSmall`] where the backend's memory
+    /// is the host's, as the CPU backend's is).
     fn ensure_fits(&self, what: &str, bytes: usize) -> Result<()> {
-        let _ = (what, bytes);
-        Ok(())
+        crate::memory::ensure_host(what, bytes)
     }
 
     /// Uploaded data and prepared kernels.

@@ -57,4 +57,22 @@ mod tests {
         assert!(NewtonSizes::before_pattern(10, 4, 30).device_bytes(false, false) < s.device_bytes(false, false));
         assert_eq!(NewtonSizes::before_pattern(usize::MAX / 2, 27, usize::MAX / 3).device_bytes(false, true), usize::MAX);
     }
+
+    /// The CPU backend's memory is the host's: a set-up it cannot hold is
+    /// refused with its size, one it can is not.
+    #[test]
+    fn the_cpu_backend_refuses_what_the_host_cannot_hold() {
+        use super::super::NewtonOps;
+        let cpu = crate::CpuBackend::new(Some(1)).unwrap();
+        let Some(available) = crate::memory::host_available() else {
+            eprintln!("skipped: the system does not say what memory is available");
+            return;
+        };
+        let bytes = NewtonSizes::before_pattern(available / 8, 8, available / 8).device_bytes(false, false);
+        match cpu.ensure_fits("a set-up", bytes) {
+            Err(crate::Error::HostMemoryTooSmall { what, needs, .. }) => assert!(what == "a set-up" && needs == bytes && needs > available),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert!(cpu.ensure_fits("a small set-up", 1 << 20).is_ok());
+    }
 }
