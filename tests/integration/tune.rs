@@ -263,6 +263,9 @@ fn poisson_auto_prices_every_storage_and_follows_the_h200_measurements() {
         assert_eq!(c.ranking.last().unwrap().storage, "matrix-free", "{c:?}");
         assert!(c.ranking.iter().all(|r| r.unavailable.is_none() && r.storage.parse::<fem::host::problem::poisson::Format>().is_ok()));
     }
+    // sizes past every index range are refused, not priced
+    let e = choose_format(3, 1, 1 << 20, 8, &m, 1e4).unwrap_err().to_string();
+    assert!(e.contains("index range"), "{e}");
     // The SpMV choice for a matrix (say, read from a file) never offers a
     // storage that needs the mesh.
     let cpu = cpu();

@@ -49,18 +49,18 @@ pub(super) fn format_efficiency(f: Format, gpu: bool) -> f64 {
 pub fn choose_format(dim: usize, degree: usize, cells: usize, value_bytes: usize, m: &crate::sparse::model::Machine, products: f64) -> Result<crate::tune::select::Choice> {
     use crate::tune::select::{choose, Costed};
     let gpu = m.kind == crate::BackendKind::Cuda;
-    let ne = cells.pow(dim as u32);
-    let nb = (degree + 1).pow(dim as u32);
-    let n = (cells * degree + 1).pow(dim as u32);
-    let coupled = (2 * degree + 1).pow(dim as u32);
-    let (nnz, slots) = (n * coupled, n * coupled);
+    // the eliminated pattern's own sizes, the ones the memory check reads
     let sizes = super::memory::BoxSizes::new(dim, degree, cells);
+    let (n, ne, nb, nnz, slots) = (sizes.rows, sizes.cells, sizes.nb, sizes.nnz, sizes.slots);
+    if [n, nnz, slots, ne.saturating_mul(nb)].iter().any(|&v| v > 1 << 40) {
+        return Err(crate::Error::InvalidArgument(format!("Q{degree} Poisson on {cells}^{dim} cells passes every storage's index range")));
+    }
     let options = Format::ALL.iter().map(|&f| {
         let (bytes, _) = format_bytes(f, value_bytes, n, ne, nb, nnz, slots, dim, false);
         let stream = bytes as f64 / (format_efficiency(f, gpu) * m.bytes_per_second);
         let product_seconds = if f == Format::MatrixFree {
             let q = (degree + 1).pow(dim as u32);
-            let flops = (ne * q * nb * nb * 2 * dim) as f64;
+            let flops = ne as f64 * (q * nb * nb * 2 * dim) as f64;
             let rate = if gpu { 3e11 } else { 2e9 * m.resident_threads as f64 };
             stream.max(flops / rate)
         } else {
