@@ -173,11 +173,13 @@ impl NewtonOps for CudaBackend {
         let nf = setup.facets.as_ref().map_or(0, |t| t.len());
         let sizes = NewtonSizes { elements: ne + nf, n_local: nl, rows: setup.n_rows(), nnz: setup.csr.nnz() };
         self.ensure_free(sizes.device_bytes(lma, scatter == Scatter::Spmv))?;
+        // made once, read by the residual's sum and its restriction
+        let residual_pos = setup.residual_pos();
         let sums = match scatter {
             Scatter::Spmv => {
                 let (cpu, cusparse) = (CpuBackend::new(None)?, tangent == Some(SpmvFormat::Cusparse));
                 let tangent = if lma { None } else { Some(GatherSum::new(self, &cpu, setup.entry_pos(), setup.csr.nnz(), cusparse)?) };
-                [Some(GatherSum::new(self, &cpu, &setup.residual_pos(), setup.n_rows(), cusparse)?), tangent]
+                [Some(GatherSum::new(self, &cpu, &residual_pos, setup.n_rows(), cusparse)?), tangent]
             }
             _ => [None, None],
         };
@@ -186,7 +188,8 @@ impl NewtonOps for CudaBackend {
             Some(cells) => GpuPointwise::from_nodes(self, &setup.physics, cells, &gather.map)?,
             None => GpuPointwise::new(self, &setup.physics)?,
         };
-        let residual = GpuRestriction::of_map(self, &setup.residual_pos(), setup.n_rows())?;
+        let residual = GpuRestriction::of_map(self, &residual_pos, setup.n_rows())?;
+        drop(residual_pos);
         let fixed = self.upload(&setup.fixed_mask())?;
         // the atomic adds' map only where they sum the tangent
         let entry_pos = if lma || scatter == Scatter::Spmv { s.alloc_zeros(1)? } else { entry_slots(self, setup, &gather.map, &fixed)? };

@@ -168,24 +168,24 @@ impl<K: Kernels<f64>> Setup<K> {
             return Err(Error::InvalidArgument("the boundary term's space is not the set-up's".into()));
         }
         let facets = part.facets(space)?;
+        self.cells_only();
+        // the facets' rows after the cells': their cells' rows again
+        let (v, ne) = (self.physics.variant, self.physics.n_cells);
+        let nl = v.n_local();
+        for f in &facets {
+            let c = f.cell as usize;
+            self.gather.extend_from_within(c * nl..(c + 1) * nl);
+        }
         let term = match &self.cells {
             None => FacetTerm::new(&self.physics, &facets)?,
-            // the facets' cells' data made from the nodes, not every
-            // cell's
+            // the facets' cells' data made from the nodes through those
+            // rows, not every cell's
             Some(cells) => {
-                let (v, nl) = (self.physics.variant, self.physics.variant.n_local());
-                let map: Vec<u32> = facets.iter().flat_map(|f| self.gather[f.cell as usize * nl..][..nl].iter().copied()).collect();
-                let (x, a) = cells.expand(&v, facets.len(), &map)?;
+                let (x, a) = cells.expand(&v, facets.len(), &self.gather[ne * nl..])?;
                 let a = a.unwrap_or_else(|| FacetTerm::<f64, K>::per_facet_cell(&facets, &self.physics.a, v.aux_per_cell()));
                 FacetTerm::of_cells(&self.physics, &facets, x, a)?
             }
         };
-        self.cells_only();
-        let nl = self.physics.variant.n_local();
-        for f in &term.facets {
-            let c = f.cell as usize;
-            self.gather.extend_from_within(c * nl..(c + 1) * nl);
-        }
         self.facets = Some(term);
         Ok(self)
     }
