@@ -528,6 +528,8 @@ pub(crate) fn solve_hole(a: &SolveArgs) -> CliResult {
     o.cycle = a.cycle.unwrap_or(CycleArg::F).into();
     o.smoothing_steps = a.smoothing_steps;
     o.ordering = a.ordering.parse()?;
+    // u_h and its space are kept only for the files that show them
+    o.field = a.vtk.is_some() || a.png.is_some();
     o.rtol = a.rtol.unwrap_or(1e-8);
     o.max_iterations = a.max_iterations;
     o.precision = match a.precision {
@@ -543,11 +545,12 @@ pub(crate) fn solve_hole(a: &SolveArgs) -> CliResult {
     let mut report = fem::solve::run_hole_with(&any, &o, &clock)?;
     spinner.finish_and_clear();
     let output = std::time::Instant::now();
-    if let Some(path) = &a.vtk {
-        report.field.write_vtk(path, "u", None, &[], if a.vtk_ascii { fem::host::io::vtk::Encoding::Ascii } else { fem::host::io::vtk::Encoding::Binary })?;
+    let field = report.field.take();
+    if let (Some(path), Some(field)) = (&a.vtk, &field) {
+        field.write_vtk(path, "u", None, &[], if a.vtk_ascii { fem::host::io::vtk::Encoding::Ascii } else { fem::host::io::vtk::Encoding::Binary })?;
     }
-    if let Some(path) = &a.png {
-        fem::picture::nodal_png(path, "hole benchmark, u_h", "u", &report.field.space, &report.field.dofs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    if let (Some(path), Some(field)) = (&a.png, &field) {
+        fem::picture::nodal_png(path, "hole benchmark, u_h", "u", &field.space, &field.dofs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     report.stages.push(fem::host::stages::StageSeconds::ended("output", output.elapsed().as_secs_f64()));
     let wall = start.elapsed().as_secs_f64();

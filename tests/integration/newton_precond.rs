@@ -359,3 +359,53 @@ fn every_update_starts_from_a_zero_correction() {
 fn owned_set_ups_solve_as_borrowed_ones() {
     crate::common::owned_set_ups_solve_as_borrowed_ones(&CpuBackend::new(Some(2)).unwrap());
 }
+
+/// Every level of a hierarchy's multigrid set-up: its prolongation and
+/// injection, and the coarse set-up's pattern, maps, fixed rows and cell
+/// data.
+fn level_parts<K: fem::kernels::pointwise::Kernels<f64>>(setup: &Setup<K>) -> Vec<(Vec<u32>, Vec<u32>, Vec<f64>, Vec<u32>, Vec<u32>, Vec<u32>, Vec<bool>, Vec<f64>, Vec<f64>)> {
+    let levels = setup.levels.as_ref().expect("multigrid levels");
+    levels
+        .setups
+        .iter()
+        .zip(&levels.prolongation)
+        .zip(&levels.injection)
+        .map(|((s, p), i)| (p.row_ptr.clone(), p.col.clone(), p.val.clone(), i.col.clone(), s.csr.col.clone(), s.gather.clone(), s.fixed.clone(), s.physics.a.clone(), s.physics.x.clone()))
+        .collect()
+}
+
+/// A hierarchy handed over to the multigrid set-up (its spaces let go of
+/// as the levels are made) gives the levels a borrowed one gives, for a
+/// nodal coefficient and a cell one, and returns the finest space only
+/// when asked to.
+#[test]
+fn owned_hierarchies_make_the_levels_borrowed_ones_do() {
+    let cpu = CpuBackend::new(Some(2)).unwrap();
+    let nested = NestedSpaces::new(CellMesh::Tensor(BoxMesh::unstructured(2, 3, 5).build().unwrap()), 2, 3).unwrap();
+    let space = nested.finest();
+    let coefficients: Vec<f64> = space.dof_coords.iter().flat_map(|x| [1.0 + x[0], x[1]]).collect();
+    let constraints = Constraints::none(space, 1).dirichlet(space, &BoundaryPart::All, |_, u| u.fill(0.0)).unwrap();
+    let flat = || Setup::<Poisson>::constrained(&cpu, space, Aux::Nodal(&coefficients), &constraints, None).unwrap();
+    let borrowed = flat().with_multigrid(&cpu, &nested).unwrap();
+    for keep in [false, true] {
+        let (owned, finest) = flat().with_multigrid_owned(&cpu, &cpu, nested.clone(), keep).unwrap();
+        assert_eq!(level_parts(&owned), level_parts(&borrowed), "Poisson, keep {keep}");
+        assert_eq!(finest.map(|s| (s.n_dofs, s.dof_coords)), keep.then(|| (space.n_dofs, space.dof_coords.clone())));
+    }
+
+    let nested = NestedSpaces::new(CellMesh::Tensor(BoxMesh::unstructured(3, 2, 5).build().unwrap()), 1, 3).unwrap();
+    let space = nested.finest();
+    let lame: Vec<f64> = (0..space.n_cells()).flat_map(|c| [1.0 + c as f64, 2.0]).collect();
+    let constraints = Constraints::none(space, 3).dirichlet(space, &BoundaryPart::at("x = 0", |x| x[0] < 1e-12), |_, u| u.fill(0.0)).unwrap();
+    let flat = || Setup::<Elasticity>::constrained(&cpu, space, Aux::Cell(&lame), &constraints, None).unwrap();
+    let borrowed = flat().with_multigrid(&cpu, &nested).unwrap();
+    let (owned, finest) = flat().with_multigrid_owned(&cpu, &cpu, nested.clone(), true).unwrap();
+    assert_eq!(level_parts(&owned), level_parts(&borrowed), "elasticity");
+    assert_eq!(finest.map(|s| s.cell_dofs), Some(space.cell_dofs.clone()));
+
+    // one level: nothing below to make, the finest kept all the same
+    let one = NestedSpaces::new(CellMesh::Tensor(BoxMesh::unstructured(2, 3, 5).build().unwrap()), 1, 1).unwrap();
+    let setup = Setup::<Poisson>::with_aux(&cpu, one.finest(), Aux::Nodal(&vec![1.0; 2 * one.finest().n_dofs])).unwrap();
+    let (_, finest) = setup.with_multigrid_owned(&cpu, &cpu, one.clone(), true).unwrap();
+    assert_eq!(finest.map(|s| s.n_dofs), Some(one.finest().n_dofs));
+}

@@ -173,7 +173,12 @@ impl<T: Scalar> Csr<T> {
     /// the approximate inverses and a coarsest level's dense inverse are
     /// rebuilt on from values that change.
     pub fn pattern_only<U: Scalar>(&self) -> Csr<U> {
-        Csr { n_rows: self.n_rows, row_ptr: self.row_ptr.par_iter().copied().collect(), col: self.col.par_iter().copied().collect(), val: Vec::new() }
+        self.with_values(Vec::new())
+    }
+
+    /// This pattern with the values `val` (a copy of its rows and columns).
+    pub fn with_values<U: Scalar>(&self, val: Vec<U>) -> Csr<U> {
+        Csr { n_rows: self.n_rows, row_ptr: self.row_ptr.par_iter().copied().collect(), col: self.col.par_iter().copied().collect(), val }
     }
 
     /// The same matrix in precision `U` (values rounded to nearest when

@@ -105,12 +105,16 @@ pub struct HoleOptions {
     /// Precision of the linear solves (f32: refined in f64 by Newton's
     /// residual).
     pub precision: Precision,
+    /// Whether the report keeps u_h with its space, for output; without
+    /// it the finest space goes as soon as the coarse levels are made
+    /// from it (a third of the set-up's host memory).
+    pub field: bool,
 }
 
 impl HoleOptions {
     /// Q_`degree` on `levels` levels in `dim` dimensions, solved by
     /// multigrid F-cycles smoothed by SPAI(1) in the original ordering, to
-    /// rtol 10⁻⁸ in at most 20 000 cycles.
+    /// rtol 10⁻⁸ in at most 20 000 cycles, keeping u_h.
     pub fn new(dim: usize, degree: usize, levels: usize) -> Self {
         Self {
             dim,
@@ -126,6 +130,7 @@ impl HoleOptions {
             rtol: 1e-8,
             max_iterations: 20_000,
             precision: Precision::F64,
+            field: true,
         }
     }
 
@@ -237,9 +242,9 @@ pub struct HoleReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub amg: Option<crate::problem::nonlinear::AmgReport>,
     /// u_h on the finest mesh, the hole's Dirichlet values included (for
-    /// output files).
+    /// output files), where [`HoleOptions::field`] asks for it.
     #[serde(skip)]
-    pub field: super::field::QpField,
+    pub field: Option<super::field::QpField>,
 }
 
 /// Refuses, before its mesh is made, a benchmark whose finest level
@@ -328,27 +333,39 @@ pub fn solve_with<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOpti
     clock.start("uploads");
     // what the report needs; the finest level goes to the backend and
     // the host lets go of its cell data and maps before the coarse levels
-    // are made, the coarse spaces once they are (they live on in their
-    // levels' set-ups: only the finest is kept, for the output)
+    // are made, each space once they no longer read it (the coarse ones
+    // live on in their levels' set-ups; the finest is kept for output
+    // only)
     let (free, nnz) = (setup.n_rows() - constraints.n_fixed(), setup.csr.nnz());
+    // Newton's start holds the Dirichlet values: on the backend before
+    // the set-up goes there, the host's copy let go of
+    let mut u = bk.upload(&constraints.values)?;
+    drop(constraints);
     let mut nested = Some(nested);
     let mut finest = None;
     let mut levels = |setup: Setup<Poisson>| {
         clock.start("coarse levels");
-        let nested = nested.take().expect("the levels are made once");
+        let mut nested = nested.take().expect("the levels are made once");
         let setup = match precond {
-            Pipeline::Multigrid(_) => setup.with_multigrid_on(bk, cpu, &nested)?,
-            Pipeline::Amg(_) => setup.with_low_order(nested.finest())?,
-            _ => setup,
+            Pipeline::Multigrid(_) => {
+                let (setup, kept) = setup.with_multigrid_owned(bk, cpu, nested, o.field)?;
+                finest = kept;
+                setup
+            }
+            Pipeline::Amg(_) => {
+                let setup = setup.with_low_order(nested.finest())?;
+                finest = nested.spaces.pop().filter(|_| o.field);
+                setup
+            }
+            _ => {
+                finest = nested.spaces.pop().filter(|_| o.field);
+                setup
+            }
         };
-        finest = nested.spaces.into_iter().last();
         clock.start("uploads");
         Ok(setup)
     };
     let mut w = Workspace::of_setup_then(bk, setup, &newton, &mut levels)?;
-    let finest = finest.expect("the finest space");
-    let mut u = bk.upload(&constraints.initial())?;
-    drop(constraints);
     let setup_seconds = t0.elapsed().as_secs_f64();
     clock.start(NEWTON);
     let r = w.newton(bk, &mut u, &newton, None, &mut |_| {})?;
@@ -391,7 +408,7 @@ pub fn solve_with<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOpti
         history,
         stages,
         amg: r.amg,
-        field: super::field::QpField { dofs, space: finest },
+        field: finest.map(|space| super::field::QpField { dofs, space }),
     })
 }
 

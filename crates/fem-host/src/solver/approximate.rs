@@ -77,10 +77,11 @@ impl<B: Backend + 'static, T: Scalar> MatrixInverse<B, T> {
 
 impl<B: PrecondOps + 'static, T: Scalar> MatrixInverse<B, T> {
     /// Rebuilt from the values `csr_val` (on the backend) of the operator
-    /// `pattern`, unless the backend's fingerprint says they are the values
+    /// `pattern` (its own values, of any precision, not read), unless the
+    /// backend's fingerprint says they are the values
     /// it was last built from: SPAI(1) by the backend (on the GPU, without
     /// the values coming back), SAINV on the host.
-    pub fn refresh(&mut self, bk: &B, cpu: &CpuBackend, pattern: &Csr<T>, csr_val: &B::Vector<T>) -> Result<()> {
+    pub fn refresh<P: Scalar>(&mut self, bk: &B, cpu: &CpuBackend, pattern: &Csr<P>, csr_val: &B::Vector<T>) -> Result<()> {
         crate::error::same_len("approximate inverse pattern", pattern.n_rows, self.n)?;
         crate::error::same_len("approximate inverse values", bk.len(csr_val), pattern.nnz())?;
         let print = bk.fingerprint(csr_val)?;
@@ -97,7 +98,7 @@ impl<B: PrecondOps + 'static, T: Scalar> MatrixInverse<B, T> {
         self.timed(|| match kind {
             Smoother::Spai => bk.spai(cpu, pattern, csr_val).map(|(m, mt)| (m, Some(mt))),
             _ => {
-                let a = Csr { val: bk.download(csr_val)?, ..pattern.clone() };
+                let a = pattern.with_values(bk.download(csr_val)?);
                 Ok((Box::new(FactoredInverse::new(bk, &a, SAINV_DROP, &|m: &Csr<T>, n| bk.store_matrix(m, n))?) as Matrix<B, T>, None))
             }
         })?;

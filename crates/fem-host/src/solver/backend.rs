@@ -52,9 +52,9 @@ pub trait PrecondOps: Backend + Sized + 'static {
     /// SSOR sweeping `a` in the order of `colouring` (of `a`'s pattern).
     fn ssor<T: Scalar>(&self, a: &Csr<T>, colouring: &RowColouring) -> Result<Self::Ssor<T>>;
     /// SPAI(1) `M` of the square matrix of pattern `pattern` (ascending
-    /// columns) and values `values` (on this backend), and `Mᵀ`, both
-    /// stored for smoothing.
-    fn spai<T: Scalar>(&self, cpu: &CpuBackend, pattern: &Csr<T>, values: &Self::Vector<T>) -> Result<(Matrix<Self, T>, Matrix<Self, T>)>;
+    /// columns; its own values, of any precision, are not read) and values
+    /// `values` (on this backend), and `Mᵀ`, both stored for smoothing.
+    fn spai<T: Scalar, P: Scalar>(&self, cpu: &CpuBackend, pattern: &Csr<P>, values: &Self::Vector<T>) -> Result<(Matrix<Self, T>, Matrix<Self, T>)>;
     /// Refills the SSOR's matrix from CSR values of its pattern on the
     /// backend (a Newton tangent's values at every update).
     fn ssor_values<T: Scalar>(&self, s: &mut Self::Ssor<T>, csr_val: &Self::Vector<T>) -> Result<()>;
@@ -74,7 +74,7 @@ impl PrecondOps for CpuBackend {
         Ok(Box::new(EllWarp::new(self, m, n_cols, None, Numbering::Remap)?))
     }
 
-    fn spai<T: Scalar>(&self, cpu: &CpuBackend, pattern: &Csr<T>, values: &Vec<T>) -> Result<(Matrix<Self, T>, Matrix<Self, T>)> {
+    fn spai<T: Scalar, P: Scalar>(&self, cpu: &CpuBackend, pattern: &Csr<P>, values: &Vec<T>) -> Result<(Matrix<Self, T>, Matrix<Self, T>)> {
         spai::on_host(self, cpu, pattern, values)
     }
 
@@ -141,7 +141,7 @@ impl PrecondOps for CudaBackend {
         Ok((self.store_on_device(prolongation)?, self.store_on_device(restriction)?))
     }
 
-    fn spai<T: Scalar>(&self, cpu: &CpuBackend, pattern: &Csr<T>, values: &CudaSlice<T>) -> Result<(Matrix<Self, T>, Matrix<Self, T>)> {
+    fn spai<T: Scalar, P: Scalar>(&self, cpu: &CpuBackend, pattern: &Csr<P>, values: &CudaSlice<T>) -> Result<(Matrix<Self, T>, Matrix<Self, T>)> {
         // rows past a thread's Gram matrix are solved on the host
         match pattern.max_row_len() <= fem_kernels::spai::DEVICE_SPAI_ROW {
             true => spai::on_device(self, pattern, values).map(|(m, mt)| (Box::new(m) as Matrix<Self, T>, Box::new(mt) as Matrix<Self, T>)),

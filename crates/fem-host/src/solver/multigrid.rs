@@ -544,7 +544,7 @@ impl<B: PrecondOps, T: Scalar> Multigrid<B, T> {
     /// problem's tangent, every time step of the same Δt): the values come
     /// back once per call, the smoother goes up once per build. Nothing to
     /// do for Jacobi smoothing or the coarsest level.
-    pub fn refresh_smoother(&mut self, bk: &B, cpu: &CpuBackend, l: usize, pattern: &Csr<T>, csr_val: &B::Vector<T>) -> Result<()>
+    pub fn refresh_smoother<P: Scalar>(&mut self, bk: &B, cpu: &CpuBackend, l: usize, pattern: &Csr<P>, csr_val: &B::Vector<T>) -> Result<()>
     where
         B: 'static,
     {

@@ -41,10 +41,10 @@ pub fn spai1<T: Scalar>(cpu: &CpuBackend, a: &Csr<T>) -> Result<Csr<T>> {
 
 /// SPAI(1) of `pattern` with the values `values` (on backend `bk`) built
 /// on the host, `M` and `Mᵀ` stored by the backend.
-pub fn on_host<B: PrecondOps, T: Scalar>(bk: &B, cpu: &CpuBackend, pattern: &Csr<T>, values: &B::Vector<T>) -> Result<(Matrix<B, T>, Matrix<B, T>)> {
+pub fn on_host<B: PrecondOps, T: Scalar, P: Scalar>(bk: &B, cpu: &CpuBackend, pattern: &Csr<P>, values: &B::Vector<T>) -> Result<(Matrix<B, T>, Matrix<B, T>)> {
     let val = bk.download(values)?;
     crate::error::same_len("SPAI(1) values", val.len(), pattern.nnz())?;
-    stored(cpu, &Csr { val, ..pattern.clone() }, &|m, n| bk.store_matrix(m, n))
+    stored(cpu, &pattern.with_values(val), &|m, n| bk.store_matrix(m, n))
 }
 
 /// SPAI(1) of the host matrix `a` built on the host, `M` and `Mᵀ` each
@@ -60,7 +60,7 @@ pub fn stored<B: Backend, T: Scalar>(cpu: &CpuBackend, a: &Csr<T>, upload: &impl
 /// the values `values` built on the GPU, a thread a row, and `Mᵀ`
 /// gathered from it there: no values come back to the host and no
 /// matrix goes up, only the patterns.
-pub fn on_device<T: Scalar>(gpu: &CudaBackend, pattern: &Csr<T>, values: &CudaSlice<T>) -> Result<(GpuCsr<T>, GpuCsr<T>)> {
+pub fn on_device<T: Scalar, P: Scalar>(gpu: &CudaBackend, pattern: &Csr<P>, values: &CudaSlice<T>) -> Result<(GpuCsr<T>, GpuCsr<T>)> {
     let (n, nnz) = (pattern.n_rows, pattern.nnz());
     crate::error::same_len("SPAI(1) values", values.len(), nnz)?;
     gpu.ensure_free(2 * (n + 1) * 4 + nnz * (3 * 4 + 2 * T::BYTES))?;

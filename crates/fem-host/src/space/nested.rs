@@ -122,6 +122,7 @@ pub fn refined_sizes(coarse: &Mesh, degree: usize, refinements: usize) -> Result
 }
 
 /// Spaces of one degree on a mesh and its uniform refinements.
+#[derive(Clone, Debug)]
 pub struct NestedSpaces {
     /// Coarsest first; the last is the one a problem is solved on.
     pub spaces: Vec<Space>,

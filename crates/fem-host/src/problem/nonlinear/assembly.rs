@@ -269,7 +269,7 @@ mod tests {
         cpu.gather(&assembled, &u, &mut ue).unwrap();
         let mut kelem = vec![0.0; setup.entry_len()];
         cpu.elements(&assembled, true, &ue, &mut kelem).unwrap();
-        let mut csr = setup.csr.clone();
+        let mut csr = (*setup.csr).clone();
         cpu.assemble(&assembled, true, &kelem, &mut csr.val).unwrap();
         let x = random(n, 2);
         let (mut want, mut got) = (vec![0.0; n], vec![0.0; n]);
@@ -343,7 +343,7 @@ mod tests {
         cpu.gather(&state, &u, &mut ue).unwrap();
         let mut kelem = vec![0.0; setup.entry_len()];
         cpu.elements(&state, true, &ue, &mut kelem).unwrap();
-        let mut csr = setup.csr.clone();
+        let mut csr = (*setup.csr).clone();
         cpu.assemble(&state, true, &kelem, &mut csr.val).unwrap();
         let v = &setup.physics.variant;
         let mut g = vec![0.0; setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(v)];

@@ -19,10 +19,12 @@ use crate::solver::transfer::transpose;
 use super::{tangent_values, Extra, NewtonOps, Scatter, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
-use crate::operator::pointwise::{parallel_copy, Aux};
+use crate::operator::pointwise::Aux;
 use crate::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use crate::solver::ssor::RowColouring;
 use super::linear::LinearScalar;
+use std::sync::Arc;
+use std::borrow::Cow;
 use crate::solver::amg::{self, AmgOptions, AmgStats, Nullspace};
 use crate::solver::{Identity, MatrixInverse};
 use crate::sparse::SharedOut;
@@ -131,7 +133,7 @@ impl<K: Kernels<f64>> Levels<K> {
                     Ok::<_, Error>(())
                 })
             })?;
-            finer = Csr { val: values, ..s.csr.clone() };
+            finer = Csr { val: values, ..(*s.csr).clone() };
             masses.push(finer.val.clone());
         }
         masses.reverse();
@@ -177,7 +179,24 @@ impl<K: Kernels<f64>> Setup<K> {
 
     /// [`Setup::with_multigrid`] for backend `b`, which builds the levels'
     /// patterns where it is fastest ([`NewtonOps::cells_pattern`]).
-    pub fn with_multigrid_on<B: NewtonOps>(mut self, b: &B, cpu: &CpuBackend, nested: &NestedSpaces) -> Result<Self> {
+    pub fn with_multigrid_on<B: NewtonOps>(self, b: &B, cpu: &CpuBackend, nested: &NestedSpaces) -> Result<Self> {
+        Ok(self.multigrid_of(b, cpu, &mut Hierarchy::Borrowed(nested))?.0)
+    }
+
+    /// [`Setup::with_multigrid_on`] taking the hierarchy, whose spaces go
+    /// as soon as the levels no longer read them: the finest once the
+    /// prolongation from the level below is made, each coarser one once
+    /// its own level and the prolongation into it are. The finest space
+    /// is returned where `keep_finest` asks for it (for the solution's
+    /// output), else let go of too.
+    pub fn with_multigrid_owned<B: NewtonOps>(self, b: &B, cpu: &CpuBackend, nested: NestedSpaces, keep_finest: bool) -> Result<(Self, Option<Space>)> {
+        self.multigrid_of(b, cpu, &mut Hierarchy::Owned { nested, keep_finest })
+    }
+
+    /// The levels of [`Setup::with_multigrid_on`] made from `h`, and the
+    /// finest space where `h` owns it and keeps it.
+    fn multigrid_of<B: NewtonOps>(mut self, b: &B, cpu: &CpuBackend, h: &mut Hierarchy) -> Result<(Self, Option<Space>)> {
+        let nested = h.nested();
         let top = nested.levels() - 1;
         let (fine, v) = (nested.finest(), self.physics.variant);
         let nc = v.nc;
@@ -188,14 +207,22 @@ impl<K: Kernels<f64>> Setup<K> {
         // each level's coefficients as its physics takes them (per node or
         // per cell): the finest's as its set-up keeps them per node, else
         // read off its E-vector once
-        let finest_aux = match &self.cells {
-            Some(c) if v.aux_nodal && v.na > 0 => parallel_copy(&c.aux),
-            _ => level_aux(fine, v.na, v.aux_nodal, &self.physics.a),
+        let finest_aux: Cow<[f64]> = match &self.cells {
+            Some(c) if v.aux_nodal && v.na > 0 => Cow::Borrowed(&c.aux),
+            _ if v.na == 0 || !v.aux_nodal => Cow::Borrowed(&self.physics.a),
+            _ => Cow::Owned(level_aux(fine, v.na, v.aux_nodal, &self.physics.a)),
         };
-        let (mut fixed, mut aux) = (self.fixed.clone(), finest_aux);
+        let (mut fixed, mut aux) = (Cow::Borrowed(&self.fixed[..]), finest_aux);
+        let mut finest = None;
         for l in (0..top).rev() {
+            let p = h.nested().interpolation(l)?;
+            // the level above is read for the last time
+            let above = h.release_above(l);
+            if l + 1 == top {
+                finest = above;
+            }
+            let nested = h.nested();
             let coarse = &nested.spaces[l];
-            let p = nested.interpolation(l)?;
             let inj = injection(&p, coarse.n_dofs)?;
             let rows: Vec<u32> = (0..coarse.n_dofs * nc).into_par_iter().map(|r| inj[r / nc] * nc as u32 + (r % nc) as u32).collect();
             let coarse_fixed: Vec<bool> = rows.par_iter().map(|&r| fixed[r as usize]).collect();
@@ -216,15 +243,57 @@ impl<K: Kernels<f64>> Setup<K> {
                 setup = setup.with_boundary_term(coarse, &BoundaryPart::Facets { name: "the boundary term's facets".into(), keys })?;
             }
             levels.injection.push(Csr { n_rows: rows.len(), row_ptr: (0..=rows.len() as u32).collect(), col: rows, val: vec![1.0; coarse.n_dofs * nc] });
-            (fixed, aux) = (coarse_fixed, coarse_aux);
+            (fixed, aux) = (Cow::Owned(coarse_fixed), Cow::Owned(coarse_aux));
             levels.setups.push(setup);
+        }
+        drop((fixed, aux));
+        if top == 0 {
+            // one level: no coarser one read it last
+            finest = h.finest_kept();
         }
         for list in [&mut levels.prolongation, &mut levels.injection] {
             list.reverse();
         }
         levels.setups.reverse();
         self.levels = Some(Box::new(levels));
-        Ok(self)
+        Ok((self, finest))
+    }
+}
+
+/// The spaces a multigrid set-up is made from: a caller's, or its own to
+/// let go of as it goes.
+enum Hierarchy<'a> {
+    Borrowed(&'a NestedSpaces),
+    Owned { nested: NestedSpaces, keep_finest: bool },
+}
+
+impl Hierarchy<'_> {
+    fn nested(&self) -> &NestedSpaces {
+        match self {
+            Self::Borrowed(n) => n,
+            Self::Owned { nested, .. } => nested,
+        }
+    }
+
+    /// Lets go of the spaces above level `l` and the refinement into
+    /// them where they are owned; the finest where it is asked to be
+    /// kept.
+    fn release_above(&mut self, l: usize) -> Option<Space> {
+        let Self::Owned { nested, keep_finest } = self else {
+            return None;
+        };
+        let above = nested.spaces.split_off(l + 1);
+        (nested.parents.len() > l + 1).then(|| nested.parents.truncate(l + 1));
+        (nested.children.len() > l + 1).then(|| nested.children.truncate(l + 1));
+        above.into_iter().last().filter(|_| *keep_finest)
+    }
+
+    /// The finest space, taken where it is owned and asked to be kept.
+    fn finest_kept(&mut self) -> Option<Space> {
+        match self {
+            Self::Owned { nested, keep_finest: true } => nested.spaces.pop(),
+            _ => None,
+        }
     }
 }
 
@@ -303,8 +372,8 @@ pub(super) enum Prepared<B: NewtonOps, T: LinearScalar> {
     Jacobi,
     Ssor(B::Ssor<T>),
     /// SPAI(1) or SAINV, with the tangent's pattern it is rebuilt on.
-    Inverse(Box<MatrixInverse<B, T>>, Box<MatrixSmoothers<T>>),
-    Multigrid(Box<Multigrid<B, T>>, Vec<Level<B, T>>, Option<Box<MatrixSmoothers<T>>>),
+    Inverse(Box<MatrixInverse<B, T>>, Box<MatrixSmoothers>),
+    Multigrid(Box<Multigrid<B, T>>, Vec<Level<B, T>>, Option<Box<MatrixSmoothers>>),
     Amg(Box<AmgPrepared<B, T>>),
     /// Chebyshev–Jacobi of `degree`: ρ(D⁻¹A) of the current tangent,
     /// estimated at its first use (`None` until then).
@@ -372,7 +441,7 @@ impl<B: NewtonOps, T: LinearScalar> AmgPrepared<B, T> {
 /// Level `l` of `mg` refreshed from its tangent's CSR values `kflat` and
 /// inverse diagonal `inv`, and its SPAI(1) or SAINV smoother rebuilt by
 /// `smoothers` where there are such.
-fn refresh<B: NewtonOps, T: LinearScalar>(b: &B, mg: &mut Multigrid<B, T>, smoothers: Option<&MatrixSmoothers<T>>, l: usize, kflat: &B::Vector<T>, inv: &B::Vector<T>) -> Result<()> {
+fn refresh<B: NewtonOps, T: LinearScalar>(b: &B, mg: &mut Multigrid<B, T>, smoothers: Option<&MatrixSmoothers>, l: usize, kflat: &B::Vector<T>, inv: &B::Vector<T>) -> Result<()> {
     mg.refresh(b, l, kflat, inv)?;
     match smoothers {
         Some(s) => mg.refresh_smoother(b, &s.cpu, l, &s.patterns[l], kflat),
@@ -382,9 +451,10 @@ fn refresh<B: NewtonOps, T: LinearScalar>(b: &B, mg: &mut Multigrid<B, T>, smoot
 
 /// What rebuilds SPAI(1) or SAINV from new tangents: every level's
 /// pattern (coarsest first, the set-up's own last; only its own without
-/// multigrid) and the host's thread pool.
-pub(super) struct MatrixSmoothers<T> {
-    patterns: Vec<Csr<T>>,
+/// multigrid), shared with the set-ups rather than copied, and the host's
+/// thread pool.
+pub(super) struct MatrixSmoothers {
+    patterns: Vec<Arc<Csr<f64>>>,
     cpu: CpuBackend,
 }
 
@@ -397,8 +467,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
             Precond::Ssor => Ok(Self::Ssor(b.ssor(&setup.csr.in_precision::<T>(), &RowColouring::new(&setup.csr)?)?)),
             Precond::Spai | Precond::Sainv => {
                 let kind = if p == Precond::Spai { Smoother::Spai } else { Smoother::Sainv };
-                let pattern = setup.csr.pattern_only::<T>();
-                let smoothers = MatrixSmoothers { patterns: vec![pattern], cpu: CpuBackend::new(None)? };
+                let smoothers = MatrixSmoothers { patterns: vec![setup.csr.clone()], cpu: CpuBackend::new(None)? };
                 Ok(Self::Inverse(Box::new(MatrixInverse::empty(kind, setup.n_rows())?), Box::new(smoothers)))
             }
             Precond::Multigrid(o) => {
@@ -410,11 +479,11 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                 }
                 // the operators' values are filled before the first cycle,
                 // on the backend
-                let a: Vec<&Csr<f64>> = levels.setups.iter().chain(std::iter::once(setup)).map(|s| &s.csr).collect();
+                let a: Vec<&Csr<f64>> = levels.setups.iter().chain(std::iter::once(setup)).map(|s| &*s.csr).collect();
                 let p: Vec<std::borrow::Cow<Csr<T>>> = levels.prolongation.iter().map(|m| m.in_precision::<T>()).collect();
                 let mg = Multigrid::of_patterns(b, &a, &p, o)?;
                 let smoothers = match o.smoother.is_matrix() {
-                    true => Some(Box::new(MatrixSmoothers { patterns: a.iter().map(|m| m.pattern_only()).collect(), cpu: CpuBackend::new(None)? })),
+                    true => Some(Box::new(MatrixSmoothers { patterns: levels.setups.iter().chain(std::iter::once(setup)).map(|s| s.csr.clone()).collect(), cpu: CpuBackend::new(None)? })),
                     false => None,
                 };
                 let coarse = levels

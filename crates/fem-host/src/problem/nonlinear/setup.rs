@@ -12,7 +12,7 @@ use fem_kernels::pointwise::Kernels;
 use fem_kernels::slots::gathered_entry_slot;
 use rayon::prelude::*;
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The problem as the backends read it.
 pub struct Setup<K> {
@@ -31,8 +31,10 @@ pub struct Setup<K> {
     /// with 1 on the fixed rows' diagonals ([`Setup::tangent_base`]), kept
     /// apart so that a backend that holds the values elsewhere never
     /// brings the host's pages in (writing those few entries would bring
-    /// in most of them).
-    pub csr: Csr<f64>,
+    /// in most of them). Shared: the SPAI(1) and SAINV smoothers rebuild
+    /// on it after the set-up is gone, and a set-up of another physics on
+    /// the same space reads the same.
+    pub csr: Arc<Csr<f64>>,
     /// CSR position of each row's diagonal.
     pub diag_pos: Vec<u32>,
     /// Rows held at their given values.
@@ -152,7 +154,7 @@ impl<K: Kernels<f64>> Setup<K> {
             None => vec![0.0; fixed.len()],
         };
         let node_coords = if nc > 1 && nc == space.dim() { space.dof_coords.clone() } else { Vec::new() };
-        Ok(Self { physics, gather, entry_pos: OnceLock::new(), facets: None, csr, diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords, cells })
+        Ok(Self { physics, gather, entry_pos: OnceLock::new(), facets: None, csr: Arc::new(csr), diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords, cells })
     }
 
     /// Adds the physics' boundary term (`bf0`, linearised by `bg0`,
