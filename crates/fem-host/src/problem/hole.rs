@@ -330,6 +330,13 @@ pub fn solve_with<B: NewtonOps + 'static>(bk: &B, cpu: &CpuBackend, o: &HoleOpti
     drop(coefficients);
     let setup = Setup::of_physics_on(bk, cpu, space, physics, &constraints, None)?;
     let cells = space.n_cells();
+    let mut nested = nested;
+    if !o.field && matches!(precond, Pipeline::Multigrid(_)) {
+        // multigrid's levels read only the finest space's cells' nodes:
+        // its geometry goes before the set-up's uploads (400 MB at 6.3M
+        // Q1 nodes)
+        nested.release_finest_geometry();
+    }
     clock.start("uploads");
     // what the report needs; the finest level goes to the backend and
     // the host lets go of its cell data and maps before the coarse levels
