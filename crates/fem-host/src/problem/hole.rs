@@ -105,9 +105,10 @@ pub struct HoleOptions {
     /// Precision of the linear solves (f32: refined in f64 by Newton's
     /// residual).
     pub precision: Precision,
-    /// Whether the report keeps u_h with its space, for output; without
-    /// it the finest space goes as soon as the coarse levels are made
-    /// from it (a third of the set-up's host memory).
+    /// Whether the report keeps u_h with its space, for output. Without
+    /// it, under multigrid, the finest space's geometry goes once its
+    /// set-up is made and the rest of it once the coarse levels are (at
+    /// first a third of the set-up's host memory).
     pub field: bool,
 }
 
