@@ -374,10 +374,10 @@ fn level_parts<K: fem::kernels::pointwise::Kernels<f64>>(setup: &Setup<K>) -> Ve
         .collect()
 }
 
-/// A hierarchy handed over to the multigrid set-up (its spaces let go of
-/// as the levels are made) gives the levels a borrowed one gives, for a
-/// nodal coefficient and a cell one, and returns the finest space only
-/// when asked to.
+/// A hierarchy handed over to the multigrid set-up (its spaces, and the
+/// set-up's own coefficients, let go of as the levels are made) gives the
+/// levels a borrowed one gives, for a nodal coefficient and a cell one,
+/// and returns the finest space only when asked to.
 #[test]
 fn owned_hierarchies_make_the_levels_borrowed_ones_do() {
     let cpu = CpuBackend::new(Some(2)).unwrap();
@@ -390,6 +390,8 @@ fn owned_hierarchies_make_the_levels_borrowed_ones_do() {
     for keep in [false, true] {
         let (owned, finest) = flat().with_multigrid_owned(&cpu, &cpu, nested.clone(), keep).unwrap();
         assert_eq!(level_parts(&owned), level_parts(&borrowed), "Poisson, keep {keep}");
+        // its own coefficients were taken for the levels and let go of
+        assert!(owned.physics.a.is_empty() && !borrowed.physics.a.is_empty());
         assert_eq!(finest.map(|s| (s.n_dofs, s.dof_coords)), keep.then(|| (space.n_dofs, space.dof_coords.clone())));
     }
 
@@ -401,6 +403,7 @@ fn owned_hierarchies_make_the_levels_borrowed_ones_do() {
     let borrowed = flat().with_multigrid(&cpu, &nested).unwrap();
     let (owned, finest) = flat().with_multigrid_owned(&cpu, &cpu, nested.clone(), true).unwrap();
     assert_eq!(level_parts(&owned), level_parts(&borrowed), "elasticity");
+    assert!(owned.physics.a.is_empty() && borrowed.physics.a.len() == lame.len());
     assert_eq!(finest.map(|s| s.cell_dofs), Some(space.cell_dofs.clone()));
 
     // one level: nothing below to make, the finest kept all the same

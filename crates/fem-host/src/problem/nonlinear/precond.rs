@@ -183,12 +183,16 @@ impl<K: Kernels<f64>> Setup<K> {
         Ok(self.multigrid_of(b, cpu, &mut Hierarchy::Borrowed(nested))?.0)
     }
 
-    /// [`Setup::with_multigrid_on`] taking the hierarchy, whose spaces go
-    /// as soon as the levels no longer read them: the finest once the
-    /// prolongation from the level below is made, each coarser one once
-    /// its own level and the prolongation into it are. The finest space
-    /// is returned where `keep_finest` asks for it (for the solution's
-    /// output), else let go of too.
+    /// [`Setup::with_multigrid_on`] for a set-up already on its backend
+    /// ([`Workspace::of_setup_then`](super::Workspace::of_setup_then)'s
+    /// levels), taking the hierarchy: its spaces go as soon as the levels
+    /// no longer read them (the finest once the prolongation from the
+    /// level below is made, each coarser one once its own level and the
+    /// prolongation into it are), and the set-up's own auxiliary field
+    /// once the level below is made from it (the workspace would let go
+    /// of it after the levels). The finest space is returned
+    /// where `keep_finest` asks for it (for the solution's output), else
+    /// let go of too.
     pub fn with_multigrid_owned<B: NewtonOps>(self, b: &B, cpu: &CpuBackend, nested: NestedSpaces, keep_finest: bool) -> Result<(Self, Option<Space>)> {
         self.multigrid_of(b, cpu, &mut Hierarchy::Owned { nested, keep_finest })
     }
@@ -207,10 +211,21 @@ impl<K: Kernels<f64>> Setup<K> {
         // each level's coefficients as its physics takes them (per node or
         // per cell): the finest's as its set-up keeps them per node, else
         // read off its E-vector once
-        let finest_aux: Cow<[f64]> = match &self.cells {
-            Some(c) if v.aux_nodal && v.na > 0 => Cow::Borrowed(&c.aux),
-            _ if v.na == 0 || !v.aux_nodal => Cow::Borrowed(&self.physics.a),
-            _ => Cow::Owned(level_aux(fine, v.na, v.aux_nodal, &self.physics.a)),
+        // an owned hierarchy's set-up is on its backend already: its own
+        // field is taken, and goes once the level below is made from it
+        let nodal_cells = v.aux_nodal && v.na > 0 && self.cells.is_some();
+        let finest_aux: Cow<[f64]> = match (h.owned(), &mut self.cells) {
+            (true, Some(c)) if nodal_cells => Cow::Owned(std::mem::take(&mut c.aux)),
+            (false, Some(c)) if nodal_cells => Cow::Borrowed(&c.aux),
+            (true, _) if v.na == 0 || !v.aux_nodal => Cow::Owned(std::mem::take(&mut self.physics.a)),
+            (false, _) if v.na == 0 || !v.aux_nodal => Cow::Borrowed(&self.physics.a),
+            (owned, _) => {
+                let a = level_aux(fine, v.na, v.aux_nodal, &self.physics.a);
+                if owned {
+                    self.physics.a = Vec::new();
+                }
+                Cow::Owned(a)
+            }
         };
         let (mut fixed, mut aux) = (Cow::Borrowed(&self.fixed[..]), finest_aux);
         let mut finest = None;
@@ -231,6 +246,8 @@ impl<K: Kernels<f64>> Setup<K> {
             // finest's is the largest array made here
             levels.prolongation.push(field_prolongation(p, nc, &coarse_fixed, &fixed)?);
             let coarse_aux = coarse_aux(coarse, &nested.parents[l], &inj, v.na, v.aux_nodal, &aux);
+            // the finer field is read for the last time
+            drop(std::mem::take(&mut aux));
             let kind = match (v.na, v.aux_nodal) {
                 (0, _) => Aux::None,
                 (_, true) => Aux::Nodal(&coarse_aux),
@@ -268,6 +285,10 @@ enum Hierarchy<'a> {
 }
 
 impl Hierarchy<'_> {
+    fn owned(&self) -> bool {
+        matches!(self, Self::Owned { .. })
+    }
+
     fn nested(&self) -> &NestedSpaces {
         match self {
             Self::Borrowed(n) => n,
