@@ -185,16 +185,15 @@ impl NestedSpaces {
     /// vertices, node positions and boundary facets) once the finest
     /// level's set-up is made, where the coarser levels' transfers do not
     /// read it: tensor cells refined into known children
-    /// ([`tensor_interpolation`] reads the cells' nodes alone). The finest
-    /// space can then be neither set up nor written; whether it was let
-    /// go of.
-    pub(crate) fn release_finest_geometry(&mut self) -> bool {
+    /// ([`tensor_interpolation`] reads the cells' nodes alone); kept
+    /// otherwise. The finest space can then be neither set up nor
+    /// written.
+    pub(crate) fn release_finest_geometry(&mut self) {
         if self.children.last().is_some_and(|c| c.is_none()) {
-            return false;
+            return;
         }
         let fine = self.spaces.last_mut().expect("at least one level");
         (fine.vertices, fine.cell_vertices, fine.dof_coords, fine.facets) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        true
     }
 
     /// Number of levels.

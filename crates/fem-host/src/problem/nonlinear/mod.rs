@@ -320,7 +320,7 @@ pub fn tangent_at<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<
     b.gather(&state, &u, &mut ue)?;
     b.elements(&state, true, &ue, &mut kelem)?;
     b.assemble(&state, true, &kelem, &mut kflat)?;
-    Ok(Csr { val: b.download(&kflat)?, ..(*setup.csr).clone() })
+    Ok(setup.csr.with_values(b.download(&kflat)?))
 }
 
 /// Linear terms a time step adds to the residual: the residual becomes

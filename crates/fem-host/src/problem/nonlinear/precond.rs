@@ -133,7 +133,7 @@ impl<K: Kernels<f64>> Levels<K> {
                     Ok::<_, Error>(())
                 })
             })?;
-            finer = Csr { val: values, ..(*s.csr).clone() };
+            finer = s.csr.with_values(values);
             masses.push(finer.val.clone());
         }
         masses.reverse();
@@ -213,19 +213,22 @@ impl<K: Kernels<f64>> Setup<K> {
         // read off its E-vector once
         // an owned hierarchy's set-up is on its backend already: its own
         // field is taken, and goes once the level below is made from it
-        let nodal_cells = v.aux_nodal && v.na > 0 && self.cells.is_some();
-        let finest_aux: Cow<[f64]> = match (h.owned(), &mut self.cells) {
-            (true, Some(c)) if nodal_cells => Cow::Owned(std::mem::take(&mut c.aux)),
-            (false, Some(c)) if nodal_cells => Cow::Borrowed(&c.aux),
-            (true, _) if v.na == 0 || !v.aux_nodal => Cow::Owned(std::mem::take(&mut self.physics.a)),
-            (false, _) if v.na == 0 || !v.aux_nodal => Cow::Borrowed(&self.physics.a),
-            (owned, _) => {
-                let a = level_aux(fine, v.na, v.aux_nodal, &self.physics.a);
+        let nodal = v.aux_nodal && v.na > 0;
+        let per_slot = nodal && self.cells.is_none();
+        let field = match &mut self.cells {
+            Some(c) if nodal => &mut c.aux,
+            _ => &mut self.physics.a,
+        };
+        let finest_aux: Cow<[f64]> = match (per_slot, h.owned()) {
+            (true, owned) => {
+                let a = level_aux(fine, v.na, v.aux_nodal, field);
                 if owned {
-                    self.physics.a = Vec::new();
+                    *field = Vec::new();
                 }
                 Cow::Owned(a)
             }
+            (false, true) => Cow::Owned(std::mem::take(field)),
+            (false, false) => Cow::Borrowed(field),
         };
         let (mut fixed, mut aux) = (Cow::Borrowed(&self.fixed[..]), finest_aux);
         let mut finest = None;
@@ -304,8 +307,8 @@ impl Hierarchy<'_> {
             return None;
         };
         let above = nested.spaces.split_off(l + 1);
-        (nested.parents.len() > l + 1).then(|| nested.parents.truncate(l + 1));
-        (nested.children.len() > l + 1).then(|| nested.children.truncate(l + 1));
+        nested.parents.truncate(l + 1);
+        nested.children.truncate(l + 1);
         above.into_iter().last().filter(|_| *keep_finest)
     }
 
@@ -500,11 +503,12 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                 }
                 // the operators' values are filled before the first cycle,
                 // on the backend
-                let a: Vec<&Csr<f64>> = levels.setups.iter().chain(std::iter::once(setup)).map(|s| &*s.csr).collect();
+                let setups: Vec<&Setup<K>> = levels.setups.iter().chain(std::iter::once(setup)).collect();
+                let a: Vec<&Csr<f64>> = setups.iter().map(|s| &*s.csr).collect();
                 let p: Vec<std::borrow::Cow<Csr<T>>> = levels.prolongation.iter().map(|m| m.in_precision::<T>()).collect();
                 let mg = Multigrid::of_patterns(b, &a, &p, o)?;
                 let smoothers = match o.smoother.is_matrix() {
-                    true => Some(Box::new(MatrixSmoothers { patterns: levels.setups.iter().chain(std::iter::once(setup)).map(|s| s.csr.clone()).collect(), cpu: CpuBackend::new(None)? })),
+                    true => Some(Box::new(MatrixSmoothers { patterns: setups.iter().map(|s| s.csr.clone()).collect(), cpu: CpuBackend::new(None)? })),
                     false => None,
                 };
                 let coarse = levels
