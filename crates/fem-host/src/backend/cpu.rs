@@ -11,23 +11,11 @@ use crate::{Result, Scalar};
 use fem_kernels::{blas, krylov};
 use rayon::prelude::*;
 use std::time::Instant;
+use crate::sparse::SharedOut;
 
 /// Elements per rayon task: large enough to amortise scheduling, small
 /// enough to balance over the cores.
 const CHUNK: usize = 1 << 14;
-
-/// Rows of a vector that parallel chunks write, each its own range.
-struct Rows<T>(*mut T);
-// SAFETY: the tasks that share it touch disjoint ranges.
-unsafe impl<T> Send for Rows<T> {}
-unsafe impl<T> Sync for Rows<T> {}
-
-impl<T> Rows<T> {
-    /// Row `i`. Safety: `i` is within the vector and no other task touches it.
-    unsafe fn at<'a>(&self, i: usize) -> &'a mut T {
-        &mut *self.0.add(i)
-    }
-}
 
 /// Rayon-parallel backend on the host.
 pub struct CpuBackend {
@@ -175,8 +163,8 @@ impl Backend for CpuBackend {
         // when stopped, or p·Ap ≤ 0 (which closing reports), nothing moves
         if let Some(alpha) = krylov::step_length(s[krylov::STATUS], s[krylov::RZ], s[krylov::PQ]) {
             let alpha = T::from_f64(alpha);
-            let (xs, rs) = (Rows(x.as_mut_ptr()), Rows(r.as_mut_ptr()));
-            let scale = jacobi.map(|(d, z)| (d, Rows(z.as_mut_ptr())));
+            let (xs, rs) = (SharedOut(x.as_mut_ptr()), SharedOut(r.as_mut_ptr()));
+            let scale = jacobi.map(|(d, z)| (d, SharedOut(z.as_mut_ptr())));
             let sums: Vec<[T; 2]> = self.pool.install(|| {
                 (0..len.div_ceil(CHUNK))
                     .into_par_iter()

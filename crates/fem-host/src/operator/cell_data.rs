@@ -128,9 +128,3 @@ pub fn lazy_row_capacity(map: &[u32], ne: usize, n_rows: usize, fixed_rows: &[u3
     cap
 }
 
-/// A pointer shared by threads that write disjoint elements (cells of one
-/// colour, or the strided entries of distinct cells).
-#[derive(Clone, Copy)]
-pub struct Disjoint<T>(pub *mut T);
-unsafe impl<T> Send for Disjoint<T> {}
-unsafe impl<T> Sync for Disjoint<T> {}

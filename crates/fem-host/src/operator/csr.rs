@@ -5,7 +5,8 @@
 //! the element matrices through a precomputed position of every element
 //! entry in the CSR arrays (the "indexing data" of global assembly).
 
-use super::cell_data::{CellData, Disjoint};
+use super::cell_data::CellData;
+use crate::sparse::SharedOut;
 use super::colouring::block_colours;
 use super::elements::{each_cell, ElementMatrices};
 use super::LinearOperator;
@@ -272,7 +273,7 @@ impl<T: Scalar> Csr<T> {
         let (block, groups) = cell_blocks(cpu, layout);
         let nb = layout.dofs_per_cell;
         let mut load = vec![T::ZERO; layout.n_rows];
-        let (val, b) = (Disjoint(m.val.as_mut_ptr()), Disjoint(load.as_mut_ptr()));
+        let (val, b) = (SharedOut(m.val.as_mut_ptr()), SharedOut(load.as_mut_ptr()));
         let (row_ptr, col) = (&m.row_ptr, &m.col);
         each_cell(cpu, cd, coeff, &groups, block, Vec::new, |order, e, k, l| {
             let (val, b) = (val, b);

@@ -2,7 +2,8 @@
 //! parallel on the CPU a cell per task step ([`each_cell`]), and stored in
 //! the transposed LMA layout the GPU kernels write too.
 
-use super::cell_data::{CellData, Disjoint};
+use super::cell_data::CellData;
+use crate::sparse::SharedOut;
 use super::tables::RefTables;
 use crate::{CpuBackend, Error, Result, Scalar};
 use fem_core::poisson::{Coefficients, Scaled, SinePoisson};
@@ -67,7 +68,7 @@ pub fn assemble_with<T: Scalar, C: Coefficients<T, 2> + Coefficients<T, 3> + Syn
     let len = if symmetric { nb * (nb + 1) / 2 } else { nb * nb };
     let mut vals = vec![T::ZERO; len * ne];
     let mut load = vec![T::ZERO; nb * ne];
-    let (v, l) = (Disjoint(vals.as_mut_ptr()), Disjoint(load.as_mut_ptr()));
+    let (v, l) = (SharedOut(vals.as_mut_ptr()), SharedOut(load.as_mut_ptr()));
     let all: Vec<u32> = (0..ne as u32).collect();
     each_cell(cpu, cd, coeff, &[all], CELL_CHUNK, || (), |_, e, k, load| {
         let (v, l) = (v, l);

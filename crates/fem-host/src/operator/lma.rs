@@ -3,7 +3,8 @@
 //! (Reguly & Giles §3.3, §8), with the per-cell functions the GPU runs. On
 //! the CPU the scatter is race-free by colouring.
 
-use super::cell_data::{CellData, Disjoint};
+use super::cell_data::CellData;
+use crate::sparse::SharedOut;
 use super::colouring::Colouring;
 use super::elements::{unsupported, ElementMatrices};
 use super::LinearOperator;
@@ -37,7 +38,7 @@ pub fn init_fixed<T: Scalar>(cd: &CellData<T>, x: &[T], y: &mut [T]) {
 ///
 /// # Safety
 /// No other thread writes the same rows concurrently.
-pub unsafe fn scatter<T: Scalar>(rows: &[u32], yl: &[T], y: Disjoint<T>) {
+pub(crate) unsafe fn scatter<T: Scalar>(rows: &[u32], yl: &[T], y: SharedOut<T>) {
     for (i, &m) in rows.iter().enumerate() {
         if is_free(m) {
             *y.0.add(row_of(m)) += yl[i];
@@ -56,7 +57,7 @@ impl<T: Scalar> Lma<T> {
     fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) -> Result<()> {
         let cd = &self.cells;
         init_fixed(cd, x, y);
-        let out = Disjoint(y.as_mut_ptr());
+        let out = SharedOut(y.as_mut_ptr());
         let (ne, sym) = (cd.ne, self.elems.symmetric);
         with_element!(cd.dim, cd.degree, D, NB, QD => cpu.install(|| {
             for cells in &self.colouring.cells {

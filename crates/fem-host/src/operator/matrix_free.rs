@@ -2,7 +2,8 @@
 //! product and applied at once (Reguly & Giles §3.4, §9); nothing but the
 //! mesh and the element map is stored.
 
-use super::cell_data::{CellData, Disjoint};
+use super::cell_data::CellData;
+use crate::sparse::SharedOut;
 use super::colouring::Colouring;
 use super::elements::{quadrature_points, unsupported};
 use super::lma::{init_fixed, scatter};
@@ -42,7 +43,7 @@ impl<T: Scalar> MatrixFree<T> {
         for &r in &cells.fixed_rows {
             diagonal[r as usize] = T::ONE;
         }
-        let (d, l) = (Disjoint(diagonal.as_mut_ptr()), Disjoint(load.as_mut_ptr()));
+        let (d, l) = (SharedOut(diagonal.as_mut_ptr()), SharedOut(load.as_mut_ptr()));
         let (tab, cd, ne) = (tables.view(), &cells, cells.ne);
         with_element!(cd.dim, cd.degree, D, NB, QD => cpu.install(|| each_coloured_cell::<T, D>(&colouring, cd, |e, verts, coeff| {
             let rows: [u32; NB] = std::array::from_fn(|i| cd.map[i * ne + e]);
@@ -60,7 +61,7 @@ impl<T: Scalar> MatrixFree<T> {
     fn spmv(&self, cpu: &CpuBackend, x: &[T], y: &mut [T]) -> Result<()> {
         let cd = &self.cells;
         init_fixed(cd, x, y);
-        let out = Disjoint(y.as_mut_ptr());
+        let out = SharedOut(y.as_mut_ptr());
         let tab = self.tables.view();
         let ne = cd.ne;
         with_element!(cd.dim, cd.degree, D, NB, QD => cpu.install(|| each_coloured_cell::<T, D>(&self.colouring, cd, |e, verts, coeff| {

@@ -13,6 +13,7 @@ use crate::operator::csr::Csr;
 use crate::operator::ell::Ell;
 use crate::operator::gpu::{GpuCsr, GpuEll};
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
+use crate::sparse::SharedOut;
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use fem_kernels::sparse::{coloured_row, swept};
 use rayon::prelude::*;
@@ -82,15 +83,10 @@ pub struct CpuSsor<T> {
     pub colouring: RowColouring,
 }
 
-/// Output written by rows of one colour while other colours are read.
-struct Rows<T>(*mut T);
-// SAFETY: a colour's rows are distinct and read only other colours' values.
-unsafe impl<T> Send for Rows<T> {}
-unsafe impl<T> Sync for Rows<T> {}
-
 impl<T: Scalar> CpuSsor<T> {
     fn sweep<const FORWARD: bool>(&self, cpu: &CpuBackend, rhs: &[T], v: &mut [T]) {
-        let out = Rows(v.as_mut_ptr());
+        // a colour's rows are distinct and read only other colours' values
+        let out = SharedOut(v.as_mut_ptr());
         let out = &out;
         let colours: Vec<usize> = if FORWARD { (0..self.colouring.rows.len()).collect() } else { (0..self.colouring.rows.len()).rev().collect() };
         for c in colours {

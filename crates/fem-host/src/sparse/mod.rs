@@ -121,6 +121,15 @@ impl<T> SharedOut<T> {
         *self.0.add(i) = v;
     }
 
+    /// Index `i` to read and write.
+    ///
+    /// # Safety
+    /// `i` in range and touched by no other thread while the reference
+    /// lives.
+    pub unsafe fn at<'a>(&self, i: usize) -> &'a mut T {
+        &mut *self.0.add(i)
+    }
+
     /// The pointer, for writers that take one (each its own indices).
     pub fn ptr(&self) -> *mut T {
         self.0

@@ -11,6 +11,7 @@
 
 use super::CudaBackend;
 use crate::Result;
+use crate::sparse::SharedOut;
 use cudarc::driver::{CudaEvent, CudaSlice, DeviceRepr, PinnedHostSlice, ValidAsZeroBits};
 use rayon::prelude::*;
 
@@ -30,12 +31,9 @@ pub(super) struct Staging {
     done: [Option<CudaEvent>; 2],
 }
 
-/// A page-locked buffer's address, shared with the threads that fill it.
-#[derive(Clone, Copy)]
-struct Raw(*mut u8);
-// SAFETY: each thread writes its own disjoint range of the buffer
-unsafe impl Send for Raw {}
-unsafe impl Sync for Raw {}
+/// A page-locked buffer's address, shared with the threads that fill it
+/// (each its own disjoint range).
+type Raw = SharedOut<u8>;
 
 impl Staging {
     fn new(gpu: &CudaBackend) -> Result<Self> {
@@ -49,13 +47,13 @@ impl Staging {
         if let Some(e) = self.done[k].take() {
             e.synchronize()?;
         }
-        Ok(Raw(self.buffers[k].as_mut_ptr()?))
+        Ok(SharedOut(self.buffers[k].as_mut_ptr()?))
     }
 }
 
 /// `len` bytes from `src` to `dst` by all host threads, in pieces.
 fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
-    let (src, dst) = (Raw(src as *mut u8), Raw(dst));
+    let (src, dst) = (SharedOut(src as *mut u8), SharedOut(dst));
     (0..len.div_ceil(PIECE_BYTES)).into_par_iter().for_each(|p| {
         let (s, d) = (src, dst);
         let at = p * PIECE_BYTES;
@@ -108,7 +106,7 @@ impl CudaBackend {
         // chunk c goes to buffer c % 2; the host empties chunk c while the
         // device fills chunk c + 1
         let chunks = n.div_ceil(per);
-        let mut buffer = [Raw(std::ptr::null_mut()); 2];
+        let mut buffer = [SharedOut(std::ptr::null_mut()); 2];
         let send = |c: usize, staging: &mut Staging, buffer: &mut [Raw; 2]| -> Result<()> {
             let (k, at) = (c % 2, c * per);
             let len = per.min(n - at);

@@ -9,7 +9,7 @@
 
 use super::assembly::{gather_pattern, is_zero};
 use super::{NewtonOps, Scatter, Setup};
-use crate::operator::cell_data::Disjoint;
+use crate::sparse::SharedOut;
 use crate::operator::pointwise::{scatter_add, FacetTerm, Pointwise};
 use crate::space::Restriction;
 use crate::sparse::device::prepare_cpu;
@@ -46,7 +46,7 @@ impl CpuBackend {
     fn scatter_cells(&self, s: &CpuState, elem: &[f64], out: &mut [f64]) {
         let nl = s.variant.n_local();
         let (per_cell, cells) = (nl * nl, s.cell_len / nl.max(1));
-        let to = Disjoint(out.as_mut_ptr());
+        let to = SharedOut(out.as_mut_ptr());
         self.install(|| {
             for group in &s.colours {
                 group.par_iter().for_each(|&c| {
