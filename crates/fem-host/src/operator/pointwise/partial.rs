@@ -108,13 +108,23 @@ macro_rules! by_shape {
 /// `ye = A_e xe` for every cell, E-vectors in and out, on the CPU: the
 /// reference the GPU product is checked against.
 pub fn apply_cpu(cpu: &CpuBackend, t: &Tables1d, v: &Variant, g: &[f64], xe: &[f64], ye: &mut [f64]) -> Result<()> {
+    crate::error::same_len("partial product's E-vectors", xe.len(), ye.len())?;
+    apply_cpu_with(cpu, t, v, g, &|k| xe[k], ye)
+}
+
+/// [`apply_cpu`] with the cells' input values read where they are used,
+/// `x_of(k)` for E-vector entry `k` (the gather from an L-vector, fused
+/// into the cells' loop rather than made an E-vector first).
+pub fn apply_cpu_with(cpu: &CpuBackend, t: &Tables1d, v: &Variant, g: &[f64], x_of: &(dyn Fn(usize) -> f64 + Sync), ye: &mut [f64]) -> Result<()> {
     let (nl, per) = (v.n_local(), points_per_cell(v));
-    if xe.len() != ye.len() || xe.len() % nl.max(1) != 0 || g.len() != xe.len() / nl * per {
-        return Err(Error::InvalidArgument(format!("partial product: E-vectors of {} and {} values and {} point values do not match", xe.len(), ye.len(), g.len())));
+    if ye.len() % nl.max(1) != 0 || g.len() != ye.len() / nl.max(1) * per {
+        return Err(Error::InvalidArgument(format!("partial product: an E-vector of {} values and {} point values do not match", ye.len(), g.len())));
     }
+    let transposed = (transpose(&t.b, t.q1, t.n1), transpose(&t.d, t.q1, t.q1));
     cpu.install(|| {
-        ye.par_chunks_mut(CHUNK * nl).zip(xe.par_chunks(CHUNK * nl)).zip(g.par_chunks(CHUNK * per)).try_for_each(|((y, x), g)| -> Result<()> {
-            by_shape!(v, apply_cells(t, v.terms, g, x, y));
+        ye.par_chunks_mut(CHUNK * nl).zip(g.par_chunks(CHUNK * per)).enumerate().try_for_each(|(c, (y, g))| -> Result<()> {
+            let first = c * CHUNK * nl;
+            by_shape!(v, apply_cells(t, &transposed, v.terms, g, &|k| x_of(first + k), y));
             Ok(())
         })
     })
@@ -125,20 +135,19 @@ fn dims(n: usize, d: usize) -> [usize; 3] {
     [n, n, if d == 3 { n } else { 1 }]
 }
 
-/// `a` along every axis of `input` (`n` per direction in, `a`'s rows
-/// out), into `out`; `tmp` holds the intermediate arrays (no allocation
-/// once it has grown).
+/// `a` (`rows` × `n`) along every axis of `input` (`n` per direction),
+/// into `out`; `tmp` holds the intermediate array.
 fn along_all(a: &[f64], rows: usize, n: usize, d: usize, input: &[f64], out: &mut Vec<f64>, tmp: &mut Vec<f64>) {
-    out.clear();
-    out.extend_from_slice(input);
     let mut extent = dims(n, d);
+    let size = |e: [usize; 3], axis: usize| e.iter().enumerate().map(|(i, &v)| if i == axis { rows } else { v }).product::<usize>();
+    // the last axis writes `out`: an odd count of axes starts there
+    let (mut src, mut dst): (&mut Vec<f64>, &mut Vec<f64>) = if d % 2 == 1 { (tmp, out) } else { (out, tmp) };
     for axis in 0..d {
-        let mut od = extent;
-        od[axis] = rows;
-        tmp.resize(od.iter().product(), 0.0);
-        apply_axis(a, rows, axis, extent, out, tmp);
-        std::mem::swap(out, tmp);
-        extent = od;
+        dst.resize(size(extent, axis), 0.0);
+        let from: &[f64] = if axis == 0 { input } else { src };
+        apply_axis(a, rows, axis, extent, from, dst);
+        extent[axis] = rows;
+        std::mem::swap(&mut src, &mut dst);
     }
 }
 
@@ -151,21 +160,22 @@ struct Work {
     tmp: Vec<f64>,
 }
 
-/// The cells of one chunk: interpolate and differentiate each component,
-/// apply the point data, integrate back.
-fn apply_cells<const D: usize, const NC: usize>(t: &Tables1d, terms: Terms, g: &[f64], xe: &[f64], ye: &mut [f64]) {
+/// The cells of one chunk (input entry `k` of the chunk at `x_of(k)`):
+/// interpolate and differentiate each component, apply the point data,
+/// integrate back. `transposed` holds Bᵀ and Dᵀ.
+fn apply_cells<const D: usize, const NC: usize>(t: &Tables1d, transposed: &(Vec<f64>, Vec<f64>), terms: Terms, g: &[f64], x_of: &dyn Fn(usize) -> f64, ye: &mut [f64]) {
     let (n1, q1) = (t.n1, t.q1);
     let (nb, nq) = (n1.pow(D as u32), q1.pow(D as u32));
     let (per, nl) = (point_len(D, NC, terms) * nq, nb * NC);
-    let (bt, dt) = (transpose(&t.b, q1, n1), transpose(&t.d, q1, q1));
-    let mut w = Work::default();
+    let (bt, dt) = transposed;
+    let mut w = Work { nodes: vec![0.0; nb.max(nq)], ..Default::default() };
     let mut u = vec![[[0.0; 4]; NC]; nq];
     let mut v = vec![[[0.0; 4]; NC]; nq];
     let pdims = dims(q1, D);
-    for ((x, y), gc) in xe.chunks_exact(nl).zip(ye.chunks_exact_mut(nl)).zip(g.chunks_exact(per)) {
+    for (cell, (y, gc)) in ye.chunks_exact_mut(nl).zip(g.chunks_exact(per)).enumerate() {
         for e in 0..NC {
-            w.nodes.clear();
-            w.nodes.extend((0..nb).map(|n| x[n * NC + e]));
+            w.nodes.resize(nb, 0.0);
+            w.nodes.iter_mut().enumerate().for_each(|(n, x)| *x = x_of(cell * nl + n * NC + e));
             along_all(&t.b, q1, n1, D, &w.nodes, &mut w.points, &mut w.tmp);
             w.der.resize(nq, 0.0);
             for (q, uq) in u.iter_mut().enumerate() {
@@ -182,16 +192,17 @@ fn apply_cells<const D: usize, const NC: usize>(t: &Tables1d, terms: Terms, g: &
             *vq = apply_point::<f64, D, NC>(terms, |j| gc[j * nq + q], uq);
         }
         for c in 0..NC {
-            w.nodes.clear();
-            w.nodes.extend(v.iter().map(|vq| vq[c][0]));
+            // Σ_a Dᵀ_a (∂_a part) + the value part, at the points
+            w.nodes.resize(nq, 0.0);
+            w.nodes.iter_mut().zip(&v).for_each(|(s, vq)| *s = vq[c][0]);
             for a in 0..D {
-                w.points.clear();
-                w.points.extend(v.iter().map(|vq| vq[c][1 + a]));
-                apply_axis(&dt, q1, a, pdims, &w.points, &mut w.der);
+                w.points.resize(nq, 0.0);
+                w.points.iter_mut().zip(&v).for_each(|(s, vq)| *s = vq[c][1 + a]);
+                apply_axis(dt, q1, a, pdims, &w.points, &mut w.der);
                 w.nodes.iter_mut().zip(&w.der).for_each(|(s, b)| *s += b);
             }
             let acc = std::mem::take(&mut w.nodes);
-            along_all(&bt, n1, q1, D, &acc, &mut w.points, &mut w.tmp);
+            along_all(bt, n1, q1, D, &acc, &mut w.points, &mut w.tmp);
             w.nodes = acc;
             for (n, &rv) in w.points.iter().enumerate() {
                 y[n * NC + c] = rv;

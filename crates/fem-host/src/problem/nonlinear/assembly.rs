@@ -24,7 +24,7 @@ use std::cell::RefCell;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub enum Assembly {
     /// With Jacobi: partial assembly on the backends and variants that
-    /// take it from degree 2 ([`NewtonOps::auto_partial`]: its set-up is
+    /// take it, from degree 2 ([`NewtonOps::auto_partial`]: its set-up is
     /// the point data, not element matrices, and its product reads fewer
     /// bytes than theirs), else element matrices where their product
     /// reads at most [`LMA_BYTES_FACTOR`] times the assembled matrix's
@@ -477,6 +477,11 @@ mod tests {
         assert_eq!(Assembly::Auto.resolve(&high, Precond::Jacobi, Precision::F32, SpmvFormat::K2, true).unwrap(), Storage::Sparse(SpmvFormat::K2));
         assert_eq!(Assembly::Auto.resolve(&q1, Precond::Jacobi, Precision::F64, SpmvFormat::K2, true).unwrap(), Storage::Sparse(SpmvFormat::K2));
         assert_eq!(Assembly::Auto.resolve(&low, Precond::Jacobi, Precision::F64, SpmvFormat::Csr, true).unwrap(), Storage::Sparse(SpmvFormat::Csr));
+        // the CPU takes it from Q3 on tensor cells only
+        let q3 = Space::tensor(&BoxMesh::unstructured(3, 2, 1).build().unwrap(), 3).unwrap();
+        let q3 = Setup::<Poisson>::with_aux(&cpu, &q3, Aux::Nodal(&coefficients(&q3))).unwrap();
+        let taken = [&q1, &high, &q3, &low].map(|s| super::super::NewtonOps::auto_partial(&cpu, &s.physics.variant));
+        assert_eq!(taken, [false, false, true, false]);
         let e = Assembly::Lma.resolve(&high, Precond::Ssor, Precision::F64, SpmvFormat::K2, false).unwrap_err().to_string();
         assert!(e.contains("Jacobi"), "{e}");
         let e = Assembly::Sparse(SpmvFormat::K2r).resolve(&high, Precond::Jacobi, Precision::F64, SpmvFormat::K2, false).unwrap_err().to_string();
