@@ -31,10 +31,6 @@ pub(super) struct Staging {
     done: [Option<CudaEvent>; 2],
 }
 
-/// A page-locked buffer's address, shared with the threads that fill it
-/// (each its own disjoint range).
-type Raw = SharedOut<u8>;
-
 impl Staging {
     fn new(gpu: &CudaBackend) -> Result<Self> {
         // SAFETY: bytes are written before they are read
@@ -43,7 +39,7 @@ impl Staging {
     }
 
     /// Buffer `k`'s address once the device has finished with it.
-    fn ready(&mut self, k: usize) -> Result<Raw> {
+    fn ready(&mut self, k: usize) -> Result<SharedOut<u8>> {
         if let Some(e) = self.done[k].take() {
             e.synchronize()?;
         }
@@ -107,7 +103,7 @@ impl CudaBackend {
         // device fills chunk c + 1
         let chunks = n.div_ceil(per);
         let mut buffer = [SharedOut(std::ptr::null_mut()); 2];
-        let send = |c: usize, staging: &mut Staging, buffer: &mut [Raw; 2]| -> Result<()> {
+        let send = |c: usize, staging: &mut Staging, buffer: &mut [SharedOut<u8>; 2]| -> Result<()> {
             let (k, at) = (c % 2, c * per);
             let len = per.min(n - at);
             buffer[k] = staging.ready(k)?;

@@ -115,7 +115,7 @@ pub fn apply_cpu(cpu: &CpuBackend, t: &Tables1d, v: &Variant, g: &[f64], xe: &[f
 /// [`apply_cpu`] with the cells' input values read where they are used,
 /// `x_of(k)` for E-vector entry `k` (the gather from an L-vector, fused
 /// into the cells' loop rather than made an E-vector first).
-pub fn apply_cpu_with(cpu: &CpuBackend, t: &Tables1d, v: &Variant, g: &[f64], x_of: &(dyn Fn(usize) -> f64 + Sync), ye: &mut [f64]) -> Result<()> {
+pub fn apply_cpu_with(cpu: &CpuBackend, t: &Tables1d, v: &Variant, g: &[f64], x_of: &(impl Fn(usize) -> f64 + Sync), ye: &mut [f64]) -> Result<()> {
     let (nl, per) = (v.n_local(), points_per_cell(v));
     if ye.len() % nl.max(1) != 0 || g.len() != ye.len() / nl.max(1) * per {
         return Err(Error::InvalidArgument(format!("partial product: an E-vector of {} values and {} point values do not match", ye.len(), g.len())));
@@ -124,7 +124,7 @@ pub fn apply_cpu_with(cpu: &CpuBackend, t: &Tables1d, v: &Variant, g: &[f64], x_
     cpu.install(|| {
         ye.par_chunks_mut(CHUNK * nl).zip(g.par_chunks(CHUNK * per)).enumerate().try_for_each(|(c, (y, g))| -> Result<()> {
             let first = c * CHUNK * nl;
-            by_shape!(v, apply_cells(t, &transposed, v.terms, g, &|k| x_of(first + k), y));
+            by_shape!(v, apply_cells(t, &transposed, v.terms, g, |k| x_of(first + k), y));
             Ok(())
         })
     })
@@ -163,7 +163,7 @@ struct Work {
 /// The cells of one chunk (input entry `k` of the chunk at `x_of(k)`):
 /// interpolate and differentiate each component, apply the point data,
 /// integrate back. `transposed` holds Bᵀ and Dᵀ.
-fn apply_cells<const D: usize, const NC: usize>(t: &Tables1d, transposed: &(Vec<f64>, Vec<f64>), terms: Terms, g: &[f64], x_of: &dyn Fn(usize) -> f64, ye: &mut [f64]) {
+fn apply_cells<const D: usize, const NC: usize>(t: &Tables1d, transposed: &(Vec<f64>, Vec<f64>), terms: Terms, g: &[f64], x_of: impl Fn(usize) -> f64, ye: &mut [f64]) {
     let (n1, q1) = (t.n1, t.q1);
     let (nb, nq) = (n1.pow(D as u32), q1.pow(D as u32));
     let (per, nl) = (point_len(D, NC, terms) * nq, nb * NC);

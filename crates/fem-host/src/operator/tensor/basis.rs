@@ -137,28 +137,26 @@ fn cube<const N: usize, const NN: usize>(m: &[f64], _: usize, axis: usize, dims:
                 }
             }
         }
+        // each plane's lines of N (axis 1), or the one block of planes
+        // of N² (axis 2)
         1 => {
             for (o, inp) in out[..NN * planes].chunks_exact_mut(NN).zip(input.chunks_exact(NN)) {
-                for r in 0..N {
-                    let mut acc = [0.0; N];
-                    for l in 0..N {
-                        let c = row(r)[l];
-                        (0..N).for_each(|i| acc[i] += c * inp[l * N + i]);
-                    }
-                    o[r * N..][..N].copy_from_slice(&acc);
-                }
+                scaled_lines::<N, N>(m, inp, o);
             }
         }
-        _ => {
-            for r in 0..N {
-                let mut acc = [0.0; NN];
-                for l in 0..N {
-                    let c = row(r)[l];
-                    (0..NN).for_each(|i| acc[i] += c * input[l * NN + i]);
-                }
-                out[r * NN..][..NN].copy_from_slice(&acc);
-            }
+        _ => scaled_lines::<N, NN>(m, input, out),
+    }
+}
+
+/// `out` line r = Σ_l m\[r\]\[l\] · `input` line l, for the N × N matrix
+/// `m` on N contiguous lines of L values.
+fn scaled_lines<const N: usize, const L: usize>(m: &[f64], input: &[f64], out: &mut [f64]) {
+    for (r, row) in m[..N * N].chunks_exact(N).enumerate() {
+        let mut acc = [0.0; L];
+        for (&c, line) in row.iter().zip(input.chunks_exact(L)) {
+            acc.iter_mut().zip(line).for_each(|(a, b)| *a += c * b);
         }
+        out[r * L..][..L].copy_from_slice(&acc);
     }
 }
 
