@@ -121,6 +121,10 @@ fn gpu_boundary_terms_equal_the_cpus() {
         let (setup, start) = setup(&cpu, &s);
         // the device's map of the tangent's entries, facets and fixed rows included, is the host's
         assert_eq!(setup.entry_pos_on(&gpu).unwrap(), setup.entry_pos(), "{:?} p{}", s.shape, s.degree);
+        // and its map of the residual's rows
+        let residual = setup.residual_pos();
+        assert!(residual.contains(&u32::MAX) && residual.iter().any(|&r| r != u32::MAX));
+        assert_eq!(setup.residual_pos_on(&gpu).unwrap(), (residual, setup.fixed_mask()), "{:?} p{}", s.shape, s.degree);
         let (u_c, c) = newton(&cpu, &setup, &start, Precond::Jacobi);
         let (u_g, g) = newton(&gpu, &setup, &start, Precond::Jacobi);
         assert_eq!(c.steps.len(), g.steps.len());

@@ -32,6 +32,18 @@ pub unsafe fn index_in_row(r: usize, c: u32, row_ptr: *const u32, col: *const u3
     core::slice::from_raw_parts(col.add(lo), hi - lo).binary_search(&c).ok()
 }
 
+/// The residual's row for an E-vector entry gathered from row `r`:
+/// [`NONE`] where `fixed` (a fixed row takes no sum) or `r` is none
+/// itself. The host's residual map and the device's come from it.
+#[inline(always)]
+pub fn residual_row(r: u32, fixed: bool) -> u32 {
+    if r == NONE || fixed {
+        NONE
+    } else {
+        r
+    }
+}
+
 /// The slot of the element entry coupling map entries `mi` (its row) and
 /// `mj` (its column), [`NONE`] where the entry does not enter the matrix
 /// (a missing DOF or a fixed row or column) or the pattern lacks it.

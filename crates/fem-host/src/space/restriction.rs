@@ -124,6 +124,12 @@ impl GpuRestriction {
         Ok(Self { map: gpu.htod(map)?, rows })
     }
 
+    /// The restriction of a `map` made on the device onto `rows` global
+    /// rows.
+    pub fn on_device(map: CudaSlice<u32>, rows: usize) -> Self {
+        Self { map, rows }
+    }
+
     /// A second copy on the device (benchmarks cycle through copies to
     /// find their data out of L2).
     pub fn replica(&self, gpu: &CudaBackend) -> Result<Self> {

@@ -5,7 +5,7 @@
 
 use crate::device::grid_stride_fold;
 use crate::cells::{map_entry, picked_node_entry, vertex_entry};
-use crate::slots::{ell_column, entry_slot, gathered_entry_slot, slot};
+use crate::slots::{ell_column, entry_slot, gathered_entry_slot, residual_row, slot};
 use fem_core::Real;
 use fem_macros::kernel;
 
@@ -27,6 +27,24 @@ pub unsafe fn entry_slots(ne: usize, nb: usize, map: *const u32, row_ptr: *const
 #[kernel]
 pub unsafe fn gathered_entry_slots(n: usize, nl: usize, rows: *const u32, fixed: *const f64, row_ptr: *const u32, col: *const u32, pos: *mut u32) {
     grid_stride_fold(n, (), |(), t| *pos.add(t) = gathered_entry_slot(t, nl, rows, |r| *fixed.add(r) != 0.0, row_ptr, col));
+}
+
+/// `out[t]` = the residual's row of E-vector entry `t` gathered from
+/// `rows[t]` ([`residual_row`]: none where `fixed[row]` is nonzero), over
+/// `n` entries.
+#[kernel]
+pub unsafe fn residual_rows(n: usize, rows: *const u32, fixed: *const f64, out: *mut u32) {
+    grid_stride_fold(n, (), |(), t| {
+        let r = *rows.add(t);
+        *out.add(t) = residual_row(r, r != crate::sparse::NONE && *fixed.add(r as usize) != 0.0);
+    });
+}
+
+/// `out[r]` = 1 where `flags[r]` is nonzero, 0 elsewhere, over `n` rows:
+/// a product's mask of fixed rows from their one-byte flags.
+#[kernel]
+pub unsafe fn flag_mask(n: usize, flags: *const u8, out: *mut f64) {
+    grid_stride_fold(n, (), |(), r| *out.add(r) = if *flags.add(r) != 0 { 1.0 } else { 0.0 });
 }
 
 /// `out[k·ld + r]` = the column of ELLPACK slot `k` of row `r`, over the

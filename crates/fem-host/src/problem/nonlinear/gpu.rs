@@ -18,6 +18,7 @@ use crate::space::restriction::GpuRestriction;
 use crate::sparse::assembly::gather_matrix;
 use crate::sparse::cusparse::CusparseCsr;
 use crate::sparse::device::{blocks_of, gpu_scatter_add, prepare_gpu, GpuEllWarp};
+use rayon::prelude::*;
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
 use crate::sparse::{Spmv, SpmvFormat};
@@ -57,12 +58,52 @@ fn entry_slots<K: Kernels<f64>>(gpu: &CudaBackend, setup: &Setup<K>, rows: &Cuda
     Ok(pos)
 }
 
+/// The residual's map ([`Setup::residual_pos`]: the gathered `rows`,
+/// none where `fixed`) made on the device from the maps it holds: the
+/// host neither computes nor sends it (at 6.3M rows of Q1, 100 MB).
+fn residual_rows(gpu: &CudaBackend, rows: &CudaSlice<u32>, fixed: &CudaSlice<f64>) -> Result<CudaSlice<u32>> {
+    let n = rows.len();
+    if n == 0 {
+        return Ok(gpu.stream().null()?);
+    }
+    gpu.ensure_free(n * 4)?;
+    let mut out = gpu.stream().alloc_zeros::<u32>(n)?;
+    let f = gpu.function("fem_residual_rows")?;
+    // SAFETY: `rows` holds rows of `fixed` or NONE; `out` as long as `rows`
+    unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(rows).arg(fixed).arg(&mut out).launch(gpu.per_item(n)) }?;
+    Ok(out)
+}
+
+/// The mask of the `fixed` rows ([`Setup::fixed_mask`]) made on the
+/// device from one byte a row: the host sends an eighth of it (at 6.3M
+/// rows, 6 MB rather than 50).
+fn fixed_mask_on(gpu: &CudaBackend, fixed: &[bool]) -> Result<CudaSlice<f64>> {
+    let n = fixed.len();
+    if n == 0 {
+        return Ok(gpu.stream().null()?);
+    }
+    gpu.ensure_free(n * 9)?;
+    let flags = gpu.htod(&fixed.par_iter().map(|&f| f as u8).collect::<Vec<u8>>())?;
+    let mut out = gpu.stream().alloc_zeros::<f64>(n)?;
+    // SAFETY: `flags` and `out` hold n rows each
+    unsafe { gpu.stream().launch_builder(&gpu.function("fem_flag_mask")?).arg(&n).arg(&flags).arg(&mut out).launch(gpu.per_item(n)) }?;
+    Ok(out)
+}
+
 impl<K: Kernels<f64>> Setup<K> {
+    /// [`Setup::residual_pos`] and [`Setup::fixed_mask`] as the GPU makes
+    /// them, brought back: for comparison with the host's.
+    pub fn residual_pos_on(&self, gpu: &CudaBackend) -> Result<(Vec<u32>, Vec<f64>)> {
+        let rows = GpuRestriction::of_map(gpu, &self.gather, self.n_rows())?;
+        let fixed = fixed_mask_on(gpu, &self.fixed)?;
+        Ok((gpu.dtoh(&residual_rows(gpu, &rows.map, &fixed)?)?, gpu.dtoh(&fixed)?))
+    }
+
     /// [`Setup::entry_pos`] as the GPU makes it for Newton's assembly,
     /// brought back: for comparison with the host's.
     pub fn entry_pos_on(&self, gpu: &CudaBackend) -> Result<Vec<u32>> {
         let rows = GpuRestriction::of_map(gpu, &self.gather, self.n_rows())?;
-        let pos = entry_slots(gpu, self, &rows.map, &gpu.upload(&self.fixed_mask())?)?;
+        let pos = entry_slots(gpu, self, &rows.map, &fixed_mask_on(gpu, &self.fixed)?)?;
         let mut v = gpu.dtoh(&pos)?;
         v.truncate(self.entry_len());
         Ok(v)
@@ -173,24 +214,28 @@ impl NewtonOps for CudaBackend {
         let nf = setup.facets.as_ref().map_or(0, |t| t.len());
         let sizes = NewtonSizes { elements: ne + nf, n_local: nl, rows: setup.n_rows(), nnz: setup.csr.nnz() };
         self.ensure_free(sizes.device_bytes(lma, scatter == Scatter::Spmv))?;
-        // made once, read by the residual's sum and its restriction
-        let residual_pos = setup.residual_pos();
-        let sums = match scatter {
-            Scatter::Spmv => {
+        // the residual's map: the host's where its gather matrix is made
+        // there (once, for the matrix and the restriction), else made on
+        // the device
+        let host_residual = (scatter == Scatter::Spmv).then(|| setup.residual_pos());
+        let sums = match &host_residual {
+            Some(residual_pos) => {
                 let (cpu, cusparse) = (CpuBackend::new(None)?, tangent == Some(SpmvFormat::Cusparse));
                 let tangent = if lma { None } else { Some(GatherSum::new(self, &cpu, setup.entry_pos(), setup.csr.nnz(), cusparse)?) };
-                [Some(GatherSum::new(self, &cpu, &residual_pos, setup.n_rows(), cusparse)?), tangent]
+                [Some(GatherSum::new(self, &cpu, residual_pos, setup.n_rows(), cusparse)?), tangent]
             }
-            _ => [None, None],
+            None => [None, None],
         };
         let gather = GpuRestriction::of_map(self, &setup.gather, setup.n_rows())?;
         let physics = match &setup.cells {
             Some(cells) => GpuPointwise::from_nodes(self, &setup.physics, cells, &gather.map)?,
             None => GpuPointwise::new(self, &setup.physics)?,
         };
-        let residual = GpuRestriction::of_map(self, &residual_pos, setup.n_rows())?;
-        drop(residual_pos);
-        let fixed = self.upload(&setup.fixed_mask())?;
+        let fixed = fixed_mask_on(self, &setup.fixed)?;
+        let residual = match host_residual {
+            Some(pos) => GpuRestriction::of_map(self, &pos, setup.n_rows())?,
+            None => GpuRestriction::on_device(residual_rows(self, &gather.map, &fixed)?, setup.n_rows()),
+        };
         // the atomic adds' map only where they sum the tangent
         let entry_pos = if lma || scatter == Scatter::Spmv { s.alloc_zeros(1)? } else { entry_slots(self, setup, &gather.map, &fixed)? };
         let base = self.upload(&setup.residual_base)?;

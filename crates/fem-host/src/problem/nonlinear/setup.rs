@@ -272,9 +272,10 @@ impl<K: Kernels<f64>> Setup<K> {
 
     /// Global row of every element-residual entry (the gather map's),
     /// `NONE` in fixed rows: made where a backend reads it, as it follows
-    /// from the map and the fixed rows, rather than held beside them.
+    /// from the map and the fixed rows, rather than held beside them (the
+    /// GPU makes its own, [`fem_kernels::slots::residual_row`] for both).
     pub fn residual_pos(&self) -> Vec<u32> {
-        self.gather.par_iter().map(|&r| if self.fixed[r as usize] { NONE } else { r }).collect()
+        self.gather.par_iter().map(|&r| fem_kernels::slots::residual_row(r, r != NONE && self.fixed[r as usize])).collect()
     }
 
     /// Entries of all element tangents: the length of [`Setup::entry_pos`].
@@ -289,7 +290,7 @@ impl<K: Kernels<f64>> Setup<K> {
 
     /// 1 in fixed rows, 0 in free ones: what a product multiplies `x` by
     /// to keep the fixed rows.
-    pub(crate) fn fixed_mask(&self) -> Vec<f64> {
+    pub fn fixed_mask(&self) -> Vec<f64> {
         self.fixed.par_iter().map(|&f| f as u8 as f64).collect()
     }
 }
