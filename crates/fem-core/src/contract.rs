@@ -18,18 +18,23 @@ use crate::Real;
 use core::ops::Range;
 
 /// Adds one point's `Σ_{h ∈ rows, l ∈ cols} t(h, i) g(h, l) t(l, j)` to
-/// `k[i][j]` for every `i, j < N`: `t(h, i)` is row `h` (0 the value, 1..
-/// the derivatives) of basis function `i` at the point, `g` the point's
-/// matrix. `rows` and `cols` skip the rows and columns of `g` known to be
-/// zero (constants after inlining); `c` is scratch for `g t`.
+/// `k[i·ld + j·STEP]` for every `i, j < N`: `t(h, i)` is row `h` (0 the
+/// value, 1.. the derivatives) of basis function `i` at the point, `g` the
+/// point's matrix. `rows` and `cols` skip the rows and columns of `g`
+/// known to be zero (constants after inlining); `c` is scratch for `g t`.
+/// `k` is a row-major `N × N` block (`ld = N`, `STEP = 1`) or one
+/// component block of an interleaved vector element matrix written in
+/// place (`ld = NC·N·NC`, `STEP = NC`), so a matrix too large for a
+/// thread's stack is not held there.
 #[inline(always)]
-pub fn add_point<T: Real, const N: usize, const H: usize>(
+pub fn add_point<T: Real, const N: usize, const H: usize, const STEP: usize>(
     t: impl Fn(usize, usize) -> T,
     g: impl Fn(usize, usize) -> T,
     rows: Range<usize>,
     cols: Range<usize>,
     c: &mut [[T; N]; H],
-    k: &mut [[T; N]; N],
+    k: &mut [T],
+    ld: usize,
 ) {
     for h in rows.clone() {
         let ch = &mut c[h];
@@ -41,11 +46,18 @@ pub fn add_point<T: Real, const N: usize, const H: usize>(
             }
         }
     }
-    for (i, ki) in k.iter_mut().enumerate() {
+    for i in 0..N {
+        let ki = &mut k[i * ld..i * ld + (N - 1) * STEP + 1];
         for h in rows.clone() {
             let (s, ch) = (t(h, i), &c[h]);
-            for (kj, &cj) in ki.iter_mut().zip(ch) {
-                *kj += s * cj;
+            if STEP == 1 {
+                for (kj, &cj) in ki.iter_mut().zip(ch) {
+                    *kj += s * cj;
+                }
+            } else {
+                for (kj, &cj) in ki.iter_mut().step_by(STEP).zip(ch) {
+                    *kj += s * cj;
+                }
             }
         }
     }
@@ -166,7 +178,10 @@ mod tests {
         let g = |h: usize, l: usize| ((h * 5 + l * 2) % 7) as f64 * 0.25 - 0.6;
         for (rows, cols) in [(0..4, 0..4), (1..4, 1..4), (0..1, 1..4), (1..4, 0..1), (0..1, 0..1)] {
             let (mut c, mut k) = ([[0.0; N]; 4], [[1.0; N]; N]);
-            add_point::<f64, N, 4>(t, g, rows.clone(), cols.clone(), &mut c, &mut k);
+            add_point::<f64, N, 4, 1>(t, g, rows.clone(), cols.clone(), &mut c, k.as_flattened_mut(), N);
+            // block (1, 0) of a two-component interleaved matrix, in place
+            let mut blocks = [1.0; 4 * N * N];
+            add_point::<f64, N, 4, 2>(t, g, rows.clone(), cols.clone(), &mut c, &mut blocks[2 * N..], 4 * N);
             for i in 0..N {
                 for j in 0..N {
                     let mut want = 1.0;
@@ -176,6 +191,11 @@ mod tests {
                         }
                     }
                     assert!((k[i][j] - want).abs() < 1e-12 * want.abs().max(1.0), "({i}, {j}) rows {rows:?} cols {cols:?}: {} != {want}", k[i][j]);
+                    for (ci, ei) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                        let v = blocks[(2 * i + ci) * 2 * N + 2 * j + ei];
+                        let w = if (ci, ei) == (1, 0) { want } else { 1.0 };
+                        assert!((v - w).abs() < 1e-12 * w.abs().max(1.0), "block ({ci}, {ei}) ({i}, {j}): {v} != {w}");
+                    }
                 }
             }
         }

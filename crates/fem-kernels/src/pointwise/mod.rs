@@ -510,12 +510,15 @@ pub fn cell_jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC
 /// The element matrix of one cell on a CPU core, row-major in `out`: the
 /// physics' point values at each quadrature point contracted with the
 /// basis rows by [`contract::add_point`] (unit-stride axpys over the trial
-/// functions, which vectorise), blocks of components kept apart until the
-/// end. Rows and columns of the point values that the physics' terms leave
-/// zero (the value rows of a pure g3 physics) are skipped. Equals
-/// [`cell_jacobian`], the GPU fallback's entry-by-entry order, up to
-/// rounding. The matrix lives on the stack: `NC² NB²` values (295 KB for
-/// vector Q3 hexahedra).
+/// functions, which vectorise). Rows and columns of the point values that
+/// the physics' terms leave zero (the value rows of a pure g3 physics) are
+/// skipped. Equals [`cell_jacobian`], the GPU fallback's entry-by-entry
+/// order, up to rounding. A scalar matrix is summed in `out` itself; the
+/// blocks of a vector field's are kept apart on the stack, where they
+/// stay unit-stride, while they fit [`STACK_MATRIX_BYTES`] (vector Q3
+/// hexahedra: 295 KB), and are summed in `out` with stride `NC` beyond
+/// (a worker thread's stack is 2 MB; vector Q4 hexahedra need 1.1 MB,
+/// scalar Q8 4.3 MB).
 ///
 /// [`contract::add_point`]: fem_core::contract::add_point
 #[inline(always)]
@@ -527,13 +530,66 @@ pub fn cell_jacobian_cpu<T: Real, P: Physics<T, D, NC, NA>, const D: usize, cons
     time: T,
     out: &mut [T],
 ) {
+    if NC > 1 && NC * NC * NB * NB * core::mem::size_of::<T>() <= STACK_MATRIX_BYTES {
+        jacobian_blocks_on_stack::<T, P, D, NC, NA, NB, NV, NQ, AUXN>(tab, u, x, a, time, out);
+    } else {
+        let n = NB * NC;
+        out[..n * n].fill(T::ZERO);
+        jacobian_points::<T, P, D, NC, NA, NB, NV, NQ, AUXN>(tab, u, x, a, time, true, out);
+    }
+}
+
+/// The largest vector element matrix [`cell_jacobian_cpu`] sums on the
+/// stack, in bytes.
+pub const STACK_MATRIX_BYTES: usize = 512 << 10;
+
+/// [`cell_jacobian_cpu`] for a vector matrix small enough for the stack:
+/// its component blocks summed apart, then interleaved into `out`.
+#[inline(never)]
+fn jacobian_blocks_on_stack<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+    tab: &[T],
+    u: &[T],
+    x: &[T],
+    a: &[T],
+    time: T,
+    out: &mut [T],
+) {
+    let mut k = [[[[T::ZERO; NB]; NB]; NC]; NC];
+    jacobian_points::<T, P, D, NC, NA, NB, NV, NQ, AUXN>(tab, u, x, a, time, false, k.as_flattened_mut().as_flattened_mut().as_flattened_mut());
+    let n = NB * NC;
+    for (c, kc) in k.iter().enumerate() {
+        for (e, kce) in kc.iter().enumerate() {
+            for (b, kb) in kce.iter().enumerate() {
+                for (bj, &v) in kb.iter().enumerate() {
+                    out[(b * NC + c) * n + bj * NC + e] = v;
+                }
+            }
+        }
+    }
+}
+
+/// The sum over the points of [`cell_jacobian_cpu`] into `k`: the
+/// interleaved element matrix (`interleaved`, each component block with
+/// column stride `NC`), or its `NC × NC` blocks one after the other, each
+/// row-major with unit stride.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn jacobian_points<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool>(
+    tab: &[T],
+    u: &[T],
+    x: &[T],
+    a: &[T],
+    time: T,
+    interleaved: bool,
+    k: &mut [T],
+) {
     let (stride, t) = (row_len(D, NB, NV), P::TERMS.g);
     // test rows: the value with g0 or g1, the derivatives with g2 or g3;
     // trial columns: the value with g0 or g2, the derivatives with g1 or g3
     let rows = if t[0] || t[1] { 0 } else { 1 }..if t[2] || t[3] { D + 1 } else { 1 };
     let cols = if t[0] || t[2] { 0 } else { 1 }..if t[1] || t[3] { D + 1 } else { 1 };
-    let mut k = [[[[T::ZERO; NB]; NB]; NC]; NC];
     let mut scratch = [[T::ZERO; NB]; 4];
+    let n = NB * NC;
     for q in 0..NQ {
         let row = &tab[q * stride..(q + 1) * stride];
         let mut g = [[[[T::ZERO; 4]; 4]; NC]; NC];
@@ -542,18 +598,14 @@ pub fn cell_jacobian_cpu<T: Real, P: Physics<T, D, NC, NA>, const D: usize, cons
             g[c][e][h][l] = v;
         });
         let basis = |h: usize, b: usize| at(row, 1 + b * (1 + D) + h);
-        for (c, kc) in k.iter_mut().enumerate() {
-            for (e, kce) in kc.iter_mut().enumerate() {
-                fem_core::contract::add_point::<T, NB, 4>(basis, |h, l| g[c][e][h][l], rows.clone(), cols.clone(), &mut scratch, kce);
-            }
-        }
-    }
-    let n = NB * NC;
-    for (c, kc) in k.iter().enumerate() {
-        for (e, kce) in kc.iter().enumerate() {
-            for (b, kb) in kce.iter().enumerate() {
-                for (bj, &v) in kb.iter().enumerate() {
-                    out[(b * NC + c) * n + bj * NC + e] = v;
+        for c in 0..NC {
+            for e in 0..NC {
+                let gce = |h: usize, l: usize| g[c][e][h][l];
+                if NC == 1 || !interleaved {
+                    let block = &mut k[(c * NC + e) * NB * NB..];
+                    fem_core::contract::add_point::<T, NB, 4, 1>(basis, gce, rows.clone(), cols.clone(), &mut scratch, block, NB);
+                } else {
+                    fem_core::contract::add_point::<T, NB, 4, NC>(basis, gce, rows.clone(), cols.clone(), &mut scratch, &mut k[c * n + e..], n * NC);
                 }
             }
         }
