@@ -222,6 +222,32 @@ fn every_tangent_storage_on_the_gpu_gives_the_cpus_solution() {
     }
 }
 
+/// From Q4 to Q8 the GPU's partially assembled tangent gives the CPU's
+/// solution in as many Krylov iterations, its residuals one thread per
+/// cell.
+#[test]
+fn high_degree_hexahedra_solve_partially_assembled_on_the_gpu() {
+    use fem::host::problem::nonlinear::Assembly;
+    let Some(gpu) = common::gpu("high_degree_hexahedra_solve_partially_assembled_on_the_gpu") else { return };
+    let (gpu, cpu) = (AnyBackend::Cuda(gpu), AnyBackend::Cpu(CpuBackend::new(None).unwrap()));
+    let tensor = |n| {
+        let m = BoxMesh::unstructured(3, n, 3).build().unwrap();
+        GmshMesh::from_box_mesh(&m, &vec![0; m.n_cells()], &["domain"]).unwrap()
+    };
+    let cases = [(tensor(2), Physics::Poisson, 4), (tensor(2), Physics::Poisson, 8), (tensor(2), Physics::Elasticity, 4), (tensor(1), Physics::Elasticity, 8)];
+    for (file, physics, degree) in &cases {
+        let mut o = options(*physics, *degree);
+        o.newton.assembly = Assembly::Partial;
+        let (_, want, on_cpu) = run(&cpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+        let (_, got, report) = run(&gpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+        let label = format!("{physics:?} p = {degree}: {}", report.newton.kernels);
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(report.newton.converged && report.newton.kernels.contains("partially assembled") && diff <= 1e-10 * scale, "{label}: {diff:e} of {scale:e}");
+        assert!(report.newton.krylov_iterations.abs_diff(on_cpu.newton.krylov_iterations) <= 1, "{label}: GPU {} CPU {}", report.newton.krylov_iterations, on_cpu.newton.krylov_iterations);
+    }
+}
+
 /// Ranks on the GPUs (threads of this process, each with its own CUDA
 /// backend, rank r on GPU r mod the GPUs) solve as the CPU does on one
 /// rank: the halo's device gather and ghost writes (through NCCL where

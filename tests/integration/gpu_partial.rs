@@ -89,7 +89,10 @@ fn points_match<K: Kernels<f64>>(gpu: &fem::host::CudaBackend, aux: impl Fn(&Spa
         let space = Space::tensor(&BoxMesh::unstructured(3, 3, 5).build().unwrap(), v.degree).unwrap();
         let (a, nodal) = aux(&space);
         let op = Pointwise::<f64, K>::new(&space, Some(v.nq), if nodal { Aux::Nodal(&a) } else { Aux::Cell(&a) }).unwrap();
-        let u: Vec<f64> = random(space.n_cells() * v.n_local(), 9).iter().map(|x| scale * x).collect();
+        // nodal values small against the nodes' spacing (∼ 1 / p²), so
+        // that a nonlinear physics' points do not invert
+        let size = scale / (v.degree * v.degree) as f64;
+        let u: Vec<f64> = random(space.n_cells() * v.n_local(), 9).iter().map(|x| size * x).collect();
         let want = op.points_cpu(&cpu, &u).unwrap();
         let dev = GpuPointwise::new(gpu, &op).unwrap();
         let mut out = gpu.zeros::<f64>(want.len()).unwrap();
@@ -97,6 +100,9 @@ fn points_match<K: Kernels<f64>>(gpu: &fem::host::CudaBackend, aux: impl Fn(&Spa
         let err = rel(&gpu.download(&out).unwrap(), &want);
         assert!(err < 1e-13, "{} p = {}: point data {err:e}", K::NAME, v.degree);
         // the element matrices from the point data: the element kernels' Jacobian
+        if !common::element_matrices_testable(v, common::CPU_PRODUCTS) {
+            continue;
+        }
         let kernels = op.jacobian_cpu(&cpu, &u).unwrap();
         let partial = GpuPartial::new(gpu, v, space.n_cells()).unwrap();
         let mut k = gpu.zeros::<f64>(kernels.len()).unwrap();

@@ -304,12 +304,12 @@ fn check_jacobian<K: Kernels<f64>>(v: &Variant, space: &Space, aux: Aux<'_>) {
 
 #[test]
 fn element_matrices_are_the_derivative_of_the_residual() {
-    for v in <Poisson as Kernels<f64>>::VARIANTS {
+    for v in <Poisson as Kernels<f64>>::VARIANTS.iter().filter(|v| common::element_matrices_testable(v, common::CPU_PRODUCTS)) {
         let space = space_for(v, 2);
         let aux = poisson_aux(&space);
         check_jacobian::<Poisson>(v, &space, Aux::Nodal(&aux));
     }
-    for v in <Elasticity as Kernels<f64>>::VARIANTS {
+    for v in <Elasticity as Kernels<f64>>::VARIANTS.iter().filter(|v| common::element_matrices_testable(v, common::CPU_PRODUCTS)) {
         let space = space_for(v, 2);
         let params = lame(space.n_cells());
         check_jacobian::<Elasticity>(v, &space, Aux::Cell(&params));
@@ -379,12 +379,15 @@ fn assembled_poisson_jacobian_is_the_p1_stiffness_matrix() {
 fn neo_hookean_element_matrices_are_the_derivative_of_the_residual() {
     use fem::kernels::physics::NeoHookean;
     let cpu = cpu();
-    for v in <NeoHookean as Kernels<f64>>::VARIANTS {
+    for v in <NeoHookean as Kernels<f64>>::VARIANTS.iter().filter(|v| common::element_matrices_testable(v, common::CPU_PRODUCTS)) {
         let space = space_for(v, 2);
         let params = lame(space.n_cells());
         let op = Pointwise::<f64, NeoHookean>::new(&space, Some(v.nq), Aux::Cell(&params)).unwrap();
         let nl = v.n_local();
-        let ue: Vec<f64> = space.gather(v.nc, &random(space.n_dofs * v.nc, 5)).iter().map(|x| 0.05 * x).collect();
+        // displacements small against the nodes' spacing (∼ 1 / p²), so
+        // that no point inverts
+        let size = 0.05 / (v.degree * v.degree) as f64;
+        let ue: Vec<f64> = space.gather(v.nc, &random(space.n_dofs * v.nc, 5)).iter().map(|x| size * x).collect();
         let dir: Vec<f64> = space.gather(v.nc, &random(space.n_dofs * v.nc, 6));
         let eps = 1e-6;
         let shifted = |s: f64| op.residual_cpu(&cpu, &ue.iter().zip(&dir).map(|(u, d)| u + s * eps * d).collect::<Vec<_>>()).unwrap();

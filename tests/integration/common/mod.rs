@@ -129,8 +129,22 @@ pub fn rel_err<T: Scalar>(a: &[T], b: &[f64]) -> f64 {
         / scale
 }
 
-/// The space of a pointwise variant on a perturbed, shuffled mesh of `n`
-/// divisions per direction (simplices split from the grid, or its cells).
+/// Whether a test computes `v`'s element matrices on every cell: at most
+/// `products` products of an entry and a point a cell. Element matrices
+/// cost `n_local² · nq` a cell, which partial assembly avoids at high
+/// degree; tests of those variants compare products and residuals
+/// instead. [`CPU_PRODUCTS`] takes scalar Q5 and vector Q4 hexahedra,
+/// [`GPU_PRODUCTS`] scalar Q4 and vector Q2: the GPU's one-thread-per-cell
+/// kernel sums each entry apart, in one thread a cell.
+pub fn element_matrices_testable(v: &Variant, products: usize) -> bool {
+    v.n_local().pow(2) * v.nq <= products
+}
+
+/// [`element_matrices_testable`]'s bound for the CPU's element matrices.
+pub const CPU_PRODUCTS: usize = 1 << 25;
+/// [`element_matrices_testable`]'s bound for the GPU's.
+pub const GPU_PRODUCTS: usize = 1 << 21;
+
 pub fn pointwise_space(v: &Variant, n: usize) -> Space {
     let d = v.dim();
     if v.shape.is_simplex() {

@@ -10,12 +10,14 @@
 use fem_macros::fem_kernel;
 
 /// Neo-Hookean hyperelasticity, `D` displacement components, with cellwise
-/// Lamé parameters; P1/P2 simplices and Q1 tensor cells in `f64`.
+/// Lamé parameters; P1/P2 simplices, Q1 quadrilaterals and Q1–Q8
+/// hexahedra in `f64`.
 #[fem_kernel(
     components = dim,
     aux = 2,
     aux_space = cell,
-    elements(tri(p = 1, q = 1), tri(p = 2, q = 3), tet(p = 1, q = 1), tet(p = 2, q = 4), quad(p = 1, q = 4), hex(p = 1, q = 8)),
+    elements(tri(p = 1, q = 1), tri(p = 2, q = 3), tet(p = 1, q = 1), tet(p = 2, q = 4), quad(p = 1, q = 4), hex(p = 1, q = 8), hex(p = 2, q = 27), hex(p = 3, q = 64),
+        hex(p = 4, q = 125), hex(p = 5, q = 216), hex(p = 6, q = 343), hex(p = 7, q = 512), hex(p = 8, q = 729)),
     precision(f64),
     gpu_cfg(feature = "entry-points")
 )]

@@ -5,7 +5,7 @@
 use fem_macros::fem_kernel;
 
 /// The scalar Poisson problem with nodal κ and f; P1/P2 simplices and
-/// Q1–Q3 tensor cells in `f32` and `f64`.
+/// Q1–Q8 tensor cells in `f32` and `f64`.
 #[fem_kernel(
     components = 1,
     aux = 2,
@@ -14,7 +14,9 @@ use fem_macros::fem_kernel;
         tri(p = 1, q = 1), tri(p = 2, q = 3), tri(p = 2, q = 6),
         tet(p = 1, q = 1), tet(p = 2, q = 4),
         quad(p = 1, q = 4), quad(p = 2, q = 9), quad(p = 3, q = 16),
-        hex(p = 1, q = 8), hex(p = 2, q = 27), hex(p = 3, q = 64)
+        quad(p = 4, q = 25), quad(p = 5, q = 36), quad(p = 6, q = 49), quad(p = 7, q = 64), quad(p = 8, q = 81),
+        hex(p = 1, q = 8), hex(p = 2, q = 27), hex(p = 3, q = 64),
+        hex(p = 4, q = 125), hex(p = 5, q = 216), hex(p = 6, q = 343), hex(p = 7, q = 512), hex(p = 8, q = 729)
     ),
     precision(f32, f64),
     gpu_cfg(feature = "entry-points")

@@ -162,9 +162,25 @@ impl<T: Scalar> GpuPointwise<T> {
     /// Element residuals (`false`) or matrices (`true`) with one thread
     /// per cell from global memory (the `_cell` entry points): for
     /// variants whose thread-transposition launch does not fit shared
-    /// memory ([`Transposition::fitting`] says so).
+    /// memory ([`Transposition::fitting`] says so). Refused where a
+    /// thread's values exceed [`THREAD_LOCAL_LIMIT`] (vector Q7 and Q8
+    /// hexahedra's element matrices, which Newton makes from partial
+    /// assembly's point data instead).
     pub fn evaluate_cells(&self, gpu: &CudaBackend, jacobian: bool, u: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
-        let nl = self.variant.n_local();
+        let v = &self.variant;
+        let local = cell_thread_bytes(v, jacobian, T::BYTES);
+        if local > THREAD_LOCAL_LIMIT {
+            let what = if jacobian { "element matrices" } else { "residuals" };
+            return Err(Error::InvalidArgument(format!(
+                "the GPU's {what} of {} Q{} with {} components hold {} KB a thread, above the {} KB a GPU thread may have: use partial assembly (--format partial) for this degree",
+                v.shape.name(),
+                v.degree,
+                v.nc,
+                local >> 10,
+                THREAD_LOCAL_LIMIT >> 10
+            )));
+        }
+        let nl = v.n_local();
         if u.len() < self.n_cells * nl || out.len() < self.out_len(jacobian) {
             return Err(Error::InvalidArgument(format!("E-vectors of {} and {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
         }
@@ -231,6 +247,20 @@ impl<T: Scalar> GpuPointwise<T> {
     }
 }
 
+/// Local memory a GPU thread may address (CUDA's limit on every
+/// architecture fem builds for).
+pub const THREAD_LOCAL_LIMIT: usize = 512 << 10;
+
+/// Bytes a `_cell` thread holds for its cell's point values: the
+/// physics' `[c][e][4][4]` blocks at every point for element matrices,
+/// its `[c][4]` fluxes for a residual (`cell_jacobian`, `cell_residual`).
+/// Vector Q7 and Q8 hexahedra's element matrices in f64 exceed
+/// [`THREAD_LOCAL_LIMIT`].
+pub fn cell_thread_bytes(v: &Variant, jacobian: bool, bytes: usize) -> usize {
+    let per_point = if jacobian { v.nc * v.nc * 16 } else { v.nc * 4 };
+    v.nq * per_point * bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +269,36 @@ mod tests {
     /// A launch shrinks to the blocks that fit the shared memory given,
     /// and a variant whose single block does not fit is refused, which
     /// sends the solvers to the one-thread-per-cell entry points.
+    /// The `_cell` element-matrix kernels' local frames are what
+    /// `cell_thread_bytes` says, to a little scratch (or less, where the
+    /// compiler keeps the values in registers), so the refusal falls where
+    /// the hardware's limit does; vector Q7 hexahedra are past it.
+    #[test]
+    fn cell_thread_bytes_bound_the_element_kernels_frames() {
+        use fem_kernels::physics::{NeoHookean, Poisson};
+        use fem_kernels::pointwise::Kernels;
+        let Some(ptx) = fem_kernels::KERNELS_PTX.sources.first().map(|s| s.ptx) else {
+            eprintln!("cell_thread_bytes_bound_the_element_kernels_frames: skipped (built without PTX)");
+            return;
+        };
+        let variants = <Poisson as Kernels<f64>>::VARIANTS.iter().chain(<Elasticity as Kernels<f64>>::VARIANTS).chain(<NeoHookean as Kernels<f64>>::VARIANTS);
+        let mut large = 0;
+        for v in variants {
+            let name = format!(".entry {}_cell_f64(", v.jacobian.expect("a Jacobian"));
+            let body = &ptx[ptx.find(&name).unwrap_or_else(|| panic!("{name} is not in the PTX"))..];
+            let body = &body[..body[1..].find(".entry ").map_or(body.len(), |e| e + 1)];
+            let depot = body.find("__local_depot").map_or(0, |i| {
+                let size = &body[i..];
+                let open = size.find('[').expect("a depot size");
+                size[open + 1..open + size[open..].find(']').expect("a closed size")].parse::<usize>().expect("a number")
+            });
+            let want = cell_thread_bytes(v, true, 8);
+            assert!(depot <= want + 4096 && (want < 65536 || depot >= want), "{name}: frame {depot} B, model {want} B");
+            large += usize::from(want > THREAD_LOCAL_LIMIT);
+        }
+        assert!(large >= 4, "vector Q7/Q8 hexahedra exceed the limit");
+    }
+
     #[test]
     fn fitting_shrinks_the_launch_then_refuses() {
         let v = <Elasticity as Kernels<f64>>::VARIANTS.iter().find(|v| v.shape.name() == "hex").expect("a hexahedral variant");

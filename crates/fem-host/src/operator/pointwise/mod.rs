@@ -21,7 +21,7 @@ pub mod partial;
 pub mod tuning;
 
 pub use facet::{FacetTerm, GpuFacetTerm};
-pub use gpu::{GpuPointwise, Transposition};
+pub use gpu::{cell_thread_bytes, GpuPointwise, Transposition, THREAD_LOCAL_LIMIT};
 pub use nodal::NodalCells;
 
 /// Cells per rayon task on the CPU.

@@ -423,6 +423,89 @@ mod tests {
         assert!(diff < 1e-9, "Newton: {diff:e}");
     }
 
+    /// R(v) on the CPU, the residual's physics part at the L-vector `v`.
+    fn residual_at<K: Kernels<f64> + 'static>(cpu: &CpuBackend, state: &<CpuBackend as NewtonOps>::State, setup: &Setup<K>, v: &[f64]) -> Vec<f64> {
+        let mut ue = vec![0.0; setup.gather.len()];
+        cpu.gather(state, &v.to_vec(), &mut ue).unwrap();
+        let mut relem = vec![0.0; padded(setup.gather.len(), Scatter::Atomic)];
+        cpu.elements(state, false, &ue, &mut relem).unwrap();
+        let mut r = vec![0.0; setup.n_rows()];
+        cpu.assemble(state, false, &relem, &mut r).unwrap();
+        r
+    }
+
+    /// The partially assembled tangent at a state of entries up to `size`
+    /// against the residual's derivative along a direction zero on the
+    /// fixed rows: `R(x) − R(0)` where the physics is linear (`size` 0),
+    /// a central difference of step 10⁻⁶ otherwise; the diagonal against
+    /// the product on unit vectors of some rows; fixed rows kept.
+    fn compare_partial_with_residuals<K: Kernels<f64> + 'static>(cpu: &CpuBackend, setup: &Setup<K>, size: f64, label: &str) {
+        let n = setup.n_rows();
+        let state = cpu.prepare(setup, None, Scatter::Atomic).unwrap();
+        let u: Vec<f64> = random(n, 1).iter().zip(&setup.fixed).map(|(v, &f)| if f { 0.0 } else { size * v }).collect();
+        let mut ue = vec![0.0; setup.gather.len()];
+        cpu.gather(&state, &u, &mut ue).unwrap();
+        let v = &setup.physics.variant;
+        let mut g = vec![0.0; setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(v)];
+        cpu.points(&state, &ue, &mut g).unwrap();
+        let x = random(n, 2);
+        let free: Vec<f64> = x.iter().zip(&setup.fixed).map(|(&x, &f)| if f { 0.0 } else { x }).collect();
+        let mut got = vec![0.0; n];
+        cpu.partial_product(&state, &g, &x, &mut got).unwrap();
+        let (want, tol): (Vec<f64>, f64) = if size == 0.0 {
+            let (r1, r0) = (residual_at(cpu, &state, setup, &free), residual_at(cpu, &state, setup, &u));
+            (r1.iter().zip(&r0).map(|(a, b)| a - b).collect(), 1e-11)
+        } else {
+            let h = 1e-6;
+            let shifted = |s: f64| -> Vec<f64> { u.iter().zip(&free).map(|(u, x)| u + s * x).collect() };
+            let (up, down) = (residual_at(cpu, &state, setup, &shifted(h)), residual_at(cpu, &state, setup, &shifted(-h)));
+            (up.iter().zip(&down).map(|(a, b)| (a - b) / (2.0 * h)).collect(), 1e-7)
+        };
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = (0..n).filter(|&r| !setup.fixed[r]).fold(0.0f64, |m, r| m.max((got[r] - want[r]).abs()));
+        assert!(got.iter().all(|v| v.is_finite()) && scale > 0.0 && diff <= tol * scale, "{label}: product {diff:e} of {scale:e}");
+        assert!(setup.fixed.iter().any(|&f| f) && setup.fixed.iter().zip(&got).zip(&x).all(|((&f, g), x)| !f || g == x), "{label}: fixed rows");
+        let mut d = vec![0.0; n];
+        cpu.partial_diagonal(&state, &g, &mut d).unwrap();
+        let rows: Vec<usize> = (0..n).filter(|&r| !setup.fixed[r]).step_by(n / 7).collect();
+        for r in rows {
+            let mut e = vec![0.0; n];
+            e[r] = 1.0;
+            cpu.partial_product(&state, &g, &e, &mut got).unwrap();
+            assert!((d[r] - got[r]).abs() <= 1e-12 * scale.max(d[r].abs()), "{label}: diagonal of row {r}: {} vs {}", d[r], got[r]);
+        }
+    }
+
+    /// From Q4 to Q8, where element matrices cost too much to compare
+    /// against (`n_local² · nq` a cell), partial assembly of every shipped
+    /// hexahedral physics applies as the residual's derivative, with that
+    /// diagonal: distorted cells where the pattern stays small, part of
+    /// the boundary held.
+    #[test]
+    fn partial_assembly_to_q8_is_the_residuals_derivative() {
+        use fem_kernels::physics::NeoHookean;
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let half = BoundaryPart::at("x < 1/2", |c| c[0] < 0.5);
+        let hex = |n: usize, p: usize| Space::tensor(&BoxMesh::unstructured(3, n, 3).build().unwrap(), p).unwrap();
+        for p in 4..=8 {
+            let s = hex(2, p);
+            let aux: Vec<f64> = random(2 * s.n_dofs, 4).iter().map(|v| v + 2.0).collect();
+            let bcs = Constraints::none(&s, 1).dirichlet(&s, &half, |_, u| u[0] = 0.0).unwrap();
+            let setup = Setup::<Poisson>::constrained(&cpu, &s, Aux::Nodal(&aux), &bcs, None).unwrap();
+            compare_partial_with_residuals(&cpu, &setup, 0.0, &format!("poisson Q{p}"));
+            // vector fields: two cells a side while the pattern is small
+            let s = hex(if p <= 5 { 2 } else { 1 }, p);
+            let cells: Vec<f64> = (0..s.n_cells()).flat_map(|c| [1.0 + 0.1 * c as f64, 0.5]).collect();
+            let bcs = Constraints::none(&s, 3).dirichlet(&s, &half, |_, u| u.fill(0.0)).unwrap();
+            let setup = Setup::<Elasticity>::constrained(&cpu, &s, Aux::Cell(&cells), &bcs, None).unwrap();
+            compare_partial_with_residuals(&cpu, &setup, 0.0, &format!("elasticity Q{p}"));
+            let setup = setup.with_physics::<NeoHookean>(&s, Aux::Cell(&cells)).unwrap();
+            // displacements small against the nodes' spacing (∼ 1 / (n p²)), so
+            // that no point inverts
+            compare_partial_with_residuals(&cpu, &setup, 0.01 / (p * p) as f64, &format!("neo-Hookean Q{p}"));
+        }
+    }
+
     /// Newton on a nonlinear problem reaches the same solution in the same
     /// updates whichever way the tangent is stored.
     #[test]
