@@ -15,7 +15,7 @@ use crate::sparse::stats::RowStats;
 use crate::sparse::warp::EllWarp;
 use crate::sparse::SpmvFormat;
 use crate::{CpuBackend, Error, Result};
-use fem_kernels::pointwise::Kernels;
+use fem_kernels::pointwise::{Kernels, Variant};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::cell::RefCell;
@@ -137,28 +137,57 @@ impl Assembly {
     /// whose sparse format is `default` and that takes partial assembly of
     /// this variant in `auto` when `partial`; an error where the two cannot
     /// go together.
+    /// A set-up made without its pattern ([`Setup::has_pattern`]) takes
+    /// partial assembly only.
     pub(crate) fn resolve<K: Kernels<f64>>(self, setup: &Setup<K>, precond: super::Precond, precision: super::Precision, default: SpmvFormat, partial: bool) -> Result<Storage> {
+        let storage = self.resolve_on_pattern(setup, precond, precision, default, partial)?;
+        if storage != Storage::Partial && !setup.has_pattern() {
+            return Err(Error::InvalidArgument(format!("the set-up was made without the assembled tangent's pattern, for partial assembly; {self} needs it")));
+        }
+        Ok(storage)
+    }
+
+    /// Whether Newton partially assembles the tangent of `v` with these
+    /// options, on a backend that takes it in `auto` where `partial`,
+    /// before any set-up: what [`Assembly::resolve`] picks, with a
+    /// boundary term whose Jacobian is added where `robin`.
+    pub fn takes_partial(self, v: &Variant, robin: bool, precond: super::Precond, precision: super::Precision, partial: bool) -> bool {
         let jacobi = !precond.needs_matrix() && precision == super::Precision::F64;
+        let fits = Self::partial_refusal(v, robin, jacobi, precond).is_none();
+        fits && (self == Self::Partial || (self == Self::Auto && partial && v.degree >= 2))
+    }
+
+    /// Why partial assembly cannot store the tangent of `v` (with a
+    /// boundary term's Jacobian where `robin`), if it cannot.
+    fn partial_refusal(v: &Variant, robin: bool, jacobi: bool, precond: super::Precond) -> Option<Error> {
+        if v.points.is_none() {
+            return Some(Error::InvalidArgument(format!("partial assembly needs a physics with a Jacobian on quadrilaterals or hexahedra, not {}", v.shape.name())));
+        }
+        if robin {
+            return Some(Error::InvalidArgument("partial assembly does not take a boundary term's Jacobian (Robin): use lma or a sparse format".into()));
+        }
+        if !jacobi {
+            return Some(Error::InvalidArgument(format!("{precond} needs the assembled tangent; partial assembly is preconditioned by Jacobi or not at all, in f64")));
+        }
+        None
+    }
+
+    /// [`Assembly::resolve`] on a set-up with its pattern.
+    fn resolve_on_pattern<K: Kernels<f64>>(self, setup: &Setup<K>, precond: super::Precond, precision: super::Precision, default: SpmvFormat, partial: bool) -> Result<Storage> {
+        let jacobi = !precond.needs_matrix() && precision == super::Precision::F64;
+        let v = &setup.physics.variant;
+        let robin = setup.facets.is_some() && v.terms.bg.iter().any(|&g| g);
         match self {
-            Self::Auto if jacobi && partial && setup.physics.variant.degree >= 2 && Self::Partial.resolve(setup, precond, precision, default, false).is_ok() => Ok(Storage::Partial),
+            Self::Auto if jacobi && partial && v.degree >= 2 && Self::partial_refusal(v, robin, jacobi, precond).is_none() => Ok(Storage::Partial),
             Self::Auto => {
                 let (lma, sparse) = product_bytes(setup);
                 Ok(if jacobi && elements_are_faster(lma, sparse) { Storage::Lma } else { Storage::Sparse(default) })
             }
             Self::Lma if jacobi => Ok(Storage::Lma),
-            Self::Partial => {
-                let v = &setup.physics.variant;
-                if v.points.is_none() {
-                    return Err(Error::InvalidArgument(format!("partial assembly needs a physics with a Jacobian on quadrilaterals or hexahedra, not {}", v.shape.name())));
-                }
-                if setup.facets.is_some() && v.terms.bg.iter().any(|&g| g) {
-                    return Err(Error::InvalidArgument("partial assembly does not take a boundary term's Jacobian (Robin): use lma or a sparse format".into()));
-                }
-                if !jacobi {
-                    return Err(Error::InvalidArgument(format!("{precond} needs the assembled tangent; partial assembly is preconditioned by Jacobi or not at all, in f64")));
-                }
-                Ok(Storage::Partial)
-            }
+            Self::Partial => match Self::partial_refusal(v, robin, jacobi, precond) {
+                Some(e) => Err(e),
+                None => Ok(Storage::Partial),
+            },
             Self::Lma if precision == super::Precision::F32 => Err(Error::InvalidArgument("a single-precision solve needs the assembled tangent; element matrices (LMA) are applied in f64".into())),
             Self::Lma => Err(Error::InvalidArgument(format!("{precond} needs the assembled tangent; element matrices (LMA) are preconditioned by Jacobi or not at all"))),
             Self::Sparse(f) if f.warp().is_some_and(|(_, n)| n != crate::sparse::warp::Numbering::Remap) => {
@@ -504,6 +533,38 @@ mod tests {
             // that no point inverts
             compare_partial_with_residuals(&cpu, &setup, 0.01 / (p * p) as f64, &format!("neo-Hookean Q{p}"));
         }
+    }
+
+    /// A stationary solve whose tangent is partially assembled (asked
+    /// for, or `auto`'s pick on CPU Q3) is set up without the assembled
+    /// tangent's pattern and reaches the solution of the set-up with it;
+    /// another storage on such a set-up is an error; a time-dependent
+    /// solve, a preconditioner that needs the matrix, and `auto` at Q2 on
+    /// the CPU keep the pattern.
+    #[test]
+    fn partial_solves_are_set_up_without_the_pattern() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let half = BoundaryPart::at("x < 1/2", |c| c[0] < 0.5);
+        let tensor = |p: usize| Space::tensor(&BoxMesh::unstructured(3, 3, 3).build().unwrap(), p).unwrap();
+        let (q3, q2) = (tensor(3), tensor(2));
+        let aux = |s: &Space| -> Vec<f64> { random(2 * s.n_dofs, 4).iter().map(|v| v + 2.0).collect() };
+        let bcs = |s: &Space| Constraints::none(s, 1).dirichlet(s, &half, |_, u| u[0] = 1.0).unwrap();
+        let partial = NewtonOptions { assembly: Assembly::Partial, rtol: 1e-10, krylov_rtol: 1e-12, ..Default::default() };
+        let made = |s: &Space, o: &NewtonOptions, stationary: bool| Setup::<Poisson>::for_newton_on(&cpu, &cpu, s, Aux::Nodal(&aux(s)), &bcs(s), None, o, stationary, false).unwrap();
+        let lean = made(&q3, &partial, true);
+        assert!(!lean.has_pattern() && lean.csr.nnz() == 0 && lean.diag_pos.is_empty());
+        let full = made(&q3, &partial, false);
+        assert!(full.has_pattern() && full.csr.nnz() > 0);
+        let (want, a) = solve(&cpu, &full, &bcs(&q3).initial(), &partial, &mut |_| {}).unwrap();
+        let (got, b) = solve(&cpu, &lean, &bcs(&q3).initial(), &partial, &mut |_| {}).unwrap();
+        let diff = got.iter().zip(&want).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(a.converged && b.converged && a.steps.len() == b.steps.len() && diff < 1e-12, "{diff:e}");
+        let auto = NewtonOptions { assembly: Assembly::Auto, ..partial };
+        assert!(!made(&q3, &auto, true).has_pattern());
+        assert!(made(&q2, &auto, true).has_pattern());
+        assert!(made(&q3, &NewtonOptions { precond: Precond::Ssor, ..auto }, true).has_pattern());
+        let e = solve(&cpu, &lean, &bcs(&q3).initial(), &NewtonOptions { assembly: Assembly::Sparse(SpmvFormat::Csr), ..partial }, &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("without the assembled tangent's pattern"), "{e}");
     }
 
     /// Newton on a nonlinear problem reaches the same solution in the same

@@ -118,6 +118,13 @@ impl<K: Kernels<f64>> Setup<K> {
     /// [`Setup::of_physics`] of the physics [`Setup::physics_on`] made for
     /// `b`, its pattern made by `b`.
     pub fn of_physics_on<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, (physics, cells): (Pointwise<f64, K>, Option<NodalCells>), constraints: &Constraints, load: Option<&Load>) -> Result<Self> {
+        Self::check_physics(space, &physics, constraints, load)?;
+        Self::build(b, cpu, space, (physics, cells), constraints.fixed.clone(), load.map(|l| l.values.as_slice()))
+    }
+
+    /// The physics was evaluated on `space`, with as many components as
+    /// its constraints and load.
+    fn check_physics(space: &Space, physics: &Pointwise<f64, K>, constraints: &Constraints, load: Option<&Load>) -> Result<()> {
         if physics.n_cells != space.n_cells() || physics.variant.n_local() != space.nb() * physics.variant.nc {
             return Err(Error::InvalidArgument("the physics was evaluated on another space".into()));
         }
@@ -125,26 +132,30 @@ impl<K: Kernels<f64>> Setup<K> {
         if constraints.nc != nc || load.is_some_and(|l| l.nc != nc) {
             return Err(Error::InvalidArgument(format!("the physics has {nc} components, its boundary conditions or load another number")));
         }
-        crate::error::same_len("constrained rows", constraints.fixed.len(), space.n_dofs * nc)?;
-        Self::build(b, cpu, space, (physics, cells), constraints.fixed.clone(), load.map(|l| l.values.as_slice()))
+        crate::error::same_len("constrained rows", constraints.fixed.len(), space.n_dofs * nc)
     }
 
     /// The maps and the pattern (in parallel: they are per entry of every
     /// element matrix), the pattern made by `b` from the gather map; the
     /// physics with its cell data per node where `b` makes the E-vectors.
-    pub(super) fn build<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, (physics, cells): (Pointwise<f64, K>, Option<NodalCells>), fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
+    pub(super) fn build<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, physics: (Pointwise<f64, K>, Option<NodalCells>), fixed: Vec<bool>, load: Option<&[f64]>) -> Result<Self> {
+        Self::build_with(b, cpu, space, physics, fixed, load, true)
+    }
+
+    /// [`Setup::build`], the pattern and its diagonal positions made only
+    /// where `pattern` asks for them.
+    #[allow(clippy::too_many_arguments)]
+    fn build_with<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, (physics, cells): (Pointwise<f64, K>, Option<NodalCells>), fixed: Vec<bool>, load: Option<&[f64]>, pattern: bool) -> Result<Self> {
         let nc = physics.variant.nc;
         // what any storage of the tangent holds on the backend, refused
         // before the maps and the pattern are made
         let sizes = NewtonSizes::before_pattern(physics.n_cells, physics.variant.n_local(), space.n_dofs * nc);
         b.ensure_fits(&format!("a Newton solve of `{}` on {} cells ({} rows)", K::NAME, physics.n_cells, space.n_dofs * nc), sizes.device_bytes(true, false))?;
         let gather = space.restriction(nc).map;
-        let csr = b.cells_pattern(cpu, space.n_dofs * nc, space.nb() * nc, &gather)?;
-        // collected by index (a collect into Result is not) and checked after
-        let diag_pos: Vec<u32> = cpu.install(|| (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map_or(NONE, |p| p as u32)).collect());
-        if let Some(r) = cpu.install(|| diag_pos.par_iter().position_any(|&p| p == NONE)) {
-            return Err(Error::InvalidArgument(format!("row {r} has no diagonal")));
-        }
+        let (csr, diag_pos) = match pattern {
+            true => Self::pattern_of(b, cpu, space.n_dofs * nc, space.nb() * nc, &gather)?,
+            false => (Csr { n_rows: fixed.len(), row_ptr: vec![0; fixed.len() + 1], col: Vec::new(), val: Vec::new() }, Vec::new()),
+        };
         let residual_base = match load {
             Some(f) => {
                 let mut base = f.to_vec();
@@ -155,6 +166,45 @@ impl<K: Kernels<f64>> Setup<K> {
         };
         let node_coords = if nc > 1 && nc == space.dim() { space.dof_coords.clone() } else { Vec::new() };
         Ok(Self { physics, gather, entry_pos: OnceLock::new(), facets: None, csr: Arc::new(csr), diag_pos, fixed, residual_base, levels: None, low_order: None, node_coords, cells })
+    }
+
+    /// The tangent's pattern of `rows` rows made by `b` from the gather
+    /// map, and its diagonal positions.
+    fn pattern_of<B: NewtonOps>(b: &B, cpu: &CpuBackend, rows: usize, nl: usize, gather: &[u32]) -> Result<(Csr<f64>, Vec<u32>)> {
+        let csr = b.cells_pattern(cpu, rows, nl, gather)?;
+        // collected by index (a collect into Result is not) and checked after
+        let diag_pos: Vec<u32> = cpu.install(|| (0..csr.n_rows).into_par_iter().map(|r| csr.position(r, r as u32).map_or(NONE, |p| p as u32)).collect());
+        if let Some(r) = cpu.install(|| diag_pos.par_iter().position_any(|&p| p == NONE)) {
+            return Err(Error::InvalidArgument(format!("row {r} has no diagonal")));
+        }
+        Ok((csr, diag_pos))
+    }
+
+    /// [`Setup::constrained_on`] for Newton with options `o`: where its
+    /// tangent is partially assembled and the solve is `stationary` (no
+    /// mass matrix), the assembled tangent's pattern and its diagonal
+    /// positions, which no partial product reads, are not made. From Q4
+    /// they are most of a solve's memory (about 1000 entries a row at Q8);
+    /// any other storage is refused on such a set-up
+    /// ([`Setup::has_pattern`]). `boundary`: a boundary term will be
+    /// added ([`Setup::with_boundary_term`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_newton_on<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>, o: &super::NewtonOptions, stationary: bool, boundary: bool) -> Result<Self> {
+        let physics = Self::physics_on(b, space, None, aux)?;
+        let v = &physics.0.variant;
+        let robin = boundary && v.terms.bg.iter().any(|&g| g);
+        let partial = o.assembly.takes_partial(v, robin, o.precond, o.precision, b.auto_partial(v));
+        if !(partial && stationary) {
+            return Self::of_physics_on(b, cpu, space, physics, constraints, load);
+        }
+        Self::check_physics(space, &physics.0, constraints, load)?;
+        Self::build_with(b, cpu, space, physics, constraints.fixed.clone(), load.map(|l| l.values.as_slice()), false)
+    }
+
+    /// Whether the tangent's pattern was made: every storage but partial
+    /// assembly reads it ([`Setup::for_newton_on`] skips it).
+    pub fn has_pattern(&self) -> bool {
+        self.diag_pos.len() == self.n_rows()
     }
 
     /// Adds the physics' boundary term (`bf0`, linearised by `bg0`,
