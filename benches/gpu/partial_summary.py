@@ -1,7 +1,8 @@
 # Markdown table of partial.sh's and high_order.sh's reports: per case and
-# tangent storage or backend, the CG iterations, seconds per iteration (the Krylov solve's time over its
-# iterations: product, Jacobi and vector updates), the tangent's set-up
-# (element kernels or point data, assembly), and the whole command.
+# tangent storage or backend, the CG iterations, seconds per iteration
+# (the Krylov solve's time over its iterations: product, Jacobi and
+# vector updates), the tangent's set-up (element kernels or point data,
+# assembly), and the whole command.
 #   python3 benches/gpu/partial_summary.py OUT
 import json, os, sys
 out = sys.argv[1]

@@ -252,12 +252,13 @@ impl<T: Scalar> GpuPointwise<T> {
 pub const THREAD_LOCAL_LIMIT: usize = 512 << 10;
 
 /// Bytes a `_cell` thread holds for its cell's point values: the
-/// physics' `[c][e][4][4]` blocks at every point for element matrices,
-/// its `[c][4]` fluxes for a residual (`cell_jacobian`, `cell_residual`).
-/// Vector Q7 and Q8 hexahedra's element matrices in f64 exceed
-/// [`THREAD_LOCAL_LIMIT`].
+/// physics' `[c][e][4][4]` blocks at every point for element matrices
+/// (`cell_jacobian`); for a residual its `[c][4]` fluxes and 8 more
+/// values a point (`cell_residual`). Vector Q7 and Q8 hexahedra's element
+/// matrices in f64 exceed [`THREAD_LOCAL_LIMIT`]; their residuals hold
+/// 117 KB at vector Q8.
 pub fn cell_thread_bytes(v: &Variant, jacobian: bool, bytes: usize) -> usize {
-    let per_point = if jacobian { v.nc * v.nc * 16 } else { v.nc * 4 };
+    let per_point = if jacobian { 16 * v.nc * v.nc } else { 4 * v.nc + 8 };
     v.nq * per_point * bytes
 }
 
@@ -266,25 +267,24 @@ mod tests {
     use super::*;
     use fem_kernels::physics::Elasticity;
 
-    /// A launch shrinks to the blocks that fit the shared memory given,
-    /// and a variant whose single block does not fit is refused, which
-    /// sends the solvers to the one-thread-per-cell entry points.
-    /// The `_cell` element-matrix kernels' local frames are what
-    /// `cell_thread_bytes` says, to a little scratch (or less, where the
-    /// compiler keeps the values in registers), so the refusal falls where
-    /// the hardware's limit does; vector Q7 hexahedra are past it.
+    /// The `_cell` kernels' local frames, residual and element matrices,
+    /// are what `cell_thread_bytes` says, to a little scratch (or less,
+    /// where the compiler keeps the values in registers), so the refusal
+    /// falls where the hardware's limit does; vector Q7 hexahedra's
+    /// element matrices are past it.
     #[test]
-    fn cell_thread_bytes_bound_the_element_kernels_frames() {
+    fn cell_thread_bytes_bound_the_kernels_frames() {
         use fem_kernels::physics::{NeoHookean, Poisson};
         use fem_kernels::pointwise::Kernels;
         let Some(ptx) = fem_kernels::KERNELS_PTX.sources.first().map(|s| s.ptx) else {
-            eprintln!("cell_thread_bytes_bound_the_element_kernels_frames: skipped (built without PTX)");
+            eprintln!("cell_thread_bytes_bound_the_kernels_frames: skipped (built without PTX)");
             return;
         };
         let variants = <Poisson as Kernels<f64>>::VARIANTS.iter().chain(<Elasticity as Kernels<f64>>::VARIANTS).chain(<NeoHookean as Kernels<f64>>::VARIANTS);
         let mut large = 0;
-        for v in variants {
-            let name = format!(".entry {}_cell_f64(", v.jacobian.expect("a Jacobian"));
+        for (v, jacobian) in variants.flat_map(|v| [(v, false), (v, true)]) {
+            let entry = if jacobian { v.jacobian.expect("a Jacobian") } else { v.residual };
+            let name = format!(".entry {entry}_cell_f64(");
             let body = &ptx[ptx.find(&name).unwrap_or_else(|| panic!("{name} is not in the PTX"))..];
             let body = &body[..body[1..].find(".entry ").map_or(body.len(), |e| e + 1)];
             let depot = body.find("__local_depot").map_or(0, |i| {
@@ -292,13 +292,16 @@ mod tests {
                 let open = size.find('[').expect("a depot size");
                 size[open + 1..open + size[open..].find(']').expect("a closed size")].parse::<usize>().expect("a number")
             });
-            let want = cell_thread_bytes(v, true, 8);
+            let want = cell_thread_bytes(v, jacobian, 8);
             assert!(depot <= want + 4096 && (want < 65536 || depot >= want), "{name}: frame {depot} B, model {want} B");
             large += usize::from(want > THREAD_LOCAL_LIMIT);
         }
         assert!(large >= 4, "vector Q7/Q8 hexahedra exceed the limit");
     }
 
+    /// A launch shrinks to the blocks that fit the shared memory given,
+    /// and a variant whose single block does not fit is refused, which
+    /// sends the solvers to the one-thread-per-cell entry points.
     #[test]
     fn fitting_shrinks_the_launch_then_refuses() {
         let v = <Elasticity as Kernels<f64>>::VARIANTS.iter().find(|v| v.shape.name() == "hex").expect("a hexahedral variant");

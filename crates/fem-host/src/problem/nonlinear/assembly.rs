@@ -178,7 +178,7 @@ impl Assembly {
         let v = &setup.physics.variant;
         let robin = setup.facets.is_some() && v.terms.bg.iter().any(|&g| g);
         match self {
-            Self::Auto if jacobi && partial && v.degree >= 2 && Self::partial_refusal(v, robin, jacobi, precond).is_none() => Ok(Storage::Partial),
+            Self::Auto if self.takes_partial(v, robin, precond, precision, partial) => Ok(Storage::Partial),
             Self::Auto => {
                 let (lma, sparse) = product_bytes(setup);
                 Ok(if jacobi && elements_are_faster(lma, sparse) { Storage::Lma } else { Storage::Sparse(default) })

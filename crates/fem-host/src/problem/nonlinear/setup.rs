@@ -193,12 +193,9 @@ impl<K: Kernels<f64>> Setup<K> {
         let physics = Self::physics_on(b, space, None, aux)?;
         let v = &physics.0.variant;
         let robin = boundary && v.terms.bg.iter().any(|&g| g);
-        let partial = o.assembly.takes_partial(v, robin, o.precond, o.precision, b.auto_partial(v));
-        if !(partial && stationary) {
-            return Self::of_physics_on(b, cpu, space, physics, constraints, load);
-        }
+        let pattern = !(stationary && o.assembly.takes_partial(v, robin, o.precond, o.precision, b.auto_partial(v)));
         Self::check_physics(space, &physics.0, constraints, load)?;
-        Self::build_with(b, cpu, space, physics, constraints.fixed.clone(), load.map(|l| l.values.as_slice()), false)
+        Self::build_with(b, cpu, space, physics, constraints.fixed.clone(), load.map(|l| l.values.as_slice()), pattern)
     }
 
     /// Whether the tangent's pattern was made: every storage but partial
