@@ -1,10 +1,19 @@
-//! What a Q_p Poisson solve on a generated box holds on the GPU at the
-//! least, known from the options alone: a problem that cannot fit is
+//! What a Q_p Poisson solve on a generated box holds on the GPU at its
+//! peak, known from the options alone: a problem that cannot fit is
 //! refused before its mesh is made, where it would otherwise fail at its
 //! first upload after a minute of host work (and 40 GB of host memory at
 //! 250M DOFs).
+//!
+//! The peak is the cells the kernels read (kept for every storage: the
+//! transposed map, each cell's vertex coordinates and κ, 233 B a Q1 cell
+//! in f64) plus the largest of three moments: the upload, which also
+//! holds the rows and corners as sent and the mesh's vertices; the
+//! assembly, which holds the storage and its build's transients (the
+//! element entries' slots, the pattern, the element matrices of the lazy
+//! ELLPACK); and the solve, which holds the storage, CG's vectors and the
+//! error's per-cell values. At Q1 matrix-free that is 321 B a cell, at
+//! the upload.
 
-use super::choice::format_bytes;
 use super::{Format, MeshSource, PoissonOptions};
 use crate::{CudaBackend, Result};
 
@@ -22,6 +31,8 @@ pub struct BoxSizes {
     pub nnz: usize,
     /// ELLPACK slots: every row padded to the longest.
     pub slots: usize,
+    /// Mesh vertices: the cells' corners.
+    pub vertices: usize,
 }
 
 /// `x^d`, saturating: sizes of absurd requests stay comparable.
@@ -57,21 +68,36 @@ impl BoxSizes {
             (m - 2 * degree..m).for_each(|i| add(i, 1));
         }
         let rows = pow(m.saturating_sub(1), dim);
-        Self { rows, cells: pow(cells, dim), nb: pow(degree + 1, dim), nnz: pow(nnz, dim), slots: rows.saturating_mul(pow(longest, dim)) }
+        Self { rows, cells: pow(cells, dim), nb: pow(degree + 1, dim), nnz: pow(nnz, dim), slots: rows.saturating_mul(pow(longest, dim)), vertices: pow(cells.saturating_add(1), dim) }
     }
 
-    /// Bytes on the device at the least: the operator in `format` with
-    /// `value_bytes`-byte values, and CG's vectors (solution, load,
-    /// residual, direction, product).
+    /// Bytes on the device at the solve's peak (see the module's doc)
+    /// with the operator in `format` and `value_bytes`-byte values.
     pub fn device_bytes(&self, format: Format, value_bytes: usize, dim: usize, symmetric: bool) -> usize {
-        let s = self;
+        let (s, t) = (self, value_bytes);
         // past every index range (2^40 entries): refused whatever it stores
-        if [s.rows, s.nnz, s.slots, s.cells.saturating_mul(s.nb)].iter().any(|&v| v > 1 << 40) {
+        if [s.rows, s.nnz, s.slots, s.cells.saturating_mul(s.nb).saturating_mul(s.nb)].iter().any(|&v| v > 1 << 40) {
             return usize::MAX;
         }
-        // format_bytes counts a product's two vectors
-        let (stored, _) = format_bytes(format, value_bytes, s.rows, s.cells, s.nb, s.nnz, s.slots, dim, symmetric);
-        stored.saturating_add(3 * s.rows * value_bytes)
+        let nv = 1 << dim;
+        // map, vertex coordinates and κ per cell, a fixed flag per row
+        let cells = s.cells * (4 * s.nb + nv * dim * t + t) + s.rows;
+        // rows and corners as sent, and the mesh's vertices in f64
+        let upload = s.cells * 4 * (s.nb + nv) + s.vertices * 8 * dim;
+        let pattern = s.nnz * 4 + (s.rows + 1) * 4;
+        let (entries, load) = (s.cells * s.nb * s.nb, s.cells * s.nb * t);
+        // the storage beyond the cells, and its build's transients beside it
+        let (stored, build) = match format {
+            Format::Csr => (s.nnz * t + pattern, 4 * entries),
+            Format::Ell => (s.slots * (t + 4), 4 * entries + pattern),
+            Format::LazyEll => (s.slots * (t + 4), entries * t + load),
+            Format::Lma => (s.cells * if symmetric { s.nb * (s.nb + 1) / 2 } else { s.nb * s.nb } * t, load),
+            Format::MatrixFree => (0, 0),
+        };
+        // load, solution, CG's warm-up, residual, preconditioned residual,
+        // direction, product, the Jacobi and the operator's diagonals
+        let solve = 9 * s.rows * t + s.cells * t;
+        cells + upload.max(stored + build.max(solve))
     }
 }
 
@@ -131,14 +157,21 @@ mod tests {
     }
 
     /// Matrix-free needs the least, every format more than its operator's
-    /// values; a request past every index range saturates instead of
-    /// wrapping round to a small number.
+    /// values plus the cells' coordinates; Q1 matrix-free peaks at the
+    /// upload, where the map, the coordinates, κ and the fixed flags
+    /// (233 B a cell) meet the rows and corners as sent and the vertices
+    /// (88 B a cell); a request past every index range saturates instead
+    /// of wrapping round to a small number.
     #[test]
     fn device_bytes_order_the_formats_and_saturate() {
         let s = BoxSizes::new(3, 2, 40);
         let b = |f| s.device_bytes(f, 8, 3, false);
-        assert!(Format::ALL.iter().all(|&f| b(Format::MatrixFree) <= b(f)));
-        assert!(b(Format::Csr) > 8 * s.nnz && b(Format::Ell) >= 8 * s.slots);
+        assert!(Format::ALL.iter().filter(|&&f| f != Format::MatrixFree).all(|&f| b(Format::MatrixFree) < b(f)));
+        let coords = s.cells * 8 * 3 * 8;
+        assert!(b(Format::Csr) > 8 * s.nnz + coords && b(Format::Ell) >= 8 * s.slots + coords);
+        let q1 = BoxSizes::new(3, 1, 200);
+        let per_cell = q1.device_bytes(Format::MatrixFree, 8, 3, false) as f64 / q1.cells as f64;
+        assert!((321.0..322.0).contains(&per_cell), "{per_cell} B a cell");
         let huge = BoxSizes::new(3, 8, usize::MAX / 4);
         assert!(huge.device_bytes(Format::Ell, 8, 3, false) > 1 << 60);
     }
