@@ -263,7 +263,8 @@ fn run_typed<T: Scalar, K: Kernels<T>>(
     })
 }
 
-/// Seconds, the residual, the launch (`None`: one thread per cell) and the tuning.
+/// Seconds, the residual, the launch (`None`: the fallback of
+/// [`GpuPointwise::evaluate_cells`]) and the tuning.
 type GpuRun<T> = (f64, Vec<T>, Option<Transposition>, Option<TunedReport>);
 
 fn gpu_run<T: Scalar, K: Kernels<T>>(
@@ -281,8 +282,8 @@ fn gpu_run<T: Scalar, K: Kernels<T>>(
     let mut out = gpu.zeros::<T>(dev.out_len(false))?;
     if o.blocks.is_none() && o.batches.is_none() && Transposition::fitting(&v, false, T::BYTES, gpu.props().shared_mem_per_block_optin as usize).is_err() {
         // no block of this variant fits shared memory: the solvers'
-        // fallback, one thread per cell
-        progress("GPU residual, one thread per cell", None);
+        // fallback, sum-factorised on hexahedra, else one thread per cell
+        progress(&format!("GPU residual, {}", dev.cells_method()), None);
         let seconds = measure(gpu, 2, o.repeats, || dev.evaluate_cells(gpu, false, &ud, &mut out))?.median;
         return Ok((seconds, gpu.download(&out)?, None, None));
     }

@@ -9,8 +9,8 @@ pub(crate) struct ResidualArgs {
     pub(crate) problem: String,
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=3))]
     pub(crate) dim: u32,
-    /// Polynomial degree (simplices 1..=2; quad/hex 1..=3 for Poisson; quad 1..=3 and hex 1..=2 for elasticity).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4))]
+    /// Polynomial degree (simplices 1..=2; quad/hex 1..=8 for Poisson; quad 1..=3 and hex 1..=8 for elasticity).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub(crate) degree: u32,
     /// About this many cells.
     #[arg(long, default_value_t = 100_000)]

@@ -281,12 +281,16 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
         let partial = has_jacobian && !e.shape.is_simplex();
         let pbase = format!("fem_points_{name}_{}_p{p}_q{nq}", e.shape.name());
         let pentry = if partial { quote!(Some(#pbase)) } else { quote!(None) };
+        // sum-factorised residual and point data: hexahedra from Q2 with
+        // (p + 1)³ Gauss points, which replace the one-thread-per-cell
+        // residual and the per-point point data there
+        let sf = e.shape.dim() == 3 && !e.shape.is_simplex() && p >= 2 && nq == (p + 1).pow(3);
         let shape = shape_path(e.shape);
         table.push(quote_spanned! {e.span=>
             ::fem_kernels::pointwise::Variant {
                 shape: #shape, degree: #p, nq: #nq, nc: #nc, na: #na, aux_nodal: #nodal,
                 terms: #terms, block: ::fem_kernels::pointwise::lcm(#nq, #nl), residual: #base, jacobian: #jac, precisions: &[#(#precisions),*],
-                nqf: #nqf, facet_residual: #fres, facet_jacobian: #fjac, points: #pentry,
+                nqf: #nqf, facet_residual: #fres, facet_jacobian: #fjac, points: #pentry, sum_factorised: #sf,
             }
         });
         let generics = quote!(#d, #nc, #na, #nb, #nv, #nq, #nodal);
@@ -324,17 +328,29 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             }
         }
         let sizes = quote!([#nl, #nv * #d, #aux, #nl]);
+        let n1 = p + 1;
+        let sf_generics = quote!(#nc, #na, #nb, #nv, #nq, #nodal, #n1);
+        let residual_cell = if sf {
+            quote!(::fem_kernels::pointwise::sum_factorised::cell_residual::<T, Self, #sf_generics>)
+        } else {
+            quote!(::fem_kernels::pointwise::cell_residual::<T, Self, #generics>)
+        };
         residual_arms.push(quote! {
             (#shape, #p, #nq) => ::fem_kernels::pointwise::for_cells(first, #sizes, u, x, a, out, |u, x, a, o| {
-                ::fem_kernels::pointwise::cell_residual::<T, Self, #generics>(tab, u, x, a, t, o)
+                #residual_cell(tab, u, x, a, t, o)
             }),
         });
         let jsizes = quote!([#nl, #nv * #d, #aux, #nl * #nl]);
         if partial {
             let psizes = quote!([#nl, #nv * #d, #aux, ::fem_kernels::pointwise::partial::point_len(#d, #nc, <Self as #core::physics::Physics<T, #d, #nc, #na>>::TERMS) * #nq]);
+            let points_cell = if sf {
+                quote!(::fem_kernels::pointwise::sum_factorised::cell_points::<T, Self, #sf_generics>)
+            } else {
+                quote!(::fem_kernels::pointwise::partial::cell_points::<T, Self, #generics>)
+            };
             points_arms.push(quote! {
                 (#shape, #p, #nq) => ::fem_kernels::pointwise::for_cells(first, #psizes, u, x, a, out, |u, x, a, o| {
-                    ::fem_kernels::pointwise::partial::cell_points::<T, Self, #generics>(tab, u, x, a, t, o)
+                    #points_cell(tab, u, x, a, t, o)
                 }),
             });
         }
@@ -348,19 +364,25 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             None => quote!(#[cfg(target_arch = "nvptx64")]),
         };
         for prec in &spec.precisions {
-            let rcell = format!("{base}_cell");
-            let mut kinds = vec![("residual", &base), ("residual_cells", &rcell)];
-            let jcell = format!("{jbase}_cell");
+            let (rcell, jcell) = (format!("{base}_cell"), format!("{jbase}_cell"));
+            let (rsf, psf) = (format!("{base}_sf"), format!("{pbase}_sf"));
+            let mut kinds = vec![("residual", &base, false)];
+            kinds.push(if sf { ("residual", &rsf, true) } else { ("residual_cells", &rcell, false) });
             if has_jacobian {
-                kinds.push(("jacobian", &jbase));
-                kinds.push(("jacobian_cells", &jcell));
+                kinds.push(("jacobian", &jbase, false));
+                kinds.push(("jacobian_cells", &jcell, false));
             }
             if partial {
-                kinds.push(("points", &pbase));
+                kinds.push(if sf { ("points", &psf, true) } else { ("points", &pbase, false) });
             }
-            for (kind, b) in kinds {
+            for (kind, b, tensor) in kinds {
                 let entry = format_ident!("{b}_{prec}");
                 let func = format_ident!("{kind}");
+                let call = if tensor {
+                    quote!(::fem_kernels::pointwise::sum_factorised::#func::<#prec, #ty, #sf_generics>)
+                } else {
+                    quote!(::fem_kernels::pointwise::gpu::#func::<#prec, #ty, #generics>)
+                };
                 entries.push(quote! {
                     #gate
                     #[no_mangle]
@@ -369,7 +391,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
                         n_cells: usize, batches: usize, tab: *const #prec, u: *const #prec,
                         x: *const #prec, a: *const #prec, out: *mut #prec, t: #prec,
                     ) {
-                        ::fem_kernels::pointwise::gpu::#func::<#prec, #ty, #generics>(n_cells, batches, tab, u, x, a, out, t)
+                        #call(n_cells, batches, tab, u, x, a, out, t)
                     }
                 });
             }

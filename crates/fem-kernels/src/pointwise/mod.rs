@@ -23,6 +23,7 @@
 
 pub mod facet;
 pub mod partial;
+pub mod sum_factorised;
 #[cfg(target_arch = "nvptx64")]
 pub mod gpu;
 
@@ -155,6 +156,11 @@ pub struct Variant {
     /// PTX entry of the Jacobian's point data for partial assembly
     /// ([`partial`]), on tensor cells of a physics with g0..g3.
     pub points: Option<&'static str>,
+    /// Whether the GPU's residual and point data are sum-factorised
+    /// (`sum_factorised`, entries `{residual}_sf` and `{points}_sf`):
+    /// hexahedra from Q2 with (p + 1)³ Gauss points, which have no
+    /// one-thread-per-cell residual (`_cell`) and no per-point point data.
+    pub sum_factorised: bool,
 }
 
 impl Variant {
@@ -186,6 +192,9 @@ pub trait Kernels<T: Real> {
 
     /// Element residuals of cells `first..first + out.len() / n_local` on
     /// the CPU at time `t`; `false` if `v` is not one of [`Self::VARIANTS`].
+    /// `tab` is the element kernels' table, or for a
+    /// [`Variant::sum_factorised`] one the table of [`sum_factorised`]
+    /// (as for [`Self::points_cells`]).
     #[allow(clippy::too_many_arguments)]
     fn residual_cells(v: &Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool;
 
@@ -218,20 +227,29 @@ pub trait Kernels<T: Real> {
 #[inline(always)]
 pub fn geometry<T: Real, const D: usize, const NB: usize, const NV: usize>(row: &[T], x: &[T]) -> ([T; D], T, [[T; D]; D]) {
     let o = 1 + NB * (1 + D);
+    geometry_at::<T, D, NV>(at(row, 0), |i| at(row, o + i), x)
+}
+
+/// [`geometry`] from the point's weight `w` and its geometry basis
+/// `psi(v·(1 + D) + h)` (vertex v's value, h = 0, and reference
+/// derivatives): the sum-factorised kernels keep these rows apart from
+/// the solution basis, which they never tabulate per point.
+#[inline(always)]
+pub fn geometry_at<T: Real, const D: usize, const NV: usize>(w: T, psi: impl Fn(usize) -> T, x: &[T]) -> ([T; D], T, [[T; D]; D]) {
     let mut pos = [T::ZERO; D];
     let mut jac = [[T::ZERO; D]; D];
     for v in 0..NV {
-        let psi = at(row, o + v * (1 + D));
+        let value = psi(v * (1 + D));
         for a in 0..D {
             let xv = at(x, v * D + a);
-            pos[a] = xv.mad(psi, pos[a]);
+            pos[a] = xv.mad(value, pos[a]);
             for e in 0..D {
-                jac[a][e] = xv.mad(at(row, o + v * (1 + D) + 1 + e), jac[a][e]);
+                jac[a][e] = xv.mad(psi(v * (1 + D) + 1 + e), jac[a][e]);
             }
         }
     }
     let (det, inv) = det_inv(&jac);
-    (pos, at(row, 0) * det, inv)
+    (pos, w * det, inv)
 }
 
 /// Value and physical gradient of `n` interleaved fields at the point of
@@ -255,6 +273,12 @@ fn fields<T: Real, const D: usize, const N: usize, const NB: usize>(
             }
         }
     }
+    (v, physical(&dref, inv))
+}
+
+/// Physical gradients of `N` fields from their reference derivatives.
+#[inline(always)]
+pub fn physical<T: Real, const D: usize, const N: usize>(dref: &[[T; D]; N], inv: &[[T; D]; D]) -> [[T; D]; N] {
     let mut grad = [[T::ZERO; D]; N];
     for c in 0..N {
         for a in 0..D {
@@ -263,7 +287,7 @@ fn fields<T: Real, const D: usize, const N: usize, const NB: usize>(
             }
         }
     }
-    (v, grad)
+    grad
 }
 
 /// The pointwise arguments at the point of `row`, with |J|·w and J⁻¹.
@@ -304,20 +328,32 @@ pub fn residual_point<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
     x: &[T],
     aux: impl Fn(usize) -> T,
     time: T,
-    mut put: impl FnMut(usize, usize, T),
+    put: impl FnMut(usize, usize, T),
 ) {
     let (p, wdet, inv) = point::<T, D, NC, NA, NB, NV, AUXN>(row, u, x, aux, time);
+    residual_at::<T, P, D, NC, NA>(&p, wdet, &inv, put);
+}
+
+/// [`residual_point`] of the pointwise arguments `p` already evaluated,
+/// with the point's |J|·w and J⁻¹.
+#[inline(always)]
+pub fn residual_at<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize>(
+    p: &Point<T, D, NC, NA>,
+    wdet: T,
+    inv: &[[T; D]; D],
+    mut put: impl FnMut(usize, usize, T),
+) {
     if P::TERMS.f0 {
-        let f0 = P::f0(&p);
+        let f0 = P::f0(p);
         for c in 0..NC {
             put(c, 0, f0[c] * wdet);
         }
     }
     if P::TERMS.f1 {
-        let f1 = P::f1(&p);
+        let f1 = P::f1(p);
         for c in 0..NC {
             for e in 0..D {
-                put(c, 1 + e, pull(&f1[c], &inv, e) * wdet);
+                put(c, 1 + e, pull(&f1[c], inv, e) * wdet);
             }
         }
     }
@@ -389,27 +425,39 @@ pub fn jacobian_point<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
     x: &[T],
     aux: impl Fn(usize) -> T,
     time: T,
-    mut put: impl FnMut(usize, T),
+    put: impl FnMut(usize, T),
 ) {
     let (p, wdet, inv) = point::<T, D, NC, NA, NB, NV, AUXN>(row, u, x, aux, time);
+    jacobian_at::<T, P, D, NC, NA>(&p, wdet, &inv, put);
+}
+
+/// [`jacobian_point`] of the pointwise arguments `p` already evaluated,
+/// with the point's |J|·w and J⁻¹.
+#[inline(always)]
+pub fn jacobian_at<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize>(
+    p: &Point<T, D, NC, NA>,
+    wdet: T,
+    inv: &[[T; D]; D],
+    mut put: impl FnMut(usize, T),
+) {
     let t = P::TERMS.g;
     let (g0, g1, g2, g3) = (
-        if t[0] { P::g0(&p) } else { [[T::ZERO; NC]; NC] },
-        if t[1] { P::g1(&p) } else { [[[T::ZERO; D]; NC]; NC] },
-        if t[2] { P::g2(&p) } else { [[[T::ZERO; D]; NC]; NC] },
-        if t[3] { P::g3(&p) } else { [[[[T::ZERO; D]; D]; NC]; NC] },
+        if t[0] { P::g0(p) } else { [[T::ZERO; NC]; NC] },
+        if t[1] { P::g1(p) } else { [[[T::ZERO; D]; NC]; NC] },
+        if t[2] { P::g2(p) } else { [[[T::ZERO; D]; NC]; NC] },
+        if t[3] { P::g3(p) } else { [[[[T::ZERO; D]; D]; NC]; NC] },
     );
     let idx = |c: usize, e: usize, h: usize, k: usize| ((c * NC + e) * (1 + D) + h) * (1 + D) + k;
     for c in 0..NC {
         for e in 0..NC {
             put(idx(c, e, 0, 0), g0[c][e] * wdet);
             for k in 0..D {
-                put(idx(c, e, 0, 1 + k), pull(&g1[c][e], &inv, k) * wdet);
-                put(idx(c, e, 1 + k, 0), pull(&g2[c][e], &inv, k) * wdet);
+                put(idx(c, e, 0, 1 + k), pull(&g1[c][e], inv, k) * wdet);
+                put(idx(c, e, 1 + k, 0), pull(&g2[c][e], inv, k) * wdet);
             }
             for h in 0..D {
                 // Σ_d inv[h][d] (Σ_g g3[d][g] inv[k][g])
-                let right: [[T; D]; D] = core::array::from_fn(|d| core::array::from_fn(|k| pull(&g3[c][e][d], &inv, k)));
+                let right: [[T; D]; D] = core::array::from_fn(|d| core::array::from_fn(|k| pull(&g3[c][e][d], inv, k)));
                 for k in 0..D {
                     let mut s = T::ZERO;
                     for d in 0..D {

@@ -18,8 +18,8 @@
 //! here for the CPU and the GPU; the contractions differ (sequential per
 //! cell on the CPU, shared-memory lines on the GPU).
 
-use super::{jacobian_point, row_len};
-use fem_core::physics::{Physics, Terms};
+use super::{jacobian_at, point, row_len};
+use fem_core::physics::{Physics, Point, Terms};
 use fem_core::Real;
 
 /// Whether block (h, k) of the point values is nonzero for `terms`.
@@ -99,11 +99,25 @@ pub fn point_values<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC:
     x: &[T],
     aux: impl Fn(usize) -> T,
     time: T,
-    mut put: impl FnMut(usize, T),
+    put: impl FnMut(usize, T),
 ) {
     let stride = row_len(D, NB, NV);
+    let (p, wdet, inv) = point::<T, D, NC, NA, NB, NV, AUXN>(&tab[q * stride..(q + 1) * stride], u, x, aux, time);
+    stored_at::<T, P, D, NC, NA>(&p, wdet, &inv, put);
+}
+
+/// The stored values of the pointwise arguments `p` already evaluated,
+/// with the point's |J|·w and J⁻¹: the element matrix's point values
+/// ([`jacobian_at`]) less the blocks the physics' terms leave zero.
+#[inline(always)]
+pub fn stored_at<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize>(
+    p: &Point<T, D, NC, NA>,
+    wdet: T,
+    inv: &[[T; D]; D],
+    mut put: impl FnMut(usize, T),
+) {
     let nblk = blocks(D, P::TERMS);
-    jacobian_point::<T, P, D, NC, NA, NB, NV, AUXN>(&tab[q * stride..(q + 1) * stride], u, x, aux, time, |i, v| {
+    jacobian_at::<T, P, D, NC, NA>(p, wdet, inv, |i, v| {
         let (ce, hk) = (i / ((1 + D) * (1 + D)), i % ((1 + D) * (1 + D)));
         if let Some(b) = block_of(D, P::TERMS, hk / (1 + D), hk % (1 + D)) {
             put(ce * nblk + b, v);

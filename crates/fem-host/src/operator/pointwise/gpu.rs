@@ -2,6 +2,7 @@
 //! entry points, checked against the device's limits first.
 
 use super::nodal::Picked;
+use super::sum_factorised::GpuSumFactorised;
 use super::{NodalCells, Pointwise};
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::sys::CUfunction_attribute_enum;
@@ -69,6 +70,8 @@ pub struct GpuPointwise<T> {
     a: CudaSlice<T>,
     /// The time the forms are evaluated at (`Point::t`).
     pub time: T,
+    /// The sum-factorised residual and point data of hexahedra from Q2.
+    sf: Option<GpuSumFactorised<T>>,
 }
 
 impl<T: Scalar> GpuPointwise<T> {
@@ -83,7 +86,7 @@ impl<T: Scalar> GpuPointwise<T> {
         // A zero-length buffer is not a valid allocation: P0-free physics
         // still pass a pointer.
         let a = if op.a.is_empty() { gpu.upload(&[T::ZERO])? } else { gpu.upload(&op.a)? };
-        Ok(Self { variant: v, n_cells: op.n_cells, tab: gpu.upload(&op.tab)?, x: gpu.upload(&op.x)?, a, time: op.time })
+        Ok(Self { variant: v, n_cells: op.n_cells, tab: gpu.upload(&op.tab)?, x: gpu.upload(&op.x)?, a, time: op.time, sf: GpuSumFactorised::new(gpu, &v, &op.sf_tab)? })
     }
 }
 
@@ -104,7 +107,7 @@ impl GpuPointwise<f64> {
             None if op.a.is_empty() => gpu.upload(&[0.0])?,
             None => gpu.upload(&op.a)?,
         };
-        Ok(Self { variant: v, n_cells: op.n_cells, tab: gpu.upload(&op.tab)?, x, a, time: op.time })
+        Ok(Self { variant: v, n_cells: op.n_cells, tab: gpu.upload(&op.tab)?, x, a, time: op.time, sf: GpuSumFactorised::new(gpu, &v, &op.sf_tab)? })
     }
 }
 
@@ -159,15 +162,20 @@ impl<T: Scalar> GpuPointwise<T> {
         Ok((f, LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: (threads as u32, 1, 1), shared_mem_bytes: shared as u32 }))
     }
 
-    /// Element residuals (`false`) or matrices (`true`) with one thread
-    /// per cell from global memory (the `_cell` entry points): for
-    /// variants whose thread-transposition launch does not fit shared
-    /// memory ([`Transposition::fitting`] says so). Refused where a
+    /// Element residuals (`false`) or matrices (`true`) for variants
+    /// whose thread-transposition launch does not fit shared memory
+    /// ([`Transposition::fitting`] says so): the residuals of hexahedra
+    /// from Q2 by sum factorisation, the rest with one thread per cell
+    /// from global memory (the `_cell` entry points). Refused where a
     /// thread's values exceed [`THREAD_LOCAL_LIMIT`] (vector Q7 and Q8
     /// hexahedra's element matrices, which Newton makes from partial
     /// assembly's point data instead).
     pub fn evaluate_cells(&self, gpu: &CudaBackend, jacobian: bool, u: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
         let v = &self.variant;
+        if let (false, Some(sf)) = (jacobian, &self.sf) {
+            self.check_e_vectors(jacobian, u, out)?;
+            return sf.launch(gpu, &format!("{}_sf", v.residual), self.n_cells, u, &self.x, &self.a, out, self.time);
+        }
         let local = cell_thread_bytes(v, jacobian, T::BYTES);
         if local > THREAD_LOCAL_LIMIT {
             let what = if jacobian { "element matrices" } else { "residuals" };
@@ -180,15 +188,28 @@ impl<T: Scalar> GpuPointwise<T> {
                 THREAD_LOCAL_LIMIT >> 10
             )));
         }
-        let nl = v.n_local();
-        if u.len() < self.n_cells * nl || out.len() < self.out_len(jacobian) {
-            return Err(Error::InvalidArgument(format!("E-vectors of {} and {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
-        }
+        self.check_e_vectors(jacobian, u, out)?;
         let f = gpu.function(&format!("{}_cell_{}", self.entry(jacobian)?, T::NAME))?;
         let (n, batches) = (self.n_cells, 1usize);
         let cfg = LaunchConfig { grid_dim: (n.div_ceil(128).clamp(1, i32::MAX as usize) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
         unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&batches).arg(&self.tab).arg(u).arg(&self.x).arg(&self.a).arg(out).arg(&self.time).launch(cfg) }?;
         Ok(())
+    }
+
+    /// An error unless `u` and `out` cover the cells' E-vectors.
+    fn check_e_vectors(&self, jacobian: bool, u: &CudaSlice<T>, out: &CudaSlice<T>) -> Result<()> {
+        if u.len() < self.n_cells * self.variant.n_local() || out.len() < self.out_len(jacobian) {
+            return Err(Error::InvalidArgument(format!("E-vectors of {} and {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
+        }
+        Ok(())
+    }
+
+    /// How [`Self::evaluate_cells`] computes the residual.
+    pub fn cells_method(&self) -> &'static str {
+        match self.sf {
+            Some(_) => "sum-factorised",
+            None => "one thread per cell",
+        }
     }
 
     /// The residual's or the element matrices' entry point, without its
@@ -211,10 +232,7 @@ impl<T: Scalar> GpuPointwise<T> {
     /// (assembly by SpMV reads a zero after the element values; a boundary
     /// term's facets follow the cells).
     pub fn evaluate(&self, gpu: &CudaBackend, jacobian: bool, t: Transposition, u: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
-        let nl = self.variant.n_local();
-        if u.len() < self.n_cells * nl || out.len() < self.out_len(jacobian) {
-            return Err(Error::InvalidArgument(format!("E-vectors of {} and {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
-        }
+        self.check_e_vectors(jacobian, u, out)?;
         let (f, cfg) = self.prepare(gpu, jacobian, t)?;
         let (n, batches) = (self.n_cells, t.batches);
         let s = gpu.stream();
@@ -231,6 +249,11 @@ impl<T: Scalar> GpuPointwise<T> {
     /// The auxiliary fields on the device (a single zero when there are none).
     pub fn aux(&self) -> &CudaSlice<T> {
         &self.a
+    }
+
+    /// The sum-factorised kernels' table and launch, for hexahedra from Q2.
+    pub fn sum_factorised(&self) -> Option<&GpuSumFactorised<T>> {
+        self.sf.as_ref()
     }
 
     /// The table, vertex coordinates and auxiliary fields on the device.
@@ -282,7 +305,8 @@ mod tests {
         };
         let variants = <Poisson as Kernels<f64>>::VARIANTS.iter().chain(<Elasticity as Kernels<f64>>::VARIANTS).chain(<NeoHookean as Kernels<f64>>::VARIANTS);
         let mut large = 0;
-        for (v, jacobian) in variants.flat_map(|v| [(v, false), (v, true)]) {
+        // sum-factorised variants have no one-thread-per-cell residual
+        for (v, jacobian) in variants.flat_map(|v| [(v, false), (v, true)]).filter(|(v, jacobian)| *jacobian || !v.sum_factorised) {
             let entry = if jacobian { v.jacobian.expect("a Jacobian") } else { v.residual };
             let name = format!(".entry {entry}_cell_f64(");
             let body = &ptx[ptx.find(&name).unwrap_or_else(|| panic!("{name} is not in the PTX"))..];

@@ -18,6 +18,7 @@ pub mod facet;
 mod gpu;
 pub mod nodal;
 pub mod partial;
+pub mod sum_factorised;
 pub mod tuning;
 
 pub use facet::{FacetTerm, GpuFacetTerm};
@@ -98,6 +99,10 @@ pub struct Pointwise<T, K> {
     /// The variant's reference table ([`tabulate`]): per quadrature point,
     /// the weight and the basis and geometry values and gradients.
     pub tab: Vec<T>,
+    /// The sum-factorised residual's and point data's table
+    /// ([`sum_factorised::tables`]) of a [`Variant::sum_factorised`]
+    /// variant; empty otherwise.
+    pub sf_tab: Vec<T>,
     /// Vertex coordinates per cell.
     pub x: Vec<T>,
     /// Auxiliary fields per cell.
@@ -106,6 +111,14 @@ pub struct Pointwise<T, K> {
     /// integration sets it.
     pub time: T,
     _physics: PhantomData<fn() -> K>,
+}
+
+/// The element kernels' table of `v` and its sum-factorised table (empty
+/// where `v` has none), in precision `T`.
+fn tables_of<T: Scalar>(v: &Variant) -> Result<(Vec<T>, Vec<T>)> {
+    let tab = tabulate(v);
+    let sf = if v.sum_factorised { into_precision(sum_factorised::tables(v, &tab)?) } else { Vec::new() };
+    Ok((into_precision(tab), sf))
 }
 
 /// `v` in precision `T`: moved as it is in f64 (the cell data of the
@@ -127,7 +140,16 @@ pub(crate) fn parallel_copy(v: &[f64]) -> Vec<f64> {
 
 impl<T: Clone, K> Clone for Pointwise<T, K> {
     fn clone(&self) -> Self {
-        Self { variant: self.variant, n_cells: self.n_cells, tab: self.tab.clone(), x: self.x.clone(), a: self.a.clone(), time: self.time.clone(), _physics: PhantomData }
+        Self {
+            variant: self.variant,
+            n_cells: self.n_cells,
+            tab: self.tab.clone(),
+            sf_tab: self.sf_tab.clone(),
+            x: self.x.clone(),
+            a: self.a.clone(),
+            time: self.time.clone(),
+            _physics: PhantomData,
+        }
     }
 }
 
@@ -138,7 +160,8 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
         let variant = Self::variant_of(space, nq)?;
         let n_cells = space.n_cells();
         let a = Self::aux_evector(&variant, space, aux)?;
-        Ok(Self { variant, n_cells, tab: into_precision(tabulate(&variant)), x: into_precision(space.cell_coords()), a: into_precision(a), time: T::ZERO, _physics: PhantomData })
+        let (tab, sf_tab) = tables_of(&variant)?;
+        Ok(Self { variant, n_cells, tab, sf_tab, x: into_precision(space.cell_coords()), a: into_precision(a), time: T::ZERO, _physics: PhantomData })
     }
 
     /// The variant of `K` for the space's shape and degree (with `nq`
@@ -206,7 +229,7 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
     /// Element residuals on the CPU (`n_local` per cell) at [`Self::time`].
     pub fn residual_cpu(&self, cpu: &CpuBackend, u: &[T]) -> Result<Vec<T>> {
         self.check_u(u)?;
-        Ok(self.over_cells(cpu, u, self.variant.n_local(), K::residual_cells))
+        Ok(self.over_cells(cpu, self.residual_table(), u, self.variant.n_local(), K::residual_cells))
     }
 
     /// Element matrices on the CPU (`n_local²` per cell, row-major).
@@ -216,17 +239,27 @@ impl<T: Scalar, K: Kernels<T>> Pointwise<T, K> {
             return Err(Error::InvalidArgument(format!("physics `{}` defines no g0..g3", K::NAME)));
         }
         let nl = self.variant.n_local();
-        Ok(self.over_cells(cpu, u, nl * nl, K::jacobian_cells))
+        Ok(self.over_cells(cpu, &self.tab, u, nl * nl, K::jacobian_cells))
+    }
+
+    /// The table the residual and the point data take: the
+    /// sum-factorised one where the variant has it.
+    fn residual_table(&self) -> &[T] {
+        if self.variant.sum_factorised {
+            &self.sf_tab
+        } else {
+            &self.tab
+        }
     }
 
     /// Runs a generated CPU variant over all cells in rayon tasks of
-    /// [`CPU_CHUNK`] cells, `per_cell` outputs each.
-    fn over_cells(&self, cpu: &CpuBackend, u: &[T], per_cell: usize, cells: CellsFn<T>) -> Vec<T> {
+    /// [`CPU_CHUNK`] cells, `per_cell` outputs each, with table `tab`.
+    fn over_cells(&self, cpu: &CpuBackend, tab: &[T], u: &[T], per_cell: usize, cells: CellsFn<T>) -> Vec<T> {
         let mut out = vec![T::ZERO; self.n_cells * per_cell];
         cpu.install(|| {
             out.par_chunks_mut(CPU_CHUNK * per_cell).enumerate().for_each(|(k, o)| {
                 // The variant comes from K's own table, so K has its code.
-                let ran = cells(&self.variant, &self.tab, k * CPU_CHUNK, u, &self.x, &self.a, self.time, o);
+                let ran = cells(&self.variant, tab, k * CPU_CHUNK, u, &self.x, &self.a, self.time, o);
                 debug_assert!(ran, "variant missing from its own physics");
             })
         });

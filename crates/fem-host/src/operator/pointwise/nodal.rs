@@ -5,7 +5,7 @@
 //! arrays of a set-up on the host, which the GPU makes from these in
 //! a pass ([`picked_node_entry`], one source with the host's expansion).
 
-use super::{into_precision, tabulate, Aux, Pointwise};
+use super::{tables_of, Aux, Pointwise};
 use crate::space::Space;
 use crate::{Error, Result};
 use fem_kernels::cells::picked_node_entry;
@@ -46,7 +46,8 @@ impl<K: Kernels<f64>> Pointwise<f64, K> {
         let dim = space.dim();
         let mut coords = vec![0.0; space.n_dofs * dim];
         coords.par_chunks_mut(dim).zip(space.dof_coords.par_iter()).for_each(|(c, x)| c.copy_from_slice(&x[..dim]));
-        let physics = Self { variant, n_cells: space.n_cells(), tab: into_precision(tabulate(&variant)), x: Vec::new(), a, time: 0.0, _physics: PhantomData };
+        let (tab, sf_tab) = tables_of(&variant)?;
+        let physics = Self { variant, n_cells: space.n_cells(), tab, sf_tab, x: Vec::new(), a, time: 0.0, _physics: PhantomData };
         Ok((physics, Some(NodalCells { dim, nodes: space.n_dofs, coords, corners, aux })))
     }
 }

@@ -83,7 +83,7 @@ impl<K: Kernels<f64>> Pointwise<f64, K> {
         if v.points.is_none() {
             return Err(Error::InvalidArgument(format!("physics `{}` has no partial assembly on {} (it needs a Jacobian and a tensor cell)", K::NAME, v.shape.name())));
         }
-        Ok(self.over_cells(cpu, u, points_per_cell(v), K::points_cells))
+        Ok(self.over_cells(cpu, self.residual_table(), u, points_per_cell(v), K::points_cells))
     }
 }
 
@@ -360,16 +360,20 @@ impl GpuPartial {
 
 impl GpuPointwise<f64> {
     /// The Jacobian's point data at the solution E-vector `u` on the
-    /// device, one thread per (cell, point).
+    /// device: sum-factorised on hexahedra from Q2, elsewhere one thread
+    /// per (cell, point).
     pub fn points(&self, gpu: &CudaBackend, u: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
         let v = &self.variant;
         let entry = v.points.ok_or_else(|| Error::InvalidArgument(format!("this physics has no partial assembly on {}", v.shape.name())))?;
         if u.len() < self.n_cells * v.n_local() || out.len() < self.n_cells * points_per_cell(v) {
             return Err(Error::InvalidArgument(format!("E-vector of {} and point data of {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
         }
+        let (tab, x, a) = self.inputs();
+        if let Some(sf) = self.sum_factorised() {
+            return sf.launch(gpu, &format!("{entry}_sf"), self.n_cells, u, x, a, out, self.time);
+        }
         let f = gpu.function(&format!("{entry}_f64"))?;
         let (n, batches) = (self.n_cells, 1usize);
-        let (tab, x, a) = self.inputs();
         let cfg = gpu.grid::<f64>(n * v.nq, 0);
         unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&batches).arg(tab).arg(u).arg(x).arg(a).arg(out).arg(&self.time).launch(cfg) }?;
         Ok(())

@@ -383,7 +383,9 @@ impl NewtonOps for CudaBackend {
     }
 
     fn describe(&self, s: &GpuState) -> String {
-        let [residual, tangent] = s.launch.map(|l| l.map_or("one thread per cell".to_string(), |t| format!("{} cell blocks per batch", t.blocks)));
+        let blocks = |t: Transposition| format!("{} cell blocks per batch", t.blocks);
+        let residual = s.launch[0].map_or(s.physics.cells_method().to_string(), blocks);
+        let tangent = s.launch[1].map_or("one thread per cell".to_string(), blocks);
         let sum = match &s.sums[0] {
             None => "atomics",
             Some(GatherSum::Warp(_)) => "ELL-WARP SpMV",

@@ -1,0 +1,196 @@
+//! The GPU's sum-factorised residual and point data of hexahedral
+//! variants from Q2 (`fem_kernels::pointwise::sum_factorised`): their
+//! table, launch shape and launches. They replace the one-thread-per-cell
+//! residual, whose O(p⁶) work a cell on one thread took a second per
+//! Newton step at Q8, and the per-point point data, which tabulated every
+//! basis function at every point.
+
+use super::partial::Tables1d;
+use crate::{Backend, CudaBackend, Error, Result, Scalar};
+use cudarc::driver::sys::CUfunction_attribute_enum;
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use fem_kernels::pointwise::partial::shared_len;
+use fem_kernels::pointwise::{row_len, Variant};
+
+/// Threads a block aims at: elements of `n1²` threads are added while
+/// they fit this and the default shared memory.
+const BLOCK_THREADS: usize = 256;
+
+/// Shared memory per block without opting in, which leaves room for
+/// several blocks per SM.
+const DEFAULT_SHARED: usize = 48 << 10;
+
+/// The uploaded table and launch shape of one variant.
+pub struct GpuSumFactorised<T> {
+    tab: CudaSlice<T>,
+    n1: usize,
+    /// Elements per thread block.
+    epb: usize,
+    /// Shared memory per block in bytes.
+    shared: usize,
+}
+
+/// Fields a sum-factorised element of `v` holds in shared memory.
+fn fields(v: &Variant) -> usize {
+    v.nc + if v.aux_nodal { v.na } else { 0 }
+}
+
+/// The kernels' table of `v`: `[B | D]` of [`Tables1d`], then per point
+/// its weight and the vertex basis with its reference derivatives (the
+/// geometry part of `full`, the element kernels' table).
+pub fn tables(v: &Variant, full: &[f64]) -> Result<Vec<f64>> {
+    let t = Tables1d::new(v)?;
+    let (d, nb, nv) = (v.dim(), v.n_basis(), v.shape.vertices());
+    let stride = row_len(d, nb, nv);
+    if full.len() != v.nq * stride {
+        return Err(Error::InvalidArgument(format!("a table of {} values for {} points of {stride}", full.len(), v.nq)));
+    }
+    let geometry = full.chunks(stride).flat_map(|row| std::iter::once(row[0]).chain(row[1 + nb * (1 + d)..].iter().copied()));
+    Ok(t.b.iter().chain(&t.d).copied().chain(geometry).collect())
+}
+
+impl<T: Scalar> GpuSumFactorised<T> {
+    /// The table `tab` of `v` ([`tables`]) on the device and its launch
+    /// shape; `None` for variants without sum-factorised entry points, an
+    /// error where one element's work arrays exceed a block's shared
+    /// memory.
+    pub fn new(gpu: &CudaBackend, v: &Variant, tab: &[T]) -> Result<Option<Self>> {
+        if !v.sum_factorised {
+            return Ok(None);
+        }
+        let n1 = v.degree + 1;
+        let limit = gpu.props().shared_mem_per_block_optin as usize;
+        let need = |epb: usize| T::BYTES * shared_len(n1, fields(v), epb);
+        let mut epb = (BLOCK_THREADS / (n1 * n1)).max(1);
+        while epb > 1 && need(epb) > limit.min(DEFAULT_SHARED) {
+            epb -= 1;
+        }
+        if need(epb) > limit {
+            return Err(Error::InvalidArgument(format!("one Q{} element with {} fields needs {} bytes of shared memory (at most {limit})", v.degree, fields(v), need(1))));
+        }
+        Ok(Some(Self { tab: gpu.upload(tab)?, n1, epb, shared: need(epb) }))
+    }
+
+    /// Launches `entry` (with its precision) on `n_cells` cells: the
+    /// element kernels' arguments, `tab` replaced by this table.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch(&self, gpu: &CudaBackend, entry: &str, n_cells: usize, u: &CudaSlice<T>, x: &CudaSlice<T>, a: &CudaSlice<T>, out: &mut CudaSlice<T>, time: T) -> Result<()> {
+        let f = gpu.function(&format!("{entry}_{}", T::NAME))?;
+        if self.shared > gpu.props().shared_mem_per_block as usize {
+            f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared as i32)?;
+        }
+        let grid = n_cells.div_ceil(self.epb).max(1);
+        if grid > i32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("{grid} thread blocks exceed the grid limit")));
+        }
+        let cfg = LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: ((self.n1 * self.n1) as u32, self.epb as u32, 1), shared_mem_bytes: self.shared as u32 };
+        let batches = 1usize;
+        // SAFETY: the caller checked that the E-vectors cover `n_cells`
+        // cells; the block holds `epb` elements of n1² threads and their
+        // shared memory (`shared_len`)
+        unsafe { gpu.stream().launch_builder(&f).arg(&n_cells).arg(&batches).arg(&self.tab).arg(u).arg(x).arg(a).arg(out).arg(&time).launch(cfg) }?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::BoxMesh;
+    use crate::operator::pointwise::{tabulate, Aux, Pointwise};
+    use crate::rng::SplitMix64;
+    use crate::space::Space;
+    use crate::CpuBackend;
+    use fem_core::physics::Physics;
+    use fem_kernels::physics::{Elasticity, NeoHookean, Poisson};
+    use fem_kernels::pointwise::{cell_residual, partial::cell_points, Kernels};
+
+    fn rel(a: &[f64], b: &[f64]) -> f64 {
+        let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs())).max(1e-300);
+        a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
+    }
+
+    /// The CPU's sum-factorised residual and point data of `P` at degree
+    /// `p` (N_q = NB points) equal the element kernels' (the whole table,
+    /// every basis function at every point) to rounding, on perturbed
+    /// hexahedra with a random state of size `size` and auxiliary fields
+    /// that vary per node or per cell.
+    fn matches_element_kernels<P, const NC: usize, const NA: usize, const NB: usize, const AUXN: bool>(p: usize, size: f64)
+    where
+        P: Kernels<f64> + Physics<f64, 3, NC, NA>,
+    {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let space = Space::tensor(&BoxMesh::unstructured(3, 2, 7).build().unwrap(), p).unwrap();
+        let mut r = SplitMix64::new(p as u64);
+        let aux: Vec<f64> = (0..if AUXN { space.n_dofs } else { space.n_cells() } * NA).map(|_| 1.0 + r.next_f64()).collect();
+        let op = Pointwise::<f64, P>::new(&space, Some(NB), if AUXN { Aux::Nodal(&aux) } else { Aux::Cell(&aux) }).unwrap();
+        assert!(op.variant.sum_factorised, "Q{p}");
+        let nl = NB * NC;
+        let u: Vec<f64> = (0..space.n_cells() * nl).map(|_| size * (2.0 * r.next_f64() - 1.0)).collect();
+        let (na, nx) = (op.variant.aux_per_cell(), 8 * 3);
+        let mut want = vec![0.0; u.len()];
+        for (c, w) in want.chunks_mut(nl).enumerate() {
+            cell_residual::<f64, P, 3, NC, NA, NB, 8, NB, AUXN>(&op.tab, &u[c * nl..][..nl], &op.x[c * nx..][..nx], &op.a[c * na..][..na], 0.0, w);
+        }
+        let err = rel(&op.residual_cpu(&cpu, &u).unwrap(), &want);
+        assert!(err < 1e-12, "{} Q{p}: residual {err:e}", P::NAME);
+        let per = fem_kernels::pointwise::partial::point_len(3, NC, <P as Physics<f64, 3, NC, NA>>::TERMS) * NB;
+        let mut want = vec![0.0; space.n_cells() * per];
+        for (c, w) in want.chunks_mut(per).enumerate() {
+            cell_points::<f64, P, 3, NC, NA, NB, 8, NB, AUXN>(&op.tab, &u[c * nl..][..nl], &op.x[c * nx..][..nx], &op.a[c * na..][..na], 0.0, w);
+        }
+        let err = rel(&op.points_cpu(&cpu, &u).unwrap(), &want);
+        assert!(err < 1e-12, "{} Q{p}: point data {err:e}", P::NAME);
+    }
+
+    #[test]
+    fn sum_factorised_cells_equal_the_element_kernels() {
+        matches_element_kernels::<Poisson, 1, 2, 27, true>(2, 1.0);
+        matches_element_kernels::<Poisson, 1, 2, 64, true>(3, 1.0);
+        matches_element_kernels::<Poisson, 1, 2, 343, true>(6, 1.0);
+        matches_element_kernels::<Elasticity, 3, 2, 27, false>(2, 1.0);
+        matches_element_kernels::<Elasticity, 3, 2, 125, false>(4, 1.0);
+        // displacements small enough that no point inverts
+        matches_element_kernels::<NeoHookean, 3, 2, 27, false>(2, 0.02);
+        matches_element_kernels::<NeoHookean, 3, 2, 64, false>(3, 0.01);
+    }
+
+    /// The GPU kernels read the basis as products of the 1D `B` and `D·B`
+    /// along x, y and z (x fastest) and the geometry from the compact
+    /// rows: every entry of the element kernels' table is that product,
+    /// and the geometry rows are its rows' weight and vertex part, so both
+    /// evaluate the same basis at the same points in the same reference
+    /// coordinates.
+    #[test]
+    fn tables_factor_the_element_kernels_table() {
+        let variants = <Poisson as Kernels<f64>>::VARIANTS.iter().chain(<Elasticity as Kernels<f64>>::VARIANTS);
+        let mut checked = 0;
+        for v in variants.filter(|v| v.sum_factorised) {
+            let full = tabulate(v);
+            let tab = tables(v, &full).unwrap();
+            let t = Tables1d::new(v).unwrap();
+            let (n1, nb, nv) = (t.n1, v.n_basis(), v.shape.vertices());
+            assert_eq!(t.q1, n1);
+            let stride = row_len(3, nb, nv);
+            let geo = &tab[2 * n1 * n1..];
+            assert_eq!(geo.len(), v.nq * (1 + 4 * nv));
+            for q in 0..v.nq {
+                let row = &full[q * stride..(q + 1) * stride];
+                let qi = [q % n1, q / n1 % n1, q / (n1 * n1)];
+                for n in 0..nb {
+                    let ni = [n % n1, n / n1 % n1, n / (n1 * n1)];
+                    for h in 0..4 {
+                        let f: f64 = (0..3).map(|a| if h == a + 1 { t.bd[qi[a] * n1 + ni[a]] } else { t.b[qi[a] * n1 + ni[a]] }).product();
+                        let want = row[1 + n * 4 + h];
+                        assert!((f - want).abs() < 1e-11 * (1.0 + want.abs()), "Q{} point {q} node {n} term {h}: {f} against {want}", v.degree);
+                    }
+                }
+                assert_eq!(&geo[q * (1 + 4 * nv)..(q + 1) * (1 + 4 * nv)], [&row[..1], &row[1 + nb * 4..]].concat().as_slice());
+            }
+            checked += 1;
+        }
+        assert!(checked >= 14, "Q2 to Q8 of both physics");
+        let q1 = <Poisson as Kernels<f64>>::VARIANTS.iter().find(|v| v.shape.dim() == 3 && v.degree == 1).unwrap();
+        assert!(!q1.sum_factorised && tables(q1, &[0.0]).is_err());
+    }
+}
