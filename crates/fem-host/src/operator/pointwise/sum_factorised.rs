@@ -20,6 +20,18 @@ const BLOCK_THREADS: usize = 256;
 /// several blocks per SM.
 const DEFAULT_SHARED: usize = 48 << 10;
 
+/// Flops of one cell's sum-factorised residual: per interpolated field
+/// (components and nodal auxiliary fields) three 1D interpolations and
+/// three collocation derivatives of 2·N1⁴ each, the same back per
+/// component, and per point the geometry from the vertices and the
+/// fluxes' pull-back (the physics' own arithmetic not counted, as in the
+/// paper's count of the element kernels).
+pub fn flops_per_cell(v: &Variant) -> f64 {
+    let (n1, d, nc, nv) = ((v.degree + 1) as f64, v.dim() as f64, v.nc as f64, v.shape.vertices() as f64);
+    let contractions = 12.0 * n1.powi(4) * (fields(v) as f64 + nc);
+    contractions + v.nq as f64 * (2.0 * nv * (1.0 + d) * d + 2.0 * d * d * nc)
+}
+
 /// The uploaded table and launch shape of one variant.
 pub struct GpuSumFactorised<T> {
     tab: CudaSlice<T>,
