@@ -206,11 +206,34 @@ impl CudaBackend {
         Ok(self.ctx.mem_get_info()?.0)
     }
 
+    /// Device memory free for an allocation of `needs` bytes. The stream
+    /// frees into the device's memory pool, which the driver counts as
+    /// used until the stream synchronises and the pool is trimmed, and
+    /// from which the stream's next allocations are served: a set-up that
+    /// let go of gigabytes of transients (the cells' upload) would be
+    /// refused on a stale reading. So a reading short of `needs` is taken
+    /// again after both.
+    fn free_for(&self, needs: usize) -> Result<usize> {
+        let free = self.free_bytes()?;
+        if free >= needs || !self.ctx.has_async_alloc() {
+            return Ok(free);
+        }
+        self.stream.synchronize()?;
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: the device's default pool, which the stream allocates
+        // from; trimming releases only blocks no allocation holds
+        unsafe {
+            cudarc::driver::sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device()).result()?;
+            cudarc::driver::sys::cuMemPoolTrimTo(pool, 0).result()?;
+        }
+        self.free_bytes()
+    }
+
     /// Refuses `what`, a problem that stores `needs` bytes on the device at
     /// the least, when fewer are free ([`Error::ProblemTooLarge`]): checked
     /// from its sizes before any of it is made.
     pub fn ensure_problem_fits(&self, what: &str, needs: usize) -> Result<()> {
-        let free = self.free_bytes()?;
+        let free = self.free_for(needs)?;
         if needs > free {
             return Err(Error::ProblemTooLarge { what: what.to_string(), needs, free });
         }
@@ -220,7 +243,7 @@ impl CudaBackend {
     /// Fails before allocating when the device lacks the memory, rather
     /// than leaving the driver to fail mid-computation.
     pub fn ensure_free(&self, bytes: usize) -> Result<()> {
-        let free = self.free_bytes()?;
+        let free = self.free_for(bytes)?;
         if bytes > free {
             return Err(Error::OutOfDeviceMemory { requested: bytes, free });
         }
