@@ -285,9 +285,10 @@ fn gpu_run<T: Scalar, K: Kernels<T>>(
     let dev = GpuPointwise::new(gpu, op)?;
     let ud = gpu.upload(u)?;
     let mut out = gpu.zeros::<T>(dev.out_len(false))?;
-    if o.blocks.is_none() && o.batches.is_none() && Transposition::fitting(&v, false, T::BYTES, gpu.props().shared_mem_per_block_optin as usize).is_err() {
-        // no block of this variant fits shared memory: the solvers'
-        // fallback, sum-factorised on hexahedra, else one thread per cell
+    if o.blocks.is_none() && o.batches.is_none() && (v.sum_factorised || Transposition::fitting(&v, false, T::BYTES, gpu.props().shared_mem_per_block_optin as usize).is_err()) {
+        // what the solvers take: sum-factorised on hexahedra from Q2, or
+        // where no block of this variant fits shared memory one thread
+        // per cell
         progress(&format!("GPU residual, {}", dev.cells_method()), None);
         let seconds = measure(gpu, 2, o.repeats, || dev.evaluate_cells(gpu, false, &ud, &mut out))?.median;
         return Ok((seconds, gpu.download(&out)?, None, None));
