@@ -44,7 +44,7 @@ pub struct GpuSumFactorised<T> {
 
 /// Fields a sum-factorised element of `v` holds in shared memory.
 fn fields(v: &Variant) -> usize {
-    v.nc + if v.aux_nodal { v.na } else { 0 }
+    fem_kernels::pointwise::sum_factorised::fields(v.nc, v.na, v.aux_nodal)
 }
 
 /// The kernels' table of `v`: `[B | D]` of [`Tables1d`], then per point
@@ -115,6 +115,7 @@ mod tests {
     use crate::CpuBackend;
     use fem_core::physics::Physics;
     use fem_kernels::physics::{Elasticity, NeoHookean, Poisson};
+    use fem_kernels::pointwise::sum_factorised::geometry_row_len;
     use fem_kernels::pointwise::{cell_residual, partial::cell_points, Kernels};
 
     fn rel(a: &[f64], b: &[f64]) -> f64 {
@@ -184,8 +185,8 @@ mod tests {
             let (n1, nb, nv) = (t.n1, v.n_basis(), v.shape.vertices());
             assert_eq!(t.q1, n1);
             let stride = row_len(3, nb, nv);
-            let geo = &tab[2 * n1 * n1..];
-            assert_eq!(geo.len(), v.nq * (1 + 4 * nv));
+            let (geo, row_len) = (&tab[2 * n1 * n1..], geometry_row_len(3, nv));
+            assert_eq!(geo.len(), v.nq * row_len);
             for q in 0..v.nq {
                 let row = &full[q * stride..(q + 1) * stride];
                 let qi = [q % n1, q / n1 % n1, q / (n1 * n1)];
@@ -197,7 +198,7 @@ mod tests {
                         assert!((f - want).abs() < 1e-11 * (1.0 + want.abs()), "Q{} point {q} node {n} term {h}: {f} against {want}", v.degree);
                     }
                 }
-                assert_eq!(&geo[q * (1 + 4 * nv)..(q + 1) * (1 + 4 * nv)], [&row[..1], &row[1 + nb * 4..]].concat().as_slice());
+                assert_eq!(&geo[q * row_len..(q + 1) * row_len], [&row[..1], &row[1 + nb * 4..]].concat().as_slice());
             }
             checked += 1;
         }
