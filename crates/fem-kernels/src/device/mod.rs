@@ -13,6 +13,7 @@
 //! | [`block`] | block-wide sum through shuffles and shared memory |
 //! | [`atomic`] | atomic add for `f32`, `f64`, `u32`; min and max of `u32` |
 //! | [`fast_math`] | approximate transcendental instructions (`*.approx`) |
+//! | [`lines`] | tensor-product line contractions and an element's shared work |
 //!
 //! Everything here is only compiled for `nvptx64`. The CPU backend never
 //! needs it: it calls the per-item functions of the crate directly.
@@ -23,6 +24,7 @@ pub mod copy_async;
 pub mod fast_math;
 pub mod grid;
 pub mod index;
+pub mod lines;
 pub mod shared;
 pub mod stream;
 pub mod sync;

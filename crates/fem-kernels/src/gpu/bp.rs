@@ -31,6 +31,7 @@
 //! L-vectors read through `map` and added to atomically (the caller zeroes
 //! `y`).
 
+use crate::device::lines::{line, line_t};
 use crate::device::*;
 use crate::tensor::{interp_column, project_column, BpKernel, Half};
 use fem_core::tensor::{apply_metric, padded, GWJ, NGEO};
@@ -105,25 +106,6 @@ unsafe fn load_element<T: Real, const NQ: usize, const GQ: usize>(w: *mut T, i: 
         unroll::<NQ>(|k| *w.add(k * GQ * p + j * p + i) = v[k]);
     }
     barrier();
-}
-
-/// Applies `A` (`G × N`, rows `q < ⌈G/2⌉` in `a`) to the line of `N`
-/// values at `src + m·s` and writes the `G` results to `dst + q·s` (over
-/// the line when `dst` is `src`): the thread owns the line, reads each
-/// value once and writes each result once.
-#[inline(always)]
-pub(super) unsafe fn line<T: Real, const N: usize, const G: usize, const ODD: bool>(src: *const T, dst: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
-    let r: [T; N] = core::array::from_fn(|m| *src.add(m * s));
-    let c = interp_column::<T, N, G, ODD>(a, &r);
-    unroll::<G>(|q| *dst.add(q * s) = c[q]);
-}
-
-/// The transpose of [`line`]: `G` values in, `N` results out.
-#[inline(always)]
-pub(super) unsafe fn line_t<T: Real, const N: usize, const G: usize, const ODD: bool>(w: *mut T, s: usize, a: impl Fn(usize, usize) -> T) {
-    let c: [T; G] = core::array::from_fn(|q| *w.add(q * s));
-    let r = project_column::<T, N, G, ODD>(a, &c);
-    unroll::<N>(|m| *w.add(m * s) = r[m]);
 }
 
 /// Largest GL point count for which [`bp1`] loads its weights before the

@@ -8,7 +8,7 @@ mod bp;
 mod cardiac;
 mod fem;
 mod krylov;
-pub(crate) mod partial;
+mod partial;
 mod pattern;
 mod prelude_check;
 mod reduce;

@@ -13,9 +13,10 @@
 //! contractions run per component and the results are added to `y`.
 //!
 //! The contractions ([`to_points`], [`from_points`]) and the element's
-//! shared work arrays ([`element_work`], [`field`]) also serve the
-//! sum-factorised residual and point data
-//! ([`crate::pointwise::sum_factorised`]).
+//! shared work arrays ([`element_work`], [`field`]) live in
+//! [`crate::device::lines`], where the sum-factorised residual and point
+//! data ([`crate::pointwise::sum_factorised`]) reach them in a user's
+//! kernel crate too.
 //!
 //! The kernel takes as many Gauss points per direction as GLL nodes (the
 //! rule `#[fem_kernel]` hexahedra use, exact for degree 2p + 1). Its 1D
@@ -23,12 +24,10 @@
 //! D (points × points) differentiates at the points; B is centro-symmetric
 //! and D centro-antisymmetric, so the contractions read half of each.
 
-use super::bp::{line, line_t};
+use crate::device::lines::{at, element_work, field, from_points, to_points};
 use crate::device::*;
-use crate::pointwise::partial::{apply_point, diagonal_entry, element_entry, per_element, point_len};
-use crate::tensor::{interp_column, project_column};
+use crate::pointwise::partial::{apply_point, diagonal_entry, element_entry, point_len};
 use fem_core::physics::Terms;
-use fem_core::tensor::padded;
 use fem_core::{unroll, Real};
 use fem_macros::kernel;
 
@@ -97,103 +96,6 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize>(ne: usize, mask
             });
         }
     }
-}
-
-/// The 1D matrices `[B | D]` of `tab` copied into shared memory by the
-/// whole block, and the work arrays of this thread's element
-/// (`blockDim.y` elements a block, `fields` fields each, see
-/// [`field`]): the layout of [`crate::pointwise::partial::shared_len`].
-/// The caller passes a barrier before reading either.
-#[inline(always)]
-pub(crate) unsafe fn element_work<T: Real, const NQ: usize>(tab: *const T, fields: usize) -> (*mut T, [impl Fn(usize, usize) -> T + Copy; 2]) {
-    let s = dynamic_shared::<T>();
-    let (t, nt) = (thread_idx_x() + block_dim_x() * thread_idx_y(), block_dim_x() * block_dim_y());
-    let mut m = t;
-    while m < 2 * NQ * NQ {
-        *s.add(m) = *tab.add(m);
-        m += nt;
-    }
-    let (sb, sd) = (s as *const T, s.add(NQ * NQ) as *const T);
-    let w = s.add(2 * NQ * NQ + thread_idx_y() * per_element(NQ, fields));
-    (w, [matrix::<T, NQ>(sb), matrix::<T, NQ>(sd)])
-}
-
-/// Entry (q, m) of the row-major `NQ × NQ` matrix at `a`.
-#[inline(always)]
-fn matrix<T: Real, const NQ: usize>(a: *const T) -> impl Fn(usize, usize) -> T + Copy {
-    // SAFETY: the callers index within the matrix they loaded
-    move |q: usize, m: usize| unsafe { *a.add(q * NQ + m) }
-}
-
-/// Array `h` of field `f` in an element's work `w`: h = 0 the values (at
-/// the nodes, then at the points), 1..=3 the reference derivatives at the
-/// points, each `NQ` slices of `NQ × padded(NQ)`.
-#[inline(always)]
-pub(crate) unsafe fn field<T, const NQ: usize>(w: *mut T, f: usize, h: usize) -> *mut T {
-    w.add((f * 4 + h) * NQ * NQ * padded(NQ))
-}
-
-/// Offset of node or point (i, j, k) in a work array.
-#[inline(always)]
-pub(crate) const fn at<const NQ: usize>(k: usize, j: usize, i: usize) -> usize {
-    (k * NQ + j) * padded(NQ) + i
-}
-
-/// Field `f`'s node values, stored in its array 0 by the whole block
-/// and a barrier passed, to its value and reference derivatives at the
-/// Gauss points (arrays 0 to 3): x- and y-lines in shared memory, the
-/// thread's z-column in registers, then the collocation derivative. The
-/// whole block calls it; the caller passes a barrier before reading.
-#[inline(always)]
-pub(crate) unsafe fn to_points<T: Real, const NQ: usize>(w: *mut T, f: usize, b: impl Fn(usize, usize) -> T + Copy, d: impl Fn(usize, usize) -> T + Copy) {
-    let p = padded(NQ);
-    let t = thread_idx_x();
-    let (i, j) = (t % NQ, t / NQ);
-    // x-line (row t div N, line t mod N) and y-line (column t mod N) of slice t div N
-    let (xl, yl) = (at::<NQ>(t / NQ, t % NQ, 0), at::<NQ>(t / NQ, 0, t % NQ));
-    let u = field::<T, NQ>(w, f, 0);
-    line::<T, NQ, NQ, false>(u.add(xl), u.add(xl), 1, b);
-    barrier();
-    line::<T, NQ, NQ, false>(u.add(yl), u.add(yl), p, b);
-    barrier();
-    let r: [T; NQ] = core::array::from_fn(|k| *u.add(at::<NQ>(k, j, i)));
-    let col = interp_column::<T, NQ, NQ, false>(b, &r);
-    let dz = interp_column::<T, NQ, NQ, true>(d, &col);
-    unroll::<NQ>(|k| {
-        *u.add(at::<NQ>(k, j, i)) = col[k];
-        *field::<T, NQ>(w, f, 3).add(at::<NQ>(k, j, i)) = dz[k];
-    });
-    barrier();
-    line::<T, NQ, NQ, true>(u.add(xl), field::<T, NQ>(w, f, 1).add(xl), 1, d);
-    line::<T, NQ, NQ, true>(u.add(yl), field::<T, NQ>(w, f, 2).add(yl), p, d);
-}
-
-/// The transpose of [`to_points`]: field `f`'s values and reference
-/// derivatives at the points (arrays 0 to 3, a barrier passed since they
-/// were written) integrated against the basis into its node values, left
-/// in array 0 with a barrier passed.
-#[inline(always)]
-pub(crate) unsafe fn from_points<T: Real, const NQ: usize>(w: *mut T, f: usize, b: impl Fn(usize, usize) -> T + Copy, d: impl Fn(usize, usize) -> T + Copy) {
-    let p = padded(NQ);
-    let t = thread_idx_x();
-    let (i, j) = (t % NQ, t / NQ);
-    let (xl, yl) = (at::<NQ>(t / NQ, t % NQ, 0), at::<NQ>(t / NQ, 0, t % NQ));
-    let arr = |h: usize| field::<T, NQ>(w, f, h);
-    let u = arr(0);
-    let vz: [T; NQ] = core::array::from_fn(|k| *arr(3).add(at::<NQ>(k, j, i)));
-    let z = project_column::<T, NQ, NQ, true>(d, &vz);
-    let acc: [T; NQ] = core::array::from_fn(|k| *u.add(at::<NQ>(k, j, i)) + z[k]);
-    line_t::<T, NQ, NQ, true>(arr(1).add(xl), 1, d);
-    line_t::<T, NQ, NQ, true>(arr(2).add(yl), p, d);
-    barrier();
-    let sum: [T; NQ] = core::array::from_fn(|k| acc[k] + *arr(1).add(at::<NQ>(k, j, i)) + *arr(2).add(at::<NQ>(k, j, i)));
-    let r = project_column::<T, NQ, NQ, false>(b, &sum);
-    unroll::<NQ>(|k| *u.add(at::<NQ>(k, j, i)) = r[k]);
-    barrier();
-    line_t::<T, NQ, NQ, false>(u.add(yl), p, b);
-    barrier();
-    line_t::<T, NQ, NQ, false>(u.add(xl), 1, b);
-    barrier();
 }
 
 /// `d += diag((I − F) A (I − F))` of the partially assembled Jacobian on

@@ -15,7 +15,7 @@
 //! The CPU contracts whole arrays along each axis ([`cell_residual`],
 //! [`cell_points`]); on the GPU one element takes an `N1 × N1` slab of
 //! threads and shares the partial product's line contractions
-//! ([`crate::gpu::partial`]).
+//! ([`crate::device::lines`]).
 //!
 //! `tab` is `[B | D | geometry rows]`: the 1D matrices of the partial
 //! product (B: nodes to points, D: differentiation at the points), then
@@ -30,7 +30,7 @@ use super::{at as get, geometry_at, physical, residual_at};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
 #[cfg(target_arch = "nvptx64")]
-use crate::gpu::partial::{at, element_work, field, from_points, to_points};
+use crate::device::lines::{at, element_work, field, from_points, to_points};
 use fem_core::physics::{Physics, Point};
 #[cfg(target_arch = "nvptx64")]
 use fem_core::unroll;
