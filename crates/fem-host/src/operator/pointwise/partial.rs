@@ -14,7 +14,7 @@ use super::gpu::GpuPointwise;
 use super::Pointwise;
 use crate::operator::tensor::basis::{apply_axis, matmul, transpose};
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result};
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use fem_core::physics::Terms;
 use fem_core::quadrature::{gauss_legendre, gauss_lobatto};
 use fem_core::tensor::{differentiation_matrix, interpolation_matrix};
@@ -258,6 +258,52 @@ fn elements_cell<const D: usize, const NC: usize>(t: &Tables1d, terms: Terms, g:
     }
 }
 
+/// The launch of a kernel that gives each hexahedron an `n1 × n1` slab of
+/// threads and its fields' work arrays in shared memory
+/// ([`shared_len`]): the partial product and the sum-factorised residual
+/// and point data. Elements are added to a block up to 256 threads while
+/// the block fits the default 48 KB (several blocks per SM); a single
+/// element may opt into more.
+#[derive(Clone, Copy, Debug)]
+pub struct Slabs {
+    n1: usize,
+    /// Elements per thread block.
+    epb: usize,
+    /// Shared memory per block in bytes.
+    shared: usize,
+}
+
+impl Slabs {
+    /// The launch for degree `n1 − 1` with `fields` fields of `bytes`-byte
+    /// values; an error where one element does not fit a block's shared
+    /// memory.
+    pub fn fit(gpu: &CudaBackend, n1: usize, fields: usize, bytes: usize) -> Result<Self> {
+        let limit = gpu.props().shared_mem_per_block_optin as usize;
+        let need = |epb: usize| bytes * shared_len(n1, fields, epb);
+        let mut epb = (256 / (n1 * n1)).max(1);
+        while epb > 1 && need(epb) > limit.min(48 * 1024) {
+            epb -= 1;
+        }
+        if need(epb) > limit {
+            return Err(Error::InvalidArgument(format!("one element of degree {} with {fields} fields needs {} bytes of shared memory (at most {limit})", n1 - 1, need(1))));
+        }
+        Ok(Self { n1, epb, shared: need(epb) })
+    }
+
+    /// The launch of `f` over `cells` elements, `f` allowed the shared
+    /// memory beyond the default where it needs it.
+    pub fn config(&self, gpu: &CudaBackend, f: &CudaFunction, cells: usize) -> Result<LaunchConfig> {
+        if self.shared > gpu.props().shared_mem_per_block as usize {
+            f.set_attribute(cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared as i32)?;
+        }
+        let grid = cells.div_ceil(self.epb).max(1);
+        if grid > i32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("{grid} thread blocks exceed the grid limit")));
+        }
+        Ok(LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: ((self.n1 * self.n1) as u32, self.epb as u32, 1), shared_mem_bytes: self.shared as u32 })
+    }
+}
+
 /// The GPU product and diagonal of one variant's partial assembly.
 pub struct GpuPartial {
     /// `[B | D]` for the product, `[B | D·B]` for the diagonal.
@@ -266,8 +312,8 @@ pub struct GpuPartial {
     q1: usize,
     nc: usize,
     mask: u32,
-    /// Elements per thread block of the product.
-    epb: usize,
+    /// The product's launch.
+    slabs: Slabs,
     cells: usize,
     /// Point data values a cell.
     per_cell: usize,
@@ -293,29 +339,17 @@ impl GpuPartial {
     pub fn new(gpu: &CudaBackend, v: &Variant, cells: usize) -> Result<Self> {
         Self::supports(v)?;
         let t = Tables1d::new(v)?;
-        let n1 = t.n1;
-        let limit = gpu.props().shared_mem_per_block_optin as usize;
-        let mut epb = (256 / (n1 * n1)).max(1);
-        while epb > 1 && 8 * shared_len(n1, v.nc, epb) > limit.min(48 * 1024) {
-            epb -= 1;
-        }
-        if 8 * shared_len(n1, v.nc, epb) > limit {
-            return Err(Error::InvalidArgument(format!("one element of degree {} with {} components needs {} bytes of shared memory (at most {limit})", v.degree, v.nc, 8 * shared_len(n1, v.nc, 1))));
-        }
+        let (n1, slabs) = (t.n1, Slabs::fit(gpu, t.n1, v.nc, 8)?);
         let apply: Vec<f64> = t.b.iter().chain(&t.d).copied().collect();
         let diag: Vec<f64> = t.b.iter().chain(&t.bd).copied().collect();
-        Ok(Self { tabs: [gpu.upload(&apply)?, gpu.upload(&diag)?], n1, q1: t.q1, nc: v.nc, mask: terms_mask(v.terms), epb, cells, per_cell: points_per_cell(v) })
+        Ok(Self { tabs: [gpu.upload(&apply)?, gpu.upload(&diag)?], n1, q1: t.q1, nc: v.nc, mask: terms_mask(v.terms), slabs, cells, per_cell: points_per_cell(v) })
     }
 
     /// `y += (I − F) A (I − F) x` with point data `g`, `map` the
     /// E-vector's rows ([`crate::space::restriction::SKIP`] where held).
     pub fn apply(&self, gpu: &CudaBackend, g: &CudaSlice<f64>, map: &CudaSlice<u32>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
         let f = gpu.function(&format!("fem_partial_n{}_nc{}_f64", self.n1 - 1, self.nc))?;
-        let shared = 8 * shared_len(self.n1, self.nc, self.epb);
-        if shared > gpu.props().shared_mem_per_block as usize {
-            f.set_attribute(cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
-        }
-        let cfg = LaunchConfig { grid_dim: (self.cells.div_ceil(self.epb).max(1) as u32, 1, 1), block_dim: ((self.n1 * self.n1) as u32, self.epb as u32, 1), shared_mem_bytes: shared as u32 };
+        let cfg = self.slabs.config(gpu, &f, self.cells)?;
         let ne = self.cells;
         unsafe { gpu.stream().launch_builder(&f).arg(&ne).arg(&self.mask).arg(&self.tabs[0]).arg(g).arg(map).arg(x).arg(y).launch(cfg) }?;
         Ok(())

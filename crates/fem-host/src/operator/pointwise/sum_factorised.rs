@@ -5,20 +5,10 @@
 //! Newton step at Q8, and the per-point point data, which tabulated every
 //! basis function at every point.
 
-use super::partial::Tables1d;
+use super::partial::{Slabs, Tables1d};
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
-use cudarc::driver::sys::CUfunction_attribute_enum;
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use fem_kernels::pointwise::partial::shared_len;
+use cudarc::driver::{CudaSlice, PushKernelArg};
 use fem_kernels::pointwise::{row_len, Variant};
-
-/// Threads a block aims at: elements of `n1²` threads are added while
-/// they fit this and the default shared memory.
-const BLOCK_THREADS: usize = 256;
-
-/// Shared memory per block without opting in, which leaves room for
-/// several blocks per SM.
-const DEFAULT_SHARED: usize = 48 << 10;
 
 /// Flops of one cell's sum-factorised residual: per interpolated field
 /// (components and nodal auxiliary fields) three 1D interpolations and
@@ -35,11 +25,7 @@ pub fn flops_per_cell(v: &Variant) -> f64 {
 /// The uploaded table and launch shape of one variant.
 pub struct GpuSumFactorised<T> {
     tab: CudaSlice<T>,
-    n1: usize,
-    /// Elements per thread block.
-    epb: usize,
-    /// Shared memory per block in bytes.
-    shared: usize,
+    slabs: Slabs,
 }
 
 /// Fields a sum-factorised element of `v` holds in shared memory.
@@ -70,17 +56,8 @@ impl<T: Scalar> GpuSumFactorised<T> {
         if !v.sum_factorised {
             return Ok(None);
         }
-        let n1 = v.degree + 1;
-        let limit = gpu.props().shared_mem_per_block_optin as usize;
-        let need = |epb: usize| T::BYTES * shared_len(n1, fields(v), epb);
-        let mut epb = (BLOCK_THREADS / (n1 * n1)).max(1);
-        while epb > 1 && need(epb) > limit.min(DEFAULT_SHARED) {
-            epb -= 1;
-        }
-        if need(epb) > limit {
-            return Err(Error::InvalidArgument(format!("one Q{} element with {} fields needs {} bytes of shared memory (at most {limit})", v.degree, fields(v), need(1))));
-        }
-        Ok(Some(Self { tab: gpu.upload(tab)?, n1, epb, shared: need(epb) }))
+        let slabs = Slabs::fit(gpu, v.degree + 1, fields(v), T::BYTES)?;
+        Ok(Some(Self { tab: gpu.upload(tab)?, slabs }))
     }
 
     /// Launches `entry` (with its precision) on `n_cells` cells: the
@@ -88,18 +65,11 @@ impl<T: Scalar> GpuSumFactorised<T> {
     #[allow(clippy::too_many_arguments)]
     pub fn launch(&self, gpu: &CudaBackend, entry: &str, n_cells: usize, u: &CudaSlice<T>, x: &CudaSlice<T>, a: &CudaSlice<T>, out: &mut CudaSlice<T>, time: T) -> Result<()> {
         let f = gpu.function(&format!("{entry}_{}", T::NAME))?;
-        if self.shared > gpu.props().shared_mem_per_block as usize {
-            f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared as i32)?;
-        }
-        let grid = n_cells.div_ceil(self.epb).max(1);
-        if grid > i32::MAX as usize {
-            return Err(Error::InvalidArgument(format!("{grid} thread blocks exceed the grid limit")));
-        }
-        let cfg = LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: ((self.n1 * self.n1) as u32, self.epb as u32, 1), shared_mem_bytes: self.shared as u32 };
+        let cfg = self.slabs.config(gpu, &f, n_cells)?;
         let batches = 1usize;
         // SAFETY: the caller checked that the E-vectors cover `n_cells`
-        // cells; the block holds `epb` elements of n1² threads and their
-        // shared memory (`shared_len`)
+        // cells; the launch gives each element its slab of threads and
+        // its shared memory (`Slabs`)
         unsafe { gpu.stream().launch_builder(&f).arg(&n_cells).arg(&batches).arg(&self.tab).arg(u).arg(x).arg(a).arg(out).arg(&time).launch(cfg) }?;
         Ok(())
     }
