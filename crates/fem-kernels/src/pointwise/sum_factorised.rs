@@ -119,15 +119,20 @@ fn integrate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &[T], f: &[[
     along::<T, N1, NQ>(b, 1, true, &acc, out);
 }
 
-/// The element's fields at the points on the CPU: `[m][h][q]`, m over the
-/// solution's components (`u[n·NC + c]`), then the nodal auxiliary
-/// fields (`a[n·NA + k]`) when `AUXN`.
+/// Interpolates the element's fields to the points on the CPU (the
+/// solution's components `u[n·NC + c]`, then the nodal auxiliary fields
+/// `a[n·NA + k]` when `AUXN`) and evaluates `f(q, point, |J|·w, J⁻¹)` at
+/// every point `q`.
 #[inline(always)]
-fn fields_at_points<T: Real, const NC: usize, const NA: usize, const NQ: usize, const AUXN: bool, const N1: usize>(
+#[allow(clippy::too_many_arguments)]
+fn each_point<T: Real, const NC: usize, const NA: usize, const NV: usize, const NQ: usize, const AUXN: bool, const N1: usize>(
     tab: &[T],
     u: &[T],
+    x: &[T],
     a: &[T],
-) -> ([[[T; NQ]; 4]; NC], [[[T; NQ]; 4]; NA]) {
+    time: T,
+    mut f: impl FnMut(usize, &Point<T, 3, NC, NA>, T, &[[T; 3]; 3]),
+) {
     let (b, d) = (&tab[..N1 * N1], &tab[N1 * N1..2 * N1 * N1]);
     let mut uq = [[[T::ZERO; NQ]; 4]; NC];
     for (c, o) in uq.iter_mut().enumerate() {
@@ -139,7 +144,12 @@ fn fields_at_points<T: Real, const NC: usize, const NA: usize, const NQ: usize, 
             interpolate::<T, N1, NQ>(b, d, &core::array::from_fn(|n| a[n * NA + k]), o);
         }
     }
-    (uq, aq)
+    let geo = &tab[2 * N1 * N1..];
+    for q in 0..NQ {
+        let field = |m: usize, h: usize| if m < NC { uq[m][h][q] } else { aq[m - NC][h][q] };
+        let (p, wdet, inv) = point_at::<T, NC, NA, NV, AUXN>(geo, q, field, x, a, time);
+        f(q, &p, wdet, &inv);
+    }
 }
 
 /// The residual of one hexahedron on the CPU, `out[n·NC + c]` as
@@ -154,22 +164,14 @@ pub fn cell_residual<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const N
     time: T,
     out: &mut [T],
 ) {
-    let (mut uq, aq) = fields_at_points::<T, NC, NA, NQ, AUXN, N1>(tab, u, a);
-    let geo = &tab[2 * N1 * N1..];
-    for q in 0..NQ {
-        let field = |m: usize, h: usize| if m < NC { uq[m][h][q] } else { aq[m - NC][h][q] };
-        let (p, wdet, inv) = point_at::<T, NC, NA, NV, AUXN>(geo, q, field, x, a, time);
-        let mut f = [[T::ZERO; 4]; NC];
-        residual_at::<T, P, 3, NC, NA>(&p, wdet, &inv, |c, h, v| f[c][h] = v);
-        for (c, fc) in f.iter().enumerate() {
-            for h in 0..4 {
-                uq[c][h][q] = fc[h];
-            }
-        }
-    }
+    // the fluxes at the points, zero where the physics has no such term
+    let mut fq = [[[T::ZERO; NQ]; 4]; NC];
+    each_point::<T, NC, NA, NV, NQ, AUXN, N1>(tab, u, x, a, time, |q, p, wdet, inv| {
+        residual_at::<T, P, 3, NC, NA>(p, wdet, inv, |c, h, v| fq[c][h][q] = v);
+    });
     let (b, d) = (&tab[..N1 * N1], &tab[N1 * N1..2 * N1 * N1]);
     let mut r = [T::ZERO; NQ];
-    for (c, fc) in uq.iter().enumerate() {
+    for (c, fc) in fq.iter().enumerate() {
         integrate::<T, N1, NQ>(b, d, fc, &mut r);
         for (n, v) in r.iter().enumerate() {
             out[n * NC + c] = *v;
@@ -189,13 +191,9 @@ pub fn cell_points<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const NA:
     time: T,
     out: &mut [T],
 ) {
-    let (uq, aq) = fields_at_points::<T, NC, NA, NQ, AUXN, N1>(tab, u, a);
-    let geo = &tab[2 * N1 * N1..];
-    for q in 0..NQ {
-        let field = |m: usize, h: usize| if m < NC { uq[m][h][q] } else { aq[m - NC][h][q] };
-        let (p, wdet, inv) = point_at::<T, NC, NA, NV, AUXN>(geo, q, field, x, a, time);
-        stored_at::<T, P, 3, NC, NA>(&p, wdet, &inv, |j, v| out[j * NQ + q] = v);
-    }
+    each_point::<T, NC, NA, NV, NQ, AUXN, N1>(tab, u, x, a, time, |q, p, wdet, inv| {
+        stored_at::<T, P, 3, NC, NA>(p, wdet, inv, |j, v| out[j * NQ + q] = v);
+    });
 }
 
 /// Loads the element's solution and nodal auxiliary fields into their
