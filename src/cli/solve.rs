@@ -278,6 +278,9 @@ pub(crate) enum FormatArg {
     Ell,
     LazyEll,
     Lma,
+    /// The operator applied without a matrix: the Q_p Poisson kernels, or
+    /// with --physics on hexahedra the tangent's linearisation recomputed
+    /// at the points by every product.
     MatrixFree,
     /// The tangent partially assembled: point data, sum factorisation
     /// (--physics on quadrilaterals and hexahedra).

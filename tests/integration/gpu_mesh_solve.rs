@@ -208,30 +208,33 @@ fn every_tangent_storage_on_the_gpu_gives_the_cpus_solution() {
     }
     // the partially assembled tangent on the hexahedra, in as many Krylov
     // iterations as element matrices take on the CPU
+    // and matrix-free
     for (file, physics, degree) in &cases[2..6] {
-        partial_on_gpu_as_on_cpu(&gpu, &cpu, file, *physics, *degree, Assembly::Lma);
+        cells_on_gpu_as_on_cpu(&gpu, &cpu, file, *physics, *degree, Assembly::Lma, Assembly::Partial);
+        cells_on_gpu_as_on_cpu(&gpu, &cpu, file, *physics, *degree, Assembly::Lma, Assembly::MatrixFree);
     }
 }
 
-/// Newton with the tangent partially assembled on `gpu` reaches the
-/// solution of `cpu` with the tangent stored as `on_cpu`, in as many
-/// Krylov iterations (within one).
-fn partial_on_gpu_as_on_cpu(gpu: &AnyBackend, cpu: &AnyBackend, file: &GmshMesh, physics: Physics, degree: usize, on_cpu: fem::host::problem::nonlinear::Assembly) {
+/// Newton with the tangent partially assembled or matrix-free on `gpu`
+/// (`on_gpu`) reaches the solution of `cpu` with the tangent stored as
+/// `on_cpu`, in as many Krylov iterations (within one).
+fn cells_on_gpu_as_on_cpu(gpu: &AnyBackend, cpu: &AnyBackend, file: &GmshMesh, physics: Physics, degree: usize, on_cpu: fem::host::problem::nonlinear::Assembly, on_gpu: fem::host::problem::nonlinear::Assembly) {
     let mut o = options(physics, degree);
     o.newton.assembly = on_cpu;
     let (_, want, reference) = run(cpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
-    o.newton.assembly = fem::host::problem::nonlinear::Assembly::Partial;
+    o.newton.assembly = on_gpu;
     let (_, got, report) = run(gpu, file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
-    let label = format!("{physics:?} p = {degree}, partial against {on_cpu}: {}", report.newton.kernels);
+    let label = format!("{physics:?} p = {degree}, {on_gpu} against {on_cpu}: {}", report.newton.kernels);
     let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-    assert!(report.newton.converged && report.newton.kernels.contains("partially assembled") && diff <= 1e-10 * scale, "{label}: {diff:e} of {scale:e}");
+    let named = if on_gpu == fem::host::problem::nonlinear::Assembly::Partial { "partially assembled" } else { "matrix-free" };
+    assert!(report.newton.converged && report.newton.kernels.contains(named) && diff <= 1e-10 * scale, "{label}: {diff:e} of {scale:e}");
     assert!(report.newton.krylov_iterations.abs_diff(reference.newton.krylov_iterations) <= 1, "{label}: GPU {} CPU {}", report.newton.krylov_iterations, reference.newton.krylov_iterations);
 }
 
 /// From Q4 to Q8 the GPU's partially assembled tangent gives the CPU's
 /// solution in as many Krylov iterations, its residuals one thread per
-/// cell.
+/// cell; so does the matrix-free one.
 #[test]
 fn high_degree_hexahedra_solve_partially_assembled_on_the_gpu() {
     use fem::host::problem::nonlinear::Assembly;
@@ -243,7 +246,8 @@ fn high_degree_hexahedra_solve_partially_assembled_on_the_gpu() {
     };
     let cases = [(tensor(2), Physics::Poisson, 4), (tensor(2), Physics::Poisson, 8), (tensor(2), Physics::Elasticity, 4), (tensor(1), Physics::Elasticity, 8)];
     for (file, physics, degree) in &cases {
-        partial_on_gpu_as_on_cpu(&gpu, &cpu, file, *physics, *degree, Assembly::Partial);
+        cells_on_gpu_as_on_cpu(&gpu, &cpu, file, *physics, *degree, Assembly::Partial, Assembly::Partial);
+        cells_on_gpu_as_on_cpu(&gpu, &cpu, file, *physics, *degree, Assembly::Partial, Assembly::MatrixFree);
     }
 }
 

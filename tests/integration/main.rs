@@ -21,6 +21,7 @@ mod gpu_amg;
 mod gpu_bp;
 mod gpu_cardiac;
 mod gpu_mesh_solve;
+mod gpu_matrix_free;
 mod gpu_partial;
 mod gpu_pointwise;
 mod gpu_poisson;

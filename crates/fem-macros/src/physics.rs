@@ -260,6 +260,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
     let mut residual_arms = Vec::new();
     let mut jacobian_arms = Vec::new();
     let mut points_arms = Vec::new();
+    let mut action_arms = Vec::new();
     let mut facet_arms = [Vec::new(), Vec::new()];
     let mut entries = Vec::new();
     for e in &spec.elements {
@@ -285,12 +286,15 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
         // (p + 1)³ Gauss points, which replace the one-thread-per-cell
         // residual and the per-point point data there
         let sf = e.shape.dim() == 3 && !e.shape.is_simplex() && p >= 2 && nq == (p + 1).pow(3);
+        // the Jacobian's matrix-free action: hexahedra with (p + 1)³ Gauss
+        // points from Q1
+        let mf = partial && e.shape.dim() == 3 && nq == (p + 1).pow(3);
         let shape = shape_path(e.shape);
         table.push(quote_spanned! {e.span=>
             ::fem_kernels::pointwise::Variant {
                 shape: #shape, degree: #p, nq: #nq, nc: #nc, na: #na, aux_nodal: #nodal,
                 terms: #terms, block: ::fem_kernels::pointwise::lcm(#nq, #nl), residual: #base, jacobian: #jac, precisions: &[#(#precisions),*],
-                nqf: #nqf, facet_residual: #fres, facet_jacobian: #fjac, points: #pentry, sum_factorised: #sf,
+                nqf: #nqf, facet_residual: #fres, facet_jacobian: #fjac, points: #pentry, sum_factorised: #sf, matrix_free: #mf,
             }
         });
         let generics = quote!(#d, #nc, #na, #nb, #nv, #nq, #nodal);
@@ -354,6 +358,17 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
                 }),
             });
         }
+        if mf {
+            action_arms.push(quote! {
+                (#shape, #p, #nq) => {
+                    let mut k = 0;
+                    ::fem_kernels::pointwise::for_cells(first, #sizes, u, x, a, out, |u, x, a, o| {
+                        ::fem_kernels::pointwise::matrix_free::cell_action::<T, Self, #sf_generics>(tab, u, x, a, t, &dir[k * #nl..(k + 1) * #nl], o);
+                        k += 1;
+                    })
+                }
+            });
+        }
         jacobian_arms.push(quote! {
             (#shape, #p, #nq) => ::fem_kernels::pointwise::for_cells(first, #jsizes, u, x, a, out, |u, x, a, o| {
                 ::fem_kernels::pointwise::cell_jacobian_cpu::<T, Self, #generics>(tab, u, x, a, t, o)
@@ -374,6 +389,20 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             }
             if partial {
                 kinds.push(if sf { ("points", &psf, true) } else { ("points", &pbase, false) });
+            }
+            if mf {
+                let entry = format_ident!("{pbase}_mf_{prec}");
+                entries.push(quote! {
+                    #gate
+                    #[no_mangle]
+                    #[allow(clippy::too_many_arguments)]
+                    pub unsafe extern "ptx-kernel" fn #entry(
+                        n_cells: usize, tab: *const #prec, map: *const u32, u: *const #prec,
+                        x: *const #prec, a: *const #prec, xin: *const #prec, y: *mut #prec, t: #prec,
+                    ) {
+                        ::fem_kernels::pointwise::matrix_free::action::<#prec, #ty, #sf_generics>(n_cells, tab, map, u, x, a, xin, y, t)
+                    }
+                });
             }
             for (kind, b, tensor) in kinds {
                 let entry = format_ident!("{b}_{prec}");
@@ -413,6 +442,17 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
     };
     let jacobian_body = cell_body(if has_jacobian { &jacobian_arms } else { &[] });
     let points_body = cell_body(&points_arms);
+    let action_body = if action_arms.is_empty() {
+        quote!({ let _ = (v, tab, first, u, x, a, t, dir, out); false })
+    } else {
+        quote! {
+            match (v.shape, v.degree, v.nq) {
+                #(#action_arms)*
+                _ => return false,
+            }
+            true
+        }
+    };
     let facet_body = |k: usize, on: bool| {
         let arms = &facet_arms[k];
         if on {
@@ -460,6 +500,11 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
                 fn points_cells(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, u: &[#t], x: &[#t], a: &[#t], t: #t, out: &mut [#t]) -> bool {
                     Self::__points_cells(v, tab, first, u, x, a, t, out)
                 }
+
+                #[allow(clippy::too_many_arguments)]
+                fn action_cells(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, u: &[#t], x: &[#t], a: &[#t], t: #t, dir: &[#t], out: &mut [#t]) -> bool {
+                    Self::__action_cells(v, tab, first, u, x, a, t, dir, out)
+                }
             }
         }
     });
@@ -496,6 +541,11 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             #[allow(clippy::too_many_arguments)]
             fn __points_cells<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool {
                 #points_body
+            }
+
+            #[allow(clippy::too_many_arguments)]
+            fn __action_cells<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, dir: &[T], out: &mut [T]) -> bool {
+                #action_body
             }
 
             #[allow(clippy::too_many_arguments)]

@@ -262,6 +262,7 @@ pub fn solve<B: NewtonOps + PartitionedSetup, K: Kernels<f64> + 'static>(b: &B, 
             // `w.ue` holds the gather of u from its residual
             timed(b, &mut split.element, || match storage {
                 Storage::Partial => b.points(&state, &w.ue, &mut kelem),
+                Storage::MatrixFree => b.copy(&w.ue, &mut kelem),
                 _ => b.elements(&state, true, &w.ue, &mut kelem),
             })?;
             timed(b, &mut split.assembly, || {
@@ -338,6 +339,7 @@ pub fn solve<B: NewtonOps + PartitionedSetup, K: Kernels<f64> + 'static>(b: &B, 
         format: match (matrix.as_ref(), storage) {
             (Some(m), _) => m.borrow().name(),
             (None, Storage::Partial) => "partially assembled (point data, sum factorisation)".into(),
+            (None, Storage::MatrixFree) => "matrix-free (sum factorisation)".into(),
             (None, _) => "element matrices (LMA)".into(),
         },
         converged: *residuals.last().expect("one residual") <= tol,

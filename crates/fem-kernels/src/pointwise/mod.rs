@@ -22,6 +22,7 @@
 //! solution's space) or `a[k]` (P0).
 
 pub mod facet;
+pub mod matrix_free;
 pub mod partial;
 pub mod sum_factorised;
 #[cfg(target_arch = "nvptx64")]
@@ -161,6 +162,11 @@ pub struct Variant {
     /// hexahedra from Q2 with (p + 1)³ Gauss points, which have no
     /// one-thread-per-cell residual (`_cell`) and no per-point point data.
     pub sum_factorised: bool,
+    /// Whether the Jacobian has a matrix-free action ([`matrix_free`],
+    /// entry `{points}_mf`): hexahedra of a physics with g0..g3 and
+    /// (p + 1)³ Gauss points, degree 1 and up. Its CPU code and the GPU
+    /// entry take the sum-factorised table.
+    pub matrix_free: bool,
 }
 
 impl Variant {
@@ -221,6 +227,14 @@ pub trait Kernels<T: Real> {
     /// Jacobian.
     #[allow(clippy::too_many_arguments)]
     fn points_cells(v: &Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool;
+
+    /// The Jacobian's action ([`matrix_free::cell_action`]) on the
+    /// direction E-vector `dir` of cells `first..first + out.len() /
+    /// n_local` (`dir` and `out` hold those cells only; `u`, `x`, `a` all
+    /// cells), from the sum-factorised table; `false` if `v` is not a
+    /// [`Variant::matrix_free`] variant.
+    #[allow(clippy::too_many_arguments)]
+    fn action_cells(v: &Variant, tab: &[T], first: usize, u: &[T], x: &[T], a: &[T], t: T, dir: &[T], out: &mut [T]) -> bool;
 }
 
 /// Position, |J|·w and J⁻¹ (`inv[e][a]` = ∂ξ_e/∂x_a) at the point of `row`.

@@ -94,7 +94,7 @@ fn along<T: Real, const N1: usize, const NQ: usize>(m: &[T], stride: usize, tran
 /// Node values `v` to the value and three reference derivatives at the
 /// points (B along x, y and z, then the collocation derivative D).
 #[inline(always)]
-fn interpolate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &[T], v: &[T; NQ], out: &mut [[T; NQ]; 4]) {
+pub(crate) fn interpolate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &[T], v: &[T; NQ], out: &mut [[T; NQ]; 4]) {
     let mut t = [T::ZERO; NQ];
     along::<T, N1, NQ>(b, 1, false, v, &mut out[1]);
     along::<T, N1, NQ>(b, N1, false, &out[1], &mut t);
@@ -108,7 +108,7 @@ fn interpolate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &[T], v: &
 /// The transpose of [`interpolate`]: point values and reference
 /// derivatives `f` integrated against the basis into node values.
 #[inline(always)]
-fn integrate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &[T], f: &[[T; NQ]; 4], out: &mut [T; NQ]) {
+pub(crate) fn integrate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &[T], f: &[[T; NQ]; 4], out: &mut [T; NQ]) {
     let (mut acc, mut t) = (f[0], [T::ZERO; NQ]);
     for a in 0..3 {
         along::<T, N1, NQ>(d, [1, N1, N1 * N1][a], true, &f[1 + a], &mut t);
@@ -125,7 +125,7 @@ fn integrate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &[T], f: &[[
 /// every point `q`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn each_point<T: Real, const NC: usize, const NA: usize, const NV: usize, const NQ: usize, const AUXN: bool, const N1: usize>(
+pub(crate) fn each_point<T: Real, const NC: usize, const NA: usize, const NV: usize, const NQ: usize, const AUXN: bool, const N1: usize>(
     tab: &[T],
     u: &[T],
     x: &[T],
@@ -198,15 +198,16 @@ pub fn cell_points<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const NA:
 
 /// Loads the element's solution and nodal auxiliary fields into their
 /// work arrays `w` (from [`element_work`], whose 1D matrices are `b` and
-/// `d`), interpolates them to the points and evaluates `f(n, e, q, point,
-/// |J|·w, J⁻¹)` at each point of the thread's z-column (`n` the
-/// work-array offset, `e` the element, `q` the point's index in the
-/// variant's rule); whether the thread's element exists, with a barrier
-/// passed.
+/// `d`), then `extra` more fields after them (`load(e, node, m)` the
+/// value of extra field m at the element's node), interpolates them all
+/// to the points and evaluates `f(n, e, q, point, |J|·w, J⁻¹)` at each
+/// point of the thread's z-column (`n` the work-array offset, `e` the
+/// element, `q` the point's index in the variant's rule); whether the
+/// thread's element exists, with a barrier passed.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn at_points<T: Real, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool, const N1: usize>(
+pub(crate) unsafe fn at_points<T: Real, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQ: usize, const AUXN: bool, const N1: usize>(
     n_cells: usize,
     (w, b, d): (*mut T, impl Fn(usize, usize) -> T + Copy, impl Fn(usize, usize) -> T + Copy),
     tab: *const T,
@@ -214,6 +215,7 @@ unsafe fn at_points<T: Real, const NC: usize, const NA: usize, const NB: usize, 
     x: *const T,
     a: *const T,
     time: T,
+    (extra, load): (usize, impl Fn(usize, usize, usize) -> T),
     mut f: impl FnMut(usize, usize, usize, &Point<T, 3, NC, NA>, T, &[[T; 3]; 3]),
 ) -> bool {
     let nf = fields(NC, NA, AUXN);
@@ -232,10 +234,13 @@ unsafe fn at_points<T: Real, const NC: usize, const NA: usize, const NB: usize, 
                     *field::<T, N1>(w, NC + m, 0).add(n) = *a.add((e * NB + node) * NA + m);
                 }
             }
+            for m in 0..extra {
+                *field::<T, N1>(w, nf + m, 0).add(n) = load(e, node, m);
+            }
         }
     }
     barrier();
-    for m in 0..nf {
+    for m in 0..nf + extra {
         to_points::<T, N1>(w, m, b, d);
     }
     barrier();
@@ -275,7 +280,7 @@ pub unsafe fn residual<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const
     time: T,
 ) {
     let (w, [b, d]) = element_work::<T, N1>(tab, fields(NC, NA, AUXN));
-    let live = at_points::<T, NC, NA, NB, NV, NQ, AUXN, N1>(n_cells, (w, b, d), tab, u, x, a, time, |n, _, _, p, wdet, inv| {
+    let live = at_points::<T, NC, NA, NB, NV, NQ, AUXN, N1>(n_cells, (w, b, d), tab, u, x, a, time, (0, |_, _, _| T::ZERO), |n, _, _, p, wdet, inv| {
         let mut v = [[T::ZERO; 4]; NC];
         residual_at::<T, P, 3, NC, NA>(p, wdet, inv, |c, h, f| v[c][h] = f);
         for (c, vc) in v.iter().enumerate() {
@@ -314,7 +319,7 @@ pub unsafe fn points<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const N
 ) {
     let len = point_len(3, NC, P::TERMS);
     let (w, [b, d]) = element_work::<T, N1>(tab, fields(NC, NA, AUXN));
-    at_points::<T, NC, NA, NB, NV, NQ, AUXN, N1>(n_cells, (w, b, d), tab, u, x, a, time, |_, e, q, p, wdet, inv| {
+    at_points::<T, NC, NA, NB, NV, NQ, AUXN, N1>(n_cells, (w, b, d), tab, u, x, a, time, (0, |_, _, _| T::ZERO), |_, e, q, p, wdet, inv| {
         let o = out.add(e * len * NQ + q);
         stored_at::<T, P, 3, NC, NA>(p, wdet, inv, |jj, v| *o.add(jj * NQ) = v);
     });

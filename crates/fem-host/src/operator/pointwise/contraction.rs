@@ -38,7 +38,7 @@ impl<const D: usize, const MASK: u8> Physics<f64, D, 2, 0> for Mixed<MASK> {
 
 fn variant(shape: Shape, degree: usize, nq: usize, mask: u8) -> Variant {
     let terms = Terms { f0: true, f1: true, g: [mask & 1 != 0, mask & 2 != 0, mask & 4 != 0, mask & 8 != 0], bf0: false, bg: [false, false] };
-    Variant { shape, degree, nq, nc: 2, na: 0, aux_nodal: false, terms, block: 1, residual: "", jacobian: None, precisions: &[], nqf: 0, facet_residual: None, facet_jacobian: None, points: None, sum_factorised: false }
+    Variant { shape, degree, nq, nc: 2, na: 0, aux_nodal: false, terms, block: 1, residual: "", jacobian: None, precisions: &[], nqf: 0, facet_residual: None, facet_jacobian: None, points: None, sum_factorised: false, matrix_free: false }
 }
 
 /// Both orders on every cell of a perturbed mesh, u random.

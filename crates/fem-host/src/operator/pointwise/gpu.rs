@@ -172,9 +172,9 @@ impl<T: Scalar> GpuPointwise<T> {
     /// assembly's point data instead).
     pub fn evaluate_cells(&self, gpu: &CudaBackend, jacobian: bool, u: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
         let v = &self.variant;
-        if let (false, Some(sf)) = (jacobian, &self.sf) {
+        if let (false, Some(sf)) = (jacobian, self.sum_factorised()) {
             self.check_e_vectors(jacobian, u, out)?;
-            return sf.launch(gpu, &format!("{}_sf", v.residual), self.n_cells, u, &self.x, &self.a, out, self.time);
+            return sf.launch(gpu, &format!("{}_sf", v.residual), self.n_cells, &u.as_view(), &self.x.as_view(), &self.a.as_view(), &mut out.as_view_mut(), self.time);
         }
         let local = cell_thread_bytes(v, jacobian, T::BYTES);
         if local > THREAD_LOCAL_LIMIT {
@@ -206,7 +206,7 @@ impl<T: Scalar> GpuPointwise<T> {
 
     /// How [`Self::evaluate_cells`] computes the residual.
     pub fn cells_method(&self) -> &'static str {
-        match self.sf {
+        match self.sum_factorised() {
             Some(_) => "sum-factorised",
             None => "one thread per cell",
         }
@@ -251,9 +251,16 @@ impl<T: Scalar> GpuPointwise<T> {
         &self.a
     }
 
-    /// The sum-factorised kernels' table and launch, for hexahedra from Q2.
+    /// The sum-factorised residual's and point data's table and launch,
+    /// for hexahedra from Q2.
     pub fn sum_factorised(&self) -> Option<&GpuSumFactorised<T>> {
-        self.sf.as_ref()
+        self.sf.as_ref().filter(|_| self.variant.sum_factorised)
+    }
+
+    /// The matrix-free action's table and launch, for hexahedra from Q1
+    /// ([`Variant::matrix_free`]).
+    pub fn matrix_free(&self) -> Option<&GpuSumFactorised<T>> {
+        self.sf.as_ref().filter(|_| self.variant.matrix_free)
     }
 
     /// The table, vertex coordinates and auxiliary fields on the device.

@@ -16,6 +16,7 @@ use std::marker::PhantomData;
 mod contraction;
 pub mod facet;
 mod gpu;
+pub mod matrix_free;
 pub mod nodal;
 pub mod partial;
 pub mod sum_factorised;
@@ -100,8 +101,8 @@ pub struct Pointwise<T, K> {
     /// the weight and the basis and geometry values and gradients.
     pub tab: Vec<T>,
     /// The sum-factorised residual's and point data's table
-    /// ([`sum_factorised::tables`]) of a [`Variant::sum_factorised`]
-    /// variant; empty otherwise.
+    /// ([`sum_factorised::tables`]) of a [`Variant::sum_factorised`] or
+    /// [`Variant::matrix_free`] variant; empty otherwise.
     pub sf_tab: Vec<T>,
     /// Vertex coordinates per cell.
     pub x: Vec<T>,
@@ -117,7 +118,7 @@ pub struct Pointwise<T, K> {
 /// where `v` has none), in precision `T`.
 fn tables_of<T: Scalar>(v: &Variant) -> Result<(Vec<T>, Vec<T>)> {
     let tab = tabulate(v);
-    let sf = if v.sum_factorised { into_precision(sum_factorised::tables(v, &tab)?) } else { Vec::new() };
+    let sf = if v.sum_factorised || v.matrix_free { into_precision(sum_factorised::tables(v, &tab)?) } else { Vec::new() };
     Ok((into_precision(tab), sf))
 }
 

@@ -14,7 +14,7 @@ use super::gpu::GpuPointwise;
 use super::Pointwise;
 use crate::operator::tensor::basis::{apply_axis, matmul, transpose};
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result};
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use fem_core::physics::Terms;
 use fem_core::quadrature::{gauss_legendre, gauss_lobatto};
 use fem_core::tensor::{differentiation_matrix, interpolation_matrix};
@@ -225,6 +225,16 @@ pub fn diagonal_cpu(cpu: &CpuBackend, t: &Tables1d, v: &Variant, g: &[f64]) -> R
     Ok(out)
 }
 
+/// The diagonal of each cell's matrix of point data `g` into `out` (an
+/// E-vector of those cells), on the calling thread.
+pub(crate) fn diagonal_cells(t: &Tables1d, v: &Variant, g: &[f64], out: &mut [f64]) -> Result<()> {
+    let (nl, per) = (v.n_local(), points_per_cell(v));
+    for (o, gc) in out.chunks_exact_mut(nl).zip(g.chunks_exact(per)) {
+        by_shape!(v, diagonal_cell(t, v.terms, gc, o));
+    }
+    Ok(())
+}
+
 fn diagonal_cell<const D: usize, const NC: usize>(t: &Tables1d, terms: Terms, g: &[f64], out: &mut [f64]) {
     let nq = t.q1.pow(D as u32);
     for (i, o) in out.iter_mut().enumerate() {
@@ -357,10 +367,20 @@ impl GpuPartial {
 
     /// `d += diag((I − F) A (I − F))` with point data `g`.
     pub fn add_diagonal(&self, gpu: &CudaBackend, g: &CudaSlice<f64>, map: &CudaSlice<u32>, d: &mut CudaSlice<f64>) -> Result<()> {
+        self.add_diagonal_of(gpu, self.cells, &g.as_view(), &map.as_view(), d)
+    }
+
+    /// [`Self::add_diagonal`] of `cells` cells whose point data are `g`
+    /// and map entries `map` (a range of the cells, the rest of `d`
+    /// untouched).
+    pub(crate) fn add_diagonal_of(&self, gpu: &CudaBackend, cells: usize, g: &CudaView<f64>, map: &CudaView<u32>, d: &mut CudaSlice<f64>) -> Result<()> {
         let f = gpu.function(&format!("fem_partial_diagonal_nc{}_f64", self.nc))?;
-        let (ne, n1, q1) = (self.cells, self.n1, self.q1);
-        let items = ne * n1.pow(3) * self.nc;
-        unsafe { gpu.stream().launch_builder(&f).arg(&ne).arg(&n1).arg(&q1).arg(&self.mask).arg(&self.tabs[1]).arg(g).arg(map).arg(d).launch(gpu.grid::<f64>(items, 0)) }?;
+        let (n1, q1) = (self.n1, self.q1);
+        let items = cells * n1.pow(3) * self.nc;
+        if g.len() < cells * self.per_cell || map.len() < items {
+            return Err(Error::InvalidArgument(format!("point data of {} values and a map of {} for {cells} cells", g.len(), map.len())));
+        }
+        unsafe { gpu.stream().launch_builder(&f).arg(&cells).arg(&n1).arg(&q1).arg(&self.mask).arg(&self.tabs[1]).arg(g).arg(map).arg(d).launch(gpu.grid::<f64>(items, 0)) }?;
         Ok(())
     }
 
@@ -398,18 +418,31 @@ impl GpuPointwise<f64> {
     /// per (cell, point).
     pub fn points(&self, gpu: &CudaBackend, u: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
         let v = &self.variant;
-        let entry = v.points.ok_or_else(|| Error::InvalidArgument(format!("this physics has no partial assembly on {}", v.shape.name())))?;
         if u.len() < self.n_cells * v.n_local() || out.len() < self.n_cells * points_per_cell(v) {
             return Err(Error::InvalidArgument(format!("E-vector of {} and point data of {} values do not fit {} cells", u.len(), out.len(), self.n_cells)));
         }
+        self.points_of(gpu, 0..self.n_cells, u, &mut out.as_view_mut())
+    }
+
+    /// The point data of cells `cells` (a range of them) into `out`,
+    /// which holds theirs only; `u` is the whole solution E-vector.
+    pub(crate) fn points_of(&self, gpu: &CudaBackend, cells: std::ops::Range<usize>, u: &CudaSlice<f64>, out: &mut CudaViewMut<f64>) -> Result<()> {
+        let v = &self.variant;
+        let entry = v.points.ok_or_else(|| Error::InvalidArgument(format!("this physics has no partial assembly on {}", v.shape.name())))?;
+        if cells.end > self.n_cells || out.len() < cells.len() * points_per_cell(v) {
+            return Err(Error::InvalidArgument(format!("point data of {} values for cells {cells:?} of {}", out.len(), self.n_cells)));
+        }
         let (tab, x, a) = self.inputs();
+        let (first, n, per_a) = (cells.start, cells.len(), v.aux_per_cell());
+        let (u, x) = (u.slice(first * v.n_local()..), x.slice(first * v.shape.vertices() * v.dim()..));
+        let a = if per_a == 0 { a.as_view() } else { a.slice(first * per_a..) };
         if let Some(sf) = self.sum_factorised() {
-            return sf.launch(gpu, &format!("{entry}_sf"), self.n_cells, u, x, a, out, self.time);
+            return sf.launch(gpu, &format!("{entry}_sf"), n, &u, &x, &a, out, self.time);
         }
         let f = gpu.function(&format!("{entry}_f64"))?;
-        let (n, batches) = (self.n_cells, 1usize);
+        let batches = 1usize;
         let cfg = gpu.grid::<f64>(n * v.nq, 0);
-        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&batches).arg(tab).arg(u).arg(x).arg(a).arg(out).arg(&self.time).launch(cfg) }?;
+        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&batches).arg(tab).arg(&u).arg(&x).arg(&a).arg(out).arg(&self.time).launch(cfg) }?;
         Ok(())
     }
 }

@@ -7,7 +7,7 @@
 
 use super::partial::{Slabs, Tables1d};
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, PushKernelArg};
 use fem_kernels::pointwise::{row_len, Variant};
 
 /// Flops of one cell's sum-factorised residual: per interpolated field
@@ -22,10 +22,13 @@ pub fn flops_per_cell(v: &Variant) -> f64 {
     contractions + v.nq as f64 * (2.0 * nv * (1.0 + d) * d + 2.0 * d * d * nc)
 }
 
-/// The uploaded table and launch shape of one variant.
+/// The uploaded table and launch shapes of one variant.
 pub struct GpuSumFactorised<T> {
     tab: CudaSlice<T>,
     slabs: Slabs,
+    /// The matrix-free action's launch (the direction's components beside
+    /// the state's fields), or why one element does not fit.
+    action: std::result::Result<Slabs, String>,
 }
 
 /// Fields a sum-factorised element of `v` holds in shared memory.
@@ -49,21 +52,23 @@ pub fn tables(v: &Variant, full: &[f64]) -> Result<Vec<f64>> {
 
 impl<T: Scalar> GpuSumFactorised<T> {
     /// The table `tab` of `v` ([`tables`]) on the device and its launch
-    /// shape; `None` for variants without sum-factorised entry points, an
-    /// error where one element's work arrays exceed a block's shared
+    /// shapes; `None` for variants without sum-factorised entry points
+    /// (neither [`Variant::sum_factorised`] nor [`Variant::matrix_free`]),
+    /// an error where one element's work arrays exceed a block's shared
     /// memory.
     pub fn new(gpu: &CudaBackend, v: &Variant, tab: &[T]) -> Result<Option<Self>> {
-        if !v.sum_factorised {
+        if !v.sum_factorised && !v.matrix_free {
             return Ok(None);
         }
         let slabs = Slabs::fit(gpu, v.degree + 1, fields(v), T::BYTES)?;
-        Ok(Some(Self { tab: gpu.upload(tab)?, slabs }))
+        let action = Slabs::fit(gpu, v.degree + 1, fields(v) + v.nc, T::BYTES).map_err(|e| format!("the matrix-free action: {e}"));
+        Ok(Some(Self { tab: gpu.upload(tab)?, slabs, action }))
     }
 
     /// Launches `entry` (with its precision) on `n_cells` cells: the
     /// element kernels' arguments, `tab` replaced by this table.
     #[allow(clippy::too_many_arguments)]
-    pub fn launch(&self, gpu: &CudaBackend, entry: &str, n_cells: usize, u: &CudaSlice<T>, x: &CudaSlice<T>, a: &CudaSlice<T>, out: &mut CudaSlice<T>, time: T) -> Result<()> {
+    pub fn launch(&self, gpu: &CudaBackend, entry: &str, n_cells: usize, u: &CudaView<T>, x: &CudaView<T>, a: &CudaView<T>, out: &mut CudaViewMut<T>, time: T) -> Result<()> {
         let f = gpu.function(&format!("{entry}_{}", T::NAME))?;
         let cfg = self.slabs.config(gpu, &f, n_cells)?;
         let batches = 1usize;
@@ -71,6 +76,20 @@ impl<T: Scalar> GpuSumFactorised<T> {
         // cells; the launch gives each element its slab of threads and
         // its shared memory (`Slabs`)
         unsafe { gpu.stream().launch_builder(&f).arg(&n_cells).arg(&batches).arg(&self.tab).arg(u).arg(x).arg(a).arg(out).arg(&time).launch(cfg) }?;
+        Ok(())
+    }
+
+    /// `y += (I − F) J(u) (I − F) xin` by the matrix-free entry
+    /// `{points}_mf` of `n_cells` cells ([`fem_kernels::pointwise::matrix_free::action`]),
+    /// `u`, `x`, `a` the state's and the cells' E-vectors.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_action(&self, gpu: &CudaBackend, points: &str, n_cells: usize, map: &CudaSlice<u32>, (u, x, a): (&CudaSlice<T>, &CudaSlice<T>, &CudaSlice<T>), xin: &CudaSlice<T>, y: &mut CudaSlice<T>, time: T) -> Result<()> {
+        let slabs = self.action.as_ref().map_err(|e| Error::InvalidArgument(e.clone()))?;
+        let f = gpu.function(&format!("{points}_mf_{}", T::NAME))?;
+        let cfg = slabs.config(gpu, &f, n_cells)?;
+        // SAFETY: the caller checked that the map covers `n_cells` cells
+        // and names rows of `xin` and `y`, and the E-vectors cover them
+        unsafe { gpu.stream().launch_builder(&f).arg(&n_cells).arg(&self.tab).arg(map).arg(u).arg(x).arg(a).arg(xin).arg(y).arg(&time).launch(cfg) }?;
         Ok(())
     }
 }

@@ -42,6 +42,11 @@ pub enum Assembly {
     /// factorisation, preconditioned by Jacobi (its diagonal by sum
     /// factorisation too).
     Partial,
+    /// Matrix-free on hexahedra (`none`): the linearisation recomputed
+    /// at the points by every product from the state, nothing stored but
+    /// it; preconditioned by Jacobi, whose diagonal comes from point data
+    /// made a chunk of cells at a time.
+    MatrixFree,
 }
 
 impl std::fmt::Display for Assembly {
@@ -51,6 +56,7 @@ impl std::fmt::Display for Assembly {
             Self::Sparse(s) => write!(f, "{}", s.name()),
             Self::Lma => write!(f, "lma"),
             Self::Partial => write!(f, "partial"),
+            Self::MatrixFree => write!(f, "none"),
         }
     }
 }
@@ -62,7 +68,8 @@ impl std::str::FromStr for Assembly {
             "auto" => Ok(Self::Auto),
             "lma" => Ok(Self::Lma),
             "partial" => Ok(Self::Partial),
-            _ => s.parse().map(Self::Sparse).map_err(|_| format!("unknown assembly `{s}` (auto, lma, partial, or a sparse format: {})", SpmvFormat::ALL.map(|f| f.name()).join(", "))),
+            "none" | "matrix-free" => Ok(Self::MatrixFree),
+            _ => s.parse().map(Self::Sparse).map_err(|_| format!("unknown assembly `{s}` (auto, lma, partial, none, or a sparse format: {})", SpmvFormat::ALL.map(|f| f.name()).join(", "))),
         }
     }
 }
@@ -76,6 +83,8 @@ pub(crate) enum Storage {
     Lma,
     /// Point data of partial assembly.
     Partial,
+    /// The state's E-vector, for the matrix-free action.
+    MatrixFree,
 }
 
 impl Storage {
@@ -84,16 +93,25 @@ impl Storage {
     pub(crate) fn format(self) -> Option<SpmvFormat> {
         match self {
             Self::Sparse(f) => Some(f),
-            Self::Lma | Self::Partial => None,
+            Self::Lma | Self::Partial | Self::MatrixFree => None,
         }
+    }
+
+    /// Whether the Krylov method applies the tangent cell by cell (element
+    /// matrices, point data or the matrix-free action) rather than as an
+    /// assembled matrix.
+    pub(crate) fn by_cells(self) -> bool {
+        !matches!(self, Self::Sparse(_))
     }
 
     /// Values the backend holds for the tangent of `setup` between
     /// updates: element matrices (with SpMV's padding zero where `scatter`
     /// sums by SpMV, from which the assembled values are refilled) or
-    /// partial assembly's point data.
+    /// partial assembly's point data, or the state's E-vector for the
+    /// matrix-free action.
     pub(crate) fn values<K: Kernels<f64>>(self, setup: &Setup<K>, scatter: Scatter) -> usize {
         match self {
+            Self::MatrixFree => setup.gather.len(),
             Self::Lma => setup.entry_len(),
             Self::Partial => setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(&setup.physics.variant),
             Self::Sparse(_) => padded(setup.entry_len(), scatter),
@@ -106,6 +124,7 @@ impl Storage {
             Self::Sparse(f) => format!("the tangent assembled in {}", f.name()),
             Self::Lma => "the tangent as element matrices (LMA)".into(),
             Self::Partial => "the tangent partially assembled (point data, sum factorisation)".into(),
+            Self::MatrixFree => "the tangent matrix-free (recomputed at the points, sum factorisation)".into(),
         }
     }
 }
@@ -141,7 +160,7 @@ impl Assembly {
     /// partial assembly only.
     pub(crate) fn resolve<K: Kernels<f64>>(self, setup: &Setup<K>, precond: super::Precond, precision: super::Precision, default: SpmvFormat, partial: bool) -> Result<Storage> {
         let storage = self.resolve_on_pattern(setup, precond, precision, default, partial)?;
-        if storage != Storage::Partial && !setup.has_pattern() {
+        if !matches!(storage, Storage::Partial | Storage::MatrixFree) && !setup.has_pattern() {
             return Err(Error::InvalidArgument(format!("the set-up was made without the assembled tangent's pattern, for partial assembly; {self} needs it")));
         }
         Ok(storage)
@@ -155,6 +174,23 @@ impl Assembly {
         let jacobi = !precond.needs_matrix() && precision == super::Precision::F64;
         let fits = Self::partial_refusal(v, robin, jacobi, precond).is_none();
         fits && (self == Self::Partial || (self == Self::Auto && partial && v.degree >= 2))
+    }
+
+    /// Whether Newton stores the tangent without its assembled pattern
+    /// with these options: partially assembled ([`Self::takes_partial`])
+    /// or matrix-free, where that applies.
+    pub fn skips_pattern(self, v: &Variant, robin: bool, precond: super::Precond, precision: super::Precision, partial: bool) -> bool {
+        let jacobi = !precond.needs_matrix() && precision == super::Precision::F64;
+        self.takes_partial(v, robin, precond, precision, partial) || (self == Self::MatrixFree && Self::matrix_free_refusal(v, robin, jacobi, precond).is_none())
+    }
+
+    /// Why the matrix-free action cannot apply the tangent of `v`, if it
+    /// cannot: partial assembly's reasons, and its variants' rule.
+    fn matrix_free_refusal(v: &Variant, robin: bool, jacobi: bool, precond: super::Precond) -> Option<Error> {
+        if let Err(e) = crate::operator::pointwise::matrix_free::check(v) {
+            return Some(e);
+        }
+        Self::partial_refusal(v, robin, jacobi, precond).map(|e| Error::InvalidArgument(e.to_string().replace("partial assembly", "the matrix-free tangent")))
     }
 
     /// Why partial assembly cannot store the tangent of `v` (with a
@@ -188,6 +224,10 @@ impl Assembly {
                 Some(e) => Err(e),
                 None => Ok(Storage::Partial),
             },
+            Self::MatrixFree => match Self::matrix_free_refusal(v, robin, jacobi, precond) {
+                Some(e) => Err(e),
+                None => Ok(Storage::MatrixFree),
+            },
             Self::Lma if precision == super::Precision::F32 => Err(Error::InvalidArgument("a single-precision solve needs the assembled tangent; element matrices (LMA) are applied in f64".into())),
             Self::Lma => Err(Error::InvalidArgument(format!("{precond} needs the assembled tangent; element matrices (LMA) are preconditioned by Jacobi or not at all"))),
             Self::Sparse(f) if f.warp().is_some_and(|(_, n)| n != crate::sparse::warp::Numbering::Remap) => {
@@ -218,6 +258,7 @@ impl<B: NewtonOps> LinearOperator<B, f64> for LmaOp<'_, B> {
     fn apply(&self, b: &B, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
         match self.storage {
             Storage::Partial => b.partial_product(self.state, self.kelem, x, y)?,
+            Storage::MatrixFree => b.free_product(self.state, self.kelem, x, y)?,
             _ => b.element_product(self.state, self.kelem, x, y)?,
         }
         if let Some(e) = self.extra {
@@ -231,7 +272,12 @@ impl<B: NewtonOps> LinearOperator<B, f64> for LmaOp<'_, B> {
         Err(Error::InvalidArgument("the element matrices' tangent keeps its inverse diagonal, not its diagonal".into()))
     }
     fn name(&self) -> String {
-        if self.storage == Storage::Partial { "partial" } else { "lma" }.into()
+        match self.storage {
+            Storage::Partial => "partial",
+            Storage::MatrixFree => "matrix-free",
+            _ => "lma",
+        }
+        .into()
     }
 }
 
@@ -257,11 +303,13 @@ pub fn padded(len: usize, scatter: Scatter) -> usize {
     len + (scatter == Scatter::Spmv) as usize
 }
 
-/// `inv ← 1 / diag(weight · K + c · M)` of element matrices or point data `kelem`,
+/// `inv ← 1 / diag(weight · K + c · M)` of element matrices, point data or
+/// the matrix-free tangent's state `kelem`,
 /// through `d` (a vector of the rows' length).
 pub(crate) fn lma_inverse_diagonal<B: NewtonOps>(b: &B, storage: Storage, state: &B::State, kelem: &B::Vector<f64>, extra: Option<&Extra<B>>, d: &mut B::Vector<f64>, inv: &mut B::Vector<f64>) -> Result<()> {
     match storage {
         Storage::Partial => b.partial_diagonal(state, kelem, d)?,
+        Storage::MatrixFree => b.free_diagonal(state, kelem, d)?,
         _ => b.element_diagonal(state, kelem, d)?,
     }
     if let Some(e) = extra {
@@ -565,6 +613,51 @@ mod tests {
         assert!(made(&q3, &NewtonOptions { precond: Precond::Ssor, ..auto }, true).has_pattern());
         let e = solve(&cpu, &lean, &bcs(&q3).initial(), &NewtonOptions { assembly: Assembly::Sparse(SpmvFormat::Csr), ..partial }, &mut |_| {}).unwrap_err().to_string();
         assert!(e.contains("without the assembled tangent's pattern"), "{e}");
+    }
+
+    /// The matrix-free tangent applies as the partially assembled one on
+    /// the backend's L-vectors (fixed rows the identity, their columns
+    /// left out) with the same diagonal, and a nonlinear solve with it is
+    /// set up without the pattern and reaches partial assembly's solution
+    /// in the same updates.
+    #[test]
+    fn matrix_free_newton_equals_partial_assembly() {
+        use fem_kernels::physics::NeoHookean;
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let half = BoundaryPart::at("x < 1/2", |c| c[0] < 0.5);
+        for p in [1, 2] {
+            let s = Space::tensor(&BoxMesh::unstructured(3, 2, 3).build().unwrap(), p).unwrap();
+            let cells: Vec<f64> = (0..s.n_cells()).flat_map(|c| [1.0 + 0.1 * c as f64, 0.5]).collect();
+            let bcs = Constraints::none(&s, 3).dirichlet(&s, &half, |x, u| u.copy_from_slice(&[0.0, 0.0, 0.04 * (3.0 * x[1]).sin()])).unwrap();
+            let partial = NewtonOptions { assembly: Assembly::Partial, rtol: 1e-10, krylov_rtol: 1e-12, ..Default::default() };
+            let free = NewtonOptions { assembly: Assembly::MatrixFree, ..partial };
+            let setup = |o: &NewtonOptions| Setup::<NeoHookean>::for_newton_on(&cpu, &cpu, &s, Aux::Cell(&cells), &bcs, None, o, true, false).unwrap();
+            let (lean, reference) = (setup(&free), setup(&partial));
+            assert!(!lean.has_pattern(), "Q{p}");
+            let state = cpu.prepare(&lean, None, Scatter::Atomic).unwrap();
+            let n = lean.n_rows();
+            let mut ue = vec![0.0; lean.gather.len()];
+            let u: Vec<f64> = random(n, 5).iter().map(|v| 0.01 * v).collect();
+            cpu.gather(&state, &u, &mut ue).unwrap();
+            let mut g = vec![0.0; Storage::Partial.values(&lean, Scatter::Atomic)];
+            cpu.points(&state, &ue, &mut g).unwrap();
+            let x = random(n, 6);
+            let (mut want, mut got) = (vec![0.0; n], vec![0.0; n]);
+            cpu.partial_product(&state, &g, &x, &mut want).unwrap();
+            cpu.free_product(&state, &ue, &x, &mut got).unwrap();
+            let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(diff < 1e-12 * scale && lean.fixed.iter().zip(&got).zip(&x).all(|((&f, g), x)| !f || g == x), "Q{p}: product {diff:e}");
+            cpu.partial_diagonal(&state, &g, &mut want).unwrap();
+            cpu.free_diagonal(&state, &ue, &mut got).unwrap();
+            let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(diff < 1e-12 * scale, "Q{p}: diagonal {diff:e}");
+            let (want, a) = solve(&cpu, &reference, &bcs.initial(), &partial, &mut |_| {}).unwrap();
+            let (got, b) = solve(&cpu, &lean, &bcs.initial(), &free, &mut |_| {}).unwrap();
+            let diff = got.iter().zip(&want).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+            assert!(a.converged && b.converged && a.steps.len() == b.steps.len() && a.steps.len() > 2 && diff < 1e-10, "Q{p}: {diff:e}, {:?} {:?}", a.residuals, b.residuals);
+            assert!(b.kernels.contains("matrix-free"), "{}", b.kernels);
+        }
     }
 
     /// Newton on a nonlinear problem reaches the same solution in the same

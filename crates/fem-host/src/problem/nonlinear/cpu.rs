@@ -80,6 +80,14 @@ trait Part: Send + Sync {
     fn points(&self, _: &CpuBackend, _: &[f64]) -> Result<Vec<f64>> {
         Err(Error::InvalidArgument("partial assembly covers the cells only".into()))
     }
+    /// The Jacobian's matrix-free action on the cells' E-vectors.
+    fn action(&self, _: &CpuBackend, _: &[f64], _: &(dyn Fn(usize) -> f64 + Sync), _: &mut [f64]) -> Result<()> {
+        Err(Error::InvalidArgument("the matrix-free tangent covers the cells only".into()))
+    }
+    /// Its diagonal as an E-vector.
+    fn free_diagonal(&self, _: &CpuBackend, _: &[f64]) -> Result<Vec<f64>> {
+        Err(Error::InvalidArgument("the matrix-free tangent covers the cells only".into()))
+    }
 }
 
 impl<K: Kernels<f64>> Part for Pointwise<f64, K> {
@@ -101,6 +109,12 @@ impl<K: Kernels<f64>> Part for Pointwise<f64, K> {
     }
     fn points(&self, cpu: &CpuBackend, u: &[f64]) -> Result<Vec<f64>> {
         self.points_cpu(cpu, u)
+    }
+    fn action(&self, cpu: &CpuBackend, u: &[f64], x_of: &(dyn Fn(usize) -> f64 + Sync), ye: &mut [f64]) -> Result<()> {
+        self.action_cpu(cpu, u, &|k| x_of(k), ye)
+    }
+    fn free_diagonal(&self, cpu: &CpuBackend, u: &[f64]) -> Result<Vec<f64>> {
+        self.free_diagonal_cpu(cpu, u)
     }
 }
 
@@ -298,6 +312,25 @@ impl NewtonOps for CpuBackend {
         apply_cpu_with(self, tables, &s.variant, g, &x_of, &mut ye[..s.cell_len])?;
         self.mul(&s.fixed, x, y)?;
         s.restriction.add(self, &ye, y);
+        Ok(())
+    }
+
+    fn free_product(&self, s: &CpuState, ue: &Vec<f64>, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
+        let map = &s.restriction.map[..s.cell_len];
+        let x_of = |k: usize| if map[k] == SKIP { 0.0 } else { x[map[k] as usize] };
+        let mut ye = s.product_out.lock().map_err(|_| Error::InvalidArgument("a matrix-free product panicked".into()))?;
+        ye.resize(s.restriction.map.len(), 0.0);
+        s.cells.action(self, &ue[..s.cell_len], &x_of, &mut ye[..s.cell_len])?;
+        self.mul(&s.fixed, x, y)?;
+        s.restriction.add(self, &ye, y);
+        Ok(())
+    }
+
+    fn free_diagonal(&self, s: &CpuState, ue: &Vec<f64>, d: &mut Vec<f64>) -> Result<()> {
+        let mut de = s.cells.free_diagonal(self, &ue[..s.cell_len])?;
+        de.resize(s.restriction.map.len(), 0.0);
+        d.copy_from_slice(&s.fixed);
+        s.restriction.add(self, &de, d);
         Ok(())
     }
 

@@ -386,6 +386,16 @@ impl NewtonOps for CudaBackend {
         s.partial_kernels()?.add_diagonal(self, g, &s.residual.map, d)
     }
 
+    fn free_product(&self, s: &GpuState, ue: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        self.mul(&s.fixed, x, y)?;
+        s.physics.action(self, ue, &s.residual.map, x, y)
+    }
+
+    fn free_diagonal(&self, s: &GpuState, ue: &CudaSlice<f64>, d: &mut CudaSlice<f64>) -> Result<()> {
+        self.copy(&s.fixed, d)?;
+        s.physics.add_free_diagonal(self, s.partial_kernels()?, ue, &s.residual.map, d)
+    }
+
     fn describe(&self, s: &GpuState) -> String {
         let blocks = |t: Transposition| format!("{} cell blocks per batch", t.blocks);
         let residual = s.launch[0].map_or(s.physics.cells_method().to_string(), blocks);

@@ -127,6 +127,12 @@ pub trait NewtonOps: PrecondOps {
     fn partial_product(&self, s: &Self::State, g: &Self::Vector<f64>, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
     /// `d ← diag(F + (I − F) A (I − F))` likewise.
     fn partial_diagonal(&self, s: &Self::State, g: &Self::Vector<f64>, d: &mut Self::Vector<f64>) -> Result<()>;
+    /// `y ← F x + (I − F) J(u) (I − F) x`, the Jacobian's matrix-free
+    /// action at the state E-vector `ue`
+    /// ([`crate::operator::pointwise::matrix_free`]).
+    fn free_product(&self, s: &Self::State, ue: &Self::Vector<f64>, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
+    /// `d ← diag(F + (I − F) J(u) (I − F))` likewise.
+    fn free_diagonal(&self, s: &Self::State, ue: &Self::Vector<f64>, d: &mut Self::Vector<f64>) -> Result<()>;
     /// The backend and its kernels, for reports.
     fn describe(&self, s: &Self::State) -> String;
 }
@@ -441,7 +447,7 @@ impl<B: NewtonOps> Workspace<B> {
         let n = setup.n_rows();
         let values = match storage {
             Storage::Sparse(_) => setup.csr.nnz(),
-            Storage::Lma | Storage::Partial => 0,
+            Storage::Lma | Storage::Partial | Storage::MatrixFree => 0,
         };
         let linear = match o.precision {
             Precision::F64 => Solve::F64(Linear::new(b, &state, setup, storage.format(), o)?),
@@ -475,7 +481,7 @@ impl<B: NewtonOps> Workspace<B> {
     pub fn matrix_like<K: Kernels<f64>>(&self, b: &B, setup: &Setup<K>, values: &B::Vector<f64>) -> Result<Box<dyn Spmv<B, f64>>> {
         let format = match self.storage {
             Storage::Sparse(f) => f,
-            Storage::Lma | Storage::Partial => b.default_format(),
+            Storage::Lma | Storage::Partial | Storage::MatrixFree => b.default_format(),
         };
         let mut m = b.matrix(&self.state, setup, format)?;
         m.reorder(b, values)?;
@@ -602,6 +608,8 @@ impl<B: NewtonOps> Workspace<B> {
             if fresh {
                 timed(b, &mut split.element, || match storage {
                     Storage::Partial => b.points(state, ue, kelem),
+                    // the linearisation point, kept for the products
+                    Storage::MatrixFree => b.copy(ue, kelem),
                     _ => b.elements(state, true, ue, kelem),
                 })?;
                 timed(b, &mut split.assembly, || {
@@ -610,7 +618,7 @@ impl<B: NewtonOps> Workspace<B> {
                             tangent_values(b, state, kelem, kflat, extra.map(|e| (e, e.mass_values)))?;
                             b.inverse_diagonal(state, kflat, &mut jacobi.inv_diag)?;
                         }
-                        Storage::Lma | Storage::Partial => lma_inverse_diagonal(b, storage, state, kelem, extra, d, &mut jacobi.inv_diag)?,
+                        Storage::Lma | Storage::Partial | Storage::MatrixFree => lma_inverse_diagonal(b, storage, state, kelem, extra, d, &mut jacobi.inv_diag)?,
                     }
                     match linear {
                         Solve::F64(l) => l.update(b, kflat, &jacobi.inv_diag),
@@ -627,7 +635,7 @@ impl<B: NewtonOps> Workspace<B> {
             let scratch = std::cell::RefCell::new(&mut self.mu);
             let cg = timed(b, &mut split.solve, || {
                 let lma = LmaOp { storage, state, kelem, extra, scratch, n };
-                let elements = matches!(storage, Storage::Lma | Storage::Partial).then_some(&lma as &dyn LinearOperator<B, f64>);
+                let elements = storage.by_cells().then_some(&lma as &dyn LinearOperator<B, f64>);
                 match linear {
                     Solve::F64(l) => l.solve(b, o.krylov, elements, inv, r, delta, opts),
                     Solve::F32(l) => l.solve(b, o.krylov, elements, inv, r, delta, opts),

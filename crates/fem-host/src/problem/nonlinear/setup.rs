@@ -181,9 +181,9 @@ impl<K: Kernels<f64>> Setup<K> {
     }
 
     /// [`Setup::constrained_on`] for Newton with options `o`: where its
-    /// tangent is partially assembled and the solve is `stationary` (no
-    /// mass matrix), the assembled tangent's pattern and its diagonal
-    /// positions, which no partial product reads, are not made. From Q4
+    /// tangent is partially assembled or matrix-free and the solve is
+    /// `stationary` (no mass matrix), the assembled tangent's pattern and
+    /// its diagonal positions, which neither product reads, are not made. From Q4
     /// they are most of a solve's memory (about 1000 entries a row at Q8);
     /// any other storage is refused on such a set-up
     /// ([`Setup::has_pattern`]). `boundary`: a boundary term will be
@@ -193,13 +193,13 @@ impl<K: Kernels<f64>> Setup<K> {
         let physics = Self::physics_on(b, space, None, aux)?;
         let v = &physics.0.variant;
         let robin = boundary && v.terms.bg.iter().any(|&g| g);
-        let pattern = !(stationary && o.assembly.takes_partial(v, robin, o.precond, o.precision, b.auto_partial(v)));
+        let pattern = !(stationary && o.assembly.skips_pattern(v, robin, o.precond, o.precision, b.auto_partial(v)));
         Self::check_physics(space, &physics.0, constraints, load)?;
         Self::build_with(b, cpu, space, physics, constraints.fixed.clone(), load.map(|l| l.values.as_slice()), pattern)
     }
 
     /// Whether the tangent's pattern was made: every storage but partial
-    /// assembly reads it ([`Setup::for_newton_on`] skips it).
+    /// assembly and the matrix-free tangent reads it ([`Setup::for_newton_on`] skips it).
     pub fn has_pattern(&self) -> bool {
         self.diag_pos.len() == self.n_rows()
     }
