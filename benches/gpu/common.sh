@@ -8,3 +8,21 @@ timed() {
     /usr/bin/time -f "$name: wall %e s, max RSS %M KB" -o "$tmp/$name.time" "$FEM" solve "$@" --load random --rtol 1e-8 --json > "$out/$name.json" 2> "$tmp/$name.err" || { echo "FAILED: $name $*"; tail -3 "$tmp/$name.err"; }
     cat "$tmp/$name.time"
 }
+# `over_hexahedra RUNS CASE...`: per CASE "physics degree cells", a
+# generated mesh of cells³ hexahedra and `timed` once per run of RUNS
+# ("label:format:backend", space-separated), the report named
+# physics-qDEGREE-label.
+over_hexahedra() {
+    local runs=$1
+    shift
+    local case run label format backend
+    for case in "$@"; do
+        set -- $case
+        "$FEM" mesh-gen --dim 3 --cells "$3" "$tmp/hex$3.msh" > /dev/null
+        for run in $runs; do
+            IFS=: read -r label format backend <<< "$run"
+            timed "$1-q$2-$label" --mesh "$tmp/hex$3.msh" --physics "$1" --degree "$2" --format "$format" --backend "$backend"
+        done
+        rm -f "$tmp/hex$3.msh"
+    done
+}

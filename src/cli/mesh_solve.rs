@@ -22,6 +22,9 @@ pub enum PhysicsArg {
     Elasticity,
     /// −Δu = f cooled through --robin-group: ∂u/∂n + u + u|u|³ = g (nonlinear).
     Radiation,
+    /// Compressible neo-Hookean hyperelasticity, −∇·P(∇u) = f (nonlinear,
+    /// the Lamé parameters of --young and --poisson-ratio).
+    NeoHookean,
 }
 
 /// `--krylov`.
@@ -141,7 +144,8 @@ fn assembly(a: &SolveArgs) -> Result<Assembly, String> {
         FormatArg::K1 => Assembly::Sparse(SpmvFormat::K1),
         FormatArg::K2 => Assembly::Sparse(SpmvFormat::K2),
         FormatArg::Cusparse => Assembly::Sparse(SpmvFormat::Cusparse),
-        FormatArg::LazyEll | FormatArg::MatrixFree => return Err("--physics stores its tangent as auto, csr, ell, ellt, k1, k2, cusparse, lma or partial; lazy-ell and matrix-free are formats of the Q_p Poisson path".into()),
+        FormatArg::MatrixFree => Assembly::MatrixFree,
+        FormatArg::LazyEll => return Err("--physics stores its tangent as auto, csr, ell, ellt, k1, k2, cusparse, lma, partial or matrix-free; lazy-ell is a format of the Q_p Poisson path".into()),
     })
 }
 
@@ -277,8 +281,10 @@ fn solve_on(a: &SolveArgs, file: &GmshMesh, comm: &dyn Communicator) -> CliResul
         PhysicsArg::Poisson => Physics::Poisson,
         PhysicsArg::Elasticity => Physics::Elasticity,
         PhysicsArg::Radiation => Physics::Radiation,
+        PhysicsArg::NeoHookean => Physics::NeoHookean,
     };
     let load = a.load.clone();
+    let nonlinear = matches!(physics, Physics::Radiation | Physics::NeoHookean);
     let rtol = a.rtol.unwrap_or(1e-10);
     let newton = NewtonOptions {
         rtol,
@@ -286,8 +292,8 @@ fn solve_on(a: &SolveArgs, file: &GmshMesh, comm: &dyn Communicator) -> CliResul
         max_krylov: a.max_iterations,
         // one update solves the linear physics (in f32 a few refine it,
         // on its one tangent)
-        max_iterations: if physics == Physics::Radiation { 30 } else { 5 },
-        lag_tangent: physics != Physics::Radiation,
+        max_iterations: if nonlinear { 30 } else { 5 },
+        lag_tangent: !nonlinear,
         krylov: match a.krylov {
             KrylovArg::Cg => Krylov::Cg,
             KrylovArg::Bicgstab => Krylov::BiCgStab,

@@ -13,7 +13,7 @@ use fem_host::distributed::{self, agree, Communicator, Partition, Ranks, Share, 
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::problem::nonlinear::{NewtonReport, Setup};
 use fem_host::{with_backend, AnyBackend, CpuBackend, Error, Result};
-use fem_kernels::physics::{Elasticity, Poisson, Radiation};
+use fem_kernels::physics::{Elasticity, NeoHookean, Poisson, Radiation};
 use fem_kernels::pointwise::Kernels;
 
 /// What rank 0 keeps of the whole problem: the finest space and the

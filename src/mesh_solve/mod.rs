@@ -18,7 +18,7 @@ use fem_host::space::integrate::l2_error;
 use fem_host::space::{BoundaryPart, NestedSpaces, Space};
 use fem_host::stages::{Laps, StageSeconds};
 use fem_host::{with_backend, AnyBackend, Backend, CpuBackend, Error, Result};
-use fem_kernels::physics::{Elasticity, Poisson, Radiation};
+use fem_kernels::physics::{Elasticity, NeoHookean, Poisson, Radiation};
 use fem_kernels::pointwise::Kernels;
 use problem::Problem;
 use serde::Serialize;
@@ -40,6 +40,10 @@ macro_rules! with_physics {
                 type $k = Radiation;
                 $body
             }
+            Physics::NeoHookean => {
+                type $k = NeoHookean;
+                $body
+            }
         }
     };
 }
@@ -57,6 +61,16 @@ pub enum Physics {
     /// −Δu = f with the cooling condition ∂u/∂n + u + u|u|³ = g on the
     /// Robin groups (the boundary term of [`Radiation`]): nonlinear.
     Radiation,
+    /// Compressible neo-Hookean hyperelasticity, −∇·P(∇u) = f in the
+    /// reference configuration: nonlinear.
+    NeoHookean,
+}
+
+impl Physics {
+    /// Whether the unknown has a component per dimension.
+    pub fn is_vector(self) -> bool {
+        matches!(self, Self::Elasticity | Self::NeoHookean)
+    }
 }
 
 /// The volume load f.

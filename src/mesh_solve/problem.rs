@@ -44,7 +44,7 @@ impl Problem {
         marks.lap("numbering");
         let space = nested.finest();
         let d = space.shape.dim();
-        let nc = if o.physics == Physics::Elasticity { d } else { 1 };
+        let nc = if o.physics.is_vector() { d } else { 1 };
         stage("boundary conditions and load");
         // facets of the natural (Neumann, Robin) conditions
         let mut natural_keys = HashSet::new();
@@ -120,7 +120,7 @@ impl Problem {
                 let (part, g) = self.robin.as_ref().ok_or_else(|| Error::InvalidArgument("radiation needs Robin groups".into()))?;
                 (g.iter().flat_map(|&g| [0.0, g]).collect(), AuxAt::Nodes, Some(part))
             }
-            Physics::Elasticity => {
+            Physics::Elasticity | Physics::NeoHookean => {
                 let lame = lame(o.young, o.poisson_ratio)?;
                 ((0..space.n_cells()).flat_map(|_| lame).collect(), AuxAt::Cells, None)
             }

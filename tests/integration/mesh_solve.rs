@@ -331,6 +331,13 @@ fn every_tangent_storage_gives_the_same_solution() {
             assert!((a - b).abs() < 1e-6 * b, "{format}, {scatter}: L2 error {a:e} against {b:e}");
         }
     }
+    for (format, says) in [("partial", "partially assembled"), ("matrix-free", "matrix-free")] {
+        let r = solve_json(&["--mesh", &hex, "--physics", "poisson", "--degree", "2", "--format", format, "--rtol", "1e-12"]);
+        let kernels = r["newton"]["kernels"].as_str().unwrap();
+        assert!(r["newton"]["converged"] == true && kernels.contains(says), "{format}: {r}");
+        let (a, b) = (r["l2_error"].as_f64().unwrap(), reference["l2_error"].as_f64().unwrap());
+        assert!((a - b).abs() < 1e-6 * b, "{format}: L2 error {a:e} against {b:e}");
+    }
     for (args, says) in [(["--physics", "poisson", "--scatter", "colour"], "--physics sums by atomic or spmv"), (["--format", "csr", "--scatter", "spmv"], "the Q_p Poisson formats scatter by atomic or colour")] {
         let mut all = vec!["solve", "--backend", "cpu", "--mesh", &hex];
         all.extend_from_slice(&args);
@@ -338,6 +345,31 @@ fn every_tangent_storage_gives_the_same_solution() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.code() == Some(1) && err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// Neo-Hookean hyperelasticity under a random load takes several Newton
+/// updates and takes the same ones with the tangent partially assembled
+/// or matrix-free; on tetrahedra, which have no matrix-free
+/// tangent, asking for one is an error that says why.
+#[test]
+fn neo_hookean_solves_partially_assembled_or_matrix_free() {
+    let dir = common::scratch("mesh-solve-neo-hookean");
+    let (hex, tet) = (dir.join("hex.msh").display().to_string(), dir.join("tet.msh").display().to_string());
+    assert!(fem(&["mesh-gen", "--dim", "3", "--cells", "3", &hex]).status.success());
+    assert!(fem(&["mesh-gen", "--dim", "3", "--cells", "2", "--simplex", &tet]).status.success());
+    let run = |format: &str| solve_json(&["--mesh", &hex, "--physics", "neo-hookean", "--degree", "2", "--load", "random", "--young", "0.1", "--format", format, "--rtol", "1e-10"]);
+    let (partial, free) = (run("partial"), run("matrix-free"));
+    let steps = |r: &serde_json::Value| r["newton"]["steps"].as_array().unwrap().len();
+    assert!(partial["newton"]["converged"] == true && free["newton"]["converged"] == true, "{partial}\n{free}");
+    assert!(steps(&partial) > 1 && steps(&partial) == steps(&free), "{} and {} updates", steps(&partial), steps(&free));
+    assert!(free["newton"]["kernels"].as_str().unwrap().contains("matrix-free"), "{free}");
+    // the same Newton iterates: residual norms equal to the Krylov tolerance
+    let residuals = |r: &serde_json::Value| -> Vec<f64> { r["newton"]["residuals"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect() };
+    let (a, b) = (residuals(&partial), residuals(&free));
+    assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-8 * a[0]), "{a:?} against {b:?}");
+    let out = fem(&["solve", "--backend", "cpu", "--mesh", &tet, "--physics", "neo-hookean", "--degree", "1", "--format", "matrix-free"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(1) && err.contains("hexahedra"), "{err}");
 }
 
 /// Time steps write a `.pvd` series of every k-th step; the heat
