@@ -10,24 +10,13 @@ use crate::common;
 use fem::host::mesh::BoxMesh;
 use fem::host::operator::pointwise::partial::GpuPartial;
 use fem::host::operator::pointwise::{Aux, GpuPointwise, Pointwise};
-use fem::host::rng::SplitMix64;
 use fem::host::space::restriction::SKIP;
 use fem::host::space::Space;
 use fem::host::{Backend, CpuBackend, CudaBackend};
 use fem::kernels::fem_core::shape::Shape;
-use fem::kernels::physics::{Elasticity, NeoHookean, Poisson, Radiation};
 use fem::kernels::pointwise::Kernels;
 
-fn random(n: usize, seed: u64) -> Vec<f64> {
-    let mut r = SplitMix64::new(seed);
-    (0..n).map(|_| 2.0 * r.next_f64() - 1.0).collect()
-}
-
-fn rel(a: &[f64], b: &[f64]) -> f64 {
-    let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    assert!(scale > 0.0 && a.iter().chain(b).all(|v| v.is_finite()));
-    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
-}
+use common::{random_values as random, rel_finite as rel};
 
 /// `out[map[k]] += e[k]` where the map names a row.
 fn scatter(map: &[u32], e: &[f64], rows: usize) -> Vec<f64> {
@@ -81,11 +70,5 @@ fn action_matches<K: Kernels<f64>>(gpu: &CudaBackend, aux: impl Fn(&Space) -> (V
 #[test]
 fn gpu_matrix_free_action_and_diagonal_equal_the_cpus() {
     let Some(gpu) = common::gpu("gpu_matrix_free_action_and_diagonal_equal_the_cpus") else { return };
-    let nodal = |s: &Space| (random(2 * s.n_dofs, 2).iter().map(|v| v + 2.0).collect(), true);
-    let lame = |s: &Space| ((0..s.n_cells()).flat_map(|c| [1.0 + (c % 5) as f64 * 0.1, 0.7]).collect(), false);
-    action_matches::<Poisson>(&gpu, nodal, 1.0);
-    action_matches::<Radiation>(&gpu, nodal, 1.0);
-    action_matches::<Elasticity>(&gpu, lame, 1.0);
-    // displacements small enough that no point inverts
-    action_matches::<NeoHookean>(&gpu, lame, 0.02);
+    common::each_hexahedral_physics!(action_matches, &gpu);
 }

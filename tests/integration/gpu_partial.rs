@@ -12,25 +12,14 @@ use crate::common;
 use fem::host::mesh::BoxMesh;
 use fem::host::operator::pointwise::partial::{apply_cpu, diagonal_cpu, points_per_cell, GpuPartial, Tables1d, GPU_MAX_DEGREE};
 use fem::host::operator::pointwise::{Aux, GpuPointwise, Pointwise};
-use fem::host::rng::SplitMix64;
 use fem::host::space::restriction::SKIP;
 use fem::host::space::Space;
 use fem::host::{Backend, CpuBackend};
 use fem::kernels::fem_core::physics::Terms;
 use fem::kernels::fem_core::shape::Shape;
-use fem::kernels::physics::{Elasticity, NeoHookean, Poisson, Radiation};
 use fem::kernels::pointwise::{Kernels, Variant};
 
-fn random(n: usize, seed: u64) -> Vec<f64> {
-    let mut r = SplitMix64::new(seed);
-    (0..n).map(|_| 2.0 * r.next_f64() - 1.0).collect()
-}
-
-fn rel(a: &[f64], b: &[f64]) -> f64 {
-    let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    assert!(scale > 0.0 && a.iter().chain(b).all(|v| v.is_finite()));
-    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
-}
+use common::{random_values as random, rel_finite as rel};
 
 /// A hexahedral variant of degree `p` with `nc` components and the
 /// Jacobian terms `g` (no entry points: only the product is launched).
@@ -115,11 +104,5 @@ fn points_match<K: Kernels<f64>>(gpu: &fem::host::CudaBackend, aux: impl Fn(&Spa
 #[test]
 fn gpu_point_data_equal_the_cpus() {
     let Some(gpu) = common::gpu("gpu_point_data_equal_the_cpus") else { return };
-    let nodal = |s: &Space| (random(2 * s.n_dofs, 2).iter().map(|v| v + 2.0).collect(), true);
-    let lame = |s: &Space| ((0..s.n_cells()).flat_map(|c| [1.0 + (c % 5) as f64 * 0.1, 0.7]).collect(), false);
-    points_match::<Poisson>(&gpu, nodal, 1.0);
-    points_match::<Radiation>(&gpu, nodal, 1.0);
-    points_match::<Elasticity>(&gpu, lame, 1.0);
-    // displacements small enough that no point inverts
-    points_match::<NeoHookean>(&gpu, lame, 0.02);
+    common::each_hexahedral_physics!(points_match, &gpu);
 }

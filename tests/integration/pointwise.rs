@@ -9,7 +9,6 @@ use fem::core::physics::Terms;
 use fem::core::shape::Shape;
 use fem::host::mesh::simplex::SimplexBox;
 use fem::host::operator::pointwise::{assemble_csr, Aux, Pointwise};
-use fem::host::rng::SplitMix64;
 use fem::host::space::Space;
 use fem::host::CpuBackend;
 use fem::kernels::physics::{Elasticity, Poisson};
@@ -158,10 +157,7 @@ fn max_diff(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
 }
 
-fn random(n: usize, seed: u64) -> Vec<f64> {
-    let mut r = SplitMix64::new(seed);
-    (0..n).map(|_| 2.0 * r.next_f64() - 1.0).collect()
-}
+use common::random_values as random;
 
 /// Poisson data: κ > 0 and f varying over the nodes.
 fn poisson_aux(space: &Space) -> Vec<f64> {

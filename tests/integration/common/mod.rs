@@ -129,6 +129,18 @@ pub fn rel_err<T: Scalar>(a: &[T], b: &[f64]) -> f64 {
         / scale
 }
 
+/// [`rel_err`] of values that must all be finite, `b` not all zero.
+pub fn rel_finite(a: &[f64], b: &[f64]) -> f64 {
+    assert!(b.iter().any(|&v| v != 0.0) && a.iter().chain(b).all(|v| v.is_finite()));
+    rel_err(a, b)
+}
+
+/// `n` values uniform in [−1, 1] from `seed`.
+pub fn random_values(n: usize, seed: u64) -> Vec<f64> {
+    let mut r = fem::host::rng::SplitMix64::new(seed);
+    (0..n).map(|_| 2.0 * r.next_f64() - 1.0).collect()
+}
+
 /// Whether a test computes `v`'s element matrices on every cell: at most
 /// `products` products of an entry and a point a cell. Element matrices
 /// cost `n_local² · nq` a cell, which partial assembly avoids at high
@@ -156,6 +168,28 @@ pub fn pointwise_space(v: &Variant, n: usize) -> Space {
 
 /// Runs the `fem` binary with `args`, hermetic: no tuning file of the
 /// machine running the tests.
+/// `$check::<K>(gpu, aux, scale)` for every shipped physics with
+/// hexahedral variants and a Jacobian: `aux(space)` its auxiliary fields
+/// (and whether they are nodal), `scale` the size of a state that leaves
+/// its points uninverted at Q1.
+macro_rules! each_hexahedral_physics {
+    ($check:ident, $gpu:expr) => {{
+        use fem::host::space::Space;
+        use fem::kernels::physics::{Elasticity, NeoHookean, Poisson, Radiation};
+        let nodal = |s: &Space| -> (Vec<f64>, bool) {
+            let mut r = fem::host::rng::SplitMix64::new(2);
+            ((0..2 * s.n_dofs).map(|_| 1.0 + 2.0 * r.next_f64()).collect(), true)
+        };
+        let lame = |s: &Space| -> (Vec<f64>, bool) { ((0..s.n_cells()).flat_map(|c| [1.0 + (c % 5) as f64 * 0.1, 0.7]).collect(), false) };
+        $check::<Poisson>($gpu, nodal, 1.0);
+        $check::<Radiation>($gpu, nodal, 1.0);
+        $check::<Elasticity>($gpu, lame, 1.0);
+        // displacements small enough that no point inverts
+        $check::<NeoHookean>($gpu, lame, 0.02);
+    }};
+}
+pub(crate) use each_hexahedral_physics;
+
 pub fn fem(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_fem")).env("FEM_TUNING", "off").args(args).output().expect("running fem")
 }

@@ -125,15 +125,10 @@ mod tests {
     use super::*;
     use crate::mesh::BoxMesh;
     use crate::operator::pointwise::partial::{apply_cpu, diagonal_cpu};
-    use crate::operator::pointwise::Aux;
+    use crate::operator::pointwise::{rel, Aux};
     use crate::rng::SplitMix64;
     use crate::space::Space;
     use fem_kernels::physics::{Elasticity, NeoHookean, Poisson, Radiation};
-
-    fn rel(a: &[f64], b: &[f64]) -> f64 {
-        let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs())).max(1e-300);
-        a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
-    }
 
     /// The matrix-free action of `P` at degree `p` on perturbed hexahedra
     /// equals partial assembly's product of the point data at the same

@@ -132,6 +132,14 @@ fn into_precision<T: Scalar>(v: Vec<f64>) -> Vec<T> {
     }
 }
 
+/// The largest difference of `a` from `b` relative to `b`'s largest
+/// entry: the tests' measure of kernels that agree to rounding.
+#[cfg(test)]
+pub(crate) fn rel(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs())).max(1e-300);
+    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
+}
+
 /// `v` copied by the host's threads (a nodal field of a large problem).
 pub(crate) fn parallel_copy(v: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; v.len()];

@@ -98,7 +98,7 @@ impl<T: Scalar> GpuSumFactorised<T> {
 mod tests {
     use super::*;
     use crate::mesh::BoxMesh;
-    use crate::operator::pointwise::{tabulate, Aux, Pointwise};
+    use crate::operator::pointwise::{rel, tabulate, Aux, Pointwise};
     use crate::rng::SplitMix64;
     use crate::space::Space;
     use crate::CpuBackend;
@@ -106,11 +106,6 @@ mod tests {
     use fem_kernels::physics::{Elasticity, NeoHookean, Poisson};
     use fem_kernels::pointwise::sum_factorised::geometry_row_len;
     use fem_kernels::pointwise::{cell_residual, partial::cell_points, Kernels};
-
-    fn rel(a: &[f64], b: &[f64]) -> f64 {
-        let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs())).max(1e-300);
-        a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
-    }
 
     /// The CPU's sum-factorised residual and point data of `P` at degree
     /// `p` (N_q = NB points) equal the element kernels' (the whole table,
