@@ -80,6 +80,7 @@ fn ranks_solve_as_one_rank_does() {
         ("poisson P2, Chebyshev", vec!["--mesh", &tet, "--physics", "poisson", "--degree", "2", "--load", "random", "--precond", "chebyshev"]),
         ("poisson Q3, element matrices", vec!["--mesh", &hex, "--physics", "poisson", "--degree", "3", "--load", "random", "--format", "lma"]),
         ("elasticity Q2, ELLPACK", vec!["--mesh", &hex, "--physics", "elasticity", "--degree", "2", "--dirichlet-group", "xmin", "--load", "one", "--format", "ell"]),
+        ("elasticity Q2, matrix-free", vec!["--mesh", &hex, "--physics", "elasticity", "--degree", "2", "--dirichlet-group", "xmin", "--load", "one", "--format", "matrix-free"]),
         ("poisson P2, AMG", vec!["--mesh", &tet, "--physics", "poisson", "--degree", "2", "--load", "random", "--precond", "amg"]),
         ("elasticity Q1, AMG", vec!["--mesh", &hex, "--physics", "elasticity", "--dirichlet-group", "xmin", "--load", "one", "--precond", "amg"]),
     ];
@@ -107,6 +108,7 @@ fn ranks_solve_as_one_rank_does() {
             let kernels = r["newton"]["kernels"].as_str().unwrap();
             assert!(!name.contains("element") || kernels.contains("LMA"), "{name}: {kernels}");
             assert!(!name.contains("ELLPACK") || kernels.contains("ell"), "{name}: {kernels}");
+            assert!(!name.contains("matrix-free") || kernels.contains("matrix-free"), "{name}: {kernels}");
             // AMG across ranks reports its partitioned hierarchy
             assert!(!name.contains("AMG") || r["newton"]["amg"]["builds"].as_u64() == Some(1), "{name}: {}", r["newton"]);
         }
