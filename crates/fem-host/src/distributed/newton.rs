@@ -12,7 +12,8 @@ use super::operator::HaloOperator;
 use super::partition::Partition;
 use crate::memory::peak_rss_bytes;
 use super::piece::Piece;
-use crate::problem::nonlinear::assembly::{lma_inverse_diagonal, LmaOp, Storage};
+use crate::problem::nonlinear::assembly::Storage;
+use crate::problem::nonlinear::cell_tangent::{cell_inverse_diagonal, CellTangent};
 use crate::problem::nonlinear::{line_search, AmgReport, NewtonOps, NewtonOptions, NewtonStep, Precision, Precond, Scatter, Setup};
 use crate::problem::phases::{timed, Split};
 use crate::solver::multigrid::Matrix;
@@ -272,7 +273,7 @@ pub fn solve<B: NewtonOps + PartitionedSetup, K: Kernels<f64> + 'static>(b: &B, 
                         m.borrow_mut().reorder(b, &kflat)?;
                         b.inverse_diagonal(&state, &kflat, &mut inv)?;
                     }
-                    None => lma_inverse_diagonal(b, storage, &state, &kelem, None, &mut scratch, &mut inv)?,
+                    None => cell_inverse_diagonal(b, storage, &state, &kelem, None, &mut scratch, &mut inv)?,
                 }
                 match ghosts.is_empty() {
                     true => Ok(()),
@@ -281,7 +282,7 @@ pub fn solve<B: NewtonOps + PartitionedSetup, K: Kernels<f64> + 'static>(b: &B, 
             })?;
             rho = None;
         }
-        let lma = LmaOp { storage, state: &state, kelem: &kelem, extra: None, scratch: std::cell::RefCell::new(&mut scratch), n };
+        let lma = CellTangent { storage, state: &state, kelem: &kelem, extra: None, scratch: std::cell::RefCell::new(&mut scratch), n };
         let tangent = matrix.as_ref().map(|m| m.borrow());
         let local: &dyn crate::operator::LinearOperator<B, f64> = match tangent.as_deref() {
             Some(m) => m.as_ref(),

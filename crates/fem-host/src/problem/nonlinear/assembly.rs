@@ -5,10 +5,13 @@
 //! pattern and its reordering at every update, and reads fewer bytes per
 //! product where elements are large (Q3 and up, vector fields on Q2);
 //! the first reads fewer where they are small (P1, P2 simplices).
+//! On hexahedra it may also be kept by its quadrature points: partial
+//! assembly's point data, or nothing but the state for the matrix-free
+//! action; the cell-wise storages are applied by
+//! [`super::cell_tangent`].
 
-use super::{Extra, NewtonOps, Setup};
+use super::Setup;
 pub use crate::operator::gpu::Scatter;
-use crate::operator::LinearOperator;
 use crate::sparse::assembly::gather_matrix;
 use crate::sparse::params::SpmvParams;
 use crate::sparse::stats::RowStats;
@@ -18,7 +21,6 @@ use crate::{CpuBackend, Error, Result};
 use fem_kernels::pointwise::{Kernels, Variant};
 use rayon::prelude::*;
 use serde::Serialize;
-use std::cell::RefCell;
 
 /// The assembly level of Newton's tangent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -254,49 +256,6 @@ impl Assembly {
     }
 }
 
-/// The tangent as element matrices or partially assembled (`storage`),
-/// with a time step's `c · M` term: `y = weight · (K x) + c · M x`, where
-/// `K x` holds `x` in fixed rows.
-pub(crate) struct LmaOp<'a, B: NewtonOps> {
-    pub storage: Storage,
-    pub state: &'a B::State,
-    pub kelem: &'a B::Vector<f64>,
-    pub extra: Option<&'a Extra<'a, B>>,
-    /// Where `M x` goes.
-    pub scratch: RefCell<&'a mut B::Vector<f64>>,
-    pub n: usize,
-}
-
-impl<B: NewtonOps> LinearOperator<B, f64> for LmaOp<'_, B> {
-    fn rows(&self) -> usize {
-        self.n
-    }
-    fn apply(&self, b: &B, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
-        match self.storage {
-            Storage::Partial => b.partial_product(self.state, self.kelem, x, y)?,
-            Storage::MatrixFree => b.free_product(self.state, self.kelem, x, y)?,
-            _ => b.element_product(self.state, self.kelem, x, y)?,
-        }
-        if let Some(e) = self.extra {
-            let mut s = self.scratch.borrow_mut();
-            e.mass.apply(b, x, &mut s)?;
-            b.axpby(e.c, &s, e.weight, y)?;
-        }
-        Ok(())
-    }
-    fn diagonal(&self, _: &B) -> Result<B::Vector<f64>> {
-        Err(Error::InvalidArgument("the element matrices' tangent keeps its inverse diagonal, not its diagonal".into()))
-    }
-    fn name(&self) -> String {
-        match self.storage {
-            Storage::Partial => "partial",
-            Storage::MatrixFree => "matrix-free",
-            _ => "lma",
-        }
-        .into()
-    }
-}
-
 /// The 0/1 gather matrix of assembly by SpMV ([`Scatter::Spmv`]): row
 /// `r` sums the element entries `k` whose position `pos[k]` is `r`
 /// (entries at `u32::MAX` are skipped), in ELL-WARP pattern form with the
@@ -319,24 +278,11 @@ pub fn padded(len: usize, scatter: Scatter) -> usize {
     len + (scatter == Scatter::Spmv) as usize
 }
 
-/// `inv ← 1 / diag(weight · K + c · M)` of element matrices, point data or
-/// the matrix-free tangent's state `kelem`,
-/// through `d` (a vector of the rows' length).
-pub(crate) fn lma_inverse_diagonal<B: NewtonOps>(b: &B, storage: Storage, state: &B::State, kelem: &B::Vector<f64>, extra: Option<&Extra<B>>, d: &mut B::Vector<f64>, inv: &mut B::Vector<f64>) -> Result<()> {
-    match storage {
-        Storage::Partial => b.partial_diagonal(state, kelem, d)?,
-        Storage::MatrixFree => b.free_diagonal(state, kelem, d)?,
-        _ => b.element_diagonal(state, kelem, d)?,
-    }
-    if let Some(e) = extra {
-        b.axpby(e.c, e.mass_diagonal, e.weight, d)?;
-    }
-    b.reciprocal(d, inv)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::operator::LinearOperator;
+    use crate::problem::nonlinear::NewtonOps;
     use crate::mesh::simplex::SimplexBox;
     use crate::mesh::BoxMesh;
     use crate::operator::pointwise::Aux;

@@ -19,6 +19,7 @@
 //! there and u keeps its boundary values.
 
 pub mod assembly;
+pub(crate) mod cell_tangent;
 pub mod cpu;
 pub mod gpu;
 pub mod linear;
@@ -37,7 +38,8 @@ pub use sizes::NewtonSizes;
 /// The Krylov method that solves Newton's linear systems.
 pub use crate::solver::Krylov;
 
-use assembly::{lma_inverse_diagonal, LmaOp, Storage};
+use assembly::Storage;
+use cell_tangent::{cell_inverse_diagonal, CellTangent};
 
 use super::phases::{timed, Split};
 use crate::operator::csr::Csr;
@@ -618,7 +620,7 @@ impl<B: NewtonOps> Workspace<B> {
                             tangent_values(b, state, kelem, kflat, extra.map(|e| (e, e.mass_values)))?;
                             b.inverse_diagonal(state, kflat, &mut jacobi.inv_diag)?;
                         }
-                        Storage::Lma | Storage::Partial | Storage::MatrixFree => lma_inverse_diagonal(b, storage, state, kelem, extra, d, &mut jacobi.inv_diag)?,
+                        Storage::Lma | Storage::Partial | Storage::MatrixFree => cell_inverse_diagonal(b, storage, state, kelem, extra, d, &mut jacobi.inv_diag)?,
                     }
                     match linear {
                         Solve::F64(l) => l.update(b, kflat, &jacobi.inv_diag),
@@ -634,7 +636,7 @@ impl<B: NewtonOps> Workspace<B> {
             let (r, delta, kelem, inv) = (&self.r, &mut self.delta, &self.kelem, &self.jacobi.inv_diag);
             let scratch = std::cell::RefCell::new(&mut self.mu);
             let cg = timed(b, &mut split.solve, || {
-                let lma = LmaOp { storage, state, kelem, extra, scratch, n };
+                let lma = CellTangent { storage, state, kelem, extra, scratch, n };
                 let elements = storage.by_cells().then_some(&lma as &dyn LinearOperator<B, f64>);
                 match linear {
                     Solve::F64(l) => l.solve(b, o.krylov, elements, inv, r, delta, opts),
