@@ -10,7 +10,8 @@
 use crate::common;
 
 use fem::host::mesh::BoxMesh;
-use fem::host::operator::pointwise::partial::{apply_cpu, diagonal_cpu, points_per_cell, GpuPartial, Tables1d, GPU_MAX_DEGREE};
+use fem::host::operator::pointwise::diagonal::diagonal_cpu;
+use fem::host::operator::pointwise::partial::{apply_cpu, points_per_cell, GpuPartial, Tables1d, GPU_MAX_DEGREE};
 use fem::host::operator::pointwise::{Aux, GpuPointwise, Pointwise};
 use fem::host::space::restriction::SKIP;
 use fem::host::space::Space;

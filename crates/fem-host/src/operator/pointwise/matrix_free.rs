@@ -10,7 +10,8 @@
 //! NC²·blocks values a point.
 
 use super::gpu::GpuPointwise;
-use super::partial::{diagonal_cells, points_per_cell, GpuPartial, Tables1d};
+use super::diagonal::diagonal_cells;
+use super::partial::{points_per_cell, GpuPartial, Tables1d};
 use super::{Pointwise, CPU_CHUNK};
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result};
 use cudarc::driver::CudaSlice;
@@ -124,7 +125,8 @@ impl GpuPointwise<f64> {
 mod tests {
     use super::*;
     use crate::mesh::BoxMesh;
-    use crate::operator::pointwise::partial::{apply_cpu, diagonal_cpu};
+    use crate::operator::pointwise::diagonal::diagonal_cpu;
+    use crate::operator::pointwise::partial::apply_cpu;
     use crate::operator::pointwise::{rel, Aux};
     use crate::rng::SplitMix64;
     use crate::space::Space;

@@ -14,6 +14,7 @@ use std::marker::PhantomData;
 
 #[cfg(test)]
 mod contraction;
+pub mod diagonal;
 pub mod facet;
 mod gpu;
 pub mod matrix_free;

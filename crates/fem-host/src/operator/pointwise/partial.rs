@@ -18,7 +18,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchConfi
 use fem_core::physics::Terms;
 use fem_core::quadrature::{gauss_legendre, gauss_lobatto};
 use fem_core::tensor::{differentiation_matrix, interpolation_matrix};
-use fem_kernels::pointwise::partial::{apply_point, diagonal_entry, element_entry, point_len, shared_len};
+use fem_kernels::pointwise::partial::{apply_point, element_entry, point_len, shared_len};
 use fem_kernels::pointwise::{Kernels, Variant};
 use rayon::prelude::*;
 
@@ -208,38 +208,6 @@ fn apply_cells<const D: usize, const NC: usize>(t: &Tables1d, transposed: &(Vec<
                 y[n * NC + c] = rv;
             }
         }
-    }
-}
-
-/// The diagonal of every cell's matrix as an E-vector, on the CPU.
-pub fn diagonal_cpu(cpu: &CpuBackend, t: &Tables1d, v: &Variant, g: &[f64]) -> Result<Vec<f64>> {
-    let (nl, per) = (v.n_local(), points_per_cell(v));
-    let cells = g.len() / per.max(1);
-    let mut out = vec![0.0; cells * nl];
-    cpu.install(|| {
-        out.par_chunks_mut(nl).zip(g.par_chunks(per)).try_for_each(|(o, gc)| -> Result<()> {
-            by_shape!(v, diagonal_cell(t, v.terms, gc, o));
-            Ok(())
-        })
-    })?;
-    Ok(out)
-}
-
-/// The diagonal of each cell's matrix of point data `g` into `out` (an
-/// E-vector of those cells), on the calling thread.
-pub(crate) fn diagonal_cells(t: &Tables1d, v: &Variant, g: &[f64], out: &mut [f64]) -> Result<()> {
-    let (nl, per) = (v.n_local(), points_per_cell(v));
-    for (o, gc) in out.chunks_exact_mut(nl).zip(g.chunks_exact(per)) {
-        by_shape!(v, diagonal_cell(t, v.terms, gc, o));
-    }
-    Ok(())
-}
-
-fn diagonal_cell<const D: usize, const NC: usize>(t: &Tables1d, terms: Terms, g: &[f64], out: &mut [f64]) {
-    let nq = t.q1.pow(D as u32);
-    for (i, o) in out.iter_mut().enumerate() {
-        let (node, c) = (i / NC, i % NC);
-        *o = diagonal_entry::<f64, D, NC>(terms, t.n1, t.q1, |q, n| t.b[q * t.n1 + n], |q, n| t.bd[q * t.n1 + n], node, c, |j, q| g[j * nq + q]);
     }
 }
 
