@@ -261,11 +261,7 @@ pub fn solve<B: NewtonOps + PartitionedSetup, K: Kernels<f64> + 'static>(b: &B, 
         let fresh = steps.is_empty() || !o.lag_tangent;
         if fresh {
             // `w.ue` holds the gather of u from its residual
-            timed(b, &mut split.element, || match storage {
-                Storage::Partial => b.points(&state, &w.ue, &mut kelem),
-                Storage::MatrixFree => b.copy(&w.ue, &mut kelem),
-                _ => b.elements(&state, true, &w.ue, &mut kelem),
-            })?;
+            timed(b, &mut split.element, || storage.linearise(b, &state, &w.ue, &mut kelem))?;
             timed(b, &mut split.assembly, || {
                 match matrix.as_ref() {
                     Some(m) => {

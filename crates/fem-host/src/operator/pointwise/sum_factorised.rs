@@ -61,7 +61,10 @@ impl<T: Scalar> GpuSumFactorised<T> {
             return Ok(None);
         }
         let slabs = Slabs::fit(gpu, v.degree + 1, fields(v), T::BYTES)?;
-        let action = Slabs::fit(gpu, v.degree + 1, fields(v) + v.nc, T::BYTES).map_err(|e| format!("the matrix-free action: {e}"));
+        let action = match v.matrix_free {
+            true => Slabs::fit(gpu, v.degree + 1, fields(v) + v.nc, T::BYTES).map_err(|e| format!("the matrix-free action: {e}")),
+            false => Err("this variant has no matrix-free action".into()),
+        };
         Ok(Some(Self { tab: gpu.upload(tab)?, slabs, action }))
     }
 

@@ -10,7 +10,7 @@
 //! action; the cell-wise storages are applied by
 //! [`super::cell_tangent`].
 
-use super::Setup;
+use super::{NewtonOps, Setup};
 pub use crate::operator::gpu::Scatter;
 use crate::sparse::assembly::gather_matrix;
 use crate::sparse::params::SpmvParams;
@@ -105,6 +105,17 @@ impl Storage {
     /// assembled matrix.
     pub(crate) fn by_cells(self) -> bool {
         !matches!(self, Self::Sparse(_))
+    }
+
+    /// The tangent's values at the solution E-vector `ue` into `kelem`, as
+    /// this storage keeps them: point data, the state itself (the
+    /// matrix-free linearisation point) or element matrices.
+    pub(crate) fn linearise<B: NewtonOps>(self, b: &B, state: &B::State, ue: &B::Vector<f64>, kelem: &mut B::Vector<f64>) -> Result<()> {
+        match self {
+            Self::Partial => b.points(state, ue, kelem),
+            Self::MatrixFree => b.copy(ue, kelem),
+            Self::Lma | Self::Sparse(_) => b.elements(state, true, ue, kelem),
+        }
     }
 
     /// Values the backend holds for the tangent of `setup` between
@@ -208,20 +219,26 @@ impl Assembly {
         if let Err(e) = crate::operator::pointwise::matrix_free::check(v) {
             return Some(e);
         }
-        Self::partial_refusal(v, robin, jacobi, precond).map(|e| Error::InvalidArgument(e.to_string().replace("partial assembly", "the matrix-free tangent")))
+        Self::points_refusal("the matrix-free tangent", v, robin, jacobi, precond)
     }
 
     /// Why partial assembly cannot store the tangent of `v` (with a
     /// boundary term's Jacobian where `robin`), if it cannot.
     fn partial_refusal(v: &Variant, robin: bool, jacobi: bool, precond: super::Precond) -> Option<Error> {
+        Self::points_refusal("partial assembly", v, robin, jacobi, precond)
+    }
+
+    /// Why `level`, a storage by the quadrature points, cannot hold the
+    /// tangent of `v`, if it cannot.
+    fn points_refusal(level: &str, v: &Variant, robin: bool, jacobi: bool, precond: super::Precond) -> Option<Error> {
         if v.points.is_none() {
-            return Some(Error::InvalidArgument(format!("partial assembly needs a physics with a Jacobian on quadrilaterals or hexahedra, not {}", v.shape.name())));
+            return Some(Error::InvalidArgument(format!("{level} needs a physics with a Jacobian on quadrilaterals or hexahedra, not {}", v.shape.name())));
         }
         if robin {
-            return Some(Error::InvalidArgument("partial assembly does not take a boundary term's Jacobian (Robin): use lma or a sparse format".into()));
+            return Some(Error::InvalidArgument(format!("{level} does not take a boundary term's Jacobian (Robin): use lma or a sparse format")));
         }
         if !jacobi {
-            return Some(Error::InvalidArgument(format!("{precond} needs the assembled tangent; partial assembly is preconditioned by Jacobi or not at all, in f64")));
+            return Some(Error::InvalidArgument(format!("{precond} needs the assembled tangent; {level} is preconditioned by Jacobi or not at all, in f64")));
         }
         None
     }

@@ -608,12 +608,7 @@ impl<B: NewtonOps> Workspace<B> {
             // a lagged tangent keeps the first update's
             let fresh = steps.is_empty() || !o.lag_tangent;
             if fresh {
-                timed(b, &mut split.element, || match storage {
-                    Storage::Partial => b.points(state, ue, kelem),
-                    // the linearisation point, kept for the products
-                    Storage::MatrixFree => b.copy(ue, kelem),
-                    _ => b.elements(state, true, ue, kelem),
-                })?;
+                timed(b, &mut split.element, || storage.linearise(b, state, ue, kelem))?;
                 timed(b, &mut split.assembly, || {
                     match storage {
                         Storage::Sparse(_) => {
