@@ -25,6 +25,21 @@ pub enum PhysicsArg {
     /// Compressible neo-Hookean hyperelasticity, −∇·P(∇u) = f (nonlinear,
     /// the Lamé parameters of --young and --poisson-ratio).
     NeoHookean,
+    /// u = f in L² (the mass matrix: the load's L² projection).
+    Mass,
+}
+
+impl PhysicsArg {
+    /// The physics named.
+    pub fn physics(self) -> Physics {
+        match self {
+            Self::Poisson => Physics::Poisson,
+            Self::Elasticity => Physics::Elasticity,
+            Self::Radiation => Physics::Radiation,
+            Self::NeoHookean => Physics::NeoHookean,
+            Self::Mass => Physics::Mass,
+        }
+    }
 }
 
 /// `--krylov`.
@@ -277,12 +292,7 @@ fn solve_on(a: &SolveArgs, file: &GmshMesh, comm: &dyn Communicator) -> CliResul
     if a.time_steps == 0 && a.vtk.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "pvd")) {
         return Err("a .pvd series is written by --time-steps; name a .vtu file for one solution".into());
     }
-    let physics = match a.physics.unwrap_or(PhysicsArg::Poisson) {
-        PhysicsArg::Poisson => Physics::Poisson,
-        PhysicsArg::Elasticity => Physics::Elasticity,
-        PhysicsArg::Radiation => Physics::Radiation,
-        PhysicsArg::NeoHookean => Physics::NeoHookean,
-    };
+    let physics = a.physics.unwrap_or(PhysicsArg::Poisson).physics();
     let load = a.load.clone();
     let nonlinear = matches!(physics, Physics::Radiation | Physics::NeoHookean);
     let rtol = a.rtol.unwrap_or(1e-10);

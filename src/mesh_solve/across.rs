@@ -7,13 +7,12 @@
 //! method; rank 0 gathers the solution.
 
 use super::problem::Problem;
-use super::{element, l2_if_known, MeshSolveOptions, Physics, RankPiece, Sizes, Solution};
+use super::{element, l2_if_known, MeshSolveOptions, RankPiece, Sizes, Solution};
 use fem_host::stages::Laps;
 use fem_host::distributed::{self, agree, Communicator, Partition, Ranks, Share, Whole};
 use fem_host::io::gmsh::GmshMesh;
 use fem_host::problem::nonlinear::{NewtonReport, Setup};
 use fem_host::{with_backend, AnyBackend, CpuBackend, Error, Result};
-use fem_kernels::physics::{Elasticity, NeoHookean, Poisson, Radiation};
 use fem_kernels::pointwise::Kernels;
 
 /// What rank 0 keeps of the whole problem: the finest space and the

@@ -1,4 +1,4 @@
-//! `fem solve --mesh FILE --physics {poisson,elasticity,radiation}`: a
+//! `fem solve --mesh FILE --physics {poisson,elasticity,radiation,neo-hookean,mass}`: a
 //! `#[fem_kernel]` physics on the cells of a Gmsh file (triangles,
 //! quadrilaterals, tetrahedra or hexahedra, first or second order), with
 //! Dirichlet, Neumann and (radiation) nonlinear Robin conditions by
@@ -18,7 +18,6 @@ use fem_host::space::integrate::l2_error;
 use fem_host::space::{BoundaryPart, NestedSpaces, Space};
 use fem_host::stages::{Laps, StageSeconds};
 use fem_host::{with_backend, AnyBackend, Backend, CpuBackend, Error, Result};
-use fem_kernels::physics::{Elasticity, NeoHookean, Poisson, Radiation};
 use fem_kernels::pointwise::Kernels;
 use problem::Problem;
 use serde::Serialize;
@@ -28,25 +27,30 @@ use std::time::Instant;
 macro_rules! with_physics {
     ($p:expr, $k:ident => $body:expr) => {
         match $p {
-            Physics::Poisson => {
-                type $k = Poisson;
+            $crate::mesh_solve::Physics::Poisson => {
+                type $k = fem_kernels::physics::Poisson;
                 $body
             }
-            Physics::Elasticity => {
-                type $k = Elasticity;
+            $crate::mesh_solve::Physics::Elasticity => {
+                type $k = fem_kernels::physics::Elasticity;
                 $body
             }
-            Physics::Radiation => {
-                type $k = Radiation;
+            $crate::mesh_solve::Physics::Radiation => {
+                type $k = fem_kernels::physics::Radiation;
                 $body
             }
-            Physics::NeoHookean => {
-                type $k = NeoHookean;
+            $crate::mesh_solve::Physics::NeoHookean => {
+                type $k = fem_kernels::physics::NeoHookean;
+                $body
+            }
+            $crate::mesh_solve::Physics::Mass => {
+                type $k = fem_kernels::physics::Mass;
                 $body
             }
         }
     };
 }
+pub(crate) use with_physics;
 
 mod across;
 mod problem;
@@ -64,6 +68,8 @@ pub enum Physics {
     /// Compressible neo-Hookean hyperelasticity, −∇·P(∇u) = f in the
     /// reference configuration: nonlinear.
     NeoHookean,
+    /// u = f in L²: the mass matrix, the L² projection of the load.
+    Mass,
 }
 
 impl Physics {
@@ -317,13 +323,19 @@ fn element(space: &Space) -> String {
     format!("{} {}{}", space.shape.name(), if space.shape.is_simplex() { "P" } else { "Q" }, space.degree)
 }
 
-/// ‖u_h − u‖_L2 where the exact solution is known: Poisson with the sine
-/// load and u = 0 on the whole boundary of the unit square or cube.
+/// ‖u_h − u‖_L2 where the exact solution is known: Poisson (u = Π sin(π xₐ))
+/// or the mass (u = f) with the sine load and u = 0 on the whole boundary
+/// of the unit square or cube.
 fn l2_if_known(space: &Space, u: &[f64], o: &MeshSolveOptions) -> Option<f64> {
     let d = space.shape.dim();
     let unit_box = space.dof_coords.iter().all(|x| x[..d].iter().all(|&v| (-1e-12..=1.0 + 1e-12).contains(&v))) && space.dof_coords.iter().any(|x| x[..d].iter().all(|&v| v > 1.0 - 1e-12));
-    let exact_known = o.physics == Physics::Poisson && o.load == LoadKind::Sine && o.neumann.is_empty() && o.dirichlet.is_empty() && unit_box;
-    exact_known.then(|| l2_error(space, 1, u, |x, e| e[0] = problem::sine(x, d)))
+    let scale = match o.physics {
+        Physics::Poisson => 1.0,
+        Physics::Mass => d as f64 * std::f64::consts::PI * std::f64::consts::PI,
+        _ => return None,
+    };
+    let exact_known = o.load == LoadKind::Sine && o.neumann.is_empty() && o.dirichlet.is_empty() && unit_box;
+    exact_known.then(|| l2_error(space, 1, u, |x, e| e[0] = scale * problem::sine(x, d)))
 }
 
 /// What the one-rank solve of a physics reads.

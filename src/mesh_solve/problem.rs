@@ -115,7 +115,7 @@ impl Problem {
     pub fn aux(&self, o: &MeshSolveOptions) -> Result<(Vec<f64>, AuxAt, Option<&BoundaryPart>)> {
         let space = self.space();
         Ok(match o.physics {
-            Physics::Poisson => ((0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect(), AuxAt::Nodes, None),
+            Physics::Poisson | Physics::Mass => ((0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect(), AuxAt::Nodes, None),
             Physics::Radiation => {
                 let (part, g) = self.robin.as_ref().ok_or_else(|| Error::InvalidArgument("radiation needs Robin groups".into()))?;
                 (g.iter().flat_map(|&g| [0.0, g]).collect(), AuxAt::Nodes, Some(part))

@@ -546,3 +546,17 @@ fn expressions_drive_boundary_values_and_loads() {
         assert!(out.status.code() == Some(2) && err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// `--physics mass` solves u = f in L²: with the sine load its error
+/// against f falls at order p + 1 under refinement, Q1 and Q2.
+#[test]
+fn mass_projects_the_load_at_order_p_plus_one() {
+    let dir = common::scratch("mesh-solve-mass");
+    let quad = dir.join("quad.msh").display().to_string();
+    assert!(fem(&["mesh-gen", "--dim", "2", "--cells", "2", &quad]).status.success());
+    for (degree, order) in [("1", 2.0), ("2", 3.0)] {
+        let errors: Vec<f64> = ["2", "3"].iter().map(|r| solve_json(&["--mesh", &quad, "--physics", "mass", "--degree", degree, "--refine", r, "--rtol", "1e-12"])["l2_error"].as_f64().unwrap()).collect();
+        let rate = (errors[0] / errors[1]).log2();
+        assert!((rate - order).abs() < 0.3, "Q{degree}: {errors:?}, order {rate}");
+    }
+}

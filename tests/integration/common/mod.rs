@@ -175,7 +175,7 @@ pub fn pointwise_space(v: &Variant, n: usize) -> Space {
 macro_rules! each_hexahedral_physics {
     ($check:ident, $gpu:expr) => {{
         use fem::host::space::Space;
-        use fem::kernels::physics::{Elasticity, NeoHookean, Poisson, Radiation};
+        use fem::kernels::physics::{Elasticity, Mass, NeoHookean, Poisson, Radiation};
         let nodal = |s: &Space| -> (Vec<f64>, bool) {
             let mut r = fem::host::rng::SplitMix64::new(2);
             ((0..2 * s.n_dofs).map(|_| 1.0 + 2.0 * r.next_f64()).collect(), true)
@@ -183,6 +183,7 @@ macro_rules! each_hexahedral_physics {
         let lame = |s: &Space| -> (Vec<f64>, bool) { ((0..s.n_cells()).flat_map(|c| [1.0 + (c % 5) as f64 * 0.1, 0.7]).collect(), false) };
         $check::<Poisson>($gpu, nodal, 1.0);
         $check::<Radiation>($gpu, nodal, 1.0);
+        $check::<Mass>($gpu, nodal, 1.0);
         $check::<Elasticity>($gpu, lame, 1.0);
         // displacements small enough that no point inverts
         $check::<NeoHookean>($gpu, lame, 0.02);

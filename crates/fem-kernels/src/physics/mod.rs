@@ -4,6 +4,7 @@
 
 pub mod cardiac;
 pub mod elasticity;
+pub mod mass;
 pub mod minimal_surface;
 pub mod neo_hookean;
 pub mod poisson;
@@ -11,6 +12,7 @@ pub mod radiation;
 
 pub use cardiac::Monodomain;
 pub use elasticity::Elasticity;
+pub use mass::Mass;
 pub use minimal_surface::MinimalSurface;
 pub use neo_hookean::NeoHookean;
 pub use poisson::Poisson;

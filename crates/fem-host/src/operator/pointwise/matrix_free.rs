@@ -130,7 +130,7 @@ mod tests {
     use crate::operator::pointwise::{rel, Aux};
     use crate::rng::SplitMix64;
     use crate::space::Space;
-    use fem_kernels::physics::{Elasticity, NeoHookean, Poisson, Radiation};
+    use fem_kernels::physics::{Elasticity, Mass, NeoHookean, Poisson, Radiation};
 
     /// The matrix-free action of `P` at degree `p` on perturbed hexahedra
     /// equals partial assembly's product of the point data at the same
@@ -175,7 +175,8 @@ mod tests {
     }
 
     /// Every degree of the scalar and vector physics, the nonlinear ones
-    /// (g0 of radiation, neo-Hookean's g3) at states away from zero.
+    /// (g0 of radiation, neo-Hookean's g3) at states away from zero, and
+    /// the mass (g0 alone).
     #[test]
     fn matrix_free_action_equals_partial_assembly() {
         for p in 1..=8 {
@@ -190,6 +191,9 @@ mod tests {
         }
         for p in [1, 2] {
             matches_partial::<Radiation>(p, 0.5, &nodal);
+        }
+        for p in [1, 2, 4, 8] {
+            matches_partial::<Mass>(p, 1.0, &nodal);
         }
     }
 
