@@ -26,6 +26,7 @@ pub mod linear;
 pub mod precond;
 pub mod setup;
 pub mod sizes;
+pub mod tangent;
 pub mod time;
 
 pub use assembly::{Assembly, Scatter};
