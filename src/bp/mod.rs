@@ -18,6 +18,7 @@ use fem_host::{AnyBackend, Backend, CpuBackend, CudaBackend, Error, Result};
 use fem_kernels::tensor::BpKernel;
 
 pub mod across;
+pub mod physics;
 use serde::Serialize;
 use std::f64::consts::PI;
 

@@ -40,6 +40,12 @@ pub(crate) struct BpArgs {
     /// Apply on global nodes (gather and atomic scatter in the kernel) instead of element blocks (always so under mpirun).
     #[arg(long)]
     pub(crate) assembled: bool,
+    /// Instead of --problem, the Jacobian of a shipped physics on Q_N hexahedra (N ≤ 8), on L-vectors as Newton's Krylov method applies it.
+    #[arg(long, value_enum)]
+    pub(crate) physics: Option<crate::cli::mesh_solve::PhysicsArg>,
+    /// With --physics: how its Jacobian is stored: partial (point data), none (matrix-free), or for comparison lma or a sparse format.
+    #[arg(long, requires = "physics", default_value = "partial")]
+    pub(crate) level: String,
     /// Also time the CPU backend on the same operator (speed-up in the report).
     #[arg(long)]
     pub(crate) cpu_time: bool,
@@ -101,7 +107,6 @@ pub(crate) fn parse_degrees(s: &str) -> Result<Vec<usize>, String> {
 pub(crate) fn bp(a: &BpArgs) -> CliResult {
     use fem::bp::Size;
     use fem::host::mesh::spectral::Deformation;
-    let problem: fem::host::operator::tensor::Problem = a.problem.parse()?;
     let degrees = parse_degrees(&a.degree)?;
     let size = match (a.elements, a.dofs) {
         (_, Some(d)) => Size::Dofs(d),
@@ -113,6 +118,10 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
         DeformArg::Trilinear => Deformation::Trilinear { amplitude: 0.1, seed: 1 },
         DeformArg::Curved => Deformation::Curved { amplitude: 0.05 },
     };
+    if let Some(physics) = a.physics {
+        return bp_physics(a, physics.physics(), &degrees, size, deformation);
+    }
+    let problem: fem::host::operator::tensor::Problem = a.problem.parse()?;
     if a.vtk.is_some() && degrees.len() > 1 {
         return Err("--vtk writes one solution: give one --degree".into());
     }
@@ -234,5 +243,37 @@ fn bp_across(a: &BpArgs, problem: fem::host::operator::tensor::Problem, degrees:
         t += &format!("\nrank 0 by stage: {}", r.stages.iter().map(|s| format!("{} {:.2} s", s.stage, s.seconds)).collect::<Vec<_>>().join(", "));
         t
     })?;
+    Ok(true)
+}
+
+/// `fem bp --physics`: the Jacobian of a shipped physics at each degree.
+fn bp_physics(a: &BpArgs, physics: fem::mesh_solve::Physics, degrees: &[usize], size: fem::bp::Size, deformation: fem::host::mesh::spectral::Deformation) -> CliResult {
+    use fem::bp::physics::{run, PhysicsOptions};
+    crate::cli::given::refuse_all_but(&["physics", "level", "degree", "elements", "dofs", "deform", "backend", "repeats", "cpu_time", "json"], "--physics (the pipeline's Jacobian on L-vectors; the other options steer the CEED problems' kernels)")?;
+    let level: fem::host::problem::nonlinear::Assembly = a.level.parse()?;
+    let any = open_announced(a.backend, a.json)?;
+    let bar = progress_bar(a.json, String::new());
+    for &degree in degrees {
+        let o = PhysicsOptions { physics, level, degree, size, deformation, repeats: a.repeats as usize, cpu_time: a.cpu_time };
+        let r = run(&o, &any, &|m| bar.set_message(format!("N = {degree}: {m}")))?;
+        bar.suspend(|| -> Result<(), Box<dyn std::error::Error>> {
+            if a.json && degrees.len() > 1 {
+                println!("{}", serde_json::to_string(&r)?);
+                return Ok(());
+            }
+            print_report(a.json, &r, |r| {
+                let mut t = format!(
+                    "{:?} N={} elements={} L-DOFs={} ({}): {:.3e} s/apply, {:.2} GDOF/s on L-DOFs ({:.2} on E-DOFs), {:.0} GB/s = {:.3} of copy ({:.0} GB/s), error vs CPU {:.1e}",
+                    r.physics, r.degree, r.elements, r.l_dofs, r.operator, r.seconds_per_apply, r.gdofs_per_second, r.e_gdofs_per_second,
+                    r.gbytes_per_second, r.roofline_fraction, r.copy_gbytes_per_second, r.max_rel_error_vs_cpu
+                );
+                if let Some(s) = r.speedup_vs_cpu {
+                    t += &format!(", {s:.1}× the CPU backend");
+                }
+                t
+            })
+        })?;
+    }
+    bar.finish_and_clear();
     Ok(true)
 }

@@ -61,8 +61,13 @@ pub(crate) const HOLE: &[&str] = &["dim", "levels", "solver", "precond", "smooth
 /// An error naming the options given to `fem solve` that a path reading
 /// `reads` (and [`COMMON`]) ignores; `path` says which path in the message.
 pub(crate) fn refuse_unread(reads: &[&str], path: &str) -> Result<(), String> {
+    refuse_all_but(&[COMMON, reads].concat(), path)
+}
+
+/// An error naming the options given that are not among `reads`.
+pub(crate) fn refuse_all_but(reads: &[&str], path: &str) -> Result<(), String> {
     let given = GIVEN.get().map_or(&[][..], |g| g.as_slice());
-    let unread: Vec<String> = given.iter().filter(|id| !COMMON.contains(&id.as_str()) && !reads.contains(&id.as_str())).map(|id| format!("--{}", id.replace('_', "-"))).collect();
+    let unread: Vec<String> = given.iter().filter(|id| !reads.contains(&id.as_str())).map(|id| format!("--{}", id.replace('_', "-"))).collect();
     match unread.len() {
         0 => Ok(()),
         1 => Err(format!("{} does not apply to {path}", unread[0])),

@@ -8,6 +8,7 @@ mod bench;
 mod boundary_conditions;
 mod boundary_terms;
 mod bp;
+mod bp_physics;
 mod builder;
 mod cardiac;
 mod cg;
