@@ -173,10 +173,8 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
         PrecondArg::Spai => Precond::Spai,
         PrecondArg::Sainv => Precond::Sainv,
         PrecondArg::Amg => Precond::Amg(a.amg.options()?),
-        PrecondArg::Chebyshev => match a.chebyshev_degree.unwrap_or(3) {
-            0 => return Err("--chebyshev-degree is at least 1".into()),
-            k => Precond::Chebyshev(k),
-        },
+        PrecondArg::Chebyshev => Precond::Chebyshev(chebyshev_degree(a)?),
+        PrecondArg::Pmg => Precond::PMultigrid(fem::host::problem::nonlinear::PmgOptions { chebyshev: chebyshev_degree(a)?, amg: a.amg.options()? }),
         PrecondArg::Mg if a.refine == 0 => return Err("--precond mg needs --refine 1 or more: its levels are the file's mesh and its uniform refinements".into()),
         PrecondArg::Mg => match Precond::multigrid() {
             Precond::Multigrid(o) => {
@@ -197,11 +195,19 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
     if !matches!(p, Precond::Multigrid(_)) && (a.cycle.is_some() || a.smoothing_steps.is_some() || given("smoother")) {
         return Err("--cycle, --smoothing-steps and --smoother configure --precond mg".into());
     }
-    AmgArgs::refuse_unless(matches!(p, Precond::Amg(_)))?;
-    if a.chebyshev_degree.is_some() && !matches!(p, Precond::Chebyshev(_)) {
-        return Err("--chebyshev-degree configures --precond chebyshev".into());
+    AmgArgs::refuse_unless(matches!(p, Precond::Amg(_) | Precond::PMultigrid(_)))?;
+    if a.chebyshev_degree.is_some() && !matches!(p, Precond::Chebyshev(_) | Precond::PMultigrid(_)) {
+        return Err("--chebyshev-degree configures --precond chebyshev and pmg".into());
     }
     Ok(p)
+}
+
+/// `--chebyshev-degree`, 3 unless given.
+fn chebyshev_degree(a: &SolveArgs) -> Result<usize, String> {
+    match a.chebyshev_degree.unwrap_or(3) {
+        0 => Err("--chebyshev-degree is at least 1".into()),
+        k => Ok(k),
+    }
 }
 
 /// Solves `a` on `file` (read from `--mesh`): on the ranks of an MPI job

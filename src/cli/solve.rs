@@ -173,7 +173,10 @@ pub(crate) struct SolveArgs {
     /// with cg), sainv, mg (multigrid by rediscretisation on the levels
     /// of --refine), amg (smoothed aggregation from the tangent), or
     /// chebyshev (the Chebyshev–Jacobi polynomial of --chebyshev-degree;
-    /// it and jacobi and none run across ranks).
+    /// it and jacobi and none run across ranks), or pmg (p-multigrid for
+    /// Q2 and up: Chebyshev–Jacobi of --chebyshev-degree on the tangent
+    /// as --format stores it, AMG of the --amg-* options on Q1 of the same
+    /// cells).
     #[arg(long, value_enum)]
     pub(crate) precond: Option<PrecondArg>,
     #[command(flatten)]
@@ -244,6 +247,7 @@ pub(crate) enum PrecondArg {
     Mg,
     Amg,
     Chebyshev,
+    Pmg,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -519,7 +523,7 @@ pub(crate) fn solve_hole(a: &SolveArgs) -> CliResult {
         PrecondArg::Sainv => Precond::Sainv,
         PrecondArg::Mg => Precond::Mg,
         PrecondArg::Amg => Precond::Amg,
-        PrecondArg::Chebyshev => return Err("--precond chebyshev preconditions the pipeline's solve (--physics); the hole benchmark takes none, jacobi, ssor, spai, sainv, mg or amg".into()),
+        PrecondArg::Chebyshev | PrecondArg::Pmg => return Err("--precond chebyshev and pmg precondition the pipeline's solve (--physics); the hole benchmark takes none, jacobi, ssor, spai, sainv, mg or amg".into()),
     };
     AmgArgs::refuse_unless(o.precond == Precond::Amg)?;
     o.amg = a.amg.options()?;

@@ -380,6 +380,7 @@ fn levels<B: NewtonOps, K: Kernels<f64>>(b: &B, setup: Setup<K>, cpu: &CpuBacken
     let setup = match o.newton.precond {
         Precond::Multigrid(_) => setup.with_multigrid_on(b, cpu, nested)?,
         Precond::Amg(_) => setup.with_low_order(nested.finest())?,
+        Precond::PMultigrid(_) => setup.with_p_multigrid_on(b, cpu, nested.finest())?,
         _ => return Ok(setup),
     };
     *stage = Some(StageSeconds::ended("levels", start.elapsed().as_secs_f64()));

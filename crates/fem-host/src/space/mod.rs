@@ -6,6 +6,7 @@
 
 pub mod dirichlet;
 pub mod constraints;
+pub mod degree_transfer;
 pub mod dofs;
 pub mod facets;
 pub mod integrate;

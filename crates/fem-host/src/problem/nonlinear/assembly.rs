@@ -238,7 +238,7 @@ impl Assembly {
             return Some(Error::InvalidArgument(format!("{level} does not take a boundary term's Jacobian (Robin): use lma or a sparse format")));
         }
         if !jacobi {
-            return Some(Error::InvalidArgument(format!("{precond} needs the assembled tangent; {level} is preconditioned by Jacobi or not at all, in f64")));
+            return Some(Error::InvalidArgument(format!("{precond} needs the assembled tangent; {level} is preconditioned by Jacobi, Chebyshev, p-multigrid or not at all, in f64")));
         }
         None
     }
@@ -264,7 +264,7 @@ impl Assembly {
                 None => Ok(Storage::MatrixFree),
             },
             Self::Lma if precision == super::Precision::F32 => Err(Error::InvalidArgument("a single-precision solve needs the assembled tangent; element matrices (LMA) are applied in f64".into())),
-            Self::Lma => Err(Error::InvalidArgument(format!("{precond} needs the assembled tangent; element matrices (LMA) are preconditioned by Jacobi or not at all"))),
+            Self::Lma => Err(Error::InvalidArgument(format!("{precond} needs the assembled tangent; element matrices (LMA) are preconditioned by Jacobi, Chebyshev, p-multigrid or not at all"))),
             Self::Sparse(f) if f.warp().is_some_and(|(_, n)| n != crate::sparse::warp::Numbering::Remap) => {
                 Err(Error::InvalidArgument(format!("the {} format renumbers its rows; Newton's tangent needs one in the original numbering (csr, ell, ellt, k1, k2, cusparse)", f.name())))
             }

@@ -176,11 +176,15 @@ impl<B: NewtonOps, T: LinearScalar> Linear<B, T> {
             (None, Some(a)) => a,
             (None, None) => return Err(Error::InvalidArgument(format!("Newton's linear solve in {} has no operator (element matrices are applied in f64)", T::NAME))),
         };
-        let polynomial;
+        let (polynomial, cycle);
         let m: &dyn LinearOperator<B, T> = match precond {
             Prepared::Chebyshev { degree, rho } => {
                 polynomial = chebyshev::Chebyshev::with_radius(b, a, inv_t, rho, *degree)?;
                 &polynomial
+            }
+            Prepared::PMultigrid(p) => {
+                cycle = p.cycle(b, a, inv_t)?;
+                &cycle
             }
             p => p.get().unwrap_or(&diagonal),
         };

@@ -23,6 +23,8 @@ use crate::operator::pointwise::Aux;
 use crate::solver::multigrid::{Cycle, MgOptions, Multigrid, Smoother};
 use crate::solver::ssor::RowColouring;
 use super::linear::LinearScalar;
+pub use super::p_multigrid::PmgOptions;
+use super::p_multigrid::PLevels;
 use std::sync::Arc;
 use std::borrow::Cow;
 use crate::solver::amg::{self, AmgOptions, AmgStats, Nullspace};
@@ -68,6 +70,9 @@ pub enum Precond {
     /// tangent an application and no set-up beyond the estimate, so it
     /// runs across ranks as it does on one.
     Chebyshev(usize),
+    /// p-multigrid ([`super::p_multigrid`]): Chebyshev–Jacobi on the
+    /// tangent as stored, corrected on Q1 of the same cells by AMG.
+    PMultigrid(PmgOptions),
 }
 
 impl Precond {
@@ -90,6 +95,7 @@ impl std::fmt::Display for Precond {
             Precond::Multigrid(o) => write!(f, "multigrid {:?}({}, {}) smoothed by {:?}", o.cycle, o.pre, o.post, o.smoother),
             Precond::Amg(o) => write!(f, "AMG {:?}({}, {}) smoothed by {:?}, θ = {}", o.cycle.cycle, o.cycle.pre, o.cycle.post, o.cycle.smoother, o.strength),
             Precond::Chebyshev(k) => write!(f, "Chebyshev({k})"),
+            Precond::PMultigrid(o) => write!(f, "p-multigrid, Chebyshev({}) on Q_p, AMG on Q1", o.chebyshev),
         }
     }
 }
@@ -325,7 +331,7 @@ impl Hierarchy<'_> {
 /// (`na` values per node or per cell), as [`Aux`] gives it: a node's
 /// values from the first cell slot that holds it (the E-vector of a nodal
 /// field agrees between cells), a cell field as it is.
-fn level_aux(space: &Space, na: usize, nodal: bool, a: &[f64]) -> Vec<f64> {
+pub(super) fn level_aux(space: &Space, na: usize, nodal: bool, a: &[f64]) -> Vec<f64> {
     if na == 0 || !nodal {
         return a.to_vec();
     }
@@ -364,6 +370,44 @@ fn coarse_aux(coarse: &Space, parent: &[u32], inj: &[u32], na: usize, nodal: boo
     }
 }
 
+impl<B: NewtonOps, T: LinearScalar> Level<B, T> {
+    /// Level `s` on the backend, its state injected by `injection` from
+    /// a finer level of `above` rows.
+    pub(super) fn new<K: Kernels<f64> + 'static>(b: &B, s: &Setup<K>, injection: &Csr<f64>, above: usize, scatter: Scatter) -> Result<Self> {
+        let n = s.n_rows();
+        Ok(Level {
+            state: b.prepare(s, Some(b.default_format()), scatter)?,
+            inject: b.store_matrix(injection, above)?,
+            u: b.zeros(n)?,
+            ue: b.zeros(s.gather.len())?,
+            kelem: b.zeros(super::assembly::padded(s.entry_len(), scatter))?,
+            kflat: b.zeros(s.csr.nnz())?,
+            inv: b.zeros(n)?,
+            mass: None,
+            values: None,
+            inv_t: None,
+        })
+    }
+
+    /// The level's tangent at the finer level's state `above` (injected):
+    /// its values, with `extra`'s mass term, and inverse diagonal, in f64
+    /// and in `T`.
+    pub(super) fn linearise(&mut self, b: &B, above: &B::Vector<f64>, extra: Option<&Extra<B>>) -> Result<()> {
+        self.inject.apply(b, above, &mut self.u)?;
+        b.gather(&self.state, &self.u, &mut self.ue)?;
+        b.elements(&self.state, true, &self.ue, &mut self.kelem)?;
+        let mass = match (extra, &self.mass) {
+            (None, _) => None,
+            (Some(e), Some(m)) => Some((e, m)),
+            (Some(_), None) => return Err(Error::InvalidArgument("a time step's multigrid levels have no mass matrices: set them first (Workspace::set_level_masses)".into())),
+        };
+        tangent_values(b, &self.state, &self.kelem, &mut self.kflat, mass)?;
+        b.inverse_diagonal(&self.state, &self.kflat, &mut self.inv)?;
+        T::refresh(b, &self.kflat, &mut self.values)?;
+        T::refresh(b, &self.inv, &mut self.inv_t)
+    }
+}
+
 /// A coarser level on the backend.
 pub(super) struct Level<B: NewtonOps, T: LinearScalar> {
     state: B::State,
@@ -384,9 +428,11 @@ pub(super) struct Level<B: NewtonOps, T: LinearScalar> {
 
 impl Precond {
     /// Whether it is built from the assembled tangent's values, which
-    /// element matrices (LMA) do not give.
+    /// element matrices (LMA), point data and the matrix-free tangent do
+    /// not give: Jacobi, Chebyshev and p-multigrid need its products and
+    /// diagonal only.
     pub fn needs_matrix(&self) -> bool {
-        !matches!(self, Precond::None | Precond::Jacobi)
+        !matches!(self, Precond::None | Precond::Jacobi | Precond::Chebyshev(_) | Precond::PMultigrid(_))
     }
 }
 
@@ -402,12 +448,14 @@ pub(super) enum Prepared<B: NewtonOps, T: LinearScalar> {
     /// Chebyshev–Jacobi of `degree`: ρ(D⁻¹A) of the current tangent,
     /// estimated at its first use (`None` until then).
     Chebyshev { degree: usize, rho: Option<f64> },
+    /// p-multigrid: the Q1 level and its AMG.
+    PMultigrid(Box<PLevels<B, T>>),
 }
 
 /// AMG in a workspace: the hierarchy of the last tangent and what
 /// rebuilds it from the next.
 pub(super) struct AmgPrepared<B: NewtonOps, T: LinearScalar> {
-    mg: Option<Multigrid<B, T>>,
+    pub(super) mg: Option<Multigrid<B, T>>,
     /// The tangent's pattern.
     pattern: amg::Pattern,
     /// The near-nullspace.
@@ -415,7 +463,7 @@ pub(super) struct AmgPrepared<B: NewtonOps, T: LinearScalar> {
     opts: AmgOptions,
     /// Fingerprint of the values the hierarchy was built from.
     fingerprint: Option<f64>,
-    report: AmgReport,
+    pub(super) report: AmgReport,
     cpu: CpuBackend,
 }
 
@@ -432,7 +480,7 @@ pub struct AmgReport {
 }
 
 impl<B: NewtonOps, T: LinearScalar> AmgPrepared<B, T> {
-    fn new<K: Kernels<f64>>(setup: &Setup<K>, opts: AmgOptions) -> Result<Self> {
+    pub(super) fn new<K: Kernels<f64>>(setup: &Setup<K>, opts: AmgOptions) -> Result<Self> {
         let nc = setup.physics.variant.nc;
         let nullspace = setup.near_nullspace(setup.n_rows() / nc)?;
         let mut pattern = amg::Pattern::new(&setup.csr, nc);
@@ -442,7 +490,7 @@ impl<B: NewtonOps, T: LinearScalar> AmgPrepared<B, T> {
 
     /// The hierarchy rebuilt from the tangent's values `kflat`, unless they
     /// are the last ones.
-    fn update(&mut self, b: &B, kflat: &B::Vector<T>) -> Result<()> {
+    pub(super) fn update(&mut self, b: &B, kflat: &B::Vector<T>) -> Result<()> {
         if self.opts.keep && self.mg.is_some() {
             return Ok(());
         }
@@ -515,22 +563,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                     .setups
                     .iter()
                     .enumerate()
-                    .map(|(l, s)| {
-                        let n = s.n_rows();
-                        let above = levels.setups.get(l + 1).map_or(setup.n_rows(), |s| s.n_rows());
-                        Ok(Level {
-                            state: b.prepare(s, Some(b.default_format()), scatter)?,
-                            inject: b.store_matrix(&levels.injection[l], above)?,
-                            u: b.zeros(n)?,
-                            ue: b.zeros(s.gather.len())?,
-                            kelem: b.zeros(super::assembly::padded(s.entry_len(), scatter))?,
-                            kflat: b.zeros(s.csr.nnz())?,
-                            inv: b.zeros(n)?,
-                            mass: None,
-                            values: None,
-                            inv_t: None,
-                        })
-                    })
+                    .map(|(l, s)| Level::new(b, s, &levels.injection[l], levels.setups.get(l + 1).map_or(setup.n_rows(), |s| s.n_rows()), scatter))
                     .collect::<Result<_>>()?;
                 // one cycle on the zero operators, so that what the GPU
                 // does on first use (loading kernels) happens in the
@@ -544,6 +577,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
             }
             Precond::Amg(o) => Ok(Self::Amg(Box::new(AmgPrepared::new(setup, o)?))),
             Precond::Chebyshev(degree) => Ok(Self::Chebyshev { degree, rho: None }),
+            Precond::PMultigrid(o) => Ok(Self::PMultigrid(Box::new(PLevels::new(b, setup, o, scatter)?))),
         }
     }
 
@@ -566,21 +600,15 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                     let (lower, upper) = levels.split_at_mut(l + 1);
                     let above = upper.first().map_or(u, |a| &a.u);
                     let lv = &mut lower[l];
-                    lv.inject.apply(b, above, &mut lv.u)?;
-                    b.gather(&lv.state, &lv.u, &mut lv.ue)?;
-                    b.elements(&lv.state, true, &lv.ue, &mut lv.kelem)?;
-                    let mass = match (extra, &lv.mass) {
-                        (None, _) => None,
-                        (Some(e), Some(m)) => Some((e, m)),
-                        (Some(_), None) => return Err(Error::InvalidArgument("a time step's multigrid levels have no mass matrices: set them first (Workspace::set_level_masses)".into())),
-                    };
-                    tangent_values(b, &lv.state, &lv.kelem, &mut lv.kflat, mass)?;
-                    b.inverse_diagonal(&lv.state, &lv.kflat, &mut lv.inv)?;
-                    T::refresh(b, &lv.kflat, &mut lv.values)?;
-                    T::refresh(b, &lv.inv, &mut lv.inv_t)?;
+                    lv.linearise(b, above, extra)?;
                     refresh(b, mg, smoothers.as_deref(), l, T::view::<B>(&lv.kflat, &lv.values)?, T::view::<B>(&lv.inv, &lv.inv_t)?)?;
                 }
                 Ok(())
+            }
+            Self::PMultigrid(p) => {
+                p.level.linearise(b, u, extra)?;
+                p.rho = None;
+                p.amg.update(b, T::view::<B>(&p.level.kflat, &p.level.values)?)
             }
         }
     }
@@ -613,7 +641,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
     pub(super) fn get(&self) -> Option<&dyn LinearOperator<B, T>> {
         match self {
             Self::Identity(i) => Some(i),
-            Self::Jacobi | Self::Chebyshev { .. } => None,
+            Self::Jacobi | Self::Chebyshev { .. } | Self::PMultigrid(_) => None,
             Self::Ssor(s) => Some(s),
             Self::Inverse(m, _) => Some(&**m),
             Self::Multigrid(mg, _, _) => Some(&**mg),
@@ -631,6 +659,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
     pub(super) fn amg(&self) -> Option<AmgReport> {
         match self {
             Self::Amg(a) => Some(a.report.clone()),
+            Self::PMultigrid(p) => Some(p.amg.report.clone()),
             _ => None,
         }
     }
