@@ -138,12 +138,8 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
         if let (Some(path), Some(s)) = (&a.vtk, &r.solve) {
             fem::bp::write_vtk(&o, s, path, fem::host::io::vtk::Encoding::Binary)?;
         }
-        bar.suspend(|| -> Result<(), Box<dyn std::error::Error>> {
-            if a.json && degrees.len() > 1 {
-                println!("{}", serde_json::to_string(&r)?);
-                return Ok(());
-            }
-            print_report(a.json, &r, |r| {
+        bar.suspend(|| {
+            report_degree(a.json, degrees.len() > 1, &r, |r| {
                 let mut t = format!(
                     "{} N={} elements={} dofs={} ({}): {:.3e} s/apply, {:.2} GDOF/s, {:.3} TFLOP/s, {:.0} GB/s = {:.3} of copy ({:.0} GB/s), error vs CPU {:.1e}",
                     r.problem.name(), r.degree, r.elements, r.dofs, r.kernel, r.seconds_per_apply, r.gdofs_per_second, r.tflops,
@@ -256,12 +252,8 @@ fn bp_physics(a: &BpArgs, physics: fem::mesh_solve::Physics, degrees: &[usize], 
     for &degree in degrees {
         let o = PhysicsOptions { physics, level, degree, size, deformation, repeats: a.repeats as usize, cpu_time: a.cpu_time };
         let r = run(&o, &any, &|m| bar.set_message(format!("N = {degree}: {m}")))?;
-        bar.suspend(|| -> Result<(), Box<dyn std::error::Error>> {
-            if a.json && degrees.len() > 1 {
-                println!("{}", serde_json::to_string(&r)?);
-                return Ok(());
-            }
-            print_report(a.json, &r, |r| {
+        bar.suspend(|| {
+            report_degree(a.json, degrees.len() > 1, &r, |r| {
                 let mut t = format!(
                     "{:?} N={} elements={} L-DOFs={} ({}): {:.3e} s/apply, {:.2} GDOF/s on L-DOFs ({:.2} on E-DOFs), {:.0} GB/s = {:.3} of copy ({:.0} GB/s), error vs CPU {:.1e}",
                     r.physics, r.degree, r.elements, r.l_dofs, r.operator, r.seconds_per_apply, r.gdofs_per_second, r.e_gdofs_per_second,
@@ -276,4 +268,14 @@ fn bp_physics(a: &BpArgs, physics: fem::mesh_solve::Physics, degrees: &[usize], 
     }
     bar.finish_and_clear();
     Ok(true)
+}
+
+/// One degree's report: a JSON line where several degrees run, else
+/// [`print_report`]'s JSON or `text`.
+fn report_degree<R: serde::Serialize>(json: bool, several: bool, r: &R, text: impl FnOnce(&R) -> String) -> Result<(), Box<dyn std::error::Error>> {
+    if json && several {
+        println!("{}", serde_json::to_string(r)?);
+        return Ok(());
+    }
+    print_report(json, r, text)
 }
