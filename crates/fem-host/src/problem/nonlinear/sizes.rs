@@ -16,6 +16,10 @@ pub struct NewtonSizes {
     pub rows: usize,
     /// Stored entries of the tangent's pattern.
     pub nnz: usize,
+    /// Values a cell of the tangent's storage holds: `n_local²` element
+    /// matrices (kept, or made for the assembly), the point data of
+    /// partial assembly, or `n_local` (the matrix-free tangent's state).
+    pub tangent: usize,
 }
 
 impl NewtonSizes {
@@ -23,18 +27,26 @@ impl NewtonSizes {
     /// one a row, the diagonal (so [`NewtonSizes::device_bytes`] stays a
     /// lower bound).
     pub fn before_pattern(cells: usize, n_local: usize, rows: usize) -> Self {
-        Self { elements: cells, n_local, rows, nnz: rows }
+        Self { elements: cells, n_local, rows, nnz: rows, tangent: n_local * n_local }
+    }
+
+    /// [`NewtonSizes::before_pattern`] of a tangent that makes no element
+    /// matrices (partially assembled or matrix-free, without a pattern):
+    /// `n_local` values a cell at the least, the matrix-free state.
+    pub fn by_points(cells: usize, n_local: usize, rows: usize) -> Self {
+        Self { tangent: n_local, ..Self::before_pattern(cells, n_local, rows) }
     }
 
     /// Bytes the backend's `prepare` holds, in 8-byte words: per element
-    /// the coordinates, data and E-vectors (`n_local · (n_local + 3)`),
+    /// the coordinates, data and E-vectors (`3 n_local`) and the
+    /// tangent's values (`tangent`),
     /// the tangent's assembly maps unless its element matrices are kept
     /// as they are (`lma`), the gather matrices (a column and a value per
     /// entry) when the element values are summed by SpMV, and 13 vectors
     /// of rows. Saturating: absurd sizes stay comparable.
     pub fn device_bytes(&self, lma: bool, spmv: bool) -> usize {
         let (e, nl) = (self.elements, self.n_local);
-        let per_element = e.saturating_mul(nl).saturating_mul(nl + 3);
+        let per_element = e.saturating_mul(nl.saturating_mul(3).saturating_add(self.tangent));
         let assembled = if lma { 0 } else { (e.saturating_mul(nl * nl) / 2).saturating_add(self.nnz.saturating_mul(4)) };
         let gathers = if spmv { e.saturating_mul(nl).saturating_mul(1 + if lma { 0 } else { nl }).saturating_mul(3) / 2 } else { 0 };
         [per_element, assembled, gathers, self.rows.saturating_mul(13)].iter().fold(0usize, |s, &w| s.saturating_add(w)).saturating_mul(8)
@@ -47,7 +59,7 @@ mod tests {
 
     #[test]
     fn every_part_counts_and_absurd_sizes_saturate() {
-        let s = NewtonSizes { elements: 10, n_local: 4, rows: 30, nnz: 200 };
+        let s = NewtonSizes { elements: 10, n_local: 4, rows: 30, nnz: 200, tangent: 16 };
         // cells 10·4·7, rows 30·13
         assert_eq!(s.device_bytes(true, false), 8 * (280 + 390));
         // + the tangent's maps 10·8 + 200·4
@@ -55,6 +67,8 @@ mod tests {
         // + the gather matrices 10·4·5·3/2
         assert_eq!(s.device_bytes(false, true), 8 * (280 + 390 + 80 + 800 + 300));
         assert!(NewtonSizes::before_pattern(10, 4, 30).device_bytes(false, false) < s.device_bytes(false, false));
+        // without element matrices: 10·(12 + 4) a cell
+        assert_eq!(NewtonSizes::by_points(10, 4, 30).device_bytes(true, false), 8 * (160 + 390));
         assert_eq!(NewtonSizes::before_pattern(usize::MAX / 2, 27, usize::MAX / 3).device_bytes(false, true), usize::MAX);
     }
 
