@@ -264,8 +264,7 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference
     let mut yd = gpu.zeros::<f64>(op.element_dofs())?;
     t.apply_elements(&xd, &mut yd)?;
     let y = gpu.download(&yd)?;
-    let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let err = y.iter().zip(reference).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / scale;
+    let err = max_rel_error(&y, reference);
     let kernel = format!("{:?}", t.kernel);
     let sets = match o.l2 {
         L2::Cold => cold_sets(bytes_moved(o, op), gpu.props().l2_cache_bytes as usize),
@@ -295,6 +294,13 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference
     r.column = (t.kernel == BpKernel::CollocatedLines).then_some(t.column);
     r.ring = t.ring;
     Ok(r)
+}
+
+/// max |y − reference| / max |reference|: a product's error against the
+/// CPU backend's.
+fn max_rel_error(y: &[f64], reference: &[f64]) -> f64 {
+    let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    y.iter().zip(reference).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / scale
 }
 
 /// Median seconds of one application after a warm-up, timed in batches

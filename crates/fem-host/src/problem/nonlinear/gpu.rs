@@ -213,8 +213,7 @@ impl NewtonOps for CudaBackend {
         let lma = tangent.is_none();
         let (ne, nl) = (setup.physics.n_cells, setup.physics.variant.n_local());
         let nf = setup.facets.as_ref().map_or(0, |t| t.len());
-        let values = if setup.has_pattern() { nl * nl } else { nl };
-        let sizes = NewtonSizes { elements: ne + nf, n_local: nl, rows: setup.n_rows(), nnz: setup.csr.nnz(), tangent: values };
+        let sizes = NewtonSizes { elements: ne + nf, n_local: nl, rows: setup.n_rows(), nnz: setup.csr.nnz(), tangent: NewtonSizes::tangent_values(nl, setup.has_pattern()) };
         self.ensure_free(sizes.device_bytes(lma, scatter == Scatter::Spmv))?;
         // the residual's map: the host's where its gather matrix is made
         // there (once, for the matrix and the restriction), else made on

@@ -190,6 +190,7 @@ mod tests {
     use super::super::{solve, Assembly, NewtonOptions, Precond};
     use super::*;
     use crate::mesh::BoxMesh;
+    use crate::operator::pointwise::rel;
     use crate::space::{BoundaryPart, Constraints, Load};
     use fem_kernels::physics::{Elasticity, Poisson};
 
@@ -213,11 +214,6 @@ mod tests {
         let (u, r) = solve(&cpu, &setup, &clamped.initial(), &o, &mut |_| {}).unwrap();
         assert!(r.converged, "{} Q{p} {precond}: {:?}", K::NAME, r.residuals);
         (r.krylov_iterations, u)
-    }
-
-    fn rel(a: &[f64], b: &[f64]) -> f64 {
-        let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
     }
 
     /// Poisson Q3 and elasticity Q2, partially assembled and matrix-free:

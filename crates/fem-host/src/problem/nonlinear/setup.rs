@@ -149,10 +149,8 @@ impl<K: Kernels<f64>> Setup<K> {
         let nc = physics.variant.nc;
         // what any storage of the tangent holds on the backend, refused
         // before the maps and the pattern are made
-        // a set-up without its pattern stores its tangent by the points
-        // (Setup::for_newton_on): no element matrices
-        let of = if pattern { NewtonSizes::before_pattern } else { NewtonSizes::by_points };
-        let sizes = of(physics.n_cells, physics.variant.n_local(), space.n_dofs * nc);
+        let nl = physics.variant.n_local();
+        let sizes = NewtonSizes { tangent: NewtonSizes::tangent_values(nl, pattern), ..NewtonSizes::before_pattern(physics.n_cells, nl, space.n_dofs * nc) };
         b.ensure_fits(&format!("a Newton solve of `{}` on {} cells ({} rows)", K::NAME, physics.n_cells, space.n_dofs * nc), sizes.device_bytes(true, false))?;
         let gather = space.restriction(nc).map;
         let (csr, diag_pos) = match pattern {

@@ -27,14 +27,15 @@ impl NewtonSizes {
     /// one a row, the diagonal (so [`NewtonSizes::device_bytes`] stays a
     /// lower bound).
     pub fn before_pattern(cells: usize, n_local: usize, rows: usize) -> Self {
-        Self { elements: cells, n_local, rows, nnz: rows, tangent: n_local * n_local }
+        Self { elements: cells, n_local, rows, nnz: rows, tangent: Self::tangent_values(n_local, true) }
     }
 
-    /// [`NewtonSizes::before_pattern`] of a tangent that makes no element
-    /// matrices (partially assembled or matrix-free, without a pattern):
-    /// `n_local` values a cell at the least, the matrix-free state.
-    pub fn by_points(cells: usize, n_local: usize, rows: usize) -> Self {
-        Self { tangent: n_local, ..Self::before_pattern(cells, n_local, rows) }
+    /// Values a cell of the tangent holds at the least: element matrices
+    /// where the set-up has its pattern (they are assembled into it, or
+    /// kept), else `n_local`, the matrix-free state (a set-up without
+    /// its pattern stores its tangent by the points).
+    pub fn tangent_values(n_local: usize, pattern: bool) -> usize {
+        if pattern { n_local * n_local } else { n_local }
     }
 
     /// Bytes the backend's `prepare` holds, in 8-byte words: per element
@@ -68,7 +69,8 @@ mod tests {
         assert_eq!(s.device_bytes(false, true), 8 * (280 + 390 + 80 + 800 + 300));
         assert!(NewtonSizes::before_pattern(10, 4, 30).device_bytes(false, false) < s.device_bytes(false, false));
         // without element matrices: 10·(12 + 4) a cell
-        assert_eq!(NewtonSizes::by_points(10, 4, 30).device_bytes(true, false), 8 * (160 + 390));
+        let by_points = NewtonSizes { tangent: NewtonSizes::tangent_values(4, false), ..NewtonSizes::before_pattern(10, 4, 30) };
+        assert_eq!(by_points.device_bytes(true, false), 8 * (160 + 390));
         assert_eq!(NewtonSizes::before_pattern(usize::MAX / 2, 27, usize::MAX / 3).device_bytes(false, true), usize::MAX);
     }
 

@@ -75,6 +75,7 @@ mod tests {
     use super::super::{Assembly, NewtonOptions, Setup};
     use super::*;
     use crate::mesh::BoxMesh;
+    use crate::operator::pointwise::rel;
     use crate::operator::pointwise::Aux;
     use crate::space::constraints::Constraints;
     use crate::space::Space;
@@ -110,8 +111,7 @@ mod tests {
         };
         let what = format!("{} Q{p}", K::NAME);
         let want = product(Assembly::Sparse(SpmvFormat::Csr), size);
-        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let diff = |y: &[f64]| y.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / scale;
+        let diff = |y: &[f64]| rel(y, &want);
         for assembly in [Assembly::Lma, Assembly::Partial, Assembly::MatrixFree] {
             let err = diff(&product(assembly, size));
             assert!(err < 1e-12, "{what}, {assembly}: {err:e}");
