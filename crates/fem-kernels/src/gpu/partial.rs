@@ -26,7 +26,8 @@
 
 use crate::device::lines::{at, element_work, field, from_points, to_points};
 use crate::device::*;
-use crate::pointwise::partial::{apply_point, diagonal_entry, element_entry, point_len};
+use crate::pointwise::partial::{apply_point, diagonal_per_element, element_entry, point_len, present};
+use fem_core::tensor::padded;
 use fem_core::physics::Terms;
 use fem_core::{unroll, Real};
 use fem_macros::kernel;
@@ -99,26 +100,75 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize>(ne: usize, mask
 }
 
 /// `d += diag((I − F) A (I − F))` of the partially assembled Jacobian on
-/// hexahedra, one thread per (element, node, component): `tab` is
-/// `[B | B']` (points × nodes each, B' the basis derivatives at the points),
-/// `n1` nodes and `q1` points per direction.
-#[kernel(f64; NC = 1, 3)]
+/// hexahedra with point data `g` (terms `mask`), by sum factorisation on
+/// `partial`'s slabs: entry (n, c) is Σ_(h,k) Σ_q G_cc,hk(q) φ_h(q, n)
+/// φ_k(q, n), each block's term the point data contracted along x, y and
+/// z with one of four 1D matrices M(n, q) = f(q, n)·g(q, n), f, g ∈ {B, B'}
+/// (x- and y-lines in shared memory, the z-column in the thread's
+/// registers): O(NQ⁴) a block and a cell where the entry-by-entry sum is
+/// O(NQ⁶), the host's [`crate::pointwise::partial::diagonal_entry`] being
+/// the reference the tests compare with. `tab` holds the four matrices
+/// `[B·B, B·B', B'·B, B'·B']` (nodes × points each), index 2·(the row's
+/// factor is a derivative) + (the column's is); each element takes two
+/// arrays of `NQ³` values (padded rows) after them in shared memory.
+#[kernel(f64; degrees = 1..=8; NC = 1, 3)]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn partial_diagonal<T: Real, const NC: usize>(ne: usize, n1: usize, q1: usize, mask: u32, tab: *const T, g: *const T, map: *const u32, d: *mut T) {
+pub unsafe fn partial_diagonal<T: Real, const NQ: usize, const NC: usize>(ne: usize, mask: u32, tab: *const T, g: *const T, map: *const u32, d: *mut T) {
+    let np = NQ * NQ * NQ;
     let terms = terms_of(mask);
-    let (np, nq) = (n1 * n1 * n1, q1 * q1 * q1);
+    let s = dynamic_shared::<T>();
+    let (t, ty) = (thread_idx_x(), thread_idx_y());
+    let mut m = t + block_dim_x() * ty;
+    while m < 4 * NQ * NQ {
+        *s.add(m) = *tab.add(m);
+        m += block_dim_x() * block_dim_y();
+    }
+    let (a0, a1) = (s.add(4 * NQ * NQ + ty * diagonal_per_element(NQ)), s.add(4 * NQ * NQ + ty * diagonal_per_element(NQ) + NQ * NQ * padded(NQ)));
+    let mat = |which: usize, n: usize, q: usize| *s.add((which * NQ + n) * NQ + q);
+    let (i, j) = (t % NQ, t / NQ);
+    let e = block_idx_x() * block_dim_y() + ty;
+    let live = e < ne;
     let len = point_len(3, NC, terms);
-    let bd = tab.add(q1 * n1);
-    let mut item = global_idx_x();
-    while item < ne * np * NC {
-        let r = *map.add(item);
-        if r != NONE {
-            let (e, node, c) = (item / (np * NC), (item / NC) % np, item % NC);
-            let ge = g.add(e * len * nq);
-            let v = diagonal_entry::<T, 3, NC>(terms, n1, q1, |q, n| *tab.add(q * n1 + n), |q, n| *bd.add(q * n1 + n), node, c, |jj, q| *ge.add(jj * nq + q));
-            atomic_add(d.add(r as usize), v);
+    let nblk = len / (NC * NC);
+    barrier();
+    for c in 0..NC {
+        let mut acc = [T::ZERO; NQ];
+        let mut blk = (c * NC + c) * nblk;
+        for h in 0..4 {
+            for k in 0..4 {
+                if !present(terms, h, k) {
+                    continue;
+                }
+                let which = |axis: usize| 2 * (h == axis + 1) as usize + (k == axis + 1) as usize;
+                if live {
+                    let gb = g.add((e * len + blk) * np);
+                    unroll::<NQ>(|z| *a0.add(at::<NQ>(z, j, i)) = *gb.add((z * NQ + j) * NQ + i));
+                }
+                barrier();
+                let (wx, wy, wz) = (which(0), which(1), which(2));
+                unroll::<NQ>(|z| {
+                    let mut v = T::ZERO;
+                    unroll::<NQ>(|q| v = mat(wx, i, q).mad(*a0.add(at::<NQ>(z, j, q)), v));
+                    *a1.add(at::<NQ>(z, j, i)) = v;
+                });
+                barrier();
+                let col: [T; NQ] = core::array::from_fn(|z| {
+                    let mut v = T::ZERO;
+                    unroll::<NQ>(|q| v = mat(wy, j, q).mad(*a1.add(at::<NQ>(z, q, i)), v));
+                    v
+                });
+                unroll::<NQ>(|z| unroll::<NQ>(|q| acc[z] = mat(wz, z, q).mad(col[q], acc[z])));
+                blk += 1;
+            }
         }
-        item += grid_size_x();
+        if live {
+            unroll::<NQ>(|z| {
+                let r = *map.add((e * np + (z * NQ + j) * NQ + i) * NC + c);
+                if r != NONE {
+                    atomic_add(d.add(r as usize), acc[z]);
+                }
+            });
+        }
     }
 }
 
@@ -127,7 +177,9 @@ pub unsafe fn partial_diagonal<T: Real, const NC: usize>(ne: usize, n1: usize, q
 /// row·nl + col]` with `nl` = nodes × `NC` and row and col = node·NC +
 /// component, as the element kernels store them. At Q2 and above this
 /// replaces the element kernels' Jacobian, whose thread per element holds
-/// a whole element matrix; `tab` as [`partial_diagonal`]'s.
+/// a whole element matrix; `tab` is `[B | B']` (points × nodes each, B'
+/// the basis derivatives at the points), `n1` nodes and `q1` points per
+/// direction.
 #[kernel(f64; NC = 1, 3)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn partial_elements<T: Real, const NC: usize>(ne: usize, n1: usize, q1: usize, mask: u32, tab: *const T, g: *const T, out: *mut T) {

@@ -68,6 +68,13 @@ pub const fn per_element(nq: usize, nc: usize) -> usize {
     4 * nc * nq * nq * fem_core::tensor::padded(nq)
 }
 
+/// Shared-memory values of one element of the GPU diagonal
+/// (`partial_diagonal`): two arrays of `nq³` values, rows padded, after
+/// the block's four `nq × nq` matrices.
+pub const fn diagonal_per_element(nq: usize) -> usize {
+    2 * nq * nq * fem_core::tensor::padded(nq)
+}
+
 /// Shared-memory values of a block of the GPU product with `epb`
 /// elements: the two 1D matrices, then the elements' arrays.
 pub const fn shared_len(nq: usize, nc: usize, epb: usize) -> usize {

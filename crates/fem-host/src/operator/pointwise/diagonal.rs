@@ -9,9 +9,10 @@
 //! block's term is the point data contracted along every axis with one of
 //! four 1D matrices, M(n, q) = f(q, n)·g(q, n) for f, g ∈ {B, B'}:
 //! O(p⁴) a block and a cell where the entry-by-entry sum
-//! ([`fem_kernels::pointwise::partial::diagonal_entry`], which the GPU's
-//! thread per entry runs and the tests compare with) is O(p⁶), 5.6 s of
-//! an elasticity Q8 update on 2 cores.
+//! ([`fem_kernels::pointwise::partial::diagonal_entry`], which the tests
+//! compare with) is O(p⁶), 5.6 s of an elasticity Q8 update on 2 cores.
+//! The GPU's `partial_diagonal` runs the same contractions on the product's
+//! slabs of threads, from [`DiagonalTables::packed`].
 
 use super::partial::{points_per_cell, Tables1d};
 use crate::operator::tensor::basis::contract3;
@@ -38,6 +39,12 @@ impl DiagonalTables {
             (0..n1 * q1).map(|k| (k / q1, k % q1)).map(|(n, q)| f[q * n1 + n] * g[q * n1 + n]).collect()
         });
         Self { m, n1, q1 }
+    }
+
+    /// The four matrices one after another, as the GPU's diagonal takes
+    /// them.
+    pub fn packed(&self) -> Vec<f64> {
+        self.m.concat()
     }
 
     /// The diagonal of one cell of `v` from its point data `g`

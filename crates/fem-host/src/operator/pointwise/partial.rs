@@ -18,7 +18,8 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchConfi
 use fem_core::physics::Terms;
 use fem_core::quadrature::{gauss_legendre, gauss_lobatto};
 use fem_core::tensor::{differentiation_matrix, interpolation_matrix};
-use fem_kernels::pointwise::partial::{apply_point, element_entry, point_len, shared_len};
+use super::diagonal::DiagonalTables;
+use fem_kernels::pointwise::partial::{apply_point, diagonal_per_element, element_entry, point_len, shared_len};
 use fem_kernels::pointwise::{Kernels, Variant};
 use rayon::prelude::*;
 
@@ -284,8 +285,9 @@ impl Slabs {
 
 /// The GPU product and diagonal of one variant's partial assembly.
 pub struct GpuPartial {
-    /// `[B | D]` for the product, `[B | D·B]` for the diagonal.
-    tabs: [CudaSlice<f64>; 2],
+    /// `[B | D]` for the product, `[B | B']` for the element matrices,
+    /// the four matrices of [`DiagonalTables`] for the diagonal.
+    tabs: [CudaSlice<f64>; 3],
     n1: usize,
     q1: usize,
     nc: usize,
@@ -319,8 +321,9 @@ impl GpuPartial {
         let t = Tables1d::new(v)?;
         let (n1, slabs) = (t.n1, Slabs::fit(gpu, t.n1, v.nc, 8)?);
         let apply: Vec<f64> = t.b.iter().chain(&t.d).copied().collect();
-        let diag: Vec<f64> = t.b.iter().chain(&t.bd).copied().collect();
-        Ok(Self { tabs: [gpu.upload(&apply)?, gpu.upload(&diag)?], n1, q1: t.q1, nc: v.nc, mask: terms_mask(v.terms), slabs, cells, per_cell: points_per_cell(v) })
+        let elements: Vec<f64> = t.b.iter().chain(&t.bd).copied().collect();
+        let diagonal = DiagonalTables::new(&t).packed();
+        Ok(Self { tabs: [gpu.upload(&apply)?, gpu.upload(&elements)?, gpu.upload(&diagonal)?], n1, q1: t.q1, nc: v.nc, mask: terms_mask(v.terms), slabs, cells, per_cell: points_per_cell(v) })
     }
 
     /// `y += (I − F) A (I − F) x` with point data `g`, `map` the
@@ -342,13 +345,16 @@ impl GpuPartial {
     /// and map entries `map` (a range of the cells, the rest of `d`
     /// untouched).
     pub(crate) fn add_diagonal_of(&self, gpu: &CudaBackend, cells: usize, g: &CudaView<f64>, map: &CudaView<u32>, d: &mut CudaSlice<f64>) -> Result<()> {
-        let f = gpu.function(&format!("fem_partial_diagonal_nc{}_f64", self.nc))?;
-        let (n1, q1) = (self.n1, self.q1);
-        let items = cells * n1.pow(3) * self.nc;
+        let f = gpu.function(&format!("fem_partial_diagonal_n{}_nc{}_f64", self.n1 - 1, self.nc))?;
+        let items = cells * self.n1.pow(3) * self.nc;
         if g.len() < cells * self.per_cell || map.len() < items {
             return Err(Error::InvalidArgument(format!("point data of {} values and a map of {} for {cells} cells", g.len(), map.len())));
         }
-        unsafe { gpu.stream().launch_builder(&f).arg(&cells).arg(&n1).arg(&q1).arg(&self.mask).arg(&self.tabs[1]).arg(g).arg(map).arg(d).launch(gpu.grid::<f64>(items, 0)) }?;
+        // the product's slabs: its four arrays an element and two matrices
+        // hold at least the diagonal's two arrays an element and four matrices
+        debug_assert!(4 * self.n1 * self.n1 + self.slabs.epb * diagonal_per_element(self.n1) <= self.slabs.shared / 8);
+        let cfg = self.slabs.config(gpu, &f, cells)?;
+        unsafe { gpu.stream().launch_builder(&f).arg(&cells).arg(&self.mask).arg(&self.tabs[2]).arg(g).arg(map).arg(d).launch(cfg) }?;
         Ok(())
     }
 
