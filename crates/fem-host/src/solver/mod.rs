@@ -1,5 +1,6 @@
 //! Iterative solvers on any backend and operator: CG and PCG, BiCGStab,
-//! GMRES, geometric multigrid (with an exact dense coarsest solve), and
+//! GMRES, geometric multigrid (with an exact dense coarsest solve), the
+//! p-multigrid cycle, and
 //! the preconditioners they take (Jacobi, coloured SSOR, SPAI(1), SAINV,
 //! multigrid), built through [`PrecondOps`] on either backend.
 
@@ -14,6 +15,7 @@ pub mod gmres;
 pub mod krylov;
 pub mod multigrid;
 pub mod ordering;
+pub mod p_multigrid;
 pub mod precond;
 pub mod richardson;
 pub mod sainv;

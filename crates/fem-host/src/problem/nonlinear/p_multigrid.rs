@@ -7,8 +7,8 @@
 //! one smoothed-aggregation AMG cycle solves it. The transfer is Q1 ⊂ Q_p
 //! interpolation ([`VertexLevel`]) and its transpose.
 //!
-//! The cycle — Chebyshev, coarse correction, the same Chebyshev — is
-//! symmetric, so CG takes it.
+//! The cycle ([`PCycle`]) is the solver's, shared with `fem bp`'s solve
+//! of the CEED operators.
 
 use super::linear::LinearScalar;
 use super::precond::{AmgPrepared, Level, Levels};
@@ -16,7 +16,7 @@ use super::{NewtonOps, Scatter, Setup};
 use crate::operator::csr::Csr;
 use crate::operator::LinearOperator;
 use crate::solver::amg::AmgOptions;
-use crate::solver::chebyshev::{iterate, spectral_radius_of, Work};
+use crate::solver::p_multigrid::PCycle;
 use crate::solver::transfer::transpose;
 use crate::solver::multigrid::Matrix;
 use crate::space::degree_transfer::VertexLevel;
@@ -27,7 +27,6 @@ use crate::{CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
 use rayon::prelude::*;
 use serde::Serialize;
-use std::cell::RefCell;
 
 /// p-multigrid's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -130,58 +129,10 @@ impl<B: NewtonOps, T: LinearScalar> PLevels<B, T> {
     pub(super) fn cycle<'a>(&'a mut self, b: &B, a: &'a dyn LinearOperator<B, T>, inv: &'a B::Vector<T>) -> Result<PCycle<'a, B, T>> {
         let rho = match self.rho {
             Some(r) => r,
-            None => *self.rho.insert(spectral_radius_of(b, a, inv)?),
+            None => *self.rho.insert(PCycle::rho(b, a, inv)?),
         };
         let coarse = self.amg.mg.as_ref().ok_or_else(|| Error::InvalidArgument("p-multigrid's AMG was not built: no tangent yet".into()))?;
-        let (n, m) = (a.rows(), self.restrict.rows());
-        let work = PWork { r: b.zeros(n)?, z: b.zeros(n)?, d: b.zeros(n)?, rc: b.zeros(m)?, zc: b.zeros(m)? };
-        Ok(PCycle { a, inv, rho, degree: self.chebyshev, coarse, prolong: &*self.prolong, restrict: &*self.restrict, work: RefCell::new(work) })
-    }
-}
-
-struct PWork<V> {
-    r: V,
-    z: V,
-    d: V,
-    rc: V,
-    zc: V,
-}
-
-/// One p-multigrid cycle as a preconditioner.
-pub(super) struct PCycle<'a, B: NewtonOps, T: LinearScalar> {
-    a: &'a dyn LinearOperator<B, T>,
-    inv: &'a B::Vector<T>,
-    rho: f64,
-    degree: usize,
-    coarse: &'a dyn LinearOperator<B, T>,
-    prolong: &'a dyn LinearOperator<B, T>,
-    restrict: &'a dyn LinearOperator<B, T>,
-    work: RefCell<PWork<B::Vector<T>>>,
-}
-
-impl<B: NewtonOps, T: LinearScalar> LinearOperator<B, T> for PCycle<'_, B, T> {
-    fn rows(&self) -> usize {
-        self.a.rows()
-    }
-
-    /// `z ≈ A⁻¹ r`: Chebyshev from zero, the Q1 correction of the
-    /// residual, Chebyshev again.
-    fn apply(&self, b: &B, r: &B::Vector<T>, z: &mut B::Vector<T>) -> Result<()> {
-        let mut w = self.work.borrow_mut();
-        let PWork { r: res, z: scaled, d, rc, zc } = &mut *w;
-        b.axpby(T::ZERO, r, T::ZERO, z)?;
-        iterate(b, self.a, self.inv, self.rho, self.degree, r, z, Work { r: &mut *res, z: &mut *scaled, d: &mut *d })?;
-        self.a.apply(b, z, res)?;
-        b.axpby(T::ONE, r, -T::ONE, res)?;
-        self.restrict.apply(b, res, rc)?;
-        self.coarse.apply(b, rc, zc)?;
-        self.prolong.apply(b, zc, d)?;
-        b.axpy(T::ONE, d, z)?;
-        iterate(b, self.a, self.inv, self.rho, self.degree, r, z, Work { r: res, z: scaled, d })
-    }
-
-    fn name(&self) -> String {
-        format!("p-multigrid (Chebyshev({}), AMG on Q1)", self.degree)
+        PCycle::new(b, a, inv, rho, self.chebyshev, coarse, &*self.prolong, &*self.restrict)
     }
 }
 
