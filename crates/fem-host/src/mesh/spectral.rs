@@ -6,6 +6,7 @@
 //! Local nodes are numbered `i + nq·(j + nq·k)` (i along x fastest), the
 //! order the kernels' thread slices assume.
 
+use crate::operator::csr::Csr;
 use crate::rng::SplitMix64;
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -224,6 +225,59 @@ fn element_corners(vertices: &[[f64; 3]], cells: [usize; 3], ec: [usize; 3]) -> 
     })
 }
 
+impl SpectralBox {
+    /// The Q1 functions of the grid's vertices at its nodes, `n_nodes ×
+    /// vertices` (the vertices numbered as [`SpectralBox::new`] numbers
+    /// the nodes of degree 1 on the same cells): p-multigrid's transfer
+    /// from degree 1 to N on the same elements, exact for their
+    /// trilinear geometry. The lattice makes it a tensor product of 1D
+    /// hat functions at the GLL points, two a direction inside an
+    /// element and one on its faces. The whole grid only: an error for a
+    /// rank's piece.
+    pub fn vertex_interpolation(&self) -> Result<Csr<f64>> {
+        let lattice = Self::lattice(self.degree, self.cells);
+        if self.n_nodes != lattice.iter().product::<usize>() || self.elements() != self.cells.iter().product::<usize>() {
+            return Err(Error::InvalidArgument("the vertex interpolation is of the whole grid, not a rank's piece".into()));
+        }
+        let (n, nq) = (self.degree, self.degree + 1);
+        let (mut r, mut w) = (vec![0.0; nq], vec![0.0; nq]);
+        gauss_lobatto(&mut r, &mut w);
+        // a lattice index's vertices and weights along one direction
+        let hats = |g: usize, cells: usize| -> ([(usize, f64); 2], usize) {
+            let a = (g / n).min(cells - 1);
+            let xi = r[g - a * n];
+            let both = [(a, 0.5 * (1.0 - xi)), (a + 1, 0.5 * (1.0 + xi))];
+            match g - a * n {
+                0 => ([(a, 1.0), (0, 0.0)], 1),
+                l if l == n => ([(a + 1, 1.0), (0, 0.0)], 1),
+                _ => (both, 2),
+            }
+        };
+        let [vx, vy] = [self.cells[0] + 1, self.cells[1] + 1];
+        let axes = |node: usize| {
+            let g = [node % lattice[0], (node / lattice[0]) % lattice[1], node / (lattice[0] * lattice[1])];
+            [0, 1, 2].map(|a| hats(g[a], self.cells[a]))
+        };
+        Csr::from_row_fn(
+            self.n_nodes,
+            |node| axes(node).iter().map(|(_, k)| k).product(),
+            |node, cols, vals| {
+                let [(x, kx), (y, ky), (z, kz)] = axes(node);
+                let mut m = 0;
+                for &(cz, wz) in &z[..kz] {
+                    for &(cy, wy) in &y[..ky] {
+                        for &(cx, wx) in &x[..kx] {
+                            cols[m] = (cx + vx * (cy + vy * cz)) as u32;
+                            vals[m] = wx * wy * wz;
+                            m += 1;
+                        }
+                    }
+                }
+            },
+        )
+    }
+}
+
 /// The trilinear map of `corners` at reference point `r ∈ [−1, 1]³`.
 fn trilinear(corners: &[[f64; 3]; 8], r: [f64; 3]) -> [f64; 3] {
     let mut x = [0.0; 3];
@@ -259,4 +313,33 @@ mod tests {
         assert_eq!(seen.len(), m.n_nodes);
         assert!(SpectralBox::new(16, [1, 1, 1], Deformation::None).is_err());
     }
+
+    /// Degree 1 interpolated to degree N on the same deformed cells is
+    /// the trilinear function of the vertex values at every node (the
+    /// nodes' own coordinates, x + 2y − z here), each row's weights sum
+    /// to 1, and a rank's piece is refused.
+    #[test]
+    fn vertex_interpolation_reproduces_trilinear_functions() {
+        for n in [2, 3, 5] {
+            let cells = [3, 2, 4];
+            let d = Deformation::Trilinear { amplitude: 0.2, seed: 9 };
+            let (fine, coarse) = (SpectralBox::new(n, cells, d).unwrap(), SpectralBox::new(1, cells, d).unwrap());
+            let p = fine.vertex_interpolation().unwrap();
+            assert_eq!((p.n_rows, p.col.iter().max().map(|&c| c as usize + 1)), (fine.n_nodes, Some(coarse.n_nodes)));
+            let f = |x: [f64; 3]| x[0] + 2.0 * x[1] - x[2];
+            let (uc, uf) = (coarse.interpolate(f), fine.interpolate(f));
+            let cpu = crate::CpuBackend::new(Some(1)).unwrap();
+            let mut got = vec![0.0; fine.n_nodes];
+            p.spmv(&cpu, &uc, &mut got);
+            let err = got.iter().zip(&uf).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(err < 1e-13, "N = {n}: {err:e}");
+            for row in 0..p.n_rows {
+                let s: f64 = p.val[p.row_ptr[row] as usize..p.row_ptr[row + 1] as usize].iter().sum();
+                assert!((s - 1.0).abs() < 1e-14, "N = {n}: row {row} sums to {s}");
+            }
+        }
+        let piece = SpectralBox::elements_of(2, [2, 1, 1], Deformation::None, &[0], 27, |g| g % 27).unwrap();
+        assert!(piece.vertex_interpolation().is_err());
+    }
+
 }

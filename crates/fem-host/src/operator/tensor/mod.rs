@@ -13,6 +13,7 @@
 //! | [`diagonal`] | the matrix-free diagonal (Jacobi) |
 //! | [`gpu`] | the GPU kernels' launches |
 
+pub mod assembled;
 pub mod basis;
 pub mod cpu;
 pub mod diagonal;
