@@ -230,7 +230,7 @@ fn bp(any: &AnyBackend, o: &BenchOptions, gpu: bool, r: &mut SuiteReport, progre
     let cases: Vec<(Problem, usize)> = [Problem::Bp1, Problem::Bp35, Problem::Bp30].iter().flat_map(|&p| degrees.iter().map(move |&d| (p, d))).collect();
     for (i, &(problem, degree)) in cases.iter().enumerate() {
         progress(&format!("{} N = {degree}", problem.name()), Some((i, cases.len())));
-        let bo = BpOptions { problem, degree, size: Size::Dofs(dofs), deformation: Deformation::Trilinear { amplitude: 0.1, seed: 1 }, lambda: 1.0, launch: Default::default(), repeats: o.repeats, assembled: false, cpu_time: false, solve: None, tune: false, l2: L2::Cold };
+        let bo = BpOptions { problem, degree, size: Size::Dofs(dofs), deformation: Deformation::Trilinear { amplitude: 0.1, seed: 1 }, lambda: 1.0, launch: Default::default(), repeats: o.repeats, assembled: false, cpu_time: false, solve: None, p_multigrid: None, tune: false, l2: L2::Cold };
         let x = crate::bp::run(&bo, any, &mut tuning, &|_, _| {})?;
         r.points.push(Point {
             group: String::new(),

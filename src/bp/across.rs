@@ -98,6 +98,9 @@ pub fn run(o: &BpOptions, any: &AnyBackend, comm: &dyn Communicator, tuning: &Tu
     if o.tune || o.cpu_time {
         return Err(Error::InvalidArgument("across ranks fem bp times the operator and solves; tune the launch and time the CPU on one rank".into()));
     }
+    if o.p_multigrid.is_some() {
+        return Err(Error::InvalidArgument("across ranks fem bp's solve takes Jacobi-CG: p-multigrid's Q1 level is of the whole grid on one rank".into()));
+    }
     if o.solve.is_some() && o.problem == Problem::Bp1 {
         return Err(Error::InvalidArgument("the solve uses the screened Poisson operator: choose bp3.5 or bp3.0".into()));
     }
@@ -186,7 +189,7 @@ fn on<B: HaloBackend>(o: &BpOptions, b: &B, comm: &dyn Communicator, m: &Made, (
     let solve = match o.solve {
         Some(rtol) => {
             progress("Jacobi-CG");
-            let mut s = super::solve(&d, &across, &m.op, &m.mesh, rtol, piece.owned)?;
+            let mut s = super::solve::jacobi(&d, &across, &m.op, &m.mesh, rtol, piece.owned)?;
             s.max_nodal_error = comm_max(comm, s.max_nodal_error)?;
             marks.lap("solve: right-hand side and Jacobi");
             marks.split_last("solve: CG", s.seconds);

@@ -1,8 +1,9 @@
 //! `fem bp`: the CEED benchmark problems BP1.0, BP3.5 and BP3.0 on a
 //! high-order hexahedral mesh of the unit cube: the operator's throughput
 //! on the chosen backend against the copy of the bytes it must move, its
-//! error against the CPU reference, and optionally a Jacobi-CG solve of
-//! the screened Poisson problem with the assembled matrix-free operator.
+//! error against the CPU reference, and optionally a solve of the
+//! screened Poisson problem with the assembled matrix-free operator
+//! ([`solve`]: CG with Jacobi or p-multigrid).
 
 use fem_host::mesh::spectral::{cells_for, cells_for_dofs, Deformation, SpectralBox};
 use fem_host::operator::tensor::gpu::{Column, GpuTensor};
@@ -11,7 +12,6 @@ use fem_host::tune::{Outcome, SearchOptions, Tuning};
 use fem_host::operator::tensor::{Problem, TensorOperator};
 use fem_host::operator::LinearOperator;
 use fem_host::roofline::{best_copy_bandwidth_cycled, cold_sets, copy_bandwidth, CopyBandwidth};
-use fem_host::solver::cg::{cg, CgOptions};
 use fem_host::sparse::bench::test_vector;
 use fem_host::timing::{batch_for, measure, measure_batched, warm_up, REFERENCE_WARMUP_SECONDS};
 use fem_host::{AnyBackend, Backend, CpuBackend, CudaBackend, Error, Result};
@@ -19,8 +19,9 @@ use fem_kernels::tensor::BpKernel;
 
 pub mod across;
 pub mod physics;
+pub mod solve;
+pub use solve::SolveReport;
 use serde::Serialize;
-use std::f64::consts::PI;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -46,8 +47,10 @@ pub struct BpOptions {
     pub assembled: bool,
     /// Also time the CPU backend on the same operator.
     pub cpu_time: bool,
-    /// Solve with Jacobi-CG to this relative residual.
+    /// Solve the screened Poisson problem to this relative residual.
     pub solve: Option<f64>,
+    /// Precondition the solve's CG with p-multigrid instead of Jacobi.
+    pub p_multigrid: Option<fem_host::problem::nonlinear::PmgOptions>,
     /// Time every launch (variant, elements per block) first and keep the
     /// fastest in the tuning file.
     pub tune: bool,
@@ -170,22 +173,13 @@ pub struct BpReport {
     pub tuned: Option<Outcome<BpLaunch>>,
 }
 
-/// The Jacobi-CG solve of (S + λM) u = M f with a known smooth solution.
-#[derive(Clone, Debug, Serialize)]
-pub struct SolveReport {
-    /// CG iterations taken.
-    pub iterations: usize,
-    /// Final recursively updated ‖r‖/‖b‖.
-    pub relative_residual: f64,
-    /// Whether the relative residual reached the requested tolerance.
-    pub converged: bool,
-    /// Wall time of the iterations, without the set-up.
-    pub seconds: f64,
-    /// max over nodes |u_h − u| for u = cos πx cos πy cos πz.
-    pub max_nodal_error: f64,
-    /// u_h at the global nodes (for output files).
-    #[serde(skip)]
-    pub u: Vec<f64>,
+/// The solve's name in the progress line.
+fn solver_name(o: &BpOptions) -> &'static str {
+    if o.p_multigrid.is_some() {
+        "p-multigrid CG"
+    } else {
+        "Jacobi-CG"
+    }
 }
 
 /// Elements per direction of the options' size.
@@ -213,8 +207,11 @@ pub fn run(o: &BpOptions, backend: &AnyBackend, tuning: &mut Tuning, progress: &
                 return Err(Error::InvalidArgument("the BP launch is tuned on the CUDA backend (the CPU backend has no launch to tune)".into()));
             }
             if let Some(rtol) = o.solve {
-                progress("Jacobi-CG", None);
-                report.solve = Some(solve(c, &op, &op, &mesh, rtol, mesh.n_nodes)?);
+                progress(solver_name(o), None);
+                report.solve = Some(match &o.p_multigrid {
+                    Some(pmg) => solve::p_multigrid(c, &op, &op, &mesh, o, pmg, rtol)?,
+                    None => solve::jacobi(c, &op, &op, &mesh, rtol, mesh.n_nodes)?,
+                });
             }
             report
         }
@@ -251,8 +248,11 @@ fn gpu_report(o: &BpOptions, gpu: &CudaBackend, op: &TensorOperator, mesh: &Spec
         report.speedup_vs_cpu = Some(s / report.seconds_per_apply);
     }
     if let Some(rtol) = o.solve {
-        progress("Jacobi-CG", None);
-        report.solve = Some(solve(gpu, &t, op, mesh, rtol, mesh.n_nodes)?);
+        progress(solver_name(o), None);
+        report.solve = Some(match &o.p_multigrid {
+            Some(pmg) => solve::p_multigrid(gpu, &t, op, mesh, o, pmg, rtol)?,
+            None => solve::jacobi(gpu, &t, op, mesh, rtol, mesh.n_nodes)?,
+        });
     }
     Ok(report)
 }
@@ -382,11 +382,6 @@ fn bytes_moved(o: &BpOptions, op: &TensorOperator) -> usize {
     }
 }
 
-/// The exact solution of the BP3 solve.
-fn exact(x: [f64; 3]) -> f64 {
-    (PI * x[0]).cos() * (PI * x[1]).cos() * (PI * x[2]).cos()
-}
-
 /// Writes the solve's u_h, the exact solution and the error on Lagrange
 /// hexahedra of order N (the elements' own nodes resampled), whole or not
 /// at all.
@@ -399,28 +394,8 @@ pub fn write_vtk(o: &BpOptions, solve: &SolveReport, path: &std::path::Path, enc
     let coords: Vec<[f64; 3]> = (0..mesh.map.len()).map(|pos| [0, 1, 2].map(|c| mesh.coords[((pos / np) * 3 + c) * np + pos % np])).collect();
     let grid = fem_host::io::vtk_lagrange::LagrangeGrid::new(3, &nodes, &coords)?;
     let u = grid.resample(&mesh.map.iter().map(|&g| solve.u[g as usize]).collect::<Vec<_>>())?;
-    let ue: Vec<f64> = grid.points.iter().map(|&x| exact(x)).collect();
+    let ue: Vec<f64> = grid.points.iter().map(|&x| solve::exact(x)).collect();
     let err: Vec<f64> = u.iter().zip(&ue).map(|(a, b)| a - b).collect();
     grid.write(path, &[Field { name: "u", values: &u }, Field { name: "u_exact", values: &ue }, Field { name: "error", values: &err }], &[], enc)?;
     Ok(())
-}
-
-/// Jacobi-CG for (S + λM) u = b with b = M f, f = (3π² + λ) u and
-/// u = cos πx cos πy cos πz (zero normal derivative on the cube's faces,
-/// so no boundary condition is imposed).
-/// On a rank's piece (`b` then distributed), the right-hand side's owned
-/// rows are exact and the error is over the first `owned` nodes.
-fn solve<B: Backend, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &TensorOperator, mesh: &SpectralBox, rtol: f64, owned: usize) -> Result<SolveReport> {
-    if op.problem == Problem::Bp1 {
-        return Err(Error::InvalidArgument("the solve uses the screened Poisson operator: choose bp3.5 or bp3.0".into()));
-    }
-    let scale = 3.0 * PI * PI + op.lambda;
-    let f = mesh.interpolate(|x| scale * exact(x));
-    let rhs = b.upload(&op.mass(&CpuBackend::new(None)?, &f)?)?;
-    let mut u = b.zeros::<f64>(mesh.n_nodes)?;
-    let report = cg(b, a, &rhs, &mut u, CgOptions { rtol, max_iterations: 20_000, jacobi: true })?;
-    let u = b.download(&u)?;
-    let ue = mesh.interpolate(exact);
-    let err = u[..owned].iter().zip(&ue).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-    Ok(SolveReport { iterations: report.iterations, relative_residual: report.relative_residual, converged: report.converged, seconds: report.iteration_seconds, max_nodal_error: err, u })
 }

@@ -49,9 +49,20 @@ pub(crate) struct BpArgs {
     /// Also time the CPU backend on the same operator (speed-up in the report).
     #[arg(long)]
     pub(crate) cpu_time: bool,
-    /// Solve the screened Poisson problem with Jacobi-CG to this relative residual.
+    /// Solve the screened Poisson problem with CG to this relative residual.
     #[arg(long)]
     pub(crate) solve: Option<f64>,
+    /// With --solve: CG's preconditioner, jacobi or pmg (p-multigrid:
+    /// Chebyshev–Jacobi on the degree-N operator, the same operator at
+    /// degree 1 on the same cells assembled and solved by one AMG cycle
+    /// of the --amg-* options).
+    #[arg(long, value_enum, requires = "solve", default_value_t = BpPrecondArg::Jacobi)]
+    pub(crate) precond: BpPrecondArg,
+    /// --precond pmg: Chebyshev's degree on each side of the correction (default 3).
+    #[arg(long)]
+    pub(crate) chebyshev_degree: Option<usize>,
+    #[command(flatten)]
+    pub(crate) amg: crate::cli::amg::AmgArgs,
     /// With --solve and one degree: write u_h, the exact solution and the
     /// error as a VTK file (.vtu) of Lagrange hexahedra of order N.
     #[arg(long, requires = "solve")]
@@ -73,6 +84,12 @@ pub(crate) struct BpArgs {
     pub(crate) repeats: u32,
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BpPrecondArg {
+    Jacobi,
+    Pmg,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -133,7 +150,7 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
     let mut tuning = fem::host::tune::Tuning::open(&any.name());
     let bar = progress_bar(a.json, String::new());
     for &degree in &degrees {
-        let o = options(a, problem, degree, size, deformation);
+        let o = options(a, problem, degree, size, deformation)?;
         let r = fem::bp::run(&o, &any, &mut tuning, &|m, step| follow(&bar, &format!("N = {degree}: {m}"), step))?;
         if let (Some(path), Some(s)) = (&a.vtk, &r.solve) {
             fem::bp::write_vtk(&o, s, path, fem::host::io::vtk::Encoding::Binary)?;
@@ -162,7 +179,7 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
                     t += &format!("\ntuned launch: {} at {:.2} µs, {:.2}× the default {} at {:.2} µs ({} timed)", l(&o.best), o.seconds * 1e6, o.margin(), l(&o.default), o.default_seconds * 1e6, o.timed.len());
                 }
                 if let Some(s) = &r.solve {
-                    t += &format!("\nJacobi-CG: {} iterations, relative residual {:.1e}, {:.3} s, max nodal error {:.2e}", s.iterations, s.relative_residual, s.seconds, s.max_nodal_error);
+                    t += &solve_line(s);
                 }
                 t
             })
@@ -176,9 +193,10 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
 }
 
 /// The run of one degree that `a` asks for.
-fn options(a: &BpArgs, problem: fem::host::operator::tensor::Problem, degree: usize, size: fem::bp::Size, deformation: fem::host::mesh::spectral::Deformation) -> fem::bp::BpOptions {
+fn options(a: &BpArgs, problem: fem::host::operator::tensor::Problem, degree: usize, size: fem::bp::Size, deformation: fem::host::mesh::spectral::Deformation) -> Result<fem::bp::BpOptions, String> {
     use fem::bp::BpOptions;
-BpOptions {
+    let p_multigrid = p_multigrid(a)?;
+    Ok(BpOptions {
         problem,
         degree,
         size,
@@ -198,12 +216,30 @@ BpOptions {
         assembled: a.assembled,
         cpu_time: a.cpu_time,
         solve: a.solve,
+        p_multigrid,
         tune: a.tune,
         l2: match a.l2 {
             L2Arg::Cold => fem::bp::L2::Cold,
             L2Arg::Warm => fem::bp::L2::Warm,
         },
+    })
+}
+
+/// p-multigrid's options where `--precond pmg` asks for it; an error for
+/// its options given without it.
+fn p_multigrid(a: &BpArgs) -> Result<Option<fem::host::problem::nonlinear::PmgOptions>, String> {
+    if a.precond == BpPrecondArg::Jacobi {
+        let named = [&["chebyshev_degree"][..], crate::cli::amg::AMG].concat();
+        if named.iter().any(|id| crate::cli::given::given(id)) {
+            return Err("--chebyshev-degree and the --amg-* options configure --precond pmg".into());
+        }
+        return Ok(None);
     }
+    let chebyshev = match a.chebyshev_degree.unwrap_or(3) {
+        0 => return Err("--chebyshev-degree is at least 1".into()),
+        d => d,
+    };
+    Ok(Some(fem::host::problem::nonlinear::PmgOptions { chebyshev, amg: a.amg.options()? }))
 }
 
 /// `fem bp` on the ranks of `comm`: one degree, on the GPU of each rank
@@ -218,7 +254,7 @@ fn bp_across(a: &BpArgs, problem: fem::host::operator::tensor::Problem, degrees:
     let tuning = fem::host::tune::Tuning::open(&any.name());
     let bar = progress_bar(quiet, String::new());
     // on global nodes, as a solver applies it
-    let o = fem::bp::BpOptions { assembled: true, ..options(a, problem, *degree, size, deformation) };
+    let o = fem::bp::BpOptions { assembled: true, ..options(a, problem, *degree, size, deformation)? };
     let r = fem::bp::across::run(&o, &any, comm, &tuning, &|m| bar.set_message(format!("N = {degree} on {} ranks: {m}", comm.size())))?;
     bar.finish_and_clear();
     if comm.rank() > 0 {
@@ -234,12 +270,29 @@ fn bp_across(a: &BpArgs, problem: fem::host::operator::tensor::Problem, degrees:
             t += &format!("\ninterior elements overlapped the exchange: {:.3e} s/apply with the exchange first", s);
         }
         if let Some(s) = &r.solve {
-            t += &format!("\nJacobi-CG: {} iterations, relative residual {:.1e}, {:.3} s, max nodal error {:.2e}", s.iterations, s.relative_residual, s.seconds, s.max_nodal_error);
+            t += &solve_line(s);
         }
         t += &format!("\nrank 0 by stage: {}", r.stages.iter().map(|s| format!("{} {:.2} s", s.stage, s.seconds)).collect::<Vec<_>>().join(", "));
         t
     })?;
     Ok(true)
+}
+
+/// The text report's line of a solve.
+fn solve_line(s: &fem::bp::SolveReport) -> String {
+    let mut t = format!(
+        "\n{}-CG: {} iterations, relative residual {:.1e}, set-up {:.3} s, iterations {:.3} s, max nodal error {:.2e}",
+        if s.preconditioner == "jacobi" { "Jacobi" } else { "p-multigrid" },
+        s.iterations,
+        s.relative_residual,
+        s.setup_seconds,
+        s.seconds,
+        s.max_nodal_error
+    );
+    if let Some(p) = &s.p_multigrid {
+        t += &format!("\nQ1 level: {} rows, AMG of {} levels (operator complexity {:.2}), Chebyshev({}) with ρ(D⁻¹A) = {:.3}", p.coarse_rows, p.amg.levels.len(), p.amg.operator_complexity, p.chebyshev, p.rho);
+    }
+    t
 }
 
 /// `fem bp --physics`: the Jacobian of a shipped physics at each degree.

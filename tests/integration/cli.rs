@@ -285,6 +285,22 @@ fn bp_reports_throughput_and_solves() {
 }
 
 #[test]
+fn bp_solves_with_p_multigrid() {
+    let out = fem(&["bp", "--problem", "bp3.5", "--degree", "3", "--elements", "27", "--backend", "cpu", "--repeats", "1", "--solve", "1e-8", "--precond", "pmg", "--chebyshev-degree", "2", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &v["solve"];
+    assert_eq!((s["preconditioner"].as_str(), s["converged"].as_bool()), (Some("p-multigrid"), Some(true)));
+    assert_eq!((s["p_multigrid"]["coarse_rows"].as_u64(), s["p_multigrid"]["chebyshev"].as_u64()), (Some(64), Some(2)));
+    assert!(s["setup_seconds"].as_f64().unwrap() > 0.0 && s["p_multigrid"]["amg"]["levels"].as_array().is_some_and(|l| !l.is_empty()));
+    // pmg's options without it, and pmg without a solve, are refused
+    let out = fem(&["bp", "--degree", "3", "--elements", "8", "--backend", "cpu", "--solve", "1e-8", "--chebyshev-degree", "2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--precond pmg"));
+    assert_eq!(fem(&["bp", "--degree", "3", "--backend", "cpu", "--precond", "pmg"]).status.code(), Some(2), "clap: --precond needs --solve");
+}
+
+#[test]
 fn bp_rejects_bad_input() {
     for args in [&["bp", "--problem", "bp9", "--backend", "cpu"][..], &["bp", "--degree", "16", "--backend", "cpu"], &["bp", "--problem", "bp1", "--solve", "1e-8", "--degree", "1", "--elements", "1", "--backend", "cpu"]] {
         let out = fem(args);
@@ -475,7 +491,7 @@ fn cardiac_rejects_bad_input() {
 
 /// `--vtk` on the hole benchmark (u_h on its finest mesh, 1 on the hole,
 /// 0 outside, f = 1 ≥ 0 so u_h ≥ 0) and on the BP3 solve (Lagrange
-/// hexahedra of order N near cos πx cos πy cos πz).
+/// hexahedra of order N near its exact solution).
 #[test]
 fn hole_and_bp_write_vtk_files() {
     use fem::host::io::vtk::read_fields;
@@ -490,13 +506,13 @@ fn hole_and_bp_write_vtk_files() {
     assert!(lo > -1e-6 && hi >= 1.0 - 1e-12, "u_h in [{lo}, {hi}]");
 
     let bp = dir.join("bp.vtu");
-    let out = fem(&["bp", "--problem", "bp3.5", "--degree", "4", "--elements", "8", "--deform", "curved", "--solve", "1e-10", "--backend", "cpu", "--json", "--vtk", bp.to_str().unwrap()]);
+    let out = fem(&["bp", "--problem", "bp3.5", "--degree", "4", "--elements", "27", "--deform", "curved", "--solve", "1e-10", "--backend", "cpu", "--json", "--vtk", bp.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&bp).unwrap();
     let fields = read_fields(&text).unwrap();
     let get = |n: &str| fields.iter().find(|f| f.0 == n).unwrap().1.clone();
     let (u, exact, err) = (get("u"), get("u_exact"), get("error"));
-    assert_eq!(u.len(), 8 * 125);
+    assert_eq!(u.len(), 27 * 125);
     assert!(err.iter().all(|e| e.abs() < 0.01), "max error {}", err.iter().fold(0.0f64, |m, e| m.max(e.abs())));
     assert!(u.iter().zip(&exact).zip(&err).all(|((a, b), e)| (a - b - e).abs() < 1e-15));
     // --vtk needs --solve, and one degree
