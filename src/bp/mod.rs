@@ -20,7 +20,7 @@ use fem_kernels::tensor::BpKernel;
 pub mod across;
 pub mod physics;
 pub mod solve;
-pub use solve::SolveReport;
+pub use solve::{BpPmg, PmgLevels, SolveReport};
 use serde::Serialize;
 
 /// What to run.
@@ -50,7 +50,7 @@ pub struct BpOptions {
     /// Solve the screened Poisson problem to this relative residual.
     pub solve: Option<f64>,
     /// Precondition the solve's CG with p-multigrid instead of Jacobi.
-    pub p_multigrid: Option<fem_host::problem::nonlinear::PmgOptions>,
+    pub p_multigrid: Option<solve::BpPmg>,
     /// Time every launch (variant, elements per block) first and keep the
     /// fastest in the tuning file.
     pub tune: bool,

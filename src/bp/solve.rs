@@ -8,13 +8,16 @@
 //! there to be reduced, as in a user's problem.
 //!
 //! p-multigrid is the cycle of [`PCycle`]: Chebyshev–Jacobi on the
-//! matrix-free operator of degree N, and the same operator at degree 1 on
-//! the same cells (its quadrature, its geometric factors) assembled and
-//! solved by one smoothed-aggregation AMG cycle, the transfer the Q1
-//! functions at the GLL nodes ([`SpectralBox::vertex_interpolation`]).
+//! matrix-free operator of degree N, and a correction from the same
+//! operator at a lower degree on the same cells (its quadrature, its
+//! geometric factors), itself a cycle down to degree 1, where it is
+//! assembled and solved by one smoothed-aggregation AMG cycle; the
+//! transfers interpolate between the degrees' GLL nodes
+//! ([`SpectralBox::interpolation_from`]).
 
 use super::BpOptions;
 use fem_host::mesh::spectral::SpectralBox;
+use fem_host::operator::tensor::gpu::GpuTensor;
 use fem_host::operator::tensor::{Problem, TensorOperator};
 use fem_host::operator::LinearOperator;
 use fem_host::problem::nonlinear::PmgOptions;
@@ -23,7 +26,7 @@ use fem_host::solver::cg::{pcg, CgOptions, CgReport};
 use fem_host::solver::p_multigrid::PCycle;
 use fem_host::solver::transfer::transpose;
 use fem_host::solver::{Jacobi, PrecondOps};
-use fem_host::{CpuBackend, Error, Result};
+use fem_host::{CpuBackend, CudaBackend, Error, Result};
 use serde::Serialize;
 use std::f64::consts::PI;
 use std::time::Instant;
@@ -56,13 +59,15 @@ pub struct SolveReport {
 /// p-multigrid's levels as reported.
 #[derive(Clone, Debug, Serialize)]
 pub struct PmgReport {
-    /// Rows of the Q1 level (the grid's vertices).
-    pub coarse_rows: usize,
-    /// Chebyshev's degree on each side of the correction.
+    /// Every level's degree, N first, 1 last.
+    pub degrees: Vec<usize>,
+    /// Every level's rows (the last the grid's vertices).
+    pub rows: Vec<usize>,
+    /// Chebyshev's degree on each side of each correction.
     pub chebyshev: usize,
-    /// ρ(D⁻¹A) of the operator of degree N.
-    pub rho: f64,
-    /// The AMG of the Q1 level.
+    /// ρ(D⁻¹A) of each smoothed level (all but the last).
+    pub rho: Vec<f64>,
+    /// The AMG of the degree-1 level.
     pub amg: AmgStats,
 }
 
@@ -107,29 +112,98 @@ pub fn jacobi<B: fem_host::Backend, A: LinearOperator<B, f64>>(b: &B, a: &A, op:
     finish(b, "jacobi", report, setup, &u, mesh, owned, None)
 }
 
-/// CG preconditioned by p-multigrid ([`PCycle`]) on backend `b`, the
-/// operator `a` being `op` on the whole grid `mesh` of `o`.
-pub fn p_multigrid<B: PrecondOps, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &TensorOperator, mesh: &SpectralBox, o: &BpOptions, pmg: &PmgOptions, rtol: f64) -> Result<SolveReport> {
-    if mesh.degree < 2 {
-        return Err(Error::InvalidArgument("p-multigrid coarsens degree N to 1: N is 1 already".into()));
+/// p-multigrid of the BP solve: the cycle's settings and its levels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BpPmg {
+    /// Chebyshev's degree and the AMG of the lowest level.
+    pub options: PmgOptions,
+    /// The levels' degrees below N.
+    pub levels: PmgLevels,
+}
+
+/// The degrees of p-multigrid's levels below N.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PmgLevels {
+    /// These, descending, below N, the last 1 (`[1]`: two levels).
+    Degrees(Vec<usize>),
+    /// N halved (rounded down) until 1: 8, 4, 2, 1 or 7, 3, 1.
+    Halving,
+}
+
+impl PmgLevels {
+    /// The degrees below `n`, checked.
+    pub fn below(&self, n: usize) -> Result<Vec<usize>> {
+        let d = match self {
+            Self::Halving => std::iter::successors(Some(n / 2), |&d| (d > 1).then_some(d / 2)).collect(),
+            Self::Degrees(d) => d.clone(),
+        };
+        let descending = d.windows(2).all(|w| w[0] > w[1]);
+        if n < 2 || d.is_empty() || d[0] >= n || d.last() != Some(&1) || !descending {
+            return Err(Error::InvalidArgument(format!("p-multigrid's degrees below N = {n} descend from below N to 1, not {d:?}{}", if n < 2 { " (N is 1 already)" } else { "" })));
+        }
+        Ok(d)
     }
+}
+
+/// A backend that applies the CEED operators on L-vectors: the levels of
+/// p-multigrid between N and 1.
+pub trait CeedOps: PrecondOps {
+    /// `op` as this backend applies it on L-vectors.
+    fn ceed<'a>(&'a self, op: &'a TensorOperator) -> Result<Box<dyn LinearOperator<Self, f64> + 'a>>;
+}
+
+impl CeedOps for CpuBackend {
+    fn ceed<'a>(&'a self, op: &'a TensorOperator) -> Result<Box<dyn LinearOperator<Self, f64> + 'a>> {
+        Ok(Box::new(op))
+    }
+}
+
+impl CeedOps for CudaBackend {
+    fn ceed<'a>(&'a self, op: &'a TensorOperator) -> Result<Box<dyn LinearOperator<Self, f64> + 'a>> {
+        Ok(Box::new(GpuTensor::new(self, op, false, None)?))
+    }
+}
+
+/// CG preconditioned by p-multigrid ([`PCycle`], nested one level a
+/// degree) on backend `b`, the operator `a` being `op` on the whole grid
+/// `mesh` of `o`: the same operator at each lower degree on the same
+/// cells, the lowest (1) assembled for its AMG.
+pub fn p_multigrid<B: CeedOps, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &TensorOperator, mesh: &SpectralBox, o: &BpOptions, pmg: &BpPmg, rtol: f64) -> Result<SolveReport> {
+    let degrees = pmg.levels.below(mesh.degree)?;
     let rhs = b.upload(&right_hand_side(op, mesh)?)?;
     let cpu = CpuBackend::new(None)?;
     let t = Instant::now();
-    let coarse_mesh = SpectralBox::new(1, mesh.cells, o.deformation)?;
-    let a1 = TensorOperator::new(op.problem, &coarse_mesh, op.lambda)?.assembled(&cpu)?;
-    let p = mesh.vertex_interpolation()?;
-    let n1 = a1.n_rows;
-    let (mg, amg) = b.amg::<f64>(&cpu, &mut Pattern::new(&a1, 1), &b.upload(&a1.val)?, &Nullspace::constants(n1, 1), &pmg.amg)?;
-    let prolong = b.store_matrix(&p, n1)?;
-    let restrict = b.store_matrix(&transpose(&p, n1), mesh.n_nodes)?;
-    let jacobi = Jacobi::new(b, a)?;
-    let rho = PCycle::rho(b, a, &jacobi.inv_diag)?;
-    let cycle = PCycle::new(b, a, &jacobi.inv_diag, rho, pmg.chebyshev, &mg, &*prolong, &*restrict)?;
+    let meshes = degrees.iter().map(|&d| SpectralBox::new(d, mesh.cells, o.deformation)).collect::<Result<Vec<_>>>()?;
+    let ops = meshes.iter().map(|m| TensorOperator::new(op.problem, m, op.lambda)).collect::<Result<Vec<_>>>()?;
+    let (lowest, between) = ops.split_last().expect("one level below N at least");
+    let a1 = lowest.assembled(&cpu)?;
+    let (mg, amg) = b.amg::<f64>(&cpu, &mut Pattern::new(&a1, 1), &b.upload(&a1.val)?, &Nullspace::constants(a1.n_rows, 1), &pmg.options.amg)?;
+    // the smoothed levels, N first, and the transfer into each from the one below
+    let between = between.iter().map(|op| b.ceed(op)).collect::<Result<Vec<_>>>()?;
+    let smoothed: Vec<&dyn LinearOperator<B, f64>> = std::iter::once(a as &dyn LinearOperator<B, f64>).chain(between.iter().map(|m| &**m)).collect();
+    let fine_meshes: Vec<&SpectralBox> = std::iter::once(mesh).chain(&meshes).collect();
+    let mut transfers = Vec::new();
+    for (k, &d) in degrees.iter().enumerate() {
+        let p = fine_meshes[k].interpolation_from(d)?;
+        let rows = meshes[k].n_nodes;
+        transfers.push((b.store_matrix(&p, rows)?, b.store_matrix(&transpose(&p, rows), fine_meshes[k].n_nodes)?));
+    }
+    let jacobi = smoothed.iter().map(|s| Jacobi::new(b, *s)).collect::<Result<Vec<_>>>()?;
+    let rho = smoothed.iter().zip(&jacobi).map(|(s, j)| PCycle::rho(b, *s, &j.inv_diag)).collect::<Result<Vec<_>>>()?;
+    let mut cycle: Box<dyn LinearOperator<B, f64> + '_> = Box::new(&mg);
+    for k in (0..smoothed.len()).rev() {
+        cycle = Box::new(PCycle::new(b, smoothed[k], &jacobi[k].inv_diag, rho[k], pmg.options.chebyshev, cycle, &*transfers[k].0, &*transfers[k].1)?);
+    }
     let setup = t.elapsed().as_secs_f64();
     let mut u = b.zeros::<f64>(mesh.n_nodes)?;
-    let report = pcg(b, a, &cycle, &rhs, &mut u, options(rtol))?;
-    let levels = PmgReport { coarse_rows: n1, chebyshev: pmg.chebyshev, rho, amg };
+    let report = pcg(b, a, &*cycle, &rhs, &mut u, options(rtol))?;
+    let levels = PmgReport {
+        degrees: std::iter::once(mesh.degree).chain(degrees).collect(),
+        rows: fine_meshes.iter().map(|m| m.n_nodes).collect(),
+        chebyshev: pmg.options.chebyshev,
+        rho,
+        amg,
+    };
     finish(b, "p-multigrid", report, setup, &u, mesh, mesh.n_nodes, Some(levels))
 }
 

@@ -61,6 +61,10 @@ pub(crate) struct BpArgs {
     /// --precond pmg: Chebyshev's degree on each side of the correction (default 3).
     #[arg(long)]
     pub(crate) chebyshev_degree: Option<usize>,
+    /// --precond pmg: the levels' degrees below N, descending to 1 (`4,2,1`),
+    /// or `halving` (N/2, N/4, ..., 1); default 1 (two levels).
+    #[arg(long)]
+    pub(crate) pmg_degrees: Option<String>,
     #[command(flatten)]
     pub(crate) amg: crate::cli::amg::AmgArgs,
     /// With --solve and one degree: write u_h, the exact solution and the
@@ -227,11 +231,11 @@ fn options(a: &BpArgs, problem: fem::host::operator::tensor::Problem, degree: us
 
 /// p-multigrid's options where `--precond pmg` asks for it; an error for
 /// its options given without it.
-fn p_multigrid(a: &BpArgs) -> Result<Option<fem::host::problem::nonlinear::PmgOptions>, String> {
+fn p_multigrid(a: &BpArgs) -> Result<Option<fem::bp::BpPmg>, String> {
     if a.precond == BpPrecondArg::Jacobi {
-        let named = [&["chebyshev_degree"][..], crate::cli::amg::AMG].concat();
+        let named = [&["chebyshev_degree", "pmg_degrees"][..], crate::cli::amg::AMG].concat();
         if named.iter().any(|id| crate::cli::given::given(id)) {
-            return Err("--chebyshev-degree and the --amg-* options configure --precond pmg".into());
+            return Err("--chebyshev-degree, --pmg-degrees and the --amg-* options configure --precond pmg".into());
         }
         return Ok(None);
     }
@@ -239,7 +243,12 @@ fn p_multigrid(a: &BpArgs) -> Result<Option<fem::host::problem::nonlinear::PmgOp
         0 => return Err("--chebyshev-degree is at least 1".into()),
         d => d,
     };
-    Ok(Some(fem::host::problem::nonlinear::PmgOptions { chebyshev, amg: a.amg.options()? }))
+    let levels = match a.pmg_degrees.as_deref() {
+        None => fem::bp::PmgLevels::Degrees(vec![1]),
+        Some("halving") => fem::bp::PmgLevels::Halving,
+        Some(list) => fem::bp::PmgLevels::Degrees(list.split(',').map(|d| d.trim().parse().map_err(|_| format!("bad --pmg-degrees `{list}` (expected degrees like 4,2,1, or halving)"))).collect::<Result<_, String>>()?),
+    };
+    Ok(Some(fem::bp::BpPmg { options: fem::host::problem::nonlinear::PmgOptions { chebyshev, amg: a.amg.options()? }, levels }))
 }
 
 /// `fem bp` on the ranks of `comm`: one degree, on the GPU of each rank
@@ -290,7 +299,8 @@ fn solve_line(s: &fem::bp::SolveReport) -> String {
         s.max_nodal_error
     );
     if let Some(p) = &s.p_multigrid {
-        t += &format!("\nQ1 level: {} rows, AMG of {} levels (operator complexity {:.2}), Chebyshev({}) with ρ(D⁻¹A) = {:.3}", p.coarse_rows, p.amg.levels.len(), p.amg.operator_complexity, p.chebyshev, p.rho);
+        let degrees: Vec<String> = p.degrees.iter().zip(&p.rows).map(|(d, r)| format!("N = {d} ({r} rows)")).collect();
+        t += &format!("\nlevels {}, Chebyshev({}), AMG of {} levels (operator complexity {:.2}) at N = 1", degrees.join(", "), p.chebyshev, p.amg.levels.len(), p.amg.operator_complexity);
     }
     t
 }

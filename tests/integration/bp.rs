@@ -238,7 +238,7 @@ fn solved(o: &fem::bp::BpOptions) -> fem::bp::SolveReport {
 
 /// The options of a solve of `problem` at degree `degree` on `n`³
 /// trilinear elements to 10⁻¹⁰, with p-multigrid where given.
-fn solve_options(problem: Problem, degree: usize, n: usize, pmg: Option<fem::host::problem::nonlinear::PmgOptions>) -> fem::bp::BpOptions {
+fn solve_options(problem: Problem, degree: usize, n: usize, pmg: Option<fem::bp::BpPmg>) -> fem::bp::BpOptions {
     use fem::bp::{BpOptions, Size};
     BpOptions { problem, degree, size: Size::Elements(n * n * n), deformation: TRILINEAR, lambda: 1.0, launch: Default::default(), repeats: 1, assembled: true, cpu_time: false, solve: Some(1e-10), p_multigrid: pmg, tune: false, l2: fem::bp::L2::Cold }
 }
@@ -248,25 +248,38 @@ fn solve_options(problem: Problem, degree: usize, n: usize, pmg: Option<fem::hos
 /// little when h halves; degree 1 has nothing to coarsen.
 #[test]
 fn p_multigrid_cg_solves_the_screened_poisson_problems() {
-    let pmg = Some(fem::host::problem::nonlinear::PmgOptions::default());
+    let two = |levels| Some(fem::bp::BpPmg { options: Default::default(), levels });
+    let pmg = two(fem::bp::PmgLevels::Degrees(vec![1]));
     for (problem, degree) in [(Problem::Bp35, 4), (Problem::Bp30, 3)] {
         let mut counts = Vec::new();
         for n in [3, 6] {
-            let (jacobi, p) = (solved(&solve_options(problem, degree, n, None)), solved(&solve_options(problem, degree, n, pmg)));
+            let (jacobi, p) = (solved(&solve_options(problem, degree, n, None)), solved(&solve_options(problem, degree, n, pmg.clone())));
             let what = format!("{problem:?} N = {degree} on {n}³");
             assert!(jacobi.converged && p.converged && p.preconditioner == "p-multigrid", "{what}");
             let diff = p.u.iter().zip(&jacobi.u).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
             assert!(diff < 1e-7, "{what}: the solutions differ by {diff:e}");
             assert!(4 * p.iterations < jacobi.iterations, "{what}: {} iterations against Jacobi's {}", p.iterations, jacobi.iterations);
             let levels = p.p_multigrid.as_ref().unwrap();
-            assert_eq!(levels.coarse_rows, (n + 1).pow(3), "{what}");
+            assert_eq!((levels.degrees.clone(), levels.rows.last()), (vec![degree, 1], Some(&(n + 1).pow(3))), "{what}");
             counts.push(p.iterations);
         }
         assert!(counts[1] as f64 <= 1.3 * counts[0] as f64 + 2.0, "{problem:?}: {counts:?} iterations when h halves");
     }
+    // more levels (BP3.5 N = 6: 6, 3, 1 and 6, 4, 2, 1) reach the same solution in about as many iterations
+    let (jacobi, direct) = (solved(&solve_options(Problem::Bp35, 6, 3, None)), solved(&solve_options(Problem::Bp35, 6, 3, pmg.clone())));
+    for levels in [fem::bp::PmgLevels::Halving, fem::bp::PmgLevels::Degrees(vec![4, 2, 1])] {
+        let s = solved(&solve_options(Problem::Bp35, 6, 3, two(levels.clone())));
+        let diff = s.u.iter().zip(&jacobi.u).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(s.converged && diff < 1e-7, "{levels:?}: {diff:e}");
+        assert!(s.iterations <= direct.iterations + 3 && 4 * s.iterations < jacobi.iterations, "{levels:?}: {} iterations, two levels {}, Jacobi {}", s.iterations, direct.iterations, jacobi.iterations);
+        assert_eq!(s.p_multigrid.as_ref().unwrap().rho.len() + 1, s.p_multigrid.as_ref().unwrap().degrees.len());
+    }
+    // degree 1 has nothing to coarsen, and the degrees must descend to 1
     let mut tuning = fem::host::tune::Tuning::at(None, "cpu");
-    let e = fem::bp::run(&solve_options(Problem::Bp35, 1, 2, pmg), &fem::host::AnyBackend::Cpu(cpu()), &mut tuning, &|_, _| {}).err().unwrap().to_string();
-    assert!(e.contains("N is 1"), "{e}");
+    for (n, levels, want) in [(1, vec![1], "N is 1"), (4, vec![2], "descend"), (4, vec![1, 2], "descend"), (4, vec![4, 1], "descend")] {
+        let e = fem::bp::run(&solve_options(Problem::Bp35, n, 2, two(fem::bp::PmgLevels::Degrees(levels))), &fem::host::AnyBackend::Cpu(cpu()), &mut tuning, &|_, _| {}).err().unwrap().to_string();
+        assert!(e.contains(want), "{e}");
+    }
 }
 
 #[test]

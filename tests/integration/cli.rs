@@ -291,13 +291,19 @@ fn bp_solves_with_p_multigrid() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let s = &v["solve"];
     assert_eq!((s["preconditioner"].as_str(), s["converged"].as_bool()), (Some("p-multigrid"), Some(true)));
-    assert_eq!((s["p_multigrid"]["coarse_rows"].as_u64(), s["p_multigrid"]["chebyshev"].as_u64()), (Some(64), Some(2)));
+    assert_eq!((s["p_multigrid"]["rows"][1].as_u64(), s["p_multigrid"]["chebyshev"].as_u64()), (Some(64), Some(2)));
     assert!(s["setup_seconds"].as_f64().unwrap() > 0.0 && s["p_multigrid"]["amg"]["levels"].as_array().is_some_and(|l| !l.is_empty()));
     // pmg's options without it, and pmg without a solve, are refused
     let out = fem(&["bp", "--degree", "3", "--elements", "8", "--backend", "cpu", "--solve", "1e-8", "--chebyshev-degree", "2"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--precond pmg"));
     assert_eq!(fem(&["bp", "--degree", "3", "--backend", "cpu", "--precond", "pmg"]).status.code(), Some(2), "clap: --precond needs --solve");
+    // halving from N = 4: levels 4, 2, 1; a list that does not end at 1 is refused
+    let out = fem(&["bp", "--problem", "bp3.5", "--degree", "4", "--elements", "8", "--backend", "cpu", "--repeats", "1", "--solve", "1e-8", "--precond", "pmg", "--pmg-degrees", "halving", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["solve"]["p_multigrid"]["degrees"], serde_json::json!([4, 2, 1]));
+    let out = fem(&["bp", "--degree", "4", "--elements", "8", "--backend", "cpu", "--solve", "1e-8", "--precond", "pmg", "--pmg-degrees", "3,2"]);
+    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]

@@ -218,8 +218,8 @@ fn bp_across_gpu_ranks_equals_one_cpu_rank() {
     }
 }
 
-/// p-multigrid CG of BP3.5 (N = 4) and BP3.0 (N = 3) on the GPU as on
-/// the CPU: the same iterations within one, the same solution to the
+/// p-multigrid CG of BP3.5 (N = 4; N = 6 by halving) and BP3.0 (N = 3)
+/// on the GPU as on the CPU: the same iterations within one, the same solution to the
 /// solve's tolerance. Skipped without a device.
 #[test]
 fn gpu_p_multigrid_solve_equals_the_cpus() {
@@ -229,7 +229,7 @@ fn gpu_p_multigrid_solve_equals_the_cpus() {
     use fem::bp::{run, BpOptions, Size};
     use fem::host::AnyBackend;
     let (gpu, cpu) = (AnyBackend::Cuda(gpu), AnyBackend::Cpu(CpuBackend::new(None).unwrap()));
-    for (problem, degree) in [(Problem::Bp35, 4), (Problem::Bp30, 3)] {
+    for (problem, degree, levels) in [(Problem::Bp35, 4, fem::bp::PmgLevels::Degrees(vec![1])), (Problem::Bp30, 3, fem::bp::PmgLevels::Degrees(vec![1])), (Problem::Bp35, 6, fem::bp::PmgLevels::Halving)] {
         let o = BpOptions {
             problem,
             degree,
@@ -241,13 +241,13 @@ fn gpu_p_multigrid_solve_equals_the_cpus() {
             assembled: true,
             cpu_time: false,
             solve: Some(1e-10),
-            p_multigrid: Some(fem::host::problem::nonlinear::PmgOptions::default()),
+            p_multigrid: Some(fem::bp::BpPmg { options: Default::default(), levels: levels.clone() }),
             tune: false,
             l2: fem::bp::L2::Warm,
         };
         let mut tuning = fem::host::tune::Tuning::at(None, "test");
         let (g, c) = (run(&o, &gpu, &mut tuning, &|_, _| {}).unwrap().solve.unwrap(), run(&o, &cpu, &mut tuning, &|_, _| {}).unwrap().solve.unwrap());
-        let what = format!("{problem:?} N = {degree}");
+        let what = format!("{problem:?} N = {degree}, levels {levels:?}");
         assert!(g.converged && c.converged && g.iterations.abs_diff(c.iterations) <= 1, "{what}: {} iterations against {}", g.iterations, c.iterations);
         let diff = g.u.iter().zip(&c.u).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
         assert!(diff < 1e-7, "{what}: {diff:e}");

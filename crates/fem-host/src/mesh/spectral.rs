@@ -226,48 +226,58 @@ fn element_corners(vertices: &[[f64; 3]], cells: [usize; 3], ec: [usize; 3]) -> 
 }
 
 impl SpectralBox {
-    /// The Q1 functions of the grid's vertices at its nodes, `n_nodes ×
-    /// vertices` (the vertices numbered as [`SpectralBox::new`] numbers
-    /// the nodes of degree 1 on the same cells): p-multigrid's transfer
-    /// from degree 1 to N on the same elements, exact for their
-    /// trilinear geometry. The lattice makes it a tensor product of 1D
-    /// hat functions at the GLL points, two a direction inside an
-    /// element and one on its faces. The whole grid only: an error for a
-    /// rank's piece.
-    pub fn vertex_interpolation(&self) -> Result<Csr<f64>> {
+    /// The functions of degree `coarse` (1 ≤ `coarse` < N) on the same
+    /// cells at this grid's nodes, `n_nodes × ` the nodes of
+    /// [`SpectralBox::new`]`(coarse, cells, ..)`: p-multigrid's transfer
+    /// from degree `coarse` to N, exact for the elements' trilinear
+    /// geometry (degree 1: the Q1 functions of the vertices). The lattice
+    /// makes it a tensor product of the 1D Lagrange polynomials of the
+    /// coarse GLL points evaluated at the fine ones, element by element
+    /// (one on an element's faces, where the fine node is a coarse one).
+    /// The whole grid only: an error for a rank's piece.
+    pub fn interpolation_from(&self, coarse: usize) -> Result<Csr<f64>> {
         let lattice = Self::lattice(self.degree, self.cells);
         if self.n_nodes != lattice.iter().product::<usize>() || self.elements() != self.cells.iter().product::<usize>() {
-            return Err(Error::InvalidArgument("the vertex interpolation is of the whole grid, not a rank's piece".into()));
+            return Err(Error::InvalidArgument("the interpolation between degrees is of the whole grid, not a rank's piece".into()));
         }
-        let (n, nq) = (self.degree, self.degree + 1);
-        let (mut r, mut w) = (vec![0.0; nq], vec![0.0; nq]);
-        gauss_lobatto(&mut r, &mut w);
-        // a lattice index's vertices and weights along one direction
-        let hats = |g: usize, cells: usize| -> ([(usize, f64); 2], usize) {
+        if coarse == 0 || coarse >= self.degree {
+            return Err(Error::InvalidArgument(format!("a coarser degree than {} is 1 to {}, not {coarse}", self.degree, self.degree - 1)));
+        }
+        let n = self.degree;
+        let (mut fine, mut w) = (vec![0.0; n + 1], vec![0.0; n + 1]);
+        gauss_lobatto(&mut fine, &mut w);
+        let (mut nodes, mut w) = (vec![0.0; coarse + 1], vec![0.0; coarse + 1]);
+        gauss_lobatto(&mut nodes, &mut w);
+        // per local fine node: the coarse local nodes with a nonzero weight
+        let weights: Vec<Vec<(usize, f64)>> = fine
+            .iter()
+            .enumerate()
+            .map(|(l, &x)| match l {
+                0 => vec![(0, 1.0)],
+                l if l == n => vec![(coarse, 1.0)],
+                _ => (0..=coarse).map(|j| (j, fem_core::lagrange::lagrange(&nodes, j, x))).filter(|&(_, v)| v.abs() > 1e-14).collect(),
+            })
+            .collect();
+        let along = |g: usize, cells: usize| -> &[(usize, f64)] {
             let a = (g / n).min(cells - 1);
-            let xi = r[g - a * n];
-            let both = [(a, 0.5 * (1.0 - xi)), (a + 1, 0.5 * (1.0 + xi))];
-            match g - a * n {
-                0 => ([(a, 1.0), (0, 0.0)], 1),
-                l if l == n => ([(a + 1, 1.0), (0, 0.0)], 1),
-                _ => (both, 2),
-            }
+            &weights[g - a * n]
         };
-        let [vx, vy] = [self.cells[0] + 1, self.cells[1] + 1];
+        let first = |g: usize, cells: usize| (g / n).min(cells - 1) * coarse;
+        let coarse_lattice = Self::lattice(coarse, self.cells);
         let axes = |node: usize| {
             let g = [node % lattice[0], (node / lattice[0]) % lattice[1], node / (lattice[0] * lattice[1])];
-            [0, 1, 2].map(|a| hats(g[a], self.cells[a]))
+            [0, 1, 2].map(|a| (first(g[a], self.cells[a]), along(g[a], self.cells[a])))
         };
         Csr::from_row_fn(
             self.n_nodes,
-            |node| axes(node).iter().map(|(_, k)| k).product(),
+            |node| axes(node).iter().map(|(_, w)| w.len()).product(),
             |node, cols, vals| {
-                let [(x, kx), (y, ky), (z, kz)] = axes(node);
+                let [(fx, x), (fy, y), (fz, z)] = axes(node);
                 let mut m = 0;
-                for &(cz, wz) in &z[..kz] {
-                    for &(cy, wy) in &y[..ky] {
-                        for &(cx, wx) in &x[..kx] {
-                            cols[m] = (cx + vx * (cy + vy * cz)) as u32;
+                for &(cz, wz) in z {
+                    for &(cy, wy) in y {
+                        for &(cx, wx) in x {
+                            cols[m] = (fx + cx + coarse_lattice[0] * (fy + cy + coarse_lattice[1] * (fz + cz))) as u32;
                             vals[m] = wx * wy * wz;
                             m += 1;
                         }
@@ -314,32 +324,41 @@ mod tests {
         assert!(SpectralBox::new(16, [1, 1, 1], Deformation::None).is_err());
     }
 
-    /// Degree 1 interpolated to degree N on the same deformed cells is
-    /// the trilinear function of the vertex values at every node (the
-    /// nodes' own coordinates, x + 2y − z here), each row's weights sum
-    /// to 1, and a rank's piece is refused.
+    /// Degree c interpolated to degree N on the same cells is exact for
+    /// what both hold: on trilinear cells the nodes' own coordinates
+    /// (x + 2y − z here), on affine cells Q_c in x, y, z; every row's
+    /// weights sum to 1, and a rank's piece or a degree not below N is
+    /// refused.
     #[test]
-    fn vertex_interpolation_reproduces_trilinear_functions() {
-        for n in [2, 3, 5] {
-            let cells = [3, 2, 4];
-            let d = Deformation::Trilinear { amplitude: 0.2, seed: 9 };
-            let (fine, coarse) = (SpectralBox::new(n, cells, d).unwrap(), SpectralBox::new(1, cells, d).unwrap());
-            let p = fine.vertex_interpolation().unwrap();
-            assert_eq!((p.n_rows, p.col.iter().max().map(|&c| c as usize + 1)), (fine.n_nodes, Some(coarse.n_nodes)));
+    fn interpolation_between_degrees_is_exact() {
+        let cpu = crate::CpuBackend::new(Some(1)).unwrap();
+        let cells = [3, 2, 4];
+        let d = Deformation::Trilinear { amplitude: 0.2, seed: 9 };
+        for (n, c) in [(2, 1), (3, 1), (5, 1), (4, 2), (7, 4), (8, 3)] {
+            let (fine, coarse) = (SpectralBox::new(n, cells, d).unwrap(), SpectralBox::new(c, cells, d).unwrap());
+            let p = fine.interpolation_from(c).unwrap();
+            assert_eq!((p.n_rows, p.col.iter().max().map(|&k| k as usize + 1)), (fine.n_nodes, Some(coarse.n_nodes)), "N = {n} from {c}");
             let f = |x: [f64; 3]| x[0] + 2.0 * x[1] - x[2];
             let (uc, uf) = (coarse.interpolate(f), fine.interpolate(f));
-            let cpu = crate::CpuBackend::new(Some(1)).unwrap();
             let mut got = vec![0.0; fine.n_nodes];
             p.spmv(&cpu, &uc, &mut got);
             let err = got.iter().zip(&uf).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-            assert!(err < 1e-13, "N = {n}: {err:e}");
+            assert!(err < 1e-13, "N = {n} from {c}: {err:e}");
             for row in 0..p.n_rows {
                 let s: f64 = p.val[p.row_ptr[row] as usize..p.row_ptr[row + 1] as usize].iter().sum();
-                assert!((s - 1.0).abs() < 1e-14, "N = {n}: row {row} sums to {s}");
+                assert!((s - 1.0).abs() < 1e-13, "N = {n} from {c}: row {row} sums to {s}");
             }
+            // on affine cells, Q_c in x, y, z: x^c + y^c z
+            let (fa, ca) = (SpectralBox::new(n, cells, Deformation::None).unwrap(), SpectralBox::new(c, cells, Deformation::None).unwrap());
+            let g = |x: [f64; 3]| x[0].powi(c as i32) + x[1].powi(c as i32) * x[2];
+            let mut got = vec![0.0; fa.n_nodes];
+            fa.interpolation_from(c).unwrap().spmv(&cpu, &ca.interpolate(g), &mut got);
+            let err = got.iter().zip(&fa.interpolate(g)).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(err < 1e-12, "N = {n} from {c}, affine, degree {c}: {err:e}");
         }
         let piece = SpectralBox::elements_of(2, [2, 1, 1], Deformation::None, &[0], 27, |g| g % 27).unwrap();
-        assert!(piece.vertex_interpolation().is_err());
+        assert!(piece.interpolation_from(1).is_err());
+        assert!(SpectralBox::new(3, cells, d).unwrap().interpolation_from(3).is_err());
     }
 
 }

@@ -26,7 +26,7 @@ pub struct PCycle<'a, B: Backend, T: Scalar> {
     inv: &'a B::Vector<T>,
     rho: f64,
     degree: usize,
-    coarse: &'a dyn LinearOperator<B, T>,
+    coarse: Box<dyn LinearOperator<B, T> + 'a>,
     prolong: &'a dyn LinearOperator<B, T>,
     restrict: &'a dyn LinearOperator<B, T>,
     work: RefCell<PWork<B::Vector<T>>>,
@@ -35,8 +35,11 @@ pub struct PCycle<'a, B: Backend, T: Scalar> {
 impl<'a, B: Backend, T: Scalar> PCycle<'a, B, T> {
     /// The cycle on the fine operator `a` with inverse diagonal `inv` and
     /// ρ(D⁻¹A) `rho` ([`Self::rho`]), Chebyshev of `degree` products on
-    /// each side of the correction `prolong · coarse · restrict`.
-    pub fn new(b: &B, a: &'a dyn LinearOperator<B, T>, inv: &'a B::Vector<T>, rho: f64, degree: usize, coarse: &'a dyn LinearOperator<B, T>, prolong: &'a dyn LinearOperator<B, T>, restrict: &'a dyn LinearOperator<B, T>) -> Result<Self> {
+    /// each side of the correction `prolong · coarse · restrict`. The
+    /// coarse solve may be borrowed (a box of a reference) or another
+    /// cycle, owned: levels of decreasing degree nest that way.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(b: &B, a: &'a dyn LinearOperator<B, T>, inv: &'a B::Vector<T>, rho: f64, degree: usize, coarse: Box<dyn LinearOperator<B, T> + 'a>, prolong: &'a dyn LinearOperator<B, T>, restrict: &'a dyn LinearOperator<B, T>) -> Result<Self> {
         let (n, m) = (a.rows(), restrict.rows());
         let work = PWork { r: b.zeros(n)?, z: b.zeros(n)?, d: b.zeros(n)?, rc: b.zeros(m)?, zc: b.zeros(m)? };
         Ok(Self { a, inv, rho, degree: degree.max(1), coarse, prolong, restrict, work: RefCell::new(work) })
@@ -70,6 +73,6 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for PCycle<'_, B, T> {
     }
 
     fn name(&self) -> String {
-        format!("p-multigrid (Chebyshev({}), AMG on Q1)", self.degree)
+        format!("p-multigrid (Chebyshev({}), {} below)", self.degree, self.coarse.name())
     }
 }

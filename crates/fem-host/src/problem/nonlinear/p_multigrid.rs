@@ -132,7 +132,7 @@ impl<B: NewtonOps, T: LinearScalar> PLevels<B, T> {
             None => *self.rho.insert(PCycle::rho(b, a, inv)?),
         };
         let coarse = self.amg.mg.as_ref().ok_or_else(|| Error::InvalidArgument("p-multigrid's AMG was not built: no tangent yet".into()))?;
-        PCycle::new(b, a, inv, rho, self.chebyshev, coarse, &*self.prolong, &*self.restrict)
+        PCycle::new(b, a, inv, rho, self.chebyshev, Box::new(coarse), &*self.prolong, &*self.restrict)
     }
 }
 
