@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CEED screened Poisson solve (`fem bp --solve`) to 10⁻⁸ on about 1e7
 # L-DOFs, CG with Jacobi against CG with p-multigrid (Chebyshev on the
-# degree-N kernel, AMG on the same operator at degree 1), each command
+# degree-N kernel, AMG on the same operator at degree 1; and with levels
+# of halved degree between), each command
 # timed whole (wall, peak RSS): JSON into $OUT (default .), the timings
 # on stdout, a Markdown table by bp_pmg_summary.py.
 #   FEM=path/to/fem bash benches/gpu/bp_pmg.sh
@@ -15,10 +16,13 @@ declare -A SIDE=([2]=108 [3]=72 [4]=54 [5]=43 [6]=36 [7]=31 [8]=27)
 for case in $CASES; do
     IFS=: read -r p n <<< "$case"
     e=$((SIDE[$n] ** 3))
-    for precond in jacobi pmg; do
+    for precond in jacobi pmg pmg-halving; do
         name="$p-n$n-$precond"
         extra=""
-        [ "$precond" = pmg ] && extra="--chebyshev-degree $CHEBYSHEV"
+        case $precond in
+            pmg) extra="--chebyshev-degree $CHEBYSHEV" ;;
+            pmg-halving) precond=pmg; extra="--chebyshev-degree $CHEBYSHEV --pmg-degrees halving" ;;
+        esac
         /usr/bin/time -f "$name: wall %e s, max RSS %M KB" -o "$out/$name.time" \
             "$FEM" bp --problem "$p" --degree "$n" --elements "$e" --assembled --backend cuda --repeats 5 \
             --solve 1e-8 --precond "$precond" $extra --json > "$out/$name.json" 2> "$out/$name.err" || { echo "FAILED: $name"; tail -3 "$out/$name.err"; }

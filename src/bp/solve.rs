@@ -26,6 +26,7 @@ use fem_host::solver::cg::{pcg, CgOptions, CgReport};
 use fem_host::solver::p_multigrid::PCycle;
 use fem_host::solver::transfer::transpose;
 use fem_host::solver::{Jacobi, PrecondOps};
+use fem_host::stages::{Laps, StageSeconds};
 use fem_host::{CpuBackend, CudaBackend, Error, Result};
 use serde::Serialize;
 use std::f64::consts::PI;
@@ -69,6 +70,12 @@ pub struct PmgReport {
     pub rho: Vec<f64>,
     /// The AMG of the degree-1 level.
     pub amg: AmgStats,
+    /// The set-up by stage (the lower degrees' meshes and operators; the
+    /// degree-1 operator assembled on the host; its AMG on the backend,
+    /// kernels compiled at their first use on the GPU included; the
+    /// operators on the backend and the transfers; the smoothers'
+    /// diagonals and ρ(D⁻¹A)), with the host memory at each end.
+    pub setup: Vec<StageSeconds>,
 }
 
 /// The exact solution: Π_a cos(π s(x_a)) with s(t) = t²(3 − 2t).
@@ -173,11 +180,16 @@ pub fn p_multigrid<B: CeedOps, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &Ten
     let rhs = b.upload(&right_hand_side(op, mesh)?)?;
     let cpu = CpuBackend::new(None)?;
     let t = Instant::now();
+    let mut laps = Laps::new();
     let meshes = degrees.iter().map(|&d| SpectralBox::new(d, mesh.cells, o.deformation)).collect::<Result<Vec<_>>>()?;
     let ops = meshes.iter().map(|m| TensorOperator::new(op.problem, m, op.lambda)).collect::<Result<Vec<_>>>()?;
     let (lowest, between) = ops.split_last().expect("one level below N at least");
+    laps.lap("levels");
     let a1 = lowest.assembled(&cpu)?;
+    laps.lap("degree-1 assembly");
     let (mg, amg) = b.amg::<f64>(&cpu, &mut Pattern::new(&a1, 1), &b.upload(&a1.val)?, &Nullspace::constants(a1.n_rows, 1), &pmg.options.amg)?;
+    b.synchronize()?;
+    laps.lap("AMG");
     // the smoothed levels, N first, and the transfer into each from the one below
     let between = between.iter().map(|op| b.ceed(op)).collect::<Result<Vec<_>>>()?;
     let smoothed: Vec<&dyn LinearOperator<B, f64>> = std::iter::once(a as &dyn LinearOperator<B, f64>).chain(between.iter().map(|m| &**m)).collect();
@@ -188,8 +200,11 @@ pub fn p_multigrid<B: CeedOps, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &Ten
         let rows = meshes[k].n_nodes;
         transfers.push((b.store_matrix(&p, rows)?, b.store_matrix(&transpose(&p, rows), fine_meshes[k].n_nodes)?));
     }
+    b.synchronize()?;
+    laps.lap("operators and transfers");
     let jacobi = smoothed.iter().map(|s| Jacobi::new(b, *s)).collect::<Result<Vec<_>>>()?;
     let rho = smoothed.iter().zip(&jacobi).map(|(s, j)| PCycle::rho(b, *s, &j.inv_diag)).collect::<Result<Vec<_>>>()?;
+    laps.lap("smoothers");
     let mut cycle: Box<dyn LinearOperator<B, f64> + '_> = Box::new(&mg);
     for k in (0..smoothed.len()).rev() {
         cycle = Box::new(PCycle::new(b, smoothed[k], &jacobi[k].inv_diag, rho[k], pmg.options.chebyshev, cycle, &*transfers[k].0, &*transfers[k].1)?);
@@ -203,6 +218,7 @@ pub fn p_multigrid<B: CeedOps, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &Ten
         chebyshev: pmg.options.chebyshev,
         rho,
         amg,
+        setup: laps.into_stages(),
     };
     finish(b, "p-multigrid", report, setup, &u, mesh, mesh.n_nodes, Some(levels))
 }

@@ -301,6 +301,7 @@ fn solve_line(s: &fem::bp::SolveReport) -> String {
     if let Some(p) = &s.p_multigrid {
         let degrees: Vec<String> = p.degrees.iter().zip(&p.rows).map(|(d, r)| format!("N = {d} ({r} rows)")).collect();
         t += &format!("\nlevels {}, Chebyshev({}), AMG of {} levels (operator complexity {:.2}) at N = 1", degrees.join(", "), p.chebyshev, p.amg.levels.len(), p.amg.operator_complexity);
+        t += &format!("\nset-up {}", fem::host::stages::describe(&p.setup));
     }
     t
 }

@@ -293,6 +293,8 @@ fn bp_solves_with_p_multigrid() {
     assert_eq!((s["preconditioner"].as_str(), s["converged"].as_bool()), (Some("p-multigrid"), Some(true)));
     assert_eq!((s["p_multigrid"]["rows"][1].as_u64(), s["p_multigrid"]["chebyshev"].as_u64()), (Some(64), Some(2)));
     assert!(s["setup_seconds"].as_f64().unwrap() > 0.0 && s["p_multigrid"]["amg"]["levels"].as_array().is_some_and(|l| !l.is_empty()));
+    let stages: Vec<&str> = s["p_multigrid"]["setup"].as_array().unwrap().iter().map(|st| st["stage"].as_str().unwrap()).collect();
+    assert_eq!(stages, ["levels", "degree-1 assembly", "AMG", "operators and transfers", "smoothers"]);
     // pmg's options without it, and pmg without a solve, are refused
     let out = fem(&["bp", "--degree", "3", "--elements", "8", "--backend", "cpu", "--solve", "1e-8", "--chebyshev-degree", "2"]);
     assert_eq!(out.status.code(), Some(1));
