@@ -274,6 +274,10 @@ fn p_multigrid_cg_solves_the_screened_poisson_problems() {
         assert!(s.iterations <= direct.iterations + 3 && 4 * s.iterations < jacobi.iterations, "{levels:?}: {} iterations, two levels {}, Jacobi {}", s.iterations, direct.iterations, jacobi.iterations);
         assert_eq!(s.p_multigrid.as_ref().unwrap().rho.len() + 1, s.p_multigrid.as_ref().unwrap().degrees.len());
     }
+    // across ranks the solve is Jacobi's: p-multigrid is refused with the reason
+    let tuning = fem::host::tune::Tuning::at(None, "cpu");
+    let e = fem::bp::across::run(&solve_options(Problem::Bp35, 4, 2, pmg.clone()), &fem::host::AnyBackend::Cpu(cpu()), &fem::host::distributed::Serial, &tuning, &|_| {}).err().unwrap().to_string();
+    assert!(e.contains("Jacobi"), "{e}");
     // degree 1 has nothing to coarsen, and the degrees must descend to 1
     let mut tuning = fem::host::tune::Tuning::at(None, "cpu");
     for (n, levels, want) in [(1, vec![1], "N is 1"), (4, vec![2], "descend"), (4, vec![1, 2], "descend"), (4, vec![4, 1], "descend")] {
