@@ -291,7 +291,7 @@ fn bp_across(a: &BpArgs, problem: fem::host::operator::tensor::Problem, degrees:
 fn solve_line(s: &fem::bp::SolveReport) -> String {
     let mut t = format!(
         "\n{}-CG: {} iterations, relative residual {:.1e}, set-up {:.3} s, iterations {:.3} s, max nodal error {:.2e}",
-        if s.preconditioner == "jacobi" { "Jacobi" } else { "p-multigrid" },
+        if s.p_multigrid.is_some() { "p-multigrid" } else { "Jacobi" },
         s.iterations,
         s.relative_residual,
         s.setup_seconds,

@@ -360,5 +360,4 @@ mod tests {
         assert!(piece.interpolation_from(1).is_err());
         assert!(SpectralBox::new(3, cells, d).unwrap().interpolation_from(3).is_err());
     }
-
 }

@@ -52,14 +52,14 @@ impl TensorOperator {
         let (np, ne) = (self.np(), self.elements);
         let mut k = vec![0.0; ne * np * np];
         let (mut x, mut y) = (vec![0.0; ne * np], vec![0.0; ne * np]);
-        for j in 0..np {
-            cpu.install(|| {
+        cpu.install(|| {
+            for j in 0..np {
                 x.par_iter_mut().enumerate().for_each(|(m, v)| *v = if m % np == j { 1.0 } else { 0.0 });
-                self.apply_elements(&x, &mut y)
-            })?;
-            cpu.install(|| k.par_chunks_mut(np * np).zip(y.par_chunks(np)).for_each(|(ke, ye)| ye.iter().enumerate().for_each(|(i, &v)| ke[i * np + j] = v)));
-        }
-        Ok(k)
+                self.apply_elements(&x, &mut y)?;
+                k.par_chunks_mut(np * np).zip(y.par_chunks(np)).for_each(|(ke, ye)| ye.iter().enumerate().for_each(|(i, &v)| ke[i * np + j] = v));
+            }
+            Ok(k)
+        })
     }
 }
 
