@@ -12,7 +12,7 @@ FEM=${FEM:-target/release/fem}
 out=${OUT:-.}
 DEGREES=${DEGREES:-"2 3 4 5 6 7 8"}
 REPEATS=${REPEATS:-10}
-declare -A SIDE=([2]=108 [3]=72 [4]=54 [5]=43 [6]=36 [7]=31 [8]=27)
+source "$(dirname "$0")/common.sh"
 for n in $DEGREES; do
     e=$((SIDE[$n] ** 3))
     for physics in mass poisson elasticity neo-hookean; do

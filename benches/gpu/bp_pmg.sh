@@ -12,7 +12,7 @@ FEM=${FEM:-target/release/fem}
 out=${OUT:-.}
 CASES=${CASES:-"bp3.5:4 bp3.5:7 bp3.0:4"}
 CHEBYSHEV=${CHEBYSHEV:-3}
-declare -A SIDE=([2]=108 [3]=72 [4]=54 [5]=43 [6]=36 [7]=31 [8]=27)
+source "$(dirname "$0")/common.sh"
 for case in $CASES; do
     IFS=: read -r p n <<< "$case"
     e=$((SIDE[$n] ** 3))

@@ -11,7 +11,7 @@ set -u
 PEERS=${PEERS:-.gpu/peers}
 OUT=${OUT:-.}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
-declare -A SIDE=([2]=108 [3]=72 [4]=54 [5]=43 [6]=36 [7]=31 [8]=27)
+source "$(dirname "$0")/common.sh"
 # libCEED's build on the host's cores while fem times; its runs after
 src=/tmp/libceed-src; mkdir -p $src && tar xzf $PEERS/libceed-min.tgz -C $src
 cuda=$(dirname "$(dirname "$(readlink -f "$(which nvcc)")")")

@@ -26,3 +26,6 @@ over_hexahedra() {
         rm -f "$tmp/hex$3.msh"
     done
 }
+# Elements per direction of the CEED meshes at N = 2..8 (about 1e7 DOFs,
+# libCEED's driver's sizes), for the scripts that run beside its figures.
+declare -A SIDE=([2]=108 [3]=72 [4]=54 [5]=43 [6]=36 [7]=31 [8]=27)
