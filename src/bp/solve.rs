@@ -12,11 +12,12 @@
 //! operator at a lower degree on the same cells (its quadrature, its
 //! geometric factors), itself a cycle down to degree 1, where it is
 //! assembled and solved by one smoothed-aggregation AMG cycle; the
-//! transfers interpolate between the degrees' GLL nodes
-//! ([`SpectralBox::interpolation_from`]).
+//! transfers interpolate between the degrees' GLL nodes, applied as the
+//! tensor products of their 1D matrices ([`SpectralBox::transfer_from`]).
 
 use super::BpOptions;
 use fem_host::mesh::spectral::SpectralBox;
+use fem_host::operator::lattice::{CpuKronecker, GpuKronecker, Kronecker};
 use fem_host::operator::tensor::gpu::GpuTensor;
 use fem_host::operator::tensor::{Problem, TensorOperator};
 use fem_host::operator::LinearOperator;
@@ -24,7 +25,6 @@ use fem_host::problem::nonlinear::PmgOptions;
 use fem_host::solver::amg::{AmgStats, Nullspace, Pattern};
 use fem_host::solver::cg::{pcg, CgOptions, CgReport};
 use fem_host::solver::p_multigrid::PCycle;
-use fem_host::solver::transfer::transpose;
 use fem_host::solver::{Jacobi, PrecondOps};
 use fem_host::stages::{Laps, StageSeconds};
 use fem_host::{CpuBackend, CudaBackend, Error, Result};
@@ -157,17 +157,25 @@ impl PmgLevels {
 pub trait CeedOps: PrecondOps {
     /// `op` as this backend applies it on L-vectors.
     fn ceed<'a>(&'a self, op: &'a TensorOperator) -> Result<Box<dyn LinearOperator<Self, f64> + 'a>>;
+    /// The lattice product `k` (a transfer between degrees) on this backend.
+    fn lattice(&self, k: Kronecker) -> Result<Box<dyn LinearOperator<Self, f64>>>;
 }
 
 impl CeedOps for CpuBackend {
     fn ceed<'a>(&'a self, op: &'a TensorOperator) -> Result<Box<dyn LinearOperator<Self, f64> + 'a>> {
         Ok(Box::new(op))
     }
+    fn lattice(&self, k: Kronecker) -> Result<Box<dyn LinearOperator<Self, f64>>> {
+        Ok(Box::new(CpuKronecker::new(k)))
+    }
 }
 
 impl CeedOps for CudaBackend {
     fn ceed<'a>(&'a self, op: &'a TensorOperator) -> Result<Box<dyn LinearOperator<Self, f64> + 'a>> {
         Ok(Box::new(GpuTensor::new(self, op, false, None)?))
+    }
+    fn lattice(&self, k: Kronecker) -> Result<Box<dyn LinearOperator<Self, f64>>> {
+        Ok(Box::new(GpuKronecker::new(self, k)?))
     }
 }
 
@@ -195,9 +203,9 @@ pub fn p_multigrid<B: CeedOps, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &Ten
     let fine_meshes: Vec<&SpectralBox> = std::iter::once(mesh).chain(&meshes).collect();
     let mut transfers = Vec::new();
     for (k, &d) in degrees.iter().enumerate() {
-        let p = fine_meshes[k].interpolation_from(d)?;
-        let rows = meshes[k].n_nodes;
-        transfers.push((b.store_matrix(&p, rows)?, b.store_matrix(&transpose(&p, rows), fine_meshes[k].n_nodes)?));
+        let p = fine_meshes[k].transfer_from(d)?;
+        let r = p.transpose();
+        transfers.push((b.lattice(p)?, b.lattice(r)?));
     }
     b.synchronize()?;
     laps.lap("operators and transfers");

@@ -254,3 +254,41 @@ fn gpu_p_multigrid_solve_equals_the_cpus() {
     }
 }
 
+/// p-multigrid's transfers between degrees on the GPU as on the CPU, both
+/// ways (the interpolation and its transpose), every fine degree 2..=8
+/// from degree 1 and by halving, on a grid whose lattice sides are no
+/// multiple of the warp; and a product with empty 1D rows (a 1D matrix
+/// of zeros along one axis). Skipped without a device.
+#[test]
+fn gpu_lattice_transfers_equal_the_cpus() {
+    let Some(g) = gpu("gpu_lattice_transfers_equal_the_cpus") else {
+        return;
+    };
+    use fem::host::operator::csr::Csr;
+    use fem::host::operator::lattice::{CpuKronecker, GpuKronecker, Kronecker};
+    let cpu = CpuBackend::new(None).unwrap();
+    let check = |k: Kronecker, what: &str| {
+        let x = test_vector(k.n_cols(), 3);
+        let mut want = vec![0.0; k.n_rows()];
+        CpuKronecker::new(k.clone()).apply(&cpu, &x, &mut want).unwrap();
+        let n = k.n_rows();
+        let op = GpuKronecker::new(&g, k).unwrap();
+        let mut y = g.upload(&vec![f64::NAN; n]).unwrap();
+        op.apply(&g, &g.upload(&x).unwrap(), &mut y).unwrap();
+        let err = rel_err(&g.download(&y).unwrap(), &want);
+        assert!(err < 1e-14, "{what}: {err:e}");
+    };
+    let cells = [3, 5, 2];
+    for n in 2..=8 {
+        let fine = SpectralBox::new(n, cells, Deformation::None).unwrap();
+        for c in [1, n / 2].into_iter().filter(|&c| c >= 1 && c < n) {
+            let p = fine.transfer_from(c).unwrap();
+            check(p.transpose(), &format!("restriction to degree {c} from {n}"));
+            check(p, &format!("interpolation from degree {c} to {n}"));
+        }
+    }
+    let p = SpectralBox::new(3, cells, Deformation::None).unwrap().transfer_from(1).unwrap();
+    let mut axes = p.axes.clone();
+    axes[1] = Csr { n_rows: axes[1].n_rows, row_ptr: vec![0; axes[1].n_rows + 1], col: Vec::new(), val: Vec::new() };
+    check(Kronecker::new(axes, p.cols).unwrap(), "a zero 1D matrix along y");
+}

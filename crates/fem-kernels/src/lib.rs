@@ -34,6 +34,7 @@ pub mod amg;
 pub mod blas;
 pub mod cells;
 pub mod krylov;
+pub mod lattice;
 pub mod pattern;
 pub mod launch;
 pub mod physics;

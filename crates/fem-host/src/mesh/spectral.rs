@@ -7,6 +7,7 @@
 //! order the kernels' thread slices assume.
 
 use crate::operator::csr::Csr;
+use crate::operator::lattice::Kronecker;
 use crate::rng::SplitMix64;
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -227,15 +228,16 @@ fn element_corners(vertices: &[[f64; 3]], cells: [usize; 3], ec: [usize; 3]) -> 
 
 impl SpectralBox {
     /// The functions of degree `coarse` (1 ≤ `coarse` < N) on the same
-    /// cells at this grid's nodes, `n_nodes × ` the nodes of
+    /// cells at this grid's nodes, from the nodes of
     /// [`SpectralBox::new`]`(coarse, cells, ..)`: p-multigrid's transfer
     /// from degree `coarse` to N, exact for the elements' trilinear
     /// geometry (degree 1: the Q1 functions of the vertices). The lattice
-    /// makes it a tensor product of the 1D Lagrange polynomials of the
-    /// coarse GLL points evaluated at the fine ones, element by element
-    /// (one on an element's faces, where the fine node is a coarse one).
-    /// The whole grid only: an error for a rank's piece.
-    pub fn interpolation_from(&self, coarse: usize) -> Result<Csr<f64>> {
+    /// makes it the tensor product of one 1D matrix an axis: the Lagrange
+    /// polynomials of the coarse GLL points evaluated at the fine ones,
+    /// element by element (one on an element's faces, where the fine
+    /// node is a coarse one). The whole grid only: an error for a rank's
+    /// piece.
+    pub fn transfer_from(&self, coarse: usize) -> Result<Kronecker> {
         let lattice = Self::lattice(self.degree, self.cells);
         if self.n_nodes != lattice.iter().product::<usize>() || self.elements() != self.cells.iter().product::<usize>() {
             return Err(Error::InvalidArgument("the interpolation between degrees is of the whole grid, not a rank's piece".into()));
@@ -258,33 +260,26 @@ impl SpectralBox {
                 _ => (0..=coarse).map(|j| (j, fem_core::lagrange::lagrange(&nodes, j, x))).filter(|&(_, v)| v.abs() > 1e-14).collect(),
             })
             .collect();
-        let along = |g: usize, cells: usize| -> &[(usize, f64)] {
-            let a = (g / n).min(cells - 1);
-            &weights[g - a * n]
-        };
-        let first = |g: usize, cells: usize| (g / n).min(cells - 1) * coarse;
-        let coarse_lattice = Self::lattice(coarse, self.cells);
-        let axes = |node: usize| {
-            let g = [node % lattice[0], (node / lattice[0]) % lattice[1], node / (lattice[0] * lattice[1])];
-            [0, 1, 2].map(|a| (first(g[a], self.cells[a]), along(g[a], self.cells[a])))
-        };
-        Csr::from_row_fn(
-            self.n_nodes,
-            |node| axes(node).iter().map(|(_, w)| w.len()).product(),
-            |node, cols, vals| {
-                let [(fx, x), (fy, y), (fz, z)] = axes(node);
-                let mut m = 0;
-                for &(cz, wz) in z {
-                    for &(cy, wy) in y {
-                        for &(cx, wx) in x {
-                            cols[m] = (fx + cx + coarse_lattice[0] * (fy + cy + coarse_lattice[1] * (fz + cz))) as u32;
-                            vals[m] = wx * wy * wz;
-                            m += 1;
-                        }
+        // along an axis of `cells` elements: fine node g lies in element
+        // min(g / N, cells − 1), whose coarse nodes start at its index · c
+        let axis = |cells: usize| -> Result<Csr<f64>> {
+            let at = |g: usize| {
+                let e = (g / n).min(cells - 1);
+                (e * coarse, &weights[g - e * n])
+            };
+            Csr::from_row_fn(
+                cells * n + 1,
+                |g| at(g).1.len(),
+                |g, cols, vals| {
+                    let (first, w) = at(g);
+                    for (m, &(j, v)) in w.iter().enumerate() {
+                        (cols[m], vals[m]) = ((first + j) as u32, v);
                     }
-                }
-            },
-        )
+                },
+            )
+        };
+        let [x, y, z] = self.cells.map(axis);
+        Kronecker::new([x?, y?, z?], Self::lattice(coarse, self.cells))
     }
 }
 
@@ -327,37 +322,45 @@ mod tests {
     /// Degree c interpolated to degree N on the same cells is exact for
     /// what both hold: on trilinear cells the nodes' own coordinates
     /// (x + 2y − z here), on affine cells Q_c in x, y, z; every row's
-    /// weights sum to 1, and a rank's piece or a degree not below N is
-    /// refused.
+    /// weights sum to 1, the transposed product is the adjoint, and a
+    /// rank's piece or a degree not below N is refused.
     #[test]
-    fn interpolation_between_degrees_is_exact() {
-        let cpu = crate::CpuBackend::new(Some(1)).unwrap();
+    fn transfer_between_degrees_is_exact() {
+        use crate::operator::lattice::CpuKronecker;
+        use crate::operator::LinearOperator;
+        let cpu = crate::CpuBackend::new(Some(2)).unwrap();
         let cells = [3, 2, 4];
         let d = Deformation::Trilinear { amplitude: 0.2, seed: 9 };
+        let apply = |k: &Kronecker, x: &[f64]| {
+            let mut y = vec![0.0; k.n_rows()];
+            CpuKronecker::new(k.clone()).apply(&cpu, &x.to_vec(), &mut y).unwrap();
+            y
+        };
+        let max_diff = |a: &[f64], b: &[f64]| a.iter().zip(b).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
         for (n, c) in [(2, 1), (3, 1), (5, 1), (4, 2), (7, 4), (8, 3)] {
             let (fine, coarse) = (SpectralBox::new(n, cells, d).unwrap(), SpectralBox::new(c, cells, d).unwrap());
-            let p = fine.interpolation_from(c).unwrap();
-            assert_eq!((p.n_rows, p.col.iter().max().map(|&k| k as usize + 1)), (fine.n_nodes, Some(coarse.n_nodes)), "N = {n} from {c}");
+            let p = fine.transfer_from(c).unwrap();
+            assert_eq!((p.n_rows(), p.n_cols()), (fine.n_nodes, coarse.n_nodes), "N = {n} from {c}");
             let f = |x: [f64; 3]| x[0] + 2.0 * x[1] - x[2];
-            let (uc, uf) = (coarse.interpolate(f), fine.interpolate(f));
-            let mut got = vec![0.0; fine.n_nodes];
-            p.spmv(&cpu, &uc, &mut got);
-            let err = got.iter().zip(&uf).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            let err = max_diff(&apply(&p, &coarse.interpolate(f)), &fine.interpolate(f));
             assert!(err < 1e-13, "N = {n} from {c}: {err:e}");
-            for row in 0..p.n_rows {
-                let s: f64 = p.val[p.row_ptr[row] as usize..p.row_ptr[row + 1] as usize].iter().sum();
-                assert!((s - 1.0).abs() < 1e-13, "N = {n} from {c}: row {row} sums to {s}");
-            }
+            let sums = apply(&p, &vec![1.0; coarse.n_nodes]);
+            assert!(max_diff(&sums, &vec![1.0; fine.n_nodes]) < 1e-13, "N = {n} from {c}: rows do not sum to 1");
+            // ⟨P x, y⟩ = ⟨x, Pᵀ y⟩
+            let mut rng = SplitMix64::new(n as u64);
+            let x: Vec<f64> = (0..coarse.n_nodes).map(|_| rng.next_f64() - 0.5).collect();
+            let y: Vec<f64> = (0..fine.n_nodes).map(|_| rng.next_f64() - 0.5).collect();
+            let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(a, b)| a * b).sum::<f64>();
+            let (left, right) = (dot(&apply(&p, &x), &y), dot(&x, &apply(&p.transpose(), &y)));
+            assert!((left - right).abs() < 1e-12 * left.abs().max(1.0), "N = {n} from {c}: {left} against {right}");
             // on affine cells, Q_c in x, y, z: x^c + y^c z
             let (fa, ca) = (SpectralBox::new(n, cells, Deformation::None).unwrap(), SpectralBox::new(c, cells, Deformation::None).unwrap());
             let g = |x: [f64; 3]| x[0].powi(c as i32) + x[1].powi(c as i32) * x[2];
-            let mut got = vec![0.0; fa.n_nodes];
-            fa.interpolation_from(c).unwrap().spmv(&cpu, &ca.interpolate(g), &mut got);
-            let err = got.iter().zip(&fa.interpolate(g)).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            let err = max_diff(&apply(&fa.transfer_from(c).unwrap(), &ca.interpolate(g)), &fa.interpolate(g));
             assert!(err < 1e-12, "N = {n} from {c}, affine, degree {c}: {err:e}");
         }
         let piece = SpectralBox::elements_of(2, [2, 1, 1], Deformation::None, &[0], 27, |g| g % 27).unwrap();
-        assert!(piece.interpolation_from(1).is_err());
-        assert!(SpectralBox::new(3, cells, d).unwrap().interpolation_from(3).is_err());
+        assert!(piece.transfer_from(1).is_err());
+        assert!(SpectralBox::new(3, cells, d).unwrap().transfer_from(3).is_err());
     }
 }

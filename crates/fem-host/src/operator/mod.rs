@@ -9,6 +9,7 @@ pub mod device_pattern;
 pub mod elements;
 pub mod ell;
 pub mod gpu;
+pub mod lattice;
 pub mod linear;
 pub mod lma;
 pub mod matrix_free;

@@ -8,6 +8,7 @@ mod bp;
 mod cardiac;
 mod fem;
 mod krylov;
+mod lattice;
 mod partial;
 mod pattern;
 mod prelude_check;
