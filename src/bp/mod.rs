@@ -124,6 +124,9 @@ pub struct BpReport {
     /// Slices ahead of the shared ring through which BP3.5's line kernel
     /// read the geometric factors (0: through registers, and on the CPU).
     pub ring: usize,
+    /// Whether the kernel recomputed the geometric factors at each node
+    /// from the elements' corners instead of reading them (`--factors`).
+    pub recomputed_factors: bool,
     /// The tuning entry the launch came from (the user's file or the
     /// device's shipped seed; maybe tuned for a nearby mesh size), absent
     /// for the built-in default, a launch named on the command line, and
@@ -267,7 +270,7 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference
     let err = max_rel_error(&y, reference);
     let kernel = format!("{:?}", t.kernel);
     let sets = match o.l2 {
-        L2::Cold => cold_sets(bytes_moved(o, op), gpu.props().l2_cache_bytes as usize),
+        L2::Cold => cold_sets(bytes_moved(o, op, t.recomputes), gpu.props().l2_cache_bytes as usize),
         L2::Warm => 1,
     };
     let replicas = (1..sets).map(|_| t.replica()).collect::<Result<Vec<_>>>()?;
@@ -286,7 +289,7 @@ fn gpu_run(o: &BpOptions, gpu: &CudaBackend, t: &GpuTensor, x: &[f64], reference
         }
     })?;
     drop((replicas, xs, ys));
-    let mut r = finish(o, gpu, op, seconds, &|b, repeats| best_copy_bandwidth_cycled(gpu, b, repeats, batch, sets), err, kernel, t.elements_per_block)?;
+    let mut r = finish(o, gpu, op, seconds, &|b, repeats| best_copy_bandwidth_cycled(gpu, b, repeats, batch, sets), err, kernel, (t.elements_per_block, t.recomputes))?;
     r.applications_per_repeat = batch;
     r.l2 = Some(o.l2);
     r.data_copies = sets;
@@ -322,16 +325,19 @@ fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64]) -> R
     } else {
         measure(cpu, 1, repeats, || cpu.install(|| op.apply_elements(x, &mut y)))?.median
     };
-    finish(o, cpu, op, seconds, &|b, repeats| copy_bandwidth(cpu, b, repeats), 0.0, "cpu-sum-factorised".into(), 1)
+    finish(o, cpu, op, seconds, &|b, repeats| copy_bandwidth(cpu, b, repeats), 0.0, "cpu-sum-factorised".into(), (1, false))
 }
 
 /// Bytes, rates and the copy roofline (`copy` of a buffer of the given
 /// bytes, timed the given number of times) for a measured time.
 #[allow(clippy::too_many_arguments)]
-fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, copy: &dyn Fn(usize, usize) -> Result<CopyBandwidth>, err: f64, kernel: String, epb: usize) -> Result<BpReport> {
+/// The report of an application timed at `seconds`, by a kernel with
+/// `epb` elements per block that recomputed the geometric factors or not.
+#[allow(clippy::too_many_arguments)]
+fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, copy: &dyn Fn(usize, usize) -> Result<CopyBandwidth>, err: f64, kernel: String, (epb, recomputed): (usize, bool)) -> Result<BpReport> {
     let e = op.elements;
     let n = op.restriction.rows();
-    let bytes = bytes_moved(o, op);
+    let bytes = bytes_moved(o, op, recomputed);
     let dofs = if o.assembled { n } else { op.element_dofs() };
     let copy = copy(bytes / 2, o.repeats.clamp(3, 20))?;
     let flops = e as f64 * o.problem.flops_per_element(op.degree);
@@ -349,6 +355,7 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, c
         min_warps: 0,
         column: None,
         ring: 0,
+        recomputed_factors: recomputed,
         launch_tuned_for: None,
         seconds_per_apply: seconds,
         applications_per_repeat: 1,
@@ -373,8 +380,14 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, c
 /// The bytes an application must move (the paper's Table 2): with
 /// `assembled`, the map instead of the E-vectors, x read, y zeroed and
 /// updated.
-fn bytes_moved(o: &BpOptions, op: &TensorOperator) -> usize {
-    let bytes = op.elements * o.problem.bytes_per_element(op.degree);
+fn bytes_moved(o: &BpOptions, op: &TensorOperator, recomputed: bool) -> usize {
+    // recomputed, the factors' 7 values a node become 24 corner
+    // coordinates an element
+    let factors = match recomputed {
+        true => 8 * (fem_core::tensor::NGEO * op.np()) - 8 * 24,
+        false => 0,
+    };
+    let bytes = op.elements * (o.problem.bytes_per_element(op.degree) - factors);
     if o.assembled {
         bytes - 16 * op.element_dofs() + 4 * op.element_dofs() + 24 * op.restriction.rows()
     } else {

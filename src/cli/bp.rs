@@ -37,6 +37,9 @@ pub(crate) struct BpArgs {
     /// BP3.5's line kernel at N = 7, 8: the geometric factors through a shared ring this many slices ahead (2, 3, 4; 0: through registers; default: 2 at N = 8).
     #[arg(long)]
     pub(crate) ring: Option<usize>,
+    /// The geometric factors of BP3.5's line kernel (N ≤ 8): read as stored, or recomputed at each node from the corners of affine or trilinear elements (curved ones read them); auto (the default) as the launch has it, tuned or built in (stored).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) factors: FactorsArg,
     /// Apply on global nodes (gather and atomic scatter in the kernel) instead of element blocks (always so under mpirun).
     #[arg(long)]
     pub(crate) assembled: bool,
@@ -102,6 +105,13 @@ pub(crate) enum ColumnArg {
     Shared,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FactorsArg {
+    Auto,
+    Stored,
+    Recomputed,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub(crate) enum L2Arg {
     Cold,
@@ -150,7 +160,7 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
         return result;
     }
     let any = open_announced(a.backend, a.json)?;
-    refuse_on_cpu(&any, &[("threads_3d", "picks the GPU kernel's threads"), ("elements_per_block", "sizes the GPU's thread blocks"), ("min_warps", "budgets the GPU kernel's registers"), ("column", "places the GPU line kernel's column"), ("ring", "pipelines the GPU line kernel's factors"), ("l2", "sets how the GPU's timing meets its L2 cache")])?;
+    refuse_on_cpu(&any, &[("threads_3d", "picks the GPU kernel's threads"), ("elements_per_block", "sizes the GPU's thread blocks"), ("min_warps", "budgets the GPU kernel's registers"), ("column", "places the GPU line kernel's column"), ("ring", "pipelines the GPU line kernel's factors"), ("factors", "picks where the GPU line kernel's factors come from"), ("l2", "sets how the GPU's timing meets its L2 cache")])?;
     let mut tuning = fem::host::tune::Tuning::open(&any.name());
     let bar = progress_bar(a.json, String::new());
     for &degree in &degrees {
@@ -166,6 +176,9 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
                     r.problem.name(), r.degree, r.elements, r.dofs, r.kernel, r.seconds_per_apply, r.gdofs_per_second, r.tflops,
                     r.gbytes_per_second, r.roofline_fraction, r.copy_gbytes_per_second, r.max_rel_error_vs_cpu
                 );
+                if r.recomputed_factors {
+                    t += ", geometric factors recomputed from the elements' corners";
+                }
                 if let Some(s) = r.speedup_vs_cpu {
                     t += &format!(", {s:.1}× the CPU backend");
                 }
@@ -177,6 +190,9 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
                         let mut column = b.column.map(|c| format!(", column in {}", if c == Column::Shared { "shared memory" } else { "registers" })).unwrap_or_default();
                         if b.ring > 0 {
                             column += &format!(", factors through a shared ring {} slices ahead", b.ring);
+                        }
+                        if b.recompute {
+                            column += ", factors recomputed from the corners";
                         }
                         format!("{} threads, {} elements per block, register budget {}{column}", if b.threads_3d { "3D" } else { "2D" }, b.elements_per_block, if b.min_warps > 0 { format!("{} warps", b.min_warps) } else { "free".into() })
                     };
@@ -215,6 +231,11 @@ fn options(a: &BpArgs, problem: fem::host::operator::tensor::Problem, degree: us
                 ColumnArg::Shared => Column::Shared,
             }),
             ring: a.ring,
+            recompute: match a.factors {
+                FactorsArg::Auto => None,
+                FactorsArg::Stored => Some(false),
+                FactorsArg::Recomputed => Some(true),
+            },
         },
         repeats: a.repeats as usize,
         assembled: a.assembled,

@@ -28,15 +28,21 @@ fn check_column(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Opt
 }
 
 fn check_launch(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Option<usize>, column: Option<Column>, ring: usize) {
+    check_factors(g, op, threads_3d, epb, column, ring, false)
+}
+
+fn check_factors(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Option<usize>, column: Option<Column>, ring: usize, recompute: bool) {
     let cpu = CpuBackend::new(None).unwrap();
     let builtin = BpLaunch::builtin(op.problem, op.degree, threads_3d);
-    let l = BpLaunch { elements_per_block: epb.unwrap_or(builtin.elements_per_block), column, ring, ..builtin };
+    let l = BpLaunch { elements_per_block: epb.unwrap_or(builtin.elements_per_block), column, ring, recompute, ..builtin };
     let t = GpuTensor::with_launch(g, op, l).unwrap();
-    assert_eq!(t.ring, ring, "the named ring must be launched");
+    let recomputes = recompute && op.corners.is_some() && t.kernel == fem::kernels::tensor::BpKernel::CollocatedLines;
+    assert_eq!(t.recomputes, recomputes, "the line kernel recomputes the factors of trilinear elements where asked");
+    assert_eq!(t.ring, if recomputes { 0 } else { ring }, "the named ring must be launched where the factors are read");
     if let Some(c) = column {
         assert_eq!(t.column, c, "the named column must be launched");
     }
-    let what = format!("{:?} N={} E={} {:?} epb={} column {:?} ring {}", op.problem, op.degree, op.elements, t.kernel, t.elements_per_block, t.column, t.ring);
+    let what = format!("{:?} N={} E={} {:?} epb={} column {:?} ring {} recomputed {}", op.problem, op.degree, op.elements, t.kernel, t.elements_per_block, t.column, t.ring, t.recomputes);
     // element blocks
     let x = test_vector::<f64>(op.element_dofs(), 11);
     let mut want = vec![0.0; x.len()];
@@ -89,6 +95,48 @@ fn every_degree_matches_the_cpu() {
     }
 }
 
+/// BP3.5's line kernel recomputing the geometric factors from the
+/// corners of affine and trilinear elements equals the CPU with its
+/// stored factors at every degree of the kernel, both columns, with
+/// partial blocks and a register budget, on E- and L-vectors, and the
+/// same launch reading the stored factors to rounding. Curved elements
+/// have no corners: asked to recompute, the kernel reads the factors.
+#[test]
+fn recomputed_factors_equal_the_stored_ones() {
+    let Some(g) = gpu("recomputed_factors_equal_the_stored_ones") else { return };
+    for degree in 1..=MAX_DEGREE_LINES {
+        for d in [Deformation::None, Deformation::Trilinear { amplitude: 0.25, seed: 3 }] {
+            // 18 elements: partial blocks for 4 and 5 elements per block
+            let mesh = SpectralBox::new(degree, [2, 3, 3], d).unwrap();
+            let op = TensorOperator::new(Problem::Bp35, &mesh, 1.3).unwrap();
+            assert!(op.corners.is_some(), "N = {degree} {d:?}: trilinear elements have corners");
+            for column in [Column::Registers, Column::Shared] {
+                for epb in [None, Some(1), Some(4)] {
+                    check_factors(&g, &op, false, epb, Some(column), 0, true);
+                }
+            }
+            let builtin = BpLaunch::builtin(op.problem, op.degree, false);
+            let mut t = GpuTensor::with_launch(&g, &op, BpLaunch { recompute: true, min_warps: 16, ..builtin }).unwrap();
+            assert!(t.recomputes);
+            let x = g.upload(&test_vector::<f64>(op.restriction.rows(), 8)).unwrap();
+            let apply = |t: &GpuTensor| {
+                let mut y = g.zeros::<f64>(op.restriction.rows()).unwrap();
+                t.apply(&g, &x, &mut y).unwrap();
+                g.download(&y).unwrap()
+            };
+            let recomputed = apply(&t);
+            t.set_launch(builtin).unwrap();
+            assert!(!t.recomputes, "N = {degree}: the built-in launch reads the factors");
+            let err = rel_err(&recomputed, &apply(&t));
+            assert!(err < 1e-13, "N = {degree} {d:?}: recomputed against stored factors {err:e}");
+        }
+    }
+    let curved = SpectralBox::new(3, [2, 2, 2], Deformation::Curved { amplitude: 0.05 }).unwrap();
+    let op = TensorOperator::new(Problem::Bp35, &curved, 1.0).unwrap();
+    assert!(op.corners.is_none(), "curved elements have no corners");
+    check_factors(&g, &op, false, None, None, 0, true);
+}
+
 #[test]
 fn larger_mesh_and_bad_launches() {
     let Some(g) = gpu("larger_mesh_and_bad_launches") else { return };
@@ -103,7 +151,10 @@ fn larger_mesh_and_bad_launches() {
     let op = TensorOperator::new(Problem::Bp35, &high, 0.5).unwrap();
     assert!(GpuTensor::new(&g, &op, true, None).is_err(), "729 threads per element exceed the 3D variant");
     let refused = |op: &TensorOperator, ring: usize, column: Option<Column>| GpuTensor::with_launch(&g, op, BpLaunch { column, ring, ..BpLaunch::builtin(op.problem, op.degree, false) }).is_err();
-    assert_eq!(GpuTensor::new(&g, &op, false, None).unwrap().ring, 2, "N = 8 takes its ring by default");
+    let mut t = GpuTensor::new(&g, &op, false, None).unwrap();
+    assert_eq!((t.recomputes, t.ring), (false, 2), "N = 8 takes its ring by default");
+    t.set_launch(BpLaunch { recompute: true, ..BpLaunch::builtin(op.problem, op.degree, false) }).unwrap();
+    assert_eq!((t.recomputes, t.ring), (true, 0), "recomputing its factors, N = 8 has no ring to stream them");
     assert!(refused(&op, 5, None), "no ring five slices deep");
     assert!(refused(&op, 2, Some(Column::Registers)), "the ring keeps its column in shared memory");
     let low = TensorOperator::new(Problem::Bp35, &mesh, 0.5).unwrap();
@@ -253,6 +304,7 @@ fn gpu_p_multigrid_solve_equals_the_cpus() {
         assert!(diff < 1e-7, "{what}: {diff:e}");
     }
 }
+
 
 /// p-multigrid's transfers between degrees on the GPU as on the CPU, both
 /// ways (the interpolation and its transpose), every fine degree 2..=8

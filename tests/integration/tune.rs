@@ -327,7 +327,7 @@ fn the_users_file_wins_over_the_shipped_seed() {
     assert!(t.get::<BpLaunch>(&key).is_none());
     t.seed = seed;
     assert_eq!(t.get::<BpLaunch>(&key), Some(seeded));
-    let mine = BpLaunch { threads_3d: false, elements_per_block: seeded.elements_per_block + 1, min_warps: 24, column: None, ring: 0 };
+    let mine = BpLaunch { threads_3d: false, elements_per_block: seeded.elements_per_block + 1, min_warps: 24, column: None, ring: 0, recompute: false };
     t.file.insert(&key, &mine, 1e-4, 2e-4, 3, 0);
     assert_eq!(t.get::<BpLaunch>(&key), Some(mine));
 }

@@ -109,6 +109,77 @@ pub fn apply_metric<T: Real>(g: &[T; NGEO], lambda: T, u: T, ur: T, us: T, ut: T
     (gr, gs, gt, lambda * g[GWJ] * u)
 }
 
+/// The geometric factors of a node from the Jacobian `j[c][a]` = ∂x_c/∂ξ_a
+/// and the quadrature weight: `w·det J·J⁻¹J⁻ᵀ` in the order of [`NGEO`],
+/// and det J (the caller refuses det J ≤ 0). Shared by the host, which
+/// stores them, and the kernels that recompute them at each application.
+#[inline(always)]
+pub fn metric<T: Real>(j: [[T; 3]; 3], weight: T) -> ([T; NGEO], T) {
+    // cof[c][a]: the cofactor of j[c][a]; J⁻¹ = cofᵀ / det
+    let cof = |r: usize, c: usize| {
+        let (r1, r2, c1, c2) = ((r + 1) % 3, (r + 2) % 3, (c + 1) % 3, (c + 2) % 3);
+        j[r1][c1] * j[r2][c2] - j[r1][c2] * j[r2][c1]
+    };
+    let cof: [[T; 3]; 3] = core::array::from_fn(|r| core::array::from_fn(|c| cof(r, c)));
+    let det = j[0][0] * cof[0][0] + j[0][1] * cof[0][1] + j[0][2] * cof[0][2];
+    // G_ab = w det Σ_c J⁻¹[a][c] J⁻¹[b][c] = (w / det) Σ_c cof[c][a] cof[c][b]
+    let scale = weight / det;
+    let g = |a: usize, b: usize| scale * (cof[0][a] * cof[0][b] + cof[1][a] * cof[1][b] + cof[2][a] * cof[2][b]);
+    ([g(0, 0), g(0, 1), g(0, 2), g(1, 1), g(1, 2), g(2, 2), weight * det], det)
+}
+
+/// The Jacobian of a trilinear hexahedron along one line of nodes in z:
+/// at reference (ξ, η) fixed, ∂x/∂ξ and ∂x/∂η are linear in ζ and ∂x/∂ζ
+/// is constant, so five 3-vectors hold the line's Jacobians. The corners
+/// are `x[v][c]`, vertex v at reference (±1, ±1, ±1) with bit a of v set
+/// for +1 along axis a.
+#[derive(Clone, Copy, Debug)]
+pub struct TrilinearLine<T> {
+    /// ∂x/∂ξ = `d0 + e0·ζ`.
+    d0: [T; 3],
+    e0: [T; 3],
+    /// ∂x/∂η = `d1 + e1·ζ`.
+    d1: [T; 3],
+    e1: [T; 3],
+    /// ∂x/∂ζ.
+    d2: [T; 3],
+}
+
+impl<T: Real> TrilinearLine<T> {
+    /// The line at (`xi`, `eta`) of the hexahedron with corners `x`.
+    #[inline(always)]
+    pub fn new(x: &[[T; 3]; 8], xi: T, eta: T) -> Self {
+        let half = T::from_f64(0.5);
+        // the 1D linear functions of the vertices at ±1, and their derivative
+        let l = |t: T| [half - half * t, half + half * t];
+        let (lx, ly) = (l(xi), l(eta));
+        let dl = [-half, half];
+        // Σ over the vertices with bit 2 equal to z of x_v · fx(v0) · fy(v1)
+        let side = |fx: [T; 2], fy: [T; 2], z: usize| -> [T; 3] {
+            core::array::from_fn(|c| {
+                let mut s = T::ZERO;
+                for v in 0..4 {
+                    s = (fx[v & 1] * fy[v >> 1]).mad(x[v | (z << 2)][c], s);
+                }
+                s
+            })
+        };
+        // a function of ζ linear between its values at ζ = −1 and +1
+        let linear = |lo: [T; 3], hi: [T; 3]| -> ([T; 3], [T; 3]) { (core::array::from_fn(|c| half * (lo[c] + hi[c])), core::array::from_fn(|c| half * (hi[c] - lo[c]))) };
+        let (d0, e0) = linear(side(dl, ly, 0), side(dl, ly, 1));
+        let (d1, e1) = linear(side(lx, dl, 0), side(lx, dl, 1));
+        let (lo, hi) = (side(lx, ly, 0), side(lx, ly, 1));
+        let d2 = core::array::from_fn(|c| half * (hi[c] - lo[c]));
+        Self { d0, e0, d1, e1, d2 }
+    }
+
+    /// The Jacobian `j[c][a]` = ∂x_c/∂ξ_a at `zeta` on the line.
+    #[inline(always)]
+    pub fn jacobian(&self, zeta: T) -> [[T; 3]; 3] {
+        core::array::from_fn(|c| [self.e0[c].mad(zeta, self.d0[c]), self.e1[c].mad(zeta, self.d1[c]), self.d2[c]])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

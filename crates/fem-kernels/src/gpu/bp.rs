@@ -11,7 +11,10 @@
 //! * `bp35_lines`: the same line contractions for BP3.5, N ≤ 8, the
 //!   thread's z-column in registers or in shared memory (`SHARED_COL`);
 //!   `bp35_lines_ring` (N = 7, 8) with the geometric factors copied into a
-//!   shared ring ahead of their use instead of loaded into registers.
+//!   shared ring ahead of their use instead of loaded into registers;
+//!   `bp35_lines_trilinear` with the factors recomputed at each node from
+//!   the element's corners (trilinear elements), 24 values an element
+//!   read instead of 7 a node.
 //! * `bp35`: 2D thread slice over the GLL grid, the column `q[·][j][i]` in
 //!   registers; per slice k the reference gradient is formed from one
 //!   shared slice, the metric applied (its seven factors loaded during
@@ -34,7 +37,7 @@
 use crate::device::lines::{line, line_t};
 use crate::device::*;
 use crate::tensor::{interp_column, project_column, BpKernel, Half};
-use fem_core::tensor::{apply_metric, padded, GWJ, NGEO};
+use fem_core::tensor::{apply_metric, metric, padded, TrilinearLine, GWJ, NGEO};
 use fem_core::{unroll, Real};
 use fem_macros::kernel;
 
@@ -177,22 +180,29 @@ impl<T: Real, const N: usize> GeoAhead<T, N> {
     };
 }
 
-/// A thread's geometric factors slice by slice, later slices in flight.
+/// A thread's geometric factors slice by slice: loaded, with later
+/// slices in flight, or recomputed.
 trait SliceFactors<T>: Sized {
-    /// Issues the first slices of column `node` of the element whose
-    /// factors start at `g`.
-    unsafe fn start(g: *const T, node: (usize, usize), live: bool) -> Self;
     /// Slice `k`'s factors (`k` counts up from 0), issuing a later one.
     unsafe fn take(&mut self, k: usize) -> [T; NGEO];
 }
 
-impl<T: Real, const N: usize> SliceFactors<T> for GeoAhead<T, N> {
+/// The stored factors of a thread's column.
+trait StoredFactors<T>: SliceFactors<T> {
+    /// Issues the first slices of column `node` of the element whose
+    /// factors start at `g`.
+    unsafe fn start(g: *const T, node: (usize, usize), live: bool) -> Self;
+}
+
+impl<T: Real, const N: usize> StoredFactors<T> for GeoAhead<T, N> {
     #[inline(always)]
     unsafe fn start(g: *const T, node: (usize, usize), live: bool) -> Self {
         let ring = core::array::from_fn(|k| if k < Self::DEPTH { geo_at::<T, N>(g, (node.0, node.1, k), live) } else { [T::ZERO; NGEO] });
         Self { ring, g, node, live }
     }
+}
 
+impl<T: Real, const N: usize> SliceFactors<T> for GeoAhead<T, N> {
     #[inline(always)]
     unsafe fn take(&mut self, k: usize) -> [T; NGEO] {
         let d = Self::DEPTH;
@@ -242,7 +252,7 @@ impl<T: Real, const N: usize, const AHEAD: usize> GeoRing<T, N, AHEAD> {
     }
 }
 
-impl<T: Real, const N: usize, const AHEAD: usize> SliceFactors<T> for GeoRing<T, N, AHEAD> {
+impl<T: Real, const N: usize, const AHEAD: usize> StoredFactors<T> for GeoRing<T, N, AHEAD> {
     #[inline(always)]
     unsafe fn start(g: *const T, (i, j): (usize, usize), live: bool) -> Self {
         let per = BpKernel::CollocatedLines.per_element(N, 0);
@@ -252,7 +262,9 @@ impl<T: Real, const N: usize, const AHEAD: usize> SliceFactors<T> for GeoRing<T,
         unroll::<AHEAD>(|k| r.issue(k));
         r
     }
+}
 
+impl<T: Real, const N: usize, const AHEAD: usize> SliceFactors<T> for GeoRing<T, N, AHEAD> {
     #[inline(always)]
     unsafe fn take(&mut self, k: usize) -> [T; NGEO] {
         let () = Self::DEPTH_OK;
@@ -267,6 +279,51 @@ impl<T: Real, const N: usize, const AHEAD: usize> SliceFactors<T> for GeoRing<T,
         let gk = core::array::from_fn(|f| *slot.add(f * N * N));
         self.issue(k + AHEAD);
         gk
+    }
+}
+
+/// The factors of a thread's column recomputed at each node from the
+/// element's 24 corner coordinates (a trilinear element): the column's
+/// Jacobians from five 3-vectors ([`TrilinearLine`]), the metric from
+/// them ([`metric`], the host's). They cost about 60 arithmetic operations
+/// a node where the stored factors cost 56 bytes.
+///
+/// The GLL points and weights are read from a table in global memory
+/// (`gll`: the `N` points, then their weights), where the thread's own
+/// (i, j) index them: a launch parameter indexed by the thread would be
+/// held whole in registers. The corners are read at the first slice,
+/// after the barriers before the loop over the slices.
+struct GeoTrilinear<T, const N: usize> {
+    corners: *const T,
+    gll: *const T,
+    live: bool,
+    /// The column (i, j).
+    node: (usize, usize),
+    line: TrilinearLine<T>,
+    /// The column's weight w_i·w_j.
+    wij: T,
+}
+
+impl<T: Real, const N: usize> GeoTrilinear<T, N> {
+    /// Column `node` of element `e`, whose corners are at `corners[e·24..]`.
+    #[inline(always)]
+    fn new(corners: *const T, gll: *const T, e: usize, node: (usize, usize), live: bool) -> Self {
+        let zero = [T::ZERO; 3];
+        Self { corners: corners.wrapping_add(e * 24), gll, live, node, line: TrilinearLine::new(&[zero; 8], T::ZERO, T::ZERO), wij: T::ZERO }
+    }
+}
+
+impl<T: Real, const N: usize> SliceFactors<T> for GeoTrilinear<T, N> {
+    #[inline(always)]
+    unsafe fn take(&mut self, k: usize) -> [T; NGEO] {
+        let (point, weight) = (|m: usize| *self.gll.add(m), |m: usize| *self.gll.add(N + m));
+        if k == 0 {
+            let (i, j) = self.node;
+            let x: [[T; 3]; 8] = core::array::from_fn(|v| core::array::from_fn(|c| if self.live { *self.corners.add(v * 3 + c) } else { T::ZERO }));
+            self.line = TrilinearLine::new(&x, point(i), point(j));
+            self.wij = weight(i) * weight(j);
+        }
+        metric(self.line.jacobian(point(k)), self.wij * weight(k)).0
     }
 }
 
@@ -424,7 +481,28 @@ pub unsafe fn bp35_lines<T: Real, const NQ: usize, const GQ: usize, const HQ: us
     x: *const T,
     y: *mut T,
 ) {
-    bp35_lines_body::<T, NQ, HQ, SHARED_COL, GeoAhead<T, NQ>>(ne, lambda, dm, geo, assembled, map, x, y)
+    let np = NQ * NQ * NQ;
+    let factors = |e: usize, node, live| GeoAhead::<T, NQ>::start(geo.wrapping_add(e * NGEO * np), node, live);
+    bp35_lines_body::<T, NQ, HQ, SHARED_COL, _>(ne, lambda, dm, factors, assembled, map, x, y)
+}
+
+/// [`bp35_lines`] with the geometric factors recomputed at each node from
+/// the corners of trilinear elements ([`GeoTrilinear`]): 24 values an
+/// element read instead of 7 a node.
+#[kernel(f64; degrees = 1..=8; SHARED_COL = false, true)]
+pub unsafe fn bp35_lines_trilinear<T: Real, const NQ: usize, const GQ: usize, const HQ: usize, const SHARED_COL: bool>(
+    ne: usize,
+    lambda: T,
+    dm: Half<T, NQ, HQ>,
+    gll: *const T,
+    corners: *const T,
+    assembled: u32,
+    map: *const u32,
+    x: *const T,
+    y: *mut T,
+) {
+    let factors = |e: usize, node, live| GeoTrilinear::<T, NQ>::new(corners, gll, e, node, live);
+    bp35_lines_body::<T, NQ, HQ, SHARED_COL, _>(ne, lambda, dm, factors, assembled, map, x, y)
 }
 
 /// [`bp35_lines`] with the column in shared memory and the geometric
@@ -444,7 +522,9 @@ pub unsafe fn bp35_lines_ring<T: Real, const NQ: usize, const GQ: usize, const H
     x: *const T,
     y: *mut T,
 ) {
-    bp35_lines_body::<T, NQ, HQ, true, GeoRing<T, NQ, AHEAD>>(ne, lambda, dm, geo, assembled, map, x, y)
+    let np = NQ * NQ * NQ;
+    let factors = |e: usize, node, live| GeoRing::<T, NQ, AHEAD>::start(geo.wrapping_add(e * NGEO * np), node, live);
+    bp35_lines_body::<T, NQ, HQ, true, _>(ne, lambda, dm, factors, assembled, map, x, y)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -453,7 +533,7 @@ unsafe fn bp35_lines_body<T: Real, const NQ: usize, const HQ: usize, const SHARE
     ne: usize,
     lambda: T,
     dm: Half<T, NQ, HQ>,
-    geo: *const T,
+    factors: impl FnOnce(usize, (usize, usize), bool) -> F,
     assembled: u32,
     map: *const u32,
     x: *const T,
@@ -468,8 +548,7 @@ unsafe fn bp35_lines_body<T: Real, const NQ: usize, const HQ: usize, const SHARE
     let (i, j) = (t % NQ, t / NQ);
     let (e, live) = element(ne);
     let mut c: [T; NQ] = core::array::from_fn(|k| if live { load(assembled, map, x, e * np + (k * NQ + j) * NQ + i) } else { T::ZERO });
-    let g = geo.wrapping_add(e * NGEO * np);
-    let mut geo_k = F::start(g, (i, j), live);
+    let mut geo_k = factors(e, (i, j), live);
     unroll::<NQ>(|k| *u.add(at(k, j, i)) = c[k]);
     barrier();
     let (yl, xl) = (at(j, 0, i), at(j, i, 0));

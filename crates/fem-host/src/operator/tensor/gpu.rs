@@ -37,11 +37,19 @@ pub struct GpuTensor<'a> {
     /// Slices ahead of the line kernel's shared factor ring (0: the
     /// factors pass through registers).
     pub ring: usize,
+    /// Whether the launched kernel recomputes the geometric factors from
+    /// the elements' corners ([`uses_corners`]) rather than reading them;
+    /// its factor ring is then dropped.
+    pub recomputes: bool,
     f: CudaFunction,
     tab: CudaSlice<f64>,
     /// The tables a kernel takes by value: I, glD and D (see [`param_tables`]).
     params: [Box<ParamTables>; 3],
     geo: CudaSlice<f64>,
+    /// The elements' corners, where they are trilinear.
+    corners: Option<CudaSlice<f64>>,
+    /// The GLL points, then their weights (the recomputing kernel's table).
+    gll: CudaSlice<f64>,
     /// The operator's restriction, whose map the kernels read in their
     /// own loops.
     restriction: GpuRestriction,
@@ -77,8 +85,34 @@ pub fn kernel_for(problem: Problem, degree: usize, threads_3d: bool) -> BpKernel
     }
 }
 
+/// Whether `kernel` on `op` can read the elements' corners and recompute
+/// the geometric factors at each node: BP3.5's line kernel on trilinear
+/// elements ([`TensorOperator::corners`]). The factors cost 7 values a
+/// node, 56 bytes, where the vectors and the map of an application on
+/// L-vectors cost about 24; recomputed, they cost registers, and the tuner
+/// finds where that pays ([`BpLaunch::recompute`]).
+pub fn uses_corners(op: &TensorOperator, kernel: BpKernel) -> bool {
+    op.corners.is_some() && kernel == BpKernel::CollocatedLines
+}
+
+/// Launch `l` as it runs on `op`: its kernel, whether that recomputes the
+/// factors (where `l` asks and [`uses_corners`]), and `l` with its factor
+/// ring dropped where it does (a ring streams the stored factors). An
+/// error for a ring the kernel has not.
+fn effective(op: &TensorOperator, l: &BpLaunch) -> Result<(BpKernel, bool, BpLaunch)> {
+    let kernel = kernel_for(op.problem, op.degree, l.threads_3d);
+    if l.ring > 0 && !(has_ring(kernel, op.degree) && RING_AHEAD.contains(&l.ring) && l.column != Some(Column::Registers)) {
+        return Err(Error::InvalidArgument(format!(
+            "a factor ring of {} slices: BP3.5's line kernel has one {RING_AHEAD:?} slices deep for N in {RING_DEGREES:?}, with its column in shared memory",
+            l.ring
+        )));
+    }
+    let recomputes = l.recompute && uses_corners(op, kernel);
+    Ok((kernel, recomputes, BpLaunch { ring: if recomputes { 0 } else { l.ring }, recompute: recomputes, ..*l }))
+}
+
 /// The kernel's PTX name.
-fn kernel_name(kernel: BpKernel, degree: usize, column: Column, ring: usize) -> String {
+fn kernel_name(kernel: BpKernel, degree: usize, column: Column, ring: usize, corners: bool) -> String {
     let base = match kernel {
         BpKernel::Mass => "bp1",
         BpKernel::Collocated => "bp35",
@@ -88,6 +122,9 @@ fn kernel_name(kernel: BpKernel, degree: usize, column: Column, ring: usize) -> 
     };
     if ring > 0 {
         return format!("fem_bp35_lines_ring_n{degree}_ahead{ring}_f64");
+    }
+    if corners {
+        return format!("fem_bp35_lines_trilinear_n{degree}_shared_col{}_f64", (column == Column::Shared) as u8);
     }
     let col = if kernel == BpKernel::CollocatedLines { format!("_shared_col{}", (column == Column::Shared) as u8) } else { String::new() };
     format!("fem_{base}_n{degree}{col}_f64")
@@ -163,12 +200,13 @@ impl<'a> GpuTensor<'a> {
     /// the compiler's choice), the line kernel's column (`None`: the one
     /// that lets more warps reside, registers on a tie) and factor ring.
     pub fn with_launch(gpu: &'a CudaBackend, op: &'a TensorOperator, l: BpLaunch) -> Result<Self> {
-        let kernel = kernel_for(op.problem, op.degree, l.threads_3d);
-        let (f, column) = choose_column(gpu, op, kernel, &l)?;
+        let (kernel, recomputes, run) = effective(op, &l)?;
+        let (f, column) = choose_column(gpu, op, kernel, &run, recomputes)?;
         let b = &op.tables.basis;
         let packed = packed_tables(b);
         debug_assert_eq!(packed.len(), table_offsets(op.degree + 1, gl_points(op.degree))[6]);
-        gpu.ensure_free(8 * op.factors.len() + 4 * op.restriction.map.len() + 8 * packed.len())?;
+        let corners = op.corners.as_deref().unwrap_or_default();
+        gpu.ensure_free(8 * (op.factors.len() + corners.len()) + 4 * op.restriction.map.len() + 8 * packed.len())?;
         Ok(Self {
             gpu,
             op,
@@ -176,11 +214,14 @@ impl<'a> GpuTensor<'a> {
             elements_per_block: l.elements_per_block,
             min_warps: l.min_warps,
             column,
-            ring: l.ring,
+            ring: run.ring,
+            recomputes,
             f,
             tab: gpu.upload(&packed)?,
             params: [param_tables(&b.interp, b.gq, b.nq), param_tables(&b.gl_diff, b.gq, b.gq), param_tables(&b.diff, b.nq, b.nq)],
             geo: gpu.upload(&op.factors)?,
+            corners: op.corners.as_ref().map(|c| gpu.upload(c)).transpose()?,
+            gll: gpu.upload(&[b.gll.as_slice(), b.gll_weights.as_slice()].concat())?,
             restriction: op.restriction.upload(gpu)?,
         })
     }
@@ -189,11 +230,14 @@ impl<'a> GpuTensor<'a> {
     /// benchmark cycles through copies so that each application finds its
     /// data out of L2 (`fem_host::roofline::cold_sets`).
     pub fn replica(&self) -> Result<Self> {
-        self.gpu.ensure_free(8 * self.geo.len() + 4 * self.restriction.len() + 8 * self.tab.len())?;
+        let corners = self.corners.as_ref().map_or(0, |c| c.len());
+        self.gpu.ensure_free(8 * (self.geo.len() + corners) + 4 * self.restriction.len() + 8 * self.tab.len())?;
         Ok(Self {
             tab: self.gpu.stream().clone_dtod(&self.tab)?,
             params: self.params.clone(),
             geo: self.gpu.stream().clone_dtod(&self.geo)?,
+            corners: self.corners.as_ref().map(|c| self.gpu.stream().clone_dtod(c)).transpose()?,
+            gll: self.gpu.stream().clone_dtod(&self.gll)?,
             restriction: self.restriction.replica(self.gpu)?,
             f: self.f.clone(),
             ..*self
@@ -203,10 +247,17 @@ impl<'a> GpuTensor<'a> {
     /// Switches to another launch (the tuner's candidates), keeping the
     /// uploaded data.
     pub fn set_launch(&mut self, l: BpLaunch) -> Result<()> {
-        let kernel = kernel_for(self.op.problem, self.op.degree, l.threads_3d);
-        (self.f, self.column) = choose_column(self.gpu, self.op, kernel, &l)?;
-        (self.kernel, self.elements_per_block, self.min_warps, self.ring) = (kernel, l.elements_per_block, l.min_warps, l.ring);
+        let (kernel, recomputes, run) = effective(self.op, &l)?;
+        (self.f, self.column) = choose_column(self.gpu, self.op, kernel, &run, recomputes)?;
+        (self.kernel, self.elements_per_block, self.min_warps, self.ring, self.recomputes) = (kernel, run.elements_per_block, run.min_warps, run.ring, recomputes);
         Ok(())
+    }
+
+    /// The launch in use.
+    pub fn launch_in_use(&self) -> BpLaunch {
+        let threads_3d = self.kernel == BpKernel::Collocated3d;
+        let column = (self.kernel == BpKernel::CollocatedLines).then_some(self.column);
+        BpLaunch { threads_3d, elements_per_block: self.elements_per_block, min_warps: self.min_warps, column, ring: self.ring, recompute: self.recomputes }
     }
 
     fn config(&self, elements: usize) -> LaunchConfig {
@@ -233,7 +284,10 @@ impl<'a> GpuTensor<'a> {
         // an element's factors: NGEO at each of its quadrature points
         let per = fem_core::tensor::NGEO * self.op.problem.points().per_direction(&self.op.tables.basis).pow(3);
         let np = self.op.np();
-        let geo = self.geo.slice(elements.start * per..elements.end * per);
+        let geo = match (&self.corners, self.recomputes) {
+            (Some(c), true) => c.slice(elements.start * 24..elements.end * 24),
+            _ => self.geo.slice(elements.start * per..elements.end * per),
+        };
         let map = self.restriction.map.slice(elements.start * np..elements.end * np);
         let flag = assembled as u32;
         let mut l = self.gpu.stream().launch_builder(&self.f);
@@ -244,6 +298,7 @@ impl<'a> GpuTensor<'a> {
         match self.kernel {
             BpKernel::Mass => l.arg(&*self.params[0]),
             BpKernel::Quadrature => l.arg(&*self.params[0]).arg(&*self.params[1]),
+            BpKernel::CollocatedLines if self.recomputes => l.arg(&*self.params[2]).arg(&self.gll),
             BpKernel::CollocatedLines => l.arg(&*self.params[2]),
             BpKernel::Collocated | BpKernel::Collocated3d => l.arg(&self.tab),
         };
@@ -265,8 +320,8 @@ impl<'a> GpuTensor<'a> {
 /// (registers on a tie: no extra shared-memory traffic), which the
 /// driver's occupancy query knows from the compiled registers. The ring
 /// kernel keeps its column in shared memory.
-fn choose_column(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLaunch) -> Result<(CudaFunction, Column)> {
-    let load = |c: Column| launchable(gpu, op, kernel, l, c);
+fn choose_column(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLaunch, corners: bool) -> Result<(CudaFunction, Column)> {
+    let load = |c: Column| launchable(gpu, op, kernel, l, c, corners);
     match (kernel, l.column) {
         (_, _) if l.ring > 0 => Ok((load(Column::Shared)?, Column::Shared)),
         (BpKernel::CollocatedLines, Some(c)) => Ok((load(c)?, c)),
@@ -286,15 +341,9 @@ fn choose_column(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &B
 /// and shared-memory limits and the ring's kernels, with large shared
 /// memory opted in; compiled with registers for `min_warps` resident
 /// warps per SM when that is > 0.
-fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLaunch, column: Column) -> Result<CudaFunction> {
+fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLaunch, column: Column, corners: bool) -> Result<CudaFunction> {
     if kernel == BpKernel::Collocated3d && op.degree > MAX_DEGREE_3D {
         return Err(Error::InvalidArgument(format!("the 3D thread structure takes degrees up to {MAX_DEGREE_3D} ((N + 1)³ threads per element)")));
-    }
-    if l.ring > 0 && !(has_ring(kernel, op.degree) && RING_AHEAD.contains(&l.ring) && l.column != Some(Column::Registers)) {
-        return Err(Error::InvalidArgument(format!(
-            "a factor ring of {} slices: BP3.5's line kernel has one {RING_AHEAD:?} slices deep for N in {RING_DEGREES:?}, with its column in shared memory",
-            l.ring
-        )));
     }
     let (nq, gq, epb) = (op.degree + 1, gl_points(op.degree), l.elements_per_block);
     let threads = kernel.threads(nq, gq) * epb;
@@ -308,7 +357,7 @@ fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLa
     }
     // bounded by the block, or the largest degrees' registers would not fit it
     let blocks = l.min_warps.div_ceil(threads.div_ceil(32));
-    let f = gpu.function_for_block(&kernel_name(kernel, op.degree, column, l.ring), threads as u32, blocks as u32)?;
+    let f = gpu.function_for_block(&kernel_name(kernel, op.degree, column, l.ring, corners), threads as u32, blocks as u32)?;
     if shared > props.shared_mem_per_block as usize {
         f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
     }

@@ -124,6 +124,10 @@ pub struct TensorOperator {
     pub factors: Vec<f64>,
     /// The element-to-node map and its transpose (L-vector ↔ E-vector).
     pub restriction: Restriction,
+    /// Every element's corners where all are trilinear
+    /// ([`geometry::trilinear_corners`]): what the GPU kernels that
+    /// recompute the factors read.
+    pub corners: Option<Vec<f64>>,
     /// The first elements, which read only the owned rows of a rank's
     /// piece (all of them on one rank): their products run while the
     /// halo exchange fills the ghost rows ([`crate::distributed::Overlap`]).
@@ -136,6 +140,7 @@ impl TensorOperator {
     pub fn new(problem: Problem, mesh: &SpectralBox, lambda: f64) -> Result<Self> {
         let basis = Basis1d::new(mesh.degree)?;
         let factors = geometry::geometric_factors(mesh, &basis, problem.points())?;
+        let corners = geometry::trilinear_corners(mesh, &basis);
         Ok(Self {
             problem,
             degree: mesh.degree,
@@ -144,6 +149,7 @@ impl TensorOperator {
             tables: CpuTables::new(basis),
             factors,
             restriction: Restriction::new(mesh.map.clone(), mesh.n_nodes),
+            corners,
             interior: mesh.elements(),
         })
     }

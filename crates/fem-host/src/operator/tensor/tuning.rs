@@ -41,10 +41,20 @@ pub struct BpLaunch {
     /// registers.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ring: usize,
+    /// BP3.5's line kernel recomputing the geometric factors at each node
+    /// from the corners of trilinear elements instead of reading them
+    /// (`gpu::uses_corners`; its ring is then dropped). On curved elements
+    /// the stored factors are read.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub recompute: bool,
 }
 
 fn is_zero(v: &usize) -> bool {
     *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 /// Warm-up of each candidate before it is timed, in batches of at least
@@ -72,7 +82,7 @@ impl BpLaunch {
     fn builtin_with(problem: Problem, degree: usize, threads_3d: bool, column: Option<Column>) -> Self {
         let kernel = kernel_for(problem, degree, threads_3d);
         let ring = default_ring(kernel, degree, column);
-        Self { threads_3d, elements_per_block: default_elements_per_block(kernel, degree, ring), min_warps: 0, column, ring }
+        Self { threads_3d, elements_per_block: default_elements_per_block(kernel, degree, ring), min_warps: 0, column, ring, recompute: false }
     }
 }
 
@@ -108,16 +118,19 @@ pub fn tuned_launch(problem: Problem, degree: usize, elements: usize, assembled:
 
 /// The launch of a BP application: the user's, else the tuning file's
 /// (see [`tuned_launch`]), else the default. A user who names the variant, the block shape, the
-/// register budget or the column takes the launch out of the tuner's hands.
+/// register budget or the column takes the launch out of the tuner's hands;
+/// where the factors come from, if named, overrides the launch's choice.
 pub fn resolve(problem: Problem, degree: usize, elements: usize, assembled: bool, user: &UserLaunch, tuning: &Tuning) -> BpLaunch {
-    let UserLaunch { threads_3d, elements_per_block, min_warps, column, ring } = *user;
-    if user.names_any() {
+    let UserLaunch { threads_3d, elements_per_block, min_warps, column, ring, recompute } = *user;
+    let launch = if user.names_any() {
         let builtin = BpLaunch::builtin_with(problem, degree, threads_3d, column);
         let ring = ring.unwrap_or(builtin.ring);
         let epb = elements_per_block.unwrap_or_else(|| default_elements_per_block(kernel_for(problem, degree, threads_3d), degree, ring));
-        return BpLaunch { threads_3d, elements_per_block: epb, min_warps: min_warps.unwrap_or(0), column, ring };
-    }
-    tuned_launch(problem, degree, elements, assembled, tuning).map_or_else(|| BpLaunch::default_for(problem, degree), |(l, _)| l)
+        BpLaunch { threads_3d, elements_per_block: epb, min_warps: min_warps.unwrap_or(0), column, ring, recompute: false }
+    } else {
+        tuned_launch(problem, degree, elements, assembled, tuning).map_or_else(|| BpLaunch::default_for(problem, degree), |(l, _)| l)
+    };
+    BpLaunch { recompute: recompute.unwrap_or(launch.recompute), ..launch }
 }
 
 /// The parts of a launch a user named (the rest from the tuning file or
@@ -134,6 +147,9 @@ pub struct UserLaunch {
     pub column: Option<Column>,
     /// Depth of BP3.5's line kernel's factor ring (0: none).
     pub ring: Option<usize>,
+    /// Whether BP3.5's line kernel recomputes the geometric factors
+    /// ([`BpLaunch::recompute`]), where the user said.
+    pub recompute: Option<bool>,
 }
 
 impl UserLaunch {
@@ -146,25 +162,30 @@ impl UserLaunch {
 
 /// Every launch worth trying: 1, 2, 3, 4, 6, 8, ... elements per block
 /// (up to 1024 threads) for each variant the problem has (each column of
-/// the line kernel, and with the column in shared memory each ring depth
-/// where it has a ring), each with every register budget of [`MIN_WARPS`].
-pub fn candidates(problem: Problem, degree: usize) -> Vec<BpLaunch> {
+/// the line kernel, with the column in shared memory each ring depth
+/// where it has a ring, and where the elements are trilinear (`corners`)
+/// each column recomputing the factors), each with every register budget
+/// of [`MIN_WARPS`].
+pub fn candidates(problem: Problem, degree: usize, corners: bool) -> Vec<BpLaunch> {
     let variants: &[bool] = if problem == Problem::Bp35 && degree <= MAX_DEGREE_3D { &[false, true] } else { &[false] };
     let mut out = Vec::new();
     for &threads_3d in variants {
         let k = kernel_for(problem, degree, threads_3d);
-        let mut layouts = vec![(None, 0)];
+        let mut layouts = vec![(None, 0, false)];
         if k == BpKernel::CollocatedLines {
-            layouts = vec![(Some(Column::Registers), 0), (Some(Column::Shared), 0)];
+            layouts = vec![(Some(Column::Registers), 0, false), (Some(Column::Shared), 0, false)];
             if has_ring(k, degree) {
-                layouts.extend(RING_AHEAD.iter().map(|&a| (Some(Column::Shared), a)));
+                layouts.extend(RING_AHEAD.iter().map(|&a| (Some(Column::Shared), a, false)));
+            }
+            if corners {
+                layouts.extend([Column::Registers, Column::Shared].map(|c| (Some(c), 0, true)));
             }
         }
         let per = k.threads(degree + 1, fem_core::tensor::gl_points(degree));
-        for &(column, ring) in &layouts {
+        for &(column, ring, recompute) in &layouts {
             let mut epb = 1;
             while epb * per <= 1024 {
-                out.extend(MIN_WARPS.iter().map(|&min_warps| BpLaunch { threads_3d, elements_per_block: epb, min_warps, column, ring }));
+                out.extend(MIN_WARPS.iter().map(|&min_warps| BpLaunch { threads_3d, elements_per_block: epb, min_warps, column, ring, recompute }));
                 epb = if epb < 4 { epb + 1 } else { epb + epb / 2 };
             }
         }
@@ -179,7 +200,7 @@ pub fn tune(gpu: &CudaBackend, t: &mut GpuTensor, assembled: bool, repeats: usiz
     let n = if assembled { op.restriction.rows() } else { op.element_dofs() };
     let x = gpu.upload(&crate::sparse::bench::test_vector::<f64>(n, 7))?;
     let mut y: CudaSlice<f64> = gpu.zeros(n)?;
-    let cands: Vec<Candidate<BpLaunch>> = candidates(op.problem, op.degree).into_iter().map(|params| Candidate { params, predicted: None }).collect();
+    let cands: Vec<Candidate<BpLaunch>> = candidates(op.problem, op.degree, op.corners.is_some()).into_iter().map(|params| Candidate { params, predicted: None }).collect();
     let default = BpLaunch::default_for(op.problem, op.degree);
     let outcome = search(
         default,
@@ -206,7 +227,14 @@ mod tests {
     fn the_line_kernel_is_tried_with_both_columns_and_no_other_kernel_is() {
         for degree in 1..=15 {
             for problem in [Problem::Bp1, Problem::Bp35, Problem::Bp30] {
-                let c = candidates(problem, degree);
+                let c = candidates(problem, degree, false);
+                // on trilinear elements, each line launch also recomputing the factors
+                let with = candidates(problem, degree, true);
+                let recomputing = with.iter().filter(|l| l.recompute).count();
+                let lines = |c: &[BpLaunch]| c.iter().filter(|l| l.column.is_some() && l.ring == 0 && !l.recompute).count();
+                assert_eq!(recomputing, lines(&c), "{problem:?} N={degree}: the line kernel recomputing, each column, every block and budget");
+                assert_eq!(with.len(), c.len() + recomputing, "{problem:?} N={degree}");
+                assert!(with.iter().all(|l| !l.recompute || (l.ring == 0 && l.column.is_some())), "{problem:?} N={degree}: recomputing launches have no ring");
                 let lines: Vec<_> = c.iter().filter(|l| !l.threads_3d && problem == Problem::Bp35 && degree <= MAX_DEGREE_LINES).collect();
                 let shared = c.iter().filter(|l| l.column == Some(Column::Shared) && l.ring == 0).count();
                 let registers = c.iter().filter(|l| l.column == Some(Column::Registers)).count();
@@ -218,7 +246,22 @@ mod tests {
                 assert_eq!(rings, if ringed { RING_AHEAD.len() * shared } else { 0 }, "{problem:?} N={degree}: every ring depth beside the shared column");
             }
         }
-        assert!(candidates(Problem::Bp35, MAX_DEGREE_LINES).iter().any(|l| l.column == Some(Column::Shared)));
+        assert!(candidates(Problem::Bp35, MAX_DEGREE_LINES, false).iter().any(|l| l.column == Some(Column::Shared)));
+    }
+
+    /// Named factors override the launch's, tuned or built in, without
+    /// taking the rest of it from the tuner.
+    #[test]
+    fn named_factors_override_the_launch() {
+        let tuning = Tuning::at(None, "test device");
+        let builtin = resolve(Problem::Bp35, 4, 1000, true, &UserLaunch::default(), &tuning);
+        assert!(!builtin.recompute, "the built-in launch reads the stored factors");
+        let user = UserLaunch { recompute: Some(true), ..Default::default() };
+        assert!(!user.names_any());
+        assert_eq!(resolve(Problem::Bp35, 4, 1000, true, &user, &tuning), BpLaunch { recompute: true, ..builtin });
+        let json = serde_json::to_string(&BpLaunch { recompute: true, ..builtin }).unwrap();
+        assert!(json.contains("\"recompute\":true"), "{json}");
+        assert!(!serde_json::to_string(&builtin).unwrap().contains("recompute"), "stored factors are the default of older tuning files");
     }
 
     #[test]
@@ -242,7 +285,7 @@ mod tests {
     fn a_launch_tuned_for_a_nearby_size_stands_in() {
         let mut tuning = Tuning::at(None, "test device");
         let (p, n) = (Problem::Bp30, 7);
-        let near = BpLaunch { threads_3d: false, elements_per_block: 5, min_warps: 16, column: None, ring: 0 };
+        let near = BpLaunch { threads_3d: false, elements_per_block: 5, min_warps: 16, column: None, ring: 0, recompute: false };
         let far = BpLaunch { elements_per_block: 7, ..near };
         tuning.file.insert(&signature(p, n, 1 << 14, false), &near, 1e-4, 2e-4, 3, 0);
         tuning.file.insert(&signature(p, n, 1 << 2, false), &far, 1e-4, 2e-4, 3, 0);
