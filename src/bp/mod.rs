@@ -329,10 +329,9 @@ fn cpu_run(o: &BpOptions, cpu: &CpuBackend, op: &TensorOperator, x: &[f64]) -> R
 }
 
 /// Bytes, rates and the copy roofline (`copy` of a buffer of the given
-/// bytes, timed the given number of times) for a measured time.
-#[allow(clippy::too_many_arguments)]
-/// The report of an application timed at `seconds`, by a kernel with
-/// `epb` elements per block that recomputed the geometric factors or not.
+/// bytes, timed the given number of times) for a measured time, by a
+/// kernel with `epb` elements per block that recomputed the geometric
+/// factors or not.
 #[allow(clippy::too_many_arguments)]
 fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, copy: &dyn Fn(usize, usize) -> Result<CopyBandwidth>, err: f64, kernel: String, (epb, recomputed): (usize, bool)) -> Result<BpReport> {
     let e = op.elements;

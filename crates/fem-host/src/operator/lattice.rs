@@ -5,7 +5,7 @@
 //!
 //! p-multigrid's transfers between the degrees of a spectral-element grid
 //! are such products ([`crate::mesh::SpectralBox::transfer_from`]). Stored
-//! as one 3D matrix, the transfer from degree 4 to 7 holds about 45
+//! as one 3D matrix, the transfer from degree 3 to 7 holds about 45
 //! entries a fine row and took most of the solve's set-up to build; its
 //! three 1D factors hold a few hundred entries in all, and the three
 //! passes read and write little more than the two vectors.

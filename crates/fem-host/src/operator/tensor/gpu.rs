@@ -95,11 +95,11 @@ pub fn uses_corners(op: &TensorOperator, kernel: BpKernel) -> bool {
     op.corners.is_some() && kernel == BpKernel::CollocatedLines
 }
 
-/// Launch `l` as it runs on `op`: its kernel, whether that recomputes the
-/// factors (where `l` asks and [`uses_corners`]), and `l` with its factor
-/// ring dropped where it does (a ring streams the stored factors). An
-/// error for a ring the kernel has not.
-fn effective(op: &TensorOperator, l: &BpLaunch) -> Result<(BpKernel, bool, BpLaunch)> {
+/// Launch `l` as it runs on `op`: its kernel, and `l` recomputing the
+/// factors only where it asks and [`uses_corners`], its factor ring
+/// dropped where it does (a ring streams the stored factors). An error
+/// for a ring the kernel has not.
+fn effective(op: &TensorOperator, l: &BpLaunch) -> Result<(BpKernel, BpLaunch)> {
     let kernel = kernel_for(op.problem, op.degree, l.threads_3d);
     if l.ring > 0 && !(has_ring(kernel, op.degree) && RING_AHEAD.contains(&l.ring) && l.column != Some(Column::Registers)) {
         return Err(Error::InvalidArgument(format!(
@@ -107,11 +107,11 @@ fn effective(op: &TensorOperator, l: &BpLaunch) -> Result<(BpKernel, bool, BpLau
             l.ring
         )));
     }
-    let recomputes = l.recompute && uses_corners(op, kernel);
-    Ok((kernel, recomputes, BpLaunch { ring: if recomputes { 0 } else { l.ring }, recompute: recomputes, ..*l }))
+    let recompute = l.recompute && uses_corners(op, kernel);
+    Ok((kernel, BpLaunch { ring: if recompute { 0 } else { l.ring }, recompute, ..*l }))
 }
 
-/// The kernel's PTX name.
+/// The kernel's PTX name (`corners`: the one recomputing the factors).
 fn kernel_name(kernel: BpKernel, degree: usize, column: Column, ring: usize, corners: bool) -> String {
     let base = match kernel {
         BpKernel::Mass => "bp1",
@@ -200,8 +200,8 @@ impl<'a> GpuTensor<'a> {
     /// the compiler's choice), the line kernel's column (`None`: the one
     /// that lets more warps reside, registers on a tie) and factor ring.
     pub fn with_launch(gpu: &'a CudaBackend, op: &'a TensorOperator, l: BpLaunch) -> Result<Self> {
-        let (kernel, recomputes, run) = effective(op, &l)?;
-        let (f, column) = choose_column(gpu, op, kernel, &run, recomputes)?;
+        let (kernel, run) = effective(op, &l)?;
+        let (f, column) = choose_column(gpu, op, kernel, &run)?;
         let b = &op.tables.basis;
         let packed = packed_tables(b);
         debug_assert_eq!(packed.len(), table_offsets(op.degree + 1, gl_points(op.degree))[6]);
@@ -215,7 +215,7 @@ impl<'a> GpuTensor<'a> {
             min_warps: l.min_warps,
             column,
             ring: run.ring,
-            recomputes,
+            recomputes: run.recompute,
             f,
             tab: gpu.upload(&packed)?,
             params: [param_tables(&b.interp, b.gq, b.nq), param_tables(&b.gl_diff, b.gq, b.gq), param_tables(&b.diff, b.nq, b.nq)],
@@ -247,17 +247,10 @@ impl<'a> GpuTensor<'a> {
     /// Switches to another launch (the tuner's candidates), keeping the
     /// uploaded data.
     pub fn set_launch(&mut self, l: BpLaunch) -> Result<()> {
-        let (kernel, recomputes, run) = effective(self.op, &l)?;
-        (self.f, self.column) = choose_column(self.gpu, self.op, kernel, &run, recomputes)?;
-        (self.kernel, self.elements_per_block, self.min_warps, self.ring, self.recomputes) = (kernel, run.elements_per_block, run.min_warps, run.ring, recomputes);
+        let (kernel, run) = effective(self.op, &l)?;
+        (self.f, self.column) = choose_column(self.gpu, self.op, kernel, &run)?;
+        (self.kernel, self.elements_per_block, self.min_warps, self.ring, self.recomputes) = (kernel, run.elements_per_block, run.min_warps, run.ring, run.recompute);
         Ok(())
-    }
-
-    /// The launch in use.
-    pub fn launch_in_use(&self) -> BpLaunch {
-        let threads_3d = self.kernel == BpKernel::Collocated3d;
-        let column = (self.kernel == BpKernel::CollocatedLines).then_some(self.column);
-        BpLaunch { threads_3d, elements_per_block: self.elements_per_block, min_warps: self.min_warps, column, ring: self.ring, recompute: self.recomputes }
     }
 
     fn config(&self, elements: usize) -> LaunchConfig {
@@ -320,8 +313,8 @@ impl<'a> GpuTensor<'a> {
 /// (registers on a tie: no extra shared-memory traffic), which the
 /// driver's occupancy query knows from the compiled registers. The ring
 /// kernel keeps its column in shared memory.
-fn choose_column(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLaunch, corners: bool) -> Result<(CudaFunction, Column)> {
-    let load = |c: Column| launchable(gpu, op, kernel, l, c, corners);
+fn choose_column(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLaunch) -> Result<(CudaFunction, Column)> {
+    let load = |c: Column| launchable(gpu, op, kernel, l, c);
     match (kernel, l.column) {
         (_, _) if l.ring > 0 => Ok((load(Column::Shared)?, Column::Shared)),
         (BpKernel::CollocatedLines, Some(c)) => Ok((load(c)?, c)),
@@ -341,7 +334,7 @@ fn choose_column(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &B
 /// and shared-memory limits and the ring's kernels, with large shared
 /// memory opted in; compiled with registers for `min_warps` resident
 /// warps per SM when that is > 0.
-fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLaunch, column: Column, corners: bool) -> Result<CudaFunction> {
+fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLaunch, column: Column) -> Result<CudaFunction> {
     if kernel == BpKernel::Collocated3d && op.degree > MAX_DEGREE_3D {
         return Err(Error::InvalidArgument(format!("the 3D thread structure takes degrees up to {MAX_DEGREE_3D} ((N + 1)³ threads per element)")));
     }
@@ -357,7 +350,7 @@ fn launchable(gpu: &CudaBackend, op: &TensorOperator, kernel: BpKernel, l: &BpLa
     }
     // bounded by the block, or the largest degrees' registers would not fit it
     let blocks = l.min_warps.div_ceil(threads.div_ceil(32));
-    let f = gpu.function_for_block(&kernel_name(kernel, op.degree, column, l.ring, corners), threads as u32, blocks as u32)?;
+    let f = gpu.function_for_block(&kernel_name(kernel, op.degree, column, l.ring, l.recompute), threads as u32, blocks as u32)?;
     if shared > props.shared_mem_per_block as usize {
         f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
     }
