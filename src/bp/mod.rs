@@ -124,7 +124,7 @@ pub struct BpReport {
     /// Slices ahead of the shared ring through which BP3.5's line kernel
     /// read the geometric factors (0: through registers, and on the CPU).
     pub ring: usize,
-    /// Whether the kernel recomputed the geometric factors at each node
+    /// Whether the kernel recomputed the geometric factors at each point
     /// from the elements' corners instead of reading them (`--factors`).
     pub recomputed_factors: bool,
     /// The tuning entry the launch came from (the user's file or the
@@ -380,10 +380,10 @@ fn finish<B: Backend>(o: &BpOptions, b: &B, op: &TensorOperator, seconds: f64, c
 /// `assembled`, the map instead of the E-vectors, x read, y zeroed and
 /// updated.
 fn bytes_moved(o: &BpOptions, op: &TensorOperator, recomputed: bool) -> usize {
-    // recomputed, the factors' 7 values a node become 24 corner
-    // coordinates an element
+    // recomputed, the factors (7 values a point, BP1's one) become 24
+    // corner coordinates an element
     let factors = match recomputed {
-        true => 8 * (fem_core::tensor::NGEO * op.np()) - 8 * 24,
+        true => o.problem.factor_bytes_per_element(op.degree) - 8 * 24,
         false => 0,
     };
     let bytes = op.elements * (o.problem.bytes_per_element(op.degree) - factors);

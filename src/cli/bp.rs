@@ -37,7 +37,7 @@ pub(crate) struct BpArgs {
     /// BP3.5's line kernel at N = 7, 8: the geometric factors through a shared ring this many slices ahead (2, 3, 4; 0: through registers; default: 2 at N = 8).
     #[arg(long)]
     pub(crate) ring: Option<usize>,
-    /// The geometric factors of BP3.5's line kernel (N ≤ 8): read as stored, or recomputed at each node from the corners of affine or trilinear elements (curved ones read them); auto (the default) as the launch has it, tuned or built in (stored).
+    /// The geometric factors of the kernels of BP1, BP3.0 and BP3.5's lines (N ≤ 8): read as stored, or recomputed at each point from the corners of affine or trilinear elements (curved ones read them); auto (the default) as the launch has it, tuned or built in (stored).
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) factors: FactorsArg,
     /// Apply on global nodes (gather and atomic scatter in the kernel) instead of element blocks (always so under mpirun).
@@ -160,7 +160,7 @@ pub(crate) fn bp(a: &BpArgs) -> CliResult {
         return result;
     }
     let any = open_announced(a.backend, a.json)?;
-    refuse_on_cpu(&any, &[("threads_3d", "picks the GPU kernel's threads"), ("elements_per_block", "sizes the GPU's thread blocks"), ("min_warps", "budgets the GPU kernel's registers"), ("column", "places the GPU line kernel's column"), ("ring", "pipelines the GPU line kernel's factors"), ("factors", "picks where the GPU line kernel's factors come from"), ("l2", "sets how the GPU's timing meets its L2 cache")])?;
+    refuse_on_cpu(&any, &[("threads_3d", "picks the GPU kernel's threads"), ("elements_per_block", "sizes the GPU's thread blocks"), ("min_warps", "budgets the GPU kernel's registers"), ("column", "places the GPU line kernel's column"), ("ring", "pipelines the GPU line kernel's factors"), ("factors", "picks where the GPU kernel's factors come from"), ("l2", "sets how the GPU's timing meets its L2 cache")])?;
     let mut tuning = fem::host::tune::Tuning::open(&any.name());
     let bar = progress_bar(a.json, String::new());
     for &degree in &degrees {

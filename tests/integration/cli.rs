@@ -640,7 +640,7 @@ fn solve_refuses_options_its_path_ignores() {
     for (args, says) in [
         (&["bp", "--problem", "bp1", "--degree", "2", "--elements", "8", "--threads-3d"][..], "--threads-3d picks the GPU kernel's threads"),
         (&["bp", "--problem", "bp1", "--degree", "2", "--elements", "8", "--l2", "warm"], "--l2 sets how the GPU's timing"),
-        (&["bp", "--problem", "bp3.5", "--degree", "2", "--elements", "8", "--factors", "stored"], "--factors picks where the GPU line kernel's factors come from"),
+        (&["bp", "--problem", "bp3.5", "--degree", "2", "--elements", "8", "--factors", "stored"], "--factors picks where the GPU kernel's factors come from"),
         (&["residual", "--problem", "poisson", "--dim", "2", "--cells", "64", "--blocks", "4"], "--blocks sizes the GPU's thread-transposition launch"),
     ] {
         let mut all = args.to_vec();

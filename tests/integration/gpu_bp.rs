@@ -2,7 +2,8 @@
 //! degree 1..=15 of BP1.0, BP3.5 (lines up to N = 8 with the column in
 //! registers and in shared memory, and at N = 7 and 8 with the factors
 //! through a shared ring of every depth; 2D slices above, 3D threads up
-//! to N = 7) and BP3.0, on element blocks and assembled through the map, with
+//! to N = 7) and BP3.0, the factors read or recomputed from the corners
+//! of trilinear elements, on element blocks and assembled through the map, with
 //! element counts that leave partial blocks; and the GPU Jacobi-CG.
 //! Skipped without a device.
 
@@ -11,7 +12,7 @@ use common::{gpu, rel_err};
 use fem::host::sparse::bench::test_vector;
 
 use fem::host::mesh::spectral::{Deformation, SpectralBox};
-use fem::host::operator::tensor::gpu::{Column, GpuTensor, MAX_DEGREE_3D, MAX_DEGREE_LINES, RING_AHEAD, RING_DEGREES};
+use fem::host::operator::tensor::gpu::{recomputes_at, Column, GpuTensor, MAX_DEGREE_3D, MAX_DEGREE_LINES, MAX_DEGREE_RECOMPUTE, RING_AHEAD, RING_DEGREES};
 use fem::host::operator::tensor::tuning::BpLaunch;
 use fem::host::operator::tensor::{Problem, TensorOperator};
 use fem::host::operator::LinearOperator;
@@ -36,8 +37,8 @@ fn check_factors(g: &CudaBackend, op: &TensorOperator, threads_3d: bool, epb: Op
     let builtin = BpLaunch::builtin(op.problem, op.degree, threads_3d);
     let l = BpLaunch { elements_per_block: epb.unwrap_or(builtin.elements_per_block), column, ring, recompute, ..builtin };
     let t = GpuTensor::with_launch(g, op, l).unwrap();
-    let recomputes = recompute && op.corners.is_some() && t.kernel == fem::kernels::tensor::BpKernel::CollocatedLines;
-    assert_eq!(t.recomputes, recomputes, "the line kernel recomputes the factors of trilinear elements where asked");
+    let recomputes = recompute && op.corners.is_some() && recomputes_at(t.kernel, op.degree);
+    assert_eq!(t.recomputes, recomputes, "the kernel recomputes the factors of trilinear elements where asked");
     assert_eq!(t.ring, if recomputes { 0 } else { ring }, "the named ring must be launched where the factors are read");
     if let Some(c) = column {
         assert_eq!(t.column, c, "the named column must be launched");
@@ -95,24 +96,26 @@ fn every_degree_matches_the_cpu() {
     }
 }
 
-/// BP3.5's line kernel recomputing the geometric factors from the
-/// corners of affine and trilinear elements equals the CPU with its
-/// stored factors at every degree of the kernel, both columns, with
-/// partial blocks and a register budget, on E- and L-vectors, and the
-/// same launch reading the stored factors to rounding. Curved elements
-/// have no corners: asked to recompute, the kernel reads the factors.
+/// BP1's, BP3.0's and BP3.5's line kernel recomputing the geometric
+/// factors from the corners of affine and trilinear elements equal the
+/// CPU with its stored factors at every degree of the kernels (BP3.5's
+/// both columns), with partial blocks and a register budget, on E- and
+/// L-vectors, and the same launch reading the stored factors to
+/// rounding. Curved elements have no corners: asked to recompute, the
+/// kernel reads the factors; above N = 8 no kernel recomputes.
 #[test]
 fn recomputed_factors_equal_the_stored_ones() {
     let Some(g) = gpu("recomputed_factors_equal_the_stored_ones") else { return };
-    for degree in 1..=MAX_DEGREE_LINES {
+    for (problem, degree) in [Problem::Bp1, Problem::Bp35, Problem::Bp30].into_iter().flat_map(|p| (1..=MAX_DEGREE_RECOMPUTE).map(move |n| (p, n))) {
         for d in [Deformation::None, Deformation::Trilinear { amplitude: 0.25, seed: 3 }] {
             // 18 elements: partial blocks for 4 and 5 elements per block
             let mesh = SpectralBox::new(degree, [2, 3, 3], d).unwrap();
-            let op = TensorOperator::new(Problem::Bp35, &mesh, 1.3).unwrap();
+            let op = TensorOperator::new(problem, &mesh, 1.3).unwrap();
             assert!(op.corners.is_some(), "N = {degree} {d:?}: trilinear elements have corners");
-            for column in [Column::Registers, Column::Shared] {
+            let columns = if problem == Problem::Bp35 { vec![Some(Column::Registers), Some(Column::Shared)] } else { vec![None] };
+            for column in columns {
                 for epb in [None, Some(1), Some(4)] {
-                    check_factors(&g, &op, false, epb, Some(column), 0, true);
+                    check_factors(&g, &op, false, epb, column, 0, true);
                 }
             }
             let builtin = BpLaunch::builtin(op.problem, op.degree, false);
@@ -128,13 +131,18 @@ fn recomputed_factors_equal_the_stored_ones() {
             t.set_launch(builtin).unwrap();
             assert!(!t.recomputes, "N = {degree}: the built-in launch reads the factors");
             let err = rel_err(&recomputed, &apply(&t));
-            assert!(err < 1e-13, "N = {degree} {d:?}: recomputed against stored factors {err:e}");
+            assert!(err < 1e-13, "{problem:?} N = {degree} {d:?}: recomputed against stored factors {err:e}");
         }
     }
-    let curved = SpectralBox::new(3, [2, 2, 2], Deformation::Curved { amplitude: 0.05 }).unwrap();
-    let op = TensorOperator::new(Problem::Bp35, &curved, 1.0).unwrap();
-    assert!(op.corners.is_none(), "curved elements have no corners");
-    check_factors(&g, &op, false, None, None, 0, true);
+    for problem in [Problem::Bp1, Problem::Bp35, Problem::Bp30] {
+        let curved = SpectralBox::new(3, [2, 2, 2], Deformation::Curved { amplitude: 0.05 }).unwrap();
+        let op = TensorOperator::new(problem, &curved, 1.0).unwrap();
+        assert!(op.corners.is_none(), "curved elements have no corners");
+        check_factors(&g, &op, false, None, None, 0, true);
+        let high = SpectralBox::new(MAX_DEGREE_RECOMPUTE + 1, [1, 1, 2], Deformation::None).unwrap();
+        let op = TensorOperator::new(problem, &high, 1.0).unwrap();
+        check_factors(&g, &op, false, None, None, 0, true);
+    }
 }
 
 #[test]

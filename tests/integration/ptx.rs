@@ -40,6 +40,7 @@ fn expected_kernels() -> Vec<String> {
     names.extend((1..=7).map(|n| format!("fem_bp35_3d_n{n}_f64")));
     names.extend((1..=8).flat_map(|n| [0, 1].map(|c| format!("fem_bp35_lines_n{n}_shared_col{c}_f64"))));
     names.extend((1..=8).flat_map(|n| [0, 1].map(|c| format!("fem_bp35_lines_trilinear_n{n}_shared_col{c}_f64"))));
+    names.extend((1..=8).flat_map(|n| ["bp1", "bp30"].map(|k| format!("fem_{k}_trilinear_n{n}_f64"))));
     names.extend(["f32", "f64"].map(|t| format!("fem_lattice_axis_{t}")));
     names
 }

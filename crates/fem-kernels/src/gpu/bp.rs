@@ -7,14 +7,16 @@
 //!   element in shared memory at a time (x-line, y-line, then its z-column
 //!   in registers), reads it once and writes each result once; the 1D
 //!   matrices are launch parameters ([`Half`]), read by the whole warp at
-//!   the same fixed index.
+//!   the same fixed index. `bp1_trilinear` and `bp30_trilinear` (N ≤ 8)
+//!   recompute the geometric factors at each GL point from the element's
+//!   corners (trilinear elements) instead of reading them.
 //! * `bp35_lines`: the same line contractions for BP3.5, N ≤ 8, the
 //!   thread's z-column in registers or in shared memory (`SHARED_COL`);
 //!   `bp35_lines_ring` (N = 7, 8) with the geometric factors copied into a
 //!   shared ring ahead of their use instead of loaded into registers;
 //!   `bp35_lines_trilinear` with the factors recomputed at each node from
-//!   the element's corners (trilinear elements), 24 values an element
-//!   read instead of 7 a node.
+//!   the element's corners, 24 values an element read instead of 7 a
+//!   node. Where the factors come from is `bp_factors`'.
 //! * `bp35`: 2D thread slice over the GLL grid, the column `q[·][j][i]` in
 //!   registers; per slice k the reference gradient is formed from one
 //!   shared slice, the metric applied (its seven factors loaded during
@@ -34,10 +36,11 @@
 //! L-vectors read through `map` and added to atomically (the caller zeroes
 //! `y`).
 
+use super::bp_factors::{geo_at, GeoAhead, GeoRing, GeoTrilinear, SliceFactors, SliceWeights, StoredFactors, WeightsAhead};
 use crate::device::lines::{line, line_t};
 use crate::device::*;
 use crate::tensor::{interp_column, project_column, BpKernel, Half};
-use fem_core::tensor::{apply_metric, metric, padded, TrilinearLine, GWJ, NGEO};
+use fem_core::tensor::{apply_metric, padded, NGEO};
 use fem_core::{unroll, Real};
 use fem_macros::kernel;
 
@@ -111,11 +114,6 @@ unsafe fn load_element<T: Real, const NQ: usize, const GQ: usize>(w: *mut T, i: 
     barrier();
 }
 
-/// Largest GL point count for which [`bp1`] loads its weights before the
-/// interpolation: at 17 points the early values cost 212 registers, more
-/// than a 289-thread block may have.
-const WJ_AHEAD_MAX: usize = 12;
-
 /// Interpolation in x and y of the element loaded in `w` (slices of
 /// `GQ × padded(GQ)`): thread `t` takes x-line (t mod N + 1, t div N + 1),
 /// then y-line (t mod G, t div G).
@@ -154,179 +152,6 @@ unsafe fn project_yx<T: Real, const NQ: usize, const GQ: usize>(w: *mut T, t: us
     }
 }
 
-/// The geometric factors of a thread's column, slice by slice, with the
-/// next slices' loads in flight: the metric loops are short, and their
-/// shared-memory stores keep the compilers from moving later loads ahead
-/// of them. Two slices ahead up to 12 points per direction, one above,
-/// where the registers of the second would spill; three at 9 points,
-/// where they were measured to pay in both kernels that use this (H100,
-/// fraction of the copy at 1e7 DOFs / 4096 elements: BP3.5 N = 8 0.899 →
-/// 0.936 / 0.833 → 0.870, BP3.0 N = 7 0.804 → 0.861 / 0.751 → 0.800; at
-/// 6, 7 and 10 points they lost 1–10 %).
-struct GeoAhead<T, const N: usize> {
-    ring: [[T; NGEO]; 3],
-    g: *const T,
-    node: (usize, usize),
-    live: bool,
-}
-
-impl<T: Real, const N: usize> GeoAhead<T, N> {
-    const DEPTH: usize = if N == 9 {
-        3
-    } else if N <= 12 {
-        2
-    } else {
-        1
-    };
-}
-
-/// A thread's geometric factors slice by slice: loaded, with later
-/// slices in flight, or recomputed.
-trait SliceFactors<T>: Sized {
-    /// Slice `k`'s factors (`k` counts up from 0), issuing a later one.
-    unsafe fn take(&mut self, k: usize) -> [T; NGEO];
-}
-
-/// The stored factors of a thread's column.
-trait StoredFactors<T>: SliceFactors<T> {
-    /// Issues the first slices of column `node` of the element whose
-    /// factors start at `g`.
-    unsafe fn start(g: *const T, node: (usize, usize), live: bool) -> Self;
-}
-
-impl<T: Real, const N: usize> StoredFactors<T> for GeoAhead<T, N> {
-    #[inline(always)]
-    unsafe fn start(g: *const T, node: (usize, usize), live: bool) -> Self {
-        let ring = core::array::from_fn(|k| if k < Self::DEPTH { geo_at::<T, N>(g, (node.0, node.1, k), live) } else { [T::ZERO; NGEO] });
-        Self { ring, g, node, live }
-    }
-}
-
-impl<T: Real, const N: usize> SliceFactors<T> for GeoAhead<T, N> {
-    #[inline(always)]
-    unsafe fn take(&mut self, k: usize) -> [T; NGEO] {
-        let d = Self::DEPTH;
-        let gk = self.ring[k % d];
-        self.ring[k % d] = geo_at::<T, N>(self.g, (self.node.0, self.node.1, k + d), self.live);
-        gk
-    }
-}
-
-/// The geometric factors of a thread's column through shared memory:
-/// slice k + `AHEAD` is copied (`cp.async`, no register waits for it)
-/// into a ring of `AHEAD` + 1 slots while slice k is used, so the loads in
-/// flight cost shared memory instead of [`GeoAhead`]'s 7 registers per
-/// slice. Each thread copies and reads only its own node's factors, so
-/// no barrier is needed; the slot a copy overwrites was read a slice
-/// earlier. The ring of element `threadIdx.y` follows the block's work
-/// arrays of [`BpKernel::CollocatedLines`].
-struct GeoRing<T, const N: usize, const AHEAD: usize> {
-    /// The thread's first slot (generic address, for reading).
-    slots: *const T,
-    /// The same in the shared window, and the thread's node (i, j, 0) in
-    /// the global window (for `cp.async`).
-    windows: (u32, u64),
-    live: bool,
-}
-
-impl<T: Real, const N: usize, const AHEAD: usize> GeoRing<T, N, AHEAD> {
-    const SLOTS: usize = AHEAD + 1;
-    /// [`SliceFactors::take`] waits with a literal count for each depth.
-    const DEPTH_OK: () = assert!(AHEAD >= 1 && AHEAD <= 4, "a factor ring 1 to 4 slices deep");
-
-    /// Shared values of one element's ring (as the host counts them).
-    const fn len() -> usize {
-        let k = BpKernel::CollocatedLines;
-        k.shared_len_with_ring(N, 0, 1, AHEAD) - k.shared_len(N, 0, 1)
-    }
-
-    /// Copies slice `k`, if the element has it, into its slot.
-    #[inline(always)]
-    unsafe fn issue(&self, k: usize) {
-        if self.live && k < N {
-            let (s, g) = self.windows;
-            let (nn, b) = (N * N, T::BYTES);
-            unroll::<NGEO>(|f| copy_async::copy_async_at::<T>(s + (((k % Self::SLOTS) * NGEO + f) * nn * b) as u32, g + ((f * nn * N + k * nn) * b) as u64));
-        }
-        copy_async::commit();
-    }
-}
-
-impl<T: Real, const N: usize, const AHEAD: usize> StoredFactors<T> for GeoRing<T, N, AHEAD> {
-    #[inline(always)]
-    unsafe fn start(g: *const T, (i, j): (usize, usize), live: bool) -> Self {
-        let per = BpKernel::CollocatedLines.per_element(N, 0);
-        let t = j * N + i;
-        let slots = dynamic_shared::<T>().add(block_dim_y() * per + thread_idx_y() * Self::len() + t);
-        let r = Self { slots, windows: copy_async::windows(slots, g.wrapping_add(t)), live };
-        unroll::<AHEAD>(|k| r.issue(k));
-        r
-    }
-}
-
-impl<T: Real, const N: usize, const AHEAD: usize> SliceFactors<T> for GeoRing<T, N, AHEAD> {
-    #[inline(always)]
-    unsafe fn take(&mut self, k: usize) -> [T; NGEO] {
-        let () = Self::DEPTH_OK;
-        match AHEAD {
-            1 => copy_async::wait_all_but::<0>(),
-            2 => copy_async::wait_all_but::<1>(),
-            3 => copy_async::wait_all_but::<2>(),
-            4 => copy_async::wait_all_but::<3>(),
-            _ => unreachable!(),
-        }
-        let slot = self.slots.add((k % Self::SLOTS) * NGEO * N * N);
-        let gk = core::array::from_fn(|f| *slot.add(f * N * N));
-        self.issue(k + AHEAD);
-        gk
-    }
-}
-
-/// The factors of a thread's column recomputed at each node from the
-/// element's 24 corner coordinates (a trilinear element): the column's
-/// Jacobians from five 3-vectors ([`TrilinearLine`]), the metric from
-/// them ([`metric`], the host's). They cost about 60 arithmetic operations
-/// a node where the stored factors cost 56 bytes.
-///
-/// The GLL points and weights are read from a table in global memory
-/// (`gll`: the `N` points, then their weights), where the thread's own
-/// (i, j) index them: a launch parameter indexed by the thread would be
-/// held whole in registers. The corners are read at the first slice,
-/// after the barriers before the loop over the slices.
-struct GeoTrilinear<T, const N: usize> {
-    corners: *const T,
-    gll: *const T,
-    live: bool,
-    /// The column (i, j).
-    node: (usize, usize),
-    line: TrilinearLine<T>,
-    /// The column's weight w_i·w_j.
-    wij: T,
-}
-
-impl<T: Real, const N: usize> GeoTrilinear<T, N> {
-    /// Column `node` of element `e`, whose corners are at `corners[e·24..]`.
-    #[inline(always)]
-    fn new(corners: *const T, gll: *const T, e: usize, node: (usize, usize), live: bool) -> Self {
-        let zero = [T::ZERO; 3];
-        Self { corners: corners.wrapping_add(e * 24), gll, live, node, line: TrilinearLine::new(&[zero; 8], T::ZERO, T::ZERO), wij: T::ZERO }
-    }
-}
-
-impl<T: Real, const N: usize> SliceFactors<T> for GeoTrilinear<T, N> {
-    #[inline(always)]
-    unsafe fn take(&mut self, k: usize) -> [T; NGEO] {
-        let (point, weight) = (|m: usize| *self.gll.add(m), |m: usize| *self.gll.add(N + m));
-        if k == 0 {
-            let (i, j) = self.node;
-            let x: [[T; 3]; 8] = core::array::from_fn(|v| core::array::from_fn(|c| if self.live { *self.corners.add(v * 3 + c) } else { T::ZERO }));
-            self.line = TrilinearLine::new(&x, point(i), point(j));
-            self.wij = weight(i) * weight(j);
-        }
-        metric(self.line.jacobian(point(k)), self.wij * weight(k)).0
-    }
-}
-
 /// The element's work arrays ([`work_at`]) for the kernels without shared
 /// tables.
 #[inline(always)]
@@ -341,41 +166,48 @@ unsafe fn work<T: Real>(kind: BpKernel, nq: usize, gq: usize) -> *mut T {
 /// parameter.
 #[kernel(f64; degrees)]
 pub unsafe fn bp1<T: Real, const NQ: usize, const GQ: usize, const HQ: usize>(ne: usize, im: Half<T, NQ, HQ>, geo: *const T, assembled: u32, map: *const u32, x: *const T, y: *mut T) {
-    let (np, gp, p) = (NQ * NQ * NQ, GQ * GQ * GQ, padded(GQ));
+    let weights = |e: usize, node, live| WeightsAhead::<T, GQ>::start(geo.wrapping_add(e * NGEO * GQ * GQ * GQ), node, live);
+    bp1_body::<T, NQ, GQ, HQ, _>(ne, im, weights, assembled, map, x, y)
+}
+
+/// [`bp1`] with the weights w·det J recomputed at each point from the
+/// corners of trilinear elements ([`GeoTrilinear`] on the GL rule `gl`):
+/// 24 values an element read instead of one a point.
+#[kernel(f64; degrees = 1..=8)]
+pub unsafe fn bp1_trilinear<T: Real, const NQ: usize, const GQ: usize, const HQ: usize>(ne: usize, im: Half<T, NQ, HQ>, gl: *const T, corners: *const T, assembled: u32, map: *const u32, x: *const T, y: *mut T) {
+    let weights = |e: usize, node, live| GeoTrilinear::<T, GQ>::new(corners, gl, e, node, live);
+    bp1_body::<T, NQ, GQ, HQ, _>(ne, im, weights, assembled, map, x, y)
+}
+
+#[inline(always)]
+unsafe fn bp1_body<T: Real, const NQ: usize, const GQ: usize, const HQ: usize, F: SliceWeights<T>>(
+    ne: usize,
+    im: Half<T, NQ, HQ>,
+    weights: impl FnOnce(usize, (usize, usize), bool) -> F,
+    assembled: u32,
+    map: *const u32,
+    x: *const T,
+    y: *mut T,
+) {
+    let (np, p) = (NQ * NQ * NQ, padded(GQ));
     let at = |k: usize, j: usize, i: usize| (k * GQ + j) * p + i;
     let a = |q: usize, m: usize| im.at(q, m);
     let w = work::<T>(BpKernel::Mass, NQ, GQ);
     let t = thread_idx_x();
     let (i, j) = (t % GQ, t / GQ);
     let (e, live) = element(ne);
-    // the weights are needed after three barriers: their loads go first,
-    // unless holding them would leave too few registers for a launch
-    let g = geo.wrapping_add((e * NGEO + GWJ) * gp + j * GQ + i);
-    let wj = |k: usize| if live { *g.add(k * GQ * GQ) } else { T::ZERO };
-    let early = GQ <= WJ_AHEAD_MAX;
-    let wj_early: [T; GQ] = core::array::from_fn(|k| if early { wj(k) } else { T::ZERO });
+    // the stored weights are needed after three barriers: their loads go
+    // first
+    let mut wj = weights(e, (i, j), live);
     load_element::<T, NQ, GQ>(w, i, j, live, |n| load(assembled, map, x, e * np + n));
     interpolate_xy::<T, NQ, GQ>(w, t, a);
     let r: [T; NQ] = core::array::from_fn(|k| *w.add(at(k, j, i)));
     let mut c = interp_column::<T, NQ, GQ, false>(a, &r);
-    unroll::<GQ>(|k| c[k] *= if early { wj_early[k] } else { wj(k) });
+    unroll::<GQ>(|k| c[k] *= wj.weight(k));
     let r = project_column::<T, NQ, GQ, false>(a, &c);
     unroll::<NQ>(|k| *w.add(at(k, j, i)) = r[k]);
     barrier();
     project_yx::<T, NQ, GQ>(w, t, a, live, |n, v| store(assembled, map, y, e * np + n, v));
-}
-
-/// The seven geometric factors of node (i, j, k) of an `N³` grid, read
-/// one slice ahead of their use so the loads wait behind a slice's work
-/// rather than in front of it (zero for a missing element).
-#[inline(always)]
-unsafe fn geo_at<T: Real, const N: usize>(g: *const T, (i, j, k): (usize, usize, usize), live: bool) -> [T; NGEO] {
-    let (np, n) = (N * N * N, (k * N + j) * N + i);
-    if live && k < N {
-        core::array::from_fn(|f| *g.add(f * np + n))
-    } else {
-        [T::ZERO; NGEO]
-    }
 }
 
 /// The screened Poisson operator on one slice `k` of an `n³` grid, for the
@@ -655,7 +487,44 @@ pub unsafe fn bp30<T: Real, const NQ: usize, const GQ: usize, const HQ: usize>(
     x: *const T,
     y: *mut T,
 ) {
-    let (np, gp, p) = (NQ * NQ * NQ, GQ * GQ * GQ, padded(GQ));
+    let factors = |e: usize, node, live| GeoAhead::<T, GQ>::start(geo.wrapping_add(e * NGEO * GQ * GQ * GQ), node, live);
+    bp30_body::<T, NQ, GQ, HQ, _>(ne, lambda, im, gd, factors, assembled, map, x, y)
+}
+
+/// [`bp30`] with the geometric factors recomputed at each GL point from
+/// the corners of trilinear elements ([`GeoTrilinear`] on the GL rule
+/// `gl`): 24 values an element read instead of 7 a point.
+#[kernel(f64; degrees = 1..=8)]
+pub unsafe fn bp30_trilinear<T: Real, const NQ: usize, const GQ: usize, const HQ: usize>(
+    ne: usize,
+    lambda: T,
+    im: Half<T, NQ, HQ>,
+    gd: Half<T, GQ, HQ>,
+    gl: *const T,
+    corners: *const T,
+    assembled: u32,
+    map: *const u32,
+    x: *const T,
+    y: *mut T,
+) {
+    let factors = |e: usize, node, live| GeoTrilinear::<T, GQ>::new(corners, gl, e, node, live);
+    bp30_body::<T, NQ, GQ, HQ, _>(ne, lambda, im, gd, factors, assembled, map, x, y)
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn bp30_body<T: Real, const NQ: usize, const GQ: usize, const HQ: usize, F: SliceFactors<T>>(
+    ne: usize,
+    lambda: T,
+    im: Half<T, NQ, HQ>,
+    gd: Half<T, GQ, HQ>,
+    factors: impl FnOnce(usize, (usize, usize), bool) -> F,
+    assembled: u32,
+    map: *const u32,
+    x: *const T,
+    y: *mut T,
+) {
+    let (np, p) = (NQ * NQ * NQ, padded(GQ));
     let at = |k: usize, j: usize, i: usize| (k * GQ + j) * p + i;
     let (a, d) = (|q: usize, m: usize| im.at(q, m), |q: usize, m: usize| gd.at(q, m));
     let u = work::<T>(BpKernel::Quadrature, NQ, GQ);
@@ -670,8 +539,7 @@ pub unsafe fn bp30<T: Real, const NQ: usize, const GQ: usize, const HQ: usize>(
     unroll::<GQ>(|k| *u.add(at(k, j, i)) = c[k]);
     barrier();
     // the first slices' factors are in flight through the derivatives
-    let g = geo.wrapping_add(e * NGEO * gp);
-    let mut geo_k = GeoAhead::<T, GQ>::start(g, (i, j), live);
+    let mut geo_k = factors(e, (i, j), live);
     // y-derivative of line (t mod G, t div G) into v, x-derivative of line
     // (t mod G, t div G) into w
     let (yl, xl) = (at(t / GQ, 0, t % GQ), at(t / GQ, t % GQ, 0));

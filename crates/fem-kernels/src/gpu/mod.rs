@@ -5,6 +5,7 @@
 mod amg;
 mod blas;
 mod bp;
+mod bp_factors;
 mod cardiac;
 mod fem;
 mod krylov;

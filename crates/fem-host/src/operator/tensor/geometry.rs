@@ -116,8 +116,8 @@ mod tests {
 
     /// The factors the kernels recompute from the corners (the Jacobian
     /// along each z-line of a trilinear element, then the metric) equal
-    /// the stored ones at every GLL node, degrees 1 to 8, affine and
-    /// trilinear elements; curved elements have no corners.
+    /// the stored ones at every GLL node and GL point, degrees 1 to 8,
+    /// affine and trilinear elements; curved elements have no corners.
     #[test]
     fn factors_recomputed_from_the_corners_equal_the_stored_ones() {
         use crate::mesh::spectral::Deformation;
@@ -126,20 +126,22 @@ mod tests {
             for d in [Deformation::None, Deformation::Trilinear { amplitude: 0.25, seed: 5 }] {
                 let mesh = SpectralBox::new(n, [2, 3, 2], d).unwrap();
                 let basis = Basis1d::new(n).unwrap();
-                let stored = geometric_factors(&mesh, &basis, Points::Gll).unwrap();
                 let corners = trilinear_corners(&mesh, &basis).expect("trilinear elements have corners");
-                let (nq, np) = (basis.nq, basis.nq.pow(3));
-                for e in 0..mesh.elements() {
-                    let x: [[f64; 3]; 8] = std::array::from_fn(|v| std::array::from_fn(|c| corners[(e * 8 + v) * 3 + c]));
-                    for m in 0..np {
-                        let (i, j, k) = (m % nq, (m / nq) % nq, m / (nq * nq));
-                        let line = TrilinearLine::new(&x, basis.gll[i], basis.gll[j]);
-                        let w = basis.gll_weights[i] * basis.gll_weights[j] * basis.gll_weights[k];
-                        let (g, det) = metric(line.jacobian(basis.gll[k]), w);
-                        assert!(det > 0.0);
-                        for f in 0..NGEO {
-                            let want = stored[(e * NGEO + f) * np + m];
-                            assert!((g[f] - want).abs() <= 1e-13 * (1.0 + want.abs()), "N = {n} {d:?} element {e} node {m} factor {f}: {} against {want}", g[f]);
+                for (points, (rule, weights)) in [(Points::Gll, (&basis.gll, &basis.gll_weights)), (Points::Gl, (&basis.gl, &basis.gl_weights))] {
+                    let stored = geometric_factors(&mesh, &basis, points).unwrap();
+                    let (nq, np) = (rule.len(), rule.len().pow(3));
+                    for e in 0..mesh.elements() {
+                        let x: [[f64; 3]; 8] = std::array::from_fn(|v| std::array::from_fn(|c| corners[(e * 8 + v) * 3 + c]));
+                        for m in 0..np {
+                            let (i, j, k) = (m % nq, (m / nq) % nq, m / (nq * nq));
+                            let line = TrilinearLine::new(&x, rule[i], rule[j]);
+                            let w = weights[i] * weights[j] * weights[k];
+                            let (g, det) = metric(line.jacobian(rule[k]), w);
+                            assert!(det > 0.0);
+                            for f in 0..NGEO {
+                                let want = stored[(e * NGEO + f) * np + m];
+                                assert!((g[f] - want).abs() <= 1e-13 * (1.0 + want.abs()), "N = {n} {d:?} {points:?} element {e} node {m} factor {f}: {} against {want}", g[f]);
+                            }
                         }
                     }
                 }

@@ -1,8 +1,10 @@
 //! The tensor-product operators on the GPU: the 1D tables, geometric
 //! factors and element-to-node map uploaded once; each application is one
-//! launch of the degree's specialised kernel (`fem_bp1_n<N>_f64`, ...).
+//! launch of the degree's specialised kernel (`fem_bp1_n<N>_f64`, ...,
+//! `fem_bp1_trilinear_n<N>_f64` where it recomputes the geometric factors).
 
 use super::tuning::BpLaunch;
+use super::geometry::Points;
 use super::{Problem, TensorOperator};
 use crate::operator::LinearOperator;
 use crate::space::restriction::GpuRestriction;
@@ -48,8 +50,9 @@ pub struct GpuTensor<'a> {
     geo: CudaSlice<f64>,
     /// The elements' corners, where they are trilinear.
     corners: Option<CudaSlice<f64>>,
-    /// The GLL points, then their weights (the recomputing kernel's table).
-    gll: CudaSlice<f64>,
+    /// The points of the problem's 1D rule, then their weights (the
+    /// recomputing kernels' table: GLL for BP3.5, GL for BP1 and BP3.0).
+    rule: CudaSlice<f64>,
     /// The operator's restriction, whose map the kernels read in their
     /// own loops.
     restriction: GpuRestriction,
@@ -85,14 +88,27 @@ pub fn kernel_for(problem: Problem, degree: usize, threads_3d: bool) -> BpKernel
     }
 }
 
+/// Highest degree whose kernels can recompute the geometric factors
+/// (BP1's, BP3.0's and BP3.5's line kernel).
+pub const MAX_DEGREE_RECOMPUTE: usize = 8;
+
+/// Whether `kernel` at `degree` has a variant that reads the elements'
+/// corners and recomputes the geometric factors at each point: BP1's,
+/// BP3.0's and BP3.5's line kernel up to [`MAX_DEGREE_RECOMPUTE`].
+pub fn recomputes_at(kernel: BpKernel, degree: usize) -> bool {
+    matches!(kernel, BpKernel::Mass | BpKernel::Quadrature | BpKernel::CollocatedLines) && degree <= MAX_DEGREE_RECOMPUTE
+}
+
 /// Whether `kernel` on `op` can read the elements' corners and recompute
-/// the geometric factors at each node: BP3.5's line kernel on trilinear
-/// elements ([`TensorOperator::corners`]). The factors cost 7 values a
-/// node, 56 bytes, where the vectors and the map of an application on
-/// L-vectors cost about 24; recomputed, they cost registers, and the tuner
-/// finds where that pays ([`BpLaunch::recompute`]).
+/// the geometric factors at each point: where it has such a variant
+/// ([`recomputes_at`]) and the elements are trilinear
+/// ([`TensorOperator::corners`]). The factors cost 7 values a point, 56
+/// bytes (BP1's one, 8), where the vectors and the map of an application
+/// on L-vectors cost about 24 a node, and BP1 and BP3.0 have more points
+/// than nodes; recomputed, they cost registers and arithmetic, and the
+/// tuner finds where that pays ([`BpLaunch::recompute`]).
 pub fn uses_corners(op: &TensorOperator, kernel: BpKernel) -> bool {
-    op.corners.is_some() && kernel == BpKernel::CollocatedLines
+    op.corners.is_some() && recomputes_at(kernel, op.degree)
 }
 
 /// Launch `l` as it runs on `op`: its kernel, and `l` recomputing the
@@ -123,11 +139,9 @@ fn kernel_name(kernel: BpKernel, degree: usize, column: Column, ring: usize, cor
     if ring > 0 {
         return format!("fem_bp35_lines_ring_n{degree}_ahead{ring}_f64");
     }
-    if corners {
-        return format!("fem_bp35_lines_trilinear_n{degree}_shared_col{}_f64", (column == Column::Shared) as u8);
-    }
     let col = if kernel == BpKernel::CollocatedLines { format!("_shared_col{}", (column == Column::Shared) as u8) } else { String::new() };
-    format!("fem_{base}_n{degree}{col}_f64")
+    let source = if corners { "_trilinear" } else { "" };
+    format!("fem_{base}{source}_n{degree}{col}_f64")
 }
 
 /// Shared bytes of a launch of `epb` elements per block with the factor
@@ -221,7 +235,10 @@ impl<'a> GpuTensor<'a> {
             params: [param_tables(&b.interp, b.gq, b.nq), param_tables(&b.gl_diff, b.gq, b.gq), param_tables(&b.diff, b.nq, b.nq)],
             geo: gpu.upload(&op.factors)?,
             corners: op.corners.as_ref().map(|c| gpu.upload(c)).transpose()?,
-            gll: gpu.upload(&[b.gll.as_slice(), b.gll_weights.as_slice()].concat())?,
+            rule: gpu.upload(&match op.problem.points() {
+                Points::Gll => [b.gll.as_slice(), b.gll_weights.as_slice()].concat(),
+                Points::Gl => [b.gl.as_slice(), b.gl_weights.as_slice()].concat(),
+            })?,
             restriction: op.restriction.upload(gpu)?,
         })
     }
@@ -237,7 +254,7 @@ impl<'a> GpuTensor<'a> {
             params: self.params.clone(),
             geo: self.gpu.stream().clone_dtod(&self.geo)?,
             corners: self.corners.as_ref().map(|c| self.gpu.stream().clone_dtod(c)).transpose()?,
-            gll: self.gpu.stream().clone_dtod(&self.gll)?,
+            rule: self.gpu.stream().clone_dtod(&self.rule)?,
             restriction: self.restriction.replica(self.gpu)?,
             f: self.f.clone(),
             ..*self
@@ -291,10 +308,12 @@ impl<'a> GpuTensor<'a> {
         match self.kernel {
             BpKernel::Mass => l.arg(&*self.params[0]),
             BpKernel::Quadrature => l.arg(&*self.params[0]).arg(&*self.params[1]),
-            BpKernel::CollocatedLines if self.recomputes => l.arg(&*self.params[2]).arg(&self.gll),
             BpKernel::CollocatedLines => l.arg(&*self.params[2]),
             BpKernel::Collocated | BpKernel::Collocated3d => l.arg(&self.tab),
         };
+        if self.recomputes {
+            l.arg(&self.rule);
+        }
         l.arg(&geo).arg(&flag).arg(&map).arg(x).arg(y);
         unsafe { l.launch(self.config(ne)) }?;
         Ok(())

@@ -95,12 +95,18 @@ impl Problem {
     /// the input and output blocks and the geometric factors it reads
     /// (`w·J` alone for the mass, all seven for the stiffness).
     pub fn bytes_per_element(self, degree: usize) -> usize {
-        let np = (degree + 1).pow(3);
-        let gp = (degree + 2).pow(3);
+        16 * (degree + 1).pow(3) + self.factor_bytes_per_element(degree)
+    }
+
+    /// The stored geometric factors' bytes per element: w·det J at each
+    /// GL point for BP1, seven factors at each GLL node for BP3.5 and at
+    /// each GL point for BP3.0.
+    pub fn factor_bytes_per_element(self, degree: usize) -> usize {
+        let (np, gp) = ((degree + 1).pow(3), (degree + 2).pow(3));
         8 * match self {
-            Self::Bp1 => 2 * np + gp,
-            Self::Bp35 => 2 * np + NGEO * np,
-            Self::Bp30 => 2 * np + NGEO * gp,
+            Self::Bp1 => gp,
+            Self::Bp35 => NGEO * np,
+            Self::Bp30 => NGEO * gp,
         }
     }
 }

@@ -12,7 +12,7 @@
 //! BP3.0 and BP3.5 launches at 1e7 DOFs carry a budget;
 //! `benches/gpu/results/bp`).
 
-use super::gpu::{default_elements_per_block, default_ring, has_ring, kernel_for, Column, GpuTensor, MAX_DEGREE_3D, RING_AHEAD};
+use super::gpu::{default_elements_per_block, default_ring, has_ring, kernel_for, recomputes_at, Column, GpuTensor, MAX_DEGREE_3D, RING_AHEAD};
 use super::Problem;
 use fem_kernels::tensor::BpKernel;
 use crate::timing::{batch_for, measure_batched, warm_up};
@@ -41,10 +41,11 @@ pub struct BpLaunch {
     /// registers.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ring: usize,
-    /// BP3.5's line kernel recomputing the geometric factors at each node
-    /// from the corners of trilinear elements instead of reading them
-    /// (`gpu::uses_corners`; its ring is then dropped). On curved elements
-    /// the stored factors are read.
+    /// The kernel recomputing the geometric factors at each point from the
+    /// corners of trilinear elements instead of reading them
+    /// (`gpu::uses_corners`: BP1's, BP3.0's and BP3.5's line kernel up to
+    /// N = 8; a ring is then dropped). On curved elements the stored
+    /// factors are read.
     #[serde(default, skip_serializing_if = "is_false")]
     pub recompute: bool,
 }
@@ -163,23 +164,22 @@ impl UserLaunch {
 /// Every launch worth trying: 1, 2, 3, 4, 6, 8, ... elements per block
 /// (up to 1024 threads) for each variant the problem has (each column of
 /// the line kernel, with the column in shared memory each ring depth
-/// where it has a ring, and where the elements are trilinear (`corners`)
-/// each column recomputing the factors), each with every register budget
-/// of [`MIN_WARPS`].
+/// where it has a ring), and where the elements are trilinear (`corners`)
+/// each of these recomputing the factors where the kernel can
+/// ([`recomputes_at`]; no ring), each with every register budget of
+/// [`MIN_WARPS`].
 pub fn candidates(problem: Problem, degree: usize, corners: bool) -> Vec<BpLaunch> {
     let variants: &[bool] = if problem == Problem::Bp35 && degree <= MAX_DEGREE_3D { &[false, true] } else { &[false] };
     let mut out = Vec::new();
     for &threads_3d in variants {
         let k = kernel_for(problem, degree, threads_3d);
-        let mut layouts = vec![(None, 0, false)];
-        if k == BpKernel::CollocatedLines {
-            layouts = vec![(Some(Column::Registers), 0, false), (Some(Column::Shared), 0, false)];
-            if has_ring(k, degree) {
-                layouts.extend(RING_AHEAD.iter().map(|&a| (Some(Column::Shared), a, false)));
-            }
-            if corners {
-                layouts.extend([Column::Registers, Column::Shared].map(|c| (Some(c), 0, true)));
-            }
+        let columns = if k == BpKernel::CollocatedLines { vec![Some(Column::Registers), Some(Column::Shared)] } else { vec![None] };
+        let mut layouts: Vec<_> = columns.iter().map(|&c| (c, 0, false)).collect();
+        if has_ring(k, degree) {
+            layouts.extend(RING_AHEAD.iter().map(|&a| (Some(Column::Shared), a, false)));
+        }
+        if corners && recomputes_at(k, degree) {
+            layouts.extend(columns.iter().map(|&c| (c, 0, true)));
         }
         let per = k.threads(degree + 1, fem_core::tensor::gl_points(degree));
         for &(column, ring, recompute) in &layouts {
@@ -228,13 +228,16 @@ mod tests {
         for degree in 1..=15 {
             for problem in [Problem::Bp1, Problem::Bp35, Problem::Bp30] {
                 let c = candidates(problem, degree, false);
-                // on trilinear elements, each line launch also recomputing the factors
+                // on trilinear elements, up to N = 8 each launch but the 3D
+                // threads' and the rings' also recomputing the factors
                 let with = candidates(problem, degree, true);
                 let recomputing = with.iter().filter(|l| l.recompute).count();
-                let lines = |c: &[BpLaunch]| c.iter().filter(|l| l.column.is_some() && l.ring == 0 && !l.recompute).count();
-                assert_eq!(recomputing, lines(&c), "{problem:?} N={degree}: the line kernel recomputing, each column, every block and budget");
+                let plain = |c: &[BpLaunch]| c.iter().filter(|l| !l.threads_3d && l.ring == 0 && !l.recompute).count();
+                let want = if degree <= 8 && !(problem == Problem::Bp35 && degree > MAX_DEGREE_LINES) { plain(&c) } else { 0 };
+                assert_eq!(recomputing, want, "{problem:?} N={degree}: every launch of BP1, BP3.0 and BP3.5's lines recomputing, every block and budget");
+                assert!(with.iter().all(|l| !l.recompute || !l.threads_3d), "{problem:?} N={degree}");
                 assert_eq!(with.len(), c.len() + recomputing, "{problem:?} N={degree}");
-                assert!(with.iter().all(|l| !l.recompute || (l.ring == 0 && l.column.is_some())), "{problem:?} N={degree}: recomputing launches have no ring");
+                assert!(with.iter().all(|l| !l.recompute || (l.ring == 0 && l.column.is_some() == (problem == Problem::Bp35))), "{problem:?} N={degree}: recomputing launches have no ring, BP3.5's a column");
                 let lines: Vec<_> = c.iter().filter(|l| !l.threads_3d && problem == Problem::Bp35 && degree <= MAX_DEGREE_LINES).collect();
                 let shared = c.iter().filter(|l| l.column == Some(Column::Shared) && l.ring == 0).count();
                 let registers = c.iter().filter(|l| l.column == Some(Column::Registers)).count();
