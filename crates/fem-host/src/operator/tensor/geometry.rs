@@ -26,6 +26,14 @@ impl Points {
             Points::Gl => basis.gq,
         }
     }
+
+    /// The 1D rule: its points and their weights.
+    pub fn rule(self, basis: &Basis1d) -> (&[f64], &[f64]) {
+        match self {
+            Points::Gll => (&basis.gll, &basis.gll_weights),
+            Points::Gl => (&basis.gl, &basis.gl_weights),
+        }
+    }
 }
 
 /// `factors[(e·NGEO + f)·p + n]` for p = points per element: factor `f` at
@@ -37,10 +45,11 @@ pub fn geometric_factors(mesh: &SpectralBox, basis: &Basis1d, points: Points) ->
     let q = points.per_direction(basis);
     let p = q * q * q;
     let eye = identity(nq);
-    let (value, deriv, w): (&[f64], &[f64], &[f64]) = match points {
-        Points::Gll => (&eye, &basis.diff, &basis.gll_weights),
-        Points::Gl => (&basis.interp, &basis.interp_diff, &basis.gl_weights),
+    let (value, deriv): (&[f64], &[f64]) = match points {
+        Points::Gll => (&eye, &basis.diff),
+        Points::Gl => (&basis.interp, &basis.interp_diff),
     };
+    let w = points.rule(basis).1;
     let mut factors = vec![0.0; mesh.elements() * NGEO * p];
     factors.par_chunks_mut(NGEO * p).enumerate().try_for_each_init(Vec::new, |scratch, (e, out)| {
         // jac[c][a][n] = ∂x_c/∂ξ_a at point n
@@ -127,7 +136,8 @@ mod tests {
                 let mesh = SpectralBox::new(n, [2, 3, 2], d).unwrap();
                 let basis = Basis1d::new(n).unwrap();
                 let corners = trilinear_corners(&mesh, &basis).expect("trilinear elements have corners");
-                for (points, (rule, weights)) in [(Points::Gll, (&basis.gll, &basis.gll_weights)), (Points::Gl, (&basis.gl, &basis.gl_weights))] {
+                for points in [Points::Gll, Points::Gl] {
+                    let (rule, weights) = points.rule(&basis);
                     let stored = geometric_factors(&mesh, &basis, points).unwrap();
                     let (nq, np) = (rule.len(), rule.len().pow(3));
                     for e in 0..mesh.elements() {

@@ -4,7 +4,6 @@
 //! `fem_bp1_trilinear_n<N>_f64` where it recomputes the geometric factors).
 
 use super::tuning::BpLaunch;
-use super::geometry::Points;
 use super::{Problem, TensorOperator};
 use crate::operator::LinearOperator;
 use crate::space::restriction::GpuRestriction;
@@ -220,6 +219,7 @@ impl<'a> GpuTensor<'a> {
         let packed = packed_tables(b);
         debug_assert_eq!(packed.len(), table_offsets(op.degree + 1, gl_points(op.degree))[6]);
         let corners = op.corners.as_deref().unwrap_or_default();
+        let (points, weights) = op.problem.points().rule(b);
         gpu.ensure_free(8 * (op.factors.len() + corners.len()) + 4 * op.restriction.map.len() + 8 * packed.len())?;
         Ok(Self {
             gpu,
@@ -235,10 +235,7 @@ impl<'a> GpuTensor<'a> {
             params: [param_tables(&b.interp, b.gq, b.nq), param_tables(&b.gl_diff, b.gq, b.gq), param_tables(&b.diff, b.nq, b.nq)],
             geo: gpu.upload(&op.factors)?,
             corners: op.corners.as_ref().map(|c| gpu.upload(c)).transpose()?,
-            rule: gpu.upload(&match op.problem.points() {
-                Points::Gll => [b.gll.as_slice(), b.gll_weights.as_slice()].concat(),
-                Points::Gl => [b.gl.as_slice(), b.gl_weights.as_slice()].concat(),
-            })?,
+            rule: gpu.upload(&[points, weights].concat())?,
             restriction: op.restriction.upload(gpu)?,
         })
     }

@@ -221,7 +221,7 @@ pub fn tune(gpu: &CudaBackend, t: &mut GpuTensor, assembled: bool, repeats: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operator::tensor::gpu::{MAX_DEGREE_LINES, RING_DEGREES};
+    use crate::operator::tensor::gpu::{MAX_DEGREE_LINES, MAX_DEGREE_RECOMPUTE, RING_DEGREES};
 
     #[test]
     fn the_line_kernel_is_tried_with_both_columns_and_no_other_kernel_is() {
@@ -233,7 +233,7 @@ mod tests {
                 let with = candidates(problem, degree, true);
                 let recomputing = with.iter().filter(|l| l.recompute).count();
                 let plain = |c: &[BpLaunch]| c.iter().filter(|l| !l.threads_3d && l.ring == 0 && !l.recompute).count();
-                let want = if degree <= 8 && !(problem == Problem::Bp35 && degree > MAX_DEGREE_LINES) { plain(&c) } else { 0 };
+                let want = if degree <= MAX_DEGREE_RECOMPUTE && !(problem == Problem::Bp35 && degree > MAX_DEGREE_LINES) { plain(&c) } else { 0 };
                 assert_eq!(recomputing, want, "{problem:?} N={degree}: every launch of BP1, BP3.0 and BP3.5's lines recomputing, every block and budget");
                 assert!(with.iter().all(|l| !l.recompute || !l.threads_3d), "{problem:?} N={degree}");
                 assert_eq!(with.len(), c.len() + recomputing, "{problem:?} N={degree}");
