@@ -26,30 +26,23 @@
 
 use crate::device::lines::{at, element_work, field, from_points, to_points};
 use crate::device::*;
-use crate::pointwise::partial::{apply_point, diagonal_per_element, element_entry, point_len, present};
+use crate::pointwise::partial::{apply_point, diagonal_per_element, element_entry, point_len, present, terms_of};
 use fem_core::tensor::padded;
-use fem_core::physics::Terms;
 use fem_core::{unroll, Real};
 use fem_macros::kernel;
 
 /// A map entry that is neither read nor written (a held row or column).
 const NONE: u32 = u32::MAX;
 
-/// The Jacobian's terms as the host packs them: bit i for g_i.
-#[inline(always)]
-fn terms_of(mask: u32) -> Terms {
-    Terms { f0: false, f1: false, g: core::array::from_fn(|i| mask >> i & 1 == 1), bf0: false, bg: [false; 2] }
-}
-
 /// `y += (I − F) A (I − F) x` for the hexahedral elements `0..ne`, A the
-/// partially assembled Jacobian with point data `g` (terms `mask`), F the
+/// partially assembled Jacobian with point data `g` (terms `mask`, or
+/// `TERMS` where not 0: [`crate::pointwise::partial::SPECIALISED_TERMS`]), F the
 /// held entries (`map` = [`NONE`]); `map` takes E-vector entries
 /// (`(e·NQ³ + n)·NC + c`) to rows of `x` and `y`.
-#[kernel(f64; degrees = 1..=8; NC = 1, 3)]
+#[kernel(f64; degrees = 1..=8; NC = 1, 3; TERMS = 0, 1, 8, 9)]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize>(ne: usize, mask: u32, tab: *const T, g: *const T, map: *const u32, x: *const T, y: *mut T) {
+pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize, const TERMS: u32>(ne: usize, mask: u32, tab: *const T, g: *const T, map: *const u32, x: *const T, y: *mut T) {
     let np = NQ * NQ * NQ;
-    let terms = terms_of(mask);
     let (w, [b, d]) = element_work::<T, NQ>(tab, NC);
     let t = thread_idx_x();
     let (i, j) = (t % NQ, t / NQ);
@@ -74,15 +67,14 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize>(ne: usize, mask
     }
     barrier();
     if live {
+        let terms = terms_of(if TERMS == 0 { mask } else { TERMS });
         let len = point_len(3, NC, terms);
         let ge = g.add(e * len * np);
         for k in 0..NQ {
             let (n, q) = (at::<NQ>(k, j, i), (k * NQ + j) * NQ + i);
             let u: [[T; 4]; NC] = core::array::from_fn(|c| core::array::from_fn(|h| *field::<T, NQ>(w, c, h).add(n)));
             let v = apply_point::<T, 3, NC>(terms, |jj| *ge.add(jj * np + q), &u);
-            for c in 0..NC {
-                unroll::<4>(|h| *field::<T, NQ>(w, c, h).add(n) = v[c][h]);
-            }
+            unroll::<NC>(|c| unroll::<4>(|h| *field::<T, NQ>(w, c, h).add(n) = v[c][h]));
         }
     }
     barrier();

@@ -134,26 +134,73 @@ pub fn stored_at<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: us
 
 /// `V[c][h] = Σ_e Σ_k G[c][e][h][k]·U[e][k]` at one point: `u[e]` holds
 /// component e's value (index 0) and reference derivatives (1..=D), `g(j)`
-/// the point's stored value j.
+/// the point's stored value j. The loops have constant trip counts and the
+/// block indices a closed form, so where `terms` is a constant after
+/// inlining (the GPU product's specialisations, [`SPECIALISED_TERMS`]) every index folds, `u` and
+/// `v` stay in registers and the point's loads are independent of one
+/// another and may all be in flight at once.
 #[inline(always)]
 pub fn apply_point<T: Real, const D: usize, const NC: usize>(terms: Terms, g: impl Fn(usize) -> T, u: &[[T; 4]; NC]) -> [[T; 4]; NC] {
+    let [g0, g1, g2, g3] = terms.g;
     let nblk = blocks(D, terms);
+    // block (0, 1 + k) at o1 + k; block (1 + h, 0) at o2 + h·row and
+    // (1 + h, 1 + k) after it at + g2 + k: [`block_of`] in closed form
+    let (o1, o2, row) = (g0 as usize, g0 as usize + D * g1 as usize, g2 as usize + D * g3 as usize);
     let mut v = [[T::ZERO; 4]; NC];
     for c in 0..NC {
         for e in 0..NC {
             let base = (c * NC + e) * nblk;
-            let mut b = 0;
-            for h in 0..=D {
-                for k in 0..=D {
-                    if present(terms, h, k) {
-                        v[c][h] = g(base + b).mad(u[e][k], v[c][h]);
-                        b += 1;
+            if g0 {
+                v[c][0] = g(base).mad(u[e][0], v[c][0]);
+            }
+            if g1 {
+                for k in 0..D {
+                    v[c][0] = g(base + o1 + k).mad(u[e][1 + k], v[c][0]);
+                }
+            }
+            for h in 0..D {
+                let at = base + o2 + h * row;
+                if g2 {
+                    v[c][1 + h] = g(at).mad(u[e][0], v[c][1 + h]);
+                }
+                if g3 {
+                    for k in 0..D {
+                        v[c][1 + h] = g(at + g2 as usize + k).mad(u[e][1 + k], v[c][1 + h]);
                     }
                 }
             }
         }
     }
     v
+}
+
+/// The Jacobian's terms as the GPU kernels take them: bit i for g_i.
+#[inline(always)]
+pub const fn terms_of(mask: u32) -> Terms {
+    Terms { f0: false, f1: false, g: [mask & 1 == 1, mask >> 1 & 1 == 1, mask >> 2 & 1 == 1, mask >> 3 & 1 == 1], bf0: false, bg: [false; 2] }
+}
+
+/// The inverse of [`terms_of`]: the mask the host passes.
+pub fn terms_mask(t: Terms) -> u32 {
+    t.g.iter().enumerate().map(|(i, &g)| (g as u32) << i).sum()
+}
+
+/// The masks whose GPU products are entry points of their own (`TERMS`
+/// of `fem_partial`), the terms a constant in them so [`apply_point`]
+/// folds: g0 (mass), g3 (Laplacian, elasticity, hyperelasticity) and
+/// g0 + g3 (reaction–diffusion). A match on the mask inside one entry
+/// point does not do it: the optimiser merges the identical arms back
+/// into one that reads the terms at run time.
+pub const SPECIALISED_TERMS: [u32; 3] = [0b0001, 0b1000, 0b1001];
+
+/// The `TERMS` of the GPU product for `mask`: the mask where it is
+/// specialised, else 0 (the entry point that reads it at run time).
+pub fn specialisation(mask: u32) -> u32 {
+    if SPECIALISED_TERMS.contains(&mask) {
+        mask
+    } else {
+        0
+    }
 }
 
 /// Diagonal entry of component `c` at the cell's node `node`
@@ -269,5 +316,45 @@ mod tests {
         // the Laplacian keeps only the 3 × 3 gradient block
         assert_eq!(blocks(3, terms([false, false, false, true])), 9);
         assert_eq!(blocks(3, terms([true; 4])), 16);
+    }
+
+    /// [`apply_point`]'s closed-form block offsets against the sum over
+    /// [`block_of`], for every mask, 2D and 3D, one and three components.
+    fn applies_as_the_block_sum<const D: usize, const NC: usize>() {
+        for mask in 0..16u32 {
+            let t = terms_of(mask);
+            assert_eq!(terms_mask(t), mask);
+            let len = point_len(D, NC, t);
+            let g = |j: usize| 1.0 + (j as f64 * 0.37).sin();
+            let u: [[f64; 4]; NC] = core::array::from_fn(|e| core::array::from_fn(|k| if k <= D { (e * 4 + k) as f64 - 2.5 } else { 0.0 }));
+            let v = apply_point::<f64, D, NC>(t, g, &u);
+            let mut want = [[0.0; 4]; NC];
+            for c in 0..NC {
+                for e in 0..NC {
+                    for h in 0..=D {
+                        for k in 0..=D {
+                            if let Some(b) = block_of(D, t, h, k) {
+                                let j = (c * NC + e) * blocks(D, t) + b;
+                                assert!(j < len);
+                                want[c][h] += g(j) * u[e][k];
+                            }
+                        }
+                    }
+                }
+            }
+            for c in 0..NC {
+                for h in 0..4 {
+                    assert!((v[c][h] - want[c][h]).abs() <= 1e-13 * (1.0 + want[c][h].abs()), "mask {mask:04b} D {D} NC {NC}: v[{c}][{h}] = {} against {}", v[c][h], want[c][h]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn point_application_equals_the_sum_over_blocks() {
+        applies_as_the_block_sum::<2, 1>();
+        applies_as_the_block_sum::<2, 3>();
+        applies_as_the_block_sum::<3, 1>();
+        applies_as_the_block_sum::<3, 3>();
     }
 }

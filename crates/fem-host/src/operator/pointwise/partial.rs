@@ -19,14 +19,14 @@ use fem_core::physics::Terms;
 use fem_core::quadrature::{gauss_legendre, gauss_lobatto};
 use fem_core::tensor::{differentiation_matrix, interpolation_matrix};
 use super::diagonal::DiagonalTables;
-use fem_kernels::pointwise::partial::{apply_point, diagonal_per_element, element_entry, point_len, shared_len};
+use fem_kernels::pointwise::partial::{apply_point, diagonal_per_element, element_entry, point_len, shared_len, specialisation, terms_mask};
 use fem_kernels::pointwise::{Kernels, Variant};
 use rayon::prelude::*;
 
 /// Cells per rayon task.
 const CHUNK: usize = 256;
 
-/// Highest degree of the GPU product's kernels (`fem_partial_n{p}_nc{c}`).
+/// Highest degree of the GPU product's kernels (`fem_partial_n{p}_nc{c}_terms{t}`).
 pub const GPU_MAX_DEGREE: usize = 8;
 
 /// The 1D matrices of a tensor variant: GLL nodes to Gauss points.
@@ -68,11 +68,6 @@ fn points_per_direction(v: &Variant) -> Result<usize> {
         return Err(Error::InvalidArgument(format!("partial assembly needs quadrilaterals or hexahedra, not {}", v.shape.name())));
     }
     (1..=fem_core::shape::MAX_RULE_1D).find(|q| q.pow(v.dim() as u32) == v.nq).ok_or_else(|| Error::InvalidArgument(format!("{} points are not a tensor rule", v.nq)))
-}
-
-/// The physics' terms as the GPU kernels take them: bit i for g_i.
-pub fn terms_mask(t: Terms) -> u32 {
-    t.g.iter().enumerate().map(|(i, &g)| (g as u32) << i).sum()
 }
 
 impl<K: Kernels<f64>> Pointwise<f64, K> {
@@ -329,7 +324,7 @@ impl GpuPartial {
     /// `y += (I − F) A (I − F) x` with point data `g`, `map` the
     /// E-vector's rows ([`crate::space::restriction::SKIP`] where held).
     pub fn apply(&self, gpu: &CudaBackend, g: &CudaSlice<f64>, map: &CudaSlice<u32>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
-        let f = gpu.function(&format!("fem_partial_n{}_nc{}_f64", self.n1 - 1, self.nc))?;
+        let f = gpu.function(&format!("fem_partial_n{}_nc{}_terms{}_f64", self.n1 - 1, self.nc, specialisation(self.mask)))?;
         let cfg = self.slabs.config(gpu, &f, self.cells)?;
         let ne = self.cells;
         unsafe { gpu.stream().launch_builder(&f).arg(&ne).arg(&self.mask).arg(&self.tabs[0]).arg(g).arg(map).arg(x).arg(y).launch(cfg) }?;
