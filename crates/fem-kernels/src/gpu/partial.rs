@@ -49,17 +49,20 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize, const TERMS: u3
     let e = block_idx_x() * block_dim_y() + thread_idx_y();
     let live = e < ne;
     let pos = |k: usize, c: usize| (e * np + (k * NQ + j) * NQ + i) * NC + c;
-    // every component's gather at once: one round of load latency, not NC
-    if live {
-        unroll::<NQ>(|k| {
-            unroll::<NC>(|c| {
-                let r = *map.add(pos(k, c));
-                *field::<T, NQ>(w, c, 0).add(at::<NQ>(k, j, i)) = if r == NONE { T::ZERO } else { *x.add(r as usize) };
-            })
-        });
-    }
     barrier();
     for c in 0..NC {
+        if live {
+            let v: [T; NQ] = core::array::from_fn(|k| {
+                let r = *map.add(pos(k, c));
+                if r == NONE {
+                    T::ZERO
+                } else {
+                    *x.add(r as usize)
+                }
+            });
+            unroll::<NQ>(|k| *field::<T, NQ>(w, c, 0).add(at::<NQ>(k, j, i)) = v[k]);
+        }
+        barrier();
         to_points::<T, NQ>(w, c, b, d);
     }
     barrier();
