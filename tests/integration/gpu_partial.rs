@@ -38,7 +38,7 @@ fn gpu_partial_product_and_diagonal_equal_the_cpus() {
         let space = Space::tensor(&BoxMesh::unstructured(3, 3, 5).build().unwrap(), p).unwrap();
         // every specialised entry point (g3, g0, g0 + g3) and the one that reads the terms at run time
         let (g0, g3, g03) = ([true, false, false, false], [false, false, false, true], [true, false, false, true]);
-        for (nc, g) in [(1, g3), (1, g0), (1, g03), (1, [true; 4]), (3, g3), (3, g03), (3, [true, true, false, true])] {
+        for (nc, g) in [(1, g3), (1, g0), (1, g03), (1, [true; 4]), (3, g3), (3, g0), (3, g03), (3, [true, true, false, true])] {
             let v = variant(p, nc, g);
             let (cells, nl) = (space.n_cells(), v.n_local());
             let rows = space.n_dofs * nc;

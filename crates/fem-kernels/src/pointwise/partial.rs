@@ -190,7 +190,9 @@ pub fn terms_mask(t: Terms) -> u32 {
 /// folds: g0 (mass), g3 (Laplacian, elasticity, hyperelasticity) and
 /// g0 + g3 (reaction–diffusion). A match on the mask inside one entry
 /// point does not do it: the optimiser merges the identical arms back
-/// into one that reads the terms at run time.
+/// into one that reads the terms at run time. The `TERMS` axis of the
+/// GPU product's `#[kernel]` lists the same masks and 0 (the PTX test
+/// checks every entry point the host may pick).
 pub const SPECIALISED_TERMS: [u32; 3] = [0b0001, 0b1000, 0b1001];
 
 /// The `TERMS` of the GPU product for `mask`: the mask where it is
