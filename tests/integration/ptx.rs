@@ -4,6 +4,8 @@
 
 use crate::common;
 use common::scratch;
+use fem::host::operator::pointwise::partial::GPU_MAX_DEGREE;
+use fem::host::operator::tensor::gpu::MAX_DEGREE_RECOMPUTE;
 use std::path::PathBuf;
 
 /// Writes past the test harness's output capture, so a skip is visible in
@@ -40,12 +42,12 @@ fn expected_kernels() -> Vec<String> {
     names.extend((1..=7).map(|n| format!("fem_bp35_3d_n{n}_f64")));
     names.extend((1..=8).flat_map(|n| [0, 1].map(|c| format!("fem_bp35_lines_n{n}_shared_col{c}_f64"))));
     names.extend((1..=8).flat_map(|n| [0, 1].map(|c| format!("fem_bp35_lines_trilinear_n{n}_shared_col{c}_f64"))));
-    names.extend((1..=8).flat_map(|n| ["bp1", "bp30"].map(|k| format!("fem_{k}_trilinear_n{n}_f64"))));
+    names.extend((1..=MAX_DEGREE_RECOMPUTE).flat_map(|n| ["bp1", "bp30"].map(|k| format!("fem_{k}_trilinear_n{n}_f64"))));
     names.extend(["f32", "f64"].map(|t| format!("fem_lattice_axis_{t}")));
     // the partial product's entry points the host picks (`specialisation`): the `#[kernel]` axis must list every mask
     let terms = std::iter::once(0).chain(fem::kernels::pointwise::partial::SPECIALISED_TERMS);
     for t in terms {
-        names.extend((1..=8).flat_map(|n| [1, 3].map(|c| format!("fem_partial_n{n}_nc{c}_terms{t}_f64"))));
+        names.extend((1..=GPU_MAX_DEGREE).flat_map(|n| [1, 3].map(|c| format!("fem_partial_n{n}_nc{c}_terms{t}_f64"))));
     }
     names
 }

@@ -198,7 +198,6 @@ impl<T: Real, const N: usize> SliceFactors<T> for GeoTrilinear<T, N> {
     }
 }
 
-
 /// A thread's quadrature weights w·det J slice by slice: BP1's one
 /// geometric factor.
 pub(super) trait SliceWeights<T> {
