@@ -105,8 +105,9 @@ fn state(space: &Space, nc: usize) -> Vec<f64> {
 }
 
 /// The bytes one application must move at least: the E-vector's map,
-/// the level's data (point data; or the state's E-vector, the cells'
-/// vertices and auxiliary fields; or element matrices), and per row the
+/// the level's data (point data; or the state's E-vector where the
+/// Jacobian reads the state, the cells' vertices and auxiliary fields;
+/// or element matrices), and per row the
 /// fixed rows' pass (mask and x read, y written), the gather of x and the
 /// atomic update of y.
 pub fn bytes_moved(v: &Variant, level: Assembly, cells: usize, rows: usize, sparse: Option<usize>) -> Result<usize> {
@@ -114,7 +115,7 @@ pub fn bytes_moved(v: &Variant, level: Assembly, cells: usize, rows: usize, spar
     let nb = v.n_local() / v.nc;
     let cell_bytes = match level {
         Assembly::Partial => 8 * cells * points_per_cell(v),
-        Assembly::MatrixFree => 8 * e + 8 * cells * (v.shape.vertices() * v.dim() + if v.aux_nodal { nb * v.na } else { v.na }),
+        Assembly::MatrixFree => 8 * e * v.terms.g_reads_state as usize + 8 * cells * (v.shape.vertices() * v.dim() + if v.aux_nodal { nb * v.na } else { v.na }),
         Assembly::Lma => 8 * e * v.n_local(),
         _ => return sparse.map(|bytes| bytes + 16 * rows).ok_or_else(|| Error::InvalidArgument(format!("no byte model for the {level} tangent"))),
     };

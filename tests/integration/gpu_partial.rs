@@ -25,7 +25,7 @@ use common::{random_values as random, rel_finite as rel};
 /// A hexahedral variant of degree `p` with `nc` components and the
 /// Jacobian terms `g` (no entry points: only the product is launched).
 fn variant(p: usize, nc: usize, g: [bool; 4]) -> Variant {
-    let terms = Terms { f0: true, f1: true, g, bf0: false, bg: [false; 2] };
+    let terms = Terms { f0: true, f1: true, g, bf0: false, bg: [false; 2], g_reads_state: true };
     Variant { shape: Shape::Hexahedron, degree: p, nq: (p + 1).pow(3), nc, na: 0, aux_nodal: false, terms, block: 1, residual: "", jacobian: None, precisions: &["f64"], nqf: 0, facet_residual: None, facet_jacobian: None, points: None, sum_factorised: false, matrix_free: false }
 }
 

@@ -11,7 +11,8 @@ use fem::host::mesh::simplex::SimplexBox;
 use fem::host::operator::pointwise::{assemble_csr, Aux, Pointwise};
 use fem::host::space::Space;
 use fem::host::CpuBackend;
-use fem::kernels::physics::{Elasticity, Poisson};
+use fem::core::physics::Physics;
+use fem::kernels::physics::{Elasticity, Mass, MinimalSurface, Monodomain, NeoHookean, Poisson};
 use fem::kernels::pointwise::{Kernels, Variant};
 
 fn cpu() -> CpuBackend {
@@ -316,7 +317,12 @@ fn element_matrices_are_the_derivative_of_the_residual() {
 fn variant_tables_describe_the_generated_code() {
     let v = <Poisson as Kernels<f32>>::VARIANTS;
     assert!(v.iter().all(|v| v.precisions == ["f32", "f64"] && v.jacobian.is_some() && v.nc == 1 && v.na == 2 && v.aux_nodal));
-    assert_eq!(v[0].terms, Terms { f0: true, f1: true, g: [false, false, false, true], bf0: false, bg: [false, false] });
+    assert_eq!(v[0].terms, Terms { f0: true, f1: true, g: [false, false, false, true], bf0: false, bg: [false, false], g_reads_state: false });
+    // whether g0..g3 read u or ∇u, from their bodies: linear physics do
+    // not, neo-Hookean's g3 reads ∇u, the cardiac ionic g0 reads u
+    let reads = |t: Terms| t.g_reads_state;
+    assert!(!reads(<Elasticity as Physics<f64, 3, 3, 2>>::TERMS) && !reads(<Mass as Physics<f64, 3, 1, 2>>::TERMS));
+    assert!(reads(<NeoHookean as Physics<f64, 3, 3, 2>>::TERMS) && reads(<MinimalSurface as Physics<f64, 2, 1, 0>>::TERMS) && reads(<Monodomain as Physics<f64, 3, 1, 9>>::TERMS));
     assert_eq!(v[0].residual, "fem_residual_poisson_tri_p1_q1");
     // LCM(N_q, N_b·N_comp): P1 triangles with one point, P2 tetrahedra with
     // four points and three components.

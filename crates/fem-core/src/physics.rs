@@ -84,6 +84,10 @@ pub struct Terms {
     pub bf0: bool,
     /// Whether `bg0`, `bg1` are present in the boundary term's Jacobian.
     pub bg: [bool; 2],
+    /// Whether g0..g3 may read the state (`u` or `∇u`): a matrix-free
+    /// Jacobian action interpolates the state only then. `#[fem_kernel]`
+    /// sets it from the functions' bodies; `true` is always safe.
+    pub g_reads_state: bool,
 }
 
 /// The zero of any array shape a pointwise function returns.

@@ -143,6 +143,8 @@ pub struct TrilinearLine<T> {
     e1: [T; 3],
     /// ∂x/∂ζ.
     d2: [T; 3],
+    /// The position at ζ = 0 (at ζ it is `x0 + d2·ζ`).
+    x0: [T; 3],
 }
 
 impl<T: Real> TrilinearLine<T> {
@@ -169,14 +171,20 @@ impl<T: Real> TrilinearLine<T> {
         let (d0, e0) = linear(side(dl, ly, 0), side(dl, ly, 1));
         let (d1, e1) = linear(side(lx, dl, 0), side(lx, dl, 1));
         let (lo, hi) = (side(lx, ly, 0), side(lx, ly, 1));
-        let d2 = core::array::from_fn(|c| half * (hi[c] - lo[c]));
-        Self { d0, e0, d1, e1, d2 }
+        let (x0, d2) = linear(lo, hi);
+        Self { d0, e0, d1, e1, d2, x0 }
     }
 
     /// The Jacobian `j[c][a]` = ∂x_c/∂ξ_a at `zeta` on the line.
     #[inline(always)]
     pub fn jacobian(&self, zeta: T) -> [[T; 3]; 3] {
         core::array::from_fn(|c| [self.e0[c].mad(zeta, self.d0[c]), self.e1[c].mad(zeta, self.d1[c]), self.d2[c]])
+    }
+
+    /// The point x(ξ, η, `zeta`) of the line.
+    #[inline(always)]
+    pub fn position(&self, zeta: T) -> [T; 3] {
+        core::array::from_fn(|c| self.d2[c].mad(zeta, self.x0[c]))
     }
 }
 
@@ -243,5 +251,26 @@ mod tests {
         assert_eq!((gr, gs, gt, m), (2.0, 0.5, 0.25, 3.0));
         let (gr, gs, gt, _) = apply_metric(&g, 0.0, 0.0, 0.0, 1.0, 0.0);
         assert_eq!((gr, gs, gt), (0.5, 3.0, 0.125));
+    }
+
+    /// A line's position and Jacobian equal the Q1 geometry basis summed
+    /// over the corners of a distorted hexahedron, at points inside it.
+    #[test]
+    fn trilinear_line_equals_the_geometry_basis() {
+        let x: [[f64; 3]; 8] = core::array::from_fn(|v| core::array::from_fn(|c| ((v >> c) & 1) as f64 + 0.13 * ((7 * v + 3 * c) % 5) as f64 - 0.2));
+        for (xi, eta, zeta) in [(-0.7, 0.2, 0.9), (0.5, -1.0, -0.3), (0.0, 0.0, 0.0)] {
+            let (mut val, mut grad) = ([0.0; 8], [0.0; 24]);
+            crate::shape::Shape::Hexahedron.geometry_basis(&[xi, eta, zeta], &mut val, &mut grad);
+            let line = TrilinearLine::new(&x, xi, eta);
+            let (pos, jac) = (line.position(zeta), line.jacobian(zeta));
+            for c in 0..3 {
+                let want: f64 = (0..8).map(|v| x[v][c] * val[v]).sum();
+                assert!((pos[c] - want).abs() < 1e-14, "x_{c}: {} against {want}", pos[c]);
+                for a in 0..3 {
+                    let want: f64 = (0..8).map(|v| x[v][c] * grad[v * 3 + a]).sum();
+                    assert!((jac[c][a] - want).abs() < 1e-14, "J_{c}{a}: {} against {want}", jac[c][a]);
+                }
+            }
+        }
     }
 }

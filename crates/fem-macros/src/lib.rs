@@ -10,6 +10,7 @@ use proc_macro::TokenStream;
 
 mod entry;
 mod physics;
+mod state;
 
 /// Generates one `extern "ptx-kernel"` entry point per listed type for a
 /// generic `unsafe fn name<T>(...)`, named `fem_<name>_<type>`; with no list

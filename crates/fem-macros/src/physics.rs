@@ -184,11 +184,13 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     };
     let mut spans: [Option<Span>; 9] = [None; 9];
     let mut timed = [false; 9];
+    let mut reads_state = false;
     for it in items.iter() {
         if let Item::Fn(f) = it {
             if let Some(k) = FUNCTIONS.iter().position(|n| f.sig.ident == n) {
                 timed[k] = check_function(f, boundary(k))?;
                 spans[k] = Some(f.sig.ident.span());
+                reads_state |= (2..6).contains(&k) && crate::state::reads_state(f);
             }
         }
     }
@@ -203,12 +205,15 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let has_jacobian = present[2..6].iter().any(|&p| p);
     let name = module.ident.to_string();
     let ty = spec.physics.clone().unwrap_or_else(|| format_ident!("{}", camel(&name)));
-    let generated = generate(&spec, &ty, &name, spans, timed, has_jacobian);
+    let generated = generate(&spec, &ty, &name, spans, timed, (has_jacobian, reads_state));
     items.extend(syn::parse2::<syn::File>(generated)?.items);
     Ok(quote!(#module))
 }
 
-fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed: [bool; 9], has_jacobian: bool) -> TokenStream {
+/// `jacobian`: whether the physics has g0..g3, and whether they read the
+/// state.
+fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed: [bool; 9], jacobian: (bool, bool)) -> TokenStream {
+    let (has_jacobian, reads_state) = jacobian;
     let present = spans.map(|s| s.is_some());
     let core = quote!(::fem_kernels::fem_core);
     let na = spec.aux;
@@ -218,7 +223,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
     dims.sort_unstable();
     dims.dedup();
     let [f0, f1, g0, g1, g2, g3, bf0, bg0, bg1] = present;
-    let terms = quote!(#core::physics::Terms { f0: #f0, f1: #f1, g: [#g0, #g1, #g2, #g3], bf0: #bf0, bg: [#bg0, #bg1] });
+    let terms = quote!(#core::physics::Terms { f0: #f0, f1: #f1, g: [#g0, #g1, #g2, #g3], bf0: #bf0, bg: [#bg0, #bg1], g_reads_state: #reads_state });
     let facet_jacobian = bg0 || bg1;
 
     let impls = dims.iter().map(|&d| {

@@ -76,10 +76,12 @@ pub const fn at<const NQ: usize>(k: usize, j: usize, i: usize) -> usize {
 /// Field `f`'s node values, stored in its array 0 by the whole block
 /// and a barrier passed, to its value and reference derivatives at the
 /// Gauss points (arrays 0 to 3): x- and y-lines in shared memory, the
-/// thread's z-column in registers, then the collocation derivative. The
-/// whole block calls it; the caller passes a barrier before reading.
+/// thread's z-column in registers, then the collocation derivative,
+/// which is left out (arrays 1 to 3 untouched) unless `derivatives`: a
+/// g0-only Jacobian (the mass) never reads them. The whole block calls
+/// it; the caller passes a barrier before reading.
 #[inline(always)]
-pub unsafe fn to_points<T: Real, const NQ: usize>(w: *mut T, f: usize, b: impl Fn(usize, usize) -> T + Copy, d: impl Fn(usize, usize) -> T + Copy) {
+pub unsafe fn to_points<T: Real, const NQ: usize>(w: *mut T, f: usize, b: impl Fn(usize, usize) -> T + Copy, d: impl Fn(usize, usize) -> T + Copy, derivatives: bool) {
     let p = padded(NQ);
     let t = thread_idx_x();
     let (i, j) = (t % NQ, t / NQ);
@@ -92,6 +94,10 @@ pub unsafe fn to_points<T: Real, const NQ: usize>(w: *mut T, f: usize, b: impl F
     barrier();
     let r: [T; NQ] = core::array::from_fn(|k| *u.add(at::<NQ>(k, j, i)));
     let col = interp_column::<T, NQ, NQ, false>(b, &r);
+    if !derivatives {
+        unroll::<NQ>(|k| *u.add(at::<NQ>(k, j, i)) = col[k]);
+        return;
+    }
     let dz = interp_column::<T, NQ, NQ, true>(d, &col);
     unroll::<NQ>(|k| {
         *u.add(at::<NQ>(k, j, i)) = col[k];
@@ -104,23 +110,26 @@ pub unsafe fn to_points<T: Real, const NQ: usize>(w: *mut T, f: usize, b: impl F
 
 /// The transpose of [`to_points`]: field `f`'s values and reference
 /// derivatives at the points (arrays 0 to 3, a barrier passed since they
-/// were written) integrated against the basis into its node values, left
-/// in array 0 with a barrier passed.
+/// were written; the values alone unless `derivatives`) integrated
+/// against the basis into its node values, left in array 0 with a
+/// barrier passed.
 #[inline(always)]
-pub unsafe fn from_points<T: Real, const NQ: usize>(w: *mut T, f: usize, b: impl Fn(usize, usize) -> T + Copy, d: impl Fn(usize, usize) -> T + Copy) {
+pub unsafe fn from_points<T: Real, const NQ: usize>(w: *mut T, f: usize, b: impl Fn(usize, usize) -> T + Copy, d: impl Fn(usize, usize) -> T + Copy, derivatives: bool) {
     let p = padded(NQ);
     let t = thread_idx_x();
     let (i, j) = (t % NQ, t / NQ);
     let (xl, yl) = (at::<NQ>(t / NQ, t % NQ, 0), at::<NQ>(t / NQ, 0, t % NQ));
     let arr = |h: usize| field::<T, NQ>(w, f, h);
     let u = arr(0);
-    let vz: [T; NQ] = core::array::from_fn(|k| *arr(3).add(at::<NQ>(k, j, i)));
-    let z = project_column::<T, NQ, NQ, true>(d, &vz);
-    let acc: [T; NQ] = core::array::from_fn(|k| *u.add(at::<NQ>(k, j, i)) + z[k]);
-    line_t::<T, NQ, NQ, true>(arr(1).add(xl), 1, d);
-    line_t::<T, NQ, NQ, true>(arr(2).add(yl), p, d);
-    barrier();
-    let sum: [T; NQ] = core::array::from_fn(|k| acc[k] + *arr(1).add(at::<NQ>(k, j, i)) + *arr(2).add(at::<NQ>(k, j, i)));
+    let mut sum: [T; NQ] = core::array::from_fn(|k| *u.add(at::<NQ>(k, j, i)));
+    if derivatives {
+        let vz: [T; NQ] = core::array::from_fn(|k| *arr(3).add(at::<NQ>(k, j, i)));
+        let z = project_column::<T, NQ, NQ, true>(d, &vz);
+        line_t::<T, NQ, NQ, true>(arr(1).add(xl), 1, d);
+        line_t::<T, NQ, NQ, true>(arr(2).add(yl), p, d);
+        barrier();
+        sum = core::array::from_fn(|k| sum[k] + z[k] + *arr(1).add(at::<NQ>(k, j, i)) + *arr(2).add(at::<NQ>(k, j, i)));
+    }
     let r = project_column::<T, NQ, NQ, false>(b, &sum);
     unroll::<NQ>(|k| *u.add(at::<NQ>(k, j, i)) = r[k]);
     barrier();

@@ -49,6 +49,9 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize, const TERMS: u3
     let e = block_idx_x() * block_dim_y() + thread_idx_y();
     let live = e < ne;
     let pos = |k: usize, c: usize| (e * np + (k * NQ + j) * NQ + i) * NC + c;
+    let terms = terms_of(if TERMS == 0 { mask } else { TERMS });
+    // the direction's derivatives feed g1 and g3, the result's g2 and g3
+    let [_, g1, g2, g3] = terms.g;
     barrier();
     for c in 0..NC {
         if live {
@@ -63,11 +66,10 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize, const TERMS: u3
             unroll::<NQ>(|k| *field::<T, NQ>(w, c, 0).add(at::<NQ>(k, j, i)) = v[k]);
         }
         barrier();
-        to_points::<T, NQ>(w, c, b, d);
+        to_points::<T, NQ>(w, c, b, d, g1 || g3);
     }
     barrier();
     if live {
-        let terms = terms_of(if TERMS == 0 { mask } else { TERMS });
         let len = point_len(3, NC, terms);
         let ge = g.add(e * len * np);
         for k in 0..NQ {
@@ -79,7 +81,7 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize, const TERMS: u3
     }
     barrier();
     for c in 0..NC {
-        from_points::<T, NQ>(w, c, b, d);
+        from_points::<T, NQ>(w, c, b, d, g2 || g3);
         if live {
             unroll::<NQ>(|k| {
                 let r = *map.add(pos(k, c));

@@ -16,13 +16,13 @@
 
 use super::sum_factorised::{each_point, integrate, interpolate};
 #[cfg(target_arch = "nvptx64")]
-use super::sum_factorised::{at_points, fields};
+use super::sum_factorised::{action_fields, at_points};
 use super::{physical, pull};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::lines::{at, element_work, field, from_points};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
-use fem_core::physics::{Physics, Point};
+use fem_core::physics::{Physics, Point, Terms};
 #[cfg(target_arch = "nvptx64")]
 use fem_core::unroll;
 use fem_core::Real;
@@ -30,6 +30,16 @@ use fem_core::Real;
 /// A map entry that is neither read nor written (a held row or column).
 #[cfg(target_arch = "nvptx64")]
 const NONE: u32 = u32::MAX;
+
+/// Whether the Jacobian reads the direction's derivatives (g1, g3).
+pub const fn gets_derivatives(t: Terms) -> bool {
+    t.g[1] || t.g[3]
+}
+
+/// Whether its action has derivative parts (g2, g3).
+pub const fn gives_derivatives(t: Terms) -> bool {
+    t.g[2] || t.g[3]
+}
 
 /// The linearised fluxes at one point, handed to `put(c, h, value)` as
 /// [`super::residual_at`] hands the residual's: with `v` the direction's
@@ -119,7 +129,7 @@ pub fn cell_action<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const NA:
         interpolate::<T, N1, NQ>(b, d, &core::array::from_fn(|n| dir[n * NC + c]), o);
     }
     let mut fq = [[[T::ZERO; NQ]; 4]; NC];
-    each_point::<T, NC, NA, NV, NQ, AUXN, N1>(tab, u, x, a, time, |q, p, wdet, inv| {
+    each_point::<T, NC, NA, NQ, AUXN, N1>(tab, (u, P::TERMS.g_reads_state), x, a, time, |q, p, wdet, inv| {
         let v: [T; NC] = core::array::from_fn(|c| dq[c][0][q]);
         let dref: [[T; 3]; NC] = core::array::from_fn(|c| core::array::from_fn(|h| dq[c][1 + h][q]));
         action_at::<T, P, 3, NC, NA>(p, wdet, inv, (&v, &physical(&dref, inv)), |c, h, f| fq[c][h][q] = f);
@@ -138,8 +148,9 @@ pub fn cell_action<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const NA:
 /// (`(cell·NB + node)·NC + c`) to rows of `x` and `y`; `u`, `x`, `a` the
 /// state's and the cells' E-vectors as the residual takes them. Launched
 /// as [`super::sum_factorised::residual`], with the shared memory of
-/// [`super::partial::shared_len`]`(N1, fields + NC, epb)`: the direction's
-/// components are interpolated beside the state's.
+/// [`super::partial::shared_len`]`(N1, `[`action_fields`]`, epb)`: the
+/// direction's components are interpolated beside the state's, whose
+/// are left out where the Jacobian does not read them.
 ///
 /// # Safety
 /// Every pointer covers `n_cells` cells of its layout, `xin` and `y` every
@@ -158,7 +169,9 @@ pub unsafe fn action<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const N
     y: *mut T,
     time: T,
 ) {
-    let nf = fields(NC, NA, AUXN);
+    let state = P::TERMS.g_reads_state;
+    // the direction's first work field
+    let nf = action_fields(NC, NA, AUXN, state) - NC;
     let (w, [b, d]) = element_work::<T, N1>(tab, nf + NC);
     let load = |e: usize, node: usize, c: usize| {
         let r = *map.add((e * NB + node) * NC + c);
@@ -168,7 +181,7 @@ pub unsafe fn action<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const N
             *xin.add(r as usize)
         }
     };
-    let live = at_points::<T, NC, NA, NB, NV, NQ, AUXN, N1>(n_cells, (w, b, d), tab, u, x, a, time, (NC, load), |n, _, _, p, wdet, inv| {
+    let live = at_points::<T, NC, NA, NB, NV, NQ, AUXN, N1>(n_cells, (w, b, d), tab, u, x, a, time, state, (NC, load, gets_derivatives(P::TERMS)), |n, _, _, p, wdet, inv| {
         let v: [T; NC] = core::array::from_fn(|c| *field::<T, N1>(w, nf + c, 0).add(n));
         let dref: [[T; 3]; NC] = core::array::from_fn(|c| core::array::from_fn(|h| *field::<T, N1>(w, nf + c, 1 + h).add(n)));
         let mut f = [[T::ZERO; 4]; NC];
@@ -181,7 +194,7 @@ pub unsafe fn action<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const N
     let (i, j) = (t % N1, t / N1);
     let e = block_idx_x() * block_dim_y() + thread_idx_y();
     for c in 0..NC {
-        from_points::<T, N1>(w, nf + c, b, d);
+        from_points::<T, N1>(w, nf + c, b, d, gives_derivatives(P::TERMS));
         if live {
             unroll::<N1>(|k| {
                 let r = *map.add((e * NB + (k * N1 + j) * N1 + i) * NC + c);

@@ -241,15 +241,7 @@ pub trait Kernels<T: Real> {
 #[inline(always)]
 pub fn geometry<T: Real, const D: usize, const NB: usize, const NV: usize>(row: &[T], x: &[T]) -> ([T; D], T, [[T; D]; D]) {
     let o = 1 + NB * (1 + D);
-    geometry_at::<T, D, NV>(at(row, 0), |i| at(row, o + i), x)
-}
-
-/// [`geometry`] from the point's weight `w` and its geometry basis
-/// `psi(v·(1 + D) + h)` (vertex v's value, h = 0, and reference
-/// derivatives): the sum-factorised kernels keep these rows apart from
-/// the solution basis, which they never tabulate per point.
-#[inline(always)]
-pub fn geometry_at<T: Real, const D: usize, const NV: usize>(w: T, psi: impl Fn(usize) -> T, x: &[T]) -> ([T; D], T, [[T; D]; D]) {
+    let (w, psi) = (at(row, 0), |i: usize| at(row, o + i));
     let mut pos = [T::ZERO; D];
     let mut jac = [[T::ZERO; D]; D];
     for v in 0..NV {

@@ -177,7 +177,7 @@ pub fn apply_point<T: Real, const D: usize, const NC: usize>(terms: Terms, g: im
 /// The Jacobian's terms as the GPU kernels take them: bit i for g_i.
 #[inline(always)]
 pub const fn terms_of(mask: u32) -> Terms {
-    Terms { f0: false, f1: false, g: [mask & 1 == 1, mask >> 1 & 1 == 1, mask >> 2 & 1 == 1, mask >> 3 & 1 == 1], bf0: false, bg: [false; 2] }
+    Terms { f0: false, f1: false, g: [mask & 1 == 1, mask >> 1 & 1 == 1, mask >> 2 & 1 == 1, mask >> 3 & 1 == 1], bf0: false, bg: [false; 2], g_reads_state: true }
 }
 
 /// The inverse of [`terms_of`]: the mask the host passes.
@@ -292,7 +292,7 @@ mod tests {
     use super::*;
 
     fn terms(g: [bool; 4]) -> Terms {
-        Terms { f0: true, f1: true, g, bf0: false, bg: [false; 2] }
+        Terms { f0: true, f1: true, g, bf0: false, bg: [false; 2], g_reads_state: true }
     }
 
     #[test]

@@ -10,36 +10,40 @@
 //! and reference derivatives at the points by 1D contractions (O(p⁴) a
 //! cell), the physics is evaluated at each point by the functions the
 //! element kernels call ([`super::residual_at`],
-//! [`super::partial::stored_at`], [`super::geometry_at`]), and the
+//! [`super::partial::stored_at`]), and the
 //! residual's fluxes are integrated back by the transposed contractions.
 //! The CPU contracts whole arrays along each axis ([`cell_residual`],
 //! [`cell_points`]); on the GPU one element takes an `N1 × N1` slab of
 //! threads and shares the partial product's line contractions
 //! ([`crate::device::lines`]).
 //!
-//! `tab` is `[B | D | geometry rows]`: the 1D matrices of the partial
-//! product (B: nodes to points, D: differentiation at the points), then
-//! per point its weight and the vertex basis with its reference
-//! derivatives ([`geometry_row_len`] values, the geometry part of the
-//! element kernels' table row).
+//! `tab` is `[B | D | points | weights]` ([`table_len`]): the 1D
+//! matrices of the partial product (B: nodes to points, D:
+//! differentiation at the points), then the 1D Gauss rule on \[−1, 1\].
+//! The cells are trilinear (the geometry basis of hexahedra is Q1), so a
+//! point's Jacobian comes from the cell's 24 corner values and the rule
+//! along the thread's z-line ([`TrilinearLine`]: five 3-vectors a line)
+//! where a table row of the vertex basis at every point cost 33 reads and
+//! 96 multiply-adds a point.
 
 #[cfg(target_arch = "nvptx64")]
 use super::partial::point_len;
 use super::partial::stored_at;
-use super::{at as get, geometry_at, physical, residual_at};
+use super::{at as get, physical, residual_at};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::lines::{at, element_work, field, from_points, to_points};
+use fem_core::element::det_inv;
 use fem_core::physics::{Physics, Point};
+use fem_core::tensor::TrilinearLine;
 #[cfg(target_arch = "nvptx64")]
 use fem_core::unroll;
 use fem_core::Real;
 
-/// Values of one point's geometry row: weight, then each vertex's basis
-/// value and `d` reference derivatives.
-pub const fn geometry_row_len(d: usize, nv: usize) -> usize {
-    1 + nv * (1 + d)
+/// Values of the table of a variant with `n1` points per direction.
+pub const fn table_len(n1: usize) -> usize {
+    2 * n1 * n1 + 2 * n1
 }
 
 /// Fields a sum-factorised element holds: the solution's components and
@@ -48,21 +52,45 @@ pub const fn fields(nc: usize, na: usize, nodal: bool) -> usize {
     nc + if nodal { na } else { 0 }
 }
 
-/// The pointwise arguments, |J|·w and J⁻¹ at point `q` of a cell, from
-/// the fields' values and reference derivatives there (`field(m, h)`, m
-/// over the components, then the nodal auxiliary fields), the cell's
-/// vertices `x` and its cell-wise auxiliary values `a`.
+/// Fields the matrix-free action's element holds: the state's only where
+/// the Jacobian reads it ([`fem_core::physics::Terms::g_reads_state`]),
+/// the nodal auxiliary fields, then the direction's components.
+pub const fn action_fields(nc: usize, na: usize, nodal: bool, reads_state: bool) -> usize {
+    fields(nc, na, nodal) - if reads_state { 0 } else { nc } + nc
+}
+
+/// The 1D rule in `tab`: point `a` and its weight.
 #[inline(always)]
-fn point_at<T: Real, const NC: usize, const NA: usize, const NV: usize, const AUXN: bool>(
-    geo: &[T],
-    q: usize,
+fn rule<T: Real, const N1: usize>(tab: &[T], a: usize) -> (T, T) {
+    (get(tab, 2 * N1 * N1 + a), get(tab, 2 * N1 * N1 + N1 + a))
+}
+
+/// The position, |J|·w and J⁻¹ at reference height `zeta` on `line`
+/// with quadrature weight `w`.
+#[inline(always)]
+fn on_line<T: Real>(line: &TrilinearLine<T>, zeta: T, w: T) -> ([T; 3], T, [[T; 3]; 3]) {
+    let (det, inv) = det_inv(&line.jacobian(zeta));
+    (line.position(zeta), w * det, inv)
+}
+
+/// The cell's corners `x[v·3 + c]` (tensor order, as the geometry basis).
+#[inline(always)]
+fn corners<T: Real>(x: impl Fn(usize) -> T) -> [[T; 3]; 8] {
+    core::array::from_fn(|v| core::array::from_fn(|c| x(v * 3 + c)))
+}
+
+/// The pointwise arguments, |J|·w and J⁻¹ at a point of a cell, from
+/// its position, |J|·w and J⁻¹ (`geo`, [`on_line`]), the fields' values
+/// and reference derivatives there (`field(m, h)`, m over the components,
+/// then the nodal auxiliary fields) and the cell's cell-wise auxiliary
+/// values `a`.
+#[inline(always)]
+fn point_at<T: Real, const NC: usize, const NA: usize, const AUXN: bool>(
+    (pos, wdet, inv): ([T; 3], T, [[T; 3]; 3]),
     field: impl Fn(usize, usize) -> T,
-    x: &[T],
     a: &[T],
     time: T,
 ) -> (Point<T, 3, NC, NA>, T, [[T; 3]; 3]) {
-    let o = q * geometry_row_len(3, NV);
-    let (pos, wdet, inv) = geometry_at::<T, 3, NV>(get(geo, o), |m| get(geo, o + 1 + m), x);
     let dref = |m: usize| -> [T; 3] { core::array::from_fn(|h| field(m, 1 + h)) };
     let (av, adref): ([T; NA], [[T; 3]; NA]) = if AUXN {
         (core::array::from_fn(|m| field(NC + m, 0)), core::array::from_fn(|m| dref(NC + m)))
@@ -120,14 +148,14 @@ pub(crate) fn integrate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &
 }
 
 /// Interpolates the element's fields to the points on the CPU (the
-/// solution's components `u[n·NC + c]`, then the nodal auxiliary fields
-/// `a[n·NA + k]` when `AUXN`) and evaluates `f(q, point, |J|·w, J⁻¹)` at
-/// every point `q`.
+/// solution's components `u[n·NC + c]` when `state`, else zeros, then
+/// the nodal auxiliary fields `a[n·NA + k]` when `AUXN`) and evaluates
+/// `f(q, point, |J|·w, J⁻¹)` at every point `q`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn each_point<T: Real, const NC: usize, const NA: usize, const NV: usize, const NQ: usize, const AUXN: bool, const N1: usize>(
+pub(crate) fn each_point<T: Real, const NC: usize, const NA: usize, const NQ: usize, const AUXN: bool, const N1: usize>(
     tab: &[T],
-    u: &[T],
+    (u, state): (&[T], bool),
     x: &[T],
     a: &[T],
     time: T,
@@ -135,8 +163,10 @@ pub(crate) fn each_point<T: Real, const NC: usize, const NA: usize, const NV: us
 ) {
     let (b, d) = (&tab[..N1 * N1], &tab[N1 * N1..2 * N1 * N1]);
     let mut uq = [[[T::ZERO; NQ]; 4]; NC];
-    for (c, o) in uq.iter_mut().enumerate() {
-        interpolate::<T, N1, NQ>(b, d, &core::array::from_fn(|n| u[n * NC + c]), o);
+    if state {
+        for (c, o) in uq.iter_mut().enumerate() {
+            interpolate::<T, N1, NQ>(b, d, &core::array::from_fn(|n| u[n * NC + c]), o);
+        }
     }
     let mut aq = [[[T::ZERO; NQ]; 4]; NA];
     if AUXN {
@@ -144,10 +174,12 @@ pub(crate) fn each_point<T: Real, const NC: usize, const NA: usize, const NV: us
             interpolate::<T, N1, NQ>(b, d, &core::array::from_fn(|n| a[n * NA + k]), o);
         }
     }
-    let geo = &tab[2 * N1 * N1..];
+    let xs = corners(|m| get(x, m));
     for q in 0..NQ {
+        let ((xi, wi), (eta, wj), (zeta, wk)) = (rule::<T, N1>(tab, q % N1), rule::<T, N1>(tab, q / N1 % N1), rule::<T, N1>(tab, q / (N1 * N1)));
+        let geo = on_line(&TrilinearLine::new(&xs, xi, eta), zeta, wi * wj * wk);
         let field = |m: usize, h: usize| if m < NC { uq[m][h][q] } else { aq[m - NC][h][q] };
-        let (p, wdet, inv) = point_at::<T, NC, NA, NV, AUXN>(geo, q, field, x, a, time);
+        let (p, wdet, inv) = point_at::<T, NC, NA, AUXN>(geo, field, a, time);
         f(q, &p, wdet, &inv);
     }
 }
@@ -166,7 +198,7 @@ pub fn cell_residual<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const N
 ) {
     // the fluxes at the points, zero where the physics has no such term
     let mut fq = [[[T::ZERO; NQ]; 4]; NC];
-    each_point::<T, NC, NA, NV, NQ, AUXN, N1>(tab, u, x, a, time, |q, p, wdet, inv| {
+    each_point::<T, NC, NA, NQ, AUXN, N1>(tab, (u, true), x, a, time, |q, p, wdet, inv| {
         residual_at::<T, P, 3, NC, NA>(p, wdet, inv, |c, h, v| fq[c][h][q] = v);
     });
     let (b, d) = (&tab[..N1 * N1], &tab[N1 * N1..2 * N1 * N1]);
@@ -191,19 +223,23 @@ pub fn cell_points<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const NA:
     time: T,
     out: &mut [T],
 ) {
-    each_point::<T, NC, NA, NV, NQ, AUXN, N1>(tab, u, x, a, time, |q, p, wdet, inv| {
+    each_point::<T, NC, NA, NQ, AUXN, N1>(tab, (u, P::TERMS.g_reads_state), x, a, time, |q, p, wdet, inv| {
         stored_at::<T, P, 3, NC, NA>(p, wdet, inv, |j, v| out[j * NQ + q] = v);
     });
 }
 
-/// Loads the element's solution and nodal auxiliary fields into their
+/// Loads the element's solution (when `state`; zeros at the points
+/// otherwise, and no work arrays) and nodal auxiliary fields into their
 /// work arrays `w` (from [`element_work`], whose 1D matrices are `b` and
 /// `d`), then `extra` more fields after them (`load(e, node, m)` the
-/// value of extra field m at the element's node), interpolates them all
-/// to the points and evaluates `f(n, e, q, point, |J|·w, J⁻¹)` at each
-/// point of the thread's z-column (`n` the work-array offset, `e` the
-/// element, `q` the point's index in the variant's rule); whether the
-/// thread's element exists, with a barrier passed.
+/// value of extra field m at the element's node, in work field
+/// `first_extra(state)` + m), interpolates them all to the points and
+/// evaluates `f(n, e, q, point, |J|·w, J⁻¹)` at each point of the
+/// thread's z-column (`n` the work-array offset, `e` the element, `q` the
+/// point's index in the variant's rule); whether the thread's element
+/// exists, with a barrier passed. The geometry of the column comes from
+/// the cell's corners once ([`TrilinearLine`]), each point's from its
+/// height on it.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -215,10 +251,13 @@ pub(crate) unsafe fn at_points<T: Real, const NC: usize, const NA: usize, const 
     x: *const T,
     a: *const T,
     time: T,
-    (extra, load): (usize, impl Fn(usize, usize, usize) -> T),
+    state: bool,
+    (extra, load, extra_derivatives): (usize, impl Fn(usize, usize, usize) -> T, bool),
     mut f: impl FnMut(usize, usize, usize, &Point<T, 3, NC, NA>, T, &[[T; 3]; 3]),
 ) -> bool {
-    let nf = fields(NC, NA, AUXN);
+    // work field of field m (components, nodal auxiliary fields, extra)
+    let s0 = if state { 0 } else { NC };
+    let nw = fields(NC, NA, AUXN) - s0 + extra;
     let t = thread_idx_x();
     let (i, j) = (t % N1, t / N1);
     let e = block_idx_x() * block_dim_y() + thread_idx_y();
@@ -226,31 +265,37 @@ pub(crate) unsafe fn at_points<T: Real, const NC: usize, const NA: usize, const 
     if live {
         for k in 0..N1 {
             let (n, node) = (at::<N1>(k, j, i), (k * N1 + j) * N1 + i);
-            for c in 0..NC {
-                *field::<T, N1>(w, c, 0).add(n) = *u.add((e * NB + node) * NC + c);
+            if state {
+                for c in 0..NC {
+                    *field::<T, N1>(w, c, 0).add(n) = *u.add((e * NB + node) * NC + c);
+                }
             }
             if AUXN {
                 for m in 0..NA {
-                    *field::<T, N1>(w, NC + m, 0).add(n) = *a.add((e * NB + node) * NA + m);
+                    *field::<T, N1>(w, NC - s0 + m, 0).add(n) = *a.add((e * NB + node) * NA + m);
                 }
             }
             for m in 0..extra {
-                *field::<T, N1>(w, nf + m, 0).add(n) = load(e, node, m);
+                *field::<T, N1>(w, nw - extra + m, 0).add(n) = load(e, node, m);
             }
         }
     }
     barrier();
-    for m in 0..nf + extra {
-        to_points::<T, N1>(w, m, b, d);
+    for m in 0..nw {
+        to_points::<T, N1>(w, m, b, d, m < nw - extra || extra_derivatives);
     }
     barrier();
     if live {
-        let geo = core::slice::from_raw_parts(tab.add(2 * N1 * N1), NQ * geometry_row_len(3, NV));
-        let xs = core::slice::from_raw_parts(x.add(e * NV * 3), NV * 3);
+        let tab = core::slice::from_raw_parts(tab, table_len(N1));
+        let xs = corners(|m| *x.add(e * NV * 3 + m));
+        let ((xi, wi), (eta, wj)) = (rule::<T, N1>(tab, i), rule::<T, N1>(tab, j));
+        let line = TrilinearLine::new(&xs, xi, eta);
         let ac = if AUXN { &[][..] } else { core::slice::from_raw_parts(a.add(e * NA), NA) };
         for k in 0..N1 {
             let (n, q) = (at::<N1>(k, j, i), (k * N1 + j) * N1 + i);
-            let (p, wdet, inv) = point_at::<T, NC, NA, NV, AUXN>(geo, q, |m, h| *field::<T, N1>(w, m, h).add(n), xs, ac, time);
+            let (zeta, wk) = rule::<T, N1>(tab, k);
+            let field = |m: usize, h: usize| if m < s0 { T::ZERO } else { *field::<T, N1>(w, m - s0, h).add(n) };
+            let (p, wdet, inv) = point_at::<T, NC, NA, AUXN>(on_line(&line, zeta, wi * wj * wk), field, ac, time);
             f(n, e, q, &p, wdet, &inv);
         }
     }
@@ -280,7 +325,7 @@ pub unsafe fn residual<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const
     time: T,
 ) {
     let (w, [b, d]) = element_work::<T, N1>(tab, fields(NC, NA, AUXN));
-    let live = at_points::<T, NC, NA, NB, NV, NQ, AUXN, N1>(n_cells, (w, b, d), tab, u, x, a, time, (0, |_, _, _| T::ZERO), |n, _, _, p, wdet, inv| {
+    let live = at_points::<T, NC, NA, NB, NV, NQ, AUXN, N1>(n_cells, (w, b, d), tab, u, x, a, time, true, (0, |_, _, _| T::ZERO, false), |n, _, _, p, wdet, inv| {
         let mut v = [[T::ZERO; 4]; NC];
         residual_at::<T, P, 3, NC, NA>(p, wdet, inv, |c, h, f| v[c][h] = f);
         for (c, vc) in v.iter().enumerate() {
@@ -291,7 +336,7 @@ pub unsafe fn residual<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const
     let (i, j) = (t % N1, t / N1);
     let e = block_idx_x() * block_dim_y() + thread_idx_y();
     for c in 0..NC {
-        from_points::<T, N1>(w, c, b, d);
+        from_points::<T, N1>(w, c, b, d, P::TERMS.f1);
         if live {
             unroll::<N1>(|k| *out.add((e * NB + (k * N1 + j) * N1 + i) * NC + c) = *field::<T, N1>(w, c, 0).add(at::<N1>(k, j, i)));
         }
@@ -319,7 +364,7 @@ pub unsafe fn points<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const N
 ) {
     let len = point_len(3, NC, P::TERMS);
     let (w, [b, d]) = element_work::<T, N1>(tab, fields(NC, NA, AUXN));
-    at_points::<T, NC, NA, NB, NV, NQ, AUXN, N1>(n_cells, (w, b, d), tab, u, x, a, time, (0, |_, _, _| T::ZERO), |_, e, q, p, wdet, inv| {
+    at_points::<T, NC, NA, NB, NV, NQ, AUXN, N1>(n_cells, (w, b, d), tab, u, x, a, time, P::TERMS.g_reads_state, (0, |_, _, _| T::ZERO, false), |_, e, q, p, wdet, inv| {
         let o = out.add(e * len * NQ + q);
         stored_at::<T, P, 3, NC, NA>(p, wdet, inv, |jj, v| *o.add(jj * NQ) = v);
     });

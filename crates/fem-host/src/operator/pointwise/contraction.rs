@@ -15,7 +15,7 @@ use fem_kernels::pointwise::{cell_jacobian, cell_jacobian_cpu, Variant};
 struct Mixed<const MASK: u8>;
 
 impl<const D: usize, const MASK: u8> Physics<f64, D, 2, 0> for Mixed<MASK> {
-    const TERMS: Terms = Terms { f0: true, f1: true, g: [MASK & 1 != 0, MASK & 2 != 0, MASK & 4 != 0, MASK & 8 != 0], bf0: false, bg: [false, false] };
+    const TERMS: Terms = Terms { f0: true, f1: true, g: [MASK & 1 != 0, MASK & 2 != 0, MASK & 4 != 0, MASK & 8 != 0], bf0: false, bg: [false, false], g_reads_state: true };
     fn f0(p: &Point<f64, D, 2, 0>) -> [f64; 2] {
         p.u
     }
@@ -37,7 +37,7 @@ impl<const D: usize, const MASK: u8> Physics<f64, D, 2, 0> for Mixed<MASK> {
 }
 
 fn variant(shape: Shape, degree: usize, nq: usize, mask: u8) -> Variant {
-    let terms = Terms { f0: true, f1: true, g: [mask & 1 != 0, mask & 2 != 0, mask & 4 != 0, mask & 8 != 0], bf0: false, bg: [false, false] };
+    let terms = Terms { f0: true, f1: true, g: [mask & 1 != 0, mask & 2 != 0, mask & 4 != 0, mask & 8 != 0], bf0: false, bg: [false, false], g_reads_state: true };
     Variant { shape, degree, nq, nc: 2, na: 0, aux_nodal: false, terms, block: 1, residual: "", jacobian: None, precisions: &[], nqf: 0, facet_residual: None, facet_jacobian: None, points: None, sum_factorised: false, matrix_free: false }
 }
 

@@ -122,7 +122,7 @@ mod tests {
 
     /// A tensor variant of degree `p` with `q1` Gauss points a direction.
     fn variant(shape: Shape, p: usize, q1: usize, nc: usize, g: [bool; 4]) -> Variant {
-        let terms = Terms { f0: true, f1: true, g, bf0: false, bg: [false; 2] };
+        let terms = Terms { f0: true, f1: true, g, bf0: false, bg: [false; 2], g_reads_state: true };
         let nq = q1.pow(shape.dim() as u32);
         Variant { shape, degree: p, nq, nc, na: 0, aux_nodal: false, terms, block: 1, residual: "", jacobian: None, precisions: &[], nqf: 0, facet_residual: None, facet_jacobian: None, points: None, sum_factorised: false, matrix_free: false }
     }

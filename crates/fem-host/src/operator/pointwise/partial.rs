@@ -42,6 +42,8 @@ pub struct Tables1d {
     pub d: Vec<f64>,
     /// D·B: nodes → point derivatives, `q1 × n1`.
     pub bd: Vec<f64>,
+    /// The Gauss points on \[−1, 1\] and their weights.
+    pub rule: (Vec<f64>, Vec<f64>),
 }
 
 impl Tables1d {
@@ -57,7 +59,7 @@ impl Tables1d {
         interpolation_matrix(&nodes, &points, &mut b);
         differentiation_matrix(&points, &mut d);
         let bd = matmul(&d, &b, q1, q1, n1);
-        Ok(Self { n1, q1, b, d, bd })
+        Ok(Self { n1, q1, b, d, bd, rule: (points, wq) })
     }
 }
 

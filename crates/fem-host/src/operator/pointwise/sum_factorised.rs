@@ -8,18 +8,20 @@
 use super::partial::{Slabs, Tables1d};
 use crate::{Backend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, PushKernelArg};
+use fem_kernels::pointwise::sum_factorised::action_fields;
 use fem_kernels::pointwise::{row_len, Variant};
 
 /// Flops of one cell's sum-factorised residual: per interpolated field
 /// (components and nodal auxiliary fields) three 1D interpolations and
 /// three collocation derivatives of 2·N1⁴ each, the same back per
-/// component, and per point the geometry from the vertices and the
-/// fluxes' pull-back (the physics' own arithmetic not counted, as in the
-/// paper's count of the element kernels).
+/// component, per z-line the trilinear geometry's five vectors (about
+/// 140), and per point the Jacobian's inverse from them (about 60) and
+/// the fluxes' pull-back (the physics' own arithmetic not counted, as in
+/// the paper's count of the element kernels).
 pub fn flops_per_cell(v: &Variant) -> f64 {
-    let (n1, d, nc, nv) = ((v.degree + 1) as f64, v.dim() as f64, v.nc as f64, v.shape.vertices() as f64);
+    let (n1, d, nc) = ((v.degree + 1) as f64, v.dim() as f64, v.nc as f64);
     let contractions = 12.0 * n1.powi(4) * (fields(v) as f64 + nc);
-    contractions + v.nq as f64 * (2.0 * nv * (1.0 + d) * d + 2.0 * d * d * nc)
+    contractions + 140.0 * n1 * n1 + v.nq as f64 * (60.0 + 2.0 * d * d * nc)
 }
 
 /// The uploaded table and launch shapes of one variant.
@@ -36,9 +38,10 @@ fn fields(v: &Variant) -> usize {
     fem_kernels::pointwise::sum_factorised::fields(v.nc, v.na, v.aux_nodal)
 }
 
-/// The kernels' table of `v`: `[B | D]` of [`Tables1d`], then per point
-/// its weight and the vertex basis with its reference derivatives (the
-/// geometry part of `full`, the element kernels' table).
+/// The kernels' table of `v` ([`fem_kernels::pointwise::sum_factorised::table_len`]):
+/// `[B | D]` of [`Tables1d`], then its 1D Gauss points and weights. `full`
+/// (the element kernels' table) must hold the same rule: each point's
+/// weight the product of the 1D weights, x fastest.
 pub fn tables(v: &Variant, full: &[f64]) -> Result<Vec<f64>> {
     let t = Tables1d::new(v)?;
     let (d, nb, nv) = (v.dim(), v.n_basis(), v.shape.vertices());
@@ -46,8 +49,14 @@ pub fn tables(v: &Variant, full: &[f64]) -> Result<Vec<f64>> {
     if full.len() != v.nq * stride {
         return Err(Error::InvalidArgument(format!("a table of {} values for {} points of {stride}", full.len(), v.nq)));
     }
-    let geometry = full.chunks(stride).flat_map(|row| std::iter::once(row[0]).chain(row[1 + nb * (1 + d)..].iter().copied()));
-    Ok(t.b.iter().chain(&t.d).copied().chain(geometry).collect())
+    let (n1, (points, weights)) = (t.q1, &t.rule);
+    for (q, row) in full.chunks(stride).enumerate() {
+        let w: f64 = (0..d).map(|a| weights[q / n1.pow(a as u32) % n1]).product();
+        if (row[0] - w).abs() > 1e-13 {
+            return Err(Error::InvalidArgument(format!("point {q} of the table has weight {} where the tensor Gauss rule has {w}", row[0])));
+        }
+    }
+    Ok(t.b.iter().chain(&t.d).chain(points).chain(weights).copied().collect())
 }
 
 impl<T: Scalar> GpuSumFactorised<T> {
@@ -62,7 +71,7 @@ impl<T: Scalar> GpuSumFactorised<T> {
         }
         let slabs = Slabs::fit(gpu, v.degree + 1, fields(v), T::BYTES)?;
         let action = match v.matrix_free {
-            true => Slabs::fit(gpu, v.degree + 1, fields(v) + v.nc, T::BYTES).map_err(|e| format!("the matrix-free action: {e}")),
+            true => Slabs::fit(gpu, v.degree + 1, action_fields(v.nc, v.na, v.aux_nodal, v.terms.g_reads_state), T::BYTES).map_err(|e| format!("the matrix-free action: {e}")),
             false => Err("this variant has no matrix-free action".into()),
         };
         Ok(Some(Self { tab: gpu.upload(tab)?, slabs, action }))
@@ -107,7 +116,8 @@ mod tests {
     use crate::CpuBackend;
     use fem_core::physics::Physics;
     use fem_kernels::physics::{Elasticity, NeoHookean, Poisson};
-    use fem_kernels::pointwise::sum_factorised::geometry_row_len;
+    use fem_core::shape::Shape;
+    use fem_kernels::pointwise::sum_factorised::table_len;
     use fem_kernels::pointwise::{cell_residual, partial::cell_points, Kernels};
 
     /// The CPU's sum-factorised residual and point data of `P` at degree
@@ -155,12 +165,12 @@ mod tests {
         matches_element_kernels::<NeoHookean, 3, 2, 64, false>(3, 0.01);
     }
 
-    /// The GPU kernels read the basis as products of the 1D `B` and `D·B`
-    /// along x, y and z (x fastest) and the geometry from the compact
-    /// rows: every entry of the element kernels' table is that product,
-    /// and the geometry rows are its rows' weight and vertex part, so both
-    /// evaluate the same basis at the same points in the same reference
-    /// coordinates.
+    /// The kernels read the basis as products of the 1D `B` and `D·B`
+    /// along x, y and z (x fastest) and the geometry from the 1D rule on
+    /// trilinear cells: every entry of the element kernels' table is that
+    /// product, each row's weight the product of the 1D weights and its
+    /// vertex part the Q1 basis at the rule's point, so both evaluate the
+    /// same basis at the same points in the same reference coordinates.
     #[test]
     fn tables_factor_the_element_kernels_table() {
         let variants = <Poisson as Kernels<f64>>::VARIANTS.iter().chain(<Elasticity as Kernels<f64>>::VARIANTS);
@@ -172,11 +182,19 @@ mod tests {
             let (n1, nb, nv) = (t.n1, v.n_basis(), v.shape.vertices());
             assert_eq!(t.q1, n1);
             let stride = row_len(3, nb, nv);
-            let (geo, row_len) = (&tab[2 * n1 * n1..], geometry_row_len(3, nv));
-            assert_eq!(geo.len(), v.nq * row_len);
+            let (rule, (points, weights)) = (&tab[2 * n1 * n1..], &t.rule);
+            assert_eq!((rule.len(), tab.len()), (2 * n1, table_len(n1)));
+            assert_eq!(rule, [&points[..], &weights[..]].concat().as_slice());
             for q in 0..v.nq {
                 let row = &full[q * stride..(q + 1) * stride];
                 let qi = [q % n1, q / n1 % n1, q / (n1 * n1)];
+                let (mut val, mut grad) = ([0.0; 8], [0.0; 24]);
+                Shape::Hexahedron.geometry_basis(&qi.map(|a| points[a]), &mut val, &mut grad);
+                let vertex = |m: usize, h: usize| if h == 0 { val[m] } else { grad[m * 3 + h - 1] };
+                for m in 0..nv * 4 {
+                    assert!((row[1 + nb * 4 + m] - vertex(m / 4, m % 4)).abs() < 1e-13, "Q{} point {q}: vertex basis {m}", v.degree);
+                }
+                assert!((row[0] - qi.iter().map(|&a| weights[a]).product::<f64>()).abs() < 1e-14);
                 for n in 0..nb {
                     let ni = [n % n1, n / n1 % n1, n / (n1 * n1)];
                     for h in 0..4 {
@@ -185,7 +203,6 @@ mod tests {
                         assert!((f - want).abs() < 1e-11 * (1.0 + want.abs()), "Q{} point {q} node {n} term {h}: {f} against {want}", v.degree);
                     }
                 }
-                assert_eq!(&geo[q * row_len..(q + 1) * row_len], [&row[..1], &row[1 + nb * 4..]].concat().as_slice());
             }
             checked += 1;
         }
