@@ -35,9 +35,36 @@ pub fn unroll<const N: usize>(mut f: impl FnMut(usize)) {
     }
 }
 
+/// `core::array::from_fn` written out as [`unroll`] writes loops:
+/// element k is `f(k)`, `k` a constant in each copy. A pointwise function
+/// that builds a large nested array (a 3D vector physics' g3 holds 81
+/// values) keeps it in registers with this at its outer levels, where
+/// `from_fn`'s outer loop, its body too long for the optimiser to
+/// unroll, leaves the array in local memory: neo-Hookean's g3 took 720
+/// bytes of stack a thread in the matrix-free action that way.
+#[inline(always)]
+pub fn array<T, const N: usize>(mut f: impl FnMut(usize) -> T) -> [T; N] {
+    let mut a = core::mem::MaybeUninit::<[T; N]>::uninit();
+    let p = a.as_mut_ptr().cast::<T>();
+    // SAFETY: `unroll` calls the closure once for every k < N, so every
+    // element is written before the array is read
+    unroll::<N>(|k| unsafe { p.add(k).write(f(k)) });
+    unsafe { a.assume_init() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arrays_hold_f_of_each_index() {
+        assert_eq!(array::<usize, 0>(|k| k), [0; 0]);
+        assert_eq!(array::<usize, 3>(|k| k * k), [0, 1, 4]);
+        let long: [usize; 200] = array(|k| k + 1);
+        assert!(long.iter().enumerate().all(|(k, &v)| v == k + 1));
+        let nested: [[u8; 2]; 3] = array(|i| array(|j| (2 * i + j) as u8));
+        assert_eq!(nested, [[0, 1], [2, 3], [4, 5]]);
+    }
 
     fn visits<const N: usize>() -> usize {
         let mut next = 0;

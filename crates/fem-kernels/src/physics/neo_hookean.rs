@@ -22,6 +22,7 @@ use fem_macros::fem_kernel;
     gpu_cfg(feature = "entry-points")
 )]
 pub mod neo_hookean {
+    use fem_core::unroll::array;
     use fem_core::Real;
 
     /// F = I + ∇u, its inverse and ln J. A non-positive J (an inverted
@@ -40,16 +41,13 @@ pub mod neo_hookean {
         core::array::from_fn(|c| core::array::from_fn(|d| mu * du[c][d] + (lambda * ln_j - mu) * inv[d][c] + if c == d { mu } else { T::ZERO }))
     }
 
-    /// g3 = ∂P/∂F.
+    /// g3 = ∂P/∂F, its outer levels written out ([`fem_core::unroll::array`]):
+    /// built by `from_fn`, the 81 values went to local memory on the GPU.
     pub fn g3<T: Real, const D: usize>(_u: &[T; D], du: &[[T; D]; D], a: &[T; 2], _da: &[[T; D]; 2], _x: &[T; D]) -> [[[[T; D]; D]; D]; D] {
         let (lambda, mu) = (a[0], a[1]);
         let (inv, ln_j) = kinematics(du);
         let soft = mu - lambda * ln_j;
-        core::array::from_fn(|c| {
-            core::array::from_fn(|e| {
-                core::array::from_fn(|d| core::array::from_fn(|g| (if c == e && d == g { mu } else { T::ZERO }) + soft * inv[d][e] * inv[g][c] + lambda * inv[d][c] * inv[g][e]))
-            })
-        })
+        array(|c| array(|e| array(|d| array(|g| (if c == e && d == g { mu } else { T::ZERO }) + soft * inv[d][e] * inv[g][c] + lambda * inv[d][c] * inv[g][e]))))
     }
 }
 
