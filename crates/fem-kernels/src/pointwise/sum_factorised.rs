@@ -22,9 +22,9 @@
 //! differentiation at the points), then the 1D Gauss rule on \[−1, 1\].
 //! The cells are trilinear (the geometry basis of hexahedra is Q1), so a
 //! point's Jacobian comes from the cell's 24 corner values and the rule
-//! along the thread's z-line ([`TrilinearLine`]: five 3-vectors a line)
-//! where a table row of the vertex basis at every point cost 33 reads and
-//! 96 multiply-adds a point.
+//! along the thread's z-line ([`TrilinearLine`]: five 3-vectors a line),
+//! in place of a table row of the vertex basis at every point, which cost
+//! 33 reads and 96 multiply-adds a point.
 
 #[cfg(target_arch = "nvptx64")]
 use super::partial::point_len;
@@ -232,8 +232,9 @@ pub fn cell_points<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const NA:
 /// otherwise, and no work arrays) and nodal auxiliary fields into their
 /// work arrays `w` (from [`element_work`], whose 1D matrices are `b` and
 /// `d`), then `extra` more fields after them (`load(e, node, m)` the
-/// value of extra field m at the element's node, in work field
-/// `first_extra(state)` + m), interpolates them all to the points and
+/// value of extra field m at the element's node, in the work fields
+/// after the others; with their derivatives only if `extra_derivatives`),
+/// interpolates them all to the points and
 /// evaluates `f(n, e, q, point, |J|·w, J⁻¹)` at each point of the
 /// thread's z-column (`n` the work-array offset, `e` the element, `q` the
 /// point's index in the variant's rule); whether the thread's element
