@@ -126,7 +126,7 @@ pub fn cell_action<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const NA:
     let (b, d) = (&tab[..N1 * N1], &tab[N1 * N1..2 * N1 * N1]);
     let mut dq = [[[T::ZERO; NQ]; 4]; NC];
     for (c, o) in dq.iter_mut().enumerate() {
-        interpolate::<T, N1, NQ>(b, d, &core::array::from_fn(|n| dir[n * NC + c]), o);
+        interpolate::<T, N1, NQ>(b, d, &core::array::from_fn(|n| dir[n * NC + c]), o, gets_derivatives(P::TERMS));
     }
     let mut fq = [[[T::ZERO; NQ]; 4]; NC];
     each_point::<T, NC, NA, NQ, AUXN, N1>(tab, (u, P::TERMS.g_reads_state), x, a, time, |q, p, wdet, inv| {
@@ -136,7 +136,7 @@ pub fn cell_action<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const NA:
     });
     let mut r = [T::ZERO; NQ];
     for (c, fc) in fq.iter().enumerate() {
-        integrate::<T, N1, NQ>(b, d, fc, &mut r);
+        integrate::<T, N1, NQ>(b, d, fc, &mut r, gives_derivatives(P::TERMS));
         for (n, v) in r.iter().enumerate() {
             out[n * NC + c] = *v;
         }

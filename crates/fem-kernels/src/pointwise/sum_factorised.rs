@@ -120,13 +120,18 @@ fn along<T: Real, const N1: usize, const NQ: usize>(m: &[T], stride: usize, tran
 }
 
 /// Node values `v` to the value and three reference derivatives at the
-/// points (B along x, y and z, then the collocation derivative D).
+/// points (B along x, y and z, then the collocation derivative D, left
+/// out unless `derivatives`: the GPU's [`crate::device::lines`] rule).
 #[inline(always)]
-pub(crate) fn interpolate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &[T], v: &[T; NQ], out: &mut [[T; NQ]; 4]) {
+pub(crate) fn interpolate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &[T], v: &[T; NQ], out: &mut [[T; NQ]; 4], derivatives: bool) {
     let mut t = [T::ZERO; NQ];
     along::<T, N1, NQ>(b, 1, false, v, &mut out[1]);
     along::<T, N1, NQ>(b, N1, false, &out[1], &mut t);
     along::<T, N1, NQ>(b, N1 * N1, false, &t, &mut out[0]);
+    if !derivatives {
+        out[1] = [T::ZERO; NQ];
+        return;
+    }
     let [u, rest @ ..] = out;
     for (a, o) in rest.iter_mut().enumerate() {
         along::<T, N1, NQ>(d, [1, N1, N1 * N1][a], false, u, o);
@@ -134,11 +139,12 @@ pub(crate) fn interpolate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d:
 }
 
 /// The transpose of [`interpolate`]: point values and reference
-/// derivatives `f` integrated against the basis into node values.
+/// derivatives `f` (the values alone unless `derivatives`) integrated
+/// against the basis into node values.
 #[inline(always)]
-pub(crate) fn integrate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &[T], f: &[[T; NQ]; 4], out: &mut [T; NQ]) {
+pub(crate) fn integrate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &[T], f: &[[T; NQ]; 4], out: &mut [T; NQ], derivatives: bool) {
     let (mut acc, mut t) = (f[0], [T::ZERO; NQ]);
-    for a in 0..3 {
+    for a in 0..3 * derivatives as usize {
         along::<T, N1, NQ>(d, [1, N1, N1 * N1][a], true, &f[1 + a], &mut t);
         acc.iter_mut().zip(&t).for_each(|(s, v)| *s += *v);
     }
@@ -165,13 +171,13 @@ pub(crate) fn each_point<T: Real, const NC: usize, const NA: usize, const NQ: us
     let mut uq = [[[T::ZERO; NQ]; 4]; NC];
     if state {
         for (c, o) in uq.iter_mut().enumerate() {
-            interpolate::<T, N1, NQ>(b, d, &core::array::from_fn(|n| u[n * NC + c]), o);
+            interpolate::<T, N1, NQ>(b, d, &core::array::from_fn(|n| u[n * NC + c]), o, true);
         }
     }
     let mut aq = [[[T::ZERO; NQ]; 4]; NA];
     if AUXN {
         for (k, o) in aq.iter_mut().enumerate() {
-            interpolate::<T, N1, NQ>(b, d, &core::array::from_fn(|n| a[n * NA + k]), o);
+            interpolate::<T, N1, NQ>(b, d, &core::array::from_fn(|n| a[n * NA + k]), o, true);
         }
     }
     let xs = corners(|m| get(x, m));
@@ -204,7 +210,7 @@ pub fn cell_residual<T: Real, P: Physics<T, 3, NC, NA>, const NC: usize, const N
     let (b, d) = (&tab[..N1 * N1], &tab[N1 * N1..2 * N1 * N1]);
     let mut r = [T::ZERO; NQ];
     for (c, fc) in fq.iter().enumerate() {
-        integrate::<T, N1, NQ>(b, d, fc, &mut r);
+        integrate::<T, N1, NQ>(b, d, fc, &mut r, P::TERMS.f1);
         for (n, v) in r.iter().enumerate() {
             out[n * NC + c] = *v;
         }

@@ -115,7 +115,7 @@ mod tests {
     use crate::space::Space;
     use crate::CpuBackend;
     use fem_core::physics::Physics;
-    use fem_kernels::physics::{Elasticity, NeoHookean, Poisson};
+    use fem_kernels::physics::{Elasticity, Mass, NeoHookean, Poisson};
     use fem_core::shape::Shape;
     use fem_kernels::pointwise::sum_factorised::table_len;
     use fem_kernels::pointwise::{cell_residual, partial::cell_points, Kernels};
@@ -163,6 +163,9 @@ mod tests {
         // displacements small enough that no point inverts
         matches_element_kernels::<NeoHookean, 3, 2, 27, false>(2, 0.02);
         matches_element_kernels::<NeoHookean, 3, 2, 64, false>(3, 0.01);
+        // f0 and g0 alone: no derivative contractions either way
+        matches_element_kernels::<Mass, 1, 2, 27, true>(2, 1.0);
+        matches_element_kernels::<Mass, 1, 2, 216, true>(5, 1.0);
     }
 
     /// The kernels read the basis as products of the 1D `B` and `D·B`
