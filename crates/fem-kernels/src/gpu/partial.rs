@@ -26,7 +26,7 @@
 
 use crate::device::lines::{at, element_work, field, from_points, to_points};
 use crate::device::*;
-use crate::pointwise::partial::{apply_point, diagonal_per_element, element_entry, point_len, present, terms_of};
+use crate::pointwise::partial::{apply_point, diagonal_per_element, element_entry, gets_derivatives, gives_derivatives, point_len, present, terms_of};
 use fem_core::tensor::padded;
 use fem_core::{unroll, Real};
 use fem_macros::kernel;
@@ -50,8 +50,6 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize, const TERMS: u3
     let live = e < ne;
     let pos = |k: usize, c: usize| (e * np + (k * NQ + j) * NQ + i) * NC + c;
     let terms = terms_of(if TERMS == 0 { mask } else { TERMS });
-    // the direction's derivatives feed g1 and g3, the result's g2 and g3
-    let [_, g1, g2, g3] = terms.g;
     barrier();
     for c in 0..NC {
         if live {
@@ -66,7 +64,7 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize, const TERMS: u3
             unroll::<NQ>(|k| *field::<T, NQ>(w, c, 0).add(at::<NQ>(k, j, i)) = v[k]);
         }
         barrier();
-        to_points::<T, NQ>(w, c, b, d, g1 || g3);
+        to_points::<T, NQ>(w, c, b, d, gets_derivatives(terms));
     }
     barrier();
     if live {
@@ -81,7 +79,7 @@ pub unsafe fn partial<T: Real, const NQ: usize, const NC: usize, const TERMS: u3
     }
     barrier();
     for c in 0..NC {
-        from_points::<T, NQ>(w, c, b, d, g2 || g3);
+        from_points::<T, NQ>(w, c, b, d, gives_derivatives(terms));
         if live {
             unroll::<NQ>(|k| {
                 let r = *map.add(pos(k, c));

@@ -22,7 +22,8 @@ use super::{physical, pull};
 use crate::device::lines::{at, element_work, field, from_points};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
-use fem_core::physics::{Physics, Point, Terms};
+use super::partial::{gets_derivatives, gives_derivatives};
+use fem_core::physics::{Physics, Point};
 #[cfg(target_arch = "nvptx64")]
 use fem_core::unroll;
 use fem_core::Real;
@@ -30,16 +31,6 @@ use fem_core::Real;
 /// A map entry that is neither read nor written (a held row or column).
 #[cfg(target_arch = "nvptx64")]
 const NONE: u32 = u32::MAX;
-
-/// Whether the Jacobian reads the direction's derivatives (g1, g3).
-pub const fn gets_derivatives(t: Terms) -> bool {
-    t.g[1] || t.g[3]
-}
-
-/// Whether its action has derivative parts (g2, g3).
-pub const fn gives_derivatives(t: Terms) -> bool {
-    t.g[2] || t.g[3]
-}
 
 /// The linearised fluxes at one point, handed to `put(c, h, value)` as
 /// [`super::residual_at`] hands the residual's: with `v` the direction's

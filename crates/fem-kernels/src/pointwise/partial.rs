@@ -180,6 +180,20 @@ pub const fn terms_of(mask: u32) -> Terms {
     Terms { f0: false, f1: false, g: [mask & 1 == 1, mask >> 1 & 1 == 1, mask >> 2 & 1 == 1, mask >> 3 & 1 == 1], bf0: false, bg: [false; 2], g_reads_state: true }
 }
 
+/// Whether a Jacobian with `t` reads the direction's derivatives at the
+/// points (g1, g3): the contractions to the points make them only then.
+#[inline(always)]
+pub const fn gets_derivatives(t: Terms) -> bool {
+    t.g[1] || t.g[3]
+}
+
+/// Whether its product has derivative parts at the points (g2, g3): the
+/// contractions back from the points integrate them only then.
+#[inline(always)]
+pub const fn gives_derivatives(t: Terms) -> bool {
+    t.g[2] || t.g[3]
+}
+
 /// The inverse of [`terms_of`]: the mask the host passes.
 pub fn terms_mask(t: Terms) -> u32 {
     t.g.iter().enumerate().map(|(i, &g)| (g as u32) << i).sum()

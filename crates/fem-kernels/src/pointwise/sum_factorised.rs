@@ -156,7 +156,8 @@ pub(crate) fn integrate<T: Real, const N1: usize, const NQ: usize>(b: &[T], d: &
 /// Interpolates the element's fields to the points on the CPU (the
 /// solution's components `u[n·NC + c]` when `state`, else zeros, then
 /// the nodal auxiliary fields `a[n·NA + k]` when `AUXN`) and evaluates
-/// `f(q, point, |J|·w, J⁻¹)` at every point `q`.
+/// `f(q, point, |J|·w, J⁻¹)` at every point `q`, z-line by z-line: each
+/// line's geometry is built once, as the GPU's thread builds its own.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn each_point<T: Real, const NC: usize, const NA: usize, const NQ: usize, const AUXN: bool, const N1: usize>(
@@ -181,12 +182,15 @@ pub(crate) fn each_point<T: Real, const NC: usize, const NA: usize, const NQ: us
         }
     }
     let xs = corners(|m| get(x, m));
-    for q in 0..NQ {
-        let ((xi, wi), (eta, wj), (zeta, wk)) = (rule::<T, N1>(tab, q % N1), rule::<T, N1>(tab, q / N1 % N1), rule::<T, N1>(tab, q / (N1 * N1)));
-        let geo = on_line(&TrilinearLine::new(&xs, xi, eta), zeta, wi * wj * wk);
-        let field = |m: usize, h: usize| if m < NC { uq[m][h][q] } else { aq[m - NC][h][q] };
-        let (p, wdet, inv) = point_at::<T, NC, NA, AUXN>(geo, field, a, time);
-        f(q, &p, wdet, &inv);
+    for (i, j) in (0..N1 * N1).map(|l| (l % N1, l / N1)) {
+        let ((xi, wi), (eta, wj)) = (rule::<T, N1>(tab, i), rule::<T, N1>(tab, j));
+        let line = TrilinearLine::new(&xs, xi, eta);
+        for k in 0..N1 {
+            let (q, (zeta, wk)) = ((k * N1 + j) * N1 + i, rule::<T, N1>(tab, k));
+            let field = |m: usize, h: usize| if m < NC { uq[m][h][q] } else { aq[m - NC][h][q] };
+            let (p, wdet, inv) = point_at::<T, NC, NA, AUXN>(on_line(&line, zeta, wi * wj * wk), field, a, time);
+            f(q, &p, wdet, &inv);
+        }
     }
 }
 
