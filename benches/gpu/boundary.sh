@@ -33,21 +33,6 @@ both() {
 both 3 cuda
 both 3 cpu
 both 4 cuda
-python3 - "$out" > "$tmp/summary.md" <<'PY'
-import json, sys, glob, os
-out = sys.argv[1]
-print("| run | rows | Newton updates | Krylov its | element s / update | assembly s / update | solve s | backend set-up s | host set-up s | total s | wall s | RSS KB/row |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-for f in sorted(glob.glob(os.path.join(out, "*.json"))):
-    name = os.path.basename(f)[:-5]
-    try:
-        r = json.load(open(f))
-    except Exception:
-        continue
-    n = r["newton"]; sp = n["split"]; k = max(len(n["steps"]), 1)
-    t = open(os.path.join(out, name + ".time")).read()
-    wall = float(t.split("wall ")[1].split(" s")[0]); rss = float(t.split("max RSS ")[1].split(" KB")[0])
-    print(f"| {name} | {r['rows']} | {len(n['steps'])} | {n['krylov_iterations']} | {sp['element']/k:.4f} | {sp['assembly']/k:.4f} | {sp['solve']:.3f} | {n['setup_seconds']:.3f} | {r['host_setup_seconds']:.2f} | {r['total_seconds']:.2f} | {wall:.2f} | {rss / r['rows']:.2f} |")
-PY
+python3 "$(dirname "$0")/boundary_summary.py" "$out" > "$tmp/summary.md"
 mv "$tmp/summary.md" "$out/summary.md"
 rm -rf "$tmp"

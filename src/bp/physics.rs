@@ -149,7 +149,7 @@ fn product<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, cpu: &CpuBackend, spa
     let aux = if v.aux_nodal { Aux::Nodal(&aux) } else { Aux::Cell(&aux) };
     let o = NewtonOptions { assembly: level, ..NewtonOptions::default() };
     let none = Constraints::none(space, v.nc);
-    let setup = Setup::<K>::for_newton_on(b, cpu, space, aux, &none, None, &o, true, false)?;
+    let setup = Setup::<K>::for_newton_on(b, cpu, space, aux, &none, None, &o, true)?;
     let mut w = Workspace::new(b, &setup, &o)?;
     let setup_seconds = w.setup_seconds;
     let sparse = setup.has_pattern().then(|| fem_host::problem::nonlinear::assembly::product_bytes(&setup).1);

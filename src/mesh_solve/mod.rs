@@ -354,7 +354,7 @@ struct One<'a> {
 fn solve_one<K: Kernels<f64> + 'static>(c: &One, marks: &mut Laps, stage: &dyn Fn(&str), each: &mut dyn FnMut(&Space, usize, f64, &[f64]) -> Result<()>) -> Result<(Vec<f64>, NewtonReport, Option<TimeReport>, f64)> {
     let space = c.problem.space();
     let stationary = c.o.time.is_none();
-    let setup = with_backend!(c.any, |b| Setup::<K>::for_newton_on(b, c.cpu, space, c.aux, &c.problem.constraints, Some(&c.problem.load), &c.o.newton, stationary, c.boundary.is_some()))?;
+    let setup = with_backend!(c.any, |b| Setup::<K>::for_newton_on(b, c.cpu, space, c.aux, &c.problem.constraints, Some(&c.problem.load), &c.o.newton, stationary))?;
     let setup = match c.boundary {
         Some(part) => setup.with_boundary_term(space, part)?,
         None => setup,

@@ -3,14 +3,17 @@
 //! nonlinear Robin condition ∂u/∂n + u + u|u|³ = g on the faces x = 0 and
 //! x = 1 (outward normals of both signs) and Dirichlet values elsewhere,
 //! against a manufactured solution, on every cell kind, on the CPU and the
-//! GPU, with and without multigrid.
+//! GPU, with and without multigrid, its linearisation as element matrices
+//! or, beside the cells' partial assembly and matrix-free action, by its
+//! facet points.
 
 use crate::common;
 
 use fem::host::mesh::simplex::SimplexBox;
 use fem::host::mesh::BoxMesh;
 use fem::host::operator::pointwise::Aux;
-use fem::host::problem::nonlinear::{solve, NewtonOptions, NewtonReport, NewtonOps, Precond, Setup};
+use fem::host::operator::pointwise::partial::points_per_cell;
+use fem::host::problem::nonlinear::{solve, Assembly, NewtonOptions, NewtonReport, NewtonOps, PmgOptions, Precond, Scatter, Setup};
 use fem::host::space::integrate::l2_error;
 use fem::host::space::{BoundaryPart, CellMesh, Constraints, NestedSpaces, Space};
 use fem::host::CpuBackend;
@@ -137,6 +140,102 @@ fn gpu_boundary_terms_equal_the_cpus() {
         let (u_n, n) = newton(&gpu, &nodal, &start, Precond::Jacobi);
         let worst = u_c.iter().zip(&u_n).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
         assert!(n.steps.len() == c.steps.len() && worst < 1e-10, "{:?} p{}, per node: {worst:e}", s.shape, s.degree);
+    }
+}
+
+fn wave(n: usize, k: f64) -> Vec<f64> {
+    (0..n).map(|i| (k * i as f64).sin()).collect()
+}
+
+fn max_diff(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
+}
+
+/// The cells' storages by their points on `b` (partial assembly, and on
+/// hexahedra the matrix-free action) with the Robin term's linearisation
+/// by its facet points, against its element matrices with the facets' at
+/// a state `u`: the product (held rows kept) and the diagonal.
+fn by_points_against_elements<B: NewtonOps>(b: &B, setup: &Setup<Radiation>, label: &str) {
+    let state = b.prepare(setup, None, Scatter::Atomic).unwrap();
+    let (rows, facets) = (setup.n_rows(), setup.facet_point_values());
+    assert!(facets > 0, "{label}");
+    let mut ue = b.zeros(setup.gather.len()).unwrap();
+    b.gather(&state, &b.upload(&wave(rows, 0.37)).unwrap(), &mut ue).unwrap();
+    let mut kelem = b.zeros(setup.entry_len()).unwrap();
+    b.elements(&state, true, &ue, &mut kelem).unwrap();
+    let x = b.upload(&wave(rows, 1.91)).unwrap();
+    let (mut y, mut d) = (b.zeros(rows).unwrap(), b.zeros(rows).unwrap());
+    b.element_product(&state, &kelem, &x, &mut y).unwrap();
+    b.element_diagonal(&state, &kelem, &mut d).unwrap();
+    let (want, want_d) = (b.download(&y).unwrap(), b.download(&d).unwrap());
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let check = |y: &B::Vector<f64>, d: &B::Vector<f64>, what: &str| {
+        let (got, got_d) = (b.download(y).unwrap(), b.download(d).unwrap());
+        assert!(max_diff(&got, &want) <= 1e-12 * scale, "{label} {what}: product {:e} of {scale:e}", max_diff(&got, &want));
+        assert!(max_diff(&got_d, &want_d) <= 1e-12 * scale, "{label} {what}: diagonal {:e}", max_diff(&got_d, &want_d));
+    };
+    let v = &setup.physics.variant;
+    let mut g = b.zeros(setup.physics.n_cells * points_per_cell(v) + facets).unwrap();
+    b.points(&state, &ue, &mut g).unwrap();
+    b.partial_product(&state, &g, &x, &mut y).unwrap();
+    b.partial_diagonal(&state, &g, &mut d).unwrap();
+    check(&y, &d, "partial");
+    if v.matrix_free {
+        let mut held = b.zeros(setup.gather.len() + facets).unwrap();
+        b.hold_state(&state, &ue, &mut held).unwrap();
+        b.free_product(&state, &held, &x, &mut y).unwrap();
+        b.free_diagonal(&state, &held, &mut d).unwrap();
+        check(&y, &d, "matrix-free");
+    }
+}
+
+/// The Robin term kept by its facet points beside the cells' partial
+/// assembly or matrix-free action applies as its element matrices, and
+/// Newton with it, with Jacobi or p-multigrid (whose Q1 level carries the
+/// term), reaches the element matrices' solution in as many updates.
+#[test]
+fn robin_terms_kept_by_the_points_apply_as_element_matrices() {
+    let cpu = CpuBackend::new(Some(2)).unwrap();
+    for (dim, n) in [(2, 4), (3, 2)] {
+        let s = space(false, dim, n, 2);
+        let label = format!("Q2 {dim}D");
+        let (setup, start) = setup(&cpu, &s);
+        by_points_against_elements(&cpu, &setup, &label);
+        let lma = NewtonOptions { assembly: Assembly::Lma, rtol: 1e-11, krylov_rtol: 1e-12, ..Default::default() };
+        let (want, reference) = solve(&cpu, &setup, &start, &lma, &mut |_| {}).unwrap();
+        let levels: &[Assembly] = if dim == 3 { &[Assembly::Partial, Assembly::MatrixFree] } else { &[Assembly::Partial] };
+        for &assembly in levels {
+            let (u, r) = solve(&cpu, &setup, &start, &NewtonOptions { assembly, ..lma }, &mut |_| {}).unwrap();
+            assert!(r.converged && r.steps.len() == reference.steps.len(), "{label} {assembly}: {:?} against {:?}", r.residuals, reference.residuals);
+            assert!(max_diff(&u, &want) < 1e-9, "{label} {assembly}: {:e}", max_diff(&u, &want));
+        }
+        let (jacobi, j) = solve(&cpu, &setup, &start, &NewtonOptions { assembly: Assembly::Partial, ..lma }, &mut |_| {}).unwrap();
+        let (pmg, _) = setup_on(&cpu, &cpu, &s);
+        let pmg = pmg.with_p_multigrid_on(&cpu, &cpu, &s).unwrap();
+        assert!(pmg.levels.as_ref().unwrap().setups[0].facets.as_ref().is_some_and(|t| t.len() == setup.facets.as_ref().unwrap().len()), "{label}: the Q1 level's facets");
+        let o = NewtonOptions { assembly: Assembly::Partial, precond: Precond::PMultigrid(PmgOptions::default()), ..lma };
+        let (u, r) = solve(&cpu, &pmg, &start, &o, &mut |_| {}).unwrap();
+        assert!(r.converged && max_diff(&u, &jacobi) < 1e-9, "{label} p-multigrid: {:e}", max_diff(&u, &jacobi));
+        assert!(2 * r.krylov_iterations < j.krylov_iterations, "{label}: p-multigrid {} against Jacobi {}", r.krylov_iterations, j.krylov_iterations);
+    }
+}
+
+/// The GPU's facet point data and their products (partial assembly and
+/// the matrix-free tangent) give the CPU's, and Newton with them the
+/// CPU's solution with element matrices.
+#[test]
+fn gpu_robin_terms_kept_by_the_points_equal_the_cpus() {
+    let Some(gpu) = common::gpu("gpu_robin_terms_kept_by_the_points_equal_the_cpus") else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let s = space(false, 3, 3, 2);
+    let (setup, start) = setup(&cpu, &s);
+    by_points_against_elements(&gpu, &setup, "GPU Q2 3D");
+    let lma = NewtonOptions { assembly: Assembly::Lma, rtol: 1e-11, krylov_rtol: 1e-12, ..Default::default() };
+    let (want, reference) = solve(&cpu, &setup, &start, &lma, &mut |_| {}).unwrap();
+    let (nodal, _) = setup_on(&gpu, &cpu, &s);
+    for assembly in [Assembly::Partial, Assembly::MatrixFree] {
+        let (u, r) = solve(&gpu, &nodal, &start, &NewtonOptions { assembly, ..lma }, &mut |_| {}).unwrap();
+        assert!(r.converged && r.steps.len() == reference.steps.len() && max_diff(&u, &want) < 1e-9, "{assembly}: {:e}", max_diff(&u, &want));
     }
 }
 

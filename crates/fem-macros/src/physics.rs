@@ -266,7 +266,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
     let mut jacobian_arms = Vec::new();
     let mut points_arms = Vec::new();
     let mut action_arms = Vec::new();
-    let mut facet_arms = [Vec::new(), Vec::new()];
+    let mut facet_arms = [Vec::new(), Vec::new(), Vec::new()];
     let mut entries = Vec::new();
     for e in &spec.elements {
         let (d, p, nq) = (e.shape.dim(), e.degree, e.nq);
@@ -277,7 +277,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
         let jbase = format!("fem_jacobian_{name}_{}_p{p}_q{nq}", e.shape.name());
         let jac = if has_jacobian { quote!(Some(#jbase)) } else { quote!(None) };
         let (nqf, nf) = (e.shape.facet_rule_size(p), e.shape.local_facets());
-        let fbase = [format!("fem_facet_residual_{name}_{}_p{p}_q{nq}", e.shape.name()), format!("fem_facet_jacobian_{name}_{}_p{p}_q{nq}", e.shape.name())];
+        let fbase = ["residual", "jacobian", "points"].map(|what| format!("fem_facet_{what}_{name}_{}_p{p}_q{nq}", e.shape.name()));
         let fentry = |k: usize, on: bool| {
             let b = &fbase[k];
             if on { quote!(Some(#b)) } else { quote!(None) }
@@ -304,14 +304,15 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
         });
         let generics = quote!(#d, #nc, #na, #nb, #nv, #nq, #nodal);
         let fgenerics = quote!(#d, #nc, #na, #nb, #nv, #nqf, #nf, #nodal);
-        for (k, (func, per)) in [(quote!(facet_residual), quote!(#nl)), (quote!(facet_jacobian), quote!(#nl * #nl))].into_iter().enumerate() {
+        let point_len = quote!(::fem_kernels::pointwise::facet::facet_point_len(#d, #nc, #nqf));
+        for (k, (func, per)) in [(quote!(facet_residual), quote!(#nl)), (quote!(facet_jacobian), quote!(#nl * #nl)), (quote!(facet_points), point_len)].into_iter().enumerate() {
             let fsizes = quote!([#nl, #nv * #d, #aux, #per]);
             facet_arms[k].push(quote! {
                 (#shape, #p, #nq) => ::fem_kernels::pointwise::facet::for_facets(first, #fsizes, local, u, x, a, out, |l, u, x, a, o| {
                     ::fem_kernels::pointwise::facet::#func::<T, Self, #fgenerics>(tab, l, u, x, a, t, o)
                 }),
             });
-            if (k == 0 && !bf0) || (k == 1 && !facet_jacobian) {
+            if (k == 0 && !bf0) || (k > 0 && !facet_jacobian) {
                 continue;
             }
             let gate = match &spec.gpu_cfg {
@@ -472,7 +473,7 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             quote!({ let _ = (v, tab, first, local, u, x, a, t, out); false })
         }
     };
-    let (facet_residual_body, facet_jacobian_body) = (facet_body(0, bf0), facet_body(1, facet_jacobian));
+    let (facet_residual_body, facet_jacobian_body, facet_points_body) = (facet_body(0, bf0), facet_body(1, facet_jacobian), facet_body(2, facet_jacobian));
     let kernel_impls = ["f32", "f64"].map(|p| {
         let t = format_ident!("{p}");
         quote! {
@@ -499,6 +500,11 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
                 #[allow(clippy::too_many_arguments)]
                 fn facet_jacobians(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, local: &[u32], u: &[#t], x: &[#t], a: &[#t], t: #t, out: &mut [#t]) -> bool {
                     Self::__facet_jacobians(v, tab, first, local, u, x, a, t, out)
+                }
+
+                #[allow(clippy::too_many_arguments)]
+                fn facet_points(v: &::fem_kernels::pointwise::Variant, tab: &[#t], first: usize, local: &[u32], u: &[#t], x: &[#t], a: &[#t], t: #t, out: &mut [#t]) -> bool {
+                    Self::__facet_points(v, tab, first, local, u, x, a, t, out)
                 }
 
                 #[allow(clippy::too_many_arguments)]
@@ -561,6 +567,11 @@ fn generate(spec: &Spec, ty: &Ident, name: &str, spans: [Option<Span>; 9], timed
             #[allow(clippy::too_many_arguments)]
             fn __facet_jacobians<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool {
                 #facet_jacobian_body
+            }
+
+            #[allow(clippy::too_many_arguments)]
+            fn __facet_points<T: #core::Real>(v: &::fem_kernels::pointwise::Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool {
+                #facet_points_body
             }
         }
 

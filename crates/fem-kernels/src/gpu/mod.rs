@@ -7,6 +7,7 @@ mod blas;
 mod bp;
 mod bp_factors;
 mod cardiac;
+mod facet;
 mod fem;
 mod krylov;
 mod lattice;

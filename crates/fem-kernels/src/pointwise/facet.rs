@@ -102,6 +102,18 @@ pub fn facet_residual<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
     });
 }
 
+/// bg0 and bg1 at one facet point, bg1 pulled back to reference
+/// derivatives, both times w dS: `h[c][e][k]`, k = 0 bg0's, 1..=D bg1's
+/// (the slots past D zero). The element matrices and the point data are
+/// both made of these.
+#[inline(always)]
+fn linearised<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize>(p: &Point<T, D, NC, NA>, nrm: &[T; D], ws: T, inv: &[[T; D]; D]) -> [[[T; 4]; NC]; NC] {
+    let t = P::TERMS.bg;
+    let g0 = if t[0] { P::bg0(p, nrm) } else { [[T::ZERO; NC]; NC] };
+    let g1 = if t[1] { P::bg1(p, nrm) } else { [[[T::ZERO; D]; NC]; NC] };
+    core::array::from_fn(|c| core::array::from_fn(|e| core::array::from_fn(|k| if k == 0 { g0[c][e] * ws } else if k <= D { pull(&g1[c][e], inv, k - 1) * ws } else { T::ZERO })))
+}
+
 /// The boundary element matrix of one facet, row-major n² (n = NB·NC):
 /// entry (b·NC + c, b'·NC + e) = Σ_q w dS φ_b (bg0[c][e] φ_b' + bg1[c][e]·∇φ_b').
 #[inline(always)]
@@ -117,13 +129,7 @@ pub fn facet_jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
     let n = NB * NC;
     out[..n * n].fill(T::ZERO);
     points::<T, D, NC, NA, NB, NV, NQF, NF, AUXN>(tab, local, u, x, a, time, |row, p, nrm, ws, inv| {
-        let t = P::TERMS.bg;
-        let g0 = if t[0] { P::bg0(p, nrm) } else { [[T::ZERO; NC]; NC] };
-        let g1 = if t[1] { P::bg1(p, nrm) } else { [[[T::ZERO; D]; NC]; NC] };
-        // bg1 pulled back to reference derivatives, both scaled by w dS.
-        let h: [[[T; 4]; NC]; NC] = core::array::from_fn(|c| {
-            core::array::from_fn(|e| core::array::from_fn(|k| if k == 0 { g0[c][e] * ws } else if k <= D { pull(&g1[c][e], inv, k - 1) * ws } else { T::ZERO }))
-        });
+        let h = linearised::<T, P, D, NC, NA>(p, nrm, ws, inv);
         for b in 0..NB {
             let phi = at(tab, row + b * (1 + D));
             for bj in 0..NB {
@@ -140,6 +146,127 @@ pub fn facet_jacobian<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const N
             }
         }
     });
+}
+
+/// Values of one facet's point data ([`facet_points`]): the NC × NC
+/// blocks of bg0 and bg1 (D + 1 values each) at each of its `nqf` points.
+pub const fn facet_point_len(d: usize, nc: usize, nqf: usize) -> usize {
+    nqf * nc * nc * (d + 1)
+}
+
+/// The boundary term's linearisation kept by its points, as partial
+/// assembly keeps the cells': `out[((q·NC + c)·NC + e)·(D + 1) + k]` =
+/// `h[c][e][k]` of [`linearised`] at facet point q. Its products
+/// ([`FacetShape::action`], [`FacetShape::test`], [`FacetShape::diagonal`])
+/// read these and the facet table, not the physics: they run at run-time
+/// sizes, one kernel for every physics.
+#[inline(always)]
+pub fn facet_points<T: Real, P: Physics<T, D, NC, NA>, const D: usize, const NC: usize, const NA: usize, const NB: usize, const NV: usize, const NQF: usize, const NF: usize, const AUXN: bool>(
+    tab: &[T],
+    local: usize,
+    u: &[T],
+    x: &[T],
+    a: &[T],
+    time: T,
+    out: &mut [T],
+) {
+    let mut q = 0;
+    points::<T, D, NC, NA, NB, NV, NQF, NF, AUXN>(tab, local, u, x, a, time, |_, p, nrm, ws, inv| {
+        let h = linearised::<T, P, D, NC, NA>(p, nrm, ws, inv);
+        for (c, hc) in h.iter().enumerate() {
+            for (e, hce) in hc.iter().enumerate() {
+                out[((q * NC + c) * NC + e) * (D + 1)..][..=D].copy_from_slice(&hce[..=D]);
+            }
+        }
+        q += 1;
+    });
+}
+
+/// The sizes a facet's point data and the facet table have, read at run
+/// time by the products of [`facet_points`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FacetShape {
+    /// Dimension of the cells.
+    pub d: usize,
+    /// Basis functions of a cell.
+    pub nb: usize,
+    /// Field components.
+    pub nc: usize,
+    /// Points of a facet.
+    pub nqf: usize,
+    /// Vertices of a cell (the table's rows hold their basis too).
+    pub nv: usize,
+}
+
+impl FacetShape {
+    /// Values of a facet's E-vector: its cell's.
+    pub const fn n_local(&self) -> usize {
+        self.nb * self.nc
+    }
+
+    /// Values of a facet's point data.
+    pub const fn point_len(&self) -> usize {
+        facet_point_len(self.d, self.nc, self.nqf)
+    }
+
+    /// Offset in the facet table of the basis values at point `q` of
+    /// local facet `local` (as [`points`] hands them).
+    fn row(&self, local: usize, q: usize) -> usize {
+        (local * self.nqf + q) * row_len(self.d, self.nb, self.nv) + 1
+    }
+
+    /// Component `c` of the point data applied at point `q` of a facet
+    /// (local number `local`, point data `h`) to its E-vector entries
+    /// `x(b·nc + e)`: Σ_{e,k} h[q][c][e][k] ∂_k x_e(q), k = 0 the value.
+    #[inline(always)]
+    pub fn action<T: Real>(&self, tab: &[T], local: usize, q: usize, c: usize, h: &[T], x: impl Fn(usize) -> T) -> T {
+        let (row, d, nc) = (self.row(local, q), self.d, self.nc);
+        let mut s = T::ZERO;
+        for e in 0..nc {
+            let mut v = [T::ZERO; 4];
+            for b in 0..self.nb {
+                let xb = x(b * nc + e);
+                for (k, vk) in v.iter_mut().enumerate().take(d + 1) {
+                    *vk = at(tab, row + b * (1 + d) + k).mad(xb, *vk);
+                }
+            }
+            let hce = ((q * nc + c) * nc + e) * (d + 1);
+            for (k, vk) in v.iter().enumerate().take(d + 1) {
+                s = at(h, hce + k).mad(*vk, s);
+            }
+        }
+        s
+    }
+
+    /// Entry `i` = b·nc + c of a facet's product: Σ_q φ_b(q) t[q·nc + c],
+    /// `t` its [`Self::action`]s.
+    #[inline(always)]
+    pub fn test<T: Real>(&self, tab: &[T], local: usize, i: usize, t: &[T]) -> T {
+        let (b, c, nc) = (i / self.nc, i % self.nc, self.nc);
+        let mut s = T::ZERO;
+        for q in 0..self.nqf {
+            s = at(tab, self.row(local, q) + b * (1 + self.d)).mad(at(t, q * nc + c), s);
+        }
+        s
+    }
+
+    /// Diagonal entry `i` = b·nc + c of a facet's element matrix from its
+    /// point data `h`: Σ_q φ_b(q) Σ_k h[q][c][c][k] ∂_k φ_b(q).
+    #[inline(always)]
+    pub fn diagonal<T: Real>(&self, tab: &[T], local: usize, i: usize, h: &[T]) -> T {
+        let (b, c, d, nc) = (i / self.nc, i % self.nc, self.d, self.nc);
+        let mut s = T::ZERO;
+        for q in 0..self.nqf {
+            let at_b = self.row(local, q) + b * (1 + d);
+            let hcc = ((q * nc + c) * nc + c) * (d + 1);
+            let mut r = T::ZERO;
+            for k in 0..=d {
+                r = at(h, hcc + k).mad(at(tab, at_b + k), r);
+            }
+            s = at(tab, at_b).mad(r, s);
+        }
+        s
+    }
 }
 
 /// Runs `facet` over the facets of `out` (`no` values each) starting at

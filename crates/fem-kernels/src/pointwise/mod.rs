@@ -221,6 +221,13 @@ pub trait Kernels<T: Real> {
     #[allow(clippy::too_many_arguments)]
     fn facet_jacobians(v: &Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool;
 
+    /// The boundary linearisation's point data likewise
+    /// ([`facet::facet_points`], [`facet::facet_point_len`] per facet);
+    /// `false` without bg0 and bg1. The GPU entry is
+    /// [`Variant::facet_jacobian`]'s with `points` for `jacobian`.
+    #[allow(clippy::too_many_arguments)]
+    fn facet_points(v: &Variant, tab: &[T], first: usize, local: &[u32], u: &[T], x: &[T], a: &[T], t: T, out: &mut [T]) -> bool;
+
     /// The Jacobian's point data ([`partial::cell_points`],
     /// [`partial::point_len`] · N_q per cell) of cells `first..`; `false`
     /// if `v` is not a variant on a tensor cell or the physics has no

@@ -5,13 +5,21 @@
 //! `fem_kernels::pointwise::facet`). Results are per facet in the cell
 //! layout (n_local, or n_local² for element matrices), so they gather and
 //! scatter through the facet's cell like one more element.
+//!
+//! Where the cells' tangent is kept by its points (partial assembly, the
+//! matrix-free action), the boundary term's is too: bg0 and bg1 at the
+//! facet points ([`FacetTerm::points_cpu`], [`FacetShape::point_len`] a
+//! facet), applied and diagonalised from the facet table by one code for
+//! every physics ([`FacetShape`]) on the CPU and the GPU. Element matrices
+//! of a facet hold its cell's n_local² entries (531k at Q8): the point
+//! data hold nc²(d + 1) a facet point.
 
 use super::{fill_row, Pointwise};
 use crate::space::facets::{facet_map, span_normal, Facet};
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use fem_core::shape::Shape;
-use fem_kernels::pointwise::facet::facet_table_len;
+use fem_kernels::pointwise::facet::{facet_table_len, FacetShape};
 use fem_kernels::pointwise::{row_len, Kernels, Variant};
 use rayon::prelude::*;
 use std::marker::PhantomData;
@@ -51,6 +59,18 @@ pub fn tabulate_facets(v: &Variant) -> Vec<f64> {
         tab[nf * nq * stride + l * d..][..d].copy_from_slice(&reference_normal(s, l)[..d]);
     }
     tab
+}
+
+/// The GPU entry of a variant's boundary point data, from its element
+/// matrices' (`fem_facet_jacobian_…` → `fem_facet_points_…`, as
+/// `#[fem_kernel]` names them).
+fn points_entry(jacobian_entry: &str) -> String {
+    jacobian_entry.replacen("fem_facet_jacobian_", "fem_facet_points_", 1)
+}
+
+/// The sizes of `v`'s facet point data and table.
+pub fn facet_shape(v: &Variant) -> FacetShape {
+    FacetShape { d: v.dim(), nb: v.n_basis(), nc: v.nc, nqf: v.nqf, nv: v.shape.vertices() }
 }
 
 /// The CPU code of one variant over a range of facets, as `Kernels` has it.
@@ -138,20 +158,40 @@ impl<T: Scalar, K: Kernels<T>> FacetTerm<T, K> {
         }
     }
 
+    /// Values of the boundary linearisation's point data
+    /// ([`Self::points_cpu`]): none where bf0 does not depend on u.
+    pub fn point_values(&self) -> usize {
+        match self.variant.facet_jacobian {
+            Some(_) => self.len() * facet_shape(&self.variant).point_len(),
+            None => 0,
+        }
+    }
+
     /// Boundary residuals (`jacobian` false) or element matrices on the
     /// CPU from the facets' cell E-vectors `u`.
     pub fn evaluate_cpu(&self, cpu: &CpuBackend, jacobian: bool, u: &[T]) -> Result<Vec<T>> {
+        let f: FacetsFn<T> = if jacobian { K::facet_jacobians } else { K::facet_residuals };
+        self.run_cpu(cpu, f, self.per_facet(jacobian), jacobian, u)
+    }
+
+    /// The boundary linearisation's point data ([`Self::point_values`])
+    /// on the CPU from the facets' cell E-vectors `u`.
+    pub fn points_cpu(&self, cpu: &CpuBackend, u: &[T]) -> Result<Vec<T>> {
+        self.run_cpu(cpu, K::facet_points, facet_shape(&self.variant).point_len(), true, u)
+    }
+
+    /// `f` over the facets on `cpu`'s threads, `per` values a facet; zero
+    /// for the linearisation (`jacobian`) where bf0 does not depend on u.
+    fn run_cpu(&self, cpu: &CpuBackend, f: FacetsFn<T>, per: usize, jacobian: bool, u: &[T]) -> Result<Vec<T>> {
         let nl = self.variant.n_local();
         if u.len() != self.len() * nl {
             return Err(Error::InvalidArgument(format!("facet E-vector has {} values, {} facets need {}", u.len(), self.len(), self.len() * nl)));
         }
-        let per = self.per_facet(jacobian);
         let mut out = vec![T::ZERO; self.len() * per];
         if jacobian && self.variant.facet_jacobian.is_none() {
             // bf0 does not depend on u: its linearisation is zero.
             return Ok(out);
         }
-        let f: FacetsFn<T> = if jacobian { K::facet_jacobians } else { K::facet_residuals };
         let ran = cpu.install(|| {
             out.par_chunks_mut(CPU_CHUNK * per).enumerate().all(|(k, o)| f(&self.variant, &self.tab, k * CPU_CHUNK, &self.local, u, &self.x, &self.a, self.time, o))
         });
@@ -159,6 +199,45 @@ impl<T: Scalar, K: Kernels<T>> FacetTerm<T, K> {
             return Err(Error::InvalidArgument(format!("physics `{}` has no boundary {}", K::NAME, if jacobian { "linearisation bg0, bg1" } else { "term" })));
         }
         Ok(out)
+    }
+
+    /// `ye = K_Γ x` on the facets' E-vector from their point data `h`,
+    /// `x(k)` the facets' E-vector entry k.
+    pub fn point_product_cpu(&self, cpu: &CpuBackend, h: &[T], x: &(impl Fn(usize) -> T + Sync), ye: &mut [T]) -> Result<()> {
+        let s = facet_shape(&self.variant);
+        let (nl, hl, nt) = (s.n_local(), s.point_len(), s.nqf * s.nc);
+        self.check_points(h, ye.len())?;
+        cpu.install(|| {
+            ye.par_chunks_mut(nl).enumerate().for_each(|(f, y)| {
+                let (l, hf) = (self.local[f] as usize, &h[f * hl..(f + 1) * hl]);
+                let t: Vec<T> = (0..nt).map(|i| s.action(&self.tab, l, i / s.nc, i % s.nc, hf, |j| x(f * nl + j))).collect();
+                for (i, v) in y.iter_mut().enumerate() {
+                    *v = s.test(&self.tab, l, i, &t);
+                }
+            })
+        });
+        Ok(())
+    }
+
+    /// The diagonal of the facets' element matrices, as their E-vector,
+    /// from their point data `h`.
+    pub fn point_diagonal_cpu(&self, cpu: &CpuBackend, h: &[T]) -> Result<Vec<T>> {
+        let s = facet_shape(&self.variant);
+        let (nl, hl) = (s.n_local(), s.point_len());
+        let mut out = vec![T::ZERO; self.len() * nl];
+        self.check_points(h, out.len())?;
+        cpu.install(|| out.par_chunks_mut(nl).enumerate().for_each(|(f, d)| d.iter_mut().enumerate().for_each(|(i, v)| *v = s.diagonal(&self.tab, self.local[f] as usize, i, &h[f * hl..(f + 1) * hl]))));
+        Ok(out)
+    }
+
+    /// An error unless `h` holds the facets' point data and `ye` their
+    /// E-vector's length.
+    fn check_points(&self, h: &[T], ye: usize) -> Result<()> {
+        let s = facet_shape(&self.variant);
+        if h.len() != self.len() * s.point_len() || ye != self.len() * s.n_local() {
+            return Err(Error::InvalidArgument(format!("{} facets: point data of {} values and an E-vector of {ye}", self.len(), h.len())));
+        }
+        Ok(())
     }
 }
 
@@ -205,6 +284,80 @@ impl<T: Scalar> GpuFacetTerm<T> {
         let cfg = LaunchConfig { grid_dim: (self.n.div_ceil(128).clamp(1, i32::MAX as usize) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
         unsafe { gpu.stream().launch_builder(&f).arg(&self.n).arg(&self.tab).arg(&self.local).arg(u).arg(&self.x).arg(&self.a).arg(out).arg(&self.time).launch(cfg) }?;
         Ok(())
+    }
+}
+
+impl GpuFacetTerm<f64> {
+    /// Values of the point data ([`FacetTerm::point_values`]).
+    pub fn point_values(&self) -> usize {
+        match self.variant.facet_jacobian {
+            Some(_) => self.n * facet_shape(&self.variant).point_len(),
+            None => 0,
+        }
+    }
+
+    /// Scratch values of [`Self::add_point_product`]: a facet's point
+    /// data applied at its points.
+    pub fn scratch_len(&self) -> usize {
+        let s = facet_shape(&self.variant);
+        self.n * s.nqf * s.nc
+    }
+
+    /// The boundary linearisation's point data into `out` from the facets'
+    /// cell E-vectors `u` (views: they follow the cells' in one buffer);
+    /// nothing where bf0 does not depend on u.
+    pub fn points(&self, gpu: &CudaBackend, u: &CudaView<f64>, out: &mut CudaViewMut<f64>) -> Result<()> {
+        let Some(base) = self.variant.facet_jacobian else { return Ok(()) };
+        if u.len() < self.n * self.variant.n_local() || out.len() < self.point_values() {
+            return Err(Error::InvalidArgument(format!("facet E-vector of {} and point data of {} values do not fit {} facets", u.len(), out.len(), self.n)));
+        }
+        if self.n == 0 {
+            return Ok(());
+        }
+        let f = gpu.function(&format!("{}_f64", points_entry(base)))?;
+        let cfg = LaunchConfig { grid_dim: (self.n.div_ceil(128).clamp(1, i32::MAX as usize) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+        unsafe { gpu.stream().launch_builder(&f).arg(&self.n).arg(&self.tab).arg(&self.local).arg(u).arg(&self.x).arg(&self.a).arg(out).arg(&self.time).launch(cfg) }?;
+        Ok(())
+    }
+
+    /// `y += K_Γ x` on L-vectors from the point data `h`, `map` the
+    /// facets' E-vector rows ([`crate::space::restriction::SKIP`] where
+    /// held), `t` a scratch of [`Self::scratch_len`] values.
+    pub fn add_point_product(&self, gpu: &CudaBackend, h: &CudaView<f64>, map: &CudaView<u32>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>, t: &mut CudaSlice<f64>) -> Result<()> {
+        let s = self.checked(h, map)?;
+        if self.point_values() == 0 || self.n == 0 {
+            return Ok(());
+        }
+        if t.len() < self.scratch_len() {
+            return Err(Error::InvalidArgument(format!("a facet scratch of {} values for {}", t.len(), self.scratch_len())));
+        }
+        let (n, tab_len) = (self.n, self.tab.len());
+        let f = gpu.kernel::<f64>("facet_point_action")?;
+        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&s.d).arg(&s.nb).arg(&s.nc).arg(&s.nqf).arg(&s.nv).arg(&self.tab).arg(&tab_len).arg(&self.local).arg(h).arg(map).arg(x).arg(&mut *t).launch(gpu.per_item(n * s.nqf * s.nc)) }?;
+        let f = gpu.kernel::<f64>("facet_point_test")?;
+        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&s.d).arg(&s.nb).arg(&s.nc).arg(&s.nqf).arg(&s.nv).arg(&self.tab).arg(&tab_len).arg(&self.local).arg(&*t).arg(map).arg(y).launch(gpu.per_item(n * s.n_local())) }?;
+        Ok(())
+    }
+
+    /// `d += diag(K_Γ)` on L-vectors from the point data `h`.
+    pub fn add_point_diagonal(&self, gpu: &CudaBackend, h: &CudaView<f64>, map: &CudaView<u32>, d: &mut CudaSlice<f64>) -> Result<()> {
+        let s = self.checked(h, map)?;
+        if self.point_values() == 0 || self.n == 0 {
+            return Ok(());
+        }
+        let (n, tab_len) = (self.n, self.tab.len());
+        let f = gpu.kernel::<f64>("facet_point_diagonal")?;
+        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&s.d).arg(&s.nb).arg(&s.nc).arg(&s.nqf).arg(&s.nv).arg(&self.tab).arg(&tab_len).arg(&self.local).arg(h).arg(map).arg(d).launch(gpu.per_item(n * s.n_local())) }?;
+        Ok(())
+    }
+
+    /// The facet shape, or an error unless `h` and `map` cover the facets.
+    fn checked(&self, h: &CudaView<f64>, map: &CudaView<u32>) -> Result<FacetShape> {
+        let s = facet_shape(&self.variant);
+        if h.len() < self.point_values() || map.len() < self.n * s.n_local() {
+            return Err(Error::InvalidArgument(format!("{} facets: point data of {} values and a map of {}", self.n, h.len(), map.len())));
+        }
+        Ok(s)
     }
 }
 
@@ -321,6 +474,31 @@ mod tests {
                 }
             }
             assert!(worst < 1e-7, "{:?} p{}: {worst:e}", s.shape, s.degree);
+        }
+    }
+
+    /// The linearisation kept by the facet points applies as the element
+    /// matrices do (bg0 and bg1, every shape and degree of the test
+    /// physics): the product on a random E-vector and the diagonal.
+    #[test]
+    fn boundary_point_data_apply_as_the_element_matrices() {
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        for s in spaces() {
+            let (t, nl) = (term(&s), s.nb());
+            let u: Vec<f64> = (0..t.len() * nl).map(|i| ((i * 37 % 101) as f64 / 101.0 - 0.5) * 1.5).collect();
+            let x: Vec<f64> = (0..t.len() * nl).map(|i| ((i * 53 % 89) as f64 / 89.0 - 0.5) * 2.0).collect();
+            let (jac, h) = (t.evaluate_cpu(&cpu, true, &u).unwrap(), t.points_cpu(&cpu, &u).unwrap());
+            assert_eq!(h.len(), t.point_values());
+            let mut got = vec![f64::NAN; t.len() * nl];
+            t.point_product_cpu(&cpu, &h, &|k| x[k], &mut got).unwrap();
+            let want: Vec<f64> = (0..t.len() * nl).map(|r| (0..nl).map(|j| jac[r * nl + j] * x[r / nl * nl + j]).sum()).collect();
+            let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let worst = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(scale > 1e-3 && worst <= 1e-13 * scale, "{:?} p{}: product {worst:e} of {scale:e}", s.shape, s.degree);
+            let diagonal = t.point_diagonal_cpu(&cpu, &h).unwrap();
+            let worst = (0..t.len() * nl).fold(0.0f64, |m, r| m.max((diagonal[r] - jac[r * nl + r % nl]).abs()));
+            assert!(worst <= 1e-13 * scale, "{:?} p{}: diagonal {worst:e}", s.shape, s.degree);
+            assert!(t.point_product_cpu(&cpu, &h[1..], &|k| x[k], &mut got).is_err());
         }
     }
 

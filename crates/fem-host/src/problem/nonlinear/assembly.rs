@@ -113,7 +113,7 @@ impl Storage {
     pub(crate) fn linearise<B: NewtonOps>(self, b: &B, state: &B::State, ue: &B::Vector<f64>, kelem: &mut B::Vector<f64>) -> Result<()> {
         match self {
             Self::Partial => b.points(state, ue, kelem),
-            Self::MatrixFree => b.copy(ue, kelem),
+            Self::MatrixFree => b.hold_state(state, ue, kelem),
             Self::Lma | Self::Sparse(_) => b.elements(state, true, ue, kelem),
         }
     }
@@ -122,12 +122,13 @@ impl Storage {
     /// updates: element matrices (with SpMV's padding zero where `scatter`
     /// sums by SpMV, from which the assembled values are refilled) or
     /// partial assembly's point data, or the state's E-vector for the
-    /// matrix-free action.
+    /// matrix-free action; the last two with a boundary term's point data
+    /// after them.
     pub(crate) fn values<K: Kernels<f64>>(self, setup: &Setup<K>, scatter: Scatter) -> usize {
         match self {
-            Self::MatrixFree => setup.gather.len(),
+            Self::MatrixFree => setup.gather.len() + setup.facet_point_values(),
             Self::Lma => setup.entry_len(),
-            Self::Partial => setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(&setup.physics.variant),
+            Self::Partial => setup.physics.n_cells * crate::operator::pointwise::partial::points_per_cell(&setup.physics.variant) + setup.facet_point_values(),
             Self::Sparse(_) => padded(setup.entry_len(), scatter),
         }
     }
@@ -182,11 +183,10 @@ impl Assembly {
 
     /// Whether Newton partially assembles the tangent of `v` with these
     /// options, on a backend that takes it in `auto` where `partial`,
-    /// before any set-up: what [`Assembly::resolve`] picks, with a
-    /// boundary term whose Jacobian is added where `robin`.
-    pub fn takes_partial(self, v: &Variant, robin: bool, precond: super::Precond, precision: super::Precision, partial: bool) -> bool {
+    /// before any set-up: what [`Assembly::resolve`] picks.
+    pub fn takes_partial(self, v: &Variant, precond: super::Precond, precision: super::Precision, partial: bool) -> bool {
         let jacobi = !precond.needs_matrix() && precision == super::Precision::F64;
-        let fits = Self::partial_refusal(v, robin, jacobi, precond).is_none();
+        let fits = Self::partial_refusal(v, jacobi, precond).is_none();
         fits && (self == Self::Partial || (self == Self::Auto && partial && v.degree >= 2))
     }
 
@@ -209,34 +209,32 @@ impl Assembly {
     /// Whether Newton stores the tangent without its assembled pattern
     /// with these options: partially assembled ([`Self::takes_partial`])
     /// or matrix-free, where that applies.
-    pub fn skips_pattern(self, v: &Variant, robin: bool, precond: super::Precond, precision: super::Precision, partial: bool) -> bool {
+    pub fn skips_pattern(self, v: &Variant, precond: super::Precond, precision: super::Precision, partial: bool) -> bool {
         let jacobi = !precond.needs_matrix() && precision == super::Precision::F64;
-        self.takes_partial(v, robin, precond, precision, partial) || (self == Self::MatrixFree && Self::matrix_free_refusal(v, robin, jacobi, precond).is_none())
+        self.takes_partial(v, precond, precision, partial) || (self == Self::MatrixFree && Self::matrix_free_refusal(v, jacobi, precond).is_none())
     }
 
     /// Why the matrix-free action cannot apply the tangent of `v`, if it
     /// cannot: partial assembly's reasons, and its variants' rule.
-    fn matrix_free_refusal(v: &Variant, robin: bool, jacobi: bool, precond: super::Precond) -> Option<Error> {
+    fn matrix_free_refusal(v: &Variant, jacobi: bool, precond: super::Precond) -> Option<Error> {
         if let Err(e) = crate::operator::pointwise::matrix_free::check(v) {
             return Some(e);
         }
-        Self::points_refusal("the matrix-free tangent", v, robin, jacobi, precond)
+        Self::points_refusal("the matrix-free tangent", v, jacobi, precond)
     }
 
-    /// Why partial assembly cannot store the tangent of `v` (with a
-    /// boundary term's Jacobian where `robin`), if it cannot.
-    fn partial_refusal(v: &Variant, robin: bool, jacobi: bool, precond: super::Precond) -> Option<Error> {
-        Self::points_refusal("partial assembly", v, robin, jacobi, precond)
+    /// Why partial assembly cannot store the tangent of `v`, if it
+    /// cannot.
+    fn partial_refusal(v: &Variant, jacobi: bool, precond: super::Precond) -> Option<Error> {
+        Self::points_refusal("partial assembly", v, jacobi, precond)
     }
 
     /// Why `level`, a storage by the quadrature points, cannot hold the
-    /// tangent of `v`, if it cannot.
-    fn points_refusal(level: &str, v: &Variant, robin: bool, jacobi: bool, precond: super::Precond) -> Option<Error> {
+    /// tangent of `v`, if it cannot (a boundary term's linearisation
+    /// goes by its facet points alongside).
+    fn points_refusal(level: &str, v: &Variant, jacobi: bool, precond: super::Precond) -> Option<Error> {
         if v.points.is_none() {
             return Some(Error::InvalidArgument(format!("{level} needs a physics with a Jacobian on quadrilaterals or hexahedra, not {}", v.shape.name())));
-        }
-        if robin {
-            return Some(Error::InvalidArgument(format!("{level} does not take a boundary term's Jacobian (Robin): use lma or a sparse format")));
         }
         if !jacobi {
             return Some(Error::InvalidArgument(format!("{precond} needs the assembled tangent; {level} is preconditioned by Jacobi, Chebyshev, p-multigrid or not at all, in f64")));
@@ -248,19 +246,18 @@ impl Assembly {
     fn resolve_on_pattern<K: Kernels<f64>>(self, setup: &Setup<K>, precond: super::Precond, precision: super::Precision, default: SpmvFormat, partial: bool) -> Result<Storage> {
         let jacobi = !precond.needs_matrix() && precision == super::Precision::F64;
         let v = &setup.physics.variant;
-        let robin = setup.facets.is_some() && v.terms.bg.iter().any(|&g| g);
         match self {
-            Self::Auto if self.takes_partial(v, robin, precond, precision, partial) => Ok(Self::by_points(v)),
+            Self::Auto if self.takes_partial(v, precond, precision, partial) => Ok(Self::by_points(v)),
             Self::Auto => {
                 let (lma, sparse) = product_bytes(setup);
                 Ok(if jacobi && elements_are_faster(lma, sparse) { Storage::Lma } else { Storage::Sparse(default) })
             }
             Self::Lma if jacobi => Ok(Storage::Lma),
-            Self::Partial => match Self::partial_refusal(v, robin, jacobi, precond) {
+            Self::Partial => match Self::partial_refusal(v, jacobi, precond) {
                 Some(e) => Err(e),
                 None => Ok(Storage::Partial),
             },
-            Self::MatrixFree => match Self::matrix_free_refusal(v, robin, jacobi, precond) {
+            Self::MatrixFree => match Self::matrix_free_refusal(v, jacobi, precond) {
                 Some(e) => Err(e),
                 None => Ok(Storage::MatrixFree),
             },
@@ -578,7 +575,7 @@ mod tests {
         let aux = |s: &Space| -> Vec<f64> { random(2 * s.n_dofs, 4).iter().map(|v| v + 2.0).collect() };
         let bcs = |s: &Space| Constraints::none(s, 1).dirichlet(s, &half, |_, u| u[0] = 1.0).unwrap();
         let partial = NewtonOptions { assembly: Assembly::Partial, rtol: 1e-10, krylov_rtol: 1e-12, ..Default::default() };
-        let made = |s: &Space, o: &NewtonOptions, stationary: bool| Setup::<Poisson>::for_newton_on(&cpu, &cpu, s, Aux::Nodal(&aux(s)), &bcs(s), None, o, stationary, false).unwrap();
+        let made = |s: &Space, o: &NewtonOptions, stationary: bool| Setup::<Poisson>::for_newton_on(&cpu, &cpu, s, Aux::Nodal(&aux(s)), &bcs(s), None, o, stationary).unwrap();
         let lean = made(&q3, &partial, true);
         assert!(!lean.has_pattern() && lean.csr.nnz() == 0 && lean.diag_pos.is_empty());
         let full = made(&q3, &partial, false);
@@ -611,7 +608,7 @@ mod tests {
             let bcs = Constraints::none(&s, 3).dirichlet(&s, &half, |x, u| u.copy_from_slice(&[0.0, 0.0, 0.04 * (3.0 * x[1]).sin()])).unwrap();
             let partial = NewtonOptions { assembly: Assembly::Partial, rtol: 1e-10, krylov_rtol: 1e-12, ..Default::default() };
             let free = NewtonOptions { assembly: Assembly::MatrixFree, ..partial };
-            let setup = |o: &NewtonOptions| Setup::<NeoHookean>::for_newton_on(&cpu, &cpu, &s, Aux::Cell(&cells), &bcs, None, o, true, false).unwrap();
+            let setup = |o: &NewtonOptions| Setup::<NeoHookean>::for_newton_on(&cpu, &cpu, &s, Aux::Cell(&cells), &bcs, None, o, true).unwrap();
             let (lean, reference) = (setup(&free), setup(&partial));
             assert!(!lean.has_pattern(), "Q{p}");
             let state = cpu.prepare(&lean, None, Scatter::Atomic).unwrap();

@@ -89,6 +89,15 @@ trait Part: Send + Sync {
     fn free_diagonal(&self, _: &CpuBackend, _: &[f64]) -> Result<Vec<f64>> {
         Err(Error::InvalidArgument("the matrix-free tangent covers the cells only".into()))
     }
+    /// The product of the facets' point data `h` ([`Part::points`]) on
+    /// their E-vector.
+    fn point_product(&self, _: &CpuBackend, _: &[f64], _: &(dyn Fn(usize) -> f64 + Sync), _: &mut [f64]) -> Result<()> {
+        Err(Error::InvalidArgument("the cells' point data are applied by sum factorisation".into()))
+    }
+    /// Its diagonal as an E-vector.
+    fn point_diagonal(&self, _: &CpuBackend, _: &[f64]) -> Result<Vec<f64>> {
+        Err(Error::InvalidArgument("the cells' point data are applied by sum factorisation".into()))
+    }
 }
 
 impl<K: Kernels<f64>> Part for Pointwise<f64, K> {
@@ -132,6 +141,15 @@ impl<K: Kernels<f64>> Part for FacetTerm<f64, K> {
     fn aux(&self) -> &Vec<f64> {
         &self.a
     }
+    fn points(&self, cpu: &CpuBackend, u: &[f64]) -> Result<Vec<f64>> {
+        self.points_cpu(cpu, u)
+    }
+    fn point_product(&self, cpu: &CpuBackend, h: &[f64], x_of: &(dyn Fn(usize) -> f64 + Sync), ye: &mut [f64]) -> Result<()> {
+        self.point_product_cpu(cpu, h, &|k| x_of(k), ye)
+    }
+    fn point_diagonal(&self, cpu: &CpuBackend, h: &[f64]) -> Result<Vec<f64>> {
+        self.point_diagonal_cpu(cpu, h)
+    }
 }
 
 /// The CPU's copy of the set-up, with the physics type erased.
@@ -140,6 +158,10 @@ pub struct CpuState {
     facets: Option<Box<dyn Part>>,
     /// E-vector values of the cells (the facets' follow).
     cell_len: usize,
+    /// Values of the boundary term's point data, which follow the cells'
+    /// point data or the matrix-free state (0: no boundary
+    /// linearisation).
+    facet_points: usize,
     /// The E-vector's map from the unknowns.
     gather: Restriction,
     /// CSR position of every element-tangent entry (empty with LMA or
@@ -173,6 +195,49 @@ impl CpuState {
     fn partial_tables(&self) -> Result<&Tables1d> {
         self.tables.as_ref().ok_or_else(|| Error::InvalidArgument(format!("partial assembly needs quadrilaterals or hexahedra, not {}", self.variant.shape.name())))
     }
+
+    /// The cells' part of values kept by the points (point data or the
+    /// matrix-free state) and the boundary term's point data after it.
+    fn split<'v>(&self, kept: &'v [f64]) -> (&'v [f64], &'v [f64]) {
+        // short values fail the products' length checks
+        kept.split_at(kept.len().saturating_sub(self.facet_points))
+    }
+
+    /// The boundary term's point data at the solution E-vector `ue` into
+    /// the end of `kept`.
+    fn facet_points_into(&self, cpu: &CpuBackend, ue: &[f64], kept: &mut [f64]) -> Result<()> {
+        if let (Some(f), true) = (&self.facets, self.facet_points > 0) {
+            let h = f.points(cpu, &ue[self.cell_len..])?;
+            let at = kept.len() - self.facet_points;
+            kept[at..].copy_from_slice(&h);
+        }
+        Ok(())
+    }
+
+    /// The facets' part of the product `ye` (their E-vector, after the
+    /// cells') from their point data `h`, `x_of` the whole E-vector's
+    /// entries.
+    fn facet_product(&self, cpu: &CpuBackend, h: &[f64], x_of: &(dyn Fn(usize) -> f64 + Sync), ye: &mut [f64]) -> Result<()> {
+        match (&self.facets, self.facet_points > 0) {
+            (Some(f), true) => f.point_product(cpu, h, &|k| x_of(self.cell_len + k), &mut ye[self.cell_len..]),
+            _ => Ok(()),
+        }
+    }
+
+    /// The facets' diagonal from their point data `h` into the facets'
+    /// part of the E-vector `de`.
+    fn facet_diagonal(&self, cpu: &CpuBackend, h: &[f64], de: &mut [f64]) -> Result<()> {
+        if let (Some(f), true) = (&self.facets, self.facet_points > 0) {
+            de[self.cell_len..].copy_from_slice(&f.point_diagonal(cpu, h)?);
+        }
+        Ok(())
+    }
+
+    /// `x`'s E-vector entry k (zero in held columns).
+    fn entry_of<'x>(&'x self, x: &'x [f64]) -> impl Fn(usize) -> f64 + Sync + 'x {
+        let map = &self.restriction.map;
+        move |k: usize| if map[k] == SKIP { 0.0 } else { x[map[k] as usize] }
+    }
 }
 
 impl NewtonOps for CpuBackend {
@@ -189,6 +254,7 @@ impl NewtonOps for CpuBackend {
             cells: Box::new(setup.host_physics()?.into_owned()),
             facets: setup.facets.clone().map(|t| -> Box<dyn Part> { Box::new(t) }),
             cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
+            facet_points: setup.facet_point_values(),
             gather: Restriction::new(setup.gather.clone(), setup.n_rows()),
             entry_pos: if lma || spmv { Vec::new() } else { setup.entry_pos().to_vec() },
             colours: if lma || spmv { Vec::new() } else { cell_colours(setup) },
@@ -296,48 +362,60 @@ impl NewtonOps for CpuBackend {
 
     fn points(&self, s: &CpuState, ue: &Vec<f64>, g: &mut Vec<f64>) -> Result<()> {
         let v = s.cells.points(self, &ue[..s.cell_len])?;
-        crate::error::same_len("point data", g.len(), v.len())?;
-        g.copy_from_slice(&v);
-        Ok(())
+        crate::error::same_len("point data", g.len(), v.len() + s.facet_points)?;
+        g[..v.len()].copy_from_slice(&v);
+        s.facet_points_into(self, ue, g)
+    }
+
+    fn hold_state(&self, s: &CpuState, ue: &Vec<f64>, held: &mut Vec<f64>) -> Result<()> {
+        crate::error::same_len("the matrix-free state", held.len(), ue.len() + s.facet_points)?;
+        held[..ue.len()].copy_from_slice(ue);
+        s.facet_points_into(self, ue, held)
     }
 
     fn partial_product(&self, s: &CpuState, g: &Vec<f64>, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
         let tables = s.partial_tables()?;
-        // the cells' entries (a boundary term's facets follow them in the map)
-        let map = &s.restriction.map[..s.cell_len];
-        let x_of = |k: usize| if map[k] == SKIP { 0.0 } else { x[map[k] as usize] };
+        let (g, h) = s.split(g);
+        let x_of = s.entry_of(x);
         // the E-vector out kept from product to product: its cells' part
-        // is written whole, the facets' stays zero
+        // is written whole, the facets' too where they have a
+        // linearisation, else it stays zero
         let mut ye = s.product_out.lock().map_err(|_| Error::InvalidArgument("a partial product panicked".into()))?;
         ye.resize(s.restriction.map.len(), 0.0);
         apply_cpu_with(self, tables, &s.variant, g, &x_of, &mut ye[..s.cell_len])?;
+        s.facet_product(self, h, &x_of, &mut ye)?;
         self.mul(&s.fixed, x, y)?;
         s.restriction.add(self, &ye, y);
         Ok(())
     }
 
-    fn free_product(&self, s: &CpuState, ue: &Vec<f64>, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
-        let map = &s.restriction.map[..s.cell_len];
-        let x_of = |k: usize| if map[k] == SKIP { 0.0 } else { x[map[k] as usize] };
+    fn free_product(&self, s: &CpuState, held: &Vec<f64>, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
+        let (ue, h) = s.split(held);
+        let x_of = s.entry_of(x);
         let mut ye = s.product_out.lock().map_err(|_| Error::InvalidArgument("a matrix-free product panicked".into()))?;
         ye.resize(s.restriction.map.len(), 0.0);
         s.cells.action(self, &ue[..s.cell_len], &x_of, &mut ye[..s.cell_len])?;
+        s.facet_product(self, h, &x_of, &mut ye)?;
         self.mul(&s.fixed, x, y)?;
         s.restriction.add(self, &ye, y);
         Ok(())
     }
 
-    fn free_diagonal(&self, s: &CpuState, ue: &Vec<f64>, d: &mut Vec<f64>) -> Result<()> {
+    fn free_diagonal(&self, s: &CpuState, held: &Vec<f64>, d: &mut Vec<f64>) -> Result<()> {
+        let (ue, h) = s.split(held);
         let mut de = s.cells.free_diagonal(self, &ue[..s.cell_len])?;
         de.resize(s.restriction.map.len(), 0.0);
+        s.facet_diagonal(self, h, &mut de)?;
         d.copy_from_slice(&s.fixed);
         s.restriction.add(self, &de, d);
         Ok(())
     }
 
     fn partial_diagonal(&self, s: &CpuState, g: &Vec<f64>, d: &mut Vec<f64>) -> Result<()> {
+        let (g, h) = s.split(g);
         let mut de = diagonal_cpu(self, s.partial_tables()?, &s.variant, g)?;
         de.resize(s.restriction.map.len(), 0.0);
+        s.facet_diagonal(self, h, &mut de)?;
         d.copy_from_slice(&s.fixed);
         s.restriction.add(self, &de, d);
         Ok(())

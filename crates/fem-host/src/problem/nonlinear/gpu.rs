@@ -172,6 +172,11 @@ pub struct GpuState {
     base_zero: [bool; 2],
     /// Partial assembly's kernels, or why the variant has none.
     partial: std::result::Result<GpuPartial, String>,
+    /// Values of the boundary term's point data, after the cells' point
+    /// data or the matrix-free state (0: no boundary linearisation), and
+    /// the scratch of their product.
+    facet_points: usize,
+    facet_scratch: std::sync::Mutex<CudaSlice<f64>>,
 }
 
 /// Threads per element row of `fem_element_spmv` for `nl` × `nl`
@@ -186,6 +191,45 @@ impl GpuState {
     /// not take.
     fn partial_kernels(&self) -> Result<&GpuPartial> {
         self.partial.as_ref().map_err(|e| crate::Error::InvalidArgument(e.clone()))
+    }
+
+    /// Values of the cells' E-vector (the facets' follow).
+    fn cell_len(&self) -> usize {
+        self.physics.n_cells * self.physics.variant.n_local()
+    }
+
+    /// The boundary term with its point data, where it has a
+    /// linearisation.
+    fn facet_term(&self) -> Option<&GpuFacetTerm<f64>> {
+        self.facets.as_ref().filter(|_| self.facet_points > 0)
+    }
+
+    /// The boundary term's point data at the solution E-vector `ue` into
+    /// the end of `kept`.
+    fn facet_points_into(&self, gpu: &CudaBackend, ue: &CudaSlice<f64>, kept: &mut CudaSlice<f64>) -> Result<()> {
+        match self.facet_term() {
+            Some(f) => {
+                let at = kept.len().checked_sub(self.facet_points).ok_or_else(|| crate::Error::InvalidArgument(format!("{} values kept by the points hold no boundary point data of {}", kept.len(), self.facet_points)))?;
+                f.points(gpu, &ue.slice(self.cell_len()..), &mut kept.slice_mut(at..))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// `y +=` the boundary term's product from the point data at the end
+    /// of `kept`.
+    fn add_facet_product(&self, gpu: &CudaBackend, kept: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        let Some(f) = self.facet_term() else { return Ok(()) };
+        let mut t = self.facet_scratch.lock().map_err(|_| crate::Error::InvalidArgument("a boundary product panicked".into()))?;
+        let at = kept.len().saturating_sub(self.facet_points);
+        f.add_point_product(gpu, &kept.slice(at..), &self.residual.map.slice(self.cell_len()..), x, y, &mut t)
+    }
+
+    /// `d +=` the boundary term's diagonal likewise.
+    fn add_facet_diagonal(&self, gpu: &CudaBackend, kept: &CudaSlice<f64>, d: &mut CudaSlice<f64>) -> Result<()> {
+        let Some(f) = self.facet_term() else { return Ok(()) };
+        let at = kept.len().saturating_sub(self.facet_points);
+        f.add_point_diagonal(gpu, &kept.slice(at..), &self.residual.map.slice(self.cell_len()..), d)
     }
 }
 
@@ -246,13 +290,15 @@ impl NewtonOps for CudaBackend {
         let tangent_base = (self.htod(&positions)?, self.upload(&vec![1.0; positions.len()])?);
         let partial = GpuPartial::new(self, &setup.physics.variant, ne).map_err(|e| e.to_string());
         let shared = self.props().shared_mem_per_block_optin as usize;
+        let facets = setup.facets.as_ref().map(|t| GpuFacetTerm::new(self, t)).transpose()?;
+        let facet_scratch = self.zeros(facets.as_ref().map_or(0, |f| f.scratch_len()).max(1))?;
         Ok(GpuState {
             // hexahedra from Q2 take the sum-factorised residual even where
             // a thread-transposition block fits (scalar Q2: 0.27 against
             // 8.9 ms at 2.4M DOFs on an H100)
             launch: [false, true].map(|jacobian| (jacobian || !physics.variant.sum_factorised).then(|| Transposition::fitting(&physics.variant, jacobian, 8, shared).ok()).flatten()),
             physics,
-            facets: setup.facets.as_ref().map(|t| GpuFacetTerm::new(self, t)).transpose()?,
+            facets,
             gather,
             residual,
             entry_pos,
@@ -263,6 +309,8 @@ impl NewtonOps for CudaBackend {
             sums,
             base_zero,
             partial,
+            facet_points: setup.facet_point_values(),
+            facet_scratch: std::sync::Mutex::new(facet_scratch),
         })
     }
 
@@ -373,27 +421,40 @@ impl NewtonOps for CudaBackend {
 
     fn points(&self, s: &GpuState, ue: &CudaSlice<f64>, g: &mut CudaSlice<f64>) -> Result<()> {
         s.partial_kernels()?;
-        s.physics.points(self, ue, g)
+        s.physics.points(self, ue, g)?;
+        s.facet_points_into(self, ue, g)
+    }
+
+    fn hold_state(&self, s: &GpuState, ue: &CudaSlice<f64>, held: &mut CudaSlice<f64>) -> Result<()> {
+        crate::error::same_len("the matrix-free state", held.len(), ue.len() + s.facet_points)?;
+        if !ue.is_empty() {
+            self.stream().memcpy_dtod(ue, &mut held.slice_mut(..ue.len()))?;
+        }
+        s.facet_points_into(self, ue, held)
     }
 
     fn partial_product(&self, s: &GpuState, g: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
         self.mul(&s.fixed, x, y)?;
-        s.partial_kernels()?.apply(self, g, &s.residual.map, x, y)
+        s.partial_kernels()?.apply(self, g, &s.residual.map, x, y)?;
+        s.add_facet_product(self, g, x, y)
     }
 
     fn partial_diagonal(&self, s: &GpuState, g: &CudaSlice<f64>, d: &mut CudaSlice<f64>) -> Result<()> {
         self.copy(&s.fixed, d)?;
-        s.partial_kernels()?.add_diagonal(self, g, &s.residual.map, d)
+        s.partial_kernels()?.add_diagonal(self, g, &s.residual.map, d)?;
+        s.add_facet_diagonal(self, g, d)
     }
 
-    fn free_product(&self, s: &GpuState, ue: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+    fn free_product(&self, s: &GpuState, held: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
         self.mul(&s.fixed, x, y)?;
-        s.physics.action(self, ue, &s.residual.map, x, y)
+        s.physics.action(self, held, &s.residual.map, x, y)?;
+        s.add_facet_product(self, held, x, y)
     }
 
-    fn free_diagonal(&self, s: &GpuState, ue: &CudaSlice<f64>, d: &mut CudaSlice<f64>) -> Result<()> {
+    fn free_diagonal(&self, s: &GpuState, held: &CudaSlice<f64>, d: &mut CudaSlice<f64>) -> Result<()> {
         self.copy(&s.fixed, d)?;
-        s.physics.add_free_diagonal(self, s.partial_kernels()?, ue, &s.residual.map, d)
+        s.physics.add_free_diagonal(self, s.partial_kernels()?, held, &s.residual.map, d)?;
+        s.add_facet_diagonal(self, held, d)
     }
 
     fn describe(&self, s: &GpuState) -> String {

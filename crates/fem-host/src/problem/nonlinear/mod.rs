@@ -124,19 +124,26 @@ pub trait NewtonOps: PrecondOps {
     /// partial product was measured the faster choice.
     fn auto_partial(&self, v: &fem_kernels::pointwise::Variant) -> bool;
     /// Partial assembly's point data of the cells at the solution
-    /// E-vector `ue` ([`crate::operator::pointwise::partial`]).
+    /// E-vector `ue` ([`crate::operator::pointwise::partial`]), and after
+    /// them a boundary term's linearisation by its facet points
+    /// ([`Setup::facet_point_values`]).
     fn points(&self, s: &Self::State, ue: &Self::Vector<f64>, g: &mut Self::Vector<f64>) -> Result<()>;
+    /// The matrix-free tangent's linearisation point: the solution
+    /// E-vector `ue` at the head of `held`, a boundary term's point data
+    /// after it, as [`Self::points`] makes them.
+    fn hold_state(&self, s: &Self::State, ue: &Self::Vector<f64>, held: &mut Self::Vector<f64>) -> Result<()>;
     /// `y ← F x + (I − F) A (I − F) x`, A partially assembled from point
-    /// data `g` (F: the fixed rows).
+    /// data `g` (F: the fixed rows), a boundary term's included.
     fn partial_product(&self, s: &Self::State, g: &Self::Vector<f64>, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
     /// `d ← diag(F + (I − F) A (I − F))` likewise.
     fn partial_diagonal(&self, s: &Self::State, g: &Self::Vector<f64>, d: &mut Self::Vector<f64>) -> Result<()>;
     /// `y ← F x + (I − F) J(u) (I − F) x`, the Jacobian's matrix-free
-    /// action at the state E-vector `ue`
-    /// ([`crate::operator::pointwise::matrix_free`]).
-    fn free_product(&self, s: &Self::State, ue: &Self::Vector<f64>, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
+    /// action at the state `held` ([`Self::hold_state`]) on the cells
+    /// ([`crate::operator::pointwise::matrix_free`]), a boundary term's
+    /// from its point data.
+    fn free_product(&self, s: &Self::State, held: &Self::Vector<f64>, x: &Self::Vector<f64>, y: &mut Self::Vector<f64>) -> Result<()>;
     /// `d ← diag(F + (I − F) J(u) (I − F))` likewise.
-    fn free_diagonal(&self, s: &Self::State, ue: &Self::Vector<f64>, d: &mut Self::Vector<f64>) -> Result<()>;
+    fn free_diagonal(&self, s: &Self::State, held: &Self::Vector<f64>, d: &mut Self::Vector<f64>) -> Result<()>;
     /// The backend and its kernels, for reports.
     fn describe(&self, s: &Self::State) -> String;
 }

@@ -21,7 +21,7 @@ use crate::solver::transfer::transpose;
 use crate::solver::multigrid::Matrix;
 use crate::space::degree_transfer::VertexLevel;
 use crate::space::nested::field_prolongation;
-use crate::space::Space;
+use crate::space::{BoundaryPart, Space};
 use crate::operator::pointwise::Aux;
 use crate::{CpuBackend, Error, Result};
 use fem_kernels::pointwise::Kernels;
@@ -48,7 +48,8 @@ impl<K: Kernels<f64>> Setup<K> {
     /// This set-up, of the tensor space `space` (Q2 or more), with the
     /// physics rediscretised on Q1 of the same cells for p-multigrid:
     /// nodal auxiliary fields taken at the vertices, per-cell ones as they
-    /// are, rows held where the fine rows at the same vertex are.
+    /// are, rows held where the fine rows at the same vertex are, and a
+    /// boundary term on the same facets (add it first).
     pub fn with_p_multigrid_on<B: NewtonOps>(mut self, b: &B, cpu: &CpuBackend, space: &Space) -> Result<Self> {
         let v = self.physics.variant;
         let nc = v.nc;
@@ -73,7 +74,12 @@ impl<K: Kernels<f64>> Setup<K> {
             (_, true) => Aux::Nodal(&coarse_aux),
             (_, false) => Aux::Cell(&coarse_aux),
         };
-        let setup = Setup::build(b, cpu, &coarse, Setup::<K>::physics_on(b, &coarse, None, kind)?, coarse_fixed, None)?;
+        let mut setup = Setup::build(b, cpu, &coarse, Setup::<K>::physics_on(b, &coarse, None, kind)?, coarse_fixed, None)?;
+        if let Some(term) = &self.facets {
+            // the same cells: the same boundary facets, by their corners
+            let keys = term.facets.iter().map(|f| f.key).collect();
+            setup = setup.with_boundary_term(&coarse, &BoundaryPart::Facets { name: "the boundary term's facets".into(), keys })?;
+        }
         let injection = Csr { n_rows: rows.len(), row_ptr: (0..=rows.len() as u32).collect(), col: rows, val: vec![1.0; coarse.n_dofs * nc] };
         self.levels = Some(Box::new(Levels { setups: vec![setup], prolongation: vec![prolongation], injection: vec![injection] }));
         Ok(self)
@@ -158,7 +164,7 @@ mod tests {
         let clamped = Constraints::none(&space, nc).dirichlet(&space, &BoundaryPart::at("x = 0", |x| x[0] < 1e-12), |_, u| u.fill(0.0)).unwrap();
         let load = Load::zero(&space, nc).source(&space, |x, f| f.iter_mut().enumerate().for_each(|(c, f)| *f = (7.0 * x[0] + 3.0 * x[1] * x[2] + c as f64).sin()));
         let o = NewtonOptions { precond, assembly, krylov_rtol: 1e-10, ..NewtonOptions::default() };
-        let mut setup = Setup::<K>::for_newton_on(&cpu, &cpu, &space, aux, &clamped, Some(&load), &o, true, false).unwrap();
+        let mut setup = Setup::<K>::for_newton_on(&cpu, &cpu, &space, aux, &clamped, Some(&load), &o, true).unwrap();
         if matches!(precond, Precond::PMultigrid(_)) {
             setup = setup.with_p_multigrid_on(&cpu, &cpu, &space).unwrap();
         }

@@ -187,14 +187,14 @@ impl<K: Kernels<f64>> Setup<K> {
     /// its diagonal positions, which neither product reads, are not made. From Q4
     /// they are most of a solve's memory (about 1000 entries a row at Q8);
     /// any other storage is refused on such a set-up
-    /// ([`Setup::has_pattern`]). `boundary`: a boundary term will be
-    /// added ([`Setup::with_boundary_term`]).
+    /// ([`Setup::has_pattern`]). A boundary term may be added after
+    /// ([`Setup::with_boundary_term`]): those storages keep its
+    /// linearisation by its facet points.
     #[allow(clippy::too_many_arguments)]
-    pub fn for_newton_on<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>, o: &super::NewtonOptions, stationary: bool, boundary: bool) -> Result<Self> {
+    pub fn for_newton_on<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, aux: Aux<'_>, constraints: &Constraints, load: Option<&Load>, o: &super::NewtonOptions, stationary: bool) -> Result<Self> {
         let physics = Self::physics_on(b, space, None, aux)?;
         let v = &physics.0.variant;
-        let robin = boundary && v.terms.bg.iter().any(|&g| g);
-        let pattern = !(stationary && o.assembly.skips_pattern(v, robin, o.precond, o.precision, b.auto_partial(v)));
+        let pattern = !(stationary && o.assembly.skips_pattern(v, o.precond, o.precision, b.auto_partial(v)));
         Self::check_physics(space, &physics.0, constraints, load)?;
         Self::build_with(b, cpu, space, physics, constraints.fixed.clone(), load.map(|l| l.values.as_slice()), pattern)
     }
@@ -258,6 +258,13 @@ impl<K: Kernels<f64>> Setup<K> {
     pub(super) fn release_aux(&mut self) {
         self.physics.a = Vec::new();
         self.cells = None;
+    }
+
+    /// Values of the boundary term's linearisation by its facet points
+    /// (none without a boundary term, or where it does not depend on u):
+    /// what partial assembly and the matrix-free tangent keep of it.
+    pub fn facet_point_values(&self) -> usize {
+        self.facets.as_ref().map_or(0, |t| t.point_values())
     }
 
     /// Drops the boundary term's facets from the maps.

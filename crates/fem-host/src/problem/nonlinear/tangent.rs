@@ -101,7 +101,7 @@ mod tests {
         let product = |assembly: Assembly, s: f64| -> Vec<f64> {
             let o = NewtonOptions { assembly, ..NewtonOptions::default() };
             let aux = if nodal { Aux::Nodal(&aux) } else { Aux::Cell(&aux) };
-            let setup = Setup::<K>::for_newton_on(&cpu, &cpu, &space, aux, &none, None, &o, false, false).unwrap();
+            let setup = Setup::<K>::for_newton_on(&cpu, &cpu, &space, aux, &none, None, &o, false).unwrap();
             let mut w = Workspace::new(&cpu, &setup, &o).unwrap();
             let t = w.tangent_at(&cpu, &state(s)).unwrap();
             assert_eq!(t.rows(), rows);
