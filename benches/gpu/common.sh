@@ -11,19 +11,21 @@ timed() {
 # `over_hexahedra RUNS CASE...`: per CASE "physics degree cells", a
 # generated mesh of cells³ hexahedra and `timed` once per run of RUNS
 # ("label:format:backend", space-separated), the report named
-# physics-qDEGREE-label.
+# physics-qDEGREE-label; with DIM=2 the meshes are cells² quadrilaterals
+# and the reports physics-quadDEGREE-label.
 over_hexahedra() {
     local runs=$1
     shift
-    local case run label format backend
+    local case run label format backend dim=${DIM:-3} kind=q
+    [ "$dim" = 2 ] && kind=quad
     for case in "$@"; do
         set -- $case
-        "$FEM" mesh-gen --dim 3 --cells "$3" "$tmp/hex$3.msh" > /dev/null
+        "$FEM" mesh-gen --dim "$dim" --cells "$3" "$tmp/cells$3.msh" > /dev/null
         for run in $runs; do
             IFS=: read -r label format backend <<< "$run"
-            timed "$1-q$2-$label" --mesh "$tmp/hex$3.msh" --physics "$1" --degree "$2" --format "$format" --backend "$backend"
+            timed "$1-$kind$2-$label" --mesh "$tmp/cells$3.msh" --physics "$1" --degree "$2" --format "$format" --backend "$backend"
         done
-        rm -f "$tmp/hex$3.msh"
+        rm -f "$tmp/cells$3.msh"
     done
 }
 # Elements per direction of the CEED meshes at N = 2..8 (about 1e7 DOFs,

@@ -251,6 +251,24 @@ fn high_degree_hexahedra_solve_partially_assembled_on_the_gpu() {
     }
 }
 
+/// On quadrilaterals the GPU's partially assembled tangent (its 2D
+/// kernels) gives the CPU's solution in as many Krylov iterations, scalar
+/// and vector fields, Q2 to Q8.
+#[test]
+fn quadrilaterals_solve_partially_assembled_on_the_gpu() {
+    use fem::host::problem::nonlinear::Assembly;
+    let Some(gpu) = common::gpu("quadrilaterals_solve_partially_assembled_on_the_gpu") else { return };
+    let (gpu, cpu) = (AnyBackend::Cuda(gpu), AnyBackend::Cpu(CpuBackend::new(None).unwrap()));
+    let square = |n| {
+        let m = BoxMesh::unstructured(2, n, 3).build().unwrap();
+        GmshMesh::from_box_mesh(&m, &vec![0; m.n_cells()], &["domain"]).unwrap()
+    };
+    let cases = [(square(6), Physics::Poisson, 2), (square(4), Physics::Poisson, 5), (square(3), Physics::Poisson, 8), (square(6), Physics::Elasticity, 2), (square(4), Physics::Elasticity, 3)];
+    for (file, physics, degree) in &cases {
+        cells_on_gpu_as_on_cpu(&gpu, &cpu, file, *physics, *degree, Assembly::Partial, Assembly::Partial);
+    }
+}
+
 /// p-multigrid on the GPU (Chebyshev on the partially assembled or
 /// matrix-free Q_p tangent, AMG on Q1) gives the CPU's solution in as
 /// many Krylov iterations, within two, and far fewer than Jacobi's.

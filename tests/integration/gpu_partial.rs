@@ -1,8 +1,9 @@
 //! Partial assembly's GPU product and diagonal against the CPU's sum
 //! factorisation, at every degree the kernels take (1 to 8), scalar and
-//! three-component fields, random point data with every term of the
-//! Jacobian or only some, some rows held (skipped by the map), on a
-//! distorted hexahedral mesh whose cell count leaves a partial last block;
+//! vector fields, random point data with every term of the Jacobian or
+//! only some, some rows held (skipped by the map), on distorted
+//! hexahedral and quadrilateral meshes whose cell counts leave a partial
+//! last block;
 //! and the point data of the generated physics on the GPU against their
 //! CPU variants, with the element matrices built from them against the
 //! CPU element kernels' Jacobian. Skipped without a device.
@@ -22,24 +23,26 @@ use fem::kernels::pointwise::{Kernels, Variant};
 
 use common::{random_values as random, rel_finite as rel};
 
-/// A hexahedral variant of degree `p` with `nc` components and the
-/// Jacobian terms `g` (no entry points: only the product is launched).
-fn variant(p: usize, nc: usize, g: [bool; 4]) -> Variant {
+/// A tensor variant of `shape` and degree `p` with `nc` components and
+/// the Jacobian terms `g` (no entry points: only the product is launched).
+fn variant(shape: Shape, p: usize, nc: usize, g: [bool; 4]) -> Variant {
     let terms = Terms { f0: true, f1: true, g, bf0: false, bg: [false; 2], g_reads_state: true };
-    Variant { shape: Shape::Hexahedron, degree: p, nq: (p + 1).pow(3), nc, na: 0, aux_nodal: false, terms, block: 1, residual: "", jacobian: None, precisions: &["f64"], nqf: 0, facet_residual: None, facet_jacobian: None, points: None, sum_factorised: false, matrix_free: false }
+    Variant { shape, degree: p, nq: (p + 1).pow(shape.dim() as u32), nc, na: 0, aux_nodal: false, terms, block: 1, residual: "", jacobian: None, precisions: &["f64"], nqf: 0, facet_residual: None, facet_jacobian: None, points: None, sum_factorised: false, matrix_free: false }
 }
 
 #[test]
 fn gpu_partial_product_and_diagonal_equal_the_cpus() {
     let Some(gpu) = common::gpu("gpu_partial_product_and_diagonal_equal_the_cpus") else { return };
     let cpu = CpuBackend::new(None).unwrap();
+    // 3³ = 27 and 13² = 169 cells: not a multiple of the elements per block at any degree
+    for (shape, side) in [(Shape::Hexahedron, 3), (Shape::Quadrilateral, 13)] {
+    let dim = shape.dim();
     for p in 1..=GPU_MAX_DEGREE {
-        // 3³ = 27 cells: not a multiple of the elements per block at any degree
-        let space = Space::tensor(&BoxMesh::unstructured(3, 3, 5).build().unwrap(), p).unwrap();
+        let space = Space::tensor(&BoxMesh::unstructured(dim, side, 5).build().unwrap(), p).unwrap();
         // every specialised entry point (g3, g0, g0 + g3) and the one that reads the terms at run time
         let (g0, g3, g03) = ([true, false, false, false], [false, false, false, true], [true, false, false, true]);
-        for (nc, g) in [(1, g3), (1, g0), (1, g03), (1, [true; 4]), (3, g3), (3, g0), (3, g03), (3, [true, true, false, true])] {
-            let v = variant(p, nc, g);
+        for (nc, g) in [(1, g3), (1, g0), (1, g03), (1, [true; 4]), (dim, g3), (dim, g0), (dim, g03), (dim, [true, true, false, true])] {
+            let v = variant(shape, p, nc, g);
             let (cells, nl) = (space.n_cells(), v.n_local());
             let rows = space.n_dofs * nc;
             let mut map = space.restriction(nc).map;
@@ -62,16 +65,20 @@ fn gpu_partial_product_and_diagonal_equal_the_cpus() {
             let (mut y, mut d) = (gpu.zeros::<f64>(rows).unwrap(), gpu.zeros::<f64>(rows).unwrap());
             op.apply(&gpu, &gd, &md, &xd, &mut y).unwrap();
             op.add_diagonal(&gpu, &gd, &md, &mut d).unwrap();
-            let what = format!("p = {p}, {nc} components, terms {g:?}");
+            let what = format!("{} p = {p}, {nc} components, terms {g:?}", shape.name());
             let err = rel(&gpu.download(&y).unwrap(), &want);
             assert!(err < 1e-13, "{what}: product {err:e}");
             let err = rel(&gpu.download(&d).unwrap(), &dwant);
             assert!(err < 1e-13, "{what}: diagonal {err:e}");
         }
     }
-    // a degree past the kernels' is refused with the reason
-    let e = GpuPartial::new(&gpu, &variant(GPU_MAX_DEGREE + 1, 1, [false, false, false, true]), 1).err().unwrap().to_string();
+    }
+    // a degree past the kernels' is refused with the reason, and so are
+    // two components on hexahedra
+    let e = GpuPartial::new(&gpu, &variant(Shape::Hexahedron, GPU_MAX_DEGREE + 1, 1, [false, false, false, true]), 1).err().unwrap().to_string();
     assert!(e.contains("degree"), "{e}");
+    let e = GpuPartial::new(&gpu, &variant(Shape::Hexahedron, 2, 2, [false, false, false, true]), 1).err().unwrap().to_string();
+    assert!(e.contains("components"), "{e}");
 }
 
 /// The point data of one physics' hexahedral variants, GPU against CPU.

@@ -12,6 +12,7 @@ mod fem;
 mod krylov;
 mod lattice;
 mod partial;
+mod partial_quad;
 mod pattern;
 mod prelude_check;
 mod reduce;

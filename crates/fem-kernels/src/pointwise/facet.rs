@@ -20,7 +20,7 @@
 
 use super::{at, point, pull, row_len};
 use fem_core::physics::{Physics, Point};
-use fem_core::Real;
+use fem_core::{unroll, Real};
 
 /// Length of the facet table of a variant with `nf` local facets and
 /// `nqf` points per facet.
@@ -223,17 +223,22 @@ impl FacetShape {
         let (row, d, nc) = (self.row(local, q), self.d, self.nc);
         let mut s = T::ZERO;
         for e in 0..nc {
+            // unrolled to the largest d, so that v stays in registers
             let mut v = [T::ZERO; 4];
             for b in 0..self.nb {
                 let xb = x(b * nc + e);
-                for (k, vk) in v.iter_mut().enumerate().take(d + 1) {
-                    *vk = at(tab, row + b * (1 + d) + k).mad(xb, *vk);
-                }
+                unroll::<4>(|k| {
+                    if k <= d {
+                        v[k] = at(tab, row + b * (1 + d) + k).mad(xb, v[k]);
+                    }
+                });
             }
             let hce = ((q * nc + c) * nc + e) * (d + 1);
-            for (k, vk) in v.iter().enumerate().take(d + 1) {
-                s = at(h, hce + k).mad(*vk, s);
-            }
+            unroll::<4>(|k| {
+                if k <= d {
+                    s = at(h, hce + k).mad(v[k], s);
+                }
+            });
         }
         s
     }

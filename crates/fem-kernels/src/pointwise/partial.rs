@@ -81,6 +81,19 @@ pub const fn shared_len(nq: usize, nc: usize, epb: usize) -> usize {
     2 * nq * nq + epb * per_element(nq, nc)
 }
 
+/// Shared-memory values of one element of the quadrilaterals' GPU
+/// product (`partial_quad`): three arrays (value, two reference
+/// derivatives) of `nq × padded(nq)` points per component.
+pub const fn per_element_quad(nq: usize, nc: usize) -> usize {
+    3 * nc * nq * fem_core::tensor::padded(nq)
+}
+
+/// Shared-memory values of a block of the quadrilaterals' product with
+/// `epb` elements: the two 1D matrices, then the elements' arrays.
+pub const fn shared_len_quad(nq: usize, nc: usize, epb: usize) -> usize {
+    2 * nq * nq + epb * per_element_quad(nq, nc)
+}
+
 /// The point data of one cell on the CPU: `out[j·NQ + q]` with j the
 /// stored index of (c, e, block).
 #[inline(always)]

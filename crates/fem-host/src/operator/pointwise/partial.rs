@@ -2,8 +2,10 @@
 //! quadrilaterals and hexahedra (`fem_kernels::pointwise::partial`): the
 //! point data from the physics' generated code, and the product and
 //! diagonal by sum factorisation, on the CPU (any tensor variant) and on
-//! the GPU (hexahedra with as many Gauss points per direction as nodes,
-//! scalar or three-component fields, degrees 1 to 8).
+//! the GPU (quadrilaterals and hexahedra with as many Gauss points per
+//! direction as nodes, scalar fields or d components, degrees 1 to 8;
+//! `fem_kernels`' `partial` on an `n1 × n1` slab of threads a hexahedron,
+//! `partial_quad` on a line of `n1` a quadrilateral).
 //!
 //! A product reads the point data, NC²·blocks values per point (9 for the
 //! Laplacian, 81 for elasticity at (p + 1)³ points per hexahedron), where
@@ -19,7 +21,7 @@ use fem_core::physics::Terms;
 use fem_core::quadrature::{gauss_legendre, gauss_lobatto};
 use fem_core::tensor::{differentiation_matrix, interpolation_matrix};
 use super::diagonal::DiagonalTables;
-use fem_kernels::pointwise::partial::{apply_point, diagonal_per_element, element_entry, point_len, shared_len, specialisation, terms_mask};
+use fem_kernels::pointwise::partial::{apply_point, diagonal_per_element, element_entry, point_len, shared_len, shared_len_quad, specialisation, terms_mask};
 use fem_kernels::pointwise::{Kernels, Variant};
 use rayon::prelude::*;
 
@@ -235,14 +237,17 @@ fn elements_cell<const D: usize, const NC: usize>(t: &Tables1d, terms: Terms, g:
 }
 
 /// The launch of a kernel that gives each hexahedron an `n1 × n1` slab of
-/// threads and its fields' work arrays in shared memory
-/// ([`shared_len`]): the partial product and the sum-factorised residual
-/// and point data. Elements are added to a block up to 256 threads while
-/// the block fits the default 48 KB (several blocks per SM); a single
-/// element may opt into more.
+/// threads (each quadrilateral a line of `n1`) and its fields' work
+/// arrays in shared memory ([`shared_len`], [`shared_len_quad`]): the
+/// partial product and the sum-factorised residual and point data.
+/// Elements are added to a block up to 256 threads while the block fits
+/// the default 48 KB (several blocks per SM); a single element may opt
+/// into more.
 #[derive(Clone, Copy, Debug)]
 pub struct Slabs {
-    n1: usize,
+    /// Threads of an element: `n1²` on hexahedra, `n1` on
+    /// quadrilaterals.
+    threads: usize,
     /// Elements per thread block.
     epb: usize,
     /// Shared memory per block in bytes.
@@ -250,20 +255,30 @@ pub struct Slabs {
 }
 
 impl Slabs {
-    /// The launch for degree `n1 − 1` with `fields` fields of `bytes`-byte
-    /// values; an error where one element does not fit a block's shared
-    /// memory.
+    /// The launch on hexahedra of degree `n1 − 1` with `fields` fields of
+    /// `bytes`-byte values; an error where one element does not fit a
+    /// block's shared memory.
     pub fn fit(gpu: &CudaBackend, n1: usize, fields: usize, bytes: usize) -> Result<Self> {
+        Self::fit_with(gpu, n1, n1 * n1, fields, |epb| bytes * shared_len(n1, fields, epb))
+    }
+
+    /// [`Self::fit`] on quadrilaterals.
+    pub fn fit_quad(gpu: &CudaBackend, n1: usize, fields: usize, bytes: usize) -> Result<Self> {
+        Self::fit_with(gpu, n1, n1, fields, |epb| bytes * shared_len_quad(n1, fields, epb))
+    }
+
+    /// The launch of `threads` threads an element needing `need(epb)`
+    /// bytes for `epb` elements.
+    fn fit_with(gpu: &CudaBackend, n1: usize, threads: usize, fields: usize, need: impl Fn(usize) -> usize) -> Result<Self> {
         let limit = gpu.props().shared_mem_per_block_optin as usize;
-        let need = |epb: usize| bytes * shared_len(n1, fields, epb);
-        let mut epb = (256 / (n1 * n1)).max(1);
+        let mut epb = (256 / threads).max(1);
         while epb > 1 && need(epb) > limit.min(48 * 1024) {
             epb -= 1;
         }
         if need(epb) > limit {
             return Err(Error::InvalidArgument(format!("one element of degree {} with {fields} fields needs {} bytes of shared memory (at most {limit})", n1 - 1, need(1))));
         }
-        Ok(Self { n1, epb, shared: need(epb) })
+        Ok(Self { threads, epb, shared: need(epb) })
     }
 
     /// The launch of `f` over `cells` elements, `f` allowed the shared
@@ -276,7 +291,7 @@ impl Slabs {
         if grid > i32::MAX as usize {
             return Err(Error::InvalidArgument(format!("{grid} thread blocks exceed the grid limit")));
         }
-        Ok(LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: ((self.n1 * self.n1) as u32, self.epb as u32, 1), shared_mem_bytes: self.shared as u32 })
+        Ok(LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: (self.threads as u32, self.epb as u32, 1), shared_mem_bytes: self.shared as u32 })
     }
 }
 
@@ -288,6 +303,8 @@ pub struct GpuPartial {
     n1: usize,
     q1: usize,
     nc: usize,
+    /// Dimension: 3 (hexahedra) or 2 (quadrilaterals).
+    dim: usize,
     mask: u32,
     /// The product's launch.
     slabs: Slabs,
@@ -299,9 +316,10 @@ pub struct GpuPartial {
 impl GpuPartial {
     /// Whether the GPU kernels take `v`, and why not.
     pub fn supports(v: &Variant) -> Result<()> {
-        if v.dim() != 3 || !(v.nc == 1 || v.nc == 3) || points_per_direction(v)? != v.degree + 1 || v.degree > GPU_MAX_DEGREE {
+        let d = v.dim();
+        if v.shape.is_simplex() || !(v.nc == 1 || v.nc == d) || points_per_direction(v)? != v.degree + 1 || v.degree > GPU_MAX_DEGREE {
             return Err(Error::InvalidArgument(format!(
-                "partial assembly on the GPU takes hexahedra of degree 1 to {GPU_MAX_DEGREE} with (p + 1)³ points and 1 or 3 components, not {}(p = {}, q = {}) with {}",
+                "partial assembly on the GPU takes quadrilaterals and hexahedra of degree 1 to {GPU_MAX_DEGREE} with (p + 1)^d points and 1 or d components, not {}(p = {}, q = {}) with {}",
                 v.shape.name(),
                 v.degree,
                 v.nq,
@@ -316,17 +334,22 @@ impl GpuPartial {
     pub fn new(gpu: &CudaBackend, v: &Variant, cells: usize) -> Result<Self> {
         Self::supports(v)?;
         let t = Tables1d::new(v)?;
-        let (n1, slabs) = (t.n1, Slabs::fit(gpu, t.n1, v.nc, 8)?);
+        let n1 = t.n1;
+        let slabs = if v.dim() == 3 { Slabs::fit(gpu, n1, v.nc, 8)? } else { Slabs::fit_quad(gpu, n1, v.nc, 8)? };
         let apply: Vec<f64> = t.b.iter().chain(&t.d).copied().collect();
         let elements: Vec<f64> = t.b.iter().chain(&t.bd).copied().collect();
         let diagonal = DiagonalTables::new(&t).packed();
-        Ok(Self { tabs: [gpu.upload(&apply)?, gpu.upload(&elements)?, gpu.upload(&diagonal)?], n1, q1: t.q1, nc: v.nc, mask: terms_mask(v.terms), slabs, cells, per_cell: points_per_cell(v) })
+        Ok(Self { tabs: [gpu.upload(&apply)?, gpu.upload(&elements)?, gpu.upload(&diagonal)?], n1, q1: t.q1, nc: v.nc, dim: v.dim(), mask: terms_mask(v.terms), slabs, cells, per_cell: points_per_cell(v) })
     }
 
     /// `y += (I − F) A (I − F) x` with point data `g`, `map` the
     /// E-vector's rows ([`crate::space::restriction::SKIP`] where held).
     pub fn apply(&self, gpu: &CudaBackend, g: &CudaSlice<f64>, map: &CudaSlice<u32>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
-        let f = gpu.function(&format!("fem_partial_n{}_nc{}_terms{}_f64", self.n1 - 1, self.nc, specialisation(self.mask)))?;
+        let name = match self.dim {
+            3 => format!("fem_partial_n{}_nc{}_terms{}_f64", self.n1 - 1, self.nc, specialisation(self.mask)),
+            _ => format!("fem_partial_quad_n{}_nc{}_f64", self.n1 - 1, self.nc),
+        };
+        let f = gpu.function(&name)?;
         let cfg = self.slabs.config(gpu, &f, self.cells)?;
         let ne = self.cells;
         unsafe { gpu.stream().launch_builder(&f).arg(&ne).arg(&self.mask).arg(&self.tabs[0]).arg(g).arg(map).arg(x).arg(y).launch(cfg) }?;
@@ -342,14 +365,16 @@ impl GpuPartial {
     /// and map entries `map` (a range of the cells, the rest of `d`
     /// untouched).
     pub(crate) fn add_diagonal_of(&self, gpu: &CudaBackend, cells: usize, g: &CudaView<f64>, map: &CudaView<u32>, d: &mut CudaSlice<f64>) -> Result<()> {
-        let f = gpu.function(&format!("fem_partial_diagonal_n{}_nc{}_f64", self.n1 - 1, self.nc))?;
-        let items = cells * self.n1.pow(3) * self.nc;
+        let quad = if self.dim == 2 { "_quad" } else { "" };
+        let f = gpu.function(&format!("fem_partial_diagonal{quad}_n{}_nc{}_f64", self.n1 - 1, self.nc))?;
+        let items = cells * self.n1.pow(self.dim as u32) * self.nc;
         if g.len() < cells * self.per_cell || map.len() < items {
             return Err(Error::InvalidArgument(format!("point data of {} values and a map of {} for {cells} cells", g.len(), map.len())));
         }
         // the product's slabs: its four arrays an element and two matrices
         // hold at least the diagonal's two arrays an element and four matrices
-        debug_assert!(4 * self.n1 * self.n1 + self.slabs.epb * diagonal_per_element(self.n1) <= self.slabs.shared / 8);
+        // (the quadrilaterals' reads none)
+        debug_assert!(self.dim == 2 || 4 * self.n1 * self.n1 + self.slabs.epb * diagonal_per_element(self.n1) <= self.slabs.shared / 8);
         let cfg = self.slabs.config(gpu, &f, cells)?;
         unsafe { gpu.stream().launch_builder(&f).arg(&cells).arg(&self.mask).arg(&self.tabs[2]).arg(g).arg(map).arg(d).launch(cfg) }?;
         Ok(())
@@ -359,6 +384,9 @@ impl GpuPartial {
     /// element kernels store them: at Q2 and above far faster than those,
     /// whose thread per element holds a whole element matrix.
     pub fn elements(&self, gpu: &CudaBackend, g: &CudaSlice<f64>, out: &mut CudaSlice<f64>) -> Result<()> {
+        if self.dim != 3 {
+            return Err(Error::InvalidArgument("the element matrices from the point data are built on hexahedra only".into()));
+        }
         let f = gpu.function(&format!("fem_partial_elements_nc{}_f64", self.nc))?;
         let (ne, n1, q1) = (self.cells, self.n1, self.q1);
         let nl = n1.pow(3) * self.nc;
@@ -371,10 +399,10 @@ impl GpuPartial {
     }
 
     /// Whether [`Self::elements`] replaces the element kernels' Jacobian:
-    /// from Q2, where those hold an element matrix of 27² values or more
-    /// in each thread.
+    /// hexahedra from Q2, where those hold an element matrix of 27² values
+    /// or more in each thread (its kernel takes hexahedra only).
     pub fn builds_elements(&self) -> bool {
-        self.n1 >= 3
+        self.n1 >= 3 && self.dim == 3
     }
 
     /// Point data values of all the cells.
