@@ -30,7 +30,7 @@ each() {
         run "radiation-q2-$cells-$format-$precond-$backend" --mesh "$tmp/hex$cells.msh" --physics radiation --degree 2 --robin-group $cooled --format "$format" --precond "$precond" --backend "$backend"
     done
 }
-each 80 cuda k2:jacobi lma:jacobi partial:jacobi none:jacobi partial:pmg
+each 80 cuda k2:jacobi lma:jacobi partial:jacobi matrix-free:jacobi partial:pmg matrix-free:pmg
 each 40 cpu k2:jacobi partial:jacobi
 python3 "$(dirname "$0")/boundary_summary.py" "$out" > "$tmp/summary.md"
 mv "$tmp/summary.md" "$out/summary.md"
