@@ -271,25 +271,28 @@ fn quadrilaterals_solve_partially_assembled_on_the_gpu() {
 
 /// p-multigrid on the GPU (Chebyshev on the partially assembled or
 /// matrix-free Q_p tangent, AMG on Q1) gives the CPU's solution in as
-/// many Krylov iterations, within two, and far fewer than Jacobi's.
+/// many Krylov iterations, within two, and far fewer than Jacobi's, on
+/// hexahedra and quadrilaterals.
 #[test]
 fn p_multigrid_on_the_gpu_as_on_the_cpu() {
     use fem::host::problem::nonlinear::{Assembly, PmgOptions, Precond};
     let Some(gpu) = common::gpu("p_multigrid_on_the_gpu_as_on_the_cpu") else { return };
     let (gpu, cpu) = (AnyBackend::Cuda(gpu), AnyBackend::Cpu(CpuBackend::new(None).unwrap()));
-    let tensor = |n| {
-        let m = BoxMesh::unstructured(3, n, 3).build().unwrap();
+    let tensor = |dim, n| {
+        let m = BoxMesh::unstructured(dim, n, 3).build().unwrap();
         GmshMesh::from_box_mesh(&m, &vec![0; m.n_cells()], &["domain"]).unwrap()
     };
-    for (n, physics, degree, assembly) in [(3, Physics::Poisson, 3, Assembly::Partial), (3, Physics::Elasticity, 2, Assembly::MatrixFree), (2, Physics::Poisson, 6, Assembly::MatrixFree)] {
-        let file = tensor(n);
+    // hexahedra, and quadrilaterals (their 2D partial kernels)
+    let cases = [(3, 3, Physics::Poisson, 3, Assembly::Partial), (3, 3, Physics::Elasticity, 2, Assembly::MatrixFree), (3, 2, Physics::Poisson, 6, Assembly::MatrixFree), (2, 8, Physics::Poisson, 4, Assembly::Partial), (2, 6, Physics::Elasticity, 3, Assembly::Partial)];
+    for (dim, n, physics, degree, assembly) in cases {
+        let file = tensor(dim, n);
         let mut o = options(physics, degree);
         o.newton.assembly = assembly;
         let (_, _, jacobi) = run(&gpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
         o.newton.precond = Precond::PMultigrid(PmgOptions::default());
         let (_, want, reference) = run(&cpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
         let (_, got, report) = run(&gpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
-        let label = format!("{physics:?} Q{degree} {assembly}");
+        let label = format!("{physics:?} Q{degree} {dim}D {assembly}");
         let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
         let (its, cpu_its, jacobi_its) = (report.newton.krylov_iterations, reference.newton.krylov_iterations, jacobi.newton.krylov_iterations);
