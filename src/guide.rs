@@ -233,9 +233,12 @@
 //! }
 //! ```
 //!
-//! The set-up says where it acts (before `with_multigrid`, which carries it
-//! to every level); Newton then evaluates it on the chosen facets of either
-//! backend, one more element after the cells:
+//! The set-up says where it acts (before `with_multigrid` or
+//! `with_p_multigrid_on`, which carry it to every level); Newton then
+//! evaluates it on the chosen facets of either backend, one more element
+//! after the cells. Its linearisation is kept as the cells' tangent is:
+//! element matrices with an assembled tangent, bg0 and bg1 at the facet
+//! points beside partial assembly or the matrix-free action:
 //!
 //! ```ignore
 //! let cooled = file.boundary(&["skin".into()], &nodes)?;
