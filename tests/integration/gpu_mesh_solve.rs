@@ -11,6 +11,13 @@ use fem::host::{AnyBackend, CpuBackend};
 use fem::host::problem::nonlinear::Krylov;
 use fem::mesh_solve::{run, LoadKind, MeshSolveOptions, Physics};
 
+/// An unstructured box of `n`^`dim` quadrilaterals or hexahedra as a
+/// Gmsh file of one group.
+fn tensor(dim: usize, n: usize) -> GmshMesh {
+    let m = BoxMesh::unstructured(dim, n, 3).build().unwrap();
+    GmshMesh::from_box_mesh(&m, &vec![0; m.n_cells()], &["domain"]).unwrap()
+}
+
 fn options(physics: Physics, degree: usize) -> MeshSolveOptions {
     let mut newton = fem::host::problem::nonlinear::NewtonOptions::default();
     newton.krylov_rtol = 1e-12;
@@ -167,10 +174,6 @@ fn every_tangent_storage_on_the_gpu_gives_the_cpus_solution() {
     let Some(gpu) = common::gpu("every_tangent_storage_on_the_gpu_gives_the_cpus_solution") else { return };
     let (gpu, cpu) = (AnyBackend::Cuda(gpu), AnyBackend::Cpu(CpuBackend::new(None).unwrap()));
     let simplex = |dim, n| GmshMesh::from_simplex_mesh(&SimplexBox::unstructured(dim, n, 3).build().unwrap());
-    let tensor = |dim, n| {
-        let m = BoxMesh::unstructured(dim, n, 3).build().unwrap();
-        GmshMesh::from_box_mesh(&m, &vec![0; m.n_cells()], &["domain"]).unwrap()
-    };
     // Q3 hexahedra run their residuals and tangents one thread per cell
     let cases = [
         (simplex(2, 24), Physics::Poisson, 1),
@@ -240,11 +243,7 @@ fn high_degree_hexahedra_solve_partially_assembled_on_the_gpu() {
     use fem::host::problem::nonlinear::Assembly;
     let Some(gpu) = common::gpu("high_degree_hexahedra_solve_partially_assembled_on_the_gpu") else { return };
     let (gpu, cpu) = (AnyBackend::Cuda(gpu), AnyBackend::Cpu(CpuBackend::new(None).unwrap()));
-    let tensor = |n| {
-        let m = BoxMesh::unstructured(3, n, 3).build().unwrap();
-        GmshMesh::from_box_mesh(&m, &vec![0; m.n_cells()], &["domain"]).unwrap()
-    };
-    let cases = [(tensor(2), Physics::Poisson, 4), (tensor(2), Physics::Poisson, 8), (tensor(2), Physics::Elasticity, 4), (tensor(1), Physics::Elasticity, 8)];
+    let cases = [(tensor(3, 2), Physics::Poisson, 4), (tensor(3, 2), Physics::Poisson, 8), (tensor(3, 2), Physics::Elasticity, 4), (tensor(3, 1), Physics::Elasticity, 8)];
     for (file, physics, degree) in &cases {
         cells_on_gpu_as_on_cpu(&gpu, &cpu, file, *physics, *degree, Assembly::Partial, Assembly::Partial);
         cells_on_gpu_as_on_cpu(&gpu, &cpu, file, *physics, *degree, Assembly::Partial, Assembly::MatrixFree);
@@ -259,11 +258,7 @@ fn quadrilaterals_solve_partially_assembled_on_the_gpu() {
     use fem::host::problem::nonlinear::Assembly;
     let Some(gpu) = common::gpu("quadrilaterals_solve_partially_assembled_on_the_gpu") else { return };
     let (gpu, cpu) = (AnyBackend::Cuda(gpu), AnyBackend::Cpu(CpuBackend::new(None).unwrap()));
-    let square = |n| {
-        let m = BoxMesh::unstructured(2, n, 3).build().unwrap();
-        GmshMesh::from_box_mesh(&m, &vec![0; m.n_cells()], &["domain"]).unwrap()
-    };
-    let cases = [(square(6), Physics::Poisson, 2), (square(4), Physics::Poisson, 5), (square(3), Physics::Poisson, 8), (square(6), Physics::Elasticity, 2), (square(4), Physics::Elasticity, 3)];
+    let cases = [(tensor(2, 6), Physics::Poisson, 2), (tensor(2, 4), Physics::Poisson, 5), (tensor(2, 3), Physics::Poisson, 8), (tensor(2, 6), Physics::Elasticity, 2), (tensor(2, 4), Physics::Elasticity, 3)];
     for (file, physics, degree) in &cases {
         cells_on_gpu_as_on_cpu(&gpu, &cpu, file, *physics, *degree, Assembly::Partial, Assembly::Partial);
     }
@@ -278,10 +273,6 @@ fn p_multigrid_on_the_gpu_as_on_the_cpu() {
     use fem::host::problem::nonlinear::{Assembly, PmgOptions, Precond};
     let Some(gpu) = common::gpu("p_multigrid_on_the_gpu_as_on_the_cpu") else { return };
     let (gpu, cpu) = (AnyBackend::Cuda(gpu), AnyBackend::Cpu(CpuBackend::new(None).unwrap()));
-    let tensor = |dim, n| {
-        let m = BoxMesh::unstructured(dim, n, 3).build().unwrap();
-        GmshMesh::from_box_mesh(&m, &vec![0; m.n_cells()], &["domain"]).unwrap()
-    };
     // hexahedra, and quadrilaterals (their 2D partial kernels)
     let cases = [(3, 3, Physics::Poisson, 3, Assembly::Partial), (3, 3, Physics::Elasticity, 2, Assembly::MatrixFree), (3, 2, Physics::Poisson, 6, Assembly::MatrixFree), (2, 8, Physics::Poisson, 4, Assembly::Partial), (2, 6, Physics::Elasticity, 3, Assembly::Partial)];
     for (dim, n, physics, degree, assembly) in cases {

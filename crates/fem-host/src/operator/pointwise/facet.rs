@@ -17,7 +17,7 @@
 use super::{fill_row, Pointwise};
 use crate::space::facets::{facet_map, span_normal, Facet};
 use crate::{Backend, CpuBackend, CudaBackend, Error, Result, Scalar};
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchArgs, LaunchConfig, PushKernelArg};
 use fem_core::shape::Shape;
 use fem_kernels::pointwise::facet::{facet_table_len, FacetShape};
 use fem_kernels::pointwise::{row_len, Kernels, Variant};
@@ -71,6 +71,15 @@ fn points_entry(jacobian_entry: &str) -> String {
 /// The sizes of `v`'s facet point data and table.
 pub fn facet_shape(v: &Variant) -> FacetShape {
     FacetShape { d: v.dim(), nb: v.n_basis(), nc: v.nc, nqf: v.nqf, nv: v.shape.vertices() }
+}
+
+/// Values of the boundary linearisation's point data of `n` facets of
+/// `v`: none where bf0 does not depend on u.
+fn point_values_of(v: &Variant, n: usize) -> usize {
+    match v.facet_jacobian {
+        Some(_) => n * facet_shape(v).point_len(),
+        None => 0,
+    }
 }
 
 /// The CPU code of one variant over a range of facets, as `Kernels` has it.
@@ -161,10 +170,7 @@ impl<T: Scalar, K: Kernels<T>> FacetTerm<T, K> {
     /// Values of the boundary linearisation's point data
     /// ([`Self::points_cpu`]): none where bf0 does not depend on u.
     pub fn point_values(&self) -> usize {
-        match self.variant.facet_jacobian {
-            Some(_) => self.len() * facet_shape(&self.variant).point_len(),
-            None => 0,
-        }
+        point_values_of(&self.variant, self.len())
     }
 
     /// Boundary residuals (`jacobian` false) or element matrices on the
@@ -208,13 +214,19 @@ impl<T: Scalar, K: Kernels<T>> FacetTerm<T, K> {
         let (nl, hl, nt) = (s.n_local(), s.point_len(), s.nqf * s.nc);
         self.check_points(h, ye.len())?;
         cpu.install(|| {
-            ye.par_chunks_mut(nl).enumerate().for_each(|(f, y)| {
-                let (l, hf) = (self.local[f] as usize, &h[f * hl..(f + 1) * hl]);
-                let t: Vec<T> = (0..nt).map(|i| s.action(&self.tab, l, i / s.nc, i % s.nc, hf, |j| x(f * nl + j))).collect();
-                for (i, v) in y.iter_mut().enumerate() {
-                    *v = s.test(&self.tab, l, i, &t);
-                }
-            })
+            // the point actions' scratch made once a task, not once a facet
+            ye.par_chunks_mut(nl).enumerate().for_each_init(
+                || vec![T::ZERO; nt],
+                |t, (f, y)| {
+                    let (l, hf) = (self.local[f] as usize, &h[f * hl..(f + 1) * hl]);
+                    for (i, ti) in t.iter_mut().enumerate() {
+                        *ti = s.action(&self.tab, l, i / s.nc, i % s.nc, hf, |j| x(f * nl + j));
+                    }
+                    for (i, v) in y.iter_mut().enumerate() {
+                        *v = s.test(&self.tab, l, i, t);
+                    }
+                },
+            )
         });
         Ok(())
     }
@@ -245,6 +257,10 @@ impl<T: Scalar, K: Kernels<T>> FacetTerm<T, K> {
 pub struct GpuFacetTerm<T> {
     variant: Variant,
     n: usize,
+    /// The sizes of the point data and table, and the table's length:
+    /// arguments of the point data's kernels.
+    shape: FacetShape,
+    tab_len: usize,
     tab: CudaSlice<T>,
     local: CudaSlice<u32>,
     x: CudaSlice<T>,
@@ -261,7 +277,7 @@ impl<T: Scalar> GpuFacetTerm<T> {
         }
         let a = if term.a.is_empty() { gpu.upload(&[T::ZERO])? } else { gpu.upload(&term.a)? };
         let local = if term.local.is_empty() { vec![0] } else { term.local.clone() };
-        Ok(Self { variant: term.variant, n: term.len(), tab: gpu.upload(&term.tab)?, local: gpu.htod(&local)?, x: gpu.upload(&term.x)?, a, time: term.time })
+        Ok(Self { variant: term.variant, n: term.len(), shape: facet_shape(&term.variant), tab_len: term.tab.len(), tab: gpu.upload(&term.tab)?, local: gpu.htod(&local)?, x: gpu.upload(&term.x)?, a, time: term.time })
     }
 
     /// Boundary residuals or element matrices into `out` from the facets'
@@ -274,9 +290,15 @@ impl<T: Scalar> GpuFacetTerm<T> {
             return Err(Error::InvalidArgument(format!("facet E-vectors of {} and {} values do not fit {} facets", u.len(), out.len(), self.n)));
         }
         let entry = if jacobian { self.variant.facet_jacobian } else { self.variant.facet_residual };
-        let Some(base) = entry else {
-            return gpu.stream().memset_zeros(out).map_err(Into::into);
-        };
+        match entry {
+            Some(base) => self.per_facet(gpu, base, u, out),
+            None => gpu.stream().memset_zeros(out).map_err(Into::into),
+        }
+    }
+
+    /// The generated per-facet entry `base` (one thread a facet) from the
+    /// facets' cell E-vectors `u` into `out`.
+    fn per_facet(&self, gpu: &CudaBackend, base: &str, u: &CudaView<T>, out: &mut CudaViewMut<T>) -> Result<()> {
         if self.n == 0 {
             return Ok(());
         }
@@ -290,17 +312,13 @@ impl<T: Scalar> GpuFacetTerm<T> {
 impl GpuFacetTerm<f64> {
     /// Values of the point data ([`FacetTerm::point_values`]).
     pub fn point_values(&self) -> usize {
-        match self.variant.facet_jacobian {
-            Some(_) => self.n * facet_shape(&self.variant).point_len(),
-            None => 0,
-        }
+        point_values_of(&self.variant, self.n)
     }
 
     /// Scratch values of [`Self::add_point_product`]: a facet's point
     /// data applied at its points.
     pub fn scratch_len(&self) -> usize {
-        let s = facet_shape(&self.variant);
-        self.n * s.nqf * s.nc
+        self.n * self.shape.nqf * self.shape.nc
     }
 
     /// The boundary linearisation's point data into `out` from the facets'
@@ -311,53 +329,54 @@ impl GpuFacetTerm<f64> {
         if u.len() < self.n * self.variant.n_local() || out.len() < self.point_values() {
             return Err(Error::InvalidArgument(format!("facet E-vector of {} and point data of {} values do not fit {} facets", u.len(), out.len(), self.n)));
         }
-        if self.n == 0 {
-            return Ok(());
-        }
-        let f = gpu.function(&format!("{}_f64", points_entry(base)))?;
-        let cfg = LaunchConfig { grid_dim: (self.n.div_ceil(128).clamp(1, i32::MAX as usize) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
-        unsafe { gpu.stream().launch_builder(&f).arg(&self.n).arg(&self.tab).arg(&self.local).arg(u).arg(&self.x).arg(&self.a).arg(out).arg(&self.time).launch(cfg) }?;
-        Ok(())
+        self.per_facet(gpu, &points_entry(base), u, out)
     }
 
     /// `y += K_Γ x` on L-vectors from the point data `h`, `map` the
     /// facets' E-vector rows ([`crate::space::restriction::SKIP`] where
     /// held), `t` a scratch of [`Self::scratch_len`] values.
     pub fn add_point_product(&self, gpu: &CudaBackend, h: &CudaView<f64>, map: &CudaView<u32>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>, t: &mut CudaSlice<f64>) -> Result<()> {
-        let s = self.checked(h, map)?;
+        self.check(h, map)?;
         if self.point_values() == 0 || self.n == 0 {
             return Ok(());
         }
         if t.len() < self.scratch_len() {
             return Err(Error::InvalidArgument(format!("a facet scratch of {} values for {}", t.len(), self.scratch_len())));
         }
-        let (n, tab_len) = (self.n, self.tab.len());
         let f = gpu.kernel::<f64>("facet_point_action")?;
-        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&s.d).arg(&s.nb).arg(&s.nc).arg(&s.nqf).arg(&s.nv).arg(&self.tab).arg(&tab_len).arg(&self.local).arg(h).arg(map).arg(x).arg(&mut *t).launch(gpu.per_item(n * s.nqf * s.nc)) }?;
+        unsafe { self.point_args(gpu, &f).arg(h).arg(map).arg(x).arg(&mut *t).launch(gpu.per_item(self.scratch_len())) }?;
         let f = gpu.kernel::<f64>("facet_point_test")?;
-        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&s.d).arg(&s.nb).arg(&s.nc).arg(&s.nqf).arg(&s.nv).arg(&self.tab).arg(&tab_len).arg(&self.local).arg(&*t).arg(map).arg(y).launch(gpu.per_item(n * s.n_local())) }?;
+        unsafe { self.point_args(gpu, &f).arg(&*t).arg(map).arg(y).launch(gpu.per_item(self.n * self.shape.n_local())) }?;
         Ok(())
     }
 
     /// `d += diag(K_Γ)` on L-vectors from the point data `h`.
     pub fn add_point_diagonal(&self, gpu: &CudaBackend, h: &CudaView<f64>, map: &CudaView<u32>, d: &mut CudaSlice<f64>) -> Result<()> {
-        let s = self.checked(h, map)?;
+        self.check(h, map)?;
         if self.point_values() == 0 || self.n == 0 {
             return Ok(());
         }
-        let (n, tab_len) = (self.n, self.tab.len());
         let f = gpu.kernel::<f64>("facet_point_diagonal")?;
-        unsafe { gpu.stream().launch_builder(&f).arg(&n).arg(&s.d).arg(&s.nb).arg(&s.nc).arg(&s.nqf).arg(&s.nv).arg(&self.tab).arg(&tab_len).arg(&self.local).arg(h).arg(map).arg(d).launch(gpu.per_item(n * s.n_local())) }?;
+        unsafe { self.point_args(gpu, &f).arg(h).arg(map).arg(d).launch(gpu.per_item(self.n * self.shape.n_local())) }?;
         Ok(())
     }
 
-    /// The facet shape, or an error unless `h` and `map` cover the facets.
-    fn checked(&self, h: &CudaView<f64>, map: &CudaView<u32>) -> Result<FacetShape> {
-        let s = facet_shape(&self.variant);
-        if h.len() < self.point_values() || map.len() < self.n * s.n_local() {
+    /// A launch of `f`, one of the point data's kernels, with the
+    /// arguments they all take first: the facets, their shape, the table
+    /// and the local numbers.
+    fn point_args<'a>(&'a self, gpu: &'a CudaBackend, f: &'a CudaFunction) -> LaunchArgs<'a> {
+        let s = &self.shape;
+        let mut args = gpu.stream().launch_builder(f);
+        args.arg(&self.n).arg(&s.d).arg(&s.nb).arg(&s.nc).arg(&s.nqf).arg(&s.nv).arg(&self.tab).arg(&self.tab_len).arg(&self.local);
+        args
+    }
+
+    /// An error unless `h` and `map` cover the facets.
+    fn check(&self, h: &CudaView<f64>, map: &CudaView<u32>) -> Result<()> {
+        if h.len() < self.point_values() || map.len() < self.n * self.shape.n_local() {
             return Err(Error::InvalidArgument(format!("{} facets: point data of {} values and a map of {}", self.n, h.len(), map.len())));
         }
-        Ok(s)
+        Ok(())
     }
 }
 

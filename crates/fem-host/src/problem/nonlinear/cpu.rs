@@ -98,6 +98,10 @@ trait Part: Send + Sync {
     fn point_diagonal(&self, _: &CpuBackend, _: &[f64]) -> Result<Vec<f64>> {
         Err(Error::InvalidArgument("the cells' point data are applied by sum factorisation".into()))
     }
+    /// Values of the facets' point data (0: no linearisation to keep).
+    fn point_values(&self) -> usize {
+        0
+    }
 }
 
 impl<K: Kernels<f64>> Part for Pointwise<f64, K> {
@@ -150,6 +154,9 @@ impl<K: Kernels<f64>> Part for FacetTerm<f64, K> {
     fn point_diagonal(&self, cpu: &CpuBackend, h: &[f64]) -> Result<Vec<f64>> {
         self.point_diagonal_cpu(cpu, h)
     }
+    fn point_values(&self) -> usize {
+        FacetTerm::point_values(self)
+    }
 }
 
 /// The CPU's copy of the set-up, with the physics type erased.
@@ -158,10 +165,6 @@ pub struct CpuState {
     facets: Option<Box<dyn Part>>,
     /// E-vector values of the cells (the facets' follow).
     cell_len: usize,
-    /// Values of the boundary term's point data, which follow the cells'
-    /// point data or the matrix-free state (0: no boundary
-    /// linearisation).
-    facet_points: usize,
     /// The E-vector's map from the unknowns.
     gather: Restriction,
     /// CSR position of every element-tangent entry (empty with LMA or
@@ -196,19 +199,31 @@ impl CpuState {
         self.tables.as_ref().ok_or_else(|| Error::InvalidArgument(format!("partial assembly needs quadrilaterals or hexahedra, not {}", self.variant.shape.name())))
     }
 
+    /// Values of the boundary term's point data, which follow the cells'
+    /// point data or the matrix-free state (0: no boundary
+    /// linearisation).
+    fn facet_points(&self) -> usize {
+        self.facets.as_ref().map_or(0, |f| f.point_values())
+    }
+
+    /// The boundary term, where it has a linearisation to keep.
+    fn facet_term(&self) -> Option<&dyn Part> {
+        self.facets.as_deref().filter(|f| f.point_values() > 0)
+    }
+
     /// The cells' part of values kept by the points (point data or the
     /// matrix-free state) and the boundary term's point data after it.
     fn split<'v>(&self, kept: &'v [f64]) -> (&'v [f64], &'v [f64]) {
         // short values fail the products' length checks
-        kept.split_at(kept.len().saturating_sub(self.facet_points))
+        kept.split_at(kept.len().saturating_sub(self.facet_points()))
     }
 
     /// The boundary term's point data at the solution E-vector `ue` into
     /// the end of `kept`.
     fn facet_points_into(&self, cpu: &CpuBackend, ue: &[f64], kept: &mut [f64]) -> Result<()> {
-        if let (Some(f), true) = (&self.facets, self.facet_points > 0) {
+        if let Some(f) = self.facet_term() {
             let h = f.points(cpu, &ue[self.cell_len..])?;
-            let at = kept.len() - self.facet_points;
+            let at = kept.len() - h.len();
             kept[at..].copy_from_slice(&h);
         }
         Ok(())
@@ -218,16 +233,16 @@ impl CpuState {
     /// cells') from their point data `h`, `x_of` the whole E-vector's
     /// entries.
     fn facet_product(&self, cpu: &CpuBackend, h: &[f64], x_of: &(dyn Fn(usize) -> f64 + Sync), ye: &mut [f64]) -> Result<()> {
-        match (&self.facets, self.facet_points > 0) {
-            (Some(f), true) => f.point_product(cpu, h, &|k| x_of(self.cell_len + k), &mut ye[self.cell_len..]),
-            _ => Ok(()),
+        match self.facet_term() {
+            Some(f) => f.point_product(cpu, h, &|k| x_of(self.cell_len + k), &mut ye[self.cell_len..]),
+            None => Ok(()),
         }
     }
 
     /// The facets' diagonal from their point data `h` into the facets'
     /// part of the E-vector `de`.
     fn facet_diagonal(&self, cpu: &CpuBackend, h: &[f64], de: &mut [f64]) -> Result<()> {
-        if let (Some(f), true) = (&self.facets, self.facet_points > 0) {
+        if let Some(f) = self.facet_term() {
             de[self.cell_len..].copy_from_slice(&f.point_diagonal(cpu, h)?);
         }
         Ok(())
@@ -254,7 +269,6 @@ impl NewtonOps for CpuBackend {
             cells: Box::new(setup.host_physics()?.into_owned()),
             facets: setup.facets.clone().map(|t| -> Box<dyn Part> { Box::new(t) }),
             cell_len: setup.physics.n_cells * setup.physics.variant.n_local(),
-            facet_points: setup.facet_point_values(),
             gather: Restriction::new(setup.gather.clone(), setup.n_rows()),
             entry_pos: if lma || spmv { Vec::new() } else { setup.entry_pos().to_vec() },
             colours: if lma || spmv { Vec::new() } else { cell_colours(setup) },
@@ -362,13 +376,13 @@ impl NewtonOps for CpuBackend {
 
     fn points(&self, s: &CpuState, ue: &Vec<f64>, g: &mut Vec<f64>) -> Result<()> {
         let v = s.cells.points(self, &ue[..s.cell_len])?;
-        crate::error::same_len("point data", g.len(), v.len() + s.facet_points)?;
+        crate::error::same_len("point data", g.len(), v.len() + s.facet_points())?;
         g[..v.len()].copy_from_slice(&v);
         s.facet_points_into(self, ue, g)
     }
 
     fn hold_state(&self, s: &CpuState, ue: &Vec<f64>, held: &mut Vec<f64>) -> Result<()> {
-        crate::error::same_len("the matrix-free state", held.len(), ue.len() + s.facet_points)?;
+        crate::error::same_len("the matrix-free state", held.len(), ue.len() + s.facet_points())?;
         held[..ue.len()].copy_from_slice(ue);
         s.facet_points_into(self, ue, held)
     }

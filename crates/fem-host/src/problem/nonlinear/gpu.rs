@@ -172,10 +172,7 @@ pub struct GpuState {
     base_zero: [bool; 2],
     /// Partial assembly's kernels, or why the variant has none.
     partial: std::result::Result<GpuPartial, String>,
-    /// Values of the boundary term's point data, after the cells' point
-    /// data or the matrix-free state (0: no boundary linearisation), and
-    /// the scratch of their product.
-    facet_points: usize,
+    /// The scratch of the boundary term's product from its point data.
     facet_scratch: std::sync::Mutex<CudaSlice<f64>>,
 }
 
@@ -198,10 +195,16 @@ impl GpuState {
         self.physics.n_cells * self.physics.variant.n_local()
     }
 
+    /// Values of the boundary term's point data, after the cells' point
+    /// data or the matrix-free state (0: no boundary linearisation).
+    fn facet_points(&self) -> usize {
+        self.facets.as_ref().map_or(0, |f| f.point_values())
+    }
+
     /// The boundary term with its point data, where it has a
     /// linearisation.
     fn facet_term(&self) -> Option<&GpuFacetTerm<f64>> {
-        self.facets.as_ref().filter(|_| self.facet_points > 0)
+        self.facets.as_ref().filter(|f| f.point_values() > 0)
     }
 
     /// The boundary term's point data at the solution E-vector `ue` into
@@ -209,7 +212,8 @@ impl GpuState {
     fn facet_points_into(&self, gpu: &CudaBackend, ue: &CudaSlice<f64>, kept: &mut CudaSlice<f64>) -> Result<()> {
         match self.facet_term() {
             Some(f) => {
-                let at = kept.len().checked_sub(self.facet_points).ok_or_else(|| crate::Error::InvalidArgument(format!("{} values kept by the points hold no boundary point data of {}", kept.len(), self.facet_points)))?;
+                let n = f.point_values();
+                let at = kept.len().checked_sub(n).ok_or_else(|| crate::Error::InvalidArgument(format!("{} values kept by the points hold no boundary point data of {n}", kept.len())))?;
                 f.points(gpu, &ue.slice(self.cell_len()..), &mut kept.slice_mut(at..))
             }
             None => Ok(()),
@@ -221,14 +225,14 @@ impl GpuState {
     fn add_facet_product(&self, gpu: &CudaBackend, kept: &CudaSlice<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
         let Some(f) = self.facet_term() else { return Ok(()) };
         let mut t = self.facet_scratch.lock().map_err(|_| crate::Error::InvalidArgument("a boundary product panicked".into()))?;
-        let at = kept.len().saturating_sub(self.facet_points);
+        let at = kept.len().saturating_sub(f.point_values());
         f.add_point_product(gpu, &kept.slice(at..), &self.residual.map.slice(self.cell_len()..), x, y, &mut t)
     }
 
     /// `d +=` the boundary term's diagonal likewise.
     fn add_facet_diagonal(&self, gpu: &CudaBackend, kept: &CudaSlice<f64>, d: &mut CudaSlice<f64>) -> Result<()> {
         let Some(f) = self.facet_term() else { return Ok(()) };
-        let at = kept.len().saturating_sub(self.facet_points);
+        let at = kept.len().saturating_sub(f.point_values());
         f.add_point_diagonal(gpu, &kept.slice(at..), &self.residual.map.slice(self.cell_len()..), d)
     }
 }
@@ -309,7 +313,6 @@ impl NewtonOps for CudaBackend {
             sums,
             base_zero,
             partial,
-            facet_points: setup.facet_point_values(),
             facet_scratch: std::sync::Mutex::new(facet_scratch),
         })
     }
@@ -426,7 +429,7 @@ impl NewtonOps for CudaBackend {
     }
 
     fn hold_state(&self, s: &GpuState, ue: &CudaSlice<f64>, held: &mut CudaSlice<f64>) -> Result<()> {
-        crate::error::same_len("the matrix-free state", held.len(), ue.len() + s.facet_points)?;
+        crate::error::same_len("the matrix-free state", held.len(), ue.len() + s.facet_points())?;
         if !ue.is_empty() {
             self.stream().memcpy_dtod(ue, &mut held.slice_mut(..ue.len()))?;
         }
