@@ -292,6 +292,9 @@ pub(crate) fn local_gpu(comm: &dyn Communicator) -> usize {
 fn solve_on(a: &SolveArgs, file: &GmshMesh, comm: &dyn Communicator) -> CliResult {
     refuse_unread(PIPELINE, "the pipeline's solve of --physics (its --format stores the tangent, in f64, and it preconditions with Jacobi, SSOR or multigrid); they are the Q_p Poisson formats' or the hole benchmark's")?;
     let precond = precond(a)?;
+    if a.write_system.is_some() && (comm.size() > 1 || a.time_steps > 0) {
+        return Err("--write-system writes one rank's stationary system: run it without mpirun and --time-steps".into());
+    }
     if a.partitioner.is_some() && comm.size() == 1 {
         return Err("--partitioner splits the cells among ranks: run under mpirun -np R".into());
     }
@@ -345,6 +348,7 @@ fn solve_on(a: &SolveArgs, file: &GmshMesh, comm: &dyn Communicator) -> CliResul
             Some(PartitionerArg::Curve) => Partitioner::Curve,
             _ => Partitioner::Metis,
         },
+        write_system: a.write_system.clone(),
         time: match a.time_steps {
             0 => None,
             steps => Some(Transient {

@@ -162,6 +162,13 @@ pub(crate) struct SolveArgs {
     /// A PNG picture of u_h (a 3D solution cut at mid z).
     #[arg(long)]
     pub(crate) png: Option<PathBuf>,
+    /// With --physics: write the first Newton update's linear system (the
+    /// tangent at the start and minus the residual there: the whole
+    /// problem for a linear physics) into this folder as NumPy arrays
+    /// (indptr, indices, data, rhs, coordinates and system.json) before
+    /// solving, for another solver: `benches/cpu/pyamg_system.py` runs pyamg on it.
+    #[arg(long)]
+    pub(crate) write_system: Option<PathBuf>,
     /// --format auto: products the operator will serve (CG iterations).
     #[arg(long, default_value_t = 1000.0)]
     pub(crate) products: f64,

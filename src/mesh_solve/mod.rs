@@ -10,6 +10,7 @@
 use crate::expression::Expression;
 use fem_host::distributed::{Communicator, Partitioner, Ranks, Serial};
 use fem_host::io::gmsh::GmshMesh;
+use fem_host::io::npy::{self, SystemInfo};
 use fem_host::operator::pointwise::Aux;
 use fem_host::problem::nonlinear::time::{integrate, Forcing, Scheme, TimeOptions, TimeReport};
 use fem_host::problem::nonlinear::{self, NewtonOps, NewtonOptions, NewtonReport, Precond, Setup};
@@ -153,6 +154,11 @@ pub struct MeshSolveOptions {
     pub time: Option<Transient>,
     /// How the cells are split among ranks (read across ranks only).
     pub partitioner: Partitioner,
+    /// Write the first Newton update's linear system (the tangent at the
+    /// start and minus the residual there) into this folder as NumPy
+    /// arrays ([`fem_host::io::npy::write_system`]), for another solver,
+    /// before solving (one rank, stationary problems).
+    pub write_system: Option<std::path::PathBuf>,
 }
 
 /// Time stepping.
@@ -359,6 +365,10 @@ fn solve_one<K: Kernels<f64> + 'static>(c: &One, marks: &mut Laps, stage: &dyn F
         Some(part) => setup.with_boundary_term(space, part)?,
         None => setup,
     };
+    if let Some(dir) = &c.o.write_system {
+        stage("writing the linear system");
+        write_system(c, &setup, dir)?;
+    }
     let mut host = marks.elapsed();
     marks.lap("pattern");
     stage("solve");
@@ -370,6 +380,25 @@ fn solve_one<K: Kernels<f64> + 'static>(c: &One, marks: &mut Laps, stage: &dyn F
         marks.push(l);
     }
     Ok((u, n, t, host))
+}
+
+/// The first Newton update's linear system of `setup` written into `dir`
+/// as NumPy arrays.
+fn write_system<K: Kernels<f64> + 'static>(c: &One, setup: &Setup<K>, dir: &std::path::Path) -> Result<()> {
+    if c.o.time.is_some() {
+        return Err(Error::InvalidArgument("the linear system is written for a stationary solve, not for time steps".into()));
+    }
+    let space = c.problem.space();
+    let (a, rhs) = with_backend!(c.any, |b| nonlinear::system_at(b, setup, &c.problem.constraints.initial()))?;
+    let info = SystemInfo {
+        what: format!("{:?} on {} {} cells, load {:?}: the tangent at the start of Newton and minus the residual there", c.o.physics, space.n_cells(), element(space), c.o.load),
+        rows: a.n_rows,
+        nonzeros: a.nnz(),
+        components: c.problem.nc,
+        dim: space.shape.dim(),
+        fixed_rows: c.problem.constraints.n_fixed(),
+    };
+    Ok(npy::write_system(dir, &a, &rhs, &space.dof_coords, &info)?)
 }
 
 /// The set-up with the coarser levels of `nested` when multigrid

@@ -35,6 +35,7 @@ fn options(physics: Physics, degree: usize) -> MeshSolveOptions {
         ordering: fem::host::solver::ordering::Ordering::Original,
         time: None,
         partitioner: fem::host::distributed::Partitioner::Metis,
+        write_system: None,
     }
 }
 

@@ -448,7 +448,7 @@ fn radiation_cools_through_robin_groups() {
 fn poisson_options(degree: usize, dirichlet: Vec<fem::mesh_solve::GroupValue>, load: fem::mesh_solve::LoadKind, time: Option<fem::mesh_solve::Transient>) -> fem::mesh_solve::MeshSolveOptions {
     let mut newton = fem::host::problem::nonlinear::NewtonOptions::default();
     newton.krylov_rtol = 1e-12;
-    fem::mesh_solve::MeshSolveOptions { physics: fem::mesh_solve::Physics::Poisson, degree, refine: 0, dirichlet, neumann: Vec::new(), robin: Vec::new(), load, young: 1.0, poisson_ratio: 0.3, newton, ordering: fem::host::solver::ordering::Ordering::Original, time, partitioner: fem::host::distributed::Partitioner::Metis }
+    fem::mesh_solve::MeshSolveOptions { physics: fem::mesh_solve::Physics::Poisson, degree, refine: 0, dirichlet, neumann: Vec::new(), robin: Vec::new(), load, young: 1.0, poisson_ratio: 0.3, newton, ordering: fem::host::solver::ordering::Ordering::Original, time, partitioner: fem::host::distributed::Partitioner::Metis, write_system: None }
 }
 
 /// Dirichlet values by group: u = 1 on `xmin` and u = 0 on `xmax` of the
@@ -581,4 +581,76 @@ fn p_multigrid_preconditions_high_order_solves() {
     let out = fem(&["solve", "--backend", "cpu", "--mesh", &hex, "--physics", "poisson", "--degree", "1", "--precond", "pmg"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code() == Some(1) && err.contains("Q1 already"), "{err}");
+}
+
+/// The values of a little-endian `.npy` array of 8- or 4-byte elements,
+/// as f64 (the test's reader of what `fem::host::io::npy` writes).
+fn read_npy(path: &Path) -> Vec<f64> {
+    let bytes = std::fs::read(path).unwrap();
+    let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = std::str::from_utf8(&bytes[10..10 + len]).unwrap();
+    let data = &bytes[10 + len..];
+    match &header[11..14] {
+        "<f8" => data.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect(),
+        "<i8" => data.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
+        "<i4" => data.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
+        d => panic!("{}: dtype {d}", path.display()),
+    }
+}
+
+/// `--write-system` writes the first Newton update's system: for Q2
+/// elasticity with a displaced side and a random load, the written
+/// tangent times fem's update (u minus the start) is the written
+/// right-hand side, the sizes in system.json are the solve's, and NumPy
+/// (where Python has it) reads the arrays to the same product. Time steps
+/// and a path that cannot be a folder are refused, writing nothing.
+#[test]
+fn the_written_system_is_the_one_newton_solves() {
+    use fem::host::{AnyBackend, CpuBackend};
+    use fem::mesh_solve::{run, GroupValue, LoadKind, Physics};
+    let dir = common::scratch("mesh-solve-write-system");
+    let quad = dir.join("quad.msh").display().to_string();
+    assert!(fem(&["mesh-gen", "--dim", "2", "--cells", "5", &quad]).status.success());
+    let cpu = AnyBackend::Cpu(CpuBackend::new(Some(2)).unwrap());
+    let file = fem::host::io::gmsh::read_path(Path::new(&quad)).unwrap();
+    let out = dir.join("system");
+    let mut o = poisson_options(2, vec![GroupValue::constant("xmin", &[0.1, -0.05])], LoadKind::Random, None);
+    o.physics = Physics::Elasticity;
+    o.write_system = Some(out.clone());
+    let (space, u, report) = run(&cpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+    assert!(report.newton.converged);
+    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("system.json")).unwrap()).unwrap();
+    assert_eq!((info["rows"].as_u64(), info["components"].as_u64(), info["dim"].as_u64()), (Some(u.len() as u64), Some(2), Some(2)), "{info}");
+    assert_eq!(info["fixed_rows"].as_u64(), Some(report.fixed_rows as u64), "{info}");
+    let (ptr, col, val, rhs) = (read_npy(&out.join("indptr.npy")), read_npy(&out.join("indices.npy")), read_npy(&out.join("data.npy")), read_npy(&out.join("rhs.npy")));
+    assert_eq!(read_npy(&out.join("coordinates.npy")).len(), 2 * space.n_dofs);
+    // the start: the held values, zero elsewhere
+    let start: Vec<f64> = (0..u.len()).map(|r| if space.dof_coords[r / 2][0] < 1e-12 { [0.1, -0.05][r % 2] } else { 0.0 }).collect();
+    let update: Vec<f64> = u.iter().zip(&start).map(|(a, b)| a - b).collect();
+    let product: Vec<f64> = (0..u.len()).map(|r| (ptr[r] as usize..ptr[r + 1] as usize).map(|k| val[k] * update[col[k] as usize]).sum()).collect();
+    let scale = rhs.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let err = product.iter().zip(&rhs).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    assert!(scale > 0.0 && err < 1e-8 * scale, "A (u − u₀) differs from the written right-hand side by {err:e} (of {scale:e})");
+    let numpy = std::process::Command::new("python3").args(["-c", "import numpy, scipy"]).output();
+    if numpy.is_ok_and(|o| o.status.success()) {
+        fem::host::io::npy::write(&out.join("update.npy"), &[update.len()], update.iter().copied()).unwrap();
+        let script = "import numpy as np, scipy.sparse as sp, sys\nd = sys.argv[1]\nl = lambda n: np.load(d + '/' + n + '.npy')\nb = l('rhs')\nA = sp.csr_matrix((l('data'), l('indices'), l('indptr')), shape=(len(b), len(b)))\nprint(np.abs(A @ l('update') - b).max() / np.abs(b).max())";
+        let py = std::process::Command::new("python3").args(["-c", script, out.to_str().unwrap()]).output().unwrap();
+        let rel: f64 = String::from_utf8_lossy(&py.stdout).trim().parse().unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&py.stderr)));
+        assert!(rel < 1e-8, "NumPy reads a system off by {rel:e}");
+    } else {
+        eprintln!("SKIPPED: NumPy's reading of the arrays (python3 with numpy and scipy is not installed)");
+    }
+    let blocked = dir.join("a-file");
+    std::fs::write(&blocked, "x").unwrap();
+    let (refused, under_file) = (dir.join("refused"), blocked.join("sub"));
+    for (target, extra, want) in [(&refused, vec!["--time-steps", "2"], "stationary"), (&under_file, vec![], "cannot write")] {
+        let mut args = vec!["solve", "--backend", "cpu", "--mesh", &quad, "--physics", "poisson", "--write-system", target.to_str().unwrap()];
+        args.extend_from_slice(&extra);
+        let r = fem(&args);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(err.contains(want), "{extra:?}: {err}");
+        assert!(!target.exists(), "{extra:?} wrote {}", target.display());
+    }
 }

@@ -96,6 +96,9 @@ pub enum Error {
     /// [`read_fields`](crate::io::vtk::read_fields) could not read one back.
     #[error("VTK output: {0}")]
     Vtk(#[from] crate::io::vtk::VtkError),
+    /// A NumPy array or linear system could not be written.
+    #[error("NumPy output: {0}")]
+    Npy(#[from] crate::io::npy::NpyError),
     /// The cuSPARSE library is missing or one of its calls failed; the
     /// message names the call and its status.
     #[error("cuSPARSE: {0}")]

@@ -2,6 +2,7 @@
 
 pub mod gmsh;
 pub mod matrix_market;
+pub mod npy;
 pub mod vtk;
 pub mod vtk_lagrange;
 

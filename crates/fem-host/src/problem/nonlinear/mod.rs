@@ -330,6 +330,21 @@ fn solve_in<B: NewtonOps>(b: &B, mut w: Workspace<B>, initial: &[f64], o: &Newto
 /// them: a unit diagonal), assembled on backend `b` and returned on the
 /// host: for a look at the operator, or to hand it to another solver.
 pub fn tangent_at<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, u: &[f64]) -> Result<Csr<f64>> {
+    Ok(linearised_at(b, setup, u, false)?.0)
+}
+
+/// The linear system of a Newton update from `u`: the tangent at `u` (as
+/// [`tangent_at`]) and minus the residual there, on the host. From the
+/// start ([`Constraints::initial`](crate::space::Constraints::initial))
+/// of a linear physics it is the whole problem: for handing it to
+/// another solver, as `fem solve --write-system` does.
+pub fn system_at<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, u: &[f64]) -> Result<(Csr<f64>, Vec<f64>)> {
+    let (a, r) = linearised_at(b, setup, u, true)?;
+    Ok((a, r.unwrap_or_default().into_iter().map(|v| -v).collect()))
+}
+
+/// The tangent at `u`, and the residual there if `residual`.
+fn linearised_at<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<K>, u: &[f64], residual: bool) -> Result<(Csr<f64>, Option<Vec<f64>>)> {
     crate::error::same_len("state", u.len(), setup.n_rows())?;
     let state = b.prepare(setup, Some(b.default_format()), Scatter::Atomic)?;
     let (u, mut ue) = (b.upload(u)?, b.zeros(setup.gather.len())?);
@@ -337,7 +352,16 @@ pub fn tangent_at<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, setup: &Setup<
     b.gather(&state, &u, &mut ue)?;
     b.elements(&state, true, &ue, &mut kelem)?;
     b.assemble(&state, true, &kelem, &mut kflat)?;
-    Ok(setup.csr.with_values(b.download(&kflat)?))
+    let r = match residual {
+        true => {
+            let (mut relem, mut r) = (b.zeros(assembly::padded(setup.gather.len(), Scatter::Atomic))?, b.zeros(setup.n_rows())?);
+            b.elements(&state, false, &ue, &mut relem)?;
+            b.assemble(&state, false, &relem, &mut r)?;
+            Some(b.download(&r)?)
+        }
+        false => None,
+    };
+    Ok((setup.csr.with_values(b.download(&kflat)?), r))
 }
 
 /// Linear terms a time step adds to the residual: the residual becomes
