@@ -29,7 +29,7 @@ for name in ${CASES:-tet-p1-r6 tet-p2-r4 hex-q1-elasticity-r5 beam-q1-r3}; do
     timed "$name-amg-cuda" $args --max-iterations 20000 --precond amg --backend cuda
     timed "$name-amg-cpu" $args --max-iterations 20000 --precond amg --backend cpu
     "$FEM" solve $args --max-iterations 20000 --precond amg --backend cuda --load random --rtol 1e-8 --write-system "$tmp/$name" > /dev/null 2> "$tmp/$name.err" || { echo "FAILED: writing $name"; tail -3 "$tmp/$name.err"; }
-    /usr/bin/time -f "$name-pyamg: wall %e s, max RSS %M KB" python3 "$here/../cpu/pyamg_system.py" "$tmp/$name" > "$out/$name-pyamg.json" || echo "FAILED: pyamg on $name"
+    /usr/bin/time -f "$name-pyamg: wall %e s, max RSS %M KB" timeout "${PYAMG_TIMEOUT:-1200}" python3 "$here/../cpu/pyamg_system.py" "$tmp/$name" > "$out/$name-pyamg.json" || echo "FAILED: pyamg on $name"
     rm -rf "$tmp/$name"
 done
 } 2>&1 | tee "$out/amg_pyamg.log"

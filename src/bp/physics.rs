@@ -1,6 +1,7 @@
 //! `fem bp --physics NAME --level {partial,none}`: the Jacobian of a
 //! shipped `#[fem_kernel]` physics (mass, Poisson, elasticity,
-//! neo-Hookean) on Q_N hexahedra of the unit cube, applied on L-vectors
+//! neo-Hookean) on Q_N hexahedra of the unit cube, or quadrilaterals of
+//! the unit square, applied on L-vectors
 //! exactly as Newton's Krylov method applies it ([`Workspace::tangent_at`]):
 //! the fixed rows' pass, the gather, the cells' work and the atomic
 //! scatter. The CEED problems' tuned kernels (`--problem`) stay beside it
@@ -33,9 +34,11 @@ pub struct PhysicsOptions {
     /// (recomputed at the points), or for comparison element matrices or
     /// an assembled format.
     pub level: Assembly,
-    /// Polynomial degree N of the hexahedra (1..=8).
+    /// Polynomial degree N of the cells (1..=8).
     pub degree: usize,
-    /// Mesh size, as for the CEED problems (a cube of cells).
+    /// 3: hexahedra of the unit cube; 2: quadrilaterals of the unit square.
+    pub dim: usize,
+    /// Mesh size, as for the CEED problems (a cube, or square, of cells).
     pub size: Size,
     /// Affine cells or interior vertices moved (trilinear cells).
     pub deformation: Deformation,
@@ -56,11 +59,13 @@ pub struct PhysicsReport {
     pub operator: String,
     /// Polynomial degree N.
     pub degree: usize,
-    /// Hexahedra in the mesh.
+    /// 3 (hexahedra) or 2 (quadrilaterals).
+    pub dim: usize,
+    /// Cells in the mesh.
     pub elements: usize,
     /// Rows of the L-vector the operator acts on (nodes × components).
     pub l_dofs: usize,
-    /// Entries of the E-vector: elements × (N + 1)³ × components.
+    /// Entries of the E-vector: elements × (N + 1)^dim × components.
     pub e_dofs: usize,
     /// The backend that ran it.
     pub backend: String,
@@ -94,13 +99,15 @@ pub struct PhysicsReport {
 }
 
 /// The state the Jacobian is taken at: every component
-/// 0.05 (1 + c) sin πx sin πy sin πz, a deformation small enough that no
-/// neo-Hookean point inverts (the linear physics do not depend on it).
+/// 0.05 (1 + c) sin πx sin πy (sin πz in 3D), a deformation small enough
+/// that no neo-Hookean point inverts (the linear physics do not depend
+/// on it).
 fn state(space: &Space, nc: usize) -> Vec<f64> {
     use std::f64::consts::PI;
+    let d = space.shape.dim();
     (0..space.n_dofs * nc).map(|r| {
         let x = space.dof_coords[r / nc];
-        0.05 * (1 + r % nc) as f64 * (PI * x[0]).sin() * (PI * x[1]).sin() * (PI * x[2]).sin()
+        0.05 * (1 + r % nc) as f64 * x[..d].iter().map(|v| (PI * v).sin()).product::<f64>()
     }).collect()
 }
 
@@ -139,7 +146,7 @@ type Timer<'a> = dyn FnMut(usize, &mut dyn FnMut() -> Result<()>) -> Result<(f64
 /// The tangent of `K` at [`state`] stored as `level` on `b`, applied to
 /// `x` (once for the result, then timed by `time` unless `None`).
 fn product<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, cpu: &CpuBackend, space: &Space, level: Assembly, x: &[f64], time: Option<&mut Timer>) -> Result<(Measured, Option<CopyBandwidth>)> {
-    let v = <K as Kernels<f64>>::VARIANTS.iter().find(|v| v.shape == space.shape && v.degree == space.degree).ok_or_else(|| Error::InvalidArgument(format!("{} has no Q{} hexahedra", K::NAME, space.degree)))?;
+    let v = <K as Kernels<f64>>::VARIANTS.iter().find(|v| v.shape == space.shape && v.degree == space.degree).ok_or_else(|| Error::InvalidArgument(format!("{} has no Q{} {:?} cells", K::NAME, space.degree, space.shape)))?;
     let aux: Vec<f64> = if v.aux_nodal {
         (0..space.n_dofs).flat_map(|_| [1.0, 0.0]).collect()
     } else {
@@ -170,28 +177,32 @@ fn product<B: NewtonOps, K: Kernels<f64> + 'static>(b: &B, cpu: &CpuBackend, spa
     Ok((Measured { y, seconds, setup_seconds, name: t.name(), bytes, e_dofs: space.n_cells() * v.n_local() }, copy))
 }
 
-/// The cube of cells per direction of `size` at degree `p`: the nearest
-/// cube to a number of elements, or the smallest with at least this many
-/// element-local nodes.
-fn cells_per_side(size: Size, p: usize) -> usize {
+/// The cube (or square, in `dim` 2) of cells per direction of `size` at
+/// degree `p`: the nearest to a number of elements, or the smallest with
+/// at least this many element-local nodes.
+fn cells_per_side(size: Size, p: usize, dim: usize) -> usize {
+    let root = |v: f64| v.powf(1.0 / dim as f64);
     match size {
-        Size::Elements(e) => ((e as f64).cbrt().round() as usize).max(1),
-        Size::Dofs(d) => ((d as f64).cbrt() / (p + 1) as f64).ceil().max(1.0) as usize,
+        Size::Elements(e) => (root(e as f64).round() as usize).max(1),
+        Size::Dofs(d) => (root(d as f64) / (p + 1) as f64).ceil().max(1.0) as usize,
     }
 }
 
-/// The space of the run: Q_N on a cube of hexahedra, structured or with
-/// its interior vertices moved.
+/// The space of the run: Q_N on a cube of hexahedra (a square of
+/// quadrilaterals), structured or with its interior vertices moved.
 fn space_of(o: &PhysicsOptions) -> Result<Space> {
     if !(1..=8).contains(&o.degree) {
-        return Err(Error::InvalidArgument(format!("the physics have hexahedra of degree 1 to 8, not {}", o.degree)));
+        return Err(Error::InvalidArgument(format!("the physics have cells of degree 1 to 8, not {}", o.degree)));
+    }
+    if !(2..=3).contains(&o.dim) {
+        return Err(Error::InvalidArgument(format!("the physics run on quadrilaterals (dim 2) or hexahedra (dim 3), not dim {}", o.dim)));
     }
     let perturb = match o.deformation {
         Deformation::None => 0.0,
         Deformation::Trilinear { amplitude, .. } => amplitude,
         Deformation::Curved { .. } => return Err(Error::InvalidArgument("the physics map their cells trilinearly from the vertices: use --deform trilinear or none".into())),
     };
-    let mesh = BoxMesh { perturb, ..BoxMesh::structured(3, cells_per_side(o.size, o.degree)) }.build()?;
+    let mesh = BoxMesh { perturb, ..BoxMesh::structured(o.dim, cells_per_side(o.size, o.degree, o.dim)) }.build()?;
     Space::tensor(&mesh, o.degree)
 }
 
@@ -207,7 +218,7 @@ pub fn run(o: &PhysicsOptions, backend: &AnyBackend, progress: &dyn Fn(&str)) ->
     }
     progress("mesh and space");
     let space = space_of(o)?;
-    let nc = if o.physics.is_vector() { 3 } else { 1 };
+    let nc = if o.physics.is_vector() { o.dim } else { 1 };
     let x = test_vector(space.n_dofs * nc, 7);
     let repeats = o.repeats.max(1);
     let cpu = CpuBackend::new(None)?;
@@ -245,6 +256,7 @@ pub fn run(o: &PhysicsOptions, backend: &AnyBackend, progress: &dyn Fn(&str)) ->
         level: o.level.to_string(),
         operator: run.name,
         degree: o.degree,
+        dim: o.dim,
         elements: cells,
         l_dofs: rows,
         e_dofs: run.e_dofs,

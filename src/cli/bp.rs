@@ -43,9 +43,13 @@ pub(crate) struct BpArgs {
     /// Apply on global nodes (gather and atomic scatter in the kernel) instead of element blocks (always so under mpirun).
     #[arg(long)]
     pub(crate) assembled: bool,
-    /// Instead of --problem, the Jacobian of a shipped physics on Q_N hexahedra (N ≤ 8), on L-vectors as Newton's Krylov method applies it.
+    /// Instead of --problem, the Jacobian of a shipped physics on Q_N hexahedra or quadrilaterals (N ≤ 8, --dim), on L-vectors as Newton's Krylov method applies it.
     #[arg(long, value_enum)]
     pub(crate) physics: Option<crate::cli::mesh_solve::PhysicsArg>,
+    /// With --physics: 3 for hexahedra of the unit cube, 2 for
+    /// quadrilaterals of the unit square (--elements then counts a square).
+    #[arg(long, requires = "physics", default_value_t = 3, value_parser = clap::value_parser!(u8).range(2..=3))]
+    pub(crate) dim: u8,
     /// With --physics: how its Jacobian is stored: partial (point data), none (matrix-free), or for comparison lma or a sparse format.
     #[arg(long, requires = "physics", default_value = "partial")]
     pub(crate) level: String,
@@ -330,12 +334,12 @@ fn solve_line(s: &fem::bp::SolveReport) -> String {
 /// `fem bp --physics`: the Jacobian of a shipped physics at each degree.
 fn bp_physics(a: &BpArgs, physics: fem::mesh_solve::Physics, degrees: &[usize], size: fem::bp::Size, deformation: fem::host::mesh::spectral::Deformation) -> CliResult {
     use fem::bp::physics::{run, PhysicsOptions};
-    crate::cli::given::refuse_all_but(&["physics", "level", "degree", "elements", "dofs", "deform", "backend", "repeats", "cpu_time", "json"], "--physics (the pipeline's Jacobian on L-vectors; the other options steer the CEED problems' kernels)")?;
+    crate::cli::given::refuse_all_but(&["physics", "level", "dim", "degree", "elements", "dofs", "deform", "backend", "repeats", "cpu_time", "json"], "--physics (the pipeline's Jacobian on L-vectors; the other options steer the CEED problems' kernels)")?;
     let level: fem::host::problem::nonlinear::Assembly = a.level.parse()?;
     let any = open_announced(a.backend, a.json)?;
     let bar = progress_bar(a.json, String::new());
     for &degree in degrees {
-        let o = PhysicsOptions { physics, level, degree, size, deformation, repeats: a.repeats as usize, cpu_time: a.cpu_time };
+        let o = PhysicsOptions { physics, level, degree, dim: a.dim as usize, size, deformation, repeats: a.repeats as usize, cpu_time: a.cpu_time };
         let r = run(&o, &any, &|m| bar.set_message(format!("N = {degree}: {m}")))?;
         bar.suspend(|| {
             report_degree(a.json, degrees.len() > 1, &r, |r| {

@@ -14,7 +14,7 @@ use fem::mesh_solve::Physics;
 const PHYSICS: [Physics; 4] = [Physics::Mass, Physics::Poisson, Physics::Elasticity, Physics::NeoHookean];
 
 fn options(physics: Physics, level: Assembly, degree: usize) -> PhysicsOptions {
-    PhysicsOptions { physics, level, degree, size: Size::Elements(8), deformation: Deformation::Trilinear { amplitude: 0.1, seed: 1 }, repeats: 2, cpu_time: false }
+    PhysicsOptions { physics, level, degree, dim: 3, size: Size::Elements(8), deformation: Deformation::Trilinear { amplitude: 0.1, seed: 1 }, repeats: 2, cpu_time: false }
 }
 
 /// On 2³ cells: the L- and E-DOFs of the space, rates from the time, and
@@ -47,6 +47,28 @@ fn physics_products_report_l_and_e_dofs() {
     assert!(bytes_moved(v, Assembly::Sparse("csr".parse().unwrap()), 10, 100, None).is_err());
 }
 
+/// With `dim` 2 the physics run on a square of quadrilaterals: 2² cells,
+/// the L- and E-DOFs of Q_N there (two components for elasticity), the
+/// point data's bytes in the model; a degree a physics has no kernels for
+/// on quadrilaterals is a clear error.
+#[test]
+fn quadrilateral_products_report_their_space() {
+    let any = AnyBackend::Cpu(fem::host::CpuBackend::new(Some(2)).unwrap());
+    for (physics, degree, nc) in [(Physics::Mass, 3, 1), (Physics::Poisson, 8, 1), (Physics::Elasticity, 2, 2)] {
+        let o = PhysicsOptions { dim: 2, size: Size::Elements(4), ..options(physics, Assembly::Partial, degree) };
+        let r = run(&o, &any, &|_| {}).unwrap();
+        let side = 2 * degree + 1;
+        assert_eq!((r.dim, r.elements, r.l_dofs, r.e_dofs), (2, 4, nc * side * side, nc * 4 * (degree + 1).pow(2)), "{physics:?} Q{degree}");
+        assert!(r.bytes_moved > 4 * r.e_dofs + 48 * r.l_dofs, "{physics:?}: {} bytes", r.bytes_moved);
+        assert!(r.seconds_per_apply > 0.0 && r.roofline_fraction > 0.0);
+    }
+    let o = PhysicsOptions { dim: 2, size: Size::Elements(4), ..options(Physics::Elasticity, Assembly::Partial, 5) };
+    let e = run(&o, &any, &|_| {}).unwrap_err();
+    assert!(e.to_string().contains("no Q5 Quadrilateral"), "{e}");
+    let o = PhysicsOptions { dim: 4, ..options(Physics::Poisson, Assembly::Partial, 2) };
+    assert!(run(&o, &any, &|_| {}).unwrap_err().to_string().contains("not dim 4"));
+}
+
 /// The GPU's product of every physics at both levels equals the CPU's.
 #[test]
 fn gpu_physics_products_equal_the_cpus() {
@@ -59,6 +81,15 @@ fn gpu_physics_products_equal_the_cpus() {
                 assert!(r.max_rel_error_vs_cpu < 1e-12, "{physics:?} {level} Q{degree}: {:e}", r.max_rel_error_vs_cpu);
                 assert!(r.roofline_fraction > 0.0);
             }
+        }
+    }
+    // partial assembly on quadrilaterals, sizes not a multiple of the
+    // block's elements
+    for (physics, degrees) in [(Physics::Poisson, &[1, 2, 5, 8][..]), (Physics::Elasticity, &[1, 2, 3])] {
+        for &degree in degrees {
+            let o = PhysicsOptions { dim: 2, size: Size::Elements(49), ..options(physics, Assembly::Partial, degree) };
+            let r = run(&o, &any, &|_| {}).unwrap();
+            assert!(r.max_rel_error_vs_cpu < 1e-12, "{physics:?} quadrilaterals Q{degree}: {:e}", r.max_rel_error_vs_cpu);
         }
     }
 }
@@ -90,4 +121,9 @@ fn bp_physics_command_and_refusals() {
         assert!(out.status.code() == Some(1) && err.contains(says), "{args:?}: {err}");
     }
     assert_eq!(fem(&["bp", "--level", "none", "--backend", "cpu"]).status.code(), Some(2), "--level needs --physics");
+    assert_eq!(fem(&["bp", "--dim", "2", "--backend", "cpu"]).status.code(), Some(2), "--dim needs --physics");
+    let out = fem(&["bp", "--physics", "poisson", "--dim", "2", "--degree", "4", "--elements", "9", "--backend", "cpu", "--repeats", "2", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["dim"].as_u64(), v["elements"].as_u64(), v["l_dofs"].as_u64()), (Some(2), Some(9), Some(13 * 13)), "{v}");
 }
