@@ -214,7 +214,7 @@ pub fn p_multigrid<B: CeedOps, A: LinearOperator<B, f64>>(b: &B, a: &A, op: &Ten
     laps.lap("smoothers");
     let mut cycle: Box<dyn LinearOperator<B, f64> + '_> = Box::new(&mg);
     for k in (0..smoothed.len()).rev() {
-        cycle = Box::new(PCycle::new(b, smoothed[k], &jacobi[k].inv_diag, rho[k], pmg.options.chebyshev, cycle, &*transfers[k].0, &*transfers[k].1)?);
+        cycle = Box::new(PCycle::new(b, Box::new(smoothed[k]), &jacobi[k].inv_diag, rho[k], pmg.options.chebyshev, cycle, &*transfers[k].0, &*transfers[k].1)?);
     }
     let setup = laps.elapsed();
     let mut u = b.zeros::<f64>(mesh.n_nodes)?;

@@ -268,12 +268,18 @@ fn p_multigrid(a: &BpArgs) -> Result<Option<fem::bp::BpPmg>, String> {
         0 => return Err("--chebyshev-degree is at least 1".into()),
         d => d,
     };
-    let levels = match a.pmg_degrees.as_deref() {
+    let levels = pmg_levels(a.pmg_degrees.as_deref())?;
+    Ok(Some(fem::bp::BpPmg { options: fem::host::problem::nonlinear::PmgOptions { chebyshev, amg: a.amg.options()? }, levels }))
+}
+
+/// `--pmg-degrees`: degrees like 4,2,1, or halving; 1 (two levels) unless
+/// given. `fem bp --solve` and `fem solve --physics` read it alike.
+pub(crate) fn pmg_levels(arg: Option<&str>) -> Result<fem::bp::PmgLevels, String> {
+    Ok(match arg {
         None => fem::bp::PmgLevels::Degrees(vec![1]),
         Some("halving") => fem::bp::PmgLevels::Halving,
         Some(list) => fem::bp::PmgLevels::Degrees(list.split(',').map(|d| d.trim().parse().map_err(|_| format!("bad --pmg-degrees `{list}` (expected degrees like 4,2,1, or halving)"))).collect::<Result<_, String>>()?),
-    };
-    Ok(Some(fem::bp::BpPmg { options: fem::host::problem::nonlinear::PmgOptions { chebyshev, amg: a.amg.options()? }, levels }))
+    })
 }
 
 /// `fem bp` on the ranks of `comm`: one degree, on the GPU of each rank

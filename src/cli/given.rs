@@ -52,7 +52,7 @@ pub(crate) const FORMATS: &[&str] = &[
 
 /// The pipeline's options.
 pub(crate) const PIPELINE: &[&str] = &[
-    "mesh", "physics", "dirichlet_group", "neumann_group", "robin_group", "load", "krylov", "refine", "restart", "time_steps", "dt", "scheme", "vtk_every", "young", "poisson_ratio", "format", "scatter", "precond", "smoother", "cycle", "smoothing_steps", "chebyshev_degree", "ordering", "precision", "amg_strength", "amg_smoother", "amg_cycle", "amg_aggregation", "amg_setup", "partitioner", "write_system",
+    "mesh", "physics", "dirichlet_group", "neumann_group", "robin_group", "load", "krylov", "refine", "restart", "time_steps", "dt", "scheme", "vtk_every", "young", "poisson_ratio", "format", "scatter", "precond", "smoother", "cycle", "smoothing_steps", "chebyshev_degree", "ordering", "precision", "amg_strength", "amg_smoother", "amg_cycle", "amg_aggregation", "amg_setup", "partitioner", "write_system", "pmg_degrees",
 ];
 
 /// The hole benchmark's options.

@@ -199,6 +199,9 @@ fn precond(a: &SolveArgs) -> Result<Precond, String> {
     if a.chebyshev_degree.is_some() && !matches!(p, Precond::Chebyshev(_) | Precond::PMultigrid(_)) {
         return Err("--chebyshev-degree configures --precond chebyshev and pmg".into());
     }
+    if a.pmg_degrees.is_some() && !matches!(p, Precond::PMultigrid(_)) {
+        return Err("--pmg-degrees configures --precond pmg".into());
+    }
     Ok(p)
 }
 
@@ -349,6 +352,7 @@ fn solve_on(a: &SolveArgs, file: &GmshMesh, comm: &dyn Communicator) -> CliResul
             _ => Partitioner::Metis,
         },
         write_system: a.write_system.clone(),
+        pmg_levels: crate::cli::bp::pmg_levels(a.pmg_degrees.as_deref())?,
         time: match a.time_steps {
             0 => None,
             steps => Some(Transient {

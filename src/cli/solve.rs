@@ -203,6 +203,12 @@ pub(crate) struct SolveArgs {
     /// tangent an application (default 3).
     #[arg(long)]
     pub(crate) chebyshev_degree: Option<usize>,
+    /// --precond pmg: the levels' degrees below P, descending to 1
+    /// (`4,2,1`), or `halving` (P/2, P/4, ..., 1); default 1 (two levels).
+    /// The levels between are the physics rediscretised, stored by their
+    /// points and smoothed as the finest is.
+    #[arg(long)]
+    pub(crate) pmg_degrees: Option<String>,
     /// Across ranks (under mpirun): how the cells are split, by METIS's
     /// k-way partition of the dual graph (few facets cut; the default) or
     /// in equal runs along a Morton curve (no graph: faster to make).

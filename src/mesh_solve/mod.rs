@@ -159,6 +159,9 @@ pub struct MeshSolveOptions {
     /// arrays ([`fem_host::io::npy::write_system`]), for another solver,
     /// before solving (one rank, stationary problems).
     pub write_system: Option<std::path::PathBuf>,
+    /// p-multigrid's degrees below the space's ([`Precond::PMultigrid`]):
+    /// `Degrees(vec![1])` for two levels.
+    pub pmg_levels: crate::bp::PmgLevels,
 }
 
 /// Time stepping.
@@ -409,7 +412,15 @@ fn levels<B: NewtonOps, K: Kernels<f64>>(b: &B, setup: Setup<K>, cpu: &CpuBacken
     let setup = match o.newton.precond {
         Precond::Multigrid(_) => setup.with_multigrid_on(b, cpu, nested)?,
         Precond::Amg(_) => setup.with_low_order(nested.finest())?,
-        Precond::PMultigrid(_) => setup.with_p_multigrid_on(b, cpu, nested.finest())?,
+        Precond::PMultigrid(_) => {
+            let space = nested.finest();
+            // Q1 is refused by the set-up, with its reason
+            let between = match space.degree {
+                0 | 1 => Vec::new(),
+                p => o.pmg_levels.below(p)?.split_last().map_or(Vec::new(), |(_, d)| d.to_vec()),
+            };
+            setup.with_p_multigrid_levels_on(b, cpu, space, &between)?
+        }
         _ => return Ok(setup),
     };
     *stage = Some(StageSeconds::ended("levels", start.elapsed().as_secs_f64()));

@@ -188,7 +188,7 @@ fn every_rank_holds_its_piece_of_the_solution() {
     let file = fem::host::io::gmsh::GmshMesh::from_box_mesh(&mesh, &vec![0; mesh.n_cells()], &["domain"]).unwrap();
     let mut newton = fem::host::problem::nonlinear::NewtonOptions::default();
     newton.krylov_rtol = 1e-12;
-    let o = MeshSolveOptions { physics: Physics::Elasticity, degree: 2, refine: 0, dirichlet: Vec::new(), neumann: Vec::new(), robin: Vec::new(), load: LoadKind::Random, young: 1.0, poisson_ratio: 0.3, newton, ordering: fem::host::solver::ordering::Ordering::Original, time: None, partitioner: fem::host::distributed::Partitioner::Metis, write_system: None };
+    let o = MeshSolveOptions { physics: Physics::Elasticity, degree: 2, refine: 0, dirichlet: Vec::new(), neumann: Vec::new(), robin: Vec::new(), load: LoadKind::Random, young: 1.0, poisson_ratio: 0.3, newton, ordering: fem::host::solver::ordering::Ordering::Original, time: None, partitioner: fem::host::distributed::Partitioner::Metis, write_system: None, pmg_levels: fem::bp::PmgLevels::Degrees(vec![1]) };
     let cpu = fem::host::AnyBackend::Cpu(fem::host::CpuBackend::new(Some(1)).unwrap());
     let (space, want, one) = run(&cpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
     let (nc, scale) = (want.len() / space.n_dofs, want.iter().fold(0.0f64, |m, v| m.max(v.abs())));

@@ -36,6 +36,7 @@ fn options(physics: Physics, degree: usize) -> MeshSolveOptions {
         time: None,
         partitioner: fem::host::distributed::Partitioner::Metis,
         write_system: None,
+        pmg_levels: fem::bp::PmgLevels::Degrees(vec![1]),
     }
 }
 
@@ -290,6 +291,16 @@ fn p_multigrid_on_the_gpu_as_on_the_cpu() {
         let (its, cpu_its, jacobi_its) = (report.newton.krylov_iterations, reference.newton.krylov_iterations, jacobi.newton.krylov_iterations);
         assert!(report.newton.converged && diff <= 1e-9 * scale, "{label}: {diff:e} of {scale:e}");
         assert!(its.abs_diff(cpu_its) <= 2 && 3 * its < jacobi_its, "{label}: GPU {its}, CPU {cpu_its}, Jacobi {jacobi_its}");
+        // levels of halved degree between (Q6 → Q3 → Q1, Q4 → Q2 → Q1, ...)
+        if degree >= 3 {
+            o.pmg_levels = fem::bp::PmgLevels::Halving;
+            let (_, want, reference) = run(&cpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+            let (_, got, report) = run(&gpu, &file, &o, &|_| {}, &mut |_, _, _, _| Ok(())).unwrap();
+            let diff = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            let (halved, cpu_halved) = (report.newton.krylov_iterations, reference.newton.krylov_iterations);
+            assert!(report.newton.converged && diff <= 1e-9 * scale, "{label}, halving: {diff:e} of {scale:e}");
+            assert!(halved.abs_diff(cpu_halved) <= 2 && halved <= its + 1, "{label}, halving: GPU {halved}, CPU {cpu_halved}, two levels {its}");
+        }
     }
 }
 

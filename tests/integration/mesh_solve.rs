@@ -448,7 +448,7 @@ fn radiation_cools_through_robin_groups() {
 fn poisson_options(degree: usize, dirichlet: Vec<fem::mesh_solve::GroupValue>, load: fem::mesh_solve::LoadKind, time: Option<fem::mesh_solve::Transient>) -> fem::mesh_solve::MeshSolveOptions {
     let mut newton = fem::host::problem::nonlinear::NewtonOptions::default();
     newton.krylov_rtol = 1e-12;
-    fem::mesh_solve::MeshSolveOptions { physics: fem::mesh_solve::Physics::Poisson, degree, refine: 0, dirichlet, neumann: Vec::new(), robin: Vec::new(), load, young: 1.0, poisson_ratio: 0.3, newton, ordering: fem::host::solver::ordering::Ordering::Original, time, partitioner: fem::host::distributed::Partitioner::Metis, write_system: None }
+    fem::mesh_solve::MeshSolveOptions { physics: fem::mesh_solve::Physics::Poisson, degree, refine: 0, dirichlet, neumann: Vec::new(), robin: Vec::new(), load, young: 1.0, poisson_ratio: 0.3, newton, ordering: fem::host::solver::ordering::Ordering::Original, time, partitioner: fem::host::distributed::Partitioner::Metis, write_system: None, pmg_levels: fem::bp::PmgLevels::Degrees(vec![1]) }
 }
 
 /// Dirichlet values by group: u = 1 on `xmin` and u = 0 on `xmax` of the
@@ -578,9 +578,22 @@ fn p_multigrid_preconditions_high_order_solves() {
         assert!((a - b).abs() < 1e-6 * b, "{format}: L2 error {a:e} against Jacobi's {b:e}");
         assert!(4 * its(&r) < its(&jacobi), "{format}: {} against Jacobi's {} iterations", its(&r), its(&jacobi));
     }
-    let out = fem(&["solve", "--backend", "cpu", "--mesh", &hex, "--physics", "poisson", "--degree", "1", "--precond", "pmg"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.code() == Some(1) && err.contains("Q1 already"), "{err}");
+    // a level of degree 2 between: the same solution in no more iterations
+    let two = run("partial", "pmg");
+    let three = solve_json(&["--mesh", &hex, "--physics", "poisson", "--degree", "3", "--format", "partial", "--precond", "pmg", "--pmg-degrees", "2,1", "--rtol", "1e-10"]);
+    let (a, b) = (three["l2_error"].as_f64().unwrap(), jacobi["l2_error"].as_f64().unwrap());
+    assert!((a - b).abs() < 1e-6 * b && its(&three) <= its(&two), "Q3 → Q2 → Q1: {} iterations against {}, L2 error {a:e} against {b:e}", its(&three), its(&two));
+    for (args, says) in [
+        (&["--degree", "1", "--precond", "pmg"][..], "Q1 already"),
+        (&["--degree", "3", "--precond", "pmg", "--pmg-degrees", "3,1"], "descend"),
+        (&["--degree", "3", "--precond", "jacobi", "--pmg-degrees", "halving"], "configures --precond pmg"),
+    ] {
+        let mut all = vec!["solve", "--backend", "cpu", "--mesh", &hex, "--physics", "poisson"];
+        all.extend_from_slice(args);
+        let out = fem(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code() == Some(1) && err.contains(says), "{args:?}: {err}");
+    }
 }
 
 /// The values of a little-endian `.npy` array of 8- or 4-byte elements,

@@ -22,7 +22,7 @@ struct PWork<V> {
 
 /// One p-multigrid cycle as a preconditioner.
 pub struct PCycle<'a, B: Backend, T: Scalar> {
-    a: &'a dyn LinearOperator<B, T>,
+    a: Box<dyn LinearOperator<B, T> + 'a>,
     inv: &'a B::Vector<T>,
     rho: f64,
     degree: usize,
@@ -36,10 +36,11 @@ impl<'a, B: Backend, T: Scalar> PCycle<'a, B, T> {
     /// The cycle on the fine operator `a` with inverse diagonal `inv` and
     /// ρ(D⁻¹A) `rho` ([`Self::rho`]), Chebyshev of `degree` products on
     /// each side of the correction `prolong · coarse · restrict`. The
-    /// coarse solve may be borrowed (a box of a reference) or another
-    /// cycle, owned: levels of decreasing degree nest that way.
+    /// operator and the coarse solve may be borrowed (a box of a
+    /// reference) or owned: levels of decreasing degree nest as cycles,
+    /// each owning the operator it made.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(b: &B, a: &'a dyn LinearOperator<B, T>, inv: &'a B::Vector<T>, rho: f64, degree: usize, coarse: Box<dyn LinearOperator<B, T> + 'a>, prolong: &'a dyn LinearOperator<B, T>, restrict: &'a dyn LinearOperator<B, T>) -> Result<Self> {
+    pub fn new(b: &B, a: Box<dyn LinearOperator<B, T> + 'a>, inv: &'a B::Vector<T>, rho: f64, degree: usize, coarse: Box<dyn LinearOperator<B, T> + 'a>, prolong: &'a dyn LinearOperator<B, T>, restrict: &'a dyn LinearOperator<B, T>) -> Result<Self> {
         let (n, m) = (a.rows(), restrict.rows());
         let work = PWork { r: b.zeros(n)?, z: b.zeros(n)?, d: b.zeros(n)?, rc: b.zeros(m)?, zc: b.zeros(m)? };
         Ok(Self { a, inv, rho, degree: degree.max(1), coarse, prolong, restrict, work: RefCell::new(work) })
@@ -62,14 +63,14 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for PCycle<'_, B, T> {
         let mut w = self.work.borrow_mut();
         let PWork { r: res, z: scaled, d, rc, zc } = &mut *w;
         b.axpby(T::ZERO, r, T::ZERO, z)?;
-        iterate(b, self.a, self.inv, self.rho, self.degree, r, z, Work { r: &mut *res, z: &mut *scaled, d: &mut *d })?;
+        iterate(b, &*self.a, self.inv, self.rho, self.degree, r, z, Work { r: &mut *res, z: &mut *scaled, d: &mut *d })?;
         self.a.apply(b, z, res)?;
         b.axpby(T::ONE, r, -T::ONE, res)?;
         self.restrict.apply(b, res, rc)?;
         self.coarse.apply(b, rc, zc)?;
         self.prolong.apply(b, zc, d)?;
         b.axpy(T::ONE, d, z)?;
-        iterate(b, self.a, self.inv, self.rho, self.degree, r, z, Work { r: res, z: scaled, d })
+        iterate(b, &*self.a, self.inv, self.rho, self.degree, r, z, Work { r: res, z: scaled, d })
     }
 
     fn name(&self) -> String {

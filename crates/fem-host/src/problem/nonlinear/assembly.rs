@@ -198,7 +198,7 @@ impl Assembly {
     /// partial assembly for scalar ones, whose 9 values a point cost less
     /// than interpolating the state and the auxiliary fields at every
     /// product (Poisson Q3: 1288 against 1754 µs).
-    fn by_points(v: &Variant) -> Storage {
+    pub(crate) fn by_points(v: &Variant) -> Storage {
         if v.nc > 1 && v.matrix_free {
             Storage::MatrixFree
         } else {

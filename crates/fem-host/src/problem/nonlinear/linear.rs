@@ -63,6 +63,8 @@ pub trait LinearScalar: Scalar {
     /// An f64 operator as one of this precision: itself in f64, none
     /// otherwise (element matrices are applied in f64 only).
     fn elements<'a, B: Backend + 'a>(a: &'a dyn LinearOperator<B, f64>) -> Option<&'a dyn LinearOperator<B, Self>>;
+    /// [`Self::elements`] of an owned operator.
+    fn owned<'a, B: Backend + 'a>(a: Box<dyn LinearOperator<B, f64> + 'a>) -> Option<Box<dyn LinearOperator<B, Self> + 'a>>;
 }
 
 impl LinearScalar for f64 {
@@ -79,6 +81,9 @@ impl LinearScalar for f64 {
         solve(r, delta)
     }
     fn elements<'a, B: Backend + 'a>(a: &'a dyn LinearOperator<B, f64>) -> Option<&'a dyn LinearOperator<B, f64>> {
+        Some(a)
+    }
+    fn owned<'a, B: Backend + 'a>(a: Box<dyn LinearOperator<B, f64> + 'a>) -> Option<Box<dyn LinearOperator<B, f64> + 'a>> {
         Some(a)
     }
 }
@@ -107,6 +112,9 @@ impl LinearScalar for f32 {
         Ok(report)
     }
     fn elements<'a, B: Backend + 'a>(_: &'a dyn LinearOperator<B, f64>) -> Option<&'a dyn LinearOperator<B, f32>> {
+        None
+    }
+    fn owned<'a, B: Backend + 'a>(_: Box<dyn LinearOperator<B, f64> + 'a>) -> Option<Box<dyn LinearOperator<B, f32> + 'a>> {
         None
     }
 }

@@ -109,7 +109,8 @@ pub struct Levels<K> {
     /// set-up's own level), without fixed rows and columns.
     pub prolongation: Vec<Csr<f64>>,
     /// `injection[l]` takes a field of level `l + 1` to level `l`: one 1
-    /// per row, at the same node.
+    /// per row, at the same node (p-multigrid's levels between degrees,
+    /// whose nodes do not nest: the finer field's values at the nodes).
     pub injection: Vec<Csr<f64>>,
 }
 
@@ -416,13 +417,13 @@ pub(super) struct Level<B: NewtonOps, T: LinearScalar> {
     u: B::Vector<f64>,
     ue: B::Vector<f64>,
     kelem: B::Vector<f64>,
-    kflat: B::Vector<f64>,
+    pub(super) kflat: B::Vector<f64>,
     inv: B::Vector<f64>,
     /// The level's mass matrix as values of its pattern, once time
     /// stepping has set it ([`Prepared::set_masses`]).
     mass: Option<B::Vector<f64>>,
     /// `kflat` and `inv` in the solve's precision (f32 only).
-    values: Option<B::Vector<T>>,
+    pub(super) values: Option<B::Vector<T>>,
     inv_t: Option<B::Vector<T>>,
 }
 
@@ -605,11 +606,7 @@ impl<B: NewtonOps, T: LinearScalar> Prepared<B, T> {
                 }
                 Ok(())
             }
-            Self::PMultigrid(p) => {
-                p.level.linearise(b, u, extra)?;
-                p.rho = None;
-                p.amg.update(b, T::view::<B>(&p.level.kflat, &p.level.values)?)
-            }
+            Self::PMultigrid(p) => p.update(b, u, extra),
         }
     }
 

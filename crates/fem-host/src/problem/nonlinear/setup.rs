@@ -145,7 +145,7 @@ impl<K: Kernels<f64>> Setup<K> {
     /// [`Setup::build`], the pattern and its diagonal positions made only
     /// where `pattern` asks for them.
     #[allow(clippy::too_many_arguments)]
-    fn build_with<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, (physics, cells): (Pointwise<f64, K>, Option<NodalCells>), fixed: Vec<bool>, load: Option<&[f64]>, pattern: bool) -> Result<Self> {
+    pub(super) fn build_with<B: NewtonOps>(b: &B, cpu: &CpuBackend, space: &Space, (physics, cells): (Pointwise<f64, K>, Option<NodalCells>), fixed: Vec<bool>, load: Option<&[f64]>, pattern: bool) -> Result<Self> {
         let nc = physics.variant.nc;
         // what any storage of the tangent holds on the backend, refused
         // before the maps and the pattern are made

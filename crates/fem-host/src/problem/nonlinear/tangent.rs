@@ -2,7 +2,7 @@
 //! whoever wants the operator without the solve: `fem bp --physics`
 //! times it, and a caller can wrap it in a solver of its own.
 
-use super::cell_tangent::CellTangent;
+use super::cell_tangent::{cell_inverse_diagonal, CellTangent};
 use crate::problem::phases::Split;
 use super::{tangent_values, NewtonOps, Solve, Workspace};
 use crate::operator::LinearOperator;
@@ -49,14 +49,11 @@ impl<B: NewtonOps> Workspace<B> {
     /// physics' Jacobian. An error for an f32 solve (its matrix is a
     /// rounded copy) and for formats that renumber the rows.
     pub fn tangent_at(&mut self, b: &B, u: &B::Vector<f64>) -> Result<Tangent<'_, B>> {
-        let mut split = Split::default();
-        Self::residual(b, &self.state, u, &mut self.ue, &mut self.relem, &mut self.r, &mut self.mu, None, &mut split)?;
-        let (storage, state, n) = (self.storage, &self.state, self.n);
-        storage.linearise(b, state, &self.ue, &mut self.kelem)?;
-        if storage.by_cells() {
-            let scratch = RefCell::new(&mut self.mu);
-            return Ok(Tangent(Held::Cells(CellTangent { storage, state, kelem: &self.kelem, extra: None, scratch, n })));
+        self.linearise_at(b, u)?;
+        if self.storage.by_cells() {
+            return self.held();
         }
+        let state = &self.state;
         tangent_values(b, state, &self.kelem, &mut self.kflat, None)?;
         let Solve::F64(linear) = &mut self.linear else {
             return Err(Error::InvalidArgument("the tangent of an f32 solve is a rounded copy: ask for the f64 one".into()));
@@ -67,6 +64,28 @@ impl<B: NewtonOps> Workspace<B> {
             Some(m) => Err(Error::InvalidArgument(format!("{} numbers the rows its own way: choose a format in the mesh's numbering", m.name()))),
             None => Err(Error::InvalidArgument("the assembled tangent is held by the multigrid hierarchy: choose Jacobi".into())),
         }
+    }
+
+    /// The tangent's values at the state `u`, as its storage keeps them,
+    /// and for one kept by its cells the inverse of its diagonal.
+    pub(super) fn linearise_at(&mut self, b: &B, u: &B::Vector<f64>) -> Result<()> {
+        let mut split = Split::default();
+        Self::residual(b, &self.state, u, &mut self.ue, &mut self.relem, &mut self.r, &mut self.mu, None, &mut split)?;
+        self.storage.linearise(b, &self.state, &self.ue, &mut self.kelem)?;
+        match self.storage.by_cells() {
+            true => cell_inverse_diagonal(b, self.storage, &self.state, &self.kelem, None, &mut self.trial, &mut self.jacobi.inv_diag),
+            false => Ok(()),
+        }
+    }
+
+    /// The tangent as last linearised ([`Self::linearise_at`]), applied
+    /// cell by cell; an error for an assembled one.
+    pub(super) fn held(&mut self) -> Result<Tangent<'_, B>> {
+        if !self.storage.by_cells() {
+            return Err(Error::InvalidArgument("the tangent is assembled: take it by Workspace::tangent_at".into()));
+        }
+        let scratch = RefCell::new(&mut self.mu);
+        Ok(Tangent(Held::Cells(CellTangent { storage: self.storage, state: &self.state, kelem: &self.kelem, extra: None, scratch, n: self.n })))
     }
 }
 
