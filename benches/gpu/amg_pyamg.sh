@@ -8,6 +8,7 @@
 # $OUT/amg_pyamg.log and the table into $OUT/amg_pyamg.md.
 #   FEM=target/release/fem bash benches/gpu/amg_pyamg.sh
 #   CASES="tet-p1-r6 beam-q1-r3" FEM=... bash benches/gpu/amg_pyamg.sh
+#   BACKENDS=cpu OUT=benches/cpu/results/amg_pyamg bash benches/gpu/amg_pyamg.sh  (no GPU)
 set -u
 FEM=${FEM:-target/release/fem}
 out=${OUT:-.}
@@ -26,9 +27,10 @@ declare -A CASE=(
 {
 for name in ${CASES:-tet-p1-r6 tet-p2-r4 hex-q1-elasticity-r5 beam-q1-r3}; do
     args=${CASE[$name]}
-    timed "$name-amg-cuda" $args --max-iterations 20000 --precond amg --backend cuda
-    timed "$name-amg-cpu" $args --max-iterations 20000 --precond amg --backend cpu
-    "$FEM" solve $args --max-iterations 20000 --precond amg --backend cuda --load random --rtol 1e-8 --write-system "$tmp/$name" > /dev/null 2> "$tmp/$name.err" || { echo "FAILED: writing $name"; tail -3 "$tmp/$name.err"; }
+    for backend in ${BACKENDS:-cuda cpu}; do
+        timed "$name-amg-$backend" $args --max-iterations 20000 --precond amg --backend "$backend"
+    done
+    "$FEM" solve $args --max-iterations 20000 --precond amg --backend "${backend:-cpu}" --load random --rtol 1e-8 --write-system "$tmp/$name" > /dev/null 2> "$tmp/$name.err" || { echo "FAILED: writing $name"; tail -3 "$tmp/$name.err"; }
     /usr/bin/time -f "$name-pyamg: wall %e s, max RSS %M KB" timeout "${PYAMG_TIMEOUT:-1200}" python3 "$here/../cpu/pyamg_system.py" "$tmp/$name" > "$out/$name-pyamg.json" || echo "FAILED: pyamg on $name"
     rm -rf "$tmp/$name"
 done
