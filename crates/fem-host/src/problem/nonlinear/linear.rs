@@ -65,6 +65,9 @@ pub trait LinearScalar: Scalar {
     fn elements<'a, B: Backend + 'a>(a: &'a dyn LinearOperator<B, f64>) -> Option<&'a dyn LinearOperator<B, Self>>;
     /// [`Self::elements`] of an owned operator.
     fn owned<'a, B: Backend + 'a>(a: Box<dyn LinearOperator<B, f64> + 'a>) -> Option<Box<dyn LinearOperator<B, Self> + 'a>>;
+    /// An f64 vector as one of this precision: itself in f64, none
+    /// otherwise (for the vectors of operators applied in f64 only).
+    fn vector<B: Backend>(x: &B::Vector<f64>) -> Option<&B::Vector<Self>>;
 }
 
 impl LinearScalar for f64 {
@@ -85,6 +88,9 @@ impl LinearScalar for f64 {
     }
     fn owned<'a, B: Backend + 'a>(a: Box<dyn LinearOperator<B, f64> + 'a>) -> Option<Box<dyn LinearOperator<B, f64> + 'a>> {
         Some(a)
+    }
+    fn vector<B: Backend>(x: &B::Vector<f64>) -> Option<&B::Vector<f64>> {
+        Some(x)
     }
 }
 
@@ -115,6 +121,9 @@ impl LinearScalar for f32 {
         None
     }
     fn owned<'a, B: Backend + 'a>(_: Box<dyn LinearOperator<B, f64> + 'a>) -> Option<Box<dyn LinearOperator<B, f32> + 'a>> {
+        None
+    }
+    fn vector<B: Backend>(_: &B::Vector<f64>) -> Option<&B::Vector<f32>> {
         None
     }
 }

@@ -166,14 +166,13 @@ pub(super) struct PLevels<B: NewtonOps, T: LinearScalar> {
 }
 
 /// A level of p-multigrid between Q_p and Q1: the physics' tangent there,
-/// stored by its points, at the state interpolated from the level above,
-/// its inverse diagonal and ρ(D⁻¹A), and the transfers to the level above.
+/// stored by its points with its inverse diagonal (its workspace's), at
+/// the state interpolated from the level above, ρ(D⁻¹A), and the
+/// transfers to the level above.
 struct Between<B: NewtonOps, T: LinearScalar> {
     w: Workspace<B>,
     inject: Box<dyn Spmv<B, f64>>,
     u: B::Vector<f64>,
-    inv: B::Vector<f64>,
-    inv_t: Option<B::Vector<T>>,
     rho: f64,
     prolong: Matrix<B, T>,
     restrict: Matrix<B, T>,
@@ -199,8 +198,7 @@ impl<B: NewtonOps, T: LinearScalar> PLevels<B, T> {
                 };
                 let o = NewtonOptions { assembly, precond: Precond::Jacobi, scatter, ..NewtonOptions::default() };
                 let (prolong, restrict) = transfers(l)?;
-                let n = s.n_rows();
-                Ok(Between { w: Workspace::new(b, s, &o)?, inject: b.store_matrix(&levels.injection[l], above(l))?, u: b.zeros(n)?, inv: b.zeros(n)?, inv_t: None, rho: 0.0, prolong, restrict })
+                Ok(Between { w: Workspace::new(b, s, &o)?, inject: b.store_matrix(&levels.injection[l], above(l))?, u: b.zeros(s.n_rows())?, rho: 0.0, prolong, restrict })
             })
             .collect::<Result<Vec<_>>>()?;
         let coarse = &levels.setups[0];
@@ -227,9 +225,9 @@ impl<B: NewtonOps, T: LinearScalar> PLevels<B, T> {
         for l in self.between.iter_mut().rev() {
             l.inject.apply(b, above, &mut l.u)?;
             l.w.linearise_at(b, &l.u)?;
-            b.axpby(1.0, &l.w.jacobi.inv_diag, 0.0, &mut l.inv)?;
-            l.rho = PCycle::rho(b, &l.w.held()?, &l.inv)?;
-            T::refresh(b, &l.inv, &mut l.inv_t)?;
+            l.w.invert_diagonal(b)?;
+            let (t, inv) = l.w.held()?;
+            l.rho = PCycle::rho(b, &t, inv)?;
             let done: &Between<B, T> = l;
             above = &done.u;
         }
@@ -249,9 +247,11 @@ impl<B: NewtonOps, T: LinearScalar> PLevels<B, T> {
         let coarse = self.amg.mg.as_ref().ok_or_else(|| Error::InvalidArgument("p-multigrid's AMG was not built: no tangent yet".into()))?;
         let mut below: Box<dyn LinearOperator<B, T> + 'a> = Box::new(coarse);
         let (mut prolong, mut restrict): (&'a dyn LinearOperator<B, T>, &'a dyn LinearOperator<B, T>) = (&*self.prolong, &*self.restrict);
-        for Between { w, inv, inv_t, rho, prolong: p, restrict: r, .. } in self.between.iter_mut() {
-            let op = T::owned(Box::new(w.held()?)).ok_or_else(|| Error::InvalidArgument(format!("p-multigrid's levels between degrees apply their tangents in f64, not {}", T::NAME)))?;
-            below = Box::new(PCycle::new(b, op, T::view::<B>(inv, inv_t)?, *rho, self.chebyshev, below, prolong, restrict)?);
+        for Between { w, rho, prolong: p, restrict: r, .. } in self.between.iter_mut() {
+            let (t, inv) = w.held()?;
+            let f64_only = || Error::InvalidArgument(format!("p-multigrid's levels between degrees apply their tangents in f64, not {}", T::NAME));
+            let (op, inv) = (T::owned(Box::new(t)).ok_or_else(f64_only)?, T::vector::<B>(inv).ok_or_else(f64_only)?);
+            below = Box::new(PCycle::new(b, op, inv, *rho, self.chebyshev, below, prolong, restrict)?);
             (prolong, restrict) = (&**p, &**r);
         }
         PCycle::new(b, Box::new(a), inv, rho, self.chebyshev, below, prolong, restrict)

@@ -51,7 +51,7 @@ impl<B: NewtonOps> Workspace<B> {
     pub fn tangent_at(&mut self, b: &B, u: &B::Vector<f64>) -> Result<Tangent<'_, B>> {
         self.linearise_at(b, u)?;
         if self.storage.by_cells() {
-            return self.held();
+            return Ok(self.held()?.0);
         }
         let state = &self.state;
         tangent_values(b, state, &self.kelem, &mut self.kflat, None)?;
@@ -66,26 +66,30 @@ impl<B: NewtonOps> Workspace<B> {
         }
     }
 
-    /// The tangent's values at the state `u`, as its storage keeps them,
-    /// and for one kept by its cells the inverse of its diagonal.
+    /// The tangent's values at the state `u`, as its storage keeps them.
     pub(super) fn linearise_at(&mut self, b: &B, u: &B::Vector<f64>) -> Result<()> {
         let mut split = Split::default();
         Self::residual(b, &self.state, u, &mut self.ue, &mut self.relem, &mut self.r, &mut self.mu, None, &mut split)?;
-        self.storage.linearise(b, &self.state, &self.ue, &mut self.kelem)?;
-        match self.storage.by_cells() {
-            true => cell_inverse_diagonal(b, self.storage, &self.state, &self.kelem, None, &mut self.trial, &mut self.jacobi.inv_diag),
-            false => Ok(()),
-        }
+        self.storage.linearise(b, &self.state, &self.ue, &mut self.kelem)
+    }
+
+    /// The inverse diagonal of a tangent kept by its cells, as last
+    /// linearised, into the workspace's Jacobi (what [`Self::held`]
+    /// hands out beside the tangent).
+    pub(super) fn invert_diagonal(&mut self, b: &B) -> Result<()> {
+        cell_inverse_diagonal(b, self.storage, &self.state, &self.kelem, None, &mut self.trial, &mut self.jacobi.inv_diag)
     }
 
     /// The tangent as last linearised ([`Self::linearise_at`]), applied
-    /// cell by cell; an error for an assembled one.
-    pub(super) fn held(&mut self) -> Result<Tangent<'_, B>> {
+    /// cell by cell, with the inverse diagonal last made
+    /// ([`Self::invert_diagonal`]); an error for an assembled one.
+    pub(super) fn held(&mut self) -> Result<(Tangent<'_, B>, &B::Vector<f64>)> {
         if !self.storage.by_cells() {
             return Err(Error::InvalidArgument("the tangent is assembled: take it by Workspace::tangent_at".into()));
         }
         let scratch = RefCell::new(&mut self.mu);
-        Ok(Tangent(Held::Cells(CellTangent { storage: self.storage, state: &self.state, kelem: &self.kelem, extra: None, scratch, n: self.n })))
+        let t = CellTangent { storage: self.storage, state: &self.state, kelem: &self.kelem, extra: None, scratch, n: self.n };
+        Ok((Tangent(Held::Cells(t)), &self.jacobi.inv_diag))
     }
 }
 
