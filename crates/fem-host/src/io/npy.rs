@@ -138,7 +138,8 @@ pub fn write_system(dir: &Path, a: &Csr<f64>, rhs: &[f64], coordinates: &[[f64; 
     write(&dir.join("indices.npy"), &[nnz], a.col.iter().map(|&c| c as i32))?;
     write(&dir.join("data.npy"), &[nnz], a.val.iter().copied())?;
     write(&dir.join("rhs.npy"), &[a.n_rows], rhs.iter().copied())?;
-    write(&dir.join("coordinates.npy"), &[nodes, info.dim], coordinates.iter().flat_map(|x| x[..info.dim].to_vec()).collect::<Vec<_>>().into_iter())?;
+    let d = info.dim;
+    write(&dir.join("coordinates.npy"), &[nodes, d], (0..nodes * d).map(|k| coordinates[k / d][k % d]))?;
     let path = dir.join("system.json");
     let json = serde_json::to_vec_pretty(info).map_err(|e| NpyError::Shape(e.to_string()))?;
     super::atomic_write(&path, &json).map_err(|source| NpyError::Io { path, source })
